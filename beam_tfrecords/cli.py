@@ -1,0 +1,148 @@
+"""The beam-tfrecords command line.
+
+    beam-tfrecords build --schema S.yaml --input 'data/*.csv' --output out/ds \
+        [--format csv] [--num-shards N] [any Beam pipeline option]
+    beam-tfrecords inspect out/ds [--split train] [--records 3]
+
+Flags this program does not know pass through to Beam's PipelineOptions, so
+every runner option (--runner, --project, --region, --temp_location,
+--flink_master, --direct_num_workers, ...) works unchanged.
+"""
+
+import argparse
+import json
+import logging
+import sys
+from typing import List, Optional
+
+from beam_tfrecords.errors import BeamTFRecordsError
+from beam_tfrecords.version import __version__
+
+__all__ = ["main", "parser"]
+
+
+def _csv_names(text: str) -> List[str]:
+  return [n.strip() for n in text.split(",")]
+
+
+def parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(
+      prog="beam-tfrecords",
+      description="Build TFRecord datasets from raw data with Apache Beam.")
+  p.add_argument("--version", action="version", version=__version__)
+  sub = p.add_subparsers(dest="command", required=True)
+
+  b = sub.add_parser(
+      "build", help="build a dataset",
+      description="Build a dataset. Unknown --flags go to Beam's "
+      "PipelineOptions (--runner, --direct_num_workers, --project, ...).")
+  b.add_argument("--schema", required=True, help="schema YAML file")
+  b.add_argument("--input", required=True, action="append",
+                 help="input file or glob (repeatable)")
+  b.add_argument("--output", required=True, help="dataset directory")
+  b.add_argument("--format", choices=["csv", "jsonl", "json", "parquet"],
+                 help="input format (default: from the file extensions)")
+  b.add_argument("--num-shards", type=int, default=None,
+                 help="shard files per split (default: runner decides)")
+  b.add_argument("--overwrite", action="store_true",
+                 help="replace an existing finished dataset")
+  b.add_argument("--csv-delimiter", help="CSV delimiter (default ',')")
+  b.add_argument("--csv-quote-char", help="CSV quote character (default '\"')")
+  b.add_argument("--csv-no-header", action="store_true",
+                 help="CSV files have no header line (give --csv-column-names)")
+  b.add_argument("--csv-column-names", type=_csv_names,
+                 help="comma-separated column names (replace the header)")
+  b.add_argument("--csv-newlines-in-values", action="store_true",
+                 help="quoted CSV values may hold line breaks (files are then "
+                 "read whole, not split)")
+  b.add_argument("--encoding", help="text encoding of CSV input (default utf-8)")
+  b.add_argument("-v", "--verbose", action="store_true", help="log progress")
+
+  i = sub.add_parser("inspect", help="summarize a dataset and show records")
+  i.add_argument("path", help="dataset directory")
+  i.add_argument("--split", default=None, help="split to show (default: all)")
+  i.add_argument("--records", type=int, default=3,
+                 help="records to show per split")
+  return p
+
+
+def _format_options(args) -> dict:
+  opts = {"delimiter": args.csv_delimiter, "quote_char": args.csv_quote_char,
+          "column_names": args.csv_column_names, "encoding": args.encoding}
+  if args.csv_no_header:
+    opts["header"] = False
+  if args.csv_newlines_in_values:
+    opts["newlines_in_values"] = True
+  return {k: v for k, v in opts.items() if v is not None}
+
+
+def _human_bytes(n: int) -> str:
+  for unit in ("B", "KB", "MB", "GB", "TB"):
+    if n < 1024 or unit == "TB":
+      return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    n /= 1024
+  return str(n)
+
+
+def _build(args, beam_args: List[str]) -> int:
+  from beam_tfrecords.pipeline import build
+  result = build(args.schema, args.input, args.output,
+                 input_format=args.format, num_shards=args.num_shards,
+                 format_options=_format_options(args), beam_args=beam_args,
+                 overwrite=args.overwrite)
+  counts = result.metadata["counts"]
+  print(f"Built {result.metadata['name']} in {result.seconds:.1f} s -> "
+        f"{result.output}")
+  for name, split in sorted(result.splits.items()):
+    print(f"  {name}: {split['records']:,} records in "
+          f"{len(split['shards'])} shard(s), {_human_bytes(split['bytes'])}")
+  print(f"  rows read: {counts['rows_read']:,}; rejected: "
+        f"{counts['rows_rejected']:,}"
+        + (f" (see {result.output}/errors/)" if counts["rows_rejected"]
+           else ""))
+  return 0
+
+
+def _inspect(args) -> int:
+  from beam_tfrecords.read import dataset_info, iter_records
+  info = dataset_info(args.path)
+  print(f"dataset {info['name']} ({info['record']}), built by beam-tfrecords "
+        f"{info['tool']['version']}")
+  c = info["counts"]
+  print(f"rows read {c['rows_read']:,}, records {c['records_written']:,}, "
+        f"rejected {c['rows_rejected']:,}")
+  print("features:")
+  for name, spec in sorted(info["feature_spec"].items()):
+    shape = f" shape {spec['shape']}" if "shape" in spec else ""
+    print(f"  {name}: {spec['kind']} {spec['dtype']}{shape}")
+  for split, s in sorted(info["splits"].items()):
+    if args.split and split != args.split:
+      continue
+    print(f"split {split}: {s['records']:,} records, {len(s['shards'])} "
+          f"shard(s), {_human_bytes(s['bytes'])}")
+    for shard in s["shards"]:
+      print(f"  {shard['file']}: {shard['records']:,} records, "
+            f"{_human_bytes(shard['bytes'])}")
+    for n, row in enumerate(iter_records(args.path, split)):
+      if n >= args.records:
+        break
+      print(f"  record {n}: " + json.dumps(
+          row, default=lambda b: b.decode("utf-8", "backslashreplace"),
+          ensure_ascii=False, sort_keys=True))
+  return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+  args, rest = parser().parse_known_args(argv)
+  logging.basicConfig(
+      level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+      format="%(levelname)s %(name)s: %(message)s")
+  if args.command != "build" and rest:
+    parser().error(f"unrecognized arguments: {' '.join(rest)}")
+  try:
+    if args.command == "build":
+      return _build(args, rest)
+    return _inspect(args)
+  except BeamTFRecordsError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2

@@ -1,0 +1,227 @@
+"""Applies a schema to Arrow columns: casts, list splitting, defaults, checks.
+
+`convert_column(feature, array)` turns one input column (any Arrow type: the
+strings of a CSV, the typed columns of Parquet, JSON values) into a
+`pa.LargeListArray` of the stored type, null where the value is missing, plus
+the rows that cannot be encoded with their reasons.
+
+The fast path is pyarrow compute over the whole column. Whenever it meets
+something it cannot decide (a value that does not parse, an overflow, a JSON
+list inside a CSV cell, a nested list) it hands the column to the reference
+rules in `beam_tfrecords.schema.values`, value by value, which also produce
+the per-row reasons. Both give the same arrays (tests/test_encoding_paths.py).
+"""
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from beam_tfrecords.schema import values as value_rules
+from beam_tfrecords.schema.model import Feature, FeatureType
+
+__all__ = ["VALUE_TYPES", "convert_column", "convert_cells", "apply_missing"]
+
+# The Arrow type a feature's values are held in before serialization.
+VALUE_TYPES = {
+    FeatureType.INT64: pa.int64(),
+    FeatureType.FLOAT: pa.float32(),
+    FeatureType.STRING: pa.large_binary(),
+    FeatureType.BYTES: pa.large_binary(),
+}
+
+# row index -> reason
+RowErrors = Dict[int, str]
+
+
+class _Fallback(Exception):
+  """The fast path cannot decide; use the per-value rules."""
+
+
+def list_type(feature: Feature) -> pa.DataType:
+  return pa.large_list(VALUE_TYPES[feature.type])
+
+
+def convert_cells(feature: Feature, cells: Sequence[Any]
+                  ) -> Tuple[pa.LargeListArray, RowErrors]:
+  """The reference path: converts Python cells one by one."""
+  out: List[Optional[list]] = []
+  errors: RowErrors = {}
+  for row, cell in enumerate(cells):
+    try:
+      out.append(value_rules.convert_cell(feature, cell))
+    except ValueError as e:
+      errors[row] = str(e)
+      out.append(None)
+  return pa.array(out, type=list_type(feature)), errors
+
+
+def convert_column(feature: Feature, array: Optional[pa.Array],
+                   num_rows: int) -> Tuple[pa.LargeListArray, RowErrors]:
+  """Converts one input column (None: the column is absent, all missing)."""
+  if array is None:
+    return pa.nulls(num_rows, list_type(feature)), {}
+  if isinstance(array, pa.ChunkedArray):
+    array = array.combine_chunks()
+  try:
+    return _fast_column(feature, array), {}
+  except (_Fallback, pa.ArrowInvalid, pa.ArrowNotImplementedError,
+          pa.ArrowTypeError):
+    return convert_cells(feature, array.to_pylist())
+
+
+def apply_missing(feature: Feature, lists: pa.LargeListArray,
+                  errors: RowErrors) -> pa.LargeListArray:
+  """Fills defaults and flags missing required values (adds to `errors`)."""
+  if lists.null_count == 0:
+    return lists
+  if feature.required:
+    for row in np.nonzero(lists.is_null().to_numpy(zero_copy_only=False))[0]:
+      errors.setdefault(int(row), f'required value is missing (column '
+                        f'"{feature.column}" has no value)')
+    return lists
+  if feature.default is not None:
+    default = pa.scalar(list(feature.default), type=list_type(feature))
+    return pc.fill_null(lists, default)
+  return lists
+
+
+# ---------------------------------------------------------------------------
+# The fast path.
+
+
+def _is_text(t: pa.DataType) -> bool:
+  return (pa.types.is_string(t) or pa.types.is_large_string(t)
+          or pa.types.is_binary(t) or pa.types.is_large_binary(t))
+
+
+def _is_list(t: pa.DataType) -> bool:
+  return (pa.types.is_list(t) or pa.types.is_large_list(t)
+          or pa.types.is_fixed_size_list(t))
+
+
+def _as_utf8(array: pa.Array) -> pa.Array:
+  if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type):
+    return pc.cast(array, pa.large_string())  # raises on invalid UTF-8
+  return array
+
+
+def _all_match(text: pa.Array, pattern: str) -> bool:
+  matches = pc.match_substring_regex(text, pattern)
+  return matches.null_count == len(matches) or pc.all(matches).as_py()
+
+
+def _to_float32(f64: pa.Array) -> pa.Array:
+  f32 = pc.cast(f64, pa.float32(), safe=False)
+  overflow = pc.and_(pc.is_finite(f64), pc.is_inf(f32))
+  if pc.any(overflow).as_py():
+    raise _Fallback()
+  return f32
+
+
+def _fast_values(ftype: FeatureType, array: pa.Array) -> pa.Array:
+  """Converts flat values (nulls kept) to VALUE_TYPES[ftype], or raises."""
+  t = array.type
+  if pa.types.is_dictionary(t):
+    array = array.dictionary_decode()
+    t = array.type
+  if pa.types.is_null(t):
+    return pa.nulls(len(array), VALUE_TYPES[ftype])
+  if ftype in (FeatureType.INT64, FeatureType.FLOAT):
+    if _is_text(t):
+      text = pc.utf8_trim_whitespace(_as_utf8(array))
+      pattern = (value_rules.INT_TEXT if ftype is FeatureType.INT64
+                 else value_rules.FLOAT_TEXT)
+      if not _all_match(text, pattern):
+        raise _Fallback()
+      array = text
+    elif not (pa.types.is_integer(t) or pa.types.is_floating(t)
+              or pa.types.is_boolean(t) or pa.types.is_decimal(t)):
+      raise _Fallback()
+    if ftype is FeatureType.INT64:
+      if pa.types.is_floating(array.type) and pc.any(
+          pc.invert(pc.is_finite(array))).as_py():
+        raise _Fallback()
+      return pc.cast(array, pa.int64())  # safe: raises on overflow/fractions
+    return _to_float32(pc.cast(array, pa.float64()))
+  if _is_text(t):
+    if ftype is FeatureType.STRING:
+      array = _as_utf8(array)
+    return pc.cast(array, pa.large_binary())
+  if ftype is FeatureType.STRING and pa.types.is_integer(t):
+    return pc.cast(pc.cast(array, pa.large_string()), pa.large_binary())
+  raise _Fallback()
+
+
+def _wrap_scalars(values: pa.Array) -> pa.LargeListArray:
+  """One-element lists, null where the value is null."""
+  valid = values.is_valid().to_numpy(zero_copy_only=False)
+  offsets = np.zeros(len(values) + 1, dtype=np.int64)
+  np.cumsum(valid, out=offsets[1:])
+  mask = pa.array(~valid) if values.null_count else None
+  return pa.LargeListArray.from_arrays(
+      pa.array(offsets), values.drop_null(), mask=mask)
+
+
+def _check_length(feature: Feature, lists: pa.LargeListArray) -> None:
+  expected = feature.num_values
+  if expected is None or lists.null_count == len(lists):
+    return
+  lengths = pc.list_value_length(lists)
+  if not pc.all(pc.equal(lengths, expected)).as_py():
+    raise _Fallback()
+
+
+def _fast_lists(feature: Feature, array: pa.Array) -> pa.LargeListArray:
+  """Converts a list column (Arrow lists) value by value."""
+  if pa.types.is_fixed_size_list(array.type):
+    array = pc.cast(array, pa.large_list(array.type.value_type))
+  if _is_list(array.type.value_type):
+    raise _Fallback()  # nested lists: flattening rules live in values.py
+  offsets = np.asarray(array.offsets, dtype=np.int64)
+  start, end = int(offsets[0]), int(offsets[-1])
+  valid = array.is_valid().to_numpy(zero_copy_only=False)
+  if array.null_count and np.any(np.diff(offsets)[~valid]):
+    raise _Fallback()  # null rows that still own values: let values.py judge
+  values = _fast_values(feature.type, array.values.slice(start, end - start))
+  if values.null_count:
+    raise _Fallback()  # a null inside a list is an error with a reason
+  mask = pa.array(~valid) if array.null_count else None
+  return pa.LargeListArray.from_arrays(pa.array(offsets - start), values,
+                                       mask=mask)
+
+
+def _fast_split(feature: Feature, array: pa.Array) -> pa.LargeListArray:
+  """Splits delimited text cells ("" is the empty list)."""
+  if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type):
+    if feature.type is not FeatureType.BYTES:
+      array = _as_utf8(array)
+  if pc.any(pc.equal(pc.binary_length(array), 0)).as_py():
+    raise _Fallback()
+  return _fast_lists(feature, pc.split_pattern(array, feature.separator))
+
+
+def _fast_column(feature: Feature, array: pa.Array) -> pa.LargeListArray:
+  t = array.type
+  if pa.types.is_dictionary(t):
+    array = array.dictionary_decode()
+    t = array.type
+  if feature.is_scalar:
+    if _is_list(t):
+      raise _Fallback()
+    return _wrap_scalars(_fast_values(feature.type, array))
+  if _is_list(t):
+    lists = _fast_lists(feature, array)
+  elif _is_text(t) and feature.separator is not None:
+    lists = _fast_split(feature, array)
+  elif _is_text(t):
+    # A cell holding a JSON list, or an empty cell, follows the text rules.
+    if pc.any(pc.starts_with(_as_utf8(array), "[")).as_py() or pc.any(
+        pc.equal(pc.binary_length(array), 0)).as_py():
+      raise _Fallback()
+    lists = _wrap_scalars(_fast_values(feature.type, array))
+  else:
+    lists = _wrap_scalars(_fast_values(feature.type, array))
+  _check_length(feature, lists)
+  return lists

@@ -1,0 +1,139 @@
+"""Record batches (or rows) -> serialized tf.train.Example. No Beam here.
+
+`ExampleEncoder(schema).encode(record_batch)` returns the serialized records
+of the rows that encode, in row order, and the rows that do not, each with
+its reasons. An encoder pickles as the schema dict it was built from.
+"""
+
+import dataclasses
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+
+from beam_tfrecords.encoding import columns as col
+from beam_tfrecords.encoding import wire
+from beam_tfrecords.schema import Feature, FeatureType, Schema, load_schema
+
+__all__ = ["RowError", "EncodedBatch", "ExampleEncoder"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RowError:
+  """Why one input row was not encoded.
+
+  Attributes:
+    row: the row's index in the batch it came from.
+    problems: (feature, reason) pairs, in feature order.
+  """
+  row: int
+  problems: Tuple[Tuple[str, str], ...]
+
+  @property
+  def reason(self) -> str:
+    return "; ".join(f'In feature "{f}": {r}' for f, r in self.problems)
+
+
+@dataclasses.dataclass
+class EncodedBatch:
+  """The result of encoding one batch.
+
+  Attributes:
+    records: serialized records of the rows that encoded, in row order.
+    rows: the input row index of each record.
+    errors: the rows that did not encode.
+  """
+  records: wire.Ragged
+  rows: np.ndarray
+  errors: List[RowError]
+
+  def record_list(self) -> List[bytes]:
+    return self.records.to_list()
+
+
+def _feature_bytes(feature: Feature, lists: pa.LargeListArray) -> wire.Ragged:
+  """The serialized tf.train.Feature of every row of one converted column."""
+  offsets = np.asarray(lists.offsets, dtype=np.int64)
+  values = lists.values
+  if feature.type is FeatureType.INT64:
+    return wire.int64_feature(
+        values.to_numpy(zero_copy_only=False), offsets)
+  if feature.type is FeatureType.FLOAT:
+    return wire.float_feature(
+        values.to_numpy(zero_copy_only=False), offsets)
+  buffers = values.buffers()
+  value_offsets = np.frombuffer(buffers[1], dtype=np.int64)[
+      values.offset:values.offset + len(values) + 1]
+  data = (np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None
+          else np.empty(0, dtype=np.uint8))
+  return wire.bytes_feature(data, value_offsets, offsets)
+
+
+class ExampleEncoder:
+  """Encodes rows as tf.train.Example the way a schema says.
+
+  Args:
+    schema: a Schema, a schema dict or a path to a schema file.
+  """
+
+  def __init__(self, schema):
+    self._schema: Schema = load_schema(schema)
+
+  @property
+  def schema(self) -> Schema:
+    return self._schema
+
+  def __reduce__(self):
+    return (ExampleEncoder, (self._schema.to_dict(),))
+
+  def encode(self, batch: pa.RecordBatch) -> EncodedBatch:
+    """Encodes an Arrow RecordBatch (or Table) whose columns are the sources."""
+    return self.encode_columns(
+        {name: batch.column(i) for i, name in enumerate(batch.schema.names)},
+        batch.num_rows)
+
+  def encode_columns(self, columns: Mapping[str, Any], num_rows: int
+                     ) -> EncodedBatch:
+    """Encodes columns (pa.Array, or lists of Python values) by name."""
+    converted = []
+    for feature in self._schema.features:
+      array = columns.get(feature.column)
+      if isinstance(array, list):
+        converted.append((feature,) + col.convert_cells(feature, array))
+      else:
+        converted.append(
+            (feature,) + col.convert_column(feature, array, num_rows))
+    return self._assemble(converted, num_rows)
+
+  def encode_rows(self, rows: Sequence[Mapping[str, Any]]) -> EncodedBatch:
+    """Encodes Python dicts (column -> value) value by value."""
+    converted = []
+    for feature in self._schema.features:
+      cells = [row.get(feature.column) for row in rows]
+      converted.append((feature,) + col.convert_cells(feature, cells))
+    return self._assemble(converted, len(rows))
+
+  def _assemble(self, converted, n: int) -> EncodedBatch:
+    problems: Dict[int, List[Tuple[str, str]]] = {}
+    finished = []
+    for feature, lists, errors in converted:
+      lists = col.apply_missing(feature, lists, errors)
+      for row, reason in errors.items():
+        problems.setdefault(row, []).append((feature.name, reason))
+      finished.append((feature, lists))
+    good = np.ones(n, dtype=bool)
+    if problems:
+      good[list(problems)] = False
+    rows = np.nonzero(good)[0]
+    keep = None if good.all() else pa.array(good)
+    parts = []
+    for feature, lists in finished:
+      if keep is not None:
+        lists = lists.filter(keep)
+      present = lists.is_valid().to_numpy(zero_copy_only=False)
+      parts.append((feature.name, _feature_bytes(feature, lists), present))
+    parts.sort(key=lambda p: p[0].encode("utf-8"))
+    records = wire.example_message(parts, len(rows))
+    errors = [RowError(row=r, problems=tuple(p))
+              for r, p in sorted(problems.items())]
+    return EncodedBatch(records=records, rows=rows, errors=errors)

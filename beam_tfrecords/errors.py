@@ -1,0 +1,49 @@
+"""Errors that name where the problem is and what to do about it.
+
+`SchemaError` is raised while a schema file is loaded, before any data is
+read. `InputError` is raised while inputs are planned (globs that match
+nothing, CSV files whose headers differ), also before the pipeline runs.
+`EncodingError` describes one bad value in one row; inside a pipeline it
+becomes a dead-letter row instead of failing the job.
+"""
+
+__all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "EncodingError"]
+
+
+class BeamTFRecordsError(ValueError):
+  """Base class of this package's errors."""
+
+
+class SchemaError(BeamTFRecordsError):
+  """A schema file is invalid.
+
+  Attributes:
+    path: the schema file (or "<dict>" for a schema given as a dict).
+    key: the key path inside it, e.g. "features.age.type".
+  """
+
+  def __init__(self, message, path="<dict>", key=""):
+    self.path = path
+    self.key = key
+    where = f"{path}: {key}: " if key else f"{path}: "
+    super().__init__(where + message)
+
+
+class InputError(BeamTFRecordsError):
+  """The inputs cannot be read as asked (checked before the run)."""
+
+
+class EncodingError(BeamTFRecordsError):
+  """One value cannot be encoded as its feature says.
+
+  Attributes:
+    feature: the feature name.
+    reason: what is wrong and what is allowed, without the feature prefix.
+    value: the offending value (as read).
+  """
+
+  def __init__(self, feature, reason, value=None):
+    self.feature = feature
+    self.reason = reason
+    self.value = value
+    super().__init__(f'In feature "{feature}": {reason}')

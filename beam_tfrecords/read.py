@@ -1,0 +1,94 @@
+"""Reading a built dataset back: load, feature_spec, iter_records.
+
+`load` and `feature_spec` use TensorFlow; `iter_records` does not (it
+decodes the records in plain Python), for tools and quick looks.
+"""
+
+import json
+from typing import Any, Dict, Iterator, List, Optional
+
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecords.errors import InputError
+from beam_tfrecords.records import decode_example, iter_tfrecords
+from beam_tfrecords.schema import FeatureType, Schema, schema_from_dict
+from beam_tfrecords.schema import feature_spec as _schema_feature_spec
+
+__all__ = ["dataset_info", "dataset_schema", "shard_files", "load",
+           "feature_spec", "iter_records"]
+
+
+def dataset_info(path: str) -> Dict[str, Any]:
+  """The dataset.json of a finished dataset.
+
+  Raises:
+    InputError: the directory is not a finished dataset (no _SUCCESS).
+  """
+  path = path.rstrip("/")
+  if not FileSystems.exists(FileSystems.join(path, "_SUCCESS")):
+    raise InputError(f"{path} is not a finished dataset (no _SUCCESS file); "
+                     "its build failed, was killed or is still running")
+  with FileSystems.open(FileSystems.join(path, "dataset.json")) as f:
+    return json.loads(f.read().decode("utf-8"))
+
+
+def dataset_schema(path: str) -> Schema:
+  return schema_from_dict(dataset_info(path)["schema"],
+                          FileSystems.join(path, "dataset.json"))
+
+
+def shard_files(path: str, split: str = "train") -> List[str]:
+  """The shard paths of one split, in order."""
+  info = dataset_info(path)
+  if split not in info["splits"]:
+    raise InputError(f"{path} has no split {split!r}; it has "
+                     f"{sorted(info['splits'])}")
+  return [FileSystems.join(path.rstrip("/"), s["file"])
+          for s in info["splits"][split]["shards"]]
+
+
+def feature_spec(path: str) -> dict:
+  """The `tf.io.parse_example` spec of a built dataset."""
+  return _schema_feature_spec(dataset_schema(path))
+
+
+def load(path: str, split: str = "train", batch_size: Optional[int] = None):
+  """A tf.data.Dataset of parsed feature dicts.
+
+  Args:
+    path: the dataset directory.
+    split: the split name.
+    batch_size: batch before parsing (faster); None yields single records.
+  """
+  import tensorflow as tf
+  spec = feature_spec(path)
+  files = shard_files(path, split)
+  ds = tf.data.TFRecordDataset(files, compression_type="GZIP")
+  if batch_size:
+    return ds.batch(batch_size).map(lambda x: tf.io.parse_example(x, spec))
+  return ds.map(lambda x: tf.io.parse_single_example(x, spec))
+
+
+def _to_python(schema: Schema, decoded: Dict[str, tuple]) -> Dict[str, Any]:
+  row = {}
+  for f in schema.features:
+    kind, values = decoded.get(f.name, (None, None))
+    if values is None:
+      row[f.name] = None
+      continue
+    if f.type is FeatureType.STRING:
+      values = [v.decode("utf-8") for v in values]
+    row[f.name] = (values[0] if values else None) if f.is_scalar else values
+  return row
+
+
+def iter_records(path: str, split: str = "train") -> Iterator[Dict[str, Any]]:
+  """Yields each record as a plain dict, without TensorFlow.
+
+  Scalars are Python values, lists are lists, `string` features are str,
+  `bytes` features bytes; a missing feature is None.
+  """
+  schema = dataset_schema(path)
+  for shard in shard_files(path, split):
+    for record in iter_tfrecords(shard):
+      yield _to_python(schema, decode_example(record))

@@ -1,0 +1,233 @@
+"""The value rules: how one input value becomes the values of a feature.
+
+These functions are the reference semantics of the schema language. The
+vectorized Arrow path in `beam_tfrecords.encoding` must give the same result
+for every input (tests/test_encoding_paths.py checks it); where it cannot
+decide, it falls back to these functions.
+
+| feature type | accepted input                      | stored as        | rejected (reason)                       |
+|--------------|-------------------------------------|------------------|-----------------------------------------|
+| int64        | int, bool (0/1), whole float,       | int64_list       | fractions ("2.5"), "1,234" / "1 234",   |
+|              | text "[+-]digits" (spaces trimmed)  |                  | hex, outside [-2**63, 2**63-1]          |
+| float        | int, float, text number, nan, inf   | float_list (f32) | "9,7", finite values beyond +-3.4e38    |
+| string       | text, int (decimal text), UTF-8     | bytes_list       | bytes that are not UTF-8, floats        |
+|              | bytes                               |                  |                                         |
+| bytes        | bytes, text (stored as UTF-8)       | bytes_list       | numbers                                 |
+
+Missing is not falsy: 0, 0.0, "" and [] are values; only None (SQL/JSON
+null, an absent JSON key, an unquoted empty CSV cell) is missing.
+"""
+
+import decimal
+import json
+import math
+import re
+from typing import Any, List, Optional
+
+from beam_tfrecords.schema.model import Feature, FeatureType
+
+__all__ = ["INT64_MIN", "INT64_MAX", "FLOAT32_MAX", "INT_TEXT", "FLOAT_TEXT",
+           "convert_value", "convert_cell"]
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+# The largest finite float32; larger finite values would round to inf.
+FLOAT32_MAX = 3.4028234663852886e38
+# Text accepted as a number, after trimming white space. RE2 and Python `re`
+# read these the same way, so the Arrow path uses them too.
+INT_TEXT = r"^[+-]?[0-9]+$"
+FLOAT_TEXT = (r"^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
+              r"|[nN][aA][nN]|[iI][nN][fF]([iI][nN][iI][tT][yY])?)$")
+_INT_RE = re.compile(INT_TEXT)
+_FLOAT_RE = re.compile(FLOAT_TEXT)
+_THOUSANDS_RE = re.compile(r"^[+-]?[0-9]{1,3}([, ][0-9]{3})+([.,][0-9]+)?$")
+_DECIMAL_COMMA_RE = re.compile(r"^[+-]?[0-9]+,[0-9]+$")
+
+
+def _show(value: Any, limit: int = 60) -> str:
+  text = repr(value)
+  return text if len(text) <= limit else text[:limit] + "...'"
+
+
+def _number_hint(text: str) -> str:
+  if _DECIMAL_COMMA_RE.match(text):
+    return " (a decimal comma? write 9.7, not 9,7)"
+  if _THOUSANDS_RE.match(text):
+    return " (thousands separators are not accepted; remove them)"
+  return ""
+
+
+def _float32_overflows(value: float) -> bool:
+  # Values in (FLOAT32_MAX, FLOAT32_MAX + half an ulp) still round to
+  # FLOAT32_MAX, exactly as numpy's and Arrow's float64 -> float32 casts do.
+  return math.isfinite(value) and abs(value) >= 3.4028235677973366e38
+
+
+def _to_int64(value: Any) -> int:
+  if isinstance(value, bool):
+    return int(value)
+  if isinstance(value, int):
+    result = value
+  elif isinstance(value, (float, decimal.Decimal)):
+    if not math.isfinite(value) or value != int(value):
+      raise ValueError(f"{_show(value)} is not a whole number; int64 "
+                       "features take integers (use type: float for "
+                       "fractions)")
+    result = int(value)
+  elif isinstance(value, (str, bytes)):
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) \
+        else value
+    text = text.strip()
+    if not _INT_RE.match(text):
+      raise ValueError(f"could not parse {_show(value)} as int64"
+                       f"{_number_hint(text)}")
+    result = int(text)
+  else:
+    raise ValueError(f"expected an integer, got {type(value).__name__} "
+                     f"{_show(value)}")
+  if not INT64_MIN <= result <= INT64_MAX:
+    raise ValueError(f"{result} is outside the int64 range "
+                     f"[{INT64_MIN}, {INT64_MAX}]")
+  return result
+
+
+def _to_float(value: Any) -> float:
+  if isinstance(value, (bool, int)):
+    try:
+      result = float(value)
+    except OverflowError:
+      result = math.inf
+    if not math.isfinite(result):
+      raise ValueError(f"{value} is outside the float32 range "
+                       f"(+-{FLOAT32_MAX:.7g})")
+  elif isinstance(value, (float, decimal.Decimal)):
+    result = float(value)
+  elif isinstance(value, (str, bytes)):
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) \
+        else value
+    text = text.strip()
+    if not _FLOAT_RE.match(text):
+      raise ValueError(f"could not parse {_show(value)} as float"
+                       f"{_number_hint(text)}")
+    result = float(text)
+  else:
+    raise ValueError(f"expected a number, got {type(value).__name__} "
+                     f"{_show(value)}")
+  if _float32_overflows(result):
+    raise ValueError(f"{_show(value)} is outside the float32 range "
+                     f"(+-{FLOAT32_MAX:.7g}); it would be stored as inf")
+  return result
+
+
+def _to_string(value: Any) -> bytes:
+  if isinstance(value, str):
+    try:
+      return value.encode("utf-8")
+    except UnicodeEncodeError as e:
+      raise ValueError(f"{_show(value)} is not valid Unicode text ({e.reason})")
+  if isinstance(value, bytes):
+    try:
+      value.decode("utf-8")
+    except UnicodeDecodeError as e:
+      raise ValueError(f"{_show(value)} is not valid UTF-8 (byte {e.start}); "
+                       "use type: bytes for binary data")
+    return value
+  if isinstance(value, int) and not isinstance(value, bool):
+    return str(value).encode("ascii")
+  raise ValueError(f"expected text, got {type(value).__name__} {_show(value)}")
+
+
+def _to_bytes(value: Any) -> bytes:
+  if isinstance(value, bytes):
+    return value
+  if isinstance(value, str):
+    return _to_string(value)
+  raise ValueError(f"expected bytes or text, got {type(value).__name__} "
+                   f"{_show(value)}")
+
+
+_CONVERTERS = {
+    FeatureType.INT64: _to_int64,
+    FeatureType.FLOAT: _to_float,
+    FeatureType.STRING: _to_string,
+    FeatureType.BYTES: _to_bytes,
+}
+
+
+def convert_value(ftype: FeatureType, value: Any) -> Any:
+  """Converts one non-null input value to the Python value stored.
+
+  Raises:
+    ValueError: with a reason a person can act on.
+  """
+  return _CONVERTERS[ftype](value)
+
+
+def _flatten(cell: list, depth: int) -> list:
+  out = []
+  for item in cell:
+    if isinstance(item, (list, tuple)):
+      if depth <= 1:
+        raise ValueError("expected a flat list, got a nested list")
+      out.extend(_flatten(item, depth - 1))
+    else:
+      out.append(item)
+  return out
+
+
+def _as_list(feature: Feature, cell: Any) -> list:
+  """The list of raw values one cell holds for a list feature."""
+  if isinstance(cell, (list, tuple)):
+    return _flatten(cell, max(len(feature.shape), 1))
+  if isinstance(cell, (str, bytes)):
+    text = cell.decode("utf-8", "replace") if isinstance(cell, bytes) else cell
+    if feature.separator is not None:
+      return [] if text == "" else cell.split(
+          feature.separator if isinstance(cell, str)
+          else feature.separator.encode("utf-8"))
+    if text.startswith("["):
+      try:
+        parsed = json.loads(text)
+      except ValueError:
+        parsed = None
+      if isinstance(parsed, list):
+        return _flatten(parsed, max(len(feature.shape), 1))
+    if text == "":
+      return []
+  return [cell]
+
+
+def convert_cell(feature: Feature, cell: Any) -> Optional[List[Any]]:
+  """Converts one input cell to the flat list of values of `feature`.
+
+  Args:
+    feature: the feature.
+    cell: the value read from the input column (None when missing).
+
+  Returns:
+    The flat list of stored values, or None when the cell is missing.
+
+  Raises:
+    ValueError: the reason the cell cannot be encoded.
+  """
+  if cell is None:
+    return None
+  if feature.is_scalar:
+    if isinstance(cell, (list, tuple)):
+      raise ValueError(f"expected one value (shape []), got a list of "
+                       f"{len(cell)}; declare shape: [-1] for lists")
+    return [convert_value(feature.type, cell)]
+  raw = _as_list(feature, cell)
+  values = []
+  for i, item in enumerate(raw):
+    if item is None:
+      raise ValueError(f"the list has a null at position {i}")
+    try:
+      values.append(convert_value(feature.type, item))
+    except ValueError as e:
+      raise ValueError(f"at position {i}: {e}") from None
+  expected = feature.num_values
+  if expected is not None and len(values) != expected:
+    raise ValueError(f"expected {expected} values (shape "
+                     f"{list(feature.shape)}), got {len(values)}")
+  return values

@@ -1,0 +1,94 @@
+"""Sources: input files -> read units -> Arrow column batches.
+
+The format is chosen in one place, `resolve_format`: by `--format` or by the
+files' extension (a trailing .gz/.bz2 is ignored).
+"""
+
+import dataclasses
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from beam_tfrecords.errors import InputError
+from beam_tfrecords.sources import csv as _csv  # registers "csv"
+from beam_tfrecords.sources import jsonl as _jsonl  # registers "jsonl", "json"
+from beam_tfrecords.sources import parquet as _parquet  # registers "parquet"
+from beam_tfrecords.sources.base import (FORMATS, InputFile, ReadError,
+                                         ReadUnit, SourceBatch)
+from beam_tfrecords.sources.files import match_inputs
+
+__all__ = ["FORMATS", "InputFile", "InputPlan", "ReadError", "ReadUnit",
+           "SourceBatch", "plan_inputs", "read_unit", "resolve_format"]
+
+_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zst", ".deflate")
+
+
+def resolve_format(paths: Sequence[str], explicit: Optional[str] = None) -> str:
+  """The format name: `explicit`, or the one all files' extensions agree on."""
+  if explicit:
+    if explicit not in FORMATS:
+      raise InputError(f"unknown format {explicit!r}; supported: "
+                       f"{', '.join(sorted(FORMATS))}")
+    return explicit
+  found = set()
+  for path in paths:
+    base = path
+    for suffix in _COMPRESSION_SUFFIXES:
+      if base.endswith(suffix):
+        base = base[:-len(suffix)]
+    ext = os.path.splitext(base)[1].lower()
+    names = [name for name, fmt in FORMATS.items() if ext in fmt.extensions]
+    if not names:
+      raise InputError(f"cannot tell the format of {path} from its extension "
+                       f"{ext!r}; pass --format ({', '.join(sorted(FORMATS))})")
+    found.add(names[0])
+  if len(found) > 1:
+    raise InputError(f"the inputs mix formats {sorted(found)}; build them "
+                     "separately or pass --format")
+  return found.pop()
+
+
+@dataclasses.dataclass(frozen=True)
+class InputPlan:
+  """What a build reads: the files, the format, and the units to read."""
+  format: str
+  files: List[InputFile]
+  units: List[ReadUnit]
+  options: Dict[str, Any]
+
+
+def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
+                needed_columns: Sequence[str] = (), fmt: Optional[str] = None,
+                options: Optional[Mapping[str, Any]] = None) -> InputPlan:
+  """Matches, checks and splits the inputs, before the pipeline is built.
+
+  Args:
+    patterns: file paths or globs.
+    columns: the columns the schema reads.
+    needed_columns: columns that must exist in files with a fixed set of
+      columns (CSV headers, Parquet schemas): those of features with no
+      default.
+    fmt: the format, or None to tell it from the extensions.
+    options: format options (CSV delimiter, ...).
+
+  Raises:
+    InputError: nothing matches, headers differ, a needed column is absent.
+  """
+  files = match_inputs(patterns)
+  name = resolve_format([f.path for f in files], fmt)
+  source = FORMATS[name]
+  opts = source.check(files, columns, dict(options or {}))
+  available = opts.get("column_names")
+  if available:
+    missing = [c for c in needed_columns if c not in available]
+    if missing:
+      raise InputError(
+          f"column(s) {missing} named by the schema are not in the {name} "
+          f"input ({files[0].path} has {list(available)}); fix the schema's "
+          "`source`, or give the feature a default")
+  return InputPlan(format=name, files=files, units=source.plan(files, opts),
+                   options=opts)
+
+
+def read_unit(unit: ReadUnit, columns: Sequence[str]):
+  """Yields the SourceBatches of one read unit."""
+  yield from FORMATS[unit.format].read(unit, columns)

@@ -1,0 +1,143 @@
+"""What every source shares: read units, batches, and the format registry.
+
+A source turns input files into `ReadUnit`s on the launcher (cheap: globs,
+sizes, headers) and each unit into `SourceBatch`es on the workers. Units are
+coarse (a whole file, a 64 MiB newline-aligned byte range, a Parquet row
+group), so the pipeline moves a few elements per file, not one per row.
+"""
+
+import dataclasses
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+import pyarrow as pa
+
+__all__ = ["ReadUnit", "ReadError", "SourceBatch", "InputFile", "Format",
+           "register_format", "FORMATS", "SPLIT_BYTES"]
+
+# Byte ranges of uncompressed line-based files are this large. Big enough
+# that per-unit overhead (open, seek, a Beam element) is negligible, small
+# enough that a 1 GB file keeps 2-16 workers busy.
+SPLIT_BYTES = 64 * 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class InputFile:
+  path: str
+  size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadUnit:
+  """A piece of one input file that one worker reads.
+
+  Attributes:
+    path: the file.
+    format: the registered format name.
+    start, end: the byte range (rows *starting* in it), or the row group
+      index in `start` for Parquet; end None means the whole file.
+    options: the format's options, as a sorted tuple of (key, value).
+  """
+  path: str
+  format: str
+  start: int = 0
+  end: Optional[int] = None
+  options: Tuple[Tuple[str, Any], ...] = ()
+
+  @property
+  def option_dict(self) -> Dict[str, Any]:
+    return dict(self.options)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadError:
+  """An input row that could not even be read as a row.
+
+  Attributes:
+    row: 1-based data row (or line) number in the file, when known.
+    raw: the raw text of the row, as far as it is known.
+    reason: what is wrong.
+  """
+  row: Optional[int]
+  raw: str
+  reason: str
+
+
+@dataclasses.dataclass
+class SourceBatch:
+  """Rows read from one unit.
+
+  Attributes:
+    path: the input file.
+    first_row: the 1-based row number of the first row in the file, or None
+      when it is not known without reading the whole prefix of the file
+      (`row_number` then computes it on demand).
+    columns: the column arrays (pa.Array, or a list of Python values where
+      the input mixes types in one column) by column name.
+    num_rows: the number of rows.
+    errors: rows that could not be read as rows.
+    locate: optional callable returning first_row when it is None.
+  """
+  path: str
+  first_row: Optional[int]
+  columns: Dict[str, Union[pa.Array, list]]
+  num_rows: int
+  errors: List[ReadError] = dataclasses.field(default_factory=list)
+  locate: Any = None
+
+  def row_number(self, index: int) -> Optional[int]:
+    if self.first_row is None and self.locate is not None:
+      self.first_row = self.locate()
+    return None if self.first_row is None else self.first_row + index
+
+  def raw_row(self, index: int) -> Dict[str, Any]:
+    out = {}
+    for name, array in self.columns.items():
+      value = array[index]
+      out[name] = value.as_py() if isinstance(value, pa.Scalar) else value
+    return out
+
+
+class Format:
+  """A source format. Subclasses set `name`, `extensions` and read units."""
+  name = ""
+  extensions: Sequence[str] = ()
+  splittable = True
+
+  def check(self, files: Sequence[InputFile], columns: Sequence[str],
+            options: Mapping[str, Any]) -> Dict[str, Any]:
+    """Checks the files before the run; returns options to pass to units."""
+    return dict(options)
+
+  def plan(self, files: Sequence[InputFile], options: Mapping[str, Any]
+           ) -> List[ReadUnit]:
+    opts = tuple(sorted(options.items()))
+    splittable = self.splittable_with(options)
+    units = []
+    for f in files:
+      if not splittable or _compressed(f.path) or f.size <= SPLIT_BYTES:
+        units.append(ReadUnit(f.path, self.name, 0, None, opts))
+      else:
+        for start in range(0, f.size, SPLIT_BYTES):
+          units.append(ReadUnit(f.path, self.name, start,
+                                min(start + SPLIT_BYTES, f.size), opts))
+    return units
+
+  def splittable_with(self, options: Mapping[str, Any]) -> bool:
+    """Whether big uncompressed files may be read as byte ranges."""
+    return self.splittable
+
+  def read(self, unit: ReadUnit, columns: Sequence[str]
+           ) -> Iterator[SourceBatch]:
+    raise NotImplementedError
+
+
+FORMATS: Dict[str, Format] = {}
+
+
+def register_format(fmt: Format) -> Format:
+  FORMATS[fmt.name] = fmt
+  return fmt
+
+
+def _compressed(path: str) -> bool:
+  return path.endswith((".gz", ".bz2", ".zst", ".deflate"))

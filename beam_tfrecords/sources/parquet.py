@@ -1,0 +1,72 @@
+"""Parquet -> Arrow batches, one read unit per row group of large files."""
+
+from typing import Any, Dict, Iterator, List, Mapping, Sequence
+
+import pyarrow.parquet as pq
+
+from beam_tfrecords.errors import InputError
+from beam_tfrecords.sources import files as file_io
+from beam_tfrecords.sources.base import (SPLIT_BYTES, Format, InputFile,
+                                         ReadUnit, SourceBatch, register_format)
+
+__all__ = ["ParquetFormat"]
+
+BATCH_ROWS = 16384
+
+
+def _open(path: str) -> pq.ParquetFile:
+  try:
+    return pq.ParquetFile(file_io.open_input(path))
+  except Exception as e:
+    raise InputError(f"{path}: not a readable Parquet file: {e}") from None
+
+
+class ParquetFormat(Format):
+  name = "parquet"
+  extensions = (".parquet", ".pq")
+
+  def check(self, files: Sequence[InputFile], columns: Sequence[str],
+            options: Mapping[str, Any]) -> Dict[str, Any]:
+    opts = dict(options)
+    if files:
+      opts["column_names"] = tuple(_open(files[0].path).schema_arrow.names)
+    return opts
+
+  def columns(self, options: Mapping[str, Any]) -> List[str]:
+    return list(options.get("column_names", ()))
+
+  def plan(self, files, options):
+    opts = tuple(sorted(options.items()))
+    units = []
+    for f in files:
+      groups = _open(f.path).num_row_groups if f.size > SPLIT_BYTES else 0
+      if groups > 1:
+        units.extend(ReadUnit(f.path, self.name, g, g + 1, opts)
+                     for g in range(groups))
+      else:
+        units.append(ReadUnit(f.path, self.name, 0, None, opts))
+    return units
+
+  def read(self, unit: ReadUnit, columns: Sequence[str]
+           ) -> Iterator[SourceBatch]:
+    pf = _open(unit.path)
+    names = pf.schema_arrow.names
+    wanted = [c for c in columns if c in names]
+    if unit.end is None:
+      groups = list(range(pf.num_row_groups))
+    else:
+      groups = list(range(unit.start, unit.end))
+    first = 1 + sum(pf.metadata.row_group(g).num_rows
+                    for g in range(groups[0] if groups else 0))
+    if not groups:
+      return
+    for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=groups,
+                                 columns=wanted, use_threads=False):
+      yield SourceBatch(path=unit.path, first_row=first,
+                        columns={n: batch.column(i) for i, n in
+                                 enumerate(batch.schema.names)},
+                        num_rows=batch.num_rows)
+      first += batch.num_rows
+
+
+register_format(ParquetFormat())

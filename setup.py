@@ -1,0 +1,51 @@
+"""beam_tfrecords: declarative TFRecord datasets built with Apache Beam."""
+
+import os
+import re
+
+from setuptools import find_packages, setup
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _version():
+  with open(os.path.join(_HERE, "beam_tfrecords", "version.py")) as f:
+    return re.search(r'__version__ = "([^"]+)"', f.read()).group(1)
+
+
+# The versions that resolve together on Python 3.11 (checked 2026-11). The
+# Beam pin must equal the SDK container in the Dockerfile: a launcher/worker
+# mismatch is the classic failure on a cluster (tests/test_packaging.py).
+BEAM_VERSION = "2.77.0"
+INSTALL_REQUIRES = [
+    # [gcp] brings google-crc32c, the C crc32c that Beam's TFRecord framing
+    # picks up (without it Beam falls back to a pure-Python crcmod); tfx-bsl
+    # requires apache-beam[gcp] anyway.
+    f"apache-beam[gcp]=={BEAM_VERSION}",
+    "tensorflow>=2.21,<2.22",
+    "tensorflow-transform>=1.21,<1.22",
+    "tfx-bsl>=1.21,<1.22",
+    "pyarrow>=14,<26",
+    "numpy>=1.26,<3",
+    "PyYAML>=6.0,<7",
+]
+
+setup(
+    name="beam-tfrecords",
+    version=_version(),
+    description="Declarative schema-driven TFRecord datasets with Apache Beam.",
+    long_description=open(os.path.join(_HERE, "README.md")).read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10,<3.13",
+    packages=find_packages(include=["beam_tfrecords", "beam_tfrecords.*",
+                                    "pipelines", "pipelines.*"]),
+    package_data={"pipelines": ["data/*", "*.yaml"]},
+    include_package_data=True,
+    install_requires=INSTALL_REQUIRES,
+    extras_require={
+        "test": ["pytest>=8,<10", "hypothesis>=6.100,<7"],
+    },
+    entry_points={
+        "console_scripts": ["beam-tfrecords=beam_tfrecords.cli:main"],
+    },
+)
