@@ -1,6 +1,6 @@
 """File access through Beam's FileSystems (local, gs://, s3://, ...)."""
 
-import gzip
+import io
 from typing import List, Sequence
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -36,17 +36,50 @@ def match_inputs(patterns: Sequence[str]) -> List[InputFile]:
   return [files[p] for p in sorted(files)]
 
 
+class _Stream(io.RawIOBase):
+  """A plain readable stream over Beam's CompressedFile.
+
+  CompressedFile has `closed` as a method rather than a property, so pyarrow
+  (which checks `file.closed`) takes it for a closed file.
+  """
+
+  def __init__(self, inner):
+    super().__init__()
+    self._inner = inner
+
+  def readable(self):
+    return True
+
+  def read(self, size=-1):
+    return self._inner.read(size if size is not None and size >= 0 else -1) \
+        if size != -1 else self._inner.read()
+
+  def readinto(self, buffer):
+    data = self._inner.read(len(buffer))
+    buffer[:len(data)] = data
+    return len(data)
+
+  def readline(self, size=-1):
+    return self._inner.readline()
+
+  def close(self):
+    if not self.closed:
+      self._inner.close()
+    super().close()
+
+
 def open_input(path: str):
   """A binary file object; .gz/.bz2/... are decompressed transparently."""
-  return FileSystems.open(path, compression_type=CompressionTypes.AUTO)
+  f = FileSystems.open(path, compression_type=CompressionTypes.AUTO)
+  return _Stream(f) if callable(getattr(f, "closed", None)) else f
 
 
-def first_line(path: str, limit: int = 1 << 20) -> bytes:
+def first_line(path: str) -> bytes:
   """The first line of a file (decompressed), without its newline."""
   try:
     with open_input(path) as f:
-      line = f.readline(limit)
-  except (OSError, EOFError, gzip.BadGzipFile, Exception) as e:
+      line = f.readline()  # Beam's CompressedFile.readline takes no limit
+  except Exception as e:  # OSError, EOFError, gzip.BadGzipFile, Beam's own
     raise InputError(f"{path}: cannot read the file: {e}") from None
   return line.rstrip(b"\r\n")
 

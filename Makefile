@@ -1,0 +1,30 @@
+# The two commands of the README:
+#   make demo   sets up a virtualenv and builds the bundled sample dataset
+#   make test   sets up the same virtualenv and runs the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test bench clean
+
+$(VENV)/.installed: setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+demo: setup
+	$(BIN)/beam-tfrecords build --schema schemas/movie_ratings.yaml \
+	  --input pipelines/data/movie_ratings.csv --output out/movie_ratings --overwrite
+	$(BIN)/beam-tfrecords inspect out/movie_ratings --records 2
+
+test: setup
+	$(BIN)/python -m pytest -q tests
+
+bench: setup
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) out build *.egg-info

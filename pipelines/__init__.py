@@ -1,0 +1,1 @@
+"""Runnable pipelines for the use cases this tool grew from."""

@@ -1,0 +1,29 @@
+"""What the bundled pipelines share: flags, defaults, and the build call."""
+
+import argparse
+import os
+from typing import List, Optional
+
+import beam_tfrecords as btr
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMAS = os.path.join(os.path.dirname(HERE), "schemas")
+
+
+def run_build(description: str, schema: str, sample: str, output: str,
+              argv: Optional[List[str]] = None) -> btr.BuildResult:
+  """Parses --input/--output/--num-shards; the rest goes to Beam."""
+  p = argparse.ArgumentParser(description=description)
+  p.add_argument("--input", default=os.path.join(HERE, "data", sample),
+                 help="input files (default: the bundled sample)")
+  p.add_argument("--output", default=output, help="dataset directory")
+  p.add_argument("--schema", default=os.path.join(SCHEMAS, schema))
+  p.add_argument("--num-shards", type=int, default=None)
+  args, beam_args = p.parse_known_args(argv)
+  result = btr.build(args.schema, args.input, args.output,
+                     num_shards=args.num_shards, beam_args=beam_args,
+                     overwrite=True)
+  records = sum(s["records"] for s in result.splits.values())
+  print(f"{result.metadata['name']}: {records} records, "
+        f"{result.rows_rejected} rejected -> {result.output}")
+  return result

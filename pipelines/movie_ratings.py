@@ -1,0 +1,23 @@
+"""Seed 001: movie ratings CSV -> tf.train.Example TFRecords.
+
+    python -m pipelines.movie_ratings [--input data.csv] [--output out/movies]
+        [any Beam pipeline option]
+
+Then read it as the seed does, with TensorFlow's own parser:
+
+    spec = {"age": tf.io.FixedLenFeature([], tf.int64),
+            "movies": tf.io.VarLenFeature(tf.string), ...}
+    tf.data.TFRecordDataset(files, compression_type="GZIP").map(
+        lambda r: tf.io.parse_single_example(r, spec))
+"""
+
+from pipelines._common import run_build
+
+
+def run(argv=None):
+  return run_build(__doc__.splitlines()[0], "movie_ratings.yaml",
+                   "movie_ratings.csv", "out/movie_ratings", argv)
+
+
+if __name__ == "__main__":
+  run()

@@ -1,0 +1,140 @@
+"""Schema loading: valid files, and every mistake named with its fix."""
+
+import pickle
+
+import pytest
+
+from beam_tfrecords import SchemaError, load_schema
+from beam_tfrecords.schema import FeatureType, schema_from_dict
+
+OK = {"name": "m", "features": {"a": {"type": "int64"}}}
+
+
+def _with(feature):
+  return {"name": "m", "features": {"a": feature}}
+
+
+BAD_DICTS = [
+    ("not_mapping", ["a"], "", "the top level must be a mapping"),
+    ("unknown_top_key", {**OK, "featurs": {}}, "featurs",
+     "unknown key 'featurs'"),
+    ("missing_name", {"features": OK["features"]}, "name", "missing"),
+    ("bad_name", {**OK, "name": "my data!"}, "name", "not a valid dataset name"),
+    ("bad_record", {**OK, "record": "examples"}, "record",
+     'Did you mean "example"?'),
+    ("missing_features", {"name": "m"}, "features", "missing"),
+    ("empty_features", {"name": "m", "features": {}}, "features",
+     "non-empty mapping"),
+    ("feature_not_mapping", _with(5), "features.a", "must be a mapping"),
+    ("missing_type", _with({"shape": []}), "features.a.type", "missing"),
+    ("unknown_type", _with({"type": "int"}), "features.a.type",
+     "unknown type 'int'; supported: int64, float, bytes, string."),
+    ("feature_key_typo", _with({"type": "int64", "requird": True}),
+     "features.a.requird", 'Did you mean "required"?'),
+    ("shape_not_list", _with({"type": "int64", "shape": 3}),
+     "features.a.shape", "must be a list of integers"),
+    ("shape_zero", _with({"type": "int64", "shape": [0]}), "features.a.shape",
+     "dimensions must be positive"),
+    ("shape_minus_one_inner", _with({"type": "int64", "shape": [2, -1]}),
+     "features.a.shape", "only allowed as the whole shape [-1]"),
+    ("separator_on_scalar", _with({"type": "string", "separator": "|"}),
+     "features.a.separator", "only list features take a separator"),
+    ("empty_separator", _with({"type": "string", "shape": [-1],
+                               "separator": ""}),
+     "features.a.separator", "must be non-empty text"),
+    ("required_not_bool", _with({"type": "int64", "required": "yes"}),
+     "features.a.required", "must be true or false"),
+    ("required_and_default", _with({"type": "int64", "required": True,
+                                    "default": 0}),
+     "features.a.default", "cannot have a default"),
+    ("default_wrong_type", _with({"type": "int64", "default": "abc"}),
+     "features.a.default", "could not parse 'abc' as int64"),
+    ("default_int_overflow", _with({"type": "int64", "default": 2**63}),
+     "features.a.default", "outside the int64 range"),
+    ("default_wrong_length", _with({"type": "float", "shape": [3],
+                                    "default": [1.0, 2.0]}),
+     "features.a.default", "expected 3 values (shape [3]), got 2"),
+    ("default_list_for_scalar", _with({"type": "float", "default": [1.0]}),
+     "features.a.default", "is a list but the feature is a scalar"),
+    ("default_null", _with({"type": "float", "default": None}),
+     "features.a.default", "cannot be null"),
+    ("source_not_text", _with({"type": "float", "source": 3}),
+     "features.a.source", "must be a column name"),
+    ("sequence_not_yet", {**OK, "record": "sequence_example"}, "record",
+     "not supported by this version yet"),
+]
+
+
+@pytest.mark.parametrize("raw,key,message", [c[1:] for c in BAD_DICTS],
+                         ids=[c[0] for c in BAD_DICTS])
+def test_bad_schema_dict(raw, key, message):
+  with pytest.raises(SchemaError) as e:
+    schema_from_dict(raw, "s.yaml")
+  assert e.value.key == key
+  assert e.value.path == "s.yaml"
+  assert message in str(e.value)
+  assert str(e.value).startswith(f"s.yaml: {key}: " if key else "s.yaml: ")
+
+
+BAD_FILES = [
+    ("invalid_yaml", "name: m\nfeatures: {a: {type: int64}\n",
+     "not valid YAML: line 3"),
+    ("duplicate_feature", "name: m\nfeatures:\n  a: int64\n  a: float\n",
+     "key 'a' appears twice (first on line 3)"),
+    ("python_object_tag", "name: !!python/object/apply:os.system ['true']\n"
+     "features: {a: int64}\n", "not valid YAML"),
+    ("not_utf8", b"name: m\xff\n", "not UTF-8"),
+]
+
+
+@pytest.mark.parametrize("text,message", [c[1:] for c in BAD_FILES],
+                         ids=[c[0] for c in BAD_FILES])
+def test_bad_schema_file(tmp_path, text, message):
+  path = tmp_path / "s.yaml"
+  if isinstance(text, bytes):
+    path.write_bytes(text)
+  else:
+    path.write_text(text)
+  with pytest.raises(SchemaError) as e:
+    load_schema(str(path))
+  assert message in str(e.value)
+  assert str(path) in str(e.value)
+
+
+def test_missing_file(tmp_path):
+  with pytest.raises(SchemaError, match="schema file not found"):
+    load_schema(str(tmp_path / "nope.yaml"))
+
+
+def test_valid_schema_loads_and_round_trips(tmp_path):
+  path = tmp_path / "s.yaml"
+  path.write_text(
+      "name: movies\n"
+      "features:\n"
+      "  age: {type: int64, source: Age}\n"
+      "  movies: {type: string, shape: [-1], source: Movie, separator: '|'}\n"
+      "  price: {type: float, source: 'Purchase Price', default: 0}\n"
+      "  label: {type: int64, required: true}\n"
+      "  blob: bytes\n"
+      "  vec: {type: float, shape: [2, 2], default: [[1, 2], [3, 4]]}\n")
+  s = load_schema(str(path))
+  assert [f.name for f in s.features] == ["age", "blob", "label", "movies",
+                                          "price", "vec"]
+  assert s.feature("age").column == "Age"
+  assert s.feature("blob").type is FeatureType.BYTES
+  assert s.feature("price").default == (0.0,)
+  assert s.feature("vec").default == (1.0, 2.0, 3.0, 4.0)
+  assert s.feature("label").column == "label"
+  again = schema_from_dict(s.to_dict())
+  assert again == s
+  assert pickle.loads(pickle.dumps(s)) == s
+
+
+def test_every_bundled_schema_loads():
+  import glob
+  import os
+  here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  paths = sorted(glob.glob(os.path.join(here, "schemas", "*.yaml")))
+  assert paths
+  for p in paths:
+    assert load_schema(p).name
