@@ -129,8 +129,9 @@ class CsvFormat(Format):
       locate = None
       first_row = 1
     else:
-      stream = io.BytesIO(file_io.read_range(unit.path, unit.start, unit.end))
-      locate = functools.partial(_first_row, unit.path, unit.start,
+      data, offset = file_io.read_range(unit.path, unit.start, unit.end)
+      stream = io.BytesIO(data)
+      locate = functools.partial(_first_row, unit.path, offset,
                                  1 if opts["header"] else 0)
       first_row = 1 if unit.start == 0 else None
     with stream:

@@ -1,7 +1,7 @@
 """File access through Beam's FileSystems (local, gs://, s3://, ...)."""
 
 import io
-from typing import List, Sequence
+from typing import List, Sequence, Tuple
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -84,10 +84,15 @@ def first_line(path: str) -> bytes:
   return line.rstrip(b"\r\n")
 
 
-def read_range(path: str, start: int, end: int) -> bytes:
-  """The whole lines that *start* in [start, end) of an uncompressed file."""
+def read_range(path: str, start: int, end: int) -> Tuple[bytes, int]:
+  """The whole lines that *start* in [start, end) of an uncompressed file.
+
+  Returns:
+    (data, offset): the lines, and the file offset where the first begins.
+  """
   with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
                         ) as f:
+    offset = start
     if start > 0:
       f.seek(start - 1)
       data = f.read(end - start + 1)
@@ -96,13 +101,14 @@ def read_range(path: str, start: int, end: int) -> bytes:
       else:
         newline = data.find(b"\n", 1)
         if newline < 0 or newline + 1 >= len(data):
-          return b""  # no line starts in this range
+          return b"", end  # no line starts in this range
         data = data[newline + 1:]
+        offset = start + newline
     else:
       data = f.read(end)
     if data and not data.endswith(b"\n"):
       data += f.readline()  # the last line started here; finish it
-    return data
+    return data, offset
 
 
 def count_lines_before(path: str, offset: int, chunk: int = 1 << 22) -> int:

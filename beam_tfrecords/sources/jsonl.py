@@ -108,9 +108,9 @@ class JsonLinesFormat(Format):
           raise InputError(f"{unit.path}: cannot read the file: {e}") from None
       first = 1
     else:
-      data = file_io.read_range(unit.path, unit.start, unit.end)
-      first = (file_io.count_lines_before(unit.path, unit.start) + 1
-               if unit.start else 1)
+      data, offset = file_io.read_range(unit.path, unit.start, unit.end)
+      first = (file_io.count_lines_before(unit.path, offset) + 1
+               if offset else 1)
     yield from _batches(unit.path, _parse_lines(data, first), columns, first)
 
 
