@@ -63,6 +63,17 @@ def _float32_overflows(value: float) -> bool:
   return math.isfinite(value) and abs(value) >= 3.4028235677973366e38
 
 
+def _number_text(value, pattern, type_name: str) -> str:
+  """The trimmed text of a number cell, or a ValueError saying why not."""
+  text = value.decode("utf-8", "replace") if isinstance(value, bytes) \
+      else value
+  text = text.strip()
+  if not pattern.match(text):
+    raise ValueError(f"could not parse {_show(value)} as {type_name}"
+                     f"{_number_hint(text)}")
+  return text
+
+
 def _to_int64(value: Any) -> int:
   if isinstance(value, bool):
     return int(value)
@@ -75,13 +86,7 @@ def _to_int64(value: Any) -> int:
                        "fractions)")
     result = int(value)
   elif isinstance(value, (str, bytes)):
-    text = value.decode("utf-8", "replace") if isinstance(value, bytes) \
-        else value
-    text = text.strip()
-    if not _INT_RE.match(text):
-      raise ValueError(f"could not parse {_show(value)} as int64"
-                       f"{_number_hint(text)}")
-    result = int(text)
+    result = int(_number_text(value, _INT_RE, "int64"))
   else:
     raise ValueError(f"expected an integer, got {type(value).__name__} "
                      f"{_show(value)}")
@@ -103,13 +108,7 @@ def _to_float(value: Any) -> float:
   elif isinstance(value, (float, decimal.Decimal)):
     result = float(value)
   elif isinstance(value, (str, bytes)):
-    text = value.decode("utf-8", "replace") if isinstance(value, bytes) \
-        else value
-    text = text.strip()
-    if not _FLOAT_RE.match(text):
-      raise ValueError(f"could not parse {_show(value)} as float"
-                       f"{_number_hint(text)}")
-    result = float(text)
+    result = float(_number_text(value, _FLOAT_RE, "float"))
   else:
     raise ValueError(f"expected a number, got {type(value).__name__} "
                      f"{_show(value)}")
