@@ -70,11 +70,6 @@ def _varint_lengths(values: np.ndarray) -> np.ndarray:
   return lengths
 
 
-def varint_size(values: np.ndarray) -> np.ndarray:
-  """Bytes in the varint encoding of each (non-negative) length."""
-  return _varint_lengths(np.asarray(values).astype(np.uint64))
-
-
 def varints(values: np.ndarray, present: np.ndarray = None) -> Ragged:
   """The varint encoding of int64/uint64 values (negatives take 10 bytes).
 

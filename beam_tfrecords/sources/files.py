@@ -51,8 +51,9 @@ class _Stream(io.RawIOBase):
     return True
 
   def read(self, size=-1):
-    return self._inner.read(size if size is not None and size >= 0 else -1) \
-        if size != -1 else self._inner.read()
+    if size is None or size < 0:
+      return self._inner.read()
+    return self._inner.read(size)
 
   def readinto(self, buffer):
     data = self._inner.read(len(buffer))

@@ -34,8 +34,8 @@ def _columns(rows: List[dict], columns: Sequence[str]) -> Dict[str, Any]:
   return out
 
 
-def _batches(path: str, items, columns: Sequence[str],
-             first_line: int, locate=None) -> Iterator[SourceBatch]:
+def _batches(path: str, items, columns: Sequence[str]
+             ) -> Iterator[SourceBatch]:
   """Groups (line_number, raw, parsed-or-error) into SourceBatches.
 
   Every row of a batch comes from consecutive lines, so a batch's row
@@ -111,7 +111,7 @@ class JsonLinesFormat(Format):
       data, offset = file_io.read_range(unit.path, unit.start, unit.end)
       first = (file_io.count_lines_before(unit.path, offset) + 1
                if offset else 1)
-    yield from _batches(unit.path, _parse_lines(data, first), columns, first)
+    yield from _batches(unit.path, _parse_lines(data, first), columns)
 
 
 class JsonArrayFormat(Format):
@@ -125,7 +125,7 @@ class JsonArrayFormat(Format):
     with file_io.open_input(unit.path) as f:
       data = f.read()
     if not data.lstrip().startswith(b"["):
-      yield from _batches(unit.path, _parse_lines(data, 1), columns, 1)
+      yield from _batches(unit.path, _parse_lines(data, 1), columns)
       return
     try:
       items = json.loads(data)
@@ -139,7 +139,7 @@ class JsonArrayFormat(Format):
         else:
           yield i, json.dumps(obj), None, \
               f"expected a JSON object, got {type(obj).__name__}"
-    yield from _batches(unit.path, parsed(), columns, 1)
+    yield from _batches(unit.path, parsed(), columns)
 
 
 register_format(JsonLinesFormat())
