@@ -96,11 +96,22 @@ def _build(args, beam_args: List[str]) -> int:
   for name, split in sorted(result.splits.items()):
     print(f"  {name}: {split['records']:,} records in "
           f"{len(split['shards'])} shard(s), {_human_bytes(split['bytes'])}")
-  print(f"  rows read: {counts['rows_read']:,}; rejected: "
-        f"{counts['rows_rejected']:,}"
-        + (f" (see {result.output}/errors/)" if counts["rows_rejected"]
-           else ""))
+  steps = (f" as {counts['steps_written']:,} steps"
+           if "steps_written" in counts else "")
+  dropped = (f"; dropped by max_length: {counts['rows_dropped']:,}"
+             if "steps_written" in counts else "")
+  print(f"  rows read: {counts['rows_read']:,}; in records: "
+        f"{counts['rows_written']:,}{steps}; rejected: "
+        f"{counts['rows_rejected']:,}{dropped}"
+        + (f" (see {result.output}/errors/)"
+           if counts["rows_rejected"] or counts["rows_dropped"] else ""))
   return 0
+
+
+def _print_spec(spec: dict, indent: str = "  ") -> None:
+  for name, s in sorted(spec.items()):
+    shape = f" shape {s['shape']}" if "shape" in s else ""
+    print(f"{indent}{name}: {s['kind']} {s['dtype']}{shape}")
 
 
 def _inspect(args) -> int:
@@ -109,12 +120,20 @@ def _inspect(args) -> int:
   print(f"dataset {info['name']} ({info['record']}), built by beam-tfrecords "
         f"{info['tool']['version']}")
   c = info["counts"]
-  print(f"rows read {c['rows_read']:,}, records {c['records_written']:,}, "
-        f"rejected {c['rows_rejected']:,}")
-  print("features:")
-  for name, spec in sorted(info["feature_spec"].items()):
-    shape = f" shape {spec['shape']}" if "shape" in spec else ""
-    print(f"  {name}: {spec['kind']} {spec['dtype']}{shape}")
+  steps = (f" ({c['steps_written']:,} steps)" if "steps_written" in c
+           else "")
+  print(f"rows read {c['rows_read']:,}, records {c['records_written']:,}"
+        f"{steps}, rejected {c['rows_rejected']:,}, dropped "
+        f"{c.get('rows_dropped', 0):,}")
+  spec = info["feature_spec"]
+  if info["record"] == "sequence_example":
+    print("context features:")
+    _print_spec(spec["context"])
+    print("sequence features (per step):")
+    _print_spec(spec["sequence"])
+  else:
+    print("features:")
+    _print_spec(spec)
   for split, s in sorted(info["splits"].items()):
     if args.split and split != args.split:
       continue

@@ -22,7 +22,8 @@ from beam_tfrecords.schema import Schema, load_schema, spec_to_json
 from beam_tfrecords.sinks import (DATASET_JSON, ERRORS_DIR, SHARD_SUFFIX,
                                   SUCCESS, Commit, WriteErrors, WriteSplit)
 from beam_tfrecords.sources import plan_inputs
-from beam_tfrecords.transforms import ERRORS, STATS, EncodeRows, ReadInputs, dead_letter_json
+from beam_tfrecords.transforms import (STAT_FIELDS, Encode, ReadInputs,
+                                       dead_letter_json)
 from beam_tfrecords.version import __version__
 
 __all__ = ["build", "BuildResult", "DEFAULT_SPLIT"]
@@ -93,8 +94,8 @@ def _prepare_output(output: str, overwrite: bool) -> None:
 
 
 def _sum_columns(rows) -> tuple:
-  """Column sums of (rows_read, records, rejected) triples; zeros if none."""
-  return tuple(sum(c) for c in zip(*rows)) or (0, 0, 0)
+  """Column sums of STAT_FIELDS tuples; zeros if none."""
+  return tuple(sum(c) for c in zip(*rows)) or (0,) * len(STAT_FIELDS)
 
 
 def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]],
@@ -125,7 +126,10 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   schema = load_schema(schema)
   patterns = [inputs] if isinstance(inputs, str) else list(inputs)
   output = output.rstrip("/")
-  needed = [f.column for f in schema.features if f.default is None]
+  needed = [f.column for f in schema.all_features
+            if f.column is not None and f.default is None]
+  needed += [c for c, _ in schema.group_by] + [k.column for k in
+                                               schema.order_by]
   plan = plan_inputs(patterns, schema.columns, needed, input_format,
                      format_options)
   _prepare_output(output, overwrite)
@@ -150,22 +154,21 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   encoded = (pipeline
              | "ReadInputs" >> ReadInputs(plan.units, schema.columns)
              # SourceBatch
-             | "EncodeRows" >> EncodeRows(schema))
-  # records: bytes; errors: dead-letter dicts; stats: (read, ok, rejected)
-  shards = (encoded.records
+             | "Encode" >> Encode(schema))
+  # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
+  shards = (encoded["records"]
             | f"WriteSplit[{DEFAULT_SPLIT}]" >> WriteSplit(
                 output, DEFAULT_SPLIT, num_shards))
-  errors = (encoded[ERRORS]
+  errors = (encoded["errors"]
             | "ErrorsToJson" >> beam.Map(dead_letter_json)
             | "WriteErrors" >> WriteErrors(output))
-  stats = (encoded[STATS]
+  stats = (encoded["stats"]
            | "SumStats" >> beam.CombineGlobally(_sum_columns)
-           | "StatsPart" >> beam.Map(lambda s: {
-               "kind": "stats", "rows_read": s[0], "records": s[1],
-               "rejected": s[2]}))
+           | "StatsPart" >> beam.Map(lambda s: {"kind": "stats",
+                                                "counts": list(s)}))
   _ = ((shards, errors, stats)
        | "Parts" >> beam.Flatten()
-       | "Commit" >> Commit(output, static))
+       | "Commit" >> Commit(output, static, STAT_FIELDS))
   result = pipeline.run()
   result.wait_until_finish()
   with FileSystems.open(FileSystems.join(output, DATASET_JSON)) as f:

@@ -10,8 +10,10 @@ from typing import Any, Dict, Iterator, List, Optional
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.errors import InputError
-from beam_tfrecords.records import decode_example, iter_tfrecords
-from beam_tfrecords.schema import FeatureType, Schema, schema_from_dict
+from beam_tfrecords.records import (decode_example, decode_sequence_example,
+                                    iter_tfrecords)
+from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
+                                   schema_from_dict)
 from beam_tfrecords.schema import feature_spec as _schema_feature_spec
 
 __all__ = ["dataset_info", "dataset_schema", "shard_files", "load",
@@ -47,13 +49,23 @@ def shard_files(path: str, split: str = "train") -> List[str]:
           for s in info["splits"][split]["shards"]]
 
 
-def feature_spec(path: str) -> dict:
-  """The `tf.io.parse_example` spec of a built dataset."""
+def feature_spec(path: str):
+  """The parsing spec of a built dataset.
+
+  For Examples, the dict for `tf.io.parse_example`; for SequenceExamples a
+  `SequenceSpec(context_features, sequence_features)`, which unpacks into
+  `tf.io.parse_sequence_example(x, *spec)`.
+  """
   return _schema_feature_spec(dataset_schema(path))
 
 
 def load(path: str, split: str = "train", batch_size: Optional[int] = None):
-  """A tf.data.Dataset of parsed feature dicts.
+  """A tf.data.Dataset of parsed records.
+
+  Examples give feature dicts; SequenceExamples give (context, sequence)
+  dict pairs, sequence values shaped [steps, ...] ([batch, steps, ...] when
+  batched; FixedLenSequenceFeatures are padded to the longest sequence of
+  the batch).
 
   Args:
     path: the dataset directory.
@@ -64,31 +76,62 @@ def load(path: str, split: str = "train", batch_size: Optional[int] = None):
   spec = feature_spec(path)
   files = shard_files(path, split)
   ds = tf.data.TFRecordDataset(files, compression_type="GZIP")
+  if isinstance(spec, SequenceSpec):
+    context, sequence = spec
+    if batch_size:
+      return ds.batch(batch_size).map(
+          lambda x: tf.io.parse_sequence_example(x, context, sequence)[:2])
+    return ds.map(
+        lambda x: tf.io.parse_single_sequence_example(x, context, sequence))
   if batch_size:
     return ds.batch(batch_size).map(lambda x: tf.io.parse_example(x, spec))
   return ds.map(lambda x: tf.io.parse_single_example(x, spec))
 
 
-def _to_python(schema: Schema, decoded: Dict[str, tuple]) -> Dict[str, Any]:
+def _values(feature: Feature, values: list):
+  if feature.type is FeatureType.STRING:
+    return [v.decode("utf-8") for v in values]
+  return values
+
+
+def _to_python(features, decoded: Dict[str, tuple]) -> Dict[str, Any]:
   row = {}
-  for f in schema.features:
+  for f in features:
     kind, values = decoded.get(f.name, (None, None))
     if values is None:
       row[f.name] = None
       continue
-    if f.type is FeatureType.STRING:
-      values = [v.decode("utf-8") for v in values]
+    values = _values(f, values)
     row[f.name] = (values[0] if values else None) if f.is_scalar else values
   return row
+
+
+def _steps_to_python(features, lists: Dict[str, list]) -> Dict[str, Any]:
+  out = {}
+  for f in features:
+    steps = lists.get(f.name)
+    if steps is None:
+      out[f.name] = None
+      continue
+    out[f.name] = [
+        ((_values(f, v)[0] if v else None) if f.is_scalar else _values(f, v))
+        for _, v in steps]
+  return out
 
 
 def iter_records(path: str, split: str = "train") -> Iterator[Dict[str, Any]]:
   """Yields each record as a plain dict, without TensorFlow.
 
   Scalars are Python values, lists are lists, `string` features are str,
-  `bytes` features bytes; a missing feature is None.
+  `bytes` features bytes; a missing feature is None. A SequenceExample is
+  {"context": {...}, "feature_lists": {name: [value per step]}}.
   """
   schema = dataset_schema(path)
   for shard in shard_files(path, split):
     for record in iter_tfrecords(shard):
-      yield _to_python(schema, decode_example(record))
+      if schema.is_sequence:
+        context, lists = decode_sequence_example(record)
+        yield {"context": _to_python(schema.context, context),
+               "feature_lists": _steps_to_python(schema.sequence, lists)}
+      else:
+        yield _to_python(schema.features, decode_example(record))

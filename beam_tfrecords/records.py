@@ -17,7 +17,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 __all__ = ["iter_tfrecords", "count_tfrecords", "masked_crc32c",
-           "decode_example", "frame_record"]
+           "decode_example", "decode_sequence_example", "decode_feature",
+           "decode_features", "frame_record"]
 
 _MASK_DELTA = 0xA282EAD8
 
@@ -82,7 +83,7 @@ def count_tfrecords(path: str) -> int:
 
 
 # ---------------------------------------------------------------------------
-# Protobuf wire decoding of Example / Features / Feature.
+# Protobuf wire decoding of Example / SequenceExample / Features / Feature.
 
 
 def _varint(buf: bytes, pos: int) -> Tuple[int, int]:
@@ -169,3 +170,28 @@ def decode_example(buf: bytes) -> Dict[str, Tuple[Optional[str], list]]:
     if field == 1:
       return decode_features(value)
   return {}
+
+
+def decode_sequence_example(buf: bytes):
+  """A serialized tf.train.SequenceExample -> (context, feature_lists).
+
+  context is {name: (kind, values)} as for Examples; feature_lists is
+  {name: [(kind, values) per step]}.
+  """
+  context, lists = {}, {}
+  for field, _, value in _fields(buf):
+    if field == 1:
+      context.update(decode_features(value))
+    elif field == 2:
+      for f, _, entry in _fields(value):
+        if f != 1:
+          continue
+        key, steps = "", []
+        for k, _, v in _fields(entry):
+          if k == 1:
+            key = v.decode("utf-8")
+          elif k == 2:
+            steps = [decode_feature(step) for sf, _, step in _fields(v)
+                     if sf == 1]
+        lists[key] = steps
+  return context, lists

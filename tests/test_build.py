@@ -93,8 +93,9 @@ def test_values_round_trip_through_tensorflow(tf, tmp_path, fmt):
         [] if row["Code"] is None else [row["Code"]])
   # dataset.json counts equal what is in the files.
   meta = result.metadata
-  assert meta["counts"] == {"rows_read": 4, "records_written": 4,
-                            "rows_rejected": 0}
+  assert meta["counts"] == {"rows_read": 4, "rows_written": 4,
+                            "records_written": 4, "rows_rejected": 0,
+                            "rows_dropped": 0}
   files = shard_paths(out)
   assert sorted(s["file"] for s in meta["splits"]["train"]["shards"]) == \
       [os.path.basename(f) for f in files]
@@ -122,8 +123,9 @@ def test_bad_rows_go_to_errors_with_reason(tmp_path):
                  ',a,1.0,s,2.0,c\n'
                  '4,a,"9,7",s,2.0,c\n')
   result = btr.build(SCHEMA, str(src), str(tmp_path / "out"))
-  assert result.metadata["counts"] == {"rows_read": 4, "records_written": 1,
-                                       "rows_rejected": 3}
+  assert result.metadata["counts"] == {"rows_read": 4, "rows_written": 1,
+                                       "records_written": 1,
+                                       "rows_rejected": 3, "rows_dropped": 0}
   errors = []
   for name in os.listdir(tmp_path / "out" / "errors"):
     with open(tmp_path / "out" / "errors" / name) as f:
@@ -191,7 +193,7 @@ def test_cli_build_and_inspect(tmp_path):
       timeout=300)
   assert run.returncode == 0, run.stderr
   assert "train: 4 records in 1 shard(s)" in run.stdout
-  assert "rows read: 4; rejected: 0" in run.stdout
+  assert "rows read: 4; in records: 4; rejected: 0\n" in run.stdout
   assert "PrismRunner" not in run.stderr
   run = subprocess.run(
       [sys.executable, "-m", "beam_tfrecords", "inspect", str(out),

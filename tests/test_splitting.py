@@ -32,8 +32,9 @@ def test_byte_range_units_keep_every_row_once(tmp_path, monkeypatch, fmt):
   assert ids == [i for i in range(1, 1001) if i != 777]
   assert all(r["text"] == f"row {r['id']}" for r in btr.iter_records(out))
   assert result.metadata["counts"] == {"rows_read": 1000,
+                                       "rows_written": 999,
                                        "records_written": 999,
-                                       "rows_rejected": 1}
+                                       "rows_rejected": 1, "rows_dropped": 0}
   errors_dir = os.path.join(out, "errors")
   errors = [json.loads(line) for name in os.listdir(errors_dir)
             for line in open(os.path.join(errors_dir, name))]

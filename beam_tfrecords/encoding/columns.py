@@ -12,6 +12,8 @@ rules in `beam_tfrecords.schema.values`, value by value, which also produce
 the per-row reasons. Both give the same arrays (tests/test_encoding_paths.py).
 """
 
+import dataclasses
+import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -21,7 +23,8 @@ import pyarrow.compute as pc
 from beam_tfrecords.schema import values as value_rules
 from beam_tfrecords.schema.model import Feature, FeatureType
 
-__all__ = ["VALUE_TYPES", "convert_column", "convert_cells", "apply_missing"]
+__all__ = ["VALUE_TYPES", "convert_column", "convert_cells", "apply_missing",
+           "convert_steps", "Steps"]
 
 # The Arrow type a feature's values are held in before serialization.
 VALUE_TYPES = {
@@ -85,6 +88,118 @@ def apply_missing(feature: Feature, lists: pa.LargeListArray,
     default = pa.scalar(list(feature.default), type=list_type(feature))
     return pc.fill_null(lists, default)
   return lists
+
+
+@dataclasses.dataclass
+class Steps:
+  """One sequence feature of n rows, each row's cell a list of steps.
+
+  Attributes:
+    values: one entry per step (all rows back to back), the step's values;
+      null where the step's value is missing.
+    offsets: n+1 offsets of each row's first step in `values`.
+    present: per row, whether the cell held a list (False: missing).
+    errors: row -> reason.
+  """
+  values: pa.LargeListArray
+  offsets: np.ndarray
+  present: np.ndarray
+  errors: RowErrors
+
+  @property
+  def counts(self) -> np.ndarray:
+    return np.diff(self.offsets)
+
+
+def _step_list(feature: Feature, cell: Any) -> list:
+  """The steps one cell holds (Python path)."""
+  if isinstance(cell, (list, tuple)):
+    return list(cell)
+  if isinstance(cell, (str, bytes)):
+    text = cell.decode("utf-8", "replace") if isinstance(cell, bytes) else cell
+    if feature.separator is not None:
+      return [] if text == "" else text.split(feature.separator)
+    if text.strip().startswith("["):
+      try:
+        parsed = json.loads(text)
+      except ValueError as e:
+        raise ValueError(f"could not parse {text[:60]!r} as a JSON list of "
+                         f"steps: {e}") from None
+      if isinstance(parsed, list):
+        return parsed
+  raise ValueError(f"expected a list of steps (a JSON or Parquet list, or "
+                   f"text split by `separator`), got {type(cell).__name__} "
+                   f"{str(cell)[:60]!r}")
+
+
+def _flat_cells(cells: list) -> Any:
+  """An Arrow array of step cells when the types allow, else the list."""
+  try:
+    return pa.array(cells)
+  except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+    return cells
+
+
+def convert_steps(feature: Feature, array: Any, num_rows: int) -> Steps:
+  """Converts a column whose cells are lists of steps (a sequence feature
+  without group_by): JSON lists, Parquet lists, lists of lists, JSON text or
+  text split by the feature's separator.
+
+  Each step is converted like an Example cell of the feature's (step) shape;
+  a missing step takes the default, is an error when required, and is
+  otherwise an empty step.
+  """
+  step_feature = dataclasses.replace(feature, separator=None)
+  errors: RowErrors = {}
+  if array is None:
+    return Steps(pa.nulls(0, list_type(feature)),
+                 np.zeros(num_rows + 1, dtype=np.int64),
+                 np.zeros(num_rows, dtype=bool), errors)
+  if isinstance(array, pa.ChunkedArray):
+    array = array.combine_chunks()
+  if isinstance(array, pa.Array) and pa.types.is_dictionary(array.type):
+    array = array.dictionary_decode()
+  if (isinstance(array, pa.Array) and _is_text(array.type)
+      and feature.separator is not None
+      and not pc.any(pc.equal(pc.binary_length(array), 0)).as_py()):
+    text = array if feature.type is FeatureType.BYTES else _as_utf8(array)
+    array = pc.split_pattern(text, feature.separator)
+  cells = None
+  if isinstance(array, pa.Array) and _is_list(array.type):
+    if pa.types.is_fixed_size_list(array.type):
+      array = pc.cast(array, pa.large_list(array.type.value_type))
+    offsets = np.asarray(array.offsets, dtype=np.int64)
+    present = array.is_valid().to_numpy(zero_copy_only=False)
+    if not (array.null_count and np.any(np.diff(offsets)[~present])):
+      start, end = int(offsets[0]), int(offsets[-1])
+      cells = array.values.slice(start, end - start)
+      offsets = offsets - start
+  if cells is None:  # the Python path: text cells, mixed types
+    pylist = array.to_pylist() if isinstance(array, pa.Array) else list(array)
+    flat: list = []
+    offsets = np.zeros(num_rows + 1, dtype=np.int64)
+    present = np.zeros(num_rows, dtype=bool)
+    for row, cell in enumerate(pylist):
+      if cell is not None:
+        try:
+          flat.extend(_step_list(feature, cell))
+          present[row] = True
+        except ValueError as e:
+          errors[row] = str(e)
+      offsets[row + 1] = len(flat)
+    cells = _flat_cells(flat)
+  if isinstance(cells, list):
+    values, step_errors = convert_cells(step_feature, cells)
+  else:
+    values, step_errors = convert_column(step_feature, cells, len(cells))
+  values = apply_missing(step_feature, values, step_errors)
+  if step_errors:
+    steps = np.fromiter(step_errors, dtype=np.int64)
+    rows = np.searchsorted(offsets, steps, side="right") - 1
+    for step, row in sorted(zip(steps.tolist(), rows.tolist())):
+      errors.setdefault(row, f"at step {step - int(offsets[row])}: "
+                        f"{step_errors[step]}")
+  return Steps(values, offsets, present, errors)
 
 
 # ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@ its reasons. An encoder pickles as the schema dict it was built from.
 """
 
 import dataclasses
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -42,10 +42,20 @@ class EncodedBatch:
     records: serialized records of the rows that encoded, in row order.
     rows: the input row index of each record.
     errors: the rows that did not encode.
+    steps: for SequenceExamples, the number of steps of each record.
+    dropped_steps: steps left out by a max_length policy (keep_first/last).
   """
   records: wire.Ragged
   rows: np.ndarray
   errors: List[RowError]
+  steps: Optional[np.ndarray] = None
+  dropped_steps: int = 0
+
+  @property
+  def rows_written(self) -> int:
+    """Input rows that are in a record (a split row counts once)."""
+    return len(np.unique(self.rows)) if self.steps is not None \
+        else len(self.rows)
 
   def record_list(self) -> List[bytes]:
     return self.records.to_list()

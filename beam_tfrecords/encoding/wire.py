@@ -13,6 +13,11 @@ column; headers come from `varints` of lengths computed beforehand.
 
 Wire layout (field numbers from tensorflow/core/example/*.proto):
 
+  SequenceExample = 0x0A len Features (context)   omitted when empty
+                    0x12 len FeatureLists         omitted when empty
+  FeatureLists = (0x0A len ListEntry)*            one per present list
+  ListEntry    = 0x0A len key  0x12 len FeatureList
+  FeatureList  = (0x0A len Feature)*              one per step
   Example      = 0x0A len Features
   Features     = (0x0A len MapEntry)*            one per present feature
   MapEntry     = 0x0A len key  0x12 len Feature
@@ -32,7 +37,8 @@ import numpy as np
 
 __all__ = ["Ragged", "varints", "concat", "const", "int64_feature",
            "float_feature", "bytes_feature", "features_message",
-           "example_message"]
+           "example_message", "feature_lists", "sequence_example_message",
+           "frame", "map_entries", "sequence_example_bytes"]
 
 _UINT8 = np.uint8
 
@@ -197,6 +203,68 @@ def example_message(features: Sequence[tuple], n: int) -> Ragged:
   if not features:
     return concat([const(b"\x0a\x00", np.ones(n, dtype=bool))])
   return _length_delimited(0x0A, features_message(features))
+
+
+def feature_lists(step_features: Ragged, step_offsets: np.ndarray) -> Ragged:
+  """The FeatureList body per row.
+
+  Args:
+    step_features: one serialized Feature per step, all rows back to back.
+    step_offsets: n+1 offsets of each row's first step.
+  """
+  framed = _length_delimited(0x0A, step_features)
+  return framed.regroup(np.asarray(step_offsets, dtype=np.int64))
+
+
+def sequence_example_message(context: Sequence[tuple], lists: Sequence[tuple],
+                             n: int) -> Ragged:
+  """Serialized tf.train.SequenceExample per row.
+
+  Args:
+    context: (name, Feature: Ragged, present) as for `features_message`.
+    lists: (name, FeatureList body: Ragged, present), sorted by name.
+    n: rows.
+  """
+  pieces = []
+  for tag, parts in ((0x0A, context), (0x12, lists)):
+    if parts:
+      body = features_message(parts)
+      pieces.append(_length_delimited(tag, body, body.lengths > 0))
+  if not pieces:
+    return Ragged(np.empty(0, dtype=_UINT8), np.zeros(n + 1, dtype=np.int64))
+  return concat(pieces)
+
+
+# ---------------------------------------------------------------------------
+# The same layout for one record at a time, for sequences assembled from
+# grouped rows (one group per call; the steps are already serialized).
+
+
+def frame(tag: int, payload: bytes) -> bytes:
+  """tag + varint(len) + payload."""
+  return bytes([tag]) + _varint_bytes(len(payload)) + payload
+
+
+def map_entries(entries: Sequence[tuple]) -> bytes:
+  """Features / FeatureLists body from (name, value bytes), sorted by name."""
+  out = []
+  for name, value in entries:
+    key = name.encode("utf-8")
+    out.append(frame(0x0A, frame(0x0A, key) + frame(0x12, value)))
+  return b"".join(out)
+
+
+def sequence_example_bytes(context: Sequence[tuple], lists: Sequence[tuple]
+                           ) -> bytes:
+  """One SequenceExample from (name, Feature bytes) context entries and
+  (name, [step Feature bytes]) feature lists, each sorted by name."""
+  body = map_entries(context)
+  out = [frame(0x0A, body)] if body else []
+  fl = map_entries([(name, b"".join(frame(0x0A, f) for f in steps))
+                    for name, steps in lists])
+  if fl:
+    out.append(frame(0x12, fl))
+  return b"".join(out)
 
 
 def _masked(piece: Ragged, present: np.ndarray) -> Ragged:

@@ -5,6 +5,7 @@ All validation happens here, before any data is read: a bad schema raises
 and how to fix it.
 """
 
+import dataclasses
 import difflib
 import os
 import re
@@ -14,15 +15,29 @@ import yaml
 
 from beam_tfrecords.errors import SchemaError
 from beam_tfrecords.schema import values as value_rules
-from beam_tfrecords.schema.model import Feature, FeatureType, RecordKind, Schema
+from beam_tfrecords.schema.model import (Derive, Feature, FeatureType,
+                                        OrderKey, Overflow, RecordKind, Schema)
 
 __all__ = ["load_schema", "schema_from_dict", "FEATURE_TYPES"]
 
 # The feature type registry: the spelling in a schema file -> FeatureType.
 FEATURE_TYPES = {t.value: t for t in FeatureType}
 _TOP_KEYS = ("name", "record", "description", "features")
+_SEQUENCE_TOP_KEYS = ("name", "record", "description", "context", "sequence",
+                      "group_by", "order_by", "max_length", "overflow",
+                      "ragged", "max_record_bytes")
 _FEATURE_KEYS = ("type", "shape", "source", "separator", "default",
                  "required", "description")
+_CONTEXT_KEYS = _FEATURE_KEYS + ("derive", "of")
+_ORDER_KEYS = ("column", "type", "descending")
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMG]i?B|B)?\s*$", re.I)
+_SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10,
+               "mib": 2**20, "gib": 2**30}
+# Protobuf's hard limit is 2 GiB; leave room for framing and parsing.
+_MAX_RECORD_BYTES_LIMIT = 1536 * 2**20
+
+# Roles a feature plays; they decide which keys it may use.
+_EXAMPLE, _CONTEXT, _STEPS, _LISTS = "example", "context", "steps", "lists"
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")
 
 
@@ -80,7 +95,6 @@ class _Checker:
     if not isinstance(raw, dict):
       self.fail("", f"the top level must be a mapping with keys "
                 f"{_allowed(_TOP_KEYS)}; got {type(raw).__name__}")
-    self.check_keys("", raw, _TOP_KEYS)
     name = raw.get("name")
     if name is None:
       self.fail("name", "missing; every schema names its dataset, e.g. "
@@ -93,12 +107,16 @@ class _Checker:
     if record not in kinds:
       self.fail("record", f"{record!r} is not a record kind; allowed: "
                 f"{_allowed(kinds)}.{_suggest(record, kinds)}")
-    if record == RecordKind.SEQUENCE_EXAMPLE.value:
-      self.fail("record", "sequence_example is not supported by this "
-                "version yet; use record: example")
     description = raw.get("description", "")
     if not isinstance(description, str):
       self.fail("description", "must be text")
+    if record == RecordKind.SEQUENCE_EXAMPLE.value:
+      return self.sequence_schema(raw, name, description)
+    for k in raw:
+      if k not in _TOP_KEYS and k in _SEQUENCE_TOP_KEYS:
+        self.fail(str(k), f"{k!r} belongs to SequenceExample schemas; add "
+                  "record: sequence_example")
+    self.check_keys("", raw, _TOP_KEYS)
     features = raw.get("features")
     if features is None:
       self.fail("features", "missing; an example schema declares its "
@@ -111,8 +129,215 @@ class _Checker:
                   features=tuple(sorted(parsed, key=lambda f: f.name)),
                   description=description, path=self.path)
 
-  def feature(self, name: str, raw_name: Any, raw: Any) -> Feature:
-    key = f"features.{name}"
+  def sequence_schema(self, raw: dict, name: str, description: str) -> Schema:
+    if "features" in raw:
+      self.fail("features", "a sequence_example schema declares `context:` "
+                "(one value set per sequence) and `sequence:` (one value per "
+                "step) instead of `features:`")
+    self.check_keys("", raw, _SEQUENCE_TOP_KEYS)
+    group_by = self.group_by(raw.get("group_by"))
+    mode = _STEPS if group_by else _LISTS
+    context = self.feature_map("context", raw.get("context", {}), _CONTEXT,
+                               allow_empty=True)
+    sequence = self.feature_map("sequence", raw.get("sequence"), mode)
+    seq_names = {f.name for f in sequence}
+    for f in context:
+      key = f"context.{f.name}"
+      if f.name in seq_names:
+        self.fail(key, f"{f.name!r} is also a sequence feature; context and "
+                  "sequence keys must differ (TensorFlow parses both into "
+                  "one namespace)")
+      if f.derive in (Derive.FIRST, Derive.LAST) and not group_by:
+        self.fail(f"{key}.derive", f"derive: {f.derive.value} picks a value "
+                  "from the rows of a group; it needs group_by (without it "
+                  "each row is one sequence and its context is constant)")
+      if f.of is not None and f.of not in seq_names:
+        self.fail(f"{key}.of", f"{f.of!r} is not a sequence feature; "
+                  f"allowed: {_allowed(sorted(seq_names))}."
+                  f"{_suggest(f.of, seq_names)}")
+    # A group key column is never missing in a written record (rows without
+    # a key are rejected), so context features that read one are required.
+    key_columns = {c for c, _ in group_by}
+    context = tuple(
+        dataclasses.replace(f, required=True)
+        if f.column in key_columns and f.derive is None and f.default is None
+        else f for f in context)
+    typed = {}
+    for f in context + sequence:
+      if f.column is not None and f.is_scalar:
+        typed.setdefault(f.column, f.type)
+    # Keys are compared as stored values, so "7" in a CSV and 7 in JSON
+    # are one key when a feature (or the declared type) says int64.
+    group_keys = tuple((c, t or typed.get(c, FeatureType.STRING))
+                       for c, t in group_by)
+    order_by = self.order_by(raw.get("order_by"), typed)
+    if order_by and not group_by:
+      self.fail("order_by", "order_by orders the rows of a group; it needs "
+                "group_by (without it each row is one sequence whose list "
+                "cells are already in order)")
+    max_length = raw.get("max_length")
+    if max_length is not None and (not isinstance(max_length, int) or
+                                   isinstance(max_length, bool) or
+                                   max_length < 1):
+      self.fail("max_length", f"must be a positive number of steps; got "
+                f"{max_length!r}")
+    overflows = [o.value for o in Overflow]
+    overflow = raw.get("overflow")
+    if overflow is not None:
+      if max_length is None:
+        self.fail("overflow", "overflow says what happens to sequences "
+                  "longer than max_length; set max_length too")
+      if overflow not in overflows:
+        self.fail("overflow", f"{overflow!r} is not a policy; allowed: "
+                  f"{_allowed(overflows)}.{_suggest(overflow, overflows)}")
+    ragged = raw.get("ragged", False)
+    if not isinstance(ragged, bool):
+      self.fail("ragged", f"must be true or false; got {ragged!r}")
+    if ragged and group_by:
+      self.fail("ragged", "with group_by every step has a value for every "
+                "sequence feature, so feature lists always align; ragged "
+                "applies to list columns (no group_by)")
+    max_bytes = self.size("max_record_bytes", raw.get("max_record_bytes"))
+    extra = {} if max_bytes is None else {"max_record_bytes": max_bytes}
+    return Schema(name=name, record=RecordKind.SEQUENCE_EXAMPLE,
+                  description=description, path=self.path,
+                  context=context, sequence=sequence, group_by=group_keys,
+                  order_by=order_by, max_length=max_length,
+                  overflow=Overflow(overflow or "reject"), ragged=ragged,
+                  **extra)
+
+  def feature_map(self, key: str, raw: Any, role: str,
+                  allow_empty: bool = False):
+    if raw is None:
+      self.fail(key, "missing; a sequence_example schema declares its "
+                "sequence features, e.g. sequence: {tokens: {type: int64}}")
+    if not isinstance(raw, dict) or (not raw and not allow_empty):
+      self.fail(key, "must be a non-empty mapping of feature name -> "
+                f"definition; got {raw!r}")
+    parsed = [self.feature(str(k), k, v, role, key) for k, v in raw.items()]
+    return tuple(sorted(parsed, key=lambda f: f.name))
+
+  def group_by(self, raw: Any):
+    """`user`, [user, session] or [{column: user, type: int64}] ->
+    [(column, FeatureType or None)]."""
+    if raw is None:
+      return ()
+    items = raw if isinstance(raw, list) else [raw]
+    if not items:
+      self.fail("group_by", "must name at least one column")
+    out = []
+    for i, item in enumerate(items):
+      key = f"group_by[{i}]"
+      ftype = None
+      if isinstance(item, dict):
+        self.check_keys(key, item, ("column", "type"))
+        if "type" in item:
+          ftype = self.type_name(f"{key}.type", item["type"])
+        item = item.get("column")
+      if not isinstance(item, str) or not item:
+        self.fail(key, f"must be a column name or {{column: name, type: "
+                  f"int64}}; got {item!r}")
+      if any(c == item for c, _ in out):
+        self.fail(key, f"column {item!r} appears twice in group_by")
+      out.append((item, ftype))
+    return tuple(out)
+
+  def order_by(self, raw: Any, typed: dict):
+    """`ts`, [ts, {score: desc}, {column: c, type: float, descending: true}]."""
+    if raw is None:
+      return ()
+    items = raw if isinstance(raw, list) else [raw]
+    keys = []
+    for i, item in enumerate(items):
+      key = f"order_by[{i}]"
+      descending, ftype = False, None
+      if isinstance(item, dict) and "column" not in item and len(item) == 1:
+        (column, direction), = item.items()
+        if direction not in ("asc", "desc"):
+          self.fail(key, f"{item!r}: the direction must be asc or desc")
+        item = {"column": column, "descending": direction == "desc"}
+      if isinstance(item, dict):
+        self.check_keys(key, item, _ORDER_KEYS)
+        column = item.get("column")
+        descending = item.get("descending", False)
+        if not isinstance(descending, bool):
+          self.fail(f"{key}.descending", f"must be true or false; got "
+                    f"{descending!r}")
+        if "type" in item:
+          ftype = self.type_name(f"{key}.type", item["type"])
+      else:
+        column = item
+      if not isinstance(column, str) or not column:
+        self.fail(key, f"must be a column name, {{column: name, type: int64, "
+                  f"descending: true}} or {{name: desc}}; got {item!r}")
+      if ftype is None:
+        ftype = typed.get(column)
+      if ftype is None:
+        self.fail(key, f"no scalar feature reads column {column!r}, so its "
+                  "type is unknown (text and numbers sort differently: "
+                  '"10" < "9"); say it: {column: ' + column +
+                  ", type: int64}")
+      if any(k.column == column for k in keys):
+        self.fail(key, f"column {column!r} appears twice in order_by")
+      keys.append(OrderKey(column=column, type=ftype, descending=descending))
+    return tuple(keys)
+
+  def size(self, key: str, raw: Any) -> Optional[int]:
+    if raw is None:
+      return None
+    value = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+      value = raw
+    elif isinstance(raw, str):
+      m = _SIZE_RE.match(raw)
+      if m:
+        value = int(float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "b").lower()])
+    if value is None or not 1024 <= value <= _MAX_RECORD_BYTES_LIMIT:
+      self.fail(key, f"must be a size between 1KiB and 1536MiB, as bytes or "
+                f"text such as 64MiB; got {raw!r}")
+    return value
+
+  def type_name(self, key: str, type_name: Any) -> FeatureType:
+    if type_name not in FEATURE_TYPES:
+      self.fail(key, f"unknown type {type_name!r}; supported: "
+                f"{_allowed(FEATURE_TYPES)}.{_suggest(type_name, FEATURE_TYPES)}")
+    return FEATURE_TYPES[type_name]
+
+  def derived(self, key: str, name: str, raw: dict) -> Optional[Feature]:
+    """A context feature with `derive:`; None if it has none."""
+    derives = [d.value for d in Derive]
+    derive = raw["derive"]
+    if derive not in derives:
+      self.fail(f"{key}.derive", f"{derive!r} cannot be derived; allowed: "
+                f"{_allowed(derives)}.{_suggest(derive, derives)}")
+    derive = Derive(derive)
+    if derive in (Derive.FIRST, Derive.LAST):
+      if "of" in raw:
+        self.fail(f"{key}.of", "`of` belongs to derive: length; first/last "
+                  "read the feature's `source` column")
+      return None  # an ordinary feature plus the rule, checked by feature()
+    allowed = ("type", "derive", "description") + (
+        ("of",) if derive is Derive.LENGTH else ())
+    for k in raw:
+      if k not in allowed:
+        self.fail(f"{key}.{k}", f"a derive: {derive.value} feature is "
+                  f"computed, so it takes no {k!r}; allowed keys: "
+                  f"{_allowed(allowed)}")
+    if raw.get("type", "int64") != "int64":
+      self.fail(f"{key}.type", f"derive: {derive.value} is a count; its "
+                "type is int64")
+    of = raw.get("of")
+    if of is not None and not isinstance(of, str):
+      self.fail(f"{key}.of", f"must name a sequence feature; got {of!r}")
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+      self.fail(f"{key}.description", "must be text")
+    return Feature(name=name, type=FeatureType.INT64, derive=derive, of=of,
+                   description=description)
+
+  def feature(self, name: str, raw_name: Any, raw: Any, role: str = _EXAMPLE,
+              section: str = "features") -> Feature:
+    key = f"{section}.{name}"
     if not isinstance(raw_name, str) or not raw_name:
       self.fail(key, f"feature names must be non-empty text; got "
                 f"{raw_name!r}")
@@ -121,15 +346,21 @@ class _Checker:
     if not isinstance(raw, dict):
       self.fail(key, f"must be a mapping such as {{type: int64}} or a type "
                 f"name; got {raw!r}")
-    self.check_keys(key, raw, _FEATURE_KEYS)
+    self.check_keys(key, raw, _CONTEXT_KEYS if role == _CONTEXT
+                    else _FEATURE_KEYS)
+    derive = None
+    if "derive" in raw:
+      derived = self.derived(key, name, raw)
+      if derived is not None:
+        return derived
+      derive = Derive(raw["derive"])
+    elif "of" in raw:
+      self.fail(f"{key}.of", "`of` goes with derive: length")
     if "type" not in raw:
       self.fail(f"{key}.type", "missing; allowed types: "
                 f"{_allowed(FEATURE_TYPES)}")
     type_name = raw["type"]
-    if type_name not in FEATURE_TYPES:
-      self.fail(f"{key}.type", f"unknown type {type_name!r}; supported: "
-                f"{_allowed(FEATURE_TYPES)}.{_suggest(type_name, FEATURE_TYPES)}")
-    ftype = FEATURE_TYPES[type_name]
+    ftype = self.type_name(f"{key}.type", type_name)
     shape = self.shape(f"{key}.shape", raw.get("shape", []))
     source = raw.get("source")
     if source is not None and (not isinstance(source, str) or not source):
@@ -140,7 +371,13 @@ class _Checker:
       if not isinstance(separator, str) or not separator:
         self.fail(f"{key}.separator", f"must be non-empty text such as "
                   f"\"|\"; got {separator!r}")
-      if not shape:
+      if role == _LISTS:
+        if shape:
+          self.fail(f"{key}.separator", "in a sequence without group_by the "
+                    "separator splits a cell into steps of one value each; "
+                    "steps of several values need JSON lists of lists such "
+                    "as [[5, 6], [7, 8, 9]]")
+      elif not shape:
         self.fail(f"{key}.separator", "only list features take a separator; "
                   "add shape: [-1] (or a fixed length such as [3])")
     required = raw.get("required", False)
@@ -151,7 +388,7 @@ class _Checker:
       self.fail(f"{key}.description", "must be text")
     feature = Feature(name=name, type=ftype, shape=shape, source=source,
                       separator=separator, required=required,
-                      description=description)
+                      description=description, derive=derive)
     if "default" in raw:
       if required:
         self.fail(f"{key}.default", "a required feature cannot have a "

@@ -9,7 +9,13 @@ import dataclasses
 import enum
 from typing import Any, Optional, Tuple
 
-__all__ = ["FeatureType", "RecordKind", "Feature", "Schema"]
+__all__ = ["FeatureType", "RecordKind", "Derive", "Overflow", "Feature",
+           "OrderKey", "Schema", "DEFAULT_MAX_RECORD_BYTES"]
+
+# A record larger than this is not written (the dead-letter output says why).
+# Protobuf refuses messages over 2 GiB; TensorFlow readers slow down long
+# before that, so the default stays far below.
+DEFAULT_MAX_RECORD_BYTES = 256 * 1024 * 1024
 
 
 class FeatureType(enum.Enum):
@@ -30,6 +36,22 @@ class RecordKind(enum.Enum):
   SEQUENCE_EXAMPLE = "sequence_example"
 
 
+class Derive(enum.Enum):
+  """Context values a SequenceExample computes instead of reading a column."""
+  LENGTH = "length"  # number of steps (of one feature list with `of`)
+  FIRST = "first"    # the source column's value at the first step
+  LAST = "last"      # ... at the last step
+  PART = "part"      # 0-based index of the piece when overflow: split
+
+
+class Overflow(enum.Enum):
+  """What happens to a sequence longer than `max_length` steps."""
+  REJECT = "reject"          # all its rows go to the dead-letter output
+  KEEP_FIRST = "keep_first"  # keep the first max_length steps
+  KEEP_LAST = "keep_last"    # keep the last max_length steps
+  SPLIT = "split"            # several sequences of at most max_length steps
+
+
 @dataclasses.dataclass(frozen=True)
 class Feature:
   """One feature of a record.
@@ -43,6 +65,8 @@ class Feature:
     default: the flat tuple of values that fills a missing value, or None.
     required: a missing value sends the row to the dead-letter output.
     description: free text, kept in dataset.json.
+    derive: for SequenceExample context features, a computed value.
+    of: the sequence feature whose length `derive: length` counts.
   """
   name: str
   type: FeatureType
@@ -52,10 +76,14 @@ class Feature:
   default: Optional[Tuple[Any, ...]] = None
   required: bool = False
   description: str = ""
+  derive: Optional[Derive] = None
+  of: Optional[str] = None
 
   @property
-  def column(self) -> str:
-    """The input column this feature reads."""
+  def column(self) -> Optional[str]:
+    """The input column this feature reads (None for computed values)."""
+    if self.derive in (Derive.LENGTH, Derive.PART):
+      return None
     return self.source if self.source is not None else self.name
 
   @property
@@ -79,7 +107,8 @@ class Feature:
   @property
   def always_present(self) -> bool:
     """Whether every written record carries this feature."""
-    return self.required or self.default is not None
+    return (self.required or self.default is not None
+            or self.derive in (Derive.LENGTH, Derive.PART))
 
   def to_dict(self) -> dict:
     out = {"type": self.type.value}
@@ -98,6 +127,10 @@ class Feature:
       out["required"] = True
     if self.description:
       out["description"] = self.description
+    if self.derive is not None:
+      out["derive"] = self.derive.value
+    if self.of is not None:
+      out["of"] = self.of
     return out
 
 
@@ -108,28 +141,83 @@ def _bytes_to_text(value):
 
 
 @dataclasses.dataclass(frozen=True)
+class OrderKey:
+  """One `order_by` column: its stored type and direction."""
+  column: str
+  type: FeatureType
+  descending: bool = False
+
+  def to_dict(self):
+    out = {"column": self.column, "type": self.type.value}
+    if self.descending:
+      out["descending"] = True
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
 class Schema:
-  """One dataset: its name, record kind and features (sorted by name)."""
+  """One dataset: its name, record kind and features (sorted by name).
+
+  An `example` schema has `features`. A `sequence_example` schema has
+  `context` and `sequence` features instead, and optionally `group_by` key
+  columns (rows sharing a key become one sequence, steps in `order_by`
+  order); without `group_by` each row is one sequence whose sequence cells
+  hold lists of steps.
+  """
   name: str
   record: RecordKind
-  features: Tuple[Feature, ...]
+  features: Tuple[Feature, ...] = ()
   description: str = ""
   path: str = dataclasses.field(default="<dict>", compare=False)
+  context: Tuple[Feature, ...] = ()
+  sequence: Tuple[Feature, ...] = ()
+  group_by: Tuple[Tuple[str, FeatureType], ...] = ()
+  order_by: Tuple[OrderKey, ...] = ()
+  max_length: Optional[int] = None
+  overflow: Overflow = Overflow.REJECT
+  ragged: bool = False
+  max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+
+  @property
+  def is_sequence(self) -> bool:
+    return self.record is RecordKind.SEQUENCE_EXAMPLE
+
+  @property
+  def all_features(self) -> Tuple[Feature, ...]:
+    return self.features + self.context + self.sequence
 
   def feature(self, name: str) -> Feature:
-    for f in self.features:
+    for f in self.all_features:
       if f.name == name:
         return f
     raise KeyError(name)
 
   @property
   def columns(self) -> Tuple[str, ...]:
-    """The input columns read, in feature order, without repeats."""
-    return tuple(dict.fromkeys(f.column for f in self.features))
+    """The input columns read, without repeats."""
+    names = [f.column for f in self.all_features if f.column is not None]
+    names += [c for c, _ in self.group_by] + [k.column for k in self.order_by]
+    return tuple(dict.fromkeys(names))
 
   def to_dict(self) -> dict:
     out = {"name": self.name, "record": self.record.value}
     if self.description:
       out["description"] = self.description
-    out["features"] = {f.name: f.to_dict() for f in self.features}
+    if not self.is_sequence:
+      out["features"] = {f.name: f.to_dict() for f in self.features}
+      return out
+    if self.group_by:
+      out["group_by"] = [{"column": c, "type": t.value}
+                         for c, t in self.group_by]
+    if self.order_by:
+      out["order_by"] = [k.to_dict() for k in self.order_by]
+    if self.max_length is not None:
+      out["max_length"] = self.max_length
+      out["overflow"] = self.overflow.value
+    if self.ragged:
+      out["ragged"] = True
+    if self.max_record_bytes != DEFAULT_MAX_RECORD_BYTES:
+      out["max_record_bytes"] = self.max_record_bytes
+    out["context"] = {f.name: f.to_dict() for f in self.context}
+    out["sequence"] = {f.name: f.to_dict() for f in self.sequence}
     return out

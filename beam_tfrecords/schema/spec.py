@@ -1,21 +1,47 @@
-"""Reader-side specs: the `tf.io.parse_example` feature spec of a schema.
+"""Reader-side specs: the parsing spec TensorFlow needs for a schema.
+
+Example features and SequenceExample context features:
 
 | schema shape       | present in every record?   | spec                                       |
 |--------------------|----------------------------|--------------------------------------------|
-| [] or [n, ...]     | yes (required or default)  | FixedLenFeature(shape, dtype)              |
+| [] or [n, ...]     | yes (required, default or  | FixedLenFeature(shape, dtype)              |
+|                    | derived)                   |                                            |
 | [] or [n, ...]     | no                         | VarLenFeature(dtype) (a SparseTensor)      |
 | [-1]               | either                     | VarLenFeature(dtype) (a SparseTensor)      |
 
+SequenceExample sequence features (shape is the shape of one step):
+
+| step shape         | every step has its values? | spec                                       |
+|--------------------|----------------------------|--------------------------------------------|
+| [] or [n, ...]     | yes (required or default)  | FixedLenSequenceFeature(shape, dtype,      |
+|                    |                            |   allow_missing=True) -> [steps, *shape]   |
+| [] or [n, ...]     | no                         | RaggedFeature(dtype) -> [steps, (values)]  |
+| [-1]               | either                     | RaggedFeature(dtype) -> [steps, (values)]  |
+
 A fixed feature that may be missing cannot be a FixedLenFeature without a
-default: TensorFlow would fail on the first record that lacks it.
+default: TensorFlow would fail on the first record that lacks it. A
+sequence whose feature list is absent (a missing list cell) parses as zero
+steps (`allow_missing`).
 """
+
+from typing import NamedTuple
 
 from beam_tfrecords.schema.model import Feature, FeatureType, Schema
 
-__all__ = ["feature_spec", "spec_to_json", "dtype_name"]
+__all__ = ["feature_spec", "spec_to_json", "dtype_name", "SequenceSpec"]
 
 _DTYPES = {FeatureType.INT64: "int64", FeatureType.FLOAT: "float32",
            FeatureType.BYTES: "string", FeatureType.STRING: "string"}
+
+
+class SequenceSpec(NamedTuple):
+  """The two specs of a SequenceExample dataset.
+
+  Unpacks straight into TensorFlow's parsers:
+  `tf.io.parse_sequence_example(x, *spec)` or `(x, **spec._asdict())`.
+  """
+  context_features: dict
+  sequence_features: dict
 
 
 def dtype_name(feature: Feature) -> str:
@@ -23,26 +49,61 @@ def dtype_name(feature: Feature) -> str:
   return _DTYPES[feature.type]
 
 
-def feature_spec(schema: Schema) -> dict:
-  """The dict of `tf.io.FixedLenFeature` / `tf.io.VarLenFeature` for a schema."""
-  import tensorflow as tf  # Imported here: only readers need TensorFlow.
-  spec = {}
-  for f in schema.features:
-    dtype = tf.as_dtype(dtype_name(f))
-    if f.is_variable_length or not f.always_present:
-      spec[f.name] = tf.io.VarLenFeature(dtype)
-    else:
-      spec[f.name] = tf.io.FixedLenFeature(list(f.shape), dtype)
-  return spec
+def _fixed(feature: Feature) -> bool:
+  return not feature.is_variable_length and feature.always_present
+
+
+def _json(feature: Feature, sequence: bool) -> dict:
+  dtype = dtype_name(feature)
+  if sequence:
+    if _fixed(feature):
+      return {"kind": "FixedLenSequenceFeature", "shape": list(feature.shape),
+              "dtype": dtype, "allow_missing": True}
+    return {"kind": "RaggedFeature", "dtype": dtype}
+  if _fixed(feature):
+    return {"kind": "FixedLenFeature", "shape": list(feature.shape),
+            "dtype": dtype}
+  return {"kind": "VarLenFeature", "dtype": dtype}
 
 
 def spec_to_json(schema: Schema) -> dict:
-  """The feature spec as plain data, as recorded in dataset.json."""
-  out = {}
-  for f in schema.features:
-    if f.is_variable_length or not f.always_present:
-      out[f.name] = {"kind": "VarLenFeature", "dtype": dtype_name(f)}
-    else:
-      out[f.name] = {"kind": "FixedLenFeature", "shape": list(f.shape),
-                     "dtype": dtype_name(f)}
-  return out
+  """The spec as plain data, as recorded in dataset.json.
+
+  {name: spec} for Examples; {"context": {...}, "sequence": {...}} for
+  SequenceExamples.
+  """
+  if schema.is_sequence:
+    return {"context": {f.name: _json(f, False) for f in schema.context},
+            "sequence": {f.name: _json(f, True) for f in schema.sequence}}
+  return {f.name: _json(f, False) for f in schema.features}
+
+
+def _tf_spec(s: dict):
+  import tensorflow as tf  # Imported here: only readers need TensorFlow.
+  dtype = tf.as_dtype(s["dtype"])
+  if s["kind"] == "FixedLenFeature":
+    return tf.io.FixedLenFeature(s["shape"], dtype)
+  if s["kind"] == "VarLenFeature":
+    return tf.io.VarLenFeature(dtype)
+  if s["kind"] == "FixedLenSequenceFeature":
+    return tf.io.FixedLenSequenceFeature(
+        s["shape"], dtype, allow_missing=s.get("allow_missing", False))
+  if s["kind"] == "RaggedFeature":
+    return tf.io.RaggedFeature(dtype)
+  raise ValueError(f"unknown spec kind {s['kind']!r}")
+
+
+def feature_spec(schema: Schema):
+  """The TensorFlow parsing spec of a schema.
+
+  Returns:
+    For an Example schema, the dict for `tf.io.parse_example`; for a
+    SequenceExample schema, a `SequenceSpec(context_features,
+    sequence_features)`.
+  """
+  spec = spec_to_json(schema)
+  if schema.is_sequence:
+    return SequenceSpec(
+        {k: _tf_spec(v) for k, v in spec["context"].items()},
+        {k: _tf_spec(v) for k, v in spec["sequence"].items()})
+  return {k: _tf_spec(v) for k, v in spec.items()}

@@ -20,10 +20,15 @@ ERRORS_DIR = "errors"
 
 
 def _count_lines(path: str) -> dict:
+  """Lines and the input rows they account for (a group line holds many)."""
+  lines = rows = 0
   with FileSystems.open(path) as f:
-    rows = sum(1 for line in f if line.strip())
+    for line in f:
+      if line.strip():
+        lines += 1
+        rows += json.loads(line).get("rows", 1)
   return {"kind": "errors", "file": f"{ERRORS_DIR}/{path.rsplit('/', 1)[-1]}",
-          "rows": rows}
+          "lines": lines, "rows": rows}
 
 
 class WriteErrors(beam.PTransform):
@@ -48,15 +53,17 @@ def _write_text(path: str, text: str) -> None:
     f.write(text.encode("utf-8"))
 
 
-def _commit(parts: List[dict], output: str, static: Dict[str, Any]) -> dict:
+def _commit(parts: List[dict], output: str, static: Dict[str, Any],
+            stat_fields) -> dict:
   shards = sorted((p for p in parts if p.get("kind") == "shard"),
                   key=lambda p: (p["split"], p["file"]))
   error_files = sorted((p for p in parts if p.get("kind") == "errors"),
                        key=lambda p: p["file"])
-  stats = [p for p in parts if p.get("kind") == "stats"]
-  rows_read = sum(s["rows_read"] for s in stats)
-  rejected = sum(s["rejected"] for s in stats)
-  encoded = sum(s["records"] for s in stats)
+  counts = dict.fromkeys(stat_fields, 0)
+  for p in parts:
+    if p.get("kind") == "stats":
+      for k, v in zip(stat_fields, p["counts"]):
+        counts[k] += v
   splits: Dict[str, dict] = {}
   for s in shards:
     split = splits.setdefault(s["split"], {"records": 0, "bytes": 0,
@@ -67,19 +74,30 @@ def _commit(parts: List[dict], output: str, static: Dict[str, Any]) -> dict:
                             "bytes": s["bytes"]})
   written = sum(s["records"] for s in splits.values())
   error_rows = sum(e["rows"] for e in error_files)
-  if written != encoded or error_rows != rejected or \
-      rows_read != written + error_rows:
+  accounted = counts["rows_written"] + counts["rows_rejected"] + \
+      counts["rows_dropped"]
+  if (written != counts["records"]
+      or error_rows != counts["rows_rejected"] + counts["rows_dropped"]
+      or counts["rows_read"] != accounted):
     raise RuntimeError(
-        f"the counts do not add up: rows read {rows_read}, records encoded "
-        f"{encoded} but {written} in the shard files, rows rejected "
-        f"{rejected} but {error_rows} in errors/; not marking the dataset "
-        "finished")
+        f"the counts do not add up: rows read {counts['rows_read']}, rows in "
+        f"records {counts['rows_written']}, rejected "
+        f"{counts['rows_rejected']}, dropped {counts['rows_dropped']} "
+        f"({error_rows} in errors/); records encoded {counts['records']}, "
+        f"{written} in the shard files; not marking the dataset finished")
   meta = dict(static)
-  meta["counts"] = {"rows_read": rows_read, "records_written": written,
-                    "rows_rejected": error_rows}
+  meta["counts"] = {"rows_read": counts["rows_read"],
+                    "rows_written": counts["rows_written"],
+                    "rows_rejected": counts["rows_rejected"],
+                    "rows_dropped": counts["rows_dropped"],
+                    "records_written": written}
+  if static.get("record") == "sequence_example":
+    meta["counts"]["steps_written"] = counts["steps"]
+    meta["counts"]["steps_dropped"] = counts["steps_dropped"]
   meta["splits"] = splits
   meta["errors"] = {"rows": error_rows, "files": [
-      {"file": e["file"], "rows": e["rows"]} for e in error_files]}
+      {"file": e["file"], "lines": e["lines"], "rows": e["rows"]}
+      for e in error_files]}
   _write_text(FileSystems.join(output, DATASET_JSON),
               json.dumps(meta, indent=2, sort_keys=True) + "\n")
   _write_text(FileSystems.join(output, SUCCESS), "")
@@ -95,14 +113,17 @@ class Commit(beam.PTransform):
       inputs, options, version).
   """
 
-  def __init__(self, output: str, static: Dict[str, Any]):
+  def __init__(self, output: str, static: Dict[str, Any], stat_fields):
     super().__init__()
     self._output = output
     self._static = static
+    self._stat_fields = tuple(stat_fields)
 
   def expand(self, parts):
     return (parts
-            # {"kind": "shard" | "errors" | "stats", ...}
+            # {"kind": "shard" | "errors" | "stats", ...}; stats carry
+            # "counts", a tuple in `stat_fields` order
             | "Gather" >> beam.combiners.ToList()
             # [part, ...] (one element)
-            | "WriteMetadata" >> beam.Map(_commit, self._output, self._static))
+            | "WriteMetadata" >> beam.Map(_commit, self._output, self._static,
+                                          self._stat_fields))

@@ -89,6 +89,12 @@ class SourceBatch:
       self.first_row = self.locate()
     return None if self.first_row is None else self.first_row + index
 
+  def known_row_numbers(self) -> List[Optional[int]]:
+    """Each row's number where known without reading more of the file."""
+    if self.first_row is None:
+      return [None] * self.num_rows
+    return list(range(self.first_row, self.first_row + self.num_rows))
+
   def raw_row(self, index: int) -> Dict[str, Any]:
     out = {}
     for name, array in self.columns.items():

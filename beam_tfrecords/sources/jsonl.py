@@ -62,6 +62,9 @@ class _LineBatch(SourceBatch):
   def row_number(self, index):
     return self.lines[index]
 
+  def known_row_numbers(self):
+    return list(self.lines)
+
 
 def _batch(path, rows, lines, errors, columns):
   b = _LineBatch(path=path, first_row=lines[0] if lines else None,

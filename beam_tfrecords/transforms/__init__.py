@@ -1,6 +1,10 @@
 """Beam composites that wire sources, encoders and sinks."""
 
-from beam_tfrecords.transforms.encode import ERRORS, STATS, EncodeRows, dead_letter_json
+from beam_tfrecords.transforms.encode import (ERRORS, STAT_FIELDS, STATS,
+                                              Encode, EncodeGroupedSequences,
+                                              EncodeRows, dead_letter_json)
 from beam_tfrecords.transforms.read import ReadInputs
 
-__all__ = ["ERRORS", "STATS", "EncodeRows", "ReadInputs", "dead_letter_json"]
+__all__ = ["ERRORS", "STATS", "STAT_FIELDS", "Encode",
+           "EncodeGroupedSequences", "EncodeRows", "ReadInputs",
+           "dead_letter_json"]

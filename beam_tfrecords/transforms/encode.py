@@ -1,4 +1,10 @@
-"""EncodeRows: SourceBatches -> serialized records, with a dead-letter output."""
+"""Encode: SourceBatches -> serialized records, with a dead-letter output.
+
+Examples and list-column SequenceExamples are encoded batch by batch
+(`EncodeRows`). Grouped SequenceExamples take three steps
+(`EncodeGroupedSequences`): rows -> keyed steps, GroupByKey, then one
+assembly per group.
+"""
 
 import base64
 import json
@@ -6,16 +12,28 @@ from typing import Any, Dict
 
 import apache_beam as beam
 
-from beam_tfrecords.encoding import ExampleEncoder
+from beam_tfrecords.encoding import (ExampleEncoder, SequenceAssembler,
+                                     SequenceEncoder, StepEncoder)
+from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.sources import SourceBatch
 
-__all__ = ["EncodeRows", "ERRORS", "STATS", "dead_letter_json"]
+__all__ = ["Encode", "EncodeRows", "EncodeGroupedSequences", "ERRORS",
+           "STATS", "STAT_FIELDS", "dead_letter_json"]
 
 ERRORS = "errors"
 STATS = "stats"
+# Each STATS element is a tuple of these counts (summed for dataset.json).
+# rows_read = rows_written + rows_rejected + rows_dropped always holds.
+STAT_FIELDS = ("rows_read", "rows_written", "rows_rejected", "rows_dropped",
+               "records", "steps", "steps_dropped")
 # Raw cells longer than this are cut in the dead-letter row (the reason still
 # says what was wrong with the whole value).
 MAX_RAW_CHARS = 10_000
+_NAMESPACE = "beam_tfrecords"
+
+
+def _stats(**counts) -> tuple:
+  return tuple(counts.get(k, 0) for k in STAT_FIELDS)
 
 
 def _jsonable(value: Any) -> Any:
@@ -42,60 +60,80 @@ def dead_letter_json(record: Dict[str, Any]) -> str:
   return json.dumps(_jsonable(record), sort_keys=True, ensure_ascii=False)
 
 
+def _row_errors(batch: SourceBatch, encode_errors):
+  """Dead-letter dicts of a batch's unreadable and unencodable rows."""
+  for err in batch.errors:
+    yield {"source": batch.path, "row": err.row, "rows": 1,
+           "reason": err.reason, "problems": [], "raw": err.raw}
+  for err in encode_errors:
+    yield {"source": batch.path, "row": batch.row_number(err.row), "rows": 1,
+           "reason": err.reason,
+           "problems": [{"feature": f, "reason": r} for f, r in err.problems],
+           "raw": batch.raw_row(err.row)}
+
+
+class _Counters:
+  """The pipeline's counters, one per STAT_FIELDS entry."""
+
+  def __init__(self):
+    self._counters = [beam.metrics.Metrics.counter(_NAMESPACE, k)
+                      for k in STAT_FIELDS]
+
+  def add(self, stats: tuple) -> tuple:
+    for counter, value in zip(self._counters, stats):
+      if value:
+        counter.inc(value)
+    return stats
+
+
+def _make_encoder(schema_dict):
+  schema = schema_from_dict(schema_dict)
+  return SequenceEncoder(schema) if schema.is_sequence else \
+      ExampleEncoder(schema)
+
+
 @beam.typehints.with_input_types(SourceBatch)
 class _EncodeBatchFn(beam.DoFn):
-  """Encodes one batch; rows that fail go to the ERRORS output.
+  """Encodes one batch (Examples, or list-column SequenceExamples).
 
   Outputs: main: serialized records (bytes); ERRORS: dead-letter dicts;
-  STATS: (rows_read, records, error_rows) per batch.
-  Counters (namespace beam_tfrecords): rows_read, records_encoded,
-  rows_rejected.
+  STATS: a STAT_FIELDS tuple per batch.
+  Counters (namespace beam_tfrecords): rows_read, rows_written,
+  rows_rejected, rows_dropped, records, steps, steps_dropped.
   """
 
   def __init__(self, schema_dict: Dict[str, Any]):
     self._schema_dict = schema_dict
     self._encoder = None
-    self._rows = beam.metrics.Metrics.counter("beam_tfrecords", "rows_read")
-    self._good = beam.metrics.Metrics.counter("beam_tfrecords",
-                                              "records_encoded")
-    self._bad = beam.metrics.Metrics.counter("beam_tfrecords", "rows_rejected")
+    self._counters = _Counters()
 
   def setup(self):
-    self._encoder = ExampleEncoder(self._schema_dict)
+    self._encoder = _make_encoder(self._schema_dict)
 
   def process(self, batch: SourceBatch):
     result = self._encoder.encode_columns(batch.columns, batch.num_rows)
     for record in result.record_list():
       yield record
     rejected = 0
-    for err in batch.errors:
+    for error in _row_errors(batch, result.errors):
       rejected += 1
-      yield beam.pvalue.TaggedOutput(ERRORS, {
-          "source": batch.path, "row": err.row, "reason": err.reason,
-          "problems": [], "raw": err.raw})
-    for err in result.errors:
-      rejected += 1
-      yield beam.pvalue.TaggedOutput(ERRORS, {
-          "source": batch.path, "row": batch.row_number(err.row),
-          "reason": err.reason,
-          "problems": [{"feature": f, "reason": r} for f, r in err.problems],
-          "raw": batch.raw_row(err.row)})
-    rows_read = batch.num_rows + len(batch.errors)
-    self._rows.inc(rows_read)
-    self._good.inc(len(result.rows))
-    self._bad.inc(rejected)
-    yield beam.pvalue.TaggedOutput(STATS, (rows_read, len(result.rows),
-                                           rejected))
+      yield beam.pvalue.TaggedOutput(ERRORS, error)
+    steps = int(result.steps.sum()) if result.steps is not None else 0
+    yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
+        rows_read=batch.num_rows + len(batch.errors),
+        rows_written=result.rows_written, rows_rejected=rejected,
+        records=len(result.rows), steps=steps,
+        steps_dropped=result.dropped_steps)))
 
 
 class EncodeRows(beam.PTransform):
-  """Encodes SourceBatches as the schema says.
+  """Encodes SourceBatches row by row (Examples, list-column sequences).
 
   Returns a DoOutputsTuple: main (serialized records), ERRORS (dead-letter
-  dicts: source, row, reason, problems, raw) and STATS.
+  dicts: source, row, rows, reason, problems, raw) and STATS.
   """
 
-  def __init__(self, schema):
+  def __init__(self, schema: Schema):
     super().__init__()
     self._schema = schema
 
@@ -103,3 +141,118 @@ class EncodeRows(beam.PTransform):
     return batches | "EncodeBatch" >> beam.ParDo(
         _EncodeBatchFn(self._schema.to_dict())).with_outputs(
             ERRORS, STATS, main="records")
+
+
+@beam.typehints.with_input_types(SourceBatch)
+class _EncodeStepsFn(beam.DoFn):
+  """One batch -> (group key, (source path, [step])) per key in the batch.
+
+  Rows of one key in one batch travel together, so a file sorted by key
+  sends one element per key instead of one per row.
+  Outputs: main: keyed steps; ERRORS; STATS.
+  Counters: as _EncodeBatchFn.
+  """
+
+  def __init__(self, schema_dict: Dict[str, Any]):
+    self._schema_dict = schema_dict
+    self._encoder = None
+    self._counters = _Counters()
+
+  def setup(self):
+    self._encoder = StepEncoder(self._schema_dict)
+
+  def process(self, batch: SourceBatch):
+    result = self._encoder.encode_columns(
+        batch.columns, batch.num_rows, batch.known_row_numbers())
+    for key, steps in result.groups:
+      yield key, (batch.path, steps)
+    rejected = 0
+    for error in _row_errors(batch, result.errors):
+      rejected += 1
+      yield beam.pvalue.TaggedOutput(ERRORS, error)
+    yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
+        rows_read=batch.num_rows + len(batch.errors),
+        rows_rejected=rejected)))
+
+
+class _AssembleFn(beam.DoFn):
+  """(key, [(path, [step])]) -> the group's SequenceExample(s).
+
+  Outputs: main: serialized records; ERRORS: one dead-letter dict per
+  rejected or truncated group; STATS.
+  Counters: as _EncodeBatchFn.
+  """
+
+  def __init__(self, schema_dict: Dict[str, Any]):
+    self._schema_dict = schema_dict
+    self._assembler = None
+    self._columns = [c for c, _ in schema_from_dict(schema_dict).group_by]
+    self._counters = _Counters()
+
+  def setup(self):
+    self._assembler = SequenceAssembler(self._schema_dict)
+
+  def process(self, element):
+    key, chunks = element
+    result = self._assembler.assemble(chunks)
+    for record in result.records:
+      yield record
+    rejected = dropped = 0
+    for e in result.errors:
+      if e.dropped:
+        dropped += e.rows
+      else:
+        rejected += e.rows
+      yield beam.pvalue.TaggedOutput(ERRORS, {
+          "source": e.examples[0][0] if e.examples else None, "row": None,
+          "rows": e.rows, "group": dict(zip(self._columns, key)),
+          "kind": "dropped" if e.dropped else "rejected",
+          "reason": e.reason, "problems": [], "raw": None,
+          "examples": [{"source": s, "row": r} for s, r in e.examples]})
+    yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
+        rows_written=result.rows_written, rows_rejected=rejected,
+        rows_dropped=dropped, records=len(result.records),
+        steps=result.rows_written)))
+
+
+class EncodeGroupedSequences(beam.PTransform):
+  """Groups rows by the schema's group_by key into SequenceExamples.
+
+  Returns {"records", "errors", "stats"} like `Encode`.
+  """
+
+  def __init__(self, schema: Schema):
+    super().__init__()
+    self._schema = schema
+
+  def expand(self, batches):
+    schema_dict = self._schema.to_dict()
+    steps = batches | "EncodeSteps" >> beam.ParDo(
+        _EncodeStepsFn(schema_dict)).with_outputs(ERRORS, STATS, main="steps")
+    assembled = (steps.steps
+                 # (key, (source path, [step]))
+                 | "GroupSteps" >> beam.GroupByKey()
+                 # (key, [(source path, [step]), ...])
+                 | "Assemble" >> beam.ParDo(_AssembleFn(schema_dict))
+                 .with_outputs(ERRORS, STATS, main="records"))
+    return {
+        "records": assembled.records,
+        "errors": (steps[ERRORS], assembled[ERRORS])
+                  | "Errors" >> beam.Flatten(),
+        "stats": (steps[STATS], assembled[STATS]) | "Stats" >> beam.Flatten(),
+    }
+
+
+class Encode(beam.PTransform):
+  """SourceBatches -> {"records", "errors", "stats"} as the schema says."""
+
+  def __init__(self, schema: Schema):
+    super().__init__()
+    self._schema = schema
+
+  def expand(self, batches):
+    if self._schema.is_sequence and self._schema.group_by:
+      return batches | "Grouped" >> EncodeGroupedSequences(self._schema)
+    out = batches | "Rows" >> EncodeRows(self._schema)
+    return {"records": out.records, "errors": out[ERRORS],
+            "stats": out[STATS]}

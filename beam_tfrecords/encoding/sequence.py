@@ -1,0 +1,524 @@
+"""Rows -> serialized tf.train.SequenceExample. No Beam here.
+
+Two ways rows become sequences, as the schema says:
+
+* **List columns** (no `group_by`): `SequenceEncoder` turns each row into one
+  sequence (or several, with `overflow: split`); each sequence feature's cell
+  holds the list of steps. Vectorized over a whole batch, like Examples.
+* **Grouped rows** (`group_by`): `StepEncoder` turns each row into one step,
+  keyed by the group key (`StepBatch`); after the rows of a key are brought
+  together (Beam's GroupByKey), `SequenceAssembler` orders the steps, checks
+  the context, applies `max_length`, and writes the record(s).
+
+Steps inside a group are ordered by the `order_by` values, then, where
+those tie, by the step's own serialized values: the result depends only on
+the rows, not on file order, runner or worker count.
+
+Context values must be the same on every row of a group. When they are not,
+the whole group goes to the dead-letter output with both values and where
+they came from; a feature declared `derive: first` / `derive: last` takes
+the value of the first / last step instead.
+"""
+
+import dataclasses
+import math
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+
+from beam_tfrecords.encoding import columns as col
+from beam_tfrecords.encoding import wire
+from beam_tfrecords.encoding.example import (EncodedBatch, RowError,
+                                             _feature_bytes)
+from beam_tfrecords.schema import (Derive, Feature, FeatureType, Overflow,
+                                   Schema, load_schema)
+
+__all__ = ["SequenceEncoder", "StepEncoder", "StepBatch", "Step",
+           "SequenceAssembler", "GroupResult", "GroupError"]
+
+# One step of a grouped sequence, as it travels through GroupByKey:
+#   (order values, step Feature bytes per sequence feature (schema order),
+#    context Feature bytes or None per row-read context feature, row number)
+Step = Tuple[tuple, Tuple[bytes, ...], Tuple[Optional[bytes], ...],
+             Optional[int]]
+
+# Overhead bytes per step and per feature in a serialized FeatureList, and a
+# generous bound for the rest of a record (keys, context).
+_STEP_OVERHEAD = 6
+_RECORD_OVERHEAD = 1 << 16
+
+
+def _check_sequence(schema: Schema) -> Schema:
+  schema = load_schema(schema)
+  if not schema.is_sequence:
+    raise ValueError(f"schema {schema.name!r} describes {schema.record.value} "
+                     "records, not sequence_example")
+  return schema
+
+
+def _row_errors(problems: Dict[int, List[Tuple[str, str]]]) -> List[RowError]:
+  return [RowError(row=r, problems=tuple(p)) for r, p in sorted(problems.items())]
+
+
+def _convert(feature: Feature, columns: Mapping[str, Any], n: int):
+  """Converted column (defaults applied) and row errors of one feature."""
+  array = columns.get(feature.column)
+  if isinstance(array, list):
+    lists, errors = col.convert_cells(feature, array)
+  else:
+    lists, errors = col.convert_column(feature, array, n)
+  return col.apply_missing(feature, lists, errors), errors
+
+
+def _ranges(begins: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+  """Concatenated aranges: begins[i] .. begins[i] + lengths[i]."""
+  total = int(lengths.sum())
+  if total == 0:
+    return np.empty(0, dtype=np.int64)
+  starts = np.repeat(begins - np.cumsum(lengths) + lengths, lengths)
+  return starts + np.arange(total, dtype=np.int64)
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+  out = np.zeros(len(lengths) + 1, dtype=np.int64)
+  np.cumsum(lengths, out=out[1:])
+  return out
+
+
+class SequenceEncoder:
+  """Encodes rows whose sequence cells hold lists of steps (no group_by).
+
+  Each row becomes one SequenceExample, or, past `max_length` steps, what
+  the `overflow` policy says (reject the row, keep the first/last steps, or
+  split it into several sequences). Feature lists of one row must have the
+  same number of steps unless the schema says `ragged: true`.
+
+  Args:
+    schema: a SequenceExample schema (Schema, dict or path) without group_by.
+  """
+
+  def __init__(self, schema):
+    self._schema = _check_sequence(schema)
+    if self._schema.group_by:
+      raise ValueError("a schema with group_by is encoded by StepEncoder and "
+                       "SequenceAssembler")
+
+  @property
+  def schema(self) -> Schema:
+    return self._schema
+
+  def __reduce__(self):
+    return (SequenceEncoder, (self._schema.to_dict(),))
+
+  def encode(self, batch: pa.RecordBatch) -> EncodedBatch:
+    return self.encode_columns(
+        {name: batch.column(i) for i, name in enumerate(batch.schema.names)},
+        batch.num_rows)
+
+  def encode_rows(self, rows: Sequence[Mapping[str, Any]]) -> EncodedBatch:
+    columns = {c: [row.get(c) for row in rows] for c in self._schema.columns}
+    return self.encode_columns(columns, len(rows))
+
+  def encode_columns(self, columns: Mapping[str, Any], n: int) -> EncodedBatch:
+    s = self._schema
+    problems: Dict[int, List[Tuple[str, str]]] = {}
+
+    def note(name, errors):
+      for row, reason in errors.items():
+        problems.setdefault(row, []).append((name, reason))
+
+    context = []
+    for f in s.context:
+      if f.column is None:
+        continue
+      lists, errors = _convert(f, columns, n)
+      note(f.name, errors)
+      context.append((f, lists))
+    steps = []
+    for f in s.sequence:
+      array = columns.get(f.column)
+      st = col.convert_steps(f, array, n)
+      if f.required:
+        for row in np.nonzero(~st.present)[0].tolist():
+          st.errors.setdefault(int(row), f'required list is missing (column '
+                               f'"{f.column}" has no value)')
+      note(f.name, st.errors)
+      steps.append((f, st))
+    counts = np.stack([np.where(st.present, st.counts, -1)
+                       for _, st in steps])              # (features, rows)
+    length = counts.max(axis=0).clip(min=0)
+    if not s.ragged and len(steps) > 1:
+      lo = np.where(counts < 0, np.iinfo(np.int64).max, counts).min(axis=0)
+      for row in np.nonzero((lo < length) & (length > 0))[0].tolist():
+        detail = ", ".join(f"{f.name} has {int(counts[i, row])} steps"
+                           for i, (f, _) in enumerate(steps)
+                           if counts[i, row] >= 0)
+        problems.setdefault(row, []).append((
+            "*", f"the feature lists differ in length: {detail}; give "
+            "them the same length or declare ragged: true"))
+    # Pieces: (row, first step, steps); one per row unless split.
+    max_len = s.max_length
+    rows = np.arange(n, dtype=np.int64)
+    begin = np.zeros(n, dtype=np.int64)
+    if max_len is not None:
+      long_rows = np.nonzero(length > max_len)[0]
+      if s.overflow is Overflow.REJECT:
+        for row in long_rows.tolist():
+          problems.setdefault(row, []).append((
+              "*", f"the sequence has {int(length[row])} steps, more than "
+              f"max_length {max_len} (overflow: reject); raise max_length or "
+              "choose overflow: split / keep_first / keep_last"))
+    good = np.ones(n, dtype=bool)
+    if problems:
+      good[list(problems)] = False
+    rows, length = rows[good], length[good]
+    begin = begin[good]
+    dropped_steps = 0
+    part = np.zeros(len(rows), dtype=np.int64)
+    if max_len is not None and s.overflow is not Overflow.REJECT:
+      if s.overflow is Overflow.SPLIT:
+        pieces = np.maximum(1, -(-length // max_len))
+        rows = np.repeat(rows, pieces)
+        part = _ranges(np.zeros(len(pieces), dtype=np.int64), pieces)
+        total = np.repeat(length, pieces)
+        begin = part * max_len
+        length = np.minimum(max_len, total - begin)
+      else:
+        dropped_steps = int(np.maximum(length - max_len, 0).sum())
+        if s.overflow is Overflow.KEEP_LAST:
+          begin = np.maximum(length - max_len, 0)
+        length = np.minimum(length, max_len)
+    return self._assemble(rows, begin, length, part, context, steps,
+                          problems, dropped_steps)
+
+  def _assemble(self, rows, begin, length, part, context, steps, problems,
+                dropped_steps) -> EncodedBatch:
+    s = self._schema
+    take = pa.array(rows)
+    ctx_parts = []
+    by_name = dict(context)
+    lengths_of = {}
+    list_parts = []
+    for f, st in steps:
+      row_steps = st.counts[rows]
+      # This piece's steps of this feature (fewer when ragged).
+      # Step i of every feature list is the same time step, so a piece
+      # covers the same step indices in each (fewer where a list is short).
+      n_steps = np.clip(row_steps - begin, 0, length)
+      index = _ranges(st.offsets[rows] + begin, n_steps)
+      values = st.values.take(pa.array(index)) if len(index) else \
+          st.values.slice(0, 0)
+      feats = _feature_bytes(f, values)
+      body = wire.feature_lists(feats, _offsets(n_steps))
+      present = st.present[rows]
+      lengths_of[f.name] = n_steps
+      list_parts.append((f.name, body, present))
+    for f in s.context:
+      if f.derive is Derive.LENGTH:
+        value = lengths_of[f.of] if f.of else length
+        ctx_parts.append((f.name, wire.int64_feature(
+            value.astype(np.int64), np.arange(len(value) + 1)),
+                          np.ones(len(value), dtype=bool)))
+      elif f.derive is Derive.PART:
+        ctx_parts.append((f.name, wire.int64_feature(
+            part, np.arange(len(part) + 1)), np.ones(len(part), dtype=bool)))
+      else:
+        lists = by_name[f].take(take)
+        ctx_parts.append((f.name, _feature_bytes(f, lists),
+                          lists.is_valid().to_numpy(zero_copy_only=False)))
+    ctx_parts.sort(key=lambda p: p[0].encode("utf-8"))
+    list_parts.sort(key=lambda p: p[0].encode("utf-8"))
+    records = wire.sequence_example_message(ctx_parts, list_parts, len(rows))
+    too_big = records.lengths > s.max_record_bytes
+    if too_big.any():
+      for i in np.nonzero(too_big)[0].tolist():
+        problems.setdefault(int(rows[i]), []).append((
+            "*", f"the record would be {int(records.lengths[i]):,} bytes, "
+            f"over max_record_bytes {s.max_record_bytes:,}; set max_length "
+            "with overflow: split"))
+      # A row split into pieces is rejected whole.
+      keep = np.nonzero(~np.isin(rows, rows[too_big]))[0]
+      records = _take_ragged(records, keep)
+      rows, length = rows[keep], length[keep]
+    errors = _row_errors(problems)
+    return EncodedBatch(records=records, rows=rows, errors=errors,
+                        steps=length.astype(np.int64),
+                        dropped_steps=dropped_steps)
+
+
+def _take_ragged(r: wire.Ragged, index: np.ndarray) -> wire.Ragged:
+  lengths = r.lengths[index]
+  out_offsets = _offsets(lengths)
+  src = _ranges(r.offsets[:-1][index], lengths)
+  return wire.Ragged(r.buf[src], out_offsets)
+
+
+# ---------------------------------------------------------------------------
+# Grouped rows.
+
+
+@dataclasses.dataclass
+class StepBatch:
+  """The steps of one input batch, by group key.
+
+  Attributes:
+    groups: (key, steps) per key, in first-seen order; the key is a tuple
+      of stored values (int, float or bytes) in group_by order.
+    errors: rows that could not become a step.
+  """
+  groups: List[Tuple[tuple, List[Step]]]
+  errors: List[RowError]
+
+
+def _key_feature(column: str, ftype: FeatureType, what: str) -> Feature:
+  return Feature(name=f"{what} {column}", type=ftype, source=column,
+                 required=True)
+
+
+class StepEncoder:
+  """Encodes grouped rows as steps (the first half of grouped sequences).
+
+  Args:
+    schema: a SequenceExample schema with group_by.
+  """
+
+  def __init__(self, schema):
+    self._schema = _check_sequence(schema)
+    s = self._schema
+    if not s.group_by:
+      raise ValueError("a schema without group_by is encoded by "
+                       "SequenceEncoder")
+    self._keys = [_key_feature(c, t, "group_by") for c, t in s.group_by]
+    self._order = [_key_feature(k.column, k.type, "order_by")
+                   for k in s.order_by]
+    self._context = [f for f in s.context if f.column is not None]
+
+  @property
+  def schema(self) -> Schema:
+    return self._schema
+
+  def __reduce__(self):
+    return (StepEncoder, (self._schema.to_dict(),))
+
+  def encode_rows(self, rows: Sequence[Mapping[str, Any]]) -> StepBatch:
+    columns = {c: [row.get(c) for row in rows] for c in self._schema.columns}
+    return self.encode_columns(columns, len(rows))
+
+  def encode_columns(self, columns: Mapping[str, Any], n: int,
+                     row_numbers: Optional[Sequence[Optional[int]]] = None
+                     ) -> StepBatch:
+    """Steps of n rows; `row_numbers` (per row, or None) go with each step
+    so that group-level errors can say where a row came from."""
+    s = self._schema
+    problems: Dict[int, List[Tuple[str, str]]] = {}
+
+    def scalars(feature):
+      lists, errors = _convert(feature, columns, n)
+      for row, reason in errors.items():
+        problems.setdefault(row, []).append((feature.name, reason))
+      return lists.flatten().to_pylist() if lists.null_count == 0 else [
+          None if v is None else v[0] for v in lists.to_pylist()]
+
+    keys = [scalars(f) for f in self._keys]
+    orders = [scalars(f) for f in self._order]
+    for f, values in zip(self._order, orders):
+      if f.type is FeatureType.FLOAT:
+        for row, v in enumerate(values):
+          if v is not None and math.isnan(v):
+            problems.setdefault(row, []).append((
+                f.name, "NaN cannot be ordered; give the row a number"))
+    context = []
+    for f in self._context:
+      lists, errors = _convert(f, columns, n)
+      for row, reason in errors.items():
+        problems.setdefault(row, []).append((f.name, reason))
+      present = lists.is_valid().to_numpy(zero_copy_only=False)
+      feats = _feature_bytes(f, lists).to_list()
+      context.append([b if p else None for b, p in zip(feats, present)])
+    features = []
+    for f in s.sequence:
+      lists, errors = _convert(f, columns, n)
+      for row, reason in errors.items():
+        problems.setdefault(row, []).append((f.name, reason))
+      # A missing step value (no default, not required) is an empty step.
+      features.append(_feature_bytes(f, lists).to_list())
+    rows = row_numbers if row_numbers is not None else [None] * n
+    groups: Dict[tuple, List[Step]] = {}
+    key_rows = list(zip(*keys))
+    order_rows = list(zip(*orders)) if orders else [()] * n
+    feature_rows = list(zip(*features))
+    context_rows = list(zip(*context)) if context else [()] * n
+    for i in range(n):
+      if i in problems:
+        continue
+      groups.setdefault(key_rows[i], []).append(
+          (order_rows[i], feature_rows[i], context_rows[i], rows[i]))
+    return StepBatch(groups=list(groups.items()),
+                     errors=_row_errors(problems))
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupError:
+  """Rows of a group that are not in a record, and why.
+
+  Attributes:
+    rows: how many input rows this accounts for.
+    reason: what happened, for a person.
+    dropped: True when a declared policy (keep_first / keep_last) left the
+      rows out; False when they were rejected.
+    examples: up to a few (source, row) of the rows concerned.
+  """
+  rows: int
+  reason: str
+  dropped: bool = False
+  examples: Tuple[Tuple[str, Optional[int]], ...] = ()
+
+
+@dataclasses.dataclass
+class GroupResult:
+  """What one group became.
+
+  Attributes:
+    records: serialized SequenceExamples (several with overflow: split).
+    steps: the number of steps in each record.
+    errors: the group's rows that are in no record.
+  """
+  records: List[bytes]
+  steps: List[int]
+  errors: List[GroupError]
+
+  @property
+  def rows_written(self) -> int:
+    return sum(self.steps)
+
+
+def _show_feature(value: Optional[bytes]) -> str:
+  from beam_tfrecords.records import decode_feature  # only for messages
+  if value is None:
+    return "missing"
+  kind, values = decode_feature(value)
+  shown = [v.decode("utf-8", "backslashreplace") if isinstance(v, bytes)
+           else v for v in values]
+  return repr(shown[0]) if len(shown) == 1 else repr(shown)
+
+
+def _where(entry) -> Tuple[str, Optional[int]]:
+  return (entry[4], entry[3])
+
+
+class SequenceAssembler:
+  """Orders the steps of one group and writes its SequenceExample(s).
+
+  Args:
+    schema: the SequenceExample schema with group_by.
+  """
+
+  EXAMPLES = 3  # (source, row) examples kept per group error
+
+  def __init__(self, schema):
+    self._schema = _check_sequence(schema)
+    s = self._schema
+    row_read = [f for f in s.context if f.column is not None]
+    self._ctx_index = {f.name: i for i, f in enumerate(row_read)}
+    self._constant = [f for f in row_read if f.derive is None]
+
+  def __reduce__(self):
+    return (SequenceAssembler, (self._schema.to_dict(),))
+
+  def assemble(self, chunks: Iterable[Tuple[str, Sequence[Step]]]
+               ) -> GroupResult:
+    """One group's steps, in chunks of (source path, steps)."""
+    s = self._schema
+    entries = [step + (path,) for path, steps in chunks for step in steps]
+    n = len(entries)
+    max_len = s.max_length
+    if max_len is not None and n > max_len and s.overflow is Overflow.REJECT:
+      return GroupResult([], [], [GroupError(
+          rows=n, reason=f"the group has {n:,} rows, more than max_length "
+          f"{max_len:,} (overflow: reject); raise max_length or choose "
+          "overflow: split / keep_first / keep_last",
+          examples=tuple(_where(e) for e in entries[:self.EXAMPLES]))])
+    self._sort(entries)
+    conflict = self._context_conflict(entries)
+    if conflict is not None:
+      return GroupResult([], [], [conflict])
+    errors = []
+    pieces = [(0, n)]
+    if max_len is not None and n > max_len:
+      if s.overflow is Overflow.SPLIT:
+        pieces = [(i, min(i + max_len, n)) for i in range(0, n, max_len)]
+      else:
+        keep_last = s.overflow is Overflow.KEEP_LAST
+        pieces = [(n - max_len, n)] if keep_last else [(0, max_len)]
+        gone = entries[:n - max_len] if keep_last else entries[max_len:]
+        errors.append(GroupError(
+            rows=len(gone), dropped=True,
+            reason=f"max_length {max_len:,} (overflow: {s.overflow.value}) "
+            f"left out the {'first' if keep_last else 'last'} "
+            f"{len(gone):,} of {n:,} steps",
+            examples=tuple(_where(e) for e in gone[:self.EXAMPLES])))
+    records, steps = [], []
+    for part, (start, end) in enumerate(pieces):
+      piece = entries[start:end]
+      size = _RECORD_OVERHEAD + sum(
+          len(f) + _STEP_OVERHEAD for e in piece for f in e[1])
+      if size > s.max_record_bytes:
+        errors.append(GroupError(
+            rows=len(piece), reason=f"the sequence would be about "
+            f"{size:,} bytes, over max_record_bytes {s.max_record_bytes:,}; "
+            "set max_length with overflow: split",
+            examples=tuple(_where(e) for e in piece[:self.EXAMPLES])))
+        continue
+      records.append(self._record(piece, part))
+      steps.append(len(piece))
+    return GroupResult(records, steps, errors)
+
+  def _sort(self, entries: list) -> None:
+    order = self._schema.order_by
+    if all(not k.descending for k in order):
+      entries.sort(key=lambda e: (e[0], e[1]))
+      return
+    entries.sort(key=lambda e: e[1])  # ties: the step's serialized values
+    for i in reversed(range(len(order))):  # stable: least significant first
+      entries.sort(key=lambda e, i=i: e[0][i], reverse=order[i].descending)
+
+  def _context_conflict(self, entries: list) -> Optional[GroupError]:
+    for f in self._constant:
+      j = self._ctx_index[f.name]
+      first = entries[0][2][j]
+      for e in entries:
+        if e[2][j] != first:
+          return GroupError(
+              rows=len(entries),
+              reason=f'context feature "{f.name}" differs inside the group: '
+              f"{_show_feature(first)} ({_where_text(entries[0])}) vs "
+              f"{_show_feature(e[2][j])} ({_where_text(e)}); make it a "
+              "sequence feature, or declare derive: first / last to take "
+              "the value of the first / last step",
+              examples=(_where(entries[0]), _where(e)))
+    return None
+
+  def _record(self, piece: list, part: int) -> bytes:
+    s = self._schema
+    context = []
+    for f in s.context:
+      if f.derive is Derive.LENGTH or f.derive is Derive.PART:
+        value = len(piece) if f.derive is Derive.LENGTH else part
+        context.append((f.name, wire.frame(0x1A, wire.frame(
+            0x0A, wire._varint_bytes(value)))))
+        continue
+      j = self._ctx_index[f.name]
+      step = piece[-1] if f.derive is Derive.LAST else piece[0]
+      if step[2][j] is not None:
+        context.append((f.name, step[2][j]))
+    lists = [(f.name, [e[1][i] for e in piece])
+             for i, f in enumerate(s.sequence)]
+    context.sort(key=lambda p: p[0].encode("utf-8"))
+    lists.sort(key=lambda p: p[0].encode("utf-8"))
+    return wire.sequence_example_bytes(context, lists)
+
+
+def _where_text(entry) -> str:
+  path, row = entry[4], entry[3]
+  return f"{path} row {row}" if row is not None else path
