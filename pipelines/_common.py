@@ -23,7 +23,10 @@ def run_build(description: str, schema: str, sample: str, output: str,
   result = btr.build(args.schema, args.input, args.output,
                      num_shards=args.num_shards, beam_args=beam_args,
                      overwrite=True)
-  records = sum(s["records"] for s in result.splits.values())
-  print(f"{result.metadata['name']}: {records} records, "
-        f"{result.rows_rejected} rejected -> {result.output}")
+  counts = result.metadata["counts"]
+  dropped = (f", {counts['rows_dropped']} dropped by max_length"
+             if counts["rows_dropped"] else "")
+  print(f"{result.metadata['name']}: {counts['records_written']} records "
+        f"from {counts['rows_read']} rows, {result.rows_rejected} "
+        f"rejected{dropped} -> {result.output}")
   return result

@@ -155,13 +155,6 @@ class _Checker:
         self.fail(f"{key}.of", f"{f.of!r} is not a sequence feature; "
                   f"allowed: {_allowed(sorted(seq_names))}."
                   f"{_suggest(f.of, seq_names)}")
-    # A group key column is never missing in a written record (rows without
-    # a key are rejected), so context features that read one are required.
-    key_columns = {c for c, _ in group_by}
-    context = tuple(
-        dataclasses.replace(f, required=True)
-        if f.column in key_columns and f.derive is None and f.default is None
-        else f for f in context)
     typed = {}
     for f in context + sequence:
       if f.column is not None and f.is_scalar:
@@ -171,6 +164,14 @@ class _Checker:
     group_keys = tuple((c, t or typed.get(c, FeatureType.STRING))
                        for c, t in group_by)
     order_by = self.order_by(raw.get("order_by"), typed)
+    # group_by / order_by columns are never missing in a written record
+    # (rows without them are rejected), so context features that read one
+    # are always present: required.
+    key_columns = {c for c, _ in group_by} | {k.column for k in order_by}
+    context = tuple(
+        dataclasses.replace(f, required=True)
+        if f.column in key_columns and f.default is None else f
+        for f in context)
     if order_by and not group_by:
       self.fail("order_by", "order_by orders the rows of a group; it needs "
                 "group_by (without it each row is one sequence whose list "

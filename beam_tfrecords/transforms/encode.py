@@ -212,7 +212,7 @@ class _AssembleFn(beam.DoFn):
     yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
         rows_written=result.rows_written, rows_rejected=rejected,
         rows_dropped=dropped, records=len(result.records),
-        steps=result.rows_written)))
+        steps=result.rows_written, steps_dropped=dropped)))
 
 
 class EncodeGroupedSequences(beam.PTransform):

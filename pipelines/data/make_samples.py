@@ -47,6 +47,56 @@ def structured(rows: int = 300) -> None:
       f.write(json.dumps(row) + "\n")
 
 
+def tokens_labels(rows: int = 300) -> None:
+  """Seed 000's token sequences with one label per token, as JSON lists.
+
+  The first three are the seed's own: [1, 2, 3] / [0, 1, 0], [4, 5, 1] /
+  [1, 0, 0], [1, 2] / [1, 1].
+  """
+  rng = random.Random(0)
+  path = os.path.join(HERE, "tokens_labels.jsonl")
+  seqs = [([1, 2, 3], [0, 1, 0]), ([4, 5, 1], [1, 0, 0]), ([1, 2], [1, 1])]
+  while len(seqs) < rows:
+    n = rng.randint(1, 12)
+    seqs.append(([rng.randint(1, 99) for _ in range(n)],
+                 [rng.randint(0, 1) for _ in range(n)]))
+  with open(path, "w", encoding="utf-8") as f:
+    for tokens, labels in seqs:
+      f.write(json.dumps({"tokens": tokens, "labels": labels}) + "\n")
+
+
+EVENTS = ["view", "click", "add_to_cart", "purchase"]
+COUNTRIES = ["DE", "FR", "JP", "US", "BR"]
+
+
+def user_events(users: int = 40) -> None:
+  """An event log: one row per event, rows of all users shuffled together.
+
+  User 13 is a heavy user with 400 events (more than the schema's
+  max_length), the rest have 1-30. Some events share a timestamp.
+  """
+  rng = random.Random(4)
+  rows = []
+  for user in range(1, users + 1):
+    country = rng.choice(COUNTRIES)
+    n = 400 if user == 13 else rng.randint(1, 30)
+    ts = 1_700_000_000 + rng.randint(0, 10_000)
+    for _ in range(n):
+      ts += rng.choice([0, 1, 5, 60, 3600])
+      event = rng.choice(EVENTS)
+      rows.append([user, ts, event, rng.randint(1000, 1099),
+                   f"{rng.expovariate(1 / 20):.2f}", country])
+  rng.shuffle(rows)
+  path = os.path.join(HERE, "user_events.csv")
+  with open(path, "w", newline="", encoding="utf-8") as f:
+    w = csv.writer(f)
+    w.writerow(["user_id", "timestamp", "event", "item_id", "dwell_seconds",
+                "country"])
+    w.writerows(rows)
+
+
 if __name__ == "__main__":
   movie_ratings()
   structured()
+  tokens_labels()
+  user_events()
