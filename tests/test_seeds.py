@@ -1,11 +1,14 @@
 """The seeds' use cases, built by pipelines/ and read back as the seeds do."""
 
 import csv
+import json
 import os
 
 import numpy as np
 
-from pipelines import movie_ratings, structured_columns
+import beam_tfrecords as btr
+from pipelines import (movie_ratings, structured_columns, tokens_labels,
+                       user_events)
 
 from conftest import shard_paths, tf_parse, tf_records
 
@@ -42,7 +45,6 @@ def test_seed_001_movie_ratings(tf, tmp_path):
 
 
 def test_seed_003_make_batched_features_dataset(tf, tmp_path):
-  import beam_tfrecords as btr
   out = str(tmp_path / "structured")
   structured_columns.run(["--output", out, "--num-shards", "2"])
   ds = tf.data.experimental.make_batched_features_dataset(
@@ -55,10 +57,68 @@ def test_seed_003_make_batched_features_dataset(tf, tmp_path):
     labels.extend(label.numpy().tolist())
     ints.extend(features["int_col"].numpy().tolist())
     strs.extend(features["str_col"].numpy().tolist())
-  import json
   with open(os.path.join(HERE, "pipelines", "data", "structured.jsonl")) as f:
     rows = [json.loads(line) for line in f]
   assert sorted(labels) == sorted(r["label"].encode() for r in rows)
   assert sorted(ints) == sorted(r.get("int_col", -1) for r in rows)
   assert ints.count(-1) >= 30  # every 10th row had no int_col: the default
   assert sorted(strs) == sorted(r["str_col"].encode() for r in rows)
+
+
+def test_seed_000_tokens_and_labels(tf, tmp_path):
+  out = str(tmp_path / "tokens")
+  result = tokens_labels.run(["--output", out])
+  with open(os.path.join(HERE, "pipelines", "data", "tokens_labels.jsonl")) as f:
+    rows = [json.loads(line) for line in f]
+  assert result.metadata["counts"]["records_written"] == len(rows) == 300
+  assert result.metadata["counts"]["steps_written"] == sum(
+      len(r["tokens"]) for r in rows)
+  # The seed's own parsing specs.
+  context_features = {"length": tf.io.FixedLenFeature([], dtype=tf.int64)}
+  sequence_features = {
+      "tokens": tf.io.FixedLenSequenceFeature([], dtype=tf.int64),
+      "labels": tf.io.FixedLenSequenceFeature([], dtype=tf.int64)}
+  got = []
+  for record in tf_records(tf, out):
+    context, sequence = tf.io.parse_single_sequence_example(
+        record, context_features, sequence_features)
+    got.append((sequence["tokens"].numpy().tolist(),
+                sequence["labels"].numpy().tolist(),
+                int(context["length"])))
+  # One shard, written in input order by the DirectRunner.
+  assert sorted(got) == sorted((r["tokens"], r["labels"], len(r["tokens"]))
+                               for r in rows)
+  assert ([1, 2, 3], [0, 1, 0], 3) in got
+
+
+def test_event_log_grouped_by_user_in_time_order(tf, tmp_path):
+  out = str(tmp_path / "events")
+  result = user_events.run(["--output", out])
+  with open(os.path.join(HERE, "pipelines", "data", "user_events.csv")) as f:
+    rows = list(csv.DictReader(f))
+  counts = result.metadata["counts"]
+  users = {r["user_id"] for r in rows}
+  # User 13 has 400 events; max_length 100 with keep_last drops 300.
+  assert counts == {"rows_read": len(rows), "rows_written": len(rows) - 300,
+                    "rows_rejected": 0, "rows_dropped": 300,
+                    "records_written": len(users),
+                    "steps_written": len(rows) - 300, "steps_dropped": 300}
+  seen = set()
+  for context, sequence in btr.load(out):
+    user = int(context["user_id"])
+    seen.add(user)
+    mine = sorted((r for r in rows if int(r["user_id"]) == user),
+                  key=lambda r: int(r["timestamp"]))
+    if user == 13:
+      mine = mine[-100:]
+    ts = sequence["timestamp"].numpy().tolist()
+    assert ts == [int(r["timestamp"]) for r in mine]
+    assert sorted(zip(ts, sequence["event"].numpy().tolist(),
+                      sequence["item"].numpy().tolist())) == sorted(
+        (int(r["timestamp"]), r["event"].encode(), int(r["item_id"]))
+        for r in mine)
+    assert int(context["length"]) == len(mine)
+    assert int(context["first_ts"]) == ts[0]
+    assert int(context["last_ts"]) == ts[-1]
+    assert context["country"].numpy() == mine[0]["country"].encode()
+  assert seen == {int(u) for u in users}
