@@ -1,10 +1,16 @@
-"""Times `beam-tfrecords build` on a generated CSV against the seeds' loop.
+"""Times `beam-tfrecords build` on generated CSVs against the seeds' loops.
 
-    python benchmarks/run.py [--rows 100000] [--workdir /tmp/btr-bench]
+    python benchmarks/run.py [--suite examples|sequences|all] [--rows 100000]
+        [--workdir /tmp/btr-bench]
 
-Prints a table: wall seconds, rows/s and the ratio against the seeds' loop
-(csv module + tf.train.Example + tf.io.TFRecordWriter(GZIP)) measured in the
-same run on the same file. The data is generated deterministically.
+Prints one table per suite: wall seconds, rows/s and the ratio against the
+seeds' way (csv module + tf.train protos built in Python + one
+tf.io.TFRecordWriter(GZIP)), measured in the same run on the same file. The
+data is generated deterministically.
+
+* examples: a 12-column CSV, one Example per row.
+* sequences: an event log (users x events, rows shuffled); one Example per
+  row vs one SequenceExample per user (group_by user, order_by ts).
 """
 
 import argparse
@@ -87,12 +93,141 @@ def seed_loop(src: str, dst: str) -> None:
           feature=feature)).SerializeToString())
 
 
+EVENT_COLUMNS = ["user", "ts", "item", "rating", "event", "tags"]
+EVENTS_AS_EXAMPLES = """name: events_rows
+features:
+  user: {type: int64, required: true}
+  ts: {type: int64, required: true}
+  item: {type: int64, required: true}
+  rating: {type: float, required: true}
+  event: {type: string, required: true}
+  tags: {type: string, shape: [-1], separator: "|"}
+"""
+EVENTS_AS_SEQUENCES = """name: events_by_user
+record: sequence_example
+group_by: user
+order_by: ts
+context:
+  user: {type: int64}
+  length: {derive: length}
+  first_ts: {type: int64, source: ts, derive: first}
+sequence:
+  ts: {type: int64, required: true}
+  item: {type: int64, required: true}
+  rating: {type: float, required: true}
+  event: {type: string, required: true}
+  tags: {type: string, shape: [-1], separator: "|"}
+"""
+
+
+def make_events_csv(path: str, rows: int, per_user: int = 10) -> None:
+  rng = random.Random(1)
+  users = max(1, rows // per_user)
+  data = []
+  for i in range(rows):
+    data.append([rng.randrange(users), 1_700_000_000 + rng.randrange(10**6),
+                 rng.randint(1, 5000), f"{rng.random() * 5:.1f}",
+                 rng.choice(["view", "click", "buy"]),
+                 "|".join(rng.sample(["a", "b", "c", "d"], 2))])
+  rng.shuffle(data)
+  with open(path, "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(EVENT_COLUMNS)
+    w.writerows(data)
+
+
+def seed_sequence_loop(src: str, dst: str) -> None:
+  """Seed 000's way, grouped by hand: dict of lists, sort, protos, writer."""
+  import tensorflow as tf
+  users = {}
+  with open(src, newline="") as f:
+    for row in csv.DictReader(f):
+      users.setdefault(int(row["user"]), []).append(row)
+  with tf.io.TFRecordWriter(dst, options="GZIP") as writer:
+    for user, rows in users.items():
+      rows.sort(key=lambda r: int(r["ts"]))
+      ex = tf.train.SequenceExample()
+      ex.context.feature["user"].int64_list.value.append(user)
+      ex.context.feature["length"].int64_list.value.append(len(rows))
+      ex.context.feature["first_ts"].int64_list.value.append(
+          int(rows[0]["ts"]))
+      fl = ex.feature_lists.feature_list
+      for r in rows:
+        fl["ts"].feature.add().int64_list.value.append(int(r["ts"]))
+        fl["item"].feature.add().int64_list.value.append(int(r["item"]))
+        fl["rating"].feature.add().float_list.value.append(float(r["rating"]))
+        fl["event"].feature.add().bytes_list.value.append(r["event"].encode())
+        fl["tags"].feature.add().bytes_list.value.extend(
+            t.encode() for t in r["tags"].split("|"))
+      writer.write(ex.SerializeToString())
+
+
+def _cli(workdir: str, schema: str, src: str, extra):
+  out = os.path.join(workdir, "out")
+  shutil.rmtree(out, ignore_errors=True)
+  subprocess.run([sys.executable, "-m", "beam_tfrecords", "build",
+                  "--schema", schema, "--input", src, "--output", out]
+                 + extra, check=True, stdout=subprocess.DEVNULL)
+
+
+def _table(title: str, rows: int, src: str, results) -> None:
+  base = results[0][1]
+  mb = os.path.getsize(src) / 1e6
+  print(f"\n{title}: {rows:,} rows, {mb:.1f} MB CSV, {os.cpu_count()} cores\n")
+  print("| approach | wall s | rows/s | vs first row |")
+  print("|---|---|---|---|")
+  for name, secs in results:
+    print(f"| {name} | {secs:.1f} | {rows / secs:,.0f} | "
+          f"{base / secs:.2f}x |")
+
+
+def _timed(results, name, fn):
+  start = time.perf_counter()
+  fn()
+  results.append((name, time.perf_counter() - start))
+
+
+def sequences_suite(args) -> None:
+  src = os.path.join(args.workdir, f"events-{args.rows}.csv")
+  if not os.path.exists(src):
+    make_events_csv(src, args.rows)
+  schemas = {}
+  for name, text in (("rows", EVENTS_AS_EXAMPLES),
+                     ("seq", EVENTS_AS_SEQUENCES)):
+    schemas[name] = os.path.join(args.workdir, f"events-{name}.yaml")
+    with open(schemas[name], "w") as f:
+      f.write(text)
+  two = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
+  results = []
+  _timed(results, "seed-style loop: group in a dict, sort, SequenceExample "
+         "protos, TFRecordWriter GZIP",
+         lambda: seed_sequence_loop(
+             src, os.path.join(args.workdir, "seed-seq.tfrecord.gz")))
+  _timed(results, "build, one Example per row (DirectRunner defaults)",
+         lambda: _cli(args.workdir, schemas["rows"], src, []))
+  _timed(results, "build, SequenceExample per user: group_by + order_by "
+         "(DirectRunner defaults)",
+         lambda: _cli(args.workdir, schemas["seq"], src, []))
+  _timed(results, "build, SequenceExample per user, 2 worker processes",
+         lambda: _cli(args.workdir, schemas["seq"], src, two))
+  _table("sequences (10 events per user on average)", args.rows, src, results)
+
+
 def main():
   p = argparse.ArgumentParser()
+  p.add_argument("--suite", choices=["examples", "sequences", "all"],
+                 default="all")
   p.add_argument("--rows", type=int, default=100_000)
   p.add_argument("--workdir", default="/tmp/btr-bench")
   args = p.parse_args()
   os.makedirs(args.workdir, exist_ok=True)
+  if args.suite in ("examples", "all"):
+    examples_suite(args)
+  if args.suite in ("sequences", "all"):
+    sequences_suite(args)
+
+
+def examples_suite(args) -> None:
   src = os.path.join(args.workdir, f"input-{args.rows}.csv")
   if not os.path.exists(src):
     make_csv(src, args.rows)
@@ -100,33 +235,16 @@ def main():
   with open(schema, "w") as f:
     f.write(SCHEMA)
   results = []
-
-  def timed(name, fn):
-    start = time.perf_counter()
-    fn()
-    results.append((name, time.perf_counter() - start))
-
-  def cli(extra):
-    out = os.path.join(args.workdir, "out")
-    shutil.rmtree(out, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "beam_tfrecords", "build",
-                    "--schema", schema, "--input", src, "--output", out]
-                   + extra, check=True, stdout=subprocess.DEVNULL)
-
-  timed("seed loop (csv + tf.train.Example + TFRecordWriter GZIP)",
-        lambda: seed_loop(src, os.path.join(args.workdir, "seed.tfrecord.gz")))
-  timed("beam-tfrecords build (DirectRunner defaults)", lambda: cli([]))
-  timed("beam-tfrecords build (--direct_num_workers 2, multi_processing)",
-        lambda: cli(["--direct_num_workers=2",
-                     "--direct_running_mode=multi_processing"]))
-  base = results[0][1]
-  mb = os.path.getsize(src) / 1e6
-  print(f"\n{args.rows:,} rows, {mb:.1f} MB CSV, {os.cpu_count()} cores\n")
-  print(f"| approach | wall s | rows/s | vs seed loop |")
-  print(f"|---|---|---|---|")
-  for name, secs in results:
-    print(f"| {name} | {secs:.1f} | {args.rows / secs:,.0f} | "
-          f"{base / secs:.2f}x |")
+  _timed(results, "seed loop (csv + tf.train.Example + TFRecordWriter GZIP)",
+         lambda: seed_loop(src, os.path.join(args.workdir, "seed.tfrecord.gz")))
+  _timed(results, "beam-tfrecords build (DirectRunner defaults)",
+         lambda: _cli(args.workdir, schema, src, []))
+  _timed(results, "beam-tfrecords build (--direct_num_workers 2, "
+         "multi_processing)",
+         lambda: _cli(args.workdir, schema, src,
+                      ["--direct_num_workers=2",
+                       "--direct_running_mode=multi_processing"]))
+  _table("examples (12 columns)", args.rows, src, results)
 
 
 if __name__ == "__main__":

@@ -362,3 +362,21 @@ def test_wire_helpers_agree_with_protobuf(tf):
   vec = wire.sequence_example_message(
       [("a", ctx, one)], [("b", lists_b, one), ("c", lists_c, one)], 1)
   assert vec.to_list() == [expected]
+
+
+def test_grouped_descending_text_order_and_ties():
+  schema = {**GROUPED, "order_by": [{"item": "desc"}, "ts"],
+            "context": {}}
+  rows = [{"user": "1", "ts": "2", "item": "b", "score": "1"},
+          {"user": "1", "ts": "1", "item": "b", "score": "2"},
+          {"user": "1", "ts": "1", "item": "b", "score": "0"},
+          {"user": "1", "ts": "9", "item": "a"},
+          {"user": "1", "ts": "0", "item": "c"}]
+  for seed in range(4):
+    random.Random(seed).shuffle(rows)
+    (result,) = _assemble(schema, rows, chunk_size=2).values()
+    _, lists = _decode(schema, result.records[0])
+    assert lists["item"] == ["c", "b", "b", "b", "a"]
+    assert lists["ts"] == [0, 1, 1, 2, 9]
+    # (b, 1) ties: broken by the steps' serialized values, the same each run.
+    assert lists["score"] == [None, 0.0, 2.0, 1.0, None]

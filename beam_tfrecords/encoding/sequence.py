@@ -21,6 +21,7 @@ the value of the first / last step instead.
 """
 
 import dataclasses
+import heapq
 import math
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -422,45 +423,76 @@ class SequenceAssembler:
     row_read = [f for f in s.context if f.column is not None]
     self._ctx_index = {f.name: i for i, f in enumerate(row_read)}
     self._constant = [f for f in row_read if f.derive is None]
+    descending = [k.descending for k in s.order_by]
+    if any(descending):
+      def key(e):
+        return (tuple(_descending(v) if d else v
+                      for v, d in zip(e[0], descending)), e[1])
+    else:
+      def key(e):
+        return (e[0], e[1])
+    # Steps sort by the order_by values, then (ties) by their own values.
+    self._key = key
 
   def __reduce__(self):
     return (SequenceAssembler, (self._schema.to_dict(),))
 
   def assemble(self, chunks: Iterable[Tuple[str, Sequence[Step]]]
                ) -> GroupResult:
-    """One group's steps, in chunks of (source path, steps)."""
+    """One group's steps, in chunks of (source path, steps).
+
+    `chunks` is iterated more than once (Beam's grouped values allow it).
+    Under overflow reject / keep_first / keep_last, memory stays bounded
+    by max_length steps (plus what the runner holds); without max_length
+    or with split, the group's steps are held and sorted in memory.
+    """
     s = self._schema
-    entries = [step + (path,) for path, steps in chunks for step in steps]
-    n = len(entries)
     max_len = s.max_length
-    if max_len is not None and n > max_len and s.overflow is Overflow.REJECT:
+    n = sum(len(steps) for _, steps in chunks)
+    if n == 0:
+      return GroupResult([], [], [])
+    over = max_len is not None and n > max_len
+    if over and s.overflow is Overflow.REJECT:
+      first = heapq.nsmallest(self.EXAMPLES, self._entries(chunks),
+                              key=self._key)
       return GroupResult([], [], [GroupError(
           rows=n, reason=f"the group has {n:,} rows, more than max_length "
           f"{max_len:,} (overflow: reject); raise max_length or choose "
           "overflow: split / keep_first / keep_last",
-          examples=tuple(_where(e) for e in entries[:self.EXAMPLES]))])
-    self._sort(entries)
-    conflict = self._context_conflict(entries)
-    if conflict is not None:
-      return GroupResult([], [], [conflict])
+          examples=tuple(_where(e) for e in first))])
+    if self._constant and self._varies(self._entries(chunks)):
+      # Rare: sort so the message names the same two rows on every run.
+      entries = sorted(self._entries(chunks), key=self._key)
+      return GroupResult([], [], [self._context_conflict(entries)])
     errors = []
-    pieces = [(0, n)]
-    if max_len is not None and n > max_len:
-      if s.overflow is Overflow.SPLIT:
-        pieces = [(i, min(i + max_len, n)) for i in range(0, n, max_len)]
+    if over and s.overflow is not Overflow.SPLIT:
+      keep_last = s.overflow is Overflow.KEEP_LAST
+      if keep_last:
+        kept = heapq.nlargest(max_len, self._entries(chunks), key=self._key)
+        kept.reverse()
+        bound = self._key(kept[0])
+        gone = heapq.nsmallest(self.EXAMPLES, (
+            e for e in self._entries(chunks) if self._key(e) < bound),
+            key=self._key)
       else:
-        keep_last = s.overflow is Overflow.KEEP_LAST
-        pieces = [(n - max_len, n)] if keep_last else [(0, max_len)]
-        gone = entries[:n - max_len] if keep_last else entries[max_len:]
-        errors.append(GroupError(
-            rows=len(gone), dropped=True,
-            reason=f"max_length {max_len:,} (overflow: {s.overflow.value}) "
-            f"left out the {'first' if keep_last else 'last'} "
-            f"{len(gone):,} of {n:,} steps",
-            examples=tuple(_where(e) for e in gone[:self.EXAMPLES])))
+        kept = heapq.nsmallest(max_len, self._entries(chunks), key=self._key)
+        bound = self._key(kept[-1])
+        gone = heapq.nsmallest(self.EXAMPLES, (
+            e for e in self._entries(chunks) if bound < self._key(e)),
+            key=self._key)
+      errors.append(GroupError(
+          rows=n - max_len, dropped=True,
+          reason=f"max_length {max_len:,} (overflow: {s.overflow.value}) "
+          f"left out the {'first' if keep_last else 'last'} "
+          f"{n - max_len:,} of {n:,} steps",
+          examples=tuple(_where(e) for e in gone)))
+      pieces = [kept]
+    else:
+      entries = sorted(self._entries(chunks), key=self._key)
+      step = max_len if over else n
+      pieces = [entries[i:i + step] for i in range(0, n, step)]
     records, steps = [], []
-    for part, (start, end) in enumerate(pieces):
-      piece = entries[start:end]
+    for part, piece in enumerate(pieces):
       size = _RECORD_OVERHEAD + sum(
           len(f) + _STEP_OVERHEAD for e in piece for f in e[1])
       if size > s.max_record_bytes:
@@ -474,14 +506,24 @@ class SequenceAssembler:
       steps.append(len(piece))
     return GroupResult(records, steps, errors)
 
-  def _sort(self, entries: list) -> None:
-    order = self._schema.order_by
-    if all(not k.descending for k in order):
-      entries.sort(key=lambda e: (e[0], e[1]))
-      return
-    entries.sort(key=lambda e: e[1])  # ties: the step's serialized values
-    for i in reversed(range(len(order))):  # stable: least significant first
-      entries.sort(key=lambda e, i=i: e[0][i], reverse=order[i].descending)
+  @staticmethod
+  def _entries(chunks):
+    """Each step with its source path appended (a fresh pass each call)."""
+    for path, steps in chunks:
+      for step in steps:
+        yield step + (path,)
+
+  def _varies(self, entries) -> bool:
+    """Whether a context value that must be constant is not (one pass)."""
+    columns = [self._ctx_index[f.name] for f in self._constant]
+    first = None
+    for e in entries:
+      values = [e[2][j] for j in columns]
+      if first is None:
+        first = values
+      elif values != first:
+        return True
+    return False
 
   def _context_conflict(self, entries: list) -> Optional[GroupError]:
     for f in self._constant:
@@ -517,6 +559,24 @@ class SequenceAssembler:
     context.sort(key=lambda p: p[0].encode("utf-8"))
     lists.sort(key=lambda p: p[0].encode("utf-8"))
     return wire.sequence_example_bytes(context, lists)
+
+
+class _Reversed:
+  """Wraps a value so that it sorts in reverse (descending bytes keys)."""
+  __slots__ = ("v",)
+
+  def __init__(self, v):
+    self.v = v
+
+  def __eq__(self, other):
+    return self.v == other.v
+
+  def __lt__(self, other):
+    return other.v < self.v
+
+
+def _descending(value):
+  return -value if isinstance(value, (int, float)) else _Reversed(value)
 
 
 def _where_text(entry) -> str:

@@ -245,6 +245,20 @@ def frame(tag: int, payload: bytes) -> bytes:
   return bytes([tag]) + _varint_bytes(len(payload)) + payload
 
 
+# 0x0A + one-byte length: the header of most steps, precomputed.
+_STEP_HEADERS = [bytes([0x0A, n]) for n in range(128)]
+
+
+def _feature_list(steps: Sequence[bytes]) -> bytes:
+  """FeatureList body: each step's Feature as repeated field 1."""
+  out = []
+  for f in steps:
+    n = len(f)
+    out.append(_STEP_HEADERS[n] if n < 128 else b"\x0a" + _varint_bytes(n))
+    out.append(f)
+  return b"".join(out)
+
+
 def map_entries(entries: Sequence[tuple]) -> bytes:
   """Features / FeatureLists body from (name, value bytes), sorted by name."""
   out = []
@@ -260,8 +274,7 @@ def sequence_example_bytes(context: Sequence[tuple], lists: Sequence[tuple]
   (name, [step Feature bytes]) feature lists, each sorted by name."""
   body = map_entries(context)
   out = [frame(0x0A, body)] if body else []
-  fl = map_entries([(name, b"".join(frame(0x0A, f) for f in steps))
-                    for name, steps in lists])
+  fl = map_entries([(name, _feature_list(steps)) for name, steps in lists])
   if fl:
     out.append(frame(0x12, fl))
   return b"".join(out)
