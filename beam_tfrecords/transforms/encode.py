@@ -86,14 +86,23 @@ class _Counters:
     return stats
 
 
-def _make_encoder(schema_dict):
-  schema = schema_from_dict(schema_dict)
-  return SequenceEncoder(schema) if schema.is_sequence else \
-      ExampleEncoder(schema)
+class _SchemaFn(beam.DoFn):
+  """A DoFn that pickles as a schema dict and builds its encoder in setup()."""
+
+  def __init__(self, schema_dict: Dict[str, Any]):
+    self._schema_dict = schema_dict
+    self._encoder = None
+    self._counters = _Counters()
+
+  def _build(self, schema: Schema):
+    raise NotImplementedError
+
+  def setup(self):
+    self._encoder = self._build(schema_from_dict(self._schema_dict))
 
 
 @beam.typehints.with_input_types(SourceBatch)
-class _EncodeBatchFn(beam.DoFn):
+class _EncodeBatchFn(_SchemaFn):
   """Encodes one batch (Examples, or list-column SequenceExamples).
 
   Outputs: main: serialized records (bytes); ERRORS: dead-letter dicts;
@@ -102,13 +111,9 @@ class _EncodeBatchFn(beam.DoFn):
   rows_rejected, rows_dropped, records, steps, steps_dropped.
   """
 
-  def __init__(self, schema_dict: Dict[str, Any]):
-    self._schema_dict = schema_dict
-    self._encoder = None
-    self._counters = _Counters()
-
-  def setup(self):
-    self._encoder = _make_encoder(self._schema_dict)
+  def _build(self, schema):
+    return SequenceEncoder(schema) if schema.is_sequence else \
+        ExampleEncoder(schema)
 
   def process(self, batch: SourceBatch):
     result = self._encoder.encode_columns(batch.columns, batch.num_rows)
@@ -144,7 +149,7 @@ class EncodeRows(beam.PTransform):
 
 
 @beam.typehints.with_input_types(SourceBatch)
-class _EncodeStepsFn(beam.DoFn):
+class _EncodeStepsFn(_SchemaFn):
   """One batch -> (group key, (source path, [step])) per key in the batch.
 
   Rows of one key in one batch travel together, so a file sorted by key
@@ -153,13 +158,8 @@ class _EncodeStepsFn(beam.DoFn):
   Counters: as _EncodeBatchFn.
   """
 
-  def __init__(self, schema_dict: Dict[str, Any]):
-    self._schema_dict = schema_dict
-    self._encoder = None
-    self._counters = _Counters()
-
-  def setup(self):
-    self._encoder = StepEncoder(self._schema_dict)
+  def _build(self, schema):
+    return StepEncoder(schema)
 
   def process(self, batch: SourceBatch):
     result = self._encoder.encode_columns(
@@ -175,7 +175,7 @@ class _EncodeStepsFn(beam.DoFn):
         rows_rejected=rejected)))
 
 
-class _AssembleFn(beam.DoFn):
+class _AssembleFn(_SchemaFn):
   """(key, [(path, [step])]) -> the group's SequenceExample(s).
 
   Outputs: main: serialized records; ERRORS: one dead-letter dict per
@@ -184,17 +184,15 @@ class _AssembleFn(beam.DoFn):
   """
 
   def __init__(self, schema_dict: Dict[str, Any]):
-    self._schema_dict = schema_dict
-    self._assembler = None
+    super().__init__(schema_dict)
     self._columns = [c for c, _ in schema_from_dict(schema_dict).group_by]
-    self._counters = _Counters()
 
-  def setup(self):
-    self._assembler = SequenceAssembler(self._schema_dict)
+  def _build(self, schema):
+    return SequenceAssembler(schema)
 
   def process(self, element):
     key, chunks = element
-    result = self._assembler.assemble(chunks)
+    result = self._encoder.assemble(chunks)
     for record in result.records:
       yield record
     rejected = dropped = 0
