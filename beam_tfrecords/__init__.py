@@ -5,15 +5,18 @@
     ds = btr.load("out/movies", split="train")
 """
 
-from beam_tfrecords.encoding import ExampleEncoder
+from beam_tfrecords.encoding import (ExampleEncoder, SequenceAssembler,
+                                     SequenceEncoder, StepEncoder)
 from beam_tfrecords.errors import EncodingError, InputError, SchemaError
 from beam_tfrecords.pipeline import BuildResult, build
 from beam_tfrecords.read import dataset_info, feature_spec, iter_records, load
-from beam_tfrecords.schema import Feature, FeatureType, Schema, load_schema
+from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
+                                   load_schema)
 from beam_tfrecords.version import __version__
 
 __all__ = [
     "BuildResult", "EncodingError", "ExampleEncoder", "Feature", "FeatureType",
-    "InputError", "Schema", "SchemaError", "__version__", "build",
+    "InputError", "Schema", "SchemaError", "SequenceAssembler",
+    "SequenceEncoder", "SequenceSpec", "StepEncoder", "__version__", "build",
     "dataset_info", "feature_spec", "iter_records", "load", "load_schema",
 ]
