@@ -380,3 +380,91 @@ def test_grouped_descending_text_order_and_ties():
     assert lists["ts"] == [0, 1, 1, 2, 9]
     # (b, 1) ties: broken by the steps' serialized values, the same each run.
     assert lists["score"] == [None, 0.0, 2.0, 1.0, None]
+
+
+# Regressions found in review.
+
+@pytest.mark.parametrize("cells", [[b"\xff|\xfe", b"ab"], [b"\xff|\xfe", b""]],
+                         ids=["arrow_path", "python_path"])
+def test_bytes_steps_split_as_bytes(cells):
+  import pyarrow as pa
+  schema = {"name": "b", "record": "sequence_example",
+            "sequence": {"v": {"type": "bytes", "separator": "|"}}}
+  result = SequenceEncoder(schema).encode_columns(
+      {"v": pa.array(cells, pa.binary())}, 2)
+  assert result.errors == []
+  _, lists = decode_sequence_example(result.record_list()[0])
+  assert [v for _, v in lists["v"]] == [[b"\xff"], [b"\xfe"]]
+
+
+@pytest.mark.parametrize("cells", [[b"a|b", b"\xff|c"], [b"a|b", b"\xff|c", b""]],
+                         ids=["arrow_path", "python_path"])
+def test_invalid_utf8_string_step_is_a_row_error(cells):
+  import pyarrow as pa
+  schema = {"name": "s", "record": "sequence_example",
+            "sequence": {"v": {"type": "string", "separator": "|"}}}
+  result = SequenceEncoder(schema).encode_columns(
+      {"v": pa.array(cells, pa.binary())}, len(cells))
+  assert [e.row for e in result.errors] == [1]
+  assert "at step 0: b'\\xff' is not valid UTF-8" in result.errors[0].reason
+  assert result.rows.tolist() == [0] + ([2] if len(cells) == 3 else [])
+
+
+def test_ties_do_not_let_input_order_pick_context_values():
+  schema = {"name": "t", "record": "sequence_example", "group_by": "u",
+            "order_by": {"column": "ts", "type": "int64"},
+            "context": {"last_c": {"type": "string", "source": "c",
+                                   "derive": "last"}},
+            "sequence": {"one": {"type": "int64", "default": 1}}}
+  rows = [{"u": "1", "ts": "1", "c": "A"}, {"u": "1", "ts": "1", "c": "B"}]
+  a = _assemble(schema, rows, 1)
+  b = _assemble(schema, rows[::-1], 1)
+  assert a[(b"1",)].records == b[(b"1",)].records
+  assert _decode(schema, a[(b"1",)].records[0])[0] == {"last_c": b"B"}
+
+
+def test_float_keys_minus_zero_is_zero_and_nan_is_rejected():
+  schema = {"name": "f", "record": "sequence_example",
+            "group_by": {"column": "k", "type": "float"},
+            "sequence": {"v": "int64"}}
+  rows = [{"k": "-0.0", "v": "1"}, {"k": "0.0", "v": "2"},
+          {"k": "nan", "v": "3"}]
+  batches = [StepEncoder(schema).encode_rows([r]) for r in rows]
+  assert [k for b in batches for k, _ in b.groups] == [(0.0,), (0.0,)]
+  assert repr(batches[0].groups[0][0][0]) == "0.0"
+  assert "NaN cannot be grouped" in batches[2].errors[0].reason
+
+
+def test_small_max_record_bytes_still_writes_small_groups():
+  schema = {**GROUPED, "order_by": "ts", "context": {},
+            "max_record_bytes": "2KiB"}
+  rows = [{"user": "1", "ts": "1", "item": "a"},
+          {"user": "2", "ts": "1", "item": "b" * 3000}]
+  results = _assemble(schema, rows, 10)
+  assert len(results[(b"1",)].records) == 1
+  assert results[(b"2",)].records == []
+
+
+def test_rejected_rows_do_not_count_dropped_steps():
+  schema = {"name": "m", "record": "sequence_example", "max_length": 2,
+            "overflow": "keep_last", "max_record_bytes": "1KiB",
+            "sequence": {"v": {"type": "bytes"}}}
+  result = SequenceEncoder(schema).encode_rows(
+      [{"v": ["x" * 700] * 4}, {"v": ["y"] * 3}])
+  assert result.rows.tolist() == [1]
+  assert result.dropped_steps == 1
+
+
+def test_keep_last_names_dropped_rows_even_when_keys_tie():
+  schema = {**GROUPED, "order_by": "ts", "context": {}, "max_length": 1,
+            "overflow": "keep_last"}
+  rows = [{"user": "1", "ts": "1", "item": "a"},
+          {"user": "1", "ts": "1", "item": "a"}]
+  encoder, assembler = StepEncoder(schema), SequenceAssembler(schema)
+  batch = encoder.encode_columns(
+      {c: [r.get(c) for r in rows] for c in ("user", "ts", "item")}, 2,
+      row_numbers=[7, 8])
+  result = assembler.assemble([("f.csv", batch.groups[0][1])])
+  (error,) = result.errors
+  assert error.dropped and error.rows == 1
+  assert error.examples == (("f.csv", 7),)

@@ -116,9 +116,17 @@ def _step_list(feature: Feature, cell: Any) -> list:
   if isinstance(cell, (list, tuple)):
     return list(cell)
   if isinstance(cell, (str, bytes)):
-    text = cell.decode("utf-8", "replace") if isinstance(cell, bytes) else cell
     if feature.separator is not None:
-      return [] if text == "" else text.split(feature.separator)
+      # Bytes are split as bytes: each step is then judged by the value
+      # rules (a `string` step that is not UTF-8 is an error, not U+FFFD).
+      sep = feature.separator if isinstance(cell, str) else \
+          feature.separator.encode("utf-8")
+      return [] if len(cell) == 0 else cell.split(sep)
+    try:
+      text = cell.decode("utf-8") if isinstance(cell, bytes) else cell
+    except UnicodeDecodeError as e:
+      raise ValueError(f"the cell is not valid UTF-8 (byte {e.start}) and "
+                       "so not a JSON list of steps") from None
     if text.strip().startswith("["):
       try:
         parsed = json.loads(text)
@@ -162,8 +170,11 @@ def convert_steps(feature: Feature, array: Any, num_rows: int) -> Steps:
   if (isinstance(array, pa.Array) and _is_text(array.type)
       and feature.separator is not None
       and not pc.any(pc.equal(pc.binary_length(array), 0)).as_py()):
-    text = array if feature.type is FeatureType.BYTES else _as_utf8(array)
-    array = pc.split_pattern(text, feature.separator)
+    try:
+      text = array if feature.type is FeatureType.BYTES else _as_utf8(array)
+      array = pc.split_pattern(text, feature.separator)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+      pass  # e.g. invalid UTF-8: the Python path says which row
   cells = None
   if isinstance(array, pa.Array) and _is_list(array.type):
     if pa.types.is_fixed_size_list(array.type):

@@ -44,10 +44,10 @@ __all__ = ["SequenceEncoder", "StepEncoder", "StepBatch", "Step",
 Step = Tuple[tuple, Tuple[bytes, ...], Tuple[Optional[bytes], ...],
              Optional[int]]
 
-# Overhead bytes per step and per feature in a serialized FeatureList, and a
-# generous bound for the rest of a record (keys, context).
-_STEP_OVERHEAD = 6
-_RECORD_OVERHEAD = 1 << 16
+# Upper bounds of the framing bytes around a step's Feature (tag + length)
+# and around a map entry (tags, lengths), for the record size check.
+_STEP_OVERHEAD = 11
+_ENTRY_OVERHEAD = 33
 
 
 def _check_sequence(schema: Schema) -> Schema:
@@ -175,7 +175,7 @@ class SequenceEncoder:
       good[list(problems)] = False
     rows, length = rows[good], length[good]
     begin = begin[good]
-    dropped_steps = 0
+    dropped = np.zeros(len(rows), dtype=np.int64)  # steps left out, per piece
     part = np.zeros(len(rows), dtype=np.int64)
     if max_len is not None and s.overflow is not Overflow.REJECT:
       if s.overflow is Overflow.SPLIT:
@@ -186,15 +186,15 @@ class SequenceEncoder:
         begin = part * max_len
         length = np.minimum(max_len, total - begin)
       else:
-        dropped_steps = int(np.maximum(length - max_len, 0).sum())
+        dropped = np.maximum(length - max_len, 0)
         if s.overflow is Overflow.KEEP_LAST:
           begin = np.maximum(length - max_len, 0)
         length = np.minimum(length, max_len)
     return self._assemble(rows, begin, length, part, context, steps,
-                          problems, dropped_steps)
+                          problems, dropped)
 
   def _assemble(self, rows, begin, length, part, context, steps, problems,
-                dropped_steps) -> EncodedBatch:
+                dropped) -> EncodedBatch:
     s = self._schema
     take = pa.array(rows)
     ctx_parts = []
@@ -241,11 +241,11 @@ class SequenceEncoder:
       # A row split into pieces is rejected whole.
       keep = np.nonzero(~np.isin(rows, rows[too_big]))[0]
       records = _take_ragged(records, keep)
-      rows, length = rows[keep], length[keep]
+      rows, length, dropped = rows[keep], length[keep], dropped[keep]
     errors = _row_errors(problems)
     return EncodedBatch(records=records, rows=rows, errors=errors,
                         steps=length.astype(np.int64),
-                        dropped_steps=dropped_steps)
+                        dropped_steps=int(dropped.sum()))
 
 
 def _take_ragged(r: wire.Ragged, index: np.ndarray) -> wire.Ragged:
@@ -323,12 +323,17 @@ class StepEncoder:
 
     keys = [scalars(f) for f in self._keys]
     orders = [scalars(f) for f in self._order]
-    for f, values in zip(self._order, orders):
+    for f, values in zip(self._keys + self._order, keys + orders):
       if f.type is FeatureType.FLOAT:
         for row, v in enumerate(values):
-          if v is not None and math.isnan(v):
+          if v is None:
+            continue
+          if math.isnan(v):
+            what = ("grouped" if f in self._keys else "ordered")
             problems.setdefault(row, []).append((
-                f.name, "NaN cannot be ordered; give the row a number"))
+                f.name, f"NaN cannot be {what}; give the row a number"))
+          elif v == 0.0:
+            values[row] = 0.0  # -0.0 and 0.0 are one key (as Python says)
     context = []
     for f in self._context:
       lists, errors = _convert(f, columns, n)
@@ -424,13 +429,16 @@ class SequenceAssembler:
     self._ctx_index = {f.name: i for i, f in enumerate(row_read)}
     self._constant = [f for f in row_read if f.derive is None]
     descending = [k.descending for k in s.order_by]
-    if any(descending):
-      def key(e):
-        return (tuple(_descending(v) if d else v
-                      for v, d in zip(e[0], descending)), e[1])
-    else:
-      def key(e):
-        return (e[0], e[1])
+
+    def key(e):
+      order = e[0] if not any(descending) else tuple(
+          _descending(v) if d else v for v, d in zip(e[0], descending))
+      # Ties: the step's serialized values, then its context values
+      # (missing sorts first), so no record depends on input order; last
+      # the row's place (steps equal in all values write the same bytes
+      # either way; this only fixes which rows errors/ names).
+      return (order, e[1], tuple((c is not None, c or b"") for c in e[2]),
+              e[4], -1 if e[3] is None else e[3])
     # Steps sort by the order_by values, then (ties) by their own values.
     self._key = key
 
@@ -467,19 +475,18 @@ class SequenceAssembler:
     errors = []
     if over and s.overflow is not Overflow.SPLIT:
       keep_last = s.overflow is Overflow.KEEP_LAST
+      # The dropped steps are the n - max_len at the other end; a few of
+      # them (the nearest to the kept ones) are named as examples.
+      shown = min(self.EXAMPLES, n - max_len)
       if keep_last:
         kept = heapq.nlargest(max_len, self._entries(chunks), key=self._key)
         kept.reverse()
-        bound = self._key(kept[0])
-        gone = heapq.nsmallest(self.EXAMPLES, (
-            e for e in self._entries(chunks) if self._key(e) < bound),
-            key=self._key)
+        gone = heapq.nlargest(max_len + shown, self._entries(chunks),
+                              key=self._key)[max_len:]
       else:
         kept = heapq.nsmallest(max_len, self._entries(chunks), key=self._key)
-        bound = self._key(kept[-1])
-        gone = heapq.nsmallest(self.EXAMPLES, (
-            e for e in self._entries(chunks) if bound < self._key(e)),
-            key=self._key)
+        gone = heapq.nsmallest(max_len + shown, self._entries(chunks),
+                               key=self._key)[max_len:]
       errors.append(GroupError(
           rows=n - max_len, dropped=True,
           reason=f"max_length {max_len:,} (overflow: {s.overflow.value}) "
@@ -493,8 +500,7 @@ class SequenceAssembler:
       pieces = [entries[i:i + step] for i in range(0, n, step)]
     records, steps = [], []
     for part, piece in enumerate(pieces):
-      size = _RECORD_OVERHEAD + sum(
-          len(f) + _STEP_OVERHEAD for e in piece for f in e[1])
+      size = self._size_bound(piece)
       if size > s.max_record_bytes:
         errors.append(GroupError(
             rows=len(piece), reason=f"the sequence would be about "
@@ -505,6 +511,16 @@ class SequenceAssembler:
       records.append(self._record(piece, part))
       steps.append(len(piece))
     return GroupResult(records, steps, errors)
+
+  def _size_bound(self, piece: list) -> int:
+    """At least the serialized size of the record `piece` makes."""
+    s = self._schema
+    size = sum(len(f) + _STEP_OVERHEAD for e in piece for f in e[1])
+    size += sum(len(c) for c in piece[0][2] if c is not None)
+    size += sum(len(c) for c in piece[-1][2] if c is not None)
+    size += sum(len(f.name.encode("utf-8")) + _ENTRY_OVERHEAD
+                for f in s.context + s.sequence)
+    return size + 2 * _ENTRY_OVERHEAD
 
   @staticmethod
   def _entries(chunks):
