@@ -43,7 +43,13 @@ def parser() -> argparse.ArgumentParser:
   b.add_argument("--format", choices=["csv", "jsonl", "json", "parquet"],
                  help="input format (default: from the file extensions)")
   b.add_argument("--num-shards", type=int, default=None,
-                 help="shard files per split (default: runner decides)")
+                 help="shard files per split (default: one per 256 MiB of "
+                 "input)")
+  b.add_argument("--max-bad-rows", type=int, default=None,
+                 help="fail (publish nothing) when more rows are rejected")
+  b.add_argument("--max-bad-fraction", type=float, default=None,
+                 help="fail when a larger fraction of the rows read is "
+                 "rejected, e.g. 0.01")
   b.add_argument("--overwrite", action="store_true",
                  help="replace an existing finished dataset")
   b.add_argument("--csv-delimiter", help="CSV delimiter (default ',')")
@@ -89,7 +95,8 @@ def _build(args, beam_args: List[str]) -> int:
   result = build(args.schema, args.input, args.output,
                  input_format=args.format, num_shards=args.num_shards,
                  format_options=_format_options(args), beam_args=beam_args,
-                 overwrite=args.overwrite)
+                 overwrite=args.overwrite, max_bad_rows=args.max_bad_rows,
+                 max_bad_fraction=args.max_bad_fraction)
   counts = result.metadata["counts"]
   print(f"Built {result.metadata['name']} in {result.seconds:.1f} s -> "
         f"{result.output}")

@@ -7,7 +7,10 @@ nothing, CSV files whose headers differ), also before the pipeline runs.
 becomes a dead-letter row instead of failing the job.
 """
 
-__all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "EncodingError"]
+import re
+
+__all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "EncodingError",
+           "BadRowsError", "reason_category"]
 
 
 class BeamTFRecordsError(ValueError):
@@ -47,3 +50,24 @@ class EncodingError(BeamTFRecordsError):
     self.reason = reason
     self.value = value
     super().__init__(f'In feature "{feature}": {reason}')
+
+
+class BadRowsError(BeamTFRecordsError):
+  """More rows were rejected than --max-bad-rows / --max-bad-fraction allow.
+
+  The message lists the top reasons with an example of each; the dataset
+  is not published.
+  """
+
+
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|b'(?:[^'\\]|\\.)*'")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,_.]*(?:e[-+]?\d+)?")
+
+
+def reason_category(reason: str) -> str:
+  """A reason with its values taken out, to count rows by kind of problem.
+
+  'In feature "age": could not parse \\'abc\\' as int64' ->
+  'In feature "age": could not parse … as int64'
+  """
+  return _NUMBER.sub("N", _QUOTED.sub("…", reason))

@@ -6,10 +6,9 @@ schema (when loaded), the inputs (globs, headers, columns) and the output
 """
 
 import dataclasses
-import datetime
-import json
 import logging
 import time
+import uuid
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import apache_beam as beam
@@ -19,8 +18,10 @@ from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.schema import Schema, load_schema, spec_to_json
-from beam_tfrecords.sinks import (DATASET_JSON, ERRORS_DIR, SHARD_SUFFIX,
-                                  SUCCESS, Commit, WriteErrors, WriteSplit)
+from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, SUCCESS,
+                                  TFRECORD_GZIP, Commit, WriteErrors,
+                                  WriteShards, check_thresholds, publish,
+                                  read_json)
 from beam_tfrecords.sources import plan_inputs
 from beam_tfrecords.transforms import (STAT_FIELDS, Encode, ReadInputs,
                                        dead_letter_json)
@@ -30,6 +31,8 @@ __all__ = ["build", "BuildResult", "DEFAULT_SPLIT"]
 
 _LOG = logging.getLogger(__name__)
 DEFAULT_SPLIT = "train"
+# Input bytes per output shard when --num-shards is not given.
+SHARD_INPUT_BYTES = 256 * 1024 * 1024
 
 
 class _LocalDirectRunner(SwitchingDirectRunner):
@@ -75,22 +78,19 @@ def _runner(options: PipelineOptions):
   return None  # PipelineOptions names it
 
 
-def _prepare_output(output: str, overwrite: bool) -> None:
-  success = FileSystems.join(output, SUCCESS)
-  if FileSystems.exists(success) and not overwrite:
+def _check_output(output: str, overwrite: bool) -> None:
+  if FileSystems.exists(FileSystems.join(output, SUCCESS)) and not overwrite:
     raise InputError(f"{output} already holds a finished dataset; pass "
                      "--overwrite to replace it")
-  old = []
-  if FileSystems.exists(output):
-    for pattern in (f"*{SHARD_SUFFIX}", DATASET_JSON, SUCCESS,
-                    f"{ERRORS_DIR}/*"):
-      for m in FileSystems.match([FileSystems.join(output, pattern)])[0] \
-          .metadata_list:
-        old.append(m.path)
-  if old:
-    # _SUCCESS first: from here on the directory is not a finished dataset.
-    old.sort(key=lambda p: not p.endswith(SUCCESS))
-    FileSystems.delete(old)
+
+
+def default_num_shards(input_bytes: int) -> int:
+  """One shard per SHARD_INPUT_BYTES of input (at least one).
+
+  Decided from the input sizes on the launcher, so that the same input
+  always gives the same files.
+  """
+  return max(1, -(-input_bytes // SHARD_INPUT_BYTES))
 
 
 def _sum_columns(rows) -> tuple:
@@ -103,7 +103,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
           num_shards: Optional[int] = None,
           format_options: Optional[Mapping[str, Any]] = None,
           beam_args: Union[None, Sequence[str], PipelineOptions] = None,
-          overwrite: bool = False) -> BuildResult:
+          overwrite: bool = False, max_bad_rows: Optional[int] = None,
+          max_bad_fraction: Optional[float] = None) -> BuildResult:
   """Builds a TFRecord dataset and waits for it to finish.
 
   Args:
@@ -111,16 +112,20 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     inputs: file paths or globs (local, gs://, s3://, ...).
     output: the dataset directory.
     input_format: csv, jsonl, json, parquet; None: from the extensions.
-    num_shards: shard files per split; None lets the runner decide.
+    num_shards: shard files per split; None: one per 256 MiB of input.
     format_options: source options, e.g. {"delimiter": ";"} for CSV.
     beam_args: Beam pipeline options (list of flags or PipelineOptions).
     overwrite: replace an existing finished dataset.
+    max_bad_rows, max_bad_fraction: fail instead of publishing when more
+      rows (or a larger fraction of the rows read) are rejected; None: the
+      schema's value, else no limit.
 
   Returns:
     A BuildResult with the dataset.json content.
 
   Raises:
     SchemaError, InputError: before anything runs.
+    BadRowsError: over a threshold; nothing is published.
   """
   started = time.time()
   schema = load_schema(schema)
@@ -132,7 +137,18 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                                                schema.order_by]
   plan = plan_inputs(patterns, schema.columns, needed, input_format,
                      format_options)
-  _prepare_output(output, overwrite)
+  _check_output(output, overwrite)
+  if max_bad_rows is None:
+    max_bad_rows = schema.max_bad_rows
+  if max_bad_fraction is None:
+    max_bad_fraction = schema.max_bad_fraction
+  _check_thresholds_args(max_bad_rows, max_bad_fraction)
+  if num_shards is None:
+    num_shards = default_num_shards(sum(f.size for f in plan.files))
+  elif num_shards < 1:
+    raise InputError(f"--num-shards must be at least 1, got {num_shards}")
+  # Everything is written here first and moved into `output` at the end.
+  staging = FileSystems.join(output, STAGING_PREFIX + uuid.uuid4().hex[:12])
   options = _pipeline_options(beam_args)
   static = {
       "name": schema.name,
@@ -143,7 +159,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       "inputs": {"format": plan.format, "patterns": patterns,
                  "files": [{"path": f.path, "bytes": f.size}
                            for f in plan.files]},
-      "options": {"num_shards": num_shards,
+      "options": {"num_shards": num_shards, "max_bad_rows": max_bad_rows,
+                  "max_bad_fraction": max_bad_fraction,
                   "format_options": {k: v for k, v in plan.options.items()
                                      if k != "column_names"}},
       "tool": {"name": "beam-tfrecords", "version": __version__},
@@ -157,21 +174,33 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
              | "Encode" >> Encode(schema))
   # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
   shards = (encoded["records"]
-            | f"WriteSplit[{DEFAULT_SPLIT}]" >> WriteSplit(
-                output, DEFAULT_SPLIT, num_shards))
+            | f"WriteSplit[{DEFAULT_SPLIT}]" >> WriteShards(
+                staging, DEFAULT_SPLIT, num_shards, TFRECORD_GZIP))
   errors = (encoded["errors"]
-            | "ErrorsToJson" >> beam.Map(dead_letter_json)
-            | "WriteErrors" >> WriteErrors(output))
+            | "WriteErrors" >> WriteErrors(staging, num_shards,
+                                           dead_letter_json))
   stats = (encoded["stats"]
            | "SumStats" >> beam.CombineGlobally(_sum_columns)
            | "StatsPart" >> beam.Map(lambda s: {"kind": "stats",
                                                 "counts": list(s)}))
   _ = ((shards, errors, stats)
        | "Parts" >> beam.Flatten()
-       | "Commit" >> Commit(output, static, STAT_FIELDS))
+       | "Commit" >> Commit(staging, static, STAT_FIELDS))
   result = pipeline.run()
   result.wait_until_finish()
-  with FileSystems.open(FileSystems.join(output, DATASET_JSON)) as f:
-    metadata = json.loads(f.read().decode("utf-8"))
+  metadata = read_json(FileSystems.join(staging, DATASET_JSON))
+  check_thresholds(metadata, max_bad_rows, max_bad_fraction, staging)
+  publish(staging, output)
+  _LOG.info("Published %s", output)
   return BuildResult(output=output, metadata=metadata,
                      seconds=time.time() - started)
+
+
+def _check_thresholds_args(max_bad_rows, max_bad_fraction) -> None:
+  if max_bad_rows is not None and (not isinstance(max_bad_rows, int)
+                                   or max_bad_rows < 0):
+    raise InputError(f"--max-bad-rows must be a whole number >= 0, got "
+                     f"{max_bad_rows!r}")
+  if max_bad_fraction is not None and not 0 <= max_bad_fraction <= 1:
+    raise InputError(f"--max-bad-fraction must be between 0 and 1, got "
+                     f"{max_bad_fraction!r}")

@@ -22,10 +22,12 @@ __all__ = ["load_schema", "schema_from_dict", "FEATURE_TYPES"]
 
 # The feature type registry: the spelling in a schema file -> FeatureType.
 FEATURE_TYPES = {t.value: t for t in FeatureType}
-_TOP_KEYS = ("name", "record", "description", "features")
+_TOP_KEYS = ("name", "record", "description", "features", "max_bad_rows",
+             "max_bad_fraction")
 _SEQUENCE_TOP_KEYS = ("name", "record", "description", "context", "sequence",
                       "group_by", "order_by", "max_length", "overflow",
-                      "ragged", "max_record_bytes")
+                      "ragged", "max_record_bytes", "max_bad_rows",
+                      "max_bad_fraction")
 _FEATURE_KEYS = ("type", "shape", "source", "separator", "default",
                  "required", "description")
 _CONTEXT_KEYS = _FEATURE_KEYS + ("derive", "of")
@@ -110,8 +112,10 @@ class _Checker:
     description = raw.get("description", "")
     if not isinstance(description, str):
       self.fail("description", "must be text")
+    limits = self.limits(raw)
     if record == RecordKind.SEQUENCE_EXAMPLE.value:
-      return self.sequence_schema(raw, name, description)
+      return dataclasses.replace(
+          self.sequence_schema(raw, name, description), **limits)
     for k in raw:
       if k not in _TOP_KEYS and k in _SEQUENCE_TOP_KEYS:
         self.fail(str(k), f"{k!r} belongs to SequenceExample schemas; add "
@@ -127,7 +131,25 @@ class _Checker:
     parsed = [self.feature(str(k), k, v) for k, v in features.items()]
     return Schema(name=name, record=RecordKind(record),
                   features=tuple(sorted(parsed, key=lambda f: f.name)),
-                  description=description, path=self.path)
+                  description=description, path=self.path, **limits)
+
+  def limits(self, raw: dict) -> dict:
+    """max_bad_rows / max_bad_fraction: when a build fails instead."""
+    out = {}
+    rows = raw.get("max_bad_rows")
+    if rows is not None:
+      if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0:
+        self.fail("max_bad_rows", f"must be a whole number >= 0; got "
+                  f"{rows!r}")
+      out["max_bad_rows"] = rows
+    fraction = raw.get("max_bad_fraction")
+    if fraction is not None:
+      if isinstance(fraction, bool) or not isinstance(
+          fraction, (int, float)) or not 0 <= fraction <= 1:
+        self.fail("max_bad_fraction", f"must be a number from 0 to 1 (0.01 "
+                  f"= 1% of the rows read); got {fraction!r}")
+      out["max_bad_fraction"] = float(fraction)
+    return out
 
   def sequence_schema(self, raw: dict, name: str, description: str) -> Schema:
     if "features" in raw:

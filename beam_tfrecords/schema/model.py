@@ -177,6 +177,8 @@ class Schema:
   overflow: Overflow = Overflow.REJECT
   ragged: bool = False
   max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+  max_bad_rows: Optional[int] = None
+  max_bad_fraction: Optional[float] = None
 
   @property
   def is_sequence(self) -> bool:
@@ -203,6 +205,10 @@ class Schema:
     out = {"name": self.name, "record": self.record.value}
     if self.description:
       out["description"] = self.description
+    if self.max_bad_rows is not None:
+      out["max_bad_rows"] = self.max_bad_rows
+    if self.max_bad_fraction is not None:
+      out["max_bad_fraction"] = self.max_bad_fraction
     if not self.is_sequence:
       out["features"] = {f.name: f.to_dict() for f in self.features}
       return out

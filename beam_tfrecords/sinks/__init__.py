@@ -1,8 +1,16 @@
-"""Sinks: gzip TFRecord shards, dead-letter files, dataset.json, _SUCCESS."""
+"""Sinks: deterministic gzip TFRecord shards, dead-letter files,
+dataset.json, and publishing a finished dataset (_SUCCESS last)."""
 
-from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR, SUCCESS,
-                                           Commit, WriteErrors)
-from beam_tfrecords.sinks.tfrecord import SHARD_SUFFIX, WriteSplit, shard_prefix
+from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
+                                           STAGING_PREFIX, SUCCESS, Commit,
+                                           WriteErrors, check_thresholds,
+                                           publish, read_json,
+                                           reason_category)
+from beam_tfrecords.sinks.shards import (JSON_LINES, SHARD_SUFFIX,
+                                         TFRECORD_GZIP, WriteShards,
+                                         stable_hash)
 
-__all__ = ["Commit", "DATASET_JSON", "ERRORS_DIR", "SHARD_SUFFIX", "SUCCESS",
-           "WriteErrors", "WriteSplit", "shard_prefix"]
+__all__ = ["Commit", "DATASET_JSON", "ERRORS_DIR", "JSON_LINES",
+           "SHARD_SUFFIX", "STAGING_PREFIX", "SUCCESS", "TFRECORD_GZIP",
+           "WriteErrors", "WriteShards", "check_thresholds", "publish",
+           "read_json", "reason_category", "stable_hash"]

@@ -1,51 +1,87 @@
-"""The dead-letter files, dataset.json and _SUCCESS.
+"""The dead-letter files, dataset.json, and publishing a finished dataset.
 
-`Commit` runs last in the pipeline: it waits for every shard and error file,
-checks that the counts add up (rows read = records written + rows
-rejected), writes dataset.json, then _SUCCESS. A run that fails before it
-leaves no _SUCCESS.
+A build writes everything into a staging directory inside the output
+(`OUTPUT/.staging-<run>/`). `Commit`, the pipeline's last step, waits for
+every shard and error file, checks that the counts add up, and writes the
+staging `dataset.json`. Then, on the launcher, `check_thresholds` applies
+--max-bad-rows / --max-bad-fraction and `publish` moves the files into the
+output, writing `_SUCCESS` last. A run that fails or is killed at any point
+before that leaves the output as it was: either no `_SUCCESS`, or the
+previous finished dataset, untouched; never a mix of old and new shards
+under a `_SUCCESS`.
 """
 
 import json
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-__all__ = ["WriteErrors", "Commit", "DATASET_JSON", "SUCCESS", "ERRORS_DIR"]
+from beam_tfrecords.errors import BadRowsError, reason_category
+from beam_tfrecords.sinks.shards import JSON_LINES, SHARD_SUFFIX, WriteShards
+
+__all__ = ["WriteErrors", "Commit", "DATASET_JSON", "SUCCESS", "ERRORS_DIR",
+           "STAGING_PREFIX", "publish", "check_thresholds", "reason_category",
+           "read_json"]
 
 DATASET_JSON = "dataset.json"
 SUCCESS = "_SUCCESS"
 ERRORS_DIR = "errors"
+STAGING_PREFIX = ".staging-"
+# Reasons listed in dataset.json (and in a threshold failure), most rows first.
+TOP_REASONS = 10
+
+def _error_key(error: Dict[str, Any], line: str) -> tuple:
+  row = error.get("row")
+  return (error.get("source") or "", -1 if row is None else row, line)
 
 
-def _count_lines(path: str) -> dict:
-  """Lines and the input rows they account for (a group line holds many)."""
+def _count_errors(info: dict, directory: str) -> dict:
+  """Lines, the input rows they account for, and rows per reason category."""
   lines = rows = 0
-  with FileSystems.open(path) as f:
+  reasons: Dict[str, list] = {}
+  with FileSystems.open(FileSystems.join(directory, info["file"])) as f:
     for line in f:
-      if line.strip():
-        lines += 1
-        rows += json.loads(line).get("rows", 1)
-  return {"kind": "errors", "file": f"{ERRORS_DIR}/{path.rsplit('/', 1)[-1]}",
-          "lines": lines, "rows": rows}
+      if not line.strip():
+        continue
+      error = json.loads(line)
+      n = error.get("rows", 1)
+      lines += 1
+      rows += n
+      entry = reasons.setdefault(reason_category(error["reason"]),
+                                 [0, None])
+      entry[0] += n
+      if entry[1] is None:
+        entry[1] = {k: error.get(k) for k in ("source", "row", "group",
+                                              "reason") if k in error}
+  return {"kind": "errors", "file": f"{ERRORS_DIR}/{info['file']}",
+          "lines": lines, "rows": rows, "reasons": reasons}
 
 
 class WriteErrors(beam.PTransform):
-  """Writes dead-letter JSON lines to OUTPUT/errors/; outputs file infos."""
+  """Writes dead-letter dicts as sorted JSON lines in DIR/errors/.
 
-  def __init__(self, output: str):
+  Outputs one {"kind": "errors", "file", "lines", "rows", "reasons"} per
+  file.
+  """
+
+  def __init__(self, directory: str, num_shards: int, to_json):
     super().__init__()
-    self._output = output
+    self._directory = FileSystems.join(directory, ERRORS_DIR)
+    self._num_shards = num_shards
+    self._to_json = to_json
 
-  def expand(self, lines):
-    return (lines
-            # str (one JSON object)
-            | "Write" >> beam.io.WriteToText(
-                FileSystems.join(self._output, ERRORS_DIR, "errors"),
-                file_name_suffix=".jsonl")
-            # final file path
-            | "CountRows" >> beam.Map(_count_lines))
+  def expand(self, errors):
+    to_json = self._to_json
+    return (errors
+            # dead-letter dict
+            | "Key" >> beam.Map(lambda e: (lambda line: (
+                _error_key(e, line), [line]))(to_json(e)))
+            # (key, [JSON line])
+            | "Write" >> WriteShards(self._directory, "errors",
+                                     self._num_shards, JSON_LINES)
+            # {"kind": "shard", "file", "records", ...}
+            | "Count" >> beam.Map(_count_errors, self._directory))
 
 
 def _write_text(path: str, text: str) -> None:
@@ -53,7 +89,32 @@ def _write_text(path: str, text: str) -> None:
     f.write(text.encode("utf-8"))
 
 
-def _commit(parts: List[dict], output: str, static: Dict[str, Any],
+def read_json(path: str) -> dict:
+  with FileSystems.open(path) as f:
+    return json.loads(f.read().decode("utf-8"))
+
+
+def _top_reasons(error_files: List[dict]) -> List[dict]:
+  merged: Dict[str, list] = {}
+  for e in error_files:
+    for category, (rows, example) in e["reasons"].items():
+      entry = merged.setdefault(category, [0, example])
+      entry[0] += rows
+      if entry[1] is None or (example is not None and _example_key(
+          example) < _example_key(entry[1])):
+        entry[1] = example
+  ranked = sorted(merged.items(), key=lambda kv: (-kv[1][0], kv[0]))
+  return [{"reason": category, "rows": rows, "example": example}
+          for category, (rows, example) in ranked[:TOP_REASONS]]
+
+
+def _example_key(example: dict) -> tuple:
+  row = example.get("row")
+  return (example.get("source") or "", -1 if row is None else row,
+          example.get("reason", ""))
+
+
+def _commit(parts: List[dict], directory: str, static: Dict[str, Any],
             stat_fields) -> dict:
   shards = sorted((p for p in parts if p.get("kind") == "shard"),
                   key=lambda p: (p["split"], p["file"]))
@@ -95,27 +156,29 @@ def _commit(parts: List[dict], output: str, static: Dict[str, Any],
     meta["counts"]["steps_written"] = counts["steps"]
     meta["counts"]["steps_dropped"] = counts["steps_dropped"]
   meta["splits"] = splits
-  meta["errors"] = {"rows": error_rows, "files": [
-      {"file": e["file"], "lines": e["lines"], "rows": e["rows"]}
-      for e in error_files]}
-  _write_text(FileSystems.join(output, DATASET_JSON),
+  meta["errors"] = {
+      "rows": error_rows,
+      "files": [{"file": e["file"], "lines": e["lines"], "rows": e["rows"]}
+                for e in error_files],
+      "reasons": _top_reasons(error_files)}
+  _write_text(FileSystems.join(directory, DATASET_JSON),
               json.dumps(meta, indent=2, sort_keys=True) + "\n")
-  _write_text(FileSystems.join(output, SUCCESS), "")
   return meta
 
 
 class Commit(beam.PTransform):
-  """Checks the counts, writes dataset.json, then _SUCCESS.
+  """Checks the counts and writes dataset.json into the staging directory.
 
   Args:
-    output: the dataset directory.
+    directory: the staging directory.
     static: the parts of dataset.json known before the run (schema, spec,
       inputs, options, version).
+    stat_fields: the names of the counts in each stats part.
   """
 
-  def __init__(self, output: str, static: Dict[str, Any], stat_fields):
+  def __init__(self, directory: str, static: Dict[str, Any], stat_fields):
     super().__init__()
-    self._output = output
+    self._directory = directory
     self._static = static
     self._stat_fields = tuple(stat_fields)
 
@@ -125,5 +188,66 @@ class Commit(beam.PTransform):
             # "counts", a tuple in `stat_fields` order
             | "Gather" >> beam.combiners.ToList()
             # [part, ...] (one element)
-            | "WriteMetadata" >> beam.Map(_commit, self._output, self._static,
-                                          self._stat_fields))
+            | "WriteMetadata" >> beam.Map(_commit, self._directory,
+                                          self._static, self._stat_fields))
+
+
+def check_thresholds(meta: Dict[str, Any], max_bad_rows: Optional[int],
+                     max_bad_fraction: Optional[float], where: str) -> None:
+  """Raises BadRowsError when more rows were rejected than allowed.
+
+  Rows dropped by a declared max_length policy do not count as bad.
+  """
+  counts = meta["counts"]
+  bad, read = counts["rows_rejected"], counts["rows_read"]
+  over = []
+  if max_bad_rows is not None and bad > max_bad_rows:
+    over.append(f"--max-bad-rows {max_bad_rows}")
+  if max_bad_fraction is not None and read and bad / read > max_bad_fraction:
+    over.append(f"--max-bad-fraction {max_bad_fraction:g}")
+  if not over:
+    return
+  lines = [f"{bad:,} of {read:,} rows ({bad / max(read, 1):.2%}) were "
+           f"rejected, more than {' and '.join(over)} allow; the dataset "
+           f"was not published (the rejected rows are in {where}/errors/). "
+           "Top reasons:"]
+  for r in meta["errors"]["reasons"][:5]:
+    ex = r["example"] or {}
+    at = (f"{ex.get('source')} row {ex['row']}" if ex.get("row") is not None
+          else f"{ex.get('source')} group {json.dumps(ex.get('group'))}")
+    lines.append(f"  {r['rows']:,} rows: {r['reason']}\n    e.g. {at}: "
+                 f"{ex.get('reason')}")
+  raise BadRowsError("\n".join(lines))
+
+
+def _files(directory: str) -> List[str]:
+  found = []
+  for pattern in (f"*{SHARD_SUFFIX}", DATASET_JSON, f"{ERRORS_DIR}/*"):
+    for result in FileSystems.match([FileSystems.join(directory, pattern)]):
+      found.extend(m.path for m in result.metadata_list)
+  return found
+
+
+def publish(staging: str, output: str) -> None:
+  """Moves a committed staging directory's files into `output`.
+
+  Order: the old `_SUCCESS` goes first, then the old files, then the new
+  files move in, `_SUCCESS` is written last, and the staging directory is
+  removed. A crash in between leaves no `_SUCCESS`.
+  """
+  success = FileSystems.join(output, SUCCESS)
+  if FileSystems.exists(success):
+    FileSystems.delete([success])
+  old = _files(output)
+  if old:
+    FileSystems.delete(old)
+  new = _files(staging)
+  prefix = staging.rstrip("/") + "/"
+  targets = [FileSystems.join(output, p[len(prefix):]) for p in new]
+  errors_dir = FileSystems.join(output, ERRORS_DIR)
+  if any(t.startswith(errors_dir) for t in targets) and \
+      not FileSystems.exists(errors_dir):
+    FileSystems.mkdirs(errors_dir)
+  FileSystems.rename(new, targets)
+  _write_text(success, "")
+  FileSystems.delete([staging])

@@ -76,6 +76,9 @@ class SourceBatch:
     num_rows: the number of rows.
     errors: rows that could not be read as rows.
     locate: optional callable returning first_row when it is None.
+    order: where the batch stands in the input, (file, unit start, batch
+      number in the unit): unique, and the same on every run; records are
+      written in this order.
   """
   path: str
   first_row: Optional[int]
@@ -83,6 +86,7 @@ class SourceBatch:
   num_rows: int
   errors: List[ReadError] = dataclasses.field(default_factory=list)
   locate: Any = None
+  order: tuple = ()
 
   def row_number(self, index: int) -> Optional[int]:
     if self.first_row is None and self.locate is not None:

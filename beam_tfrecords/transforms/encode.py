@@ -14,6 +14,7 @@ import apache_beam as beam
 
 from beam_tfrecords.encoding import (ExampleEncoder, SequenceAssembler,
                                      SequenceEncoder, StepEncoder)
+from beam_tfrecords.errors import reason_category
 from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.sources import SourceBatch
 
@@ -73,11 +74,19 @@ def _row_errors(batch: SourceBatch, encode_errors):
 
 
 class _Counters:
-  """The pipeline's counters, one per STAT_FIELDS entry."""
+  """The pipeline's counters: one per STAT_FIELDS entry, and rows per
+  rejection reason ("rejected: <reason without its values>")."""
 
   def __init__(self):
     self._counters = [beam.metrics.Metrics.counter(_NAMESPACE, k)
                       for k in STAT_FIELDS]
+
+  @staticmethod
+  def rejected(error: Dict[str, Any]) -> Dict[str, Any]:
+    beam.metrics.Metrics.counter(
+        _NAMESPACE, "rejected: " + reason_category(error["reason"])[:200]
+    ).inc(error.get("rows", 1))
+    return error
 
   def add(self, stats: tuple) -> tuple:
     for counter, value in zip(self._counters, stats):
@@ -105,8 +114,8 @@ class _SchemaFn(beam.DoFn):
 class _EncodeBatchFn(_SchemaFn):
   """Encodes one batch (Examples, or list-column SequenceExamples).
 
-  Outputs: main: serialized records (bytes); ERRORS: dead-letter dicts;
-  STATS: a STAT_FIELDS tuple per batch.
+  Outputs: main: (batch order, [serialized record]); ERRORS: dead-letter
+  dicts; STATS: a STAT_FIELDS tuple per batch.
   Counters (namespace beam_tfrecords): rows_read, rows_written,
   rows_rejected, rows_dropped, records, steps, steps_dropped.
   """
@@ -117,12 +126,12 @@ class _EncodeBatchFn(_SchemaFn):
 
   def process(self, batch: SourceBatch):
     result = self._encoder.encode_columns(batch.columns, batch.num_rows)
-    for record in result.record_list():
-      yield record
+    if len(result.rows):
+      yield batch.order, result.record_list()
     rejected = 0
     for error in _row_errors(batch, result.errors):
       rejected += 1
-      yield beam.pvalue.TaggedOutput(ERRORS, error)
+      yield beam.pvalue.TaggedOutput(ERRORS, self._counters.rejected(error))
     steps = int(result.steps.sum()) if result.steps is not None else 0
     yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
         rows_read=batch.num_rows + len(batch.errors),
@@ -134,8 +143,9 @@ class _EncodeBatchFn(_SchemaFn):
 class EncodeRows(beam.PTransform):
   """Encodes SourceBatches row by row (Examples, list-column sequences).
 
-  Returns a DoOutputsTuple: main (serialized records), ERRORS (dead-letter
-  dicts: source, row, rows, reason, problems, raw) and STATS.
+  Returns a DoOutputsTuple: main ((batch order, [serialized record])),
+  ERRORS (dead-letter dicts: source, row, rows, reason, problems, raw) and
+  STATS.
   """
 
   def __init__(self, schema: Schema):
@@ -169,7 +179,7 @@ class _EncodeStepsFn(_SchemaFn):
     rejected = 0
     for error in _row_errors(batch, result.errors):
       rejected += 1
-      yield beam.pvalue.TaggedOutput(ERRORS, error)
+      yield beam.pvalue.TaggedOutput(ERRORS, self._counters.rejected(error))
     yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
         rows_read=batch.num_rows + len(batch.errors),
         rows_rejected=rejected)))
@@ -178,8 +188,8 @@ class _EncodeStepsFn(_SchemaFn):
 class _AssembleFn(_SchemaFn):
   """(key, [(path, [step])]) -> the group's SequenceExample(s).
 
-  Outputs: main: serialized records; ERRORS: one dead-letter dict per
-  rejected or truncated group; STATS.
+  Outputs: main: (group key, [serialized record]); ERRORS: one dead-letter
+  dict per rejected or truncated group; STATS.
   Counters: as _EncodeBatchFn.
   """
 
@@ -193,20 +203,20 @@ class _AssembleFn(_SchemaFn):
   def process(self, element):
     key, chunks = element
     result = self._encoder.assemble(chunks)
-    for record in result.records:
-      yield record
+    if result.records:
+      yield key, result.records
     rejected = dropped = 0
     for e in result.errors:
       if e.dropped:
         dropped += e.rows
       else:
         rejected += e.rows
-      yield beam.pvalue.TaggedOutput(ERRORS, {
+      yield beam.pvalue.TaggedOutput(ERRORS, self._counters.rejected({
           "source": e.examples[0][0] if e.examples else None, "row": None,
           "rows": e.rows, "group": dict(zip(self._columns, key)),
           "kind": "dropped" if e.dropped else "rejected",
           "reason": e.reason, "problems": [], "raw": None,
-          "examples": [{"source": s, "row": r} for s, r in e.examples]})
+          "examples": [{"source": s, "row": r} for s, r in e.examples]}))
     yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
         rows_written=result.rows_written, rows_rejected=rejected,
         rows_dropped=dropped, records=len(result.records),
@@ -242,7 +252,11 @@ class EncodeGroupedSequences(beam.PTransform):
 
 
 class Encode(beam.PTransform):
-  """SourceBatches -> {"records", "errors", "stats"} as the schema says."""
+  """SourceBatches -> {"records", "errors", "stats"} as the schema says.
+
+  "records" holds chunks (key, [serialized record]); keys are unique and
+  the same on every run (see sinks.shards).
+  """
 
   def __init__(self, schema: Schema):
     super().__init__()

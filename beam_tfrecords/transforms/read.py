@@ -25,8 +25,9 @@ class _ReadUnitFn(beam.DoFn):
 
   def process(self, unit: ReadUnit):
     self._units.inc()
-    for batch in read_unit(unit, self._columns):
+    for i, batch in enumerate(read_unit(unit, self._columns)):
       self._batches.inc()
+      batch.order = (unit.path, unit.start, i)
       yield batch
 
 

@@ -1,0 +1,180 @@
+"""Deterministic sharded files: every byte is decided by the data.
+
+Beam's `WriteToTFRecord` lets the runner decide which record lands in which
+file and in what order (with a fixed `num_shards` it assigns records to
+shards at random), so two runs of the same job give different files. Here:
+
+* Elements are chunks `(key, [item])`: all records of one input batch (key:
+  file, byte offset, batch number) or of one group (key: the group key).
+  Keys are unique and compare the same on every run.
+* A chunk's items are dealt round-robin over the shards, starting at a
+  shard picked by a stable hash of the key, so shards fill evenly.
+* Each shard's parts are sorted by key and written in that order: gzip
+  TFRecord files whose bytes depend only on the input. Large parts travel
+  as finished gzip members, compressed in parallel before the shuffle
+  (concatenated gzip members are one valid gzip file, read by tf.data and
+  by Beam's ReadFromTFRecord); small parts (one sequence, one error line)
+  are compressed together by the shard's writer.
+* Every shard file exists, even an empty one, and a retried write writes the
+  same bytes again.
+
+    chunks | WriteShards(directory, "train", 4, TFRECORD)
+    # -> {"kind": "shard", "split", "file", "records", "bytes"} per file
+"""
+
+import hashlib
+import zlib
+from typing import Any, Callable, NamedTuple
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecords.records import frame_record
+
+__all__ = ["WriteShards", "Codec", "TFRECORD_GZIP", "JSON_LINES",
+           "stable_hash", "shard_name", "SHARD_SUFFIX"]
+
+SHARD_SUFFIX = ".tfrecord.gz"
+# Parts at least this large are compressed before the shuffle.
+MEMBER_BYTES = 64 * 1024
+GZIP_LEVEL = 6
+
+
+class Codec(NamedTuple):
+  """How items become file bytes."""
+  suffix: str
+  frame: Callable[[Any], bytes]
+  gzip: bool
+
+
+TFRECORD_GZIP = Codec(SHARD_SUFFIX, frame_record, True)
+JSON_LINES = Codec(".jsonl", lambda line: line.encode("utf-8") + b"\n", False)
+
+
+def stable_hash(key) -> int:
+  """A hash of a key (tuple of str/bytes/int/float) that never changes."""
+  digest = hashlib.blake2b(repr(key).encode("utf-8"), digest_size=8).digest()
+  return int.from_bytes(digest, "little")
+
+
+def shard_name(prefix: str, shard: int, num_shards: int, suffix: str) -> str:
+  return f"{prefix}-{shard:05d}-of-{num_shards:05d}{suffix}"
+
+
+def _gzip(data: bytes) -> bytes:
+  # wbits 31: a gzip member; zlib writes mtime 0, so the bytes are stable.
+  comp = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
+  return comp.compress(data) + comp.flush()
+
+
+class _DealFn(beam.DoFn):
+  """(key, [item]) -> (shard, (key, is_member, data, count)) per shard."""
+
+  def __init__(self, num_shards: int, codec: Codec):
+    self._n = num_shards
+    self._codec = codec
+
+  def process(self, chunk):
+    key, items = chunk
+    if not items:
+      return
+    first = stable_hash(key) % self._n
+    parts = {}
+    for j, item in enumerate(items):
+      parts.setdefault((first + j) % self._n, []).append(item)
+    frame = self._codec.frame
+    for shard, part in parts.items():
+      data = b"".join(frame(item) for item in part)
+      if self._codec.gzip and len(data) >= MEMBER_BYTES:
+        yield shard, (key, True, _gzip(data), len(part))
+      else:
+        yield shard, (key, False, data, len(part))
+
+
+class _WriteShardFn(beam.DoFn):
+  """(shard, [part]) -> one file, parts in key order; its description."""
+
+  def __init__(self, directory: str, prefix: str, num_shards: int,
+               codec: Codec, split: str):
+    self._directory = directory
+    self._prefix = prefix
+    self._n = num_shards
+    self._codec = codec
+    self._split = split
+
+  def process(self, element):
+    shard, parts = element
+    parts = sorted((p for p in parts if p is not None), key=lambda p: p[0])
+    name = shard_name(self._prefix, shard, self._n, self._codec.suffix)
+    path = FileSystems.join(self._directory, name)
+    records = size = 0
+    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED
+                            ) as f:
+      comp = None
+
+      def put(data):
+        nonlocal size
+        if data:
+          f.write(data)
+          size += len(data)
+
+      for _, is_member, data, count in parts:
+        records += count
+        if not self._codec.gzip:
+          put(data)
+        elif is_member:
+          if comp is not None:
+            put(comp.flush())
+            comp = None
+          put(data)
+        else:
+          if comp is None:
+            comp = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
+          put(comp.compress(data))
+      if comp is not None:
+        put(comp.flush())
+      elif self._codec.gzip and size == 0:
+        put(_gzip(b""))  # an empty shard is still a valid gzip file
+    yield {"kind": "shard", "split": self._split, "file": name,
+           "records": records, "bytes": size}
+
+
+class WriteShards(beam.PTransform):
+  """Writes chunks of items as `num_shards` deterministic files.
+
+  Args:
+    directory: where the files go.
+    prefix: file name prefix ("train" -> train-00000-of-00004.tfrecord.gz).
+    num_shards: the number of files (every one is written).
+    codec: TFRECORD_GZIP or JSON_LINES.
+    split: the split name reported with each file.
+  """
+
+  def __init__(self, directory: str, prefix: str, num_shards: int,
+               codec: Codec = TFRECORD_GZIP, split: str = ""):
+    super().__init__()
+    if num_shards < 1:
+      raise ValueError(f"num_shards must be at least 1, got {num_shards}")
+    self._directory = directory
+    self._prefix = prefix
+    self._n = num_shards
+    self._codec = codec
+    self._split = split or prefix
+
+  def expand(self, chunks):
+    n = self._n
+    dealt = (chunks
+             # (key, [item])
+             | "Deal" >> beam.ParDo(_DealFn(n, self._codec)))
+             # (shard, (key, is_member, data, count))
+    every = (chunks.pipeline
+             | "AllShards" >> beam.Create([(s, None) for s in range(n)]))
+             # (shard, None): so that empty shards are written too
+    return ((dealt, every)
+            | "Parts" >> beam.Flatten()
+            | "GroupShards" >> beam.GroupByKey()
+            # (shard, [part or None])
+            | "WriteShard" >> beam.ParDo(_WriteShardFn(
+                self._directory, self._prefix, n, self._codec, self._split)))
+            # {"kind": "shard", "split", "file", "records", "bytes"}
