@@ -7,7 +7,8 @@
 
 from beam_tfrecords.encoding import (ExampleEncoder, SequenceAssembler,
                                      SequenceEncoder, StepEncoder)
-from beam_tfrecords.errors import EncodingError, InputError, SchemaError
+from beam_tfrecords.errors import (BadRowsError, EncodingError, InputError,
+                                   SchemaError)
 from beam_tfrecords.pipeline import BuildResult, build
 from beam_tfrecords.read import dataset_info, feature_spec, iter_records, load
 from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
@@ -15,7 +16,7 @@ from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
 from beam_tfrecords.version import __version__
 
 __all__ = [
-    "BuildResult", "EncodingError", "ExampleEncoder", "Feature", "FeatureType",
+    "BadRowsError", "BuildResult", "EncodingError", "ExampleEncoder", "Feature", "FeatureType",
     "InputError", "Schema", "SchemaError", "SequenceAssembler",
     "SequenceEncoder", "SequenceSpec", "StepEncoder", "__version__", "build",
     "dataset_info", "feature_spec", "iter_records", "load", "load_schema",

@@ -45,6 +45,11 @@ _DECIMAL_COMMA_RE = re.compile(r"^[+-]?[0-9]+,[0-9]+$")
 
 
 def _show(value: Any, limit: int = 60) -> str:
+  if isinstance(value, bytes):  # CSV cells arrive as bytes; show them as text
+    try:
+      value = value.decode("utf-8")
+    except UnicodeDecodeError:
+      pass
   text = repr(value)
   return text if len(text) <= limit else text[:limit] + "...'"
 

@@ -88,13 +88,21 @@ class SourceBatch:
   locate: Any = None
   order: tuple = ()
 
+  # Each row's number, when rows are not consecutive (a skipped line, a
+  # malformed CSV row between them); None: first_row + index.
+  numbers: Optional[List[Optional[int]]] = None
+
   def row_number(self, index: int) -> Optional[int]:
+    if self.numbers is not None:
+      return self.numbers[index]
     if self.first_row is None and self.locate is not None:
       self.first_row = self.locate()
     return None if self.first_row is None else self.first_row + index
 
   def known_row_numbers(self) -> List[Optional[int]]:
     """Each row's number where known without reading more of the file."""
+    if self.numbers is not None:
+      return list(self.numbers)
     if self.first_row is None:
       return [None] * self.num_rows
     return list(range(self.first_row, self.first_row + self.num_rows))

@@ -40,7 +40,7 @@ def _batches(path: str, items, columns: Sequence[str]
 
   Every row of a batch comes from consecutive lines, so a batch's row
   numbers are exact only when no line was skipped; rows are therefore
-  numbered by their line, kept per batch in `line_numbers`.
+  numbered by their line (SourceBatch.numbers).
   """
   rows, lines, errors = [], [], []
   for line_no, raw, obj, reason in items:
@@ -56,22 +56,10 @@ def _batches(path: str, items, columns: Sequence[str]
     yield _batch(path, rows, lines, errors, columns)
 
 
-class _LineBatch(SourceBatch):
-  """A SourceBatch whose rows know their own line numbers."""
-
-  def row_number(self, index):
-    return self.lines[index]
-
-  def known_row_numbers(self):
-    return list(self.lines)
-
-
 def _batch(path, rows, lines, errors, columns):
-  b = _LineBatch(path=path, first_row=lines[0] if lines else None,
-                 columns=_columns(rows, columns), num_rows=len(rows),
-                 errors=list(errors))
-  b.lines = list(lines)
-  return b
+  return SourceBatch(path=path, first_row=lines[0] if lines else None,
+                     columns=_columns(rows, columns), num_rows=len(rows),
+                     errors=list(errors), numbers=list(lines))
 
 
 def _parse_lines(data: bytes, first_line: int):

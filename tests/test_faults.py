@@ -1,0 +1,224 @@
+"""Faults: deterministic files, atomic publishing, killed runs, thresholds."""
+
+import filecmp
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import beam_tfrecords as btr
+from beam_tfrecords import BadRowsError, InputError
+
+from conftest import shard_paths, tf_records
+
+SCHEMA = {
+    "name": "faults",
+    "features": {
+        "id": {"type": "int64", "required": True},
+        "score": {"type": "float"},
+        "tags": {"type": "string", "shape": [-1], "separator": "|"},
+    },
+}
+
+
+def write_rows(path, n, bad_every=0):
+  with open(path, "w") as f:
+    f.write("id,score,tags\n")
+    for i in range(n):
+      score = "oops" if bad_every and i % bad_every == 3 else f"{i * 0.5}"
+      f.write(f"{i},{score},a|b{i % 7}\n")
+  return str(path)
+
+
+def dataset_files(out):
+  """Relative paths of every file in a dataset directory."""
+  found = []
+  for root, dirs, files in os.walk(out):
+    for name in files:
+      found.append(os.path.relpath(os.path.join(root, name), out))
+  return sorted(found)
+
+
+def assert_same_files(a, b):
+  assert dataset_files(a) == dataset_files(b)
+  for rel in dataset_files(a):
+    assert filecmp.cmp(os.path.join(a, rel), os.path.join(b, rel),
+                       shallow=False), rel
+
+
+def test_same_bytes_with_different_worker_counts(tmp_path):
+  # Three files, one bad row in twenty: shards, errors/ and dataset.json.
+  srcs = [write_rows(tmp_path / f"in{i}.csv", 3000 + i, bad_every=20)
+          for i in range(3)]
+  one = btr.build(SCHEMA, srcs, str(tmp_path / "one"), num_shards=3)
+  two = btr.build(SCHEMA, srcs, str(tmp_path / "two"), num_shards=3,
+                  beam_args=["--direct_num_workers=2",
+                             "--direct_running_mode=multi_processing"])
+  three = btr.build(SCHEMA, srcs, str(tmp_path / "three"), num_shards=3,
+                    beam_args=["--direct_num_workers=3",
+                               "--direct_running_mode=multi_threading"])
+  assert one.metadata["counts"]["rows_rejected"] == 3 * 150
+  assert_same_files(one.output, two.output)
+  assert_same_files(one.output, three.output)
+  # Shards are filled evenly and all exist.
+  sizes = [s["records"] for s in one.splits["train"]["shards"]]
+  assert len(sizes) == 3 and max(sizes) - min(sizes) <= 3
+
+
+def test_every_shard_exists_and_beam_reads_them(tf, tmp_path):
+  src = write_rows(tmp_path / "in.csv", 5)
+  out = str(tmp_path / "out")
+  result = btr.build(SCHEMA, src, out, num_shards=8)
+  shards = result.splits["train"]["shards"]
+  assert [s["file"] for s in shards] == [
+      f"train-{i:05d}-of-00008.tfrecord.gz" for i in range(8)]
+  assert sum(s["records"] for s in shards) == 5
+  assert sum(1 for s in shards if s["records"] == 0) == 3
+  # Empty shards are valid gzip; TensorFlow and Beam read every file.
+  assert len(tf_records(tf, out)) == 5
+  import apache_beam as beam
+  from apache_beam.testing.util import assert_that, equal_to
+  with beam.Pipeline() as p:
+    read = p | beam.io.ReadFromTFRecord(os.path.join(out, "train-*"))
+    assert_that(read | beam.combiners.Count.Globally(), equal_to([5]))
+
+
+def test_big_chunks_travel_as_gzip_members(tf, tmp_path):
+  """Chunks over 64 KiB are compressed before the shuffle; the
+  concatenated members read back as one stream, in order."""
+  src = write_rows(tmp_path / "in.csv", 20_000)
+  out = str(tmp_path / "out")
+  btr.build(SCHEMA, src, out, num_shards=2)
+  ids = sorted(r["id"] for r in btr.iter_records(out))
+  assert ids == list(range(20_000))
+  assert len(tf_records(tf, out)) == 20_000
+  with open(shard_paths(out)[0], "rb") as f:
+    data = f.read()
+  assert data.count(b"\x1f\x8b\x08") >= 1
+
+
+def test_threshold_failure_publishes_nothing(tmp_path):
+  src = write_rows(tmp_path / "in.csv", 200, bad_every=10)  # 20 bad rows
+  out = str(tmp_path / "out")
+  first = btr.build(SCHEMA, write_rows(tmp_path / "ok.csv", 10), out)
+  with pytest.raises(BadRowsError) as e:
+    btr.build(SCHEMA, src, out, overwrite=True, max_bad_fraction=0.05)
+  message = str(e.value)
+  assert "20 of 200 rows (10.00%) were rejected, more than " \
+      "--max-bad-fraction 0.05 allow" in message
+  assert 'In feature "score": could not parse … as float' in message
+  assert "in.csv row 4: In feature \"score\": could not parse 'oops' as " \
+      "float" in message
+  # The previous finished dataset is untouched.
+  assert btr.dataset_info(out)["counts"] == first.metadata["counts"]
+  assert sorted(r["id"] for r in btr.iter_records(out)) == list(range(10))
+  # The rejected rows are kept in the staging directory named.
+  staging = [d for d in os.listdir(out) if d.startswith(".staging-")]
+  assert len(staging) == 1 and staging[0] in message
+  # Under the limit it publishes; dataset.json lists the reasons.
+  result = btr.build(SCHEMA, src, out, overwrite=True, max_bad_rows=20)
+  (reason,) = result.metadata["errors"]["reasons"]
+  assert reason == {"reason": 'In feature "score": could not parse … as '
+                              "float", "rows": 20,
+                    "example": {"source": src, "row": 4,
+                                "reason": 'In feature "score": could not '
+                                          "parse 'oops' as float"}}
+
+
+def test_threshold_from_the_schema_and_cli_exit_code(tmp_path):
+  src = write_rows(tmp_path / "in.csv", 50, bad_every=10)
+  schema = tmp_path / "s.yaml"
+  schema.write_text("name: faults\nmax_bad_rows: 2\nfeatures:\n"
+                    "  id: {type: int64, required: true}\n"
+                    "  score: float\n")
+  out = str(tmp_path / "out")
+  run = subprocess.run(
+      [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
+       str(schema), "--input", src, "--output", out],
+      capture_output=True, text=True, timeout=300)
+  assert run.returncode == 2, run.stderr
+  assert "5 of 50 rows (10.00%) were rejected, more than --max-bad-rows 2" \
+      in run.stderr
+  assert not os.path.exists(os.path.join(out, "_SUCCESS"))
+  # The flag overrides the schema.
+  result = btr.build(str(schema), src, out, max_bad_rows=5)
+  assert result.rows_rejected == 5
+
+
+@pytest.mark.parametrize("flags,message", [
+    ({"max_bad_rows": -1}, "--max-bad-rows must be a whole number >= 0"),
+    ({"max_bad_fraction": 1.5}, "--max-bad-fraction must be between 0 and 1"),
+    ({"num_shards": 0}, "--num-shards must be at least 1"),
+], ids=["rows", "fraction", "shards"])
+def test_bad_limits_are_refused_up_front(tmp_path, flags, message):
+  src = write_rows(tmp_path / "in.csv", 3)
+  with pytest.raises(InputError, match=message):
+    btr.build(SCHEMA, src, str(tmp_path / "out"), **flags)
+  assert not os.path.exists(tmp_path / "out")
+
+
+def _start_build(src, out, extra=()):
+  schema = os.path.join(os.path.dirname(out), "schema.json")
+  with open(schema, "w") as f:
+    json.dump(SCHEMA, f)  # JSON is YAML
+  return subprocess.Popen(
+      [sys.executable, "-m", "beam_tfrecords", "build", "--schema", schema,
+       "--input", src, "--output", out, "--num-shards", "4", *extra],
+      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+      start_new_session=True)
+
+
+def _kill_when_staging_has_files(proc, out, timeout=120):
+  deadline = time.time() + timeout
+  while time.time() < deadline:
+    staged = [os.path.join(root, f) for root, _, files in os.walk(out)
+              if ".staging-" in root for f in files]
+    if staged:
+      os.killpg(proc.pid, signal.SIGKILL)
+      proc.wait()
+      return staged
+    if proc.poll() is not None:
+      raise AssertionError("the build ended before it could be killed: "
+                           + proc.stderr.read().decode())
+    time.sleep(0.02)
+  os.killpg(proc.pid, signal.SIGKILL)
+  raise AssertionError("no staged file appeared")
+
+
+def test_killed_build_leaves_nothing_finished_and_rerun_is_identical(
+    tmp_path):
+  src = write_rows(tmp_path / "in.csv", 300_000, bad_every=1000)
+  reference = str(tmp_path / "reference")
+  btr.build(SCHEMA, src, reference, num_shards=4)
+  out = str(tmp_path / "out")
+  _kill_when_staging_has_files(_start_build(src, out), out)
+  assert not os.path.exists(os.path.join(out, "_SUCCESS"))
+  assert not [f for f in os.listdir(out) if f.endswith(".tfrecord.gz")]
+  with pytest.raises(InputError, match="not a finished dataset"):
+    btr.dataset_info(out)
+  # A rerun (no --overwrite needed: nothing was finished) gives the bytes
+  # of an uninterrupted run, and leaves no staging directory behind.
+  btr.build(SCHEMA, src, out, num_shards=4)
+  published = [f for f in dataset_files(out) if not f.startswith(".staging-")]
+  assert published == dataset_files(reference)
+  for rel in published:
+    assert filecmp.cmp(os.path.join(out, rel), os.path.join(reference, rel),
+                       shallow=False), rel
+
+
+def test_killed_overwrite_keeps_the_old_dataset_whole(tmp_path):
+  out = str(tmp_path / "out")
+  old = btr.build(SCHEMA, write_rows(tmp_path / "old.csv", 100), out,
+                  num_shards=4)
+  before = {f: open(os.path.join(out, f), "rb").read()
+            for f in dataset_files(out)}
+  src = write_rows(tmp_path / "new.csv", 300_000)
+  _kill_when_staging_has_files(_start_build(src, out, ["--overwrite"]), out)
+  after = {f: open(os.path.join(out, f), "rb").read()
+           for f in dataset_files(out) if not f.startswith(".staging-")}
+  assert after == before
+  assert btr.dataset_info(out)["counts"] == old.metadata["counts"]
