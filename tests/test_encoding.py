@@ -108,7 +108,8 @@ PATH_CASES = [
      [[1], [-2], [3], None]),
     ("int_text_bad", Feature("x", F.INT64), pa.array(["1", "0x10", "1,234"]),
      [[1], "could not parse '0x10' as int64",
-      "could not parse '1,234' as int64 (a decimal comma? write 9.7, not 9,7)"]),
+      "could not parse '1,234' as int64 (thousands separators are not "
+      "accepted; remove them, or for a decimal comma write 1.234)"]),
     ("int_overflow_text", Feature("x", F.INT64),
      pa.array(["9223372036854775807", "9223372036854775808"]),
      [[2**63 - 1], "9223372036854775808 is outside the int64 range"]),

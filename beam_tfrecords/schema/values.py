@@ -42,6 +42,7 @@ _INT_RE = re.compile(INT_TEXT)
 _FLOAT_RE = re.compile(FLOAT_TEXT)
 _THOUSANDS_RE = re.compile(r"^[+-]?[0-9]{1,3}([, ][0-9]{3})+([.,][0-9]+)?$")
 _DECIMAL_COMMA_RE = re.compile(r"^[+-]?[0-9]+,[0-9]+$")
+_ONE_COMMA_RE = re.compile(r"^[+-]?[0-9]{1,3},[0-9]{3}$")
 
 
 def _show(value: Any, limit: int = 60) -> str:
@@ -55,10 +56,13 @@ def _show(value: Any, limit: int = 60) -> str:
 
 
 def _number_hint(text: str) -> str:
-  if _DECIMAL_COMMA_RE.match(text):
-    return " (a decimal comma? write 9.7, not 9,7)"
-  if _THOUSANDS_RE.match(text):
+  if _THOUSANDS_RE.match(text):  # "1,000", "1 000", "1,234.5"
+    if _ONE_COMMA_RE.match(text):  # "1,234": thousands, or a decimal comma?
+      return (" (thousands separators are not accepted; remove them, or "
+              f"for a decimal comma write {text.replace(',', '.')})")
     return " (thousands separators are not accepted; remove them)"
+  if _DECIMAL_COMMA_RE.match(text):  # "9,7"
+    return " (a decimal comma? write 9.7, not 9,7)"
   return ""
 
 
@@ -91,12 +95,16 @@ def _to_int64(value: Any) -> int:
                        "fractions)")
     result = int(value)
   elif isinstance(value, (str, bytes)):
-    result = int(_number_text(value, _INT_RE, "int64"))
+    text = _number_text(value, _INT_RE, "int64")
+    if len(text.lstrip("+-").lstrip("0")) > 19:  # no int() of huge text
+      raise ValueError(f"{_show(text)} is outside the int64 range "
+                       f"[{INT64_MIN}, {INT64_MAX}]")
+    result = int(text)
   else:
     raise ValueError(f"expected an integer, got {type(value).__name__} "
                      f"{_show(value)}")
   if not INT64_MIN <= result <= INT64_MAX:
-    raise ValueError(f"{result} is outside the int64 range "
+    raise ValueError(f"{_show(result)} is outside the int64 range "
                      f"[{INT64_MIN}, {INT64_MAX}]")
   return result
 

@@ -1,6 +1,9 @@
 """File access through Beam's FileSystems (local, gs://, s3://, ...)."""
 
+import bz2
+import gzip
 import io
+import zlib
 from typing import List, Sequence, Tuple
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -37,31 +40,49 @@ def match_inputs(patterns: Sequence[str]) -> List[InputFile]:
 
 
 class _Stream(io.RawIOBase):
-  """A plain readable stream over Beam's CompressedFile.
+  """A plain readable stream that turns decompression failures into
+  InputErrors naming the file.
 
-  CompressedFile has `closed` as a method rather than a property, so pyarrow
-  (which checks `file.closed`) takes it for a closed file.
+  Also adapts Beam's CompressedFile, whose `closed` is a method rather than
+  a property (pyarrow, checking `file.closed`, takes it for a closed file).
   """
 
-  def __init__(self, inner):
+  def __init__(self, inner, path: str, kind: str):
     super().__init__()
     self._inner = inner
+    self._path = path
+    self._kind = kind
 
   def readable(self):
     return True
 
+  def _call(self, fn, *args):
+    try:
+      return fn(*args)
+    except EOFError:
+      raise InputError(
+          f"{self._path}: the {self._kind} data ends early: the file is "
+          "truncated (an interrupted download or copy?); replace it or "
+          "leave it out of the inputs. Nothing from this build is "
+          "published.") from None
+    except (OSError, zlib.error) as e:
+      raise InputError(
+          f"{self._path}: cannot decompress as {self._kind} ({e}): the file "
+          f"is damaged or not {self._kind} despite its name; fix it, rename "
+          "it, or leave it out of the inputs") from None
+
   def read(self, size=-1):
     if size is None or size < 0:
-      return self._inner.read()
-    return self._inner.read(size)
+      return self._call(self._inner.read)
+    return self._call(self._inner.read, size)
 
   def readinto(self, buffer):
-    data = self._inner.read(len(buffer))
+    data = self.read(len(buffer))
     buffer[:len(data)] = data
     return len(data)
 
   def readline(self, size=-1):
-    return self._inner.readline()
+    return self._call(self._inner.readline)
 
   def close(self):
     if not self.closed:
@@ -69,10 +90,23 @@ class _Stream(io.RawIOBase):
     super().close()
 
 
+_DECOMPRESSORS = {".gz": ("gzip", gzip.GzipFile), ".bz2": ("bzip2", bz2.BZ2File)}
+
+
 def open_input(path: str):
-  """A binary file object; .gz/.bz2/... are decompressed transparently."""
+  """A binary file object; .gz / .bz2 are decompressed transparently.
+
+  gzip and bzip2 go through Python's own readers, which notice a truncated
+  file (EOFError) where a bare zlib stream would just stop early and leave
+  the rest of the rows unread without a word.
+  """
+  for suffix, (kind, opener) in _DECOMPRESSORS.items():
+    if path.endswith(suffix):
+      raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+      return _Stream(opener(fileobj=raw, mode="rb"), path, kind)
   f = FileSystems.open(path, compression_type=CompressionTypes.AUTO)
-  return _Stream(f) if callable(getattr(f, "closed", None)) else f
+  return _Stream(f, path, "compressed") if callable(
+      getattr(f, "closed", None)) else f
 
 
 def first_line(path: str) -> bytes:
@@ -80,6 +114,8 @@ def first_line(path: str) -> bytes:
   try:
     with open_input(path) as f:
       line = f.readline()  # Beam's CompressedFile.readline takes no limit
+  except InputError:
+    raise
   except Exception as e:  # OSError, EOFError, gzip.BadGzipFile, Beam's own
     raise InputError(f"{path}: cannot read the file: {e}") from None
   return line.rstrip(b"\r\n")

@@ -95,6 +95,8 @@ class JsonLinesFormat(Format):
       with file_io.open_input(unit.path) as f:
         try:
           data = f.read()
+        except InputError:
+          raise
         except Exception as e:
           raise InputError(f"{unit.path}: cannot read the file: {e}") from None
       first = 1

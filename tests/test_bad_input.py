@@ -1,0 +1,261 @@
+"""The bad-input matrix: every case ends as a record, an error row with its
+reason, or a clear error before (or instead of) publishing anything."""
+
+import gzip
+import json
+import math
+import os
+import struct
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import beam_tfrecords as btr
+from beam_tfrecords import InputError, SchemaError
+
+SCHEMA = {
+    "name": "bad",
+    "features": {
+        "id": {"type": "int64", "required": True},
+        "text": {"type": "string"},
+        "blob": {"type": "bytes"},
+        "x": {"type": "float"},
+        "n": {"type": "int64", "default": -1},
+    },
+}
+HEADER = "id,text,blob,x,n\n"
+
+
+def _write(tmp_path, name, data):
+  path = tmp_path / name
+  if isinstance(data, pa.Table):
+    pq.write_table(data, str(path))
+  else:
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+  return str(path)
+
+
+def _errors(out):
+  d = os.path.join(out, "errors")
+  return [json.loads(line) for name in sorted(os.listdir(d))
+          for line in open(os.path.join(d, name), encoding="utf-8")]
+
+
+def _build(tmp_path, name, data, schema=SCHEMA, **kw):
+  src = _write(tmp_path, name, data)
+  out = str(tmp_path / "out")
+  result = btr.build(schema, src, out, **kw)
+  counts = result.metadata["counts"]
+  assert counts["rows_read"] == counts["rows_written"] + counts[
+      "rows_rejected"]
+  return result, list(btr.iter_records(out)), _errors(out)
+
+
+# (case, file name, content, expected records (id -> fields), expected
+# error rows [(row, reason text)])
+ROW_CASES = [
+    ("unbalanced_quote",
+     "q.csv", HEADER + '1,ok,b,1,1\n2,"open,b,1,1\n',
+     {1: {"text": "ok"}},
+     # The quote runs to the end of the file: one malformed record, its raw
+     # text holding everything it swallowed.
+     [(2, "expected 5 columns, got 2 (unbalanced quotes or a stray "
+          "delimiter?)")]),
+    ("too_many_columns", "c.csv", HEADER + "1,a,b,1,1,extra\n2,a,b,1,1\n",
+     {2: {}}, [(1, "expected 5 columns, got 6")]),
+    ("too_few_columns", "c.csv", HEADER + "1,a,b,1,1\n2,a\n3,a,b,1,1\n",
+     {1: {}, 3: {}}, [(2, "expected 5 columns, got 2")]),
+    ("invalid_utf8_in_string", "u.csv",
+     HEADER.encode() + b"1,\xff\xfeA,b,1,1\n2,ok,\xff\xfe,1,1\n",
+     # A `bytes` feature keeps the same bytes as they are.
+     {2: {"text": "ok", "blob": b"\xff\xfe"}},
+     [(1, "In feature \"text\": b'\\xff\\xfeA' is not valid UTF-8 (byte 0); "
+          "use type: bytes for binary data")]),
+    ("nan_inf_negative_zero", "f.csv",
+     HEADER + "1,a,b,nan,1\n2,a,b,-inf,1\n3,a,b,-0.0,1\n4,a,b,INF,1\n",
+     {1: {"x": "nan"}, 2: {"x": -math.inf}, 3: {"x": "-0.0"},
+      4: {"x": math.inf}}, []),
+    ("int64_overflow", "o.csv",
+     HEADER + "9223372036854775807,a,b,1,1\n9223372036854775808,a,b,1,1\n"
+     "1,a,b,1,-9223372036854775809\n",
+     {9223372036854775807: {}},
+     [(2, "9223372036854775808 is outside the int64 range"),
+      (3, 'In feature "n": -9223372036854775809 is outside the int64 '
+          "range")]),
+    ("thousands_and_decimal_comma", "t.csv",
+     HEADER + '1,a,b,"1,234.5",1\n2,a,b,"9,7",1\n3,a,b,1 000,1\n'
+     '4,a,b,1,"1,000"\n',
+     {},
+     [(1, "could not parse '1,234.5' as float (thousands separators are "
+          "not accepted; remove them)"),
+      (2, "could not parse '9,7' as float (a decimal comma? write 9.7, "
+          "not 9,7)"),
+      (3, "could not parse '1 000' as float (thousands separators"),
+      (4, "could not parse '1,000' as int64 (thousands separators are not "
+          "accepted; remove them, or for a decimal comma write 1.000)")]),
+    ("empty_cells", "e.csv",
+     HEADER + '1,,,,\n2,"","",,\n',
+     # Unquoted empty: missing (default -1 for n, absent otherwise); a
+     # quoted "" is the empty string.
+     {1: {"text": None, "blob": None, "x": None, "n": -1},
+      2: {"text": "", "blob": b"", "x": None, "n": -1}}, []),
+    ("required_missing", "r.csv", HEADER + ",a,b,1,1\n2,a,b,1,1\n",
+     {2: {}},
+     [(1, 'In feature "id": required value is missing (column "id" has no '
+          "value)")]),
+    ("json_line_not_an_object", "j.jsonl",
+     '{"id": 1}\n[1, 2]\n"text"\n{"id": 4, "n": null}\n',
+     {1: {"n": -1}, 4: {"n": -1}},
+     [(2, "expected a JSON object per line, got list"),
+      (3, "expected a JSON object per line, got str")]),
+    ("json_missing_key_vs_null", "k.jsonl",
+     '{"id": 1, "text": null}\n{"id": 2}\n{"id": 3, "text": ""}\n',
+     {1: {"text": None}, 2: {"text": None}, 3: {"text": ""}}, []),
+    ("parquet_wrong_types", "w.parquet",
+     pa.table({"id": pa.array(["1", "two"]),
+               "text": pa.array([{"a": 1}, {"a": 2}]),
+               "blob": pa.array([1, 2]),
+               "x": pa.array([True, False])}),
+     {},
+     [(1, 'In feature "blob": expected bytes or text, got int 1; In feature '
+          '"text": expected text, got dict'),
+      (2, "could not parse 'two' as int64")]),
+    ("parquet_binary_in_bytes", "b.parquet",
+     pa.table({"id": pa.array([1, 2]),
+               "text": pa.array(["a", None]),
+               "blob": pa.array([b"\x00\xff\x80", b""], pa.binary()),
+               "x": pa.array([None, 2.5], pa.float32())}),
+     {1: {"blob": b"\x00\xff\x80"}, 2: {"blob": b""}}, []),
+]
+
+
+def _check_value(got, want):
+  if want == "nan":
+    assert math.isnan(got)
+  elif want == "-0.0":
+    assert got == 0.0 and math.copysign(1.0, got) == -1.0
+  else:
+    assert got == want
+
+
+@pytest.mark.parametrize("case", ROW_CASES, ids=[c[0] for c in ROW_CASES])
+def test_bad_rows(tmp_path, case):
+  _, name, data, records, error_rows = case
+  _, got, errors = _build(tmp_path, name, data)
+  by_id = {r["id"]: r for r in got}
+  assert sorted(by_id) == sorted(records)
+  for rid, fields in records.items():
+    for k, v in fields.items():
+      _check_value(by_id[rid][k], v)
+  assert len(errors) == len(error_rows), errors
+  for e, (row, reason) in zip(sorted(errors, key=lambda e: e["row"]),
+                              error_rows):
+    assert e["row"] == row
+    assert reason in e["reason"]
+    assert e["source"].endswith(name)
+    assert e["raw"]  # the raw row (or its text) is kept
+
+
+def test_unbalanced_quote_keeps_the_swallowed_text(tmp_path):
+  _, _, errors = _build(tmp_path, "q.csv",
+                        HEADER + '1,"open,b,1,1\n2,a,b,1,1\n')
+  (e,) = errors
+  assert e["raw"] == '1,"open,b,1,1\n2,a,b,1,1'
+
+
+def test_huge_cell(tmp_path):
+  big = "x" * (30 * 1024 * 1024)
+  result, got, errors = _build(
+      tmp_path, "h.csv", HEADER + f"1,a,{big},1,1\n2,a,b,1,1\n")
+  assert errors == []
+  assert {r["id"]: len(r["blob"]) for r in got} == {1: len(big), 2: 1}
+
+
+def test_huge_cell_in_a_bad_row_is_cut_in_errors(tmp_path):
+  big = "9" * (12 * 1024 * 1024)
+  _, got, errors = _build(tmp_path, "h.csv",
+                          HEADER + f"1,a,b,1,{big}\n2,a,b,1,1\n")
+  (e,) = errors
+  assert e["row"] == 1 and "outside the int64 range" in e["reason"]
+  assert len(e["raw"]["n"]) < 11_000
+  assert e["raw"]["n"].endswith(f"... ({len(big)} characters)")
+
+
+@pytest.mark.parametrize("name,data", [("e.csv", ""), ("h.csv", HEADER),
+                                       ("e.jsonl", ""),
+                                       ("e.json", "[]")],
+                         ids=["empty_csv", "header_only", "empty_jsonl",
+                              "empty_json_array"])
+def test_empty_inputs_give_an_empty_finished_dataset(tmp_path, name, data):
+  result, got, errors = _build(tmp_path, name, data)
+  assert got == [] and errors == []
+  assert result.metadata["counts"]["rows_read"] == 0
+  assert os.path.exists(os.path.join(result.output, "_SUCCESS"))
+
+
+def _gz(text):
+  return gzip.compress(text.encode(), mtime=0)
+
+
+@pytest.mark.parametrize("name,data,message", [
+    ("t.csv.gz", _gz(HEADER + "".join(f"{i},a,b,1,1\n" for i in range(5000)))
+     [:4000], "the gzip data ends early: the file is truncated"),
+    ("p.csv.gz", (HEADER + "1,a,b,1,1\n").encode(),
+     "cannot decompress as gzip (Not a gzipped file"),
+    ("t.jsonl.gz", _gz("".join(f'{{"id": {i}}}\n' for i in range(5000)))
+     [:3000], "the gzip data ends early"),
+], ids=["truncated_gzip_csv", "not_gzip", "truncated_gzip_jsonl"])
+def test_broken_compressed_inputs_fail_and_publish_nothing(tmp_path, name,
+                                                           data, message):
+  src = _write(tmp_path, name, data)
+  out = str(tmp_path / "out")
+  with pytest.raises(InputError, match=message.replace("(", r"\(")):
+    btr.build(SCHEMA, src, out)
+  assert not os.path.exists(os.path.join(out, "_SUCCESS"))
+
+
+@pytest.mark.parametrize("inputs,message", [
+    ("nothing/*.csv", r"nothing/\*.csv' matches no file; check the path"),
+    ("missing.csv", "missing.csv' matches no file"),
+], ids=["glob_matches_nothing", "path_does_not_exist"])
+def test_missing_inputs_fail_before_the_run(tmp_path, inputs, message):
+  with pytest.raises(InputError, match=message):
+    btr.build(SCHEMA, str(tmp_path / inputs), str(tmp_path / "out"))
+  assert not os.path.exists(tmp_path / "out")
+
+
+def test_missing_column_without_default_fails_before_the_run(tmp_path):
+  src = _write(tmp_path, "m.csv", "id,text\n1,a\n")
+  with pytest.raises(InputError, match=r"column\(s\) \['blob', 'x'\] named "
+                     "by the schema are not in the csv input"):
+    btr.build(SCHEMA, src, str(tmp_path / "out"))
+  # With defaults for every absent column it builds: a missing column is
+  # all missing values.
+  schema = {"name": "m", "features": {"id": "int64",
+                                      "x": {"type": "float", "default": 0.5}}}
+  result = btr.build(schema, src, str(tmp_path / "out2"))
+  assert list(btr.iter_records(result.output)) == [{"id": 1, "x": 0.5}]
+
+
+def test_schema_that_is_not_yaml(tmp_path):
+  path = tmp_path / "s.yaml"
+  path.write_text("name: bad\nfeatures: {id: {type: int64}\n")
+  src = _write(tmp_path, "a.csv", "id\n1\n")
+  with pytest.raises(SchemaError, match=r"s.yaml: not valid YAML: line 3, "
+                     "column 1"):
+    btr.build(str(path), src, str(tmp_path / "out"))
+
+
+def test_yaml_cannot_construct_objects(tmp_path):
+  path = tmp_path / "s.yaml"
+  path.write_text("name: !!python/object/apply:os.system ['echo hacked']\n"
+                  "features: {id: int64}\n")
+  with pytest.raises(SchemaError, match="not valid YAML"):
+    btr.load_schema(str(path))
+
+
+def test_nan_sign_and_payload_bits_of_floats_survive(tmp_path):
+  """-0.0 keeps its sign bit through the encoder (checked on the bytes)."""
+  _, got, _ = _build(tmp_path, "z.csv", HEADER + "1,a,b,-0.0,1\n")
+  assert struct.pack("<f", got[0]["x"]) == b"\x00\x00\x00\x80"
