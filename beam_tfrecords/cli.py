@@ -45,6 +45,11 @@ def parser() -> argparse.ArgumentParser:
   b.add_argument("--num-shards", type=int, default=None,
                  help="shard files per split (default: one per 256 MiB of "
                  "input)")
+  b.add_argument("--sink", choices=["deterministic", "beam"],
+                 default="deterministic",
+                 help="deterministic: byte-identical shard files on every "
+                 "run (default); beam: Beam's WriteToTFRecord (same format, "
+                 "the runner places the records)")
   b.add_argument("--max-bad-rows", type=int, default=None,
                  help="fail (publish nothing) when more rows are rejected")
   b.add_argument("--max-bad-fraction", type=float, default=None,
@@ -96,7 +101,7 @@ def _build(args, beam_args: List[str]) -> int:
                  input_format=args.format, num_shards=args.num_shards,
                  format_options=_format_options(args), beam_args=beam_args,
                  overwrite=args.overwrite, max_bad_rows=args.max_bad_rows,
-                 max_bad_fraction=args.max_bad_fraction)
+                 max_bad_fraction=args.max_bad_fraction, sink=args.sink)
   counts = result.metadata["counts"]
   print(f"Built {result.metadata['name']} in {result.seconds:.1f} s -> "
         f"{result.output}")

@@ -20,8 +20,8 @@ from beam_tfrecords.errors import InputError
 from beam_tfrecords.schema import Schema, load_schema, spec_to_json
 from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, SUCCESS,
                                   TFRECORD_GZIP, Commit, WriteErrors,
-                                  WriteShards, check_thresholds, publish,
-                                  read_json)
+                                  WriteShards, WriteWithBeamSink,
+                                  check_thresholds, publish, read_json)
 from beam_tfrecords.sources import plan_inputs
 from beam_tfrecords.transforms import (STAT_FIELDS, Encode, ReadInputs,
                                        dead_letter_json)
@@ -31,6 +31,11 @@ __all__ = ["build", "BuildResult", "DEFAULT_SPLIT"]
 
 _LOG = logging.getLogger(__name__)
 DEFAULT_SPLIT = "train"
+SINKS = {
+    "deterministic": lambda d, split, n: WriteShards(d, split, n,
+                                                     TFRECORD_GZIP),
+    "beam": WriteWithBeamSink,
+}
 # Input bytes per output shard when --num-shards is not given.
 SHARD_INPUT_BYTES = 256 * 1024 * 1024
 
@@ -104,7 +109,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
           format_options: Optional[Mapping[str, Any]] = None,
           beam_args: Union[None, Sequence[str], PipelineOptions] = None,
           overwrite: bool = False, max_bad_rows: Optional[int] = None,
-          max_bad_fraction: Optional[float] = None) -> BuildResult:
+          max_bad_fraction: Optional[float] = None,
+          sink: str = "deterministic") -> BuildResult:
   """Builds a TFRecord dataset and waits for it to finish.
 
   Args:
@@ -119,6 +125,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     max_bad_rows, max_bad_fraction: fail instead of publishing when more
       rows (or a larger fraction of the rows read) are rejected; None: the
       schema's value, else no limit.
+    sink: "deterministic" (byte-identical files on every run) or "beam"
+      (Beam's WriteToTFRecord: same format, runner-decided placement).
 
   Returns:
     A BuildResult with the dataset.json content.
@@ -143,6 +151,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   if max_bad_fraction is None:
     max_bad_fraction = schema.max_bad_fraction
   _check_thresholds_args(max_bad_rows, max_bad_fraction)
+  if sink not in SINKS:
+    raise InputError(f"unknown sink {sink!r}; choose one of {sorted(SINKS)}")
   if num_shards is None:
     num_shards = default_num_shards(sum(f.size for f in plan.files))
   elif num_shards < 1:
@@ -159,7 +169,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       "inputs": {"format": plan.format, "patterns": patterns,
                  "files": [{"path": f.path, "bytes": f.size}
                            for f in plan.files]},
-      "options": {"num_shards": num_shards, "max_bad_rows": max_bad_rows,
+      "options": {"num_shards": num_shards, "sink": sink,
+                  "max_bad_rows": max_bad_rows,
                   "max_bad_fraction": max_bad_fraction,
                   "format_options": {k: v for k, v in plan.options.items()
                                      if k != "column_names"}},
@@ -174,8 +185,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
              | "Encode" >> Encode(schema))
   # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
   shards = (encoded["records"]
-            | f"WriteSplit[{DEFAULT_SPLIT}]" >> WriteShards(
-                staging, DEFAULT_SPLIT, num_shards, TFRECORD_GZIP))
+            | f"WriteSplit[{DEFAULT_SPLIT}]" >> SINKS[sink](
+                staging, DEFAULT_SPLIT, num_shards))
   errors = (encoded["errors"]
             | "WriteErrors" >> WriteErrors(staging, num_shards,
                                            dead_letter_json))

@@ -11,6 +11,9 @@ data is generated deterministically.
 * examples: a 12-column CSV, one Example per row.
 * sequences: an event log (users x events, rows shuffled); one Example per
   row vs one SequenceExample per user (group_by user, order_by ts).
+* accounting: the 12-column CSV clean, with 1% and with 10% bad rows (each
+  bad row goes to errors/ with its reason and is counted); the same build
+  with Beam's WriteToTFRecord sink for comparison.
 """
 
 import argparse
@@ -222,7 +225,8 @@ def sequences_suite(args) -> None:
 
 def main():
   p = argparse.ArgumentParser()
-  p.add_argument("--suite", choices=["examples", "sequences", "all"],
+  p.add_argument("--suite", choices=["examples", "sequences", "accounting",
+                                     "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=100_000)
   p.add_argument("--workdir", default="/tmp/btr-bench")
@@ -238,6 +242,44 @@ def main():
     examples_suite(args)
   if args.suite in ("sequences", "all"):
     sequences_suite(args)
+  if args.suite in ("accounting", "all"):
+    accounting_suite(args)
+
+
+def _with_bad_rows(src: str, dst: str, every: int) -> None:
+  """A copy of the CSV whose `score` is not a number on every `every`th row."""
+  with open(src, newline="") as f, open(dst, "w", newline="") as out:
+    r, w = csv.reader(f), csv.writer(out)
+    w.writerow(next(r))
+    for i, row in enumerate(r):
+      if i % every == every - 1:
+        row[2] = "n/a"
+      w.writerow(row)
+
+
+def accounting_suite(args) -> None:
+  src = os.path.join(args.workdir, f"input-{args.rows}.csv")
+  if not os.path.exists(src):
+    make_csv(src, args.rows)
+  schema = os.path.join(args.workdir, "schema.yaml")
+  with open(schema, "w") as f:
+    f.write(SCHEMA)
+  variants = {}
+  for every in (100, 10):
+    variants[every] = os.path.join(args.workdir,
+                                   f"input-{args.rows}-bad{every}.csv")
+    if not os.path.exists(variants[every]):
+      _with_bad_rows(src, variants[every], every)
+  results = []
+  _timed(results, "build, clean input",
+         lambda: _cli(args.workdir, schema, src, []))
+  _timed(results, "build, 1% bad rows (to errors/)",
+         lambda: _cli(args.workdir, schema, variants[100], []))
+  _timed(results, "build, 10% bad rows (to errors/)",
+         lambda: _cli(args.workdir, schema, variants[10], []))
+  _timed(results, "build, clean input, --sink beam (WriteToTFRecord)",
+         lambda: _cli(args.workdir, schema, src, ["--sink", "beam"]))
+  _table("accounting (12 columns)", args.rows, src, results)
 
 
 def examples_suite(args) -> None:

@@ -222,3 +222,16 @@ def test_killed_overwrite_keeps_the_old_dataset_whole(tmp_path):
            for f in dataset_files(out) if not f.startswith(".staging-")}
   assert after == before
   assert btr.dataset_info(out)["counts"] == old.metadata["counts"]
+
+
+def test_beam_sink_writes_the_same_records(tf, tmp_path):
+  src = write_rows(tmp_path / "in.csv", 2000, bad_every=100)
+  ours = btr.build(SCHEMA, src, str(tmp_path / "ours"), num_shards=2)
+  beams = btr.build(SCHEMA, src, str(tmp_path / "beam"), num_shards=2,
+                    sink="beam")
+  assert beams.metadata["options"]["sink"] == "beam"
+  assert [s["file"] for s in beams.splits["train"]["shards"]] == [
+      "train-00000-of-00002.tfrecord.gz", "train-00001-of-00002.tfrecord.gz"]
+  assert beams.metadata["counts"] == ours.metadata["counts"]
+  assert sorted(tf_records(tf, beams.output)) == sorted(
+      tf_records(tf, ours.output))

@@ -8,9 +8,10 @@ from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
                                            reason_category)
 from beam_tfrecords.sinks.shards import (JSON_LINES, SHARD_SUFFIX,
                                          TFRECORD_GZIP, WriteShards,
-                                         stable_hash)
+                                         WriteWithBeamSink, stable_hash)
 
 __all__ = ["Commit", "DATASET_JSON", "ERRORS_DIR", "JSON_LINES",
            "SHARD_SUFFIX", "STAGING_PREFIX", "SUCCESS", "TFRECORD_GZIP",
-           "WriteErrors", "WriteShards", "check_thresholds", "publish",
+           "WriteErrors", "WriteShards", "WriteWithBeamSink",
+           "check_thresholds", "publish",
            "read_json", "reason_category", "stable_hash"]

@@ -32,8 +32,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.records import frame_record
 
-__all__ = ["WriteShards", "Codec", "TFRECORD_GZIP", "JSON_LINES",
-           "stable_hash", "shard_name", "SHARD_SUFFIX"]
+__all__ = ["WriteShards", "WriteWithBeamSink", "Codec", "TFRECORD_GZIP",
+           "JSON_LINES", "stable_hash", "shard_name", "SHARD_SUFFIX"]
 
 SHARD_SUFFIX = ".tfrecord.gz"
 # Parts at least this large are compressed before the shuffle.
@@ -178,3 +178,40 @@ class WriteShards(beam.PTransform):
             | "WriteShard" >> beam.ParDo(_WriteShardFn(
                 self._directory, self._prefix, n, self._codec, self._split)))
             # {"kind": "shard", "split", "file", "records", "bytes"}
+
+
+def _shard_info(path: str, split: str) -> dict:
+  from beam_tfrecords.records import count_tfrecords
+  size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+  return {"kind": "shard", "split": split, "file": path.rsplit("/", 1)[-1],
+          "records": count_tfrecords(path), "bytes": size}
+
+
+class WriteWithBeamSink(beam.PTransform):
+  """The same chunks written by Beam's own `WriteToTFRecord` (--sink beam).
+
+  The files have the same format and names, but the runner decides which
+  record goes to which shard and in what order: not byte-identical between
+  runs, and one Beam element per record (slower). For users who want
+  Beam's sink; the default is `WriteShards`.
+  """
+
+  def __init__(self, directory: str, split: str, num_shards: int):
+    super().__init__()
+    self._directory = directory
+    self._split = split
+    self._n = num_shards
+
+  def expand(self, chunks):
+    split = self._split
+    return (chunks
+            # (key, [record])
+            | "Records" >> beam.FlatMap(lambda chunk: chunk[1])
+            # bytes
+            | "Write" >> beam.io.WriteToTFRecord(
+                FileSystems.join(self._directory, split),
+                file_name_suffix=SHARD_SUFFIX, num_shards=self._n,
+                shard_name_template="-SSSSS-of-NNNNN",
+                compression_type=CompressionTypes.GZIP)
+            # final shard path
+            | "CountShard" >> beam.Map(_shard_info, split))
