@@ -257,13 +257,19 @@ def _with_bad_rows(src: str, dst: str, every: int) -> None:
       w.writerow(row)
 
 
-def accounting_suite(args) -> None:
+def _examples_input(args):
+  """The generated 12-column CSV and its schema file (made once)."""
   src = os.path.join(args.workdir, f"input-{args.rows}.csv")
   if not os.path.exists(src):
     make_csv(src, args.rows)
   schema = os.path.join(args.workdir, "schema.yaml")
   with open(schema, "w") as f:
     f.write(SCHEMA)
+  return src, schema
+
+
+def accounting_suite(args) -> None:
+  src, schema = _examples_input(args)
   variants = {}
   for every in (100, 10):
     variants[every] = os.path.join(args.workdir,
@@ -283,12 +289,7 @@ def accounting_suite(args) -> None:
 
 
 def examples_suite(args) -> None:
-  src = os.path.join(args.workdir, f"input-{args.rows}.csv")
-  if not os.path.exists(src):
-    make_csv(src, args.rows)
-  schema = os.path.join(args.workdir, "schema.yaml")
-  with open(schema, "w") as f:
-    f.write(SCHEMA)
+  src, schema = _examples_input(args)
   results = []
   _timed(results, "seed loop (csv + tf.train.Example + TFRecordWriter GZIP)",
          _seed_in_subprocess("examples", src, os.path.join(
