@@ -84,6 +84,9 @@ def _runner(options: PipelineOptions):
 
 
 def _check_output(output: str, overwrite: bool) -> None:
+  if any(c in output for c in "*?[]"):
+    raise InputError(f"output {output!r}: a dataset path cannot hold *, ?, "
+                     "[ or ] (Beam's file systems read them as patterns)")
   if FileSystems.exists(FileSystems.join(output, SUCCESS)) and not overwrite:
     raise InputError(f"{output} already holds a finished dataset; pass "
                      "--overwrite to replace it")
@@ -201,7 +204,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   result.wait_until_finish()
   metadata = read_json(FileSystems.join(staging, DATASET_JSON))
   check_thresholds(metadata, max_bad_rows, max_bad_fraction, staging)
-  publish(staging, output)
+  publish(staging, output, metadata)
   _LOG.info("Published %s", output)
   return BuildResult(output=output, metadata=metadata,
                      seconds=time.time() - started)

@@ -259,3 +259,70 @@ def test_nan_sign_and_payload_bits_of_floats_survive(tmp_path):
   """-0.0 keeps its sign bit through the encoder (checked on the bytes)."""
   _, got, _ = _build(tmp_path, "z.csv", HEADER + "1,a,b,-0.0,1\n")
   assert struct.pack("<f", got[0]["x"]) == b"\x00\x00\x00\x80"
+
+
+# Regressions found in review.
+
+def test_row_numbers_stay_exact_across_blocks(tmp_path):
+  """pyarrow reports malformed rows ahead of the batch they belong to; the
+  numbers come from the record structure instead (small blocks here)."""
+  lines = [HEADER.rstrip("\n")]
+  for i in range(1, 3001):
+    if i % 500 == 0:
+      lines.append(f"{i},a,b")                 # malformed
+    elif i % 333 == 0:
+      lines.append(f"{i},a,b,oops,1")          # bad float
+    else:
+      lines.append(f"{i},a,b,1,1")
+  src = _write(tmp_path, "b.csv", "\n".join(lines) + "\n")
+  out = str(tmp_path / "out")
+  btr.build(SCHEMA, src, out, format_options={"block_size": 4096})
+  errors = _errors(out)
+  assert sorted(e["row"] for e in errors) == sorted(
+      [i for i in range(1, 3001) if i % 500 == 0 or i % 333 == 0])
+  for e in errors:
+    if e["row"] % 500 == 0:
+      assert e["raw"] == f"{e['row']},a,b"
+    else:
+      assert e["raw"]["id"] == str(e["row"])
+
+
+def test_byte_range_units_number_rows_like_whole_files(tmp_path, monkeypatch):
+  import beam_tfrecords.sources.base as base
+  text = HEADER + "".join(
+      (f"{i},a,b,oops,1\n" if i % 40 == 0 else f"{i},a,b,1,1\n")
+      + ("\n" if i == 30 else "") for i in range(1, 201))
+  src = _write(tmp_path, "r.csv", text)
+  whole = btr.build(SCHEMA, src, str(tmp_path / "whole"))
+  monkeypatch.setattr(base, "SPLIT_BYTES", 500)
+  split = btr.build(SCHEMA, src, str(tmp_path / "split"))
+  assert split.metadata["inputs"]["files"] == whole.metadata["inputs"][
+      "files"]
+  for out in (whole.output, split.output):
+    assert [e["row"] for e in sorted(_errors(out), key=lambda e: e["row"])
+            ] == [40, 80, 120, 160, 200]
+
+
+def test_quote_that_joins_lines_is_an_error_row(tmp_path):
+  text = HEADER + '1,a,b,1,1\n2,"x,b,1,1\n3,y",b,1,1\n4,a,b,1,1\n'
+  _, got, errors = _build(tmp_path, "j.csv", text)
+  assert sorted(r["id"] for r in got) == [1, 4]
+  (e,) = errors
+  assert e["row"] == 2 and "a value holds 1 line break(s): probably an " \
+      "unbalanced quote" in e["reason"]
+  assert e["raw"]["text"] == "x,b,1,1\n3,y"
+
+
+@pytest.mark.parametrize("cut", [None, 400], ids=["whole", "truncated"])
+def test_bzip2_inputs(tmp_path, cut):
+  import bz2
+  data = bz2.compress((HEADER + "".join(
+      f"{i},a,b,1,1\n" for i in range(1, 2001))).encode())
+  src = _write(tmp_path, "z.csv.bz2", data if cut is None else data[:cut])
+  out = str(tmp_path / "out")
+  if cut is None:
+    result = btr.build(SCHEMA, src, out)
+    assert result.metadata["counts"]["records_written"] == 2000
+  else:
+    with pytest.raises(InputError, match="the bzip2 data ends early"):
+      btr.build(SCHEMA, src, out)

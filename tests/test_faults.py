@@ -235,3 +235,24 @@ def test_beam_sink_writes_the_same_records(tf, tmp_path):
   assert beams.metadata["counts"] == ours.metadata["counts"]
   assert sorted(tf_records(tf, beams.output)) == sorted(
       tf_records(tf, ours.output))
+
+
+def test_publish_leaves_files_it_did_not_make(tmp_path):
+  out = tmp_path / "out"
+  out.mkdir()
+  (out / "mine.tfrecord.gz").write_bytes(b"not ours")
+  (out / "notes.txt").write_text("keep")
+  src = write_rows(tmp_path / "in.csv", 10)
+  btr.build(SCHEMA, src, str(out), num_shards=2)
+  btr.build(SCHEMA, src, str(out), num_shards=1, overwrite=True)
+  assert sorted(os.listdir(out)) == [
+      "_SUCCESS", "dataset.json", "errors", "mine.tfrecord.gz", "notes.txt",
+      "train-00000-of-00001.tfrecord.gz"]
+  assert (out / "mine.tfrecord.gz").read_bytes() == b"not ours"
+  assert os.listdir(out / "errors") == ["errors-00000-of-00001.jsonl"]
+
+
+def test_output_paths_with_glob_characters_are_refused(tmp_path):
+  src = write_rows(tmp_path / "in.csv", 3)
+  with pytest.raises(InputError, match=r"cannot hold \*, \?, \[ or \]"):
+    btr.build(SCHEMA, src, str(tmp_path / "exp[1]"))

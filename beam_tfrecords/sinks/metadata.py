@@ -11,6 +11,7 @@ previous finished dataset, untouched; never a mix of old and new shards
 under a `_SUCCESS`.
 """
 
+import glob
 import json
 from typing import Any, Dict, List, Optional
 
@@ -21,8 +22,7 @@ from beam_tfrecords.errors import BadRowsError, reason_category
 from beam_tfrecords.sinks.shards import JSON_LINES, SHARD_SUFFIX, WriteShards
 
 __all__ = ["WriteErrors", "Commit", "DATASET_JSON", "SUCCESS", "ERRORS_DIR",
-           "STAGING_PREFIX", "publish", "check_thresholds", "reason_category",
-           "read_json"]
+           "STAGING_PREFIX", "publish", "check_thresholds", "read_json"]
 
 DATASET_JSON = "dataset.json"
 SUCCESS = "_SUCCESS"
@@ -48,8 +48,10 @@ def _count_errors(info: dict, directory: str) -> dict:
       n = error.get("rows", 1)
       lines += 1
       rows += n
-      entry = reasons.setdefault(reason_category(error["reason"]),
-                                 [0, None])
+      category = reason_category(error["reason"])
+      if error.get("kind") == "dropped":  # by a declared policy, not bad
+        category = "dropped: " + category
+      entry = reasons.setdefault(category, [0, None])
       entry[0] += n
       if entry[1] is None:
         entry[1] = {k: error.get(k) for k in ("source", "row", "group",
@@ -211,7 +213,9 @@ def check_thresholds(meta: Dict[str, Any], max_bad_rows: Optional[int],
            f"rejected, more than {' and '.join(over)} allow; the dataset "
            f"was not published (the rejected rows are in {where}/errors/). "
            "Top reasons:"]
-  for r in meta["errors"]["reasons"][:5]:
+  bad_reasons = [r for r in meta["errors"]["reasons"]
+                 if not r["reason"].startswith("dropped: ")]
+  for r in bad_reasons[:5]:
     ex = r["example"] or {}
     at = (f"{ex.get('source')} row {ex['row']}" if ex.get("row") is not None
           else f"{ex.get('source')} group {json.dumps(ex.get('group'))}")
@@ -220,34 +224,73 @@ def check_thresholds(meta: Dict[str, Any], max_bad_rows: Optional[int],
   raise BadRowsError("\n".join(lines))
 
 
-def _files(directory: str) -> List[str]:
-  found = []
-  for pattern in (f"*{SHARD_SUFFIX}", DATASET_JSON, f"{ERRORS_DIR}/*"):
-    for result in FileSystems.match([FileSystems.join(directory, pattern)]):
-      found.extend(m.path for m in result.metadata_list)
-  return found
+# Our file names, as globs: shards and errors files of any split.
+_OUR_FILES = ("*-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]"
+              + SHARD_SUFFIX,
+              f"{ERRORS_DIR}/errors-[0-9][0-9][0-9][0-9][0-9]-of-"
+              "[0-9][0-9][0-9][0-9][0-9].jsonl")
 
 
-def publish(staging: str, output: str) -> None:
+def _listed(meta: Dict[str, Any]) -> List[str]:
+  """The files a dataset.json says its dataset has (relative paths)."""
+  names = [shard["file"] for split in meta.get("splits", {}).values()
+           for shard in split.get("shards", [])]
+  names += [e["file"] for e in meta.get("errors", {}).get("files", [])]
+  return names
+
+
+def _ours(output: str) -> List[str]:
+  """Files in `output` that a build of ours made (never anything else)."""
+  found = set()
+  old_meta = FileSystems.join(output, DATASET_JSON)
+  if FileSystems.exists(old_meta):
+    try:
+      meta = read_json(old_meta)
+    except ValueError:
+      meta = {}
+    if meta.get("tool", {}).get("name") == "beam-tfrecords":
+      found.add(old_meta)
+      found.update(FileSystems.join(output, f) for f in _listed(meta)
+                   if FileSystems.exists(FileSystems.join(output, f)))
+  # Shards or error files left by a publish that was interrupted.
+  escaped = glob.escape(output)
+  for pattern in _OUR_FILES:
+    for result in FileSystems.match([FileSystems.join(escaped, pattern)]):
+      found.update(m.path for m in result.metadata_list)
+  return sorted(found)
+
+
+def _delete(paths: List[str]) -> None:
+  # FileSystems.delete matches its arguments as globs: escape [, *, ?.
+  FileSystems.delete([glob.escape(p) for p in paths])
+
+
+def publish(staging: str, output: str, meta: Dict[str, Any]) -> None:
   """Moves a committed staging directory's files into `output`.
 
-  Order: the old `_SUCCESS` goes first, then the old files, then the new
-  files move in, `_SUCCESS` is written last, and the staging directory is
-  removed. A crash in between leaves no `_SUCCESS`.
+  Order: the old `_SUCCESS` goes first, then the old dataset's files (only
+  files a build made: those its dataset.json lists, and shard / error files
+  by their names), then the new files move in, `_SUCCESS` is written last,
+  and the staging directory is removed. A crash in between leaves no
+  `_SUCCESS`. Other files in `output` are left alone.
   """
   success = FileSystems.join(output, SUCCESS)
   if FileSystems.exists(success):
-    FileSystems.delete([success])
-  old = _files(output)
+    _delete([success])
+  old = _ours(output)
   if old:
-    FileSystems.delete(old)
-  new = _files(staging)
-  prefix = staging.rstrip("/") + "/"
-  targets = [FileSystems.join(output, p[len(prefix):]) for p in new]
+    _delete(old)
+  names = _listed(meta) + [DATASET_JSON]
+  sources = [FileSystems.join(staging, n) for n in names]
+  targets = [FileSystems.join(output, n) for n in names]
+  missing = [p for p in sources if not FileSystems.exists(p)]
+  if missing:
+    raise RuntimeError(f"staged files are missing: {missing[:3]}; not "
+                       "publishing")
   errors_dir = FileSystems.join(output, ERRORS_DIR)
-  if any(t.startswith(errors_dir) for t in targets) and \
+  if any(n.startswith(ERRORS_DIR + "/") for n in names) and \
       not FileSystems.exists(errors_dir):
     FileSystems.mkdirs(errors_dir)
-  FileSystems.rename(new, targets)
+  FileSystems.rename(sources, targets)
   _write_text(success, "")
-  FileSystems.delete([staging])
+  _delete([staging])

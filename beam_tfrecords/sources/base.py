@@ -54,7 +54,8 @@ class ReadError:
 
   Attributes:
     row: 1-based data row (or line) number in the file, when known.
-    raw: the raw text of the row, as far as it is known.
+    raw: the raw text of the row as far as it is known (or its cells by
+      column, when the row parsed but one of its values is suspect).
     reason: what is wrong.
   """
   row: Optional[int]

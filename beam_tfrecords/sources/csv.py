@@ -17,7 +17,9 @@ import functools
 import io
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from beam_tfrecords.errors import InputError
@@ -98,32 +100,30 @@ class CsvFormat(Format):
   def read(self, unit: ReadUnit, columns: Sequence[str]
            ) -> Iterator[SourceBatch]:
     opts = unit.option_dict
-    names = list(opts["column_names"])
-    if not names:
+    if not opts["column_names"]:
       return
     block = int(opts["block_size"])
-    done = 0  # records (good or malformed) already handed on
+    done = [0, 0]  # good rows, malformed rows already handed on
     while True:
       try:
-        for batch in self._read(unit, columns, block, skip=done):
-          done += batch.num_rows + len(batch.errors)
-          yield batch
+        yield from self._read(unit, columns, block, done)
         return
       except _BlockTooSmall:
         if block >= _MAX_BLOCK:
           raise InputError(
-              f"{unit.path}: a row after data row {done} is larger than "
-              f"{_MAX_BLOCK >> 20} MiB; such a value cannot be read as "
+              f"{unit.path}: a row after data row {sum(done)} is larger "
+              f"than {_MAX_BLOCK >> 20} MiB; such a value cannot be read as "
               "CSV here (store it in Parquet or a separate file)") from None
-        block *= 4  # read the unit again; records already handed on skipped
+        block *= 4  # read the unit again; what was handed on is skipped
 
   def _read(self, unit: ReadUnit, columns: Sequence[str], block: int,
-            skip: int) -> Iterator[SourceBatch]:
-    """Batches of a unit, the first `skip` records left out."""
+            done: List[int]) -> Iterator[SourceBatch]:
+    """The unit's batches, leaving out the first done[0] good rows and
+    done[1] malformed rows (handed on by an earlier attempt); updates
+    `done` as batches are handed on."""
     opts = unit.option_dict
     names = list(opts["column_names"])
     wanted = [c for c in columns if c in names]
-    whole = unit.end is None
     skip_header = 1 if opts["header"] and unit.start == 0 else 0
     invalid: List[ReadError] = []
 
@@ -149,17 +149,16 @@ class CsvFormat(Format):
         column_types={c: pa.binary() for c in names}, include_columns=wanted,
         strings_can_be_null=True, quoted_strings_can_be_null=False,
         null_values=[""])
-    if whole:
+    if unit.end is None:
       stream = file_io.open_input(unit.path)
-      locate = None
-      first_row = 1
+      numbering = _Numbering(unit, opts, len(names), lambda: 1)
     else:
       data, offset = file_io.read_range(unit.path, unit.start, unit.end)
       stream = io.BytesIO(data)
-      locate = functools.partial(_first_row, unit.path, offset,
-                                 1 if opts["header"] else 0)
-      first_row = 1 if unit.start == 0 else None
-    positions = _Positions(unit, opts, len(names))
+      numbering = _Numbering(unit, opts, len(names), functools.partial(
+          _first_row, unit.path, offset, 1 if opts["header"] else 0))
+    skip_good, skip_bad = done
+    good = bad = 0  # seen in this attempt
     with stream:
       try:
         reader = pacsv.open_csv(stream, read_options=read_options,
@@ -169,69 +168,77 @@ class CsvFormat(Format):
         if "Empty CSV file" in str(e):
           return
         _raise_read_error(unit.path, 0, e)
-      done = 0
       while True:
         try:
           batch = reader.read_next_batch()
         except StopIteration:
-          break
+          batch = None
         except (pa.ArrowInvalid, UnicodeDecodeError) as e:
-          _raise_read_error(unit.path, done, e)
+          _raise_read_error(unit.path, done[0] + done[1], e)
+        # pyarrow reports malformed rows while parsing, which runs ahead of
+        # the batches it returns; so they are numbered from the record
+        # structure (numbering.malformed), not by the batch they come with.
         errors, invalid[:] = list(invalid), []
-        columns_ = {name: batch.column(i)
-                    for i, name in enumerate(batch.schema.names)}
-        out = self._batch(unit.path, first_row, locate, positions, done,
-                          columns_, batch.num_rows, errors, skip)
-        total = batch.num_rows + len(errors)
-        done += total
-        skip = max(0, skip - total)
-        if out is not None:
+        n = 0 if batch is None else batch.num_rows
+        numbering.saw_malformed(bad + len(errors))
+        errors = [dataclasses.replace(e, row=numbering.malformed_row(bad + k))
+                  for k, e in enumerate(errors)]
+        numbers = numbering.good_rows(good, n)
+        columns_ = ({} if batch is None else
+                    {name: batch.column(i)
+                     for i, name in enumerate(batch.schema.names)})
+        if n and not opts["newlines_in_values"]:
+          columns_, numbers, errors, n = _split_off_line_breaks(
+              columns_, numbers, errors, n)
+        lo_good = min(n, max(0, skip_good - good))
+        lo_bad = min(len(errors), max(0, skip_bad - bad))
+        good += n
+        bad += len(errors)
+        if n - lo_good or len(errors) - lo_bad:
+          out = SourceBatch(
+              path=unit.path, first_row=None, num_rows=n - lo_good,
+              columns={c: a.slice(lo_good) for c, a in columns_.items()}
+              if columns_ else {c: pa.array([], pa.binary()) for c in wanted},
+              errors=errors[lo_bad:], numbers=numbers[lo_good:])
+          done[0] = max(done[0], good)
+          done[1] = max(done[1], bad)
           yield out
-      if invalid:
-        out = self._batch(unit.path, first_row, locate, positions, done,
-                          {c: pa.array([], pa.binary()) for c in wanted}, 0,
-                          list(invalid), skip)
-        if out is not None:
-          yield out
+        if batch is None:
+          return
 
-  @staticmethod
-  def _batch(path, first_row, locate, positions, done, columns, n, errors,
-             skip) -> Optional[SourceBatch]:
-    """A SourceBatch of n rows and the malformed `errors` among them (the
-    records from record `done` on), without its first `skip` records;
-    rows and malformed rows carry their numbers."""
-    total = n + len(errors)
-    if skip >= total:
-      return None
-    batch = SourceBatch(
-        path=path, first_row=None if first_row is None else first_row + done,
-        columns=columns, num_rows=n, errors=errors,
-        locate=None if locate is None else functools.partial(_offset, locate,
-                                                             done))
-    # Which records are the malformed ones: pyarrow does not say, so ask
-    # the record structure (only when there are any); unknown: last.
-    bad = positions.malformed(done, total) if errors else []
-    if bad is None or len(bad) != len(errors):
-      bad = list(range(n, total))
-    elif errors:
-      base = batch.row_number(0)
-      if base is not None:
-        batch.errors = [dataclasses.replace(e, row=base + k)
-                        for e, k in zip(errors, bad)]
-        bad_set = set(bad)
-        batch.numbers = [base + k for k in range(total) if k not in bad_set]
-    if skip <= 0:
-      return batch
-    # After a retry with a bigger block: drop the records handed on before.
-    bad_skipped = sum(1 for k in bad if k < skip)
-    good_skipped = skip - bad_skipped
-    numbers = [batch.row_number(i) for i in range(n)]
-    out = SourceBatch(
-        path=path, first_row=None, num_rows=n - good_skipped,
-        columns={c: a.slice(good_skipped) for c, a in columns.items()},
-        errors=batch.errors[bad_skipped:])
-    out.numbers = numbers[good_skipped:]
-    return out
+
+def _split_off_line_breaks(columns, numbers, errors, n):
+  """Rows with a line break inside a value become error rows.
+
+  Without newlines_in_values a value should never hold a line break; one
+  that does is almost always an unbalanced quote that joined the lines up
+  to the next quote into one value (with the right number of columns, so
+  pyarrow has no complaint). Returns the good columns, their numbers, the
+  errors with these rows added, and the new row count.
+  """
+  hit = None
+  for array in columns.values():
+    m = pc.fill_null(pc.match_substring(array, "\n"), False)
+    hit = m if hit is None else pc.or_(hit, m)
+  if hit is None or not pc.any(hit).as_py():
+    return columns, numbers, errors, n
+  rows = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+  errors = list(errors)
+  for i in rows.tolist():
+    raw = {c: a[i].as_py() for c, a in columns.items()}
+    joined = max((v.count(b"\n") for v in raw.values() if v), default=0)
+    errors.append(ReadError(
+        row=numbers[i], raw={c: v.decode("utf-8", "replace") if isinstance(
+            v, bytes) else v for c, v in raw.items()},
+        reason=f"a value holds {joined} line break(s): probably an "
+        "unbalanced quote that joined the following lines into this row; "
+        "fix the quoting, or pass --csv-newlines-in-values if values may "
+        "hold line breaks"))
+  keep = pc.invert(hit)
+  columns = {c: a.filter(keep) for c, a in columns.items()}
+  drop = set(rows.tolist())
+  numbers = [x for i, x in enumerate(numbers) if i not in drop]
+  return columns, numbers, errors, n - len(drop)
 
 
 class _BlockTooSmall(Exception):
@@ -249,30 +256,68 @@ def _raise_read_error(path: str, done: int, e: Exception):
                    f"{e}") from None
 
 
-class _Positions:
-  """Which records of a unit are malformed, by Python's csv module.
+class _Numbering:
+  """Row numbers of a unit's good and malformed records.
 
-  Parsed once, only for units that have malformed rows.
+  Consecutive while no malformed record has been seen. After the first
+  one, the unit is parsed once with Python's csv module to find which
+  records are malformed; good row g is then the g-th record that is not.
+  If the two parsers disagree on the count, malformed rows get no number.
   """
 
-  def __init__(self, unit: ReadUnit, opts: Mapping[str, Any], expected: int):
+  def __init__(self, unit: ReadUnit, opts: Mapping[str, Any], expected: int,
+               first_row):
     self._unit = unit
     self._opts = opts
     self._expected = expected
-    self._counts = None
+    self._first_row = first_row  # callable: the unit's first row number
+    self._base = None
+    self._bad = None  # sorted record indexes of malformed records
+    self._walk = (0, 0, 0)  # (good rows, malformed rows, records) passed
 
-  def malformed(self, start: int, total: int):
-    """Indexes (relative to `start`) of the malformed records among the
-    `total` records from record `start`, or None if unsure."""
-    if self._counts is None:
+  @property
+  def base(self) -> Optional[int]:
+    if self._base is None:
+      self._base = self._first_row()
+    return self._base
+
+  def saw_malformed(self, count: int) -> None:
+    if count and self._bad is None:
       try:
-        self._counts = self._field_counts()
+        counts = self._field_counts()
+        self._bad = [k for k, c in enumerate(counts) if c != self._expected]
       except Exception:  # pylint: disable=broad-except
-        self._counts = []
-    span = self._counts[start:start + total]
-    if len(span) != total:
+        self._bad = []
+
+  def malformed_row(self, k: int) -> Optional[int]:
+    if self._bad is None or k >= len(self._bad) or self.base is None:
       return None
-    return [k for k, c in enumerate(span) if c != self._expected]
+    return self.base + self._bad[k]
+
+  def good_rows(self, start: int, n: int) -> List[Optional[int]]:
+    """Row numbers of good rows start .. start + n - 1 of the unit."""
+    if n == 0:
+      return []
+    if not self._bad:  # None or [] (unknown: consecutive)
+      base = self.base
+      return ([None] * n if base is None
+              else list(range(base + start, base + start + n)))
+    base = self.base
+    # Walk records, skipping malformed ones; calls come in order, so the
+    # walk goes on from where the last one stopped.
+    g, b, record = self._walk if self._walk[0] <= start else (0, 0, 0)
+    bad = self._bad
+    out = []
+    while g < start + n:
+      if b < len(bad) and bad[b] == record:
+        b += 1
+      else:
+        if g >= start:
+          out.append(None if base is None else base + record)
+        g += 1
+      record += 1
+    self._walk = (g, b, record)
+    return out
 
   def _field_counts(self) -> List[int]:
     unit, opts = self._unit, self._opts
@@ -283,9 +328,10 @@ class _Positions:
       data, _ = file_io.read_range(unit.path, unit.start, unit.end)
     text = data.decode(opts["encoding"], "replace")
     csv.field_size_limit(max(csv.field_size_limit(), _MAX_BLOCK))
+    quote = opts["quote_char"] or None
     rows = csv.reader(io.StringIO(text, newline=""),
-                      delimiter=opts["delimiter"],
-                      quotechar=opts["quote_char"] or None)
+                      delimiter=opts["delimiter"], quotechar=quote,
+                      quoting=csv.QUOTE_MINIMAL if quote else csv.QUOTE_NONE)
     counts = [len(r) for r in rows if r]  # pyarrow skips empty lines
     if opts["header"] and unit.start == 0:
       counts = counts[1:]
@@ -293,11 +339,11 @@ class _Positions:
 
 
 def _first_row(path: str, start: int, header_lines: int) -> int:
-  return file_io.count_lines_before(path, start) - header_lines + 1
-
-
-def _offset(locate, done: int) -> int:
-  return locate() + done
+  """The data row number of the first record at or after byte `start`."""
+  if start == 0:
+    return 1  # the header, if any, is skipped by the reader
+  # Records, like pyarrow counts them: empty lines do not count.
+  return file_io.count_records_before(path, start) - header_lines + 1
 
 
 register_format(CsvFormat())

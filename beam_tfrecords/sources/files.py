@@ -6,6 +6,7 @@ import io
 import zlib
 from typing import List, Sequence, Tuple
 
+import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
@@ -13,7 +14,7 @@ from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources.base import InputFile
 
 __all__ = ["match_inputs", "open_input", "read_range", "count_lines_before",
-           "first_line"]
+           "count_records_before", "first_line"]
 
 
 def match_inputs(patterns: Sequence[str]) -> List[InputFile]:
@@ -90,7 +91,10 @@ class _Stream(io.RawIOBase):
     super().close()
 
 
-_DECOMPRESSORS = {".gz": ("gzip", gzip.GzipFile), ".bz2": ("bzip2", bz2.BZ2File)}
+_DECOMPRESSORS = {
+    ".gz": ("gzip", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
+    ".bz2": ("bzip2", lambda raw: bz2.BZ2File(raw, mode="rb")),
+}
 
 
 def open_input(path: str):
@@ -103,7 +107,7 @@ def open_input(path: str):
   for suffix, (kind, opener) in _DECOMPRESSORS.items():
     if path.endswith(suffix):
       raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-      return _Stream(opener(fileobj=raw, mode="rb"), path, kind)
+      return _Stream(opener(raw), path, kind)
   f = FileSystems.open(path, compression_type=CompressionTypes.AUTO)
   return _Stream(f, path, "compressed") if callable(
       getattr(f, "closed", None)) else f
@@ -160,4 +164,38 @@ def count_lines_before(path: str, offset: int, chunk: int = 1 << 22) -> int:
         break
       count += data.count(b"\n")
       remaining -= len(data)
+  return count
+
+
+def count_records_before(path: str, offset: int, chunk: int = 1 << 22) -> int:
+  """How many non-empty lines end in the first `offset` bytes of a file.
+
+  A line holding nothing or only "\\r" is empty; CSV readers skip those, so
+  this is the number of CSV records before `offset` (when no quoted value
+  holds a line break, which is when files are read in ranges).
+  """
+  count = 0
+  line_has_text = False  # the current (unfinished) line has a character
+  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
+                        ) as f:
+    remaining = offset
+    while remaining > 0:
+      data = f.read(min(chunk, remaining))
+      if not data:
+        break
+      remaining -= len(data)
+      buf = np.frombuffer(data, dtype=np.uint8)
+      newlines = np.flatnonzero(buf == 0x0A)
+      if len(newlines) == 0:
+        line_has_text = line_has_text or bool(np.any(buf != 0x0D))
+        continue
+      # Text in each line: bytes other than \r between newlines.
+      text = np.cumsum(buf != 0x0D)
+      ends = text[newlines] - (buf[newlines] != 0x0D)  # exclude the \n
+      starts = np.concatenate(([0], text[newlines[:-1]]))
+      has = ends - starts > 0
+      has[0] = has[0] or line_has_text
+      count += int(has.sum())
+      tail = buf[newlines[-1] + 1:]
+      line_has_text = bool(np.any(tail != 0x0D))
   return count
