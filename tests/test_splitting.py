@@ -41,3 +41,19 @@ def test_byte_range_units_keep_every_row_once(tmp_path, monkeypatch, fmt):
   # Row 777 of the data (line 778 of a CSV with its header; line 777 of JSONL).
   assert [e["row"] for e in errors] == [777]
   assert "could not parse 'oops' as int64" in errors[0]["reason"]
+
+
+@pytest.mark.parametrize("data", [b"a\n\nb\r\n\r\nc\nd", b"\n\n\nx\n", b"abc",
+                                  b"a\nb\n"], ids=["mixed", "leading_empty",
+                                                   "no_newline", "plain"])
+def test_record_and_line_counts_before_any_offset(tmp_path, data):
+  from beam_tfrecords.sources.files import (count_lines_before,
+                                            count_records_before)
+  path = tmp_path / "f.csv"
+  path.write_bytes(data)
+  for chunk in (1, 2, 3, 100):
+    for offset in range(len(data) + 1):
+      lines = data[:offset].split(b"\n")[:-1]
+      assert count_records_before(str(path), offset, chunk) == sum(
+          1 for line in lines if line.replace(b"\r", b""))
+      assert count_lines_before(str(path), offset, chunk) == len(lines)

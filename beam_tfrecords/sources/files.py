@@ -152,19 +152,23 @@ def read_range(path: str, start: int, end: int) -> Tuple[bytes, int]:
     return data, offset
 
 
-def count_lines_before(path: str, offset: int, chunk: int = 1 << 22) -> int:
-  """How many newlines the first `offset` bytes of a file hold."""
-  count = 0
+def _prefix_chunks(path: str, offset: int, chunk: int):
+  """The first `offset` bytes of an uncompressed file, in chunks."""
   with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
                         ) as f:
     remaining = offset
     while remaining > 0:
       data = f.read(min(chunk, remaining))
       if not data:
-        break
-      count += data.count(b"\n")
+        return
       remaining -= len(data)
-  return count
+      yield data
+
+
+def count_lines_before(path: str, offset: int, chunk: int = 1 << 22) -> int:
+  """How many newlines the first `offset` bytes of a file hold."""
+  return sum(data.count(b"\n") for data in _prefix_chunks(path, offset,
+                                                          chunk))
 
 
 def count_records_before(path: str, offset: int, chunk: int = 1 << 22) -> int:
@@ -176,26 +180,18 @@ def count_records_before(path: str, offset: int, chunk: int = 1 << 22) -> int:
   """
   count = 0
   line_has_text = False  # the current (unfinished) line has a character
-  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
-                        ) as f:
-    remaining = offset
-    while remaining > 0:
-      data = f.read(min(chunk, remaining))
-      if not data:
-        break
-      remaining -= len(data)
-      buf = np.frombuffer(data, dtype=np.uint8)
-      newlines = np.flatnonzero(buf == 0x0A)
-      if len(newlines) == 0:
-        line_has_text = line_has_text or bool(np.any(buf != 0x0D))
-        continue
-      # Text in each line: bytes other than \r between newlines.
-      text = np.cumsum(buf != 0x0D)
-      ends = text[newlines] - (buf[newlines] != 0x0D)  # exclude the \n
-      starts = np.concatenate(([0], text[newlines[:-1]]))
-      has = ends - starts > 0
-      has[0] = has[0] or line_has_text
-      count += int(has.sum())
-      tail = buf[newlines[-1] + 1:]
-      line_has_text = bool(np.any(tail != 0x0D))
+  for data in _prefix_chunks(path, offset, chunk):
+    buf = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buf == 0x0A)
+    if len(newlines) == 0:
+      line_has_text = line_has_text or bool(np.any(buf != 0x0D))
+      continue
+    # Text in each line: bytes other than \r between newlines.
+    text = np.cumsum(buf != 0x0D)
+    ends = text[newlines] - (buf[newlines] != 0x0D)  # exclude the \n
+    starts = np.concatenate(([0], text[newlines[:-1]]))
+    has = ends - starts > 0
+    has[0] = has[0] or line_has_text
+    count += int(has.sum())
+    line_has_text = bool(np.any(buf[newlines[-1] + 1:] != 0x0D))
   return count
