@@ -32,9 +32,10 @@ __all__ = ["build", "BuildResult", "DEFAULT_SPLIT"]
 _LOG = logging.getLogger(__name__)
 DEFAULT_SPLIT = "train"
 SINKS = {
-    "deterministic": lambda d, split, n: WriteShards(d, split, n,
-                                                     TFRECORD_GZIP),
-    "beam": WriteWithBeamSink,
+    "deterministic": lambda d, split, n, level: WriteShards(
+        d, split, n, TFRECORD_GZIP, gzip_level=level),
+    # WriteToTFRecord compresses with zlib's default level.
+    "beam": lambda d, split, n, level: WriteWithBeamSink(d, split, n),
 }
 # Input bytes per output shard when --num-shards is not given.
 SHARD_INPUT_BYTES = 256 * 1024 * 1024
@@ -113,7 +114,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
           beam_args: Union[None, Sequence[str], PipelineOptions] = None,
           overwrite: bool = False, max_bad_rows: Optional[int] = None,
           max_bad_fraction: Optional[float] = None,
-          sink: str = "deterministic") -> BuildResult:
+          sink: str = "deterministic",
+          gzip_level: Optional[int] = None) -> BuildResult:
   """Builds a TFRecord dataset and waits for it to finish.
 
   Args:
@@ -130,6 +132,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       schema's value, else no limit.
     sink: "deterministic" (byte-identical files on every run) or "beam"
       (Beam's WriteToTFRecord: same format, runner-decided placement).
+    gzip_level: None: ISA-L's fast deflate; 1-9: zlib at that level
+      (smaller files, slower). Every choice writes standard gzip.
 
   Returns:
     A BuildResult with the dataset.json content.
@@ -154,6 +158,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   if max_bad_fraction is None:
     max_bad_fraction = schema.max_bad_fraction
   _check_thresholds_args(max_bad_rows, max_bad_fraction)
+  if gzip_level is not None and gzip_level not in range(1, 10):
+    raise InputError(f"--gzip-level must be 1-9 (zlib), got {gzip_level!r}")
   if sink not in SINKS:
     raise InputError(f"unknown sink {sink!r}; choose one of {sorted(SINKS)}")
   if num_shards is None:
@@ -173,6 +179,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                  "files": [{"path": f.path, "bytes": f.size}
                            for f in plan.files]},
       "options": {"num_shards": num_shards, "sink": sink,
+                  "gzip_level": gzip_level,
                   "max_bad_rows": max_bad_rows,
                   "max_bad_fraction": max_bad_fraction,
                   "format_options": {k: v for k, v in plan.options.items()
@@ -189,7 +196,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
   shards = (encoded["records"]
             | f"WriteSplit[{DEFAULT_SPLIT}]" >> SINKS[sink](
-                staging, DEFAULT_SPLIT, num_shards))
+                staging, DEFAULT_SPLIT, num_shards, gzip_level))
   errors = (encoded["errors"]
             | "WriteErrors" >> WriteErrors(staging, num_shards,
                                            dead_letter_json))

@@ -10,15 +10,18 @@ name -> ("int64_list" | "float_list" | "bytes_list", values).
 """
 
 import struct
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import google_crc32c
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 __all__ = ["iter_tfrecords", "count_tfrecords", "masked_crc32c",
            "decode_example", "decode_sequence_example", "decode_feature",
-           "decode_features", "frame_record"]
+           "decode_features", "frame_record", "frame_records"]
 
 _MASK_DELTA = 0xA282EAD8
 
@@ -33,6 +36,55 @@ def frame_record(data: bytes) -> bytes:
   length = struct.pack("<Q", len(data))
   return (length + struct.pack("<I", masked_crc32c(length)) + data
           + struct.pack("<I", masked_crc32c(data)))
+
+
+def _mask(crcs: np.ndarray) -> np.ndarray:
+  c = crcs.astype(np.uint64)
+  return ((((c >> np.uint64(15)) | (c << np.uint64(17))) + np.uint64(
+      _MASK_DELTA)) & np.uint64(0xFFFFFFFF)).astype("<u4")
+
+
+def frame_records(records: Sequence[bytes]) -> bytes:
+  """Many records in TFRecord framing, back to back (= b"".join of
+  frame_record), with the framing built in numpy."""
+  n = len(records)
+  if n == 0:
+    return b""
+  lengths = np.fromiter(map(len, records), dtype="<u8", count=n)
+  crc = google_crc32c.value
+  data_crcs = np.fromiter(map(crc, records), dtype=np.uint32, count=n)
+  header = np.empty((n, 12), dtype=np.uint8)
+  header[:, :8] = lengths.view(np.uint8).reshape(n, 8)
+  # The CRC of the 8 length bytes, computed once per distinct length.
+  unique, inverse = np.unique(lengths, return_inverse=True)
+  length_crcs = np.fromiter((crc(int(v).to_bytes(8, "little"))
+                             for v in unique), dtype=np.uint32,
+                            count=len(unique))
+  header[:, 8:] = _mask(length_crcs)[inverse].view(np.uint8).reshape(n, 4)
+  footer = _mask(data_crcs).view(np.uint8).reshape(n, 4)
+  # header | body | footer per record, joined row-wise by Arrow (C++).
+  body_offsets = np.zeros(n + 1, dtype=np.int64)
+  np.cumsum(lengths, out=body_offsets[1:])
+  body = pa.LargeBinaryArray.from_buffers(
+      pa.large_binary(), n, [None, pa.py_buffer(body_offsets),
+                             pa.py_buffer(b"".join(records))])
+  joined = pc.binary_join_element_wise(
+      _fixed_rows(header), body, _fixed_rows(footer), _EMPTY)
+  _, offsets, data = joined.buffers()
+  end = int(np.frombuffer(offsets, dtype=np.int64)[n])
+  return data.to_pybytes()[:end] if data.size != end else data.to_pybytes()
+
+
+_EMPTY = pa.scalar(b"", pa.large_binary())
+
+
+def _fixed_rows(rows: np.ndarray) -> pa.LargeBinaryArray:
+  """An (n, k) uint8 array as n binary values of k bytes."""
+  n, k = rows.shape
+  offsets = np.arange(0, (n + 1) * k, k, dtype=np.int64)
+  return pa.LargeBinaryArray.from_buffers(
+      pa.large_binary(), n, [None, pa.py_buffer(offsets),
+                             pa.py_buffer(np.ascontiguousarray(rows))])
 
 
 def _compression(path: str, compression: Optional[str]) -> str:

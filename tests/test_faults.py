@@ -256,3 +256,14 @@ def test_output_paths_with_glob_characters_are_refused(tmp_path):
   src = write_rows(tmp_path / "in.csv", 3)
   with pytest.raises(InputError, match=r"cannot hold \*, \?, \[ or \]"):
     btr.build(SCHEMA, src, str(tmp_path / "exp[1]"))
+
+
+def test_gzip_level_changes_the_bytes_not_the_records(tf, tmp_path):
+  src = write_rows(tmp_path / "in.csv", 20_000)
+  fast = btr.build(SCHEMA, src, str(tmp_path / "fast"))
+  small = btr.build(SCHEMA, src, str(tmp_path / "small"), gzip_level=9)
+  assert small.metadata["options"]["gzip_level"] == 9
+  assert tf_records(tf, fast.output) == tf_records(tf, small.output)
+  assert small.splits["train"]["bytes"] < fast.splits["train"]["bytes"]
+  with pytest.raises(InputError, match="--gzip-level must be 1-9"):
+    btr.build(SCHEMA, src, str(tmp_path / "bad"), gzip_level=0)

@@ -34,6 +34,8 @@ VarLenFeature; FixedLenFeature with a default fills only the missing one).
 from typing import List, Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["Ragged", "varints", "concat", "const", "int64_feature",
            "float_feature", "bytes_feature", "features_message",
@@ -115,26 +117,36 @@ def const(data: bytes, present: np.ndarray) -> Ragged:
   return Ragged(buf, offsets)
 
 
+_EMPTY = pa.scalar(b"", pa.large_binary())
+
+
+def _to_arrow(piece: Ragged) -> pa.LargeBinaryArray:
+  first, last = int(piece.offsets[0]), int(piece.offsets[-1])
+  return pa.LargeBinaryArray.from_buffers(
+      pa.large_binary(), len(piece),
+      [None, pa.py_buffer(piece.offsets - first),
+       pa.py_buffer(piece.buf[first:last])])
+
+
+def _from_arrow(array: pa.LargeBinaryArray) -> Ragged:
+  _, offsets, data = array.buffers()
+  start = array.offset
+  offsets = np.frombuffer(offsets, dtype=np.int64)[start:start + len(array) + 1]
+  buf = (np.frombuffer(data, dtype=_UINT8) if data is not None
+         else np.empty(0, dtype=_UINT8))
+  return Ragged(buf, offsets)
+
+
 def concat(pieces: Sequence[Ragged]) -> Ragged:
-  """Row-wise concatenation: row i is pieces[0][i] + pieces[1][i] + ..."""
-  n = len(pieces[0])
-  lengths = [p.lengths for p in pieces]
-  total = np.zeros(n, dtype=np.int64)
-  for length in lengths:
-    total += length
-  offsets = np.zeros(n + 1, dtype=np.int64)
-  np.cumsum(total, out=offsets[1:])
-  out = np.empty(int(offsets[-1]), dtype=_UINT8)
-  cursor = offsets[:-1].copy()
-  for piece, length in zip(pieces, lengths):
-    first, last = int(piece.offsets[0]), int(piece.offsets[-1])
-    if last > first:
-      # Rows are contiguous in the piece's buffer, so each byte moves by the
-      # shift of its row: destination = source + (cursor - row start).
-      shift = np.repeat(cursor - piece.offsets[:-1], length)
-      out[np.arange(first, last, dtype=np.int64) + shift] = piece.buf[first:last]
-    cursor += length
-  return Ragged(out, offsets)
+  """Row-wise concatenation: row i is pieces[0][i] + pieces[1][i] + ...
+
+  Done by Arrow's binary_join_element_wise (one pass in C++); each piece's
+  rows must lie back to back in its buffer, as every Ragged here does.
+  """
+  if len(pieces) == 1:
+    return pieces[0]
+  return _from_arrow(pc.binary_join_element_wise(
+      *[_to_arrow(p) for p in pieces], _EMPTY))
 
 
 def _length_delimited(tag: int, payload: Ragged, present=None) -> Ragged:

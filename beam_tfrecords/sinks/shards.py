@@ -24,13 +24,14 @@ shards at random), so two runs of the same job give different files. Here:
 
 import hashlib
 import zlib
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import apache_beam as beam
+from isal import isal_zlib
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.records import frame_record
+from beam_tfrecords.records import frame_records
 
 __all__ = ["WriteShards", "WriteWithBeamSink", "Codec", "TFRECORD_GZIP",
            "JSON_LINES", "stable_hash", "shard_name", "SHARD_SUFFIX"]
@@ -38,18 +39,23 @@ __all__ = ["WriteShards", "WriteWithBeamSink", "Codec", "TFRECORD_GZIP",
 SHARD_SUFFIX = ".tfrecord.gz"
 # Parts at least this large are compressed before the shuffle.
 MEMBER_BYTES = 64 * 1024
-GZIP_LEVEL = 6
+# The default deflate: ISA-L (python-isal) at level 2 writes standard gzip
+# about 4x faster than zlib -1 at about zlib -3's size (benchmarks/run.py
+# --suite compression). A `gzip_level` of 1-9 uses zlib at that level.
+ISAL_LEVEL = 2
 
 
 class Codec(NamedTuple):
-  """How items become file bytes."""
+  """How items become file bytes: `frame` turns a list of items into the
+  bytes they take in the file."""
   suffix: str
   frame: Callable[[Any], bytes]
   gzip: bool
 
 
-TFRECORD_GZIP = Codec(SHARD_SUFFIX, frame_record, True)
-JSON_LINES = Codec(".jsonl", lambda line: line.encode("utf-8") + b"\n", False)
+TFRECORD_GZIP = Codec(SHARD_SUFFIX, frame_records, True)
+JSON_LINES = Codec(".jsonl", lambda lines: "".join(
+    line + "\n" for line in lines).encode("utf-8"), False)
 
 
 def stable_hash(key) -> int:
@@ -62,18 +68,29 @@ def shard_name(prefix: str, shard: int, num_shards: int, suffix: str) -> str:
   return f"{prefix}-{shard:05d}-of-{num_shards:05d}{suffix}"
 
 
-def _gzip(data: bytes) -> bytes:
-  # wbits 31: a gzip member; zlib writes mtime 0, so the bytes are stable.
-  comp = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
+def compressor(level: Optional[int] = None):
+  """A gzip-member compressor: ISA-L (default) or zlib at `level` 1-9.
+
+  wbits 31 makes a gzip member; both write mtime 0, so the bytes depend
+  only on the data and the level.
+  """
+  if level is None:
+    return isal_zlib.compressobj(ISAL_LEVEL, isal_zlib.DEFLATED, 31)
+  return zlib.compressobj(level, zlib.DEFLATED, 31)
+
+
+def _gzip(data: bytes, level: Optional[int]) -> bytes:
+  comp = compressor(level)
   return comp.compress(data) + comp.flush()
 
 
 class _DealFn(beam.DoFn):
   """(key, [item]) -> (shard, (key, is_member, data, count)) per shard."""
 
-  def __init__(self, num_shards: int, codec: Codec):
+  def __init__(self, num_shards: int, codec: Codec, level: Optional[int]):
     self._n = num_shards
     self._codec = codec
+    self._level = level
 
   def process(self, chunk):
     key, items = chunk
@@ -83,11 +100,10 @@ class _DealFn(beam.DoFn):
     parts = {}
     for j, item in enumerate(items):
       parts.setdefault((first + j) % self._n, []).append(item)
-    frame = self._codec.frame
     for shard, part in parts.items():
-      data = b"".join(frame(item) for item in part)
+      data = self._codec.frame(part)
       if self._codec.gzip and len(data) >= MEMBER_BYTES:
-        yield shard, (key, True, _gzip(data), len(part))
+        yield shard, (key, True, _gzip(data, self._level), len(part))
       else:
         yield shard, (key, False, data, len(part))
 
@@ -96,12 +112,13 @@ class _WriteShardFn(beam.DoFn):
   """(shard, [part]) -> one file, parts in key order; its description."""
 
   def __init__(self, directory: str, prefix: str, num_shards: int,
-               codec: Codec, split: str):
+               codec: Codec, split: str, level: Optional[int]):
     self._directory = directory
     self._prefix = prefix
     self._n = num_shards
     self._codec = codec
     self._split = split
+    self._level = level
 
   def process(self, element):
     shard, parts = element
@@ -130,12 +147,12 @@ class _WriteShardFn(beam.DoFn):
           put(data)
         else:
           if comp is None:
-            comp = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
+            comp = compressor(self._level)
           put(comp.compress(data))
       if comp is not None:
         put(comp.flush())
       elif self._codec.gzip and size == 0:
-        put(_gzip(b""))  # an empty shard is still a valid gzip file
+        put(_gzip(b"", self._level))  # an empty shard is valid gzip too
     yield {"kind": "shard", "split": self._split, "file": name,
            "records": records, "bytes": size}
 
@@ -149,10 +166,12 @@ class WriteShards(beam.PTransform):
     num_shards: the number of files (every one is written).
     codec: TFRECORD_GZIP or JSON_LINES.
     split: the split name reported with each file.
+    gzip_level: None for ISA-L's fast level, or a zlib level 1-9.
   """
 
   def __init__(self, directory: str, prefix: str, num_shards: int,
-               codec: Codec = TFRECORD_GZIP, split: str = ""):
+               codec: Codec = TFRECORD_GZIP, split: str = "",
+               gzip_level: Optional[int] = None):
     super().__init__()
     if num_shards < 1:
       raise ValueError(f"num_shards must be at least 1, got {num_shards}")
@@ -161,12 +180,13 @@ class WriteShards(beam.PTransform):
     self._n = num_shards
     self._codec = codec
     self._split = split or prefix
+    self._level = gzip_level
 
   def expand(self, chunks):
     n = self._n
     dealt = (chunks
              # (key, [item])
-             | "Deal" >> beam.ParDo(_DealFn(n, self._codec)))
+             | "Deal" >> beam.ParDo(_DealFn(n, self._codec, self._level)))
              # (shard, (key, is_member, data, count))
     every = (chunks.pipeline
              | "AllShards" >> beam.Create([(s, None) for s in range(n)]))
@@ -176,7 +196,8 @@ class WriteShards(beam.PTransform):
             | "GroupShards" >> beam.GroupByKey()
             # (shard, [part or None])
             | "WriteShard" >> beam.ParDo(_WriteShardFn(
-                self._directory, self._prefix, n, self._codec, self._split)))
+                self._directory, self._prefix, n, self._codec, self._split,
+                self._level)))
             # {"kind": "shard", "split", "file", "records", "bytes"}
 
 
