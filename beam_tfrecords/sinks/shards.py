@@ -39,9 +39,10 @@ __all__ = ["WriteShards", "WriteWithBeamSink", "Codec", "TFRECORD_GZIP",
 SHARD_SUFFIX = ".tfrecord.gz"
 # Parts at least this large are compressed before the shuffle.
 MEMBER_BYTES = 64 * 1024
-# The default deflate: ISA-L (python-isal) at level 2 writes standard gzip
-# about 4x faster than zlib -1 at about zlib -3's size (benchmarks/run.py
-# --suite compression). A `gzip_level` of 1-9 uses zlib at that level.
+# The default deflate: ISA-L (python-isal) at level 2 writes standard gzip.
+# Measured on 57 MB of framed Examples (2 cores): ISA-L 2 at 588 MB/s,
+# ratio 3.72; zlib 1 at 130 MB/s, ratio 3.69; zlib 6 at 55 MB/s, ratio
+# 4.17. A `gzip_level` of 1-9 uses zlib at that level.
 ISAL_LEVEL = 2
 
 
