@@ -31,7 +31,7 @@ from isal import isal_zlib
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.records import frame_records
+from beam_tfrecords.records import count_tfrecords, frame_records
 
 __all__ = ["WriteShards", "WriteWithBeamSink", "Codec", "TFRECORD_GZIP",
            "JSON_LINES", "stable_hash", "shard_name", "SHARD_SUFFIX"]
@@ -203,7 +203,6 @@ class WriteShards(beam.PTransform):
 
 
 def _shard_info(path: str, split: str) -> dict:
-  from beam_tfrecords.records import count_tfrecords
   size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
   return {"kind": "shard", "split": split, "file": path.rsplit("/", 1)[-1],
           "records": count_tfrecords(path), "bytes": size}

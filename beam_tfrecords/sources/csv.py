@@ -183,23 +183,33 @@ class CsvFormat(Format):
         numbering.saw_malformed(bad + len(errors))
         errors = [dataclasses.replace(e, row=numbering.malformed_row(bad + k))
                   for k, e in enumerate(errors)]
-        numbers = numbering.good_rows(good, n)
+        # Explicit numbers only once rows stop being consecutive; until
+        # then a byte range's first row is counted lazily (on an error).
+        numbers = (numbering.good_rows(good, n) if numbering.irregular
+                   else None)
         columns_ = ({} if batch is None else
                     {name: batch.column(i)
                      for i, name in enumerate(batch.schema.names)})
         if n and not opts["newlines_in_values"]:
           columns_, numbers, errors, n = _split_off_line_breaks(
-              columns_, numbers, errors, n)
+              columns_, numbers, errors, n,
+              lambda start=good, count=n: numbering.good_rows(start, count))
         lo_good = min(n, max(0, skip_good - good))
         lo_bad = min(len(errors), max(0, skip_bad - bad))
+        first = good + lo_good
         good += n
         bad += len(errors)
         if n - lo_good or len(errors) - lo_bad:
           out = SourceBatch(
-              path=unit.path, first_row=None, num_rows=n - lo_good,
+              path=unit.path, num_rows=n - lo_good,
+              first_row=None if numbers is not None or unit.end is not None
+              else 1 + first,
+              locate=None if numbers is not None or unit.end is None
+              else functools.partial(_offset, numbering, first),
               columns={c: a.slice(lo_good) for c, a in columns_.items()}
               if columns_ else {c: pa.array([], pa.binary()) for c in wanted},
-              errors=errors[lo_bad:], numbers=numbers[lo_good:])
+              errors=errors[lo_bad:],
+              numbers=None if numbers is None else numbers[lo_good:])
           done[0] = max(done[0], good)
           done[1] = max(done[1], bad)
           yield out
@@ -207,14 +217,15 @@ class CsvFormat(Format):
           return
 
 
-def _split_off_line_breaks(columns, numbers, errors, n):
+def _split_off_line_breaks(columns, numbers, errors, n, number_rows):
   """Rows with a line break inside a value become error rows.
 
   Without newlines_in_values a value should never hold a line break; one
   that does is almost always an unbalanced quote that joined the lines up
   to the next quote into one value (with the right number of columns, so
-  pyarrow has no complaint). Returns the good columns, their numbers, the
-  errors with these rows added, and the new row count.
+  pyarrow has no complaint). Returns the good columns, their numbers
+  (explicit from `number_rows()` once a row is taken out), the errors with
+  these rows added, and the new row count.
   """
   hit = None
   for array in columns.values():
@@ -223,6 +234,8 @@ def _split_off_line_breaks(columns, numbers, errors, n):
   if hit is None or not pc.any(hit).as_py():
     return columns, numbers, errors, n
   rows = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+  if numbers is None:
+    numbers = number_rows()
   errors = list(errors)
   for i in rows.tolist():
     raw = {c: a[i].as_py() for c, a in columns.items()}
@@ -274,6 +287,11 @@ class _Numbering:
     self._base = None
     self._bad = None  # sorted record indexes of malformed records
     self._walk = (0, 0, 0)  # (good rows, malformed rows, records) passed
+
+  @property
+  def irregular(self) -> bool:
+    """Whether malformed records make the good rows' numbers skip."""
+    return bool(self._bad)
 
   @property
   def base(self) -> Optional[int]:
@@ -336,6 +354,11 @@ class _Numbering:
     if opts["header"] and unit.start == 0:
       counts = counts[1:]
     return counts
+
+
+def _offset(numbering: "_Numbering", good: int) -> Optional[int]:
+  base = numbering.base
+  return None if base is None else base + good
 
 
 def _first_row(path: str, start: int, header_lines: int) -> int:
