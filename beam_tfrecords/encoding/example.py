@@ -61,22 +61,24 @@ class EncodedBatch:
     return self.records.to_list()
 
 
-def _feature_bytes(feature: Feature, lists: pa.LargeListArray) -> wire.Ragged:
-  """The serialized tf.train.Feature of every row of one converted column."""
+def _feature_bytes(feature: Feature, lists: pa.LargeListArray,
+                   present: Optional[np.ndarray] = None):
+  """The serialized tf.train.Feature of every row of one converted column
+  (wire.Pieces); nothing for the rows where `present` is False."""
   offsets = np.asarray(lists.offsets, dtype=np.int64)
   values = lists.values
   if feature.type is FeatureType.INT64:
     return wire.int64_feature(
-        values.to_numpy(zero_copy_only=False), offsets)
+        values.to_numpy(zero_copy_only=False), offsets, present)
   if feature.type is FeatureType.FLOAT:
     return wire.float_feature(
-        values.to_numpy(zero_copy_only=False), offsets)
+        values.to_numpy(zero_copy_only=False), offsets, present)
   buffers = values.buffers()
   value_offsets = np.frombuffer(buffers[1], dtype=np.int64)[
       values.offset:values.offset + len(values) + 1]
   data = (np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None
           else np.empty(0, dtype=np.uint8))
-  return wire.bytes_feature(data, value_offsets, offsets)
+  return wire.bytes_feature(data, value_offsets, offsets, present)
 
 
 class ExampleEncoder:
@@ -141,7 +143,8 @@ class ExampleEncoder:
       if keep is not None:
         lists = lists.filter(keep)
       present = lists.is_valid().to_numpy(zero_copy_only=False)
-      parts.append((feature.name, _feature_bytes(feature, lists), present))
+      parts.append((feature.name, _feature_bytes(feature, lists, present),
+                    present))
     parts.sort(key=lambda p: p[0].encode("utf-8"))
     records = wire.example_message(parts, len(rows))
     errors = [RowError(row=r, problems=tuple(p))

@@ -31,7 +31,7 @@ as a Feature holding an empty list (TensorFlow reads both as "no values" for
 VarLenFeature; FixedLenFeature with a default fills only the missing one).
 """
 
-from typing import List, Sequence
+from typing import List, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -78,6 +78,10 @@ def _varint_lengths(values: np.ndarray) -> np.ndarray:
   return lengths
 
 
+def _varint_length(value: int) -> int:
+  return len(_varint_bytes(value))
+
+
 def varints(values: np.ndarray, present: np.ndarray = None) -> Ragged:
   """The varint encoding of int64/uint64 values (negatives take 10 bytes).
 
@@ -87,6 +91,12 @@ def varints(values: np.ndarray, present: np.ndarray = None) -> Ragged:
   """
   v = np.asarray(values)
   v = v.view(np.uint64) if v.dtype == np.int64 else v.astype(np.uint64)
+  if len(v) and v.max() < 128:  # one byte each: the common case of lengths
+    if present is None:
+      return Ragged(v.astype(_UINT8), np.arange(len(v) + 1, dtype=np.int64))
+    offsets = np.zeros(len(v) + 1, dtype=np.int64)
+    np.cumsum(present, out=offsets[1:])
+    return Ragged(v[present].astype(_UINT8), offsets)
   lengths = _varint_lengths(v)
   if present is not None:
     lengths = np.where(present, lengths, 0)
@@ -115,6 +125,36 @@ def const(data: bytes, present: np.ndarray) -> Ragged:
   buf = np.tile(np.frombuffer(data, dtype=_UINT8), count) if data else \
       np.empty(0, dtype=_UINT8)
   return Ragged(buf, offsets)
+
+
+class _Const:
+  """The same bytes in every row (present None) or in the rows where
+  `present` is True; made into a column only when the message is built."""
+
+  __slots__ = ("data", "present")
+
+  def __init__(self, data: bytes, present: Optional[np.ndarray]):
+    self.data = data
+    self.present = present
+
+
+class Pieces:
+  """A message per row, not yet joined: row i is row i of every part, in
+  order. Parts are Ragged columns or _Const; `lengths` is known up front,
+  so messages nest (headers need only lengths) and the bytes are copied
+  once, by `materialize`."""
+
+  __slots__ = ("parts", "lengths")
+
+  def __init__(self, parts: list, lengths: np.ndarray):
+    self.parts = parts
+    self.lengths = lengths
+
+  def __len__(self):
+    return len(self.lengths)
+
+  def to_list(self) -> List[bytes]:
+    return materialize(self).to_list()
 
 
 _EMPTY = pa.scalar(b"", pa.large_binary())
@@ -149,82 +189,172 @@ def concat(pieces: Sequence[Ragged]) -> Ragged:
       *[_to_arrow(p) for p in pieces], _EMPTY))
 
 
-def _length_delimited(tag: int, payload: Ragged, present=None) -> Ragged:
-  """tag + varint(len) + payload per row (nothing where present is False)."""
-  n = len(payload)
-  present = np.ones(n, dtype=bool) if present is None else present
-  return concat([const(bytes([tag]), present),
-                 varints(payload.lengths, present), payload])
+def materialize(message: Union[Ragged, Pieces]) -> Ragged:
+  """The bytes of every row, joined in one pass (Arrow's
+  binary_join_element_wise; constants present in every row are passed as
+  scalars)."""
+  if isinstance(message, Ragged):
+    return message
+  n = len(message)
+  if not message.parts:
+    return Ragged(np.empty(0, dtype=_UINT8), np.zeros(n + 1, dtype=np.int64))
+  args = []
+  for part in message.parts:
+    if isinstance(part, Ragged):
+      args.append(_to_arrow(part))
+    elif part.present is None:
+      args.append(pa.scalar(part.data, pa.large_binary()))
+    else:
+      args.append(_to_arrow(const(part.data, part.present)))
+  if len(args) == 1 and isinstance(message.parts[0], Ragged):
+    return message.parts[0]
+  if not any(isinstance(a, pa.Array) for a in args):
+    # Only constants: give Arrow one column to set the length.
+    args[0] = _to_arrow(const(message.parts[0].data, np.ones(n, dtype=bool)))
+  return _from_arrow(pc.binary_join_element_wise(*args, _EMPTY))
 
 
-def _packed(values_per_row: Ragged, nonempty: np.ndarray) -> Ragged:
-  """A packed repeated field 1 (0x0A len data), omitted where empty."""
-  return _length_delimited(0x0A, values_per_row, nonempty)
+def _parts(message) -> list:
+  return message.parts if isinstance(message, Pieces) else [message]
 
 
-def int64_feature(values: np.ndarray, offsets: np.ndarray) -> Ragged:
-  """Feature{int64_list} per row, from flat int64 values and row offsets."""
+def _merged(parts: list) -> list:
+  """Adjacent constants with the same rows become one."""
+  out = []
+  for part in parts:
+    last = out[-1] if out else None
+    if (isinstance(part, _Const) and isinstance(last, _Const)
+        and last.present is part.present):
+      out[-1] = _Const(last.data + part.data, part.present)
+    elif not (isinstance(part, _Const) and not part.data):
+      out.append(part)
+  return out
+
+
+def _masked_message(message, present: np.ndarray) -> Pieces:
+  """`message` with the rows where present is False emptied."""
+  parts = []
+  absent = ~present
+  for part in _parts(message):
+    if isinstance(part, _Const):
+      parts.append(_Const(part.data, present if part.present is None
+                          else part.present & present))
+    elif part.lengths[absent].any():
+      parts.append(_masked(part, present))
+    else:
+      parts.append(part)
+  return Pieces(parts, np.where(present, message.lengths, 0))
+
+
+def _length_delimited(tag: int, payload, present=None) -> Pieces:
+  """tag + varint(len) + payload per row (nothing where present is False).
+
+  Not joined yet: the result is Pieces.
+  """
+  lengths = payload.lengths
+  if present is not None:
+    present = np.asarray(present, dtype=bool)
+    if present.all():
+      present = None
+    elif lengths[~present].any():
+      payload = _masked_message(payload, present)
+      lengths = payload.lengths
+  if len(lengths) and lengths.min() == lengths.max() and present is None:
+    header = [_Const(bytes([tag]) + _varint_bytes(int(lengths[0])), None)]
+    header_lengths = 1 + _varint_length(int(lengths[0]))
+  else:
+    header = [_Const(bytes([tag]), present), varints(lengths, present)]
+    header_lengths = 1 + _varint_lengths(lengths.astype(np.uint64))
+  total = lengths + header_lengths
+  if present is not None:
+    total = np.where(present, total, 0)
+  return Pieces(_merged(header + _parts(payload)), total)
+
+
+def _is_one_per_row(offsets: np.ndarray) -> bool:
+  return len(offsets) > 0 and int(offsets[0]) == 0 and \
+      int(offsets[-1]) == len(offsets) - 1 and bool(
+          (np.diff(offsets) == 1).all())
+
+
+def int64_feature(values: np.ndarray, offsets: np.ndarray,
+                  present: Optional[np.ndarray] = None) -> Pieces:
+  """Feature{int64_list} per row, from flat int64 values and row offsets;
+  nothing where `present` is False."""
   encoded = varints(values.astype(np.int64, copy=False))
-  per_row = encoded.regroup(offsets)
-  int64_list = _packed(per_row, np.diff(offsets) > 0)
-  return _length_delimited(0x1A, int64_list)
+  per_row = encoded.regroup(np.asarray(offsets, dtype=np.int64))
+  int64_list = _length_delimited(0x0A, per_row, np.diff(offsets) > 0)
+  return _length_delimited(0x1A, int64_list, present)
 
 
-def float_feature(values: np.ndarray, offsets: np.ndarray) -> Ragged:
+def float_feature(values: np.ndarray, offsets: np.ndarray,
+                  present: Optional[np.ndarray] = None) -> Pieces:
   """Feature{float_list} per row, from flat values (stored as float32)."""
   data = np.ascontiguousarray(values, dtype="<f4").view(_UINT8)
-  per_row = Ragged(data, offsets.astype(np.int64) * 4)
-  float_list = _packed(per_row, np.diff(offsets) > 0)
-  return _length_delimited(0x12, float_list)
+  per_row = Ragged(data, np.asarray(offsets, dtype=np.int64) * 4)
+  float_list = _length_delimited(0x0A, per_row, np.diff(offsets) > 0)
+  return _length_delimited(0x12, float_list, present)
 
 
 def bytes_feature(data: np.ndarray, value_offsets: np.ndarray,
-                  offsets: np.ndarray) -> Ragged:
+                  offsets: np.ndarray,
+                  present: Optional[np.ndarray] = None) -> Pieces:
   """Feature{bytes_list} per row.
 
   Args:
     data: uint8 buffer of all values back to back.
     value_offsets: len(values)+1 offsets of each value in `data`.
     offsets: n+1 offsets of each row's first value in the value list.
+    present: optional bool mask; rows where it is False get no bytes.
   """
+  offsets = np.asarray(offsets, dtype=np.int64)
   values = Ragged(data, value_offsets.astype(np.int64))
   items = _length_delimited(0x0A, values)      # one BytesList item per value
-  bytes_list = items.regroup(offsets.astype(np.int64))
-  return _length_delimited(0x0A, bytes_list)
+  if _is_one_per_row(offsets):
+    bytes_list = items                         # a scalar column: no regroup
+  else:
+    bytes_list = materialize(items).regroup(offsets)
+  return _length_delimited(0x0A, bytes_list, present)
 
 
-def features_message(features: Sequence[tuple]) -> Ragged:
+def features_message(features: Sequence[tuple]) -> Pieces:
   """The Features message body per row.
 
   Args:
-    features: (name, feature: Ragged, present: bool array) in the order they
+    features: (name, feature, present: bool array) in the order they
       are written; callers sort them by name.
   """
-  entries = []
+  parts, lengths = [], None
   for name, feature, present in features:
+    present = np.asarray(present, dtype=bool)
+    mask = None if present.all() else present
     key = name.encode("utf-8")
-    key_field = b"\x0a" + _varint_bytes(len(key)) + key + b"\x12"
-    entry = concat([const(key_field, present),
-                    varints(feature.lengths, present), _masked(feature, present)])
-    entries.append(_length_delimited(0x0A, entry, present))
-  return concat(entries)
+    key_field = _Const(b"\x0a" + _varint_bytes(len(key)) + key, mask)
+    value = _length_delimited(0x12, feature, mask)
+    key_lengths = len(key_field.data) if mask is None else \
+        mask * len(key_field.data)
+    entry = _length_delimited(0x0A, Pieces([key_field] + value.parts,
+                                           value.lengths + key_lengths), mask)
+    parts += entry.parts
+    lengths = entry.lengths if lengths is None else lengths + entry.lengths
+  return Pieces(_merged(parts), lengths)
 
 
 def example_message(features: Sequence[tuple], n: int) -> Ragged:
   """Serialized tf.train.Example per row (see `features_message`)."""
   if not features:
-    return concat([const(b"\x0a\x00", np.ones(n, dtype=bool))])
-  return _length_delimited(0x0A, features_message(features))
+    return const(b"\x0a\x00", np.ones(n, dtype=bool))
+  return materialize(_length_delimited(0x0A, features_message(features)))
 
 
-def feature_lists(step_features: Ragged, step_offsets: np.ndarray) -> Ragged:
+def feature_lists(step_features, step_offsets: np.ndarray) -> Ragged:
   """The FeatureList body per row.
 
   Args:
     step_features: one serialized Feature per step, all rows back to back.
     step_offsets: n+1 offsets of each row's first step.
   """
-  framed = _length_delimited(0x0A, step_features)
+  framed = materialize(_length_delimited(0x0A, step_features))
   return framed.regroup(np.asarray(step_offsets, dtype=np.int64))
 
 
@@ -233,18 +363,20 @@ def sequence_example_message(context: Sequence[tuple], lists: Sequence[tuple],
   """Serialized tf.train.SequenceExample per row.
 
   Args:
-    context: (name, Feature: Ragged, present) as for `features_message`.
+    context: (name, Feature, present) as for `features_message`.
     lists: (name, FeatureList body: Ragged, present), sorted by name.
     n: rows.
   """
-  pieces = []
-  for tag, parts in ((0x0A, context), (0x12, lists)):
-    if parts:
-      body = features_message(parts)
-      pieces.append(_length_delimited(tag, body, body.lengths > 0))
-  if not pieces:
+  parts, lengths = [], np.zeros(n, dtype=np.int64)
+  for tag, entries in ((0x0A, context), (0x12, lists)):
+    if entries:
+      body = features_message(entries)
+      field = _length_delimited(tag, body, body.lengths > 0)
+      parts += field.parts
+      lengths = lengths + field.lengths
+  if not parts:
     return Ragged(np.empty(0, dtype=_UINT8), np.zeros(n + 1, dtype=np.int64))
-  return concat(pieces)
+  return materialize(Pieces(_merged(parts), lengths))
 
 
 # ---------------------------------------------------------------------------
