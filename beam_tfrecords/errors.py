@@ -10,7 +10,7 @@ becomes a dead-letter row instead of failing the job.
 import re
 
 __all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "EncodingError",
-           "BadRowsError", "reason_category"]
+           "BadRowsError", "reason_category", "from_worker"]
 
 
 class BeamTFRecordsError(ValueError):
@@ -71,3 +71,29 @@ def reason_category(reason: str) -> str:
   'In feature "age": could not parse … as int64'
   """
   return _NUMBER.sub("N", _QUOTED.sub("…", reason))
+
+
+# "beam_tfrecords.errors.InputError: message" in a worker's traceback text.
+_WORKER_ERROR = re.compile(
+    r"^beam_tfrecords\.errors\.(InputError|BadRowsError): (.+)$", re.M)
+
+
+def from_worker(error: Exception) -> Exception:
+  """The package error a pipeline failed with, as its own type.
+
+  Runners other than the in-process one (worker threads or processes,
+  Dataflow, Flink, Spark) report a worker's exception as the text of its
+  traceback inside a RuntimeError. An InputError (or BadRowsError) found
+  there comes back as that type with its message; anything else is
+  returned unchanged.
+  """
+  if isinstance(error, BeamTFRecordsError):
+    return error
+  found = _WORKER_ERROR.findall(str(error))
+  if not found:
+    return error
+  kind, message = found[-1]
+  typed = {"InputError": InputError, "BadRowsError": BadRowsError}[kind](
+      message.strip())
+  typed.__cause__ = error
+  return typed

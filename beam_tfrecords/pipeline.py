@@ -7,6 +7,7 @@ schema (when loaded), the inputs (globs, headers, columns) and the output
 
 import dataclasses
 import logging
+import os
 import time
 import uuid
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
@@ -16,7 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
-from beam_tfrecords.errors import InputError
+from beam_tfrecords.errors import InputError, from_worker
 from beam_tfrecords.schema import Schema, load_schema, spec_to_json
 from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, SUCCESS,
                                   TFRECORD_GZIP, Commit, WriteErrors,
@@ -37,6 +38,8 @@ SINKS = {
     # WriteToTFRecord compresses with zlib's default level.
     "beam": lambda d, split, n, level: WriteWithBeamSink(d, split, n),
 }
+# DirectRunner worker threads by default: one per core, at most this many.
+DIRECT_WORKERS_MAX = 4
 # Input bytes per output shard when --num-shards is not given.
 SHARD_INPUT_BYTES = 256 * 1024 * 1024
 
@@ -72,14 +75,36 @@ class BuildResult:
 
 def _pipeline_options(beam_args: Union[None, Sequence[str], PipelineOptions]
                       ) -> PipelineOptions:
+  """PipelineOptions from flags; on the DirectRunner, unless the flags say
+  otherwise, one worker thread per core (up to DIRECT_WORKERS_MAX).
+
+  Threads, not processes: the encoder's work happens in numpy, Arrow and
+  ISA-L, which release the GIL. Measured on 1M rows, 2 cores: 8.8-9.5 s
+  with one worker, 6.7-7.4 s with two threads, 9.6-9.9 s with two
+  processes (they pay their own start-up and ship every element through
+  gRPC).
+  """
   if isinstance(beam_args, PipelineOptions):
     return beam_args
-  return PipelineOptions(list(beam_args or []))
+  flags = list(beam_args or [])
+  options = PipelineOptions(flags)
+  direct = ("--direct_num_workers", "--direct_running_mode")
+  if _is_direct(options) and not any(f.startswith(direct) for f in flags):
+    workers = min(os.cpu_count() or 1, DIRECT_WORKERS_MAX)
+    if workers > 1:
+      options = PipelineOptions(flags + [
+          f"--direct_num_workers={workers}",
+          "--direct_running_mode=multi_threading"])
+  return options
+
+
+def _is_direct(options: PipelineOptions) -> bool:
+  return options.view_as(StandardOptions).runner in (
+      None, "DirectRunner", "SwitchingDirectRunner")
 
 
 def _runner(options: PipelineOptions):
-  name = options.view_as(StandardOptions).runner
-  if name in (None, "DirectRunner", "SwitchingDirectRunner"):
+  if _is_direct(options):
     return _LocalDirectRunner()
   return None  # PipelineOptions names it
 
@@ -207,8 +232,14 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   _ = ((shards, errors, stats)
        | "Parts" >> beam.Flatten()
        | "Commit" >> Commit(staging, static, STAT_FIELDS))
-  result = pipeline.run()
-  result.wait_until_finish()
+  try:
+    result = pipeline.run()
+    result.wait_until_finish()
+  except Exception as e:  # pylint: disable=broad-except
+    typed = from_worker(e)
+    if typed is e:
+      raise
+    raise typed from e
   metadata = read_json(FileSystems.join(staging, DATASET_JSON))
   check_thresholds(metadata, max_bad_rows, max_bad_fraction, staging)
   publish(staging, output, metadata)

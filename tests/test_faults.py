@@ -54,7 +54,8 @@ def test_same_bytes_with_different_worker_counts(tmp_path):
   # Three files, one bad row in twenty: shards, errors/ and dataset.json.
   srcs = [write_rows(tmp_path / f"in{i}.csv", 3000 + i, bad_every=20)
           for i in range(3)]
-  one = btr.build(SCHEMA, srcs, str(tmp_path / "one"), num_shards=3)
+  one = btr.build(SCHEMA, srcs, str(tmp_path / "one"), num_shards=3,
+                  beam_args=["--direct_num_workers=1"])
   two = btr.build(SCHEMA, srcs, str(tmp_path / "two"), num_shards=3,
                   beam_args=["--direct_num_workers=2",
                              "--direct_running_mode=multi_processing"])
@@ -99,6 +100,49 @@ def test_big_chunks_travel_as_gzip_members(tf, tmp_path):
   with open(shard_paths(out)[0], "rb") as f:
     data = f.read()
   assert data.count(b"\x1f\x8b\x08") >= 1
+
+
+def test_part_files_give_the_same_bytes_and_are_cleaned_up(tmp_path,
+                                                           monkeypatch):
+  """Compressed parts go through part files under the staging directory
+  (the shuffle carries their names); the shards are the same bytes as when
+  the members travel inline, and no part file is left behind."""
+  from beam_tfrecords.sinks import shards
+  src = write_rows(tmp_path / "in.csv", 20_000)
+  written = []
+  real = shards._write_part
+
+  def spy(directory, shard, data):
+    written.append(real(directory, shard, data))
+    return written[-1]
+
+  monkeypatch.setattr(shards, "_write_part", spy)
+  monkeypatch.setattr(shards, "SPILL_BYTES", 1)
+  spilled = btr.build(SCHEMA, src, str(tmp_path / "spilled"), num_shards=2)
+  assert written and all("/.staging-" in p and "/.parts/train/" in p
+                         for p in written)
+  assert not any(os.path.exists(p) for p in written)
+  monkeypatch.setattr(shards, "SPILL_BYTES", 1 << 40)
+  count = len(written)
+  inline = btr.build(SCHEMA, src, str(tmp_path / "inline"), num_shards=2)
+  assert len(written) == count
+  assert_same_files(spilled.output, inline.output)
+  assert sorted(r["id"] for r in btr.iter_records(spilled.output)) == list(
+      range(20_000))
+
+
+def test_worker_errors_keep_their_type():
+  """Worker threads, processes and remote runners report an exception as
+  traceback text; build() raises it as the package's own type again."""
+  text = ("Traceback (most recent call last):\n  File \"x.py\", line 1\n"
+          "beam_tfrecords.errors.InputError: /d/t.csv.gz: the gzip data ends "
+          "early [while running 'ReadInputs/Read']\n")
+  typed = btr.errors.from_worker(RuntimeError(text))
+  assert isinstance(typed, InputError)
+  assert str(typed) == ("/d/t.csv.gz: the gzip data ends early [while "
+                        "running 'ReadInputs/Read']")
+  other = RuntimeError("ZeroDivisionError: division by zero")
+  assert btr.errors.from_worker(other) is other
 
 
 def test_threshold_failure_publishes_nothing(tmp_path):
@@ -267,3 +311,18 @@ def test_gzip_level_changes_the_bytes_not_the_records(tf, tmp_path):
   assert small.splits["train"]["bytes"] < fast.splits["train"]["bytes"]
   with pytest.raises(InputError, match="--gzip-level must be 1-9"):
     btr.build(SCHEMA, src, str(tmp_path / "bad"), gzip_level=0)
+
+
+def test_direct_runner_uses_a_thread_per_core_unless_told():
+  from apache_beam.options.pipeline_options import DirectOptions
+  from beam_tfrecords.pipeline import DIRECT_WORKERS_MAX, _pipeline_options
+  cores = min(os.cpu_count() or 1, DIRECT_WORKERS_MAX)
+  default = _pipeline_options([]).view_as(DirectOptions)
+  if cores > 1:
+    assert (default.direct_num_workers, default.direct_running_mode) == (
+        cores, "multi_threading")
+  told = _pipeline_options(["--direct_num_workers=1"]).view_as(DirectOptions)
+  assert (told.direct_num_workers, told.direct_running_mode) == (
+      1, "in_memory")
+  other = _pipeline_options(["--runner=DataflowRunner"]).view_as(DirectOptions)
+  assert other.direct_num_workers == 1
