@@ -1,5 +1,6 @@
 """The encoder: bytes equal protobuf's, the Arrow and reference paths agree."""
 
+import datetime
 import math
 import pickle
 
@@ -151,6 +152,12 @@ PATH_CASES = [
     ("dictionary", Feature("x", F.STRING),
      pa.array(["a", "b", "a"]).dictionary_encode(), [[b"a"], [b"b"], [b"a"]]),
     ("all_null", Feature("x", F.FLOAT), pa.nulls(2), [None, None]),
+    ("string_from_date", Feature("x", F.STRING),
+     pa.array([datetime.date(2026, 11, 5), None, datetime.date(1, 1, 1)]),
+     [[b"2026-11-05"], None, [b"0001-01-01"]]),
+    ("string_from_timestamp", Feature("x", F.STRING),
+     pa.array([datetime.datetime(2026, 11, 5, 10, 30)]),
+     ["expected text, got datetime"]),
 ]
 
 

@@ -275,7 +275,9 @@ def _fast_values(ftype: FeatureType, array: pa.Array) -> pa.Array:
     if ftype is FeatureType.STRING:
       array = _as_utf8(array)
     return pc.cast(array, pa.large_binary())
-  if ftype is FeatureType.STRING and pa.types.is_integer(t):
+  if ftype is FeatureType.STRING and (pa.types.is_integer(t)
+                                      or pa.types.is_date(t)):
+    # Dates as ISO 8601 text, "2026-11-05" (values.py's rule too).
     return pc.cast(pc.cast(array, pa.large_string()), pa.large_binary())
   raise _Fallback()
 

@@ -10,14 +10,15 @@ decide, it falls back to these functions.
 | int64        | int, bool (0/1), whole float,       | int64_list       | fractions ("2.5"), "1,234" / "1 234",   |
 |              | text "[+-]digits" (spaces trimmed)  |                  | hex, outside [-2**63, 2**63-1]          |
 | float        | int, float, text number, nan, inf   | float_list (f32) | "9,7", finite values beyond +-3.4e38    |
-| string       | text, int (decimal text), UTF-8     | bytes_list       | bytes that are not UTF-8, floats        |
-|              | bytes                               |                  |                                         |
+| string       | text, int (decimal text), UTF-8     | bytes_list       | bytes that are not UTF-8, floats,       |
+|              | bytes, date (ISO text 2026-11-05)   |                  | timestamps                              |
 | bytes        | bytes, text (stored as UTF-8)       | bytes_list       | numbers                                 |
 
 Missing is not falsy: 0, 0.0, "" and [] are values; only None (SQL/JSON
 null, an absent JSON key, an unquoted empty CSV cell) is missing.
 """
 
+import datetime
 import decimal
 import json
 import math
@@ -146,6 +147,8 @@ def _to_string(value: Any) -> bytes:
     return value
   if isinstance(value, int) and not isinstance(value, bool):
     return str(value).encode("ascii")
+  if type(value) is datetime.date:  # pylint: disable=unidiomatic-typecheck
+    return value.isoformat().encode("ascii")  # a Parquet date: "2026-11-05"
   raise ValueError(f"expected text, got {type(value).__name__} {_show(value)}")
 
 

@@ -31,9 +31,16 @@ STAGING_PREFIX = ".staging-"
 # Reasons listed in dataset.json (and in a threshold failure), most rows first.
 TOP_REASONS = 10
 
-def _error_key(error: Dict[str, Any], line: str) -> tuple:
-  row = error.get("row")
-  return (error.get("source") or "", -1 if row is None else row, line)
+def _error_chunk(chunk, to_json) -> tuple:
+  """(key, [dead-letter dict]) -> (key + (first line,), [JSON line]).
+
+  Keys are (file, unit start, batch) for a batch's rows and (file, -1, -1)
+  for a group; the first line makes them unique, so the lines of a file
+  are sorted by input file and row.
+  """
+  key, errors = chunk
+  lines = [to_json(e) for e in errors]
+  return tuple(key) + (lines[0],), lines
 
 
 def _count_errors(info: dict, directory: str) -> dict:
@@ -61,7 +68,8 @@ def _count_errors(info: dict, directory: str) -> dict:
 
 
 class WriteErrors(beam.PTransform):
-  """Writes dead-letter dicts as sorted JSON lines in DIR/errors/.
+  """Writes chunks (key, [dead-letter dict]) as sorted JSON lines in
+  DIR/errors/.
 
   Outputs one {"kind": "errors", "file", "lines", "rows", "reasons"} per
   file.
@@ -76,9 +84,8 @@ class WriteErrors(beam.PTransform):
   def expand(self, errors):
     to_json = self._to_json
     return (errors
-            # dead-letter dict
-            | "Key" >> beam.Map(lambda e: (lambda line: (
-                _error_key(e, line), [line]))(to_json(e)))
+            # (key, [dead-letter dict])
+            | "Lines" >> beam.Map(_error_chunk, to_json)
             # (key, [JSON line])
             | "Write" >> WriteShards(self._directory, "errors",
                                      self._num_shards, JSON_LINES)

@@ -46,7 +46,8 @@ __all__ = ["WriteShards", "WriteWithBeamSink", "Codec", "TFRECORD_GZIP",
 SHARD_SUFFIX = ".tfrecord.gz"
 # Parts at least this large are compressed before the shuffle.
 MEMBER_BYTES = 64 * 1024
-# Compressed parts at least this large go to part files (see above).
+# Compressed parts (and uncompressed ones of codecs without gzip) at least
+# this large go to part files (see above).
 SPILL_BYTES = 256 * 1024
 PARTS_DIR = ".parts"
 _COPY_BYTES = 8 * 1024 * 1024
@@ -101,7 +102,7 @@ INLINE, MEMBER, PART_FILE = 0, 1, 2
 
 
 def _write_part(directory: str, shard: int, data: bytes) -> str:
-  path = FileSystems.join(directory, f"{shard:05d}-{uuid.uuid4().hex}.gz")
+  path = FileSystems.join(directory, f"{shard:05d}-{uuid.uuid4().hex}.part")
   with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED
                           ) as f:
     f.write(data)
@@ -112,7 +113,8 @@ class _DealFn(beam.DoFn):
   """(key, [item]) -> (shard, (key, how, data, count)) per shard.
 
   `how` is INLINE (data: framed items), MEMBER (data: a gzip member) or
-  PART_FILE (data: the path of a file holding a gzip member).
+  PART_FILE (data: the path of a file holding a gzip member, or for a
+  codec without gzip the framed items).
   """
 
   def __init__(self, num_shards: int, codec: Codec, level: Optional[int],
@@ -132,15 +134,13 @@ class _DealFn(beam.DoFn):
       parts.setdefault((first + j) % self._n, []).append(item)
     for shard, part in parts.items():
       data = self._codec.frame(part)
-      if not self._codec.gzip or len(data) < MEMBER_BYTES:
-        yield shard, (key, INLINE, data, len(part))
-        continue
-      member = _gzip(data, self._level)
-      if self._parts_dir is not None and len(member) >= SPILL_BYTES:
-        yield shard, (key, PART_FILE,
-                      _write_part(self._parts_dir, shard, member), len(part))
-      else:
-        yield shard, (key, MEMBER, member, len(part))
+      how = INLINE
+      if self._codec.gzip and len(data) >= MEMBER_BYTES:
+        data, how = _gzip(data, self._level), MEMBER
+      if self._parts_dir is not None and len(data) >= SPILL_BYTES and (
+          how == MEMBER or not self._codec.gzip):
+        data, how = _write_part(self._parts_dir, shard, data), PART_FILE
+      yield shard, (key, how, data, len(part))
 
 
 class _WriteShardFn(beam.DoFn):
@@ -173,26 +173,24 @@ class _WriteShardFn(beam.DoFn):
 
       for _, how, data, count in parts:
         records += count
-        if not self._codec.gzip:
-          put(data)
-        elif how != INLINE:
-          if comp is not None:
-            put(comp.flush())
-            comp = None
-          if how == MEMBER:
-            put(data)
-          else:
-            with FileSystems.open(data, compression_type=(
-                CompressionTypes.UNCOMPRESSED)) as part_file:
-              while True:
-                block = part_file.read(_COPY_BYTES)
-                if not block:
-                  break
-                put(block)
-        else:
+        if how == INLINE and self._codec.gzip:
           if comp is None:
             comp = compressor(self._level)
           put(comp.compress(data))
+          continue
+        if comp is not None:  # end the member of the small parts before
+          put(comp.flush())
+          comp = None
+        if how == PART_FILE:
+          with FileSystems.open(data, compression_type=(
+              CompressionTypes.UNCOMPRESSED)) as part_file:
+            while True:
+              block = part_file.read(_COPY_BYTES)
+              if not block:
+                break
+              put(block)
+        else:
+          put(data)
       if comp is not None:
         put(comp.flush())
       elif self._codec.gzip and size == 0:
@@ -228,8 +226,7 @@ class WriteShards(beam.PTransform):
 
   def expand(self, chunks):
     n = self._n
-    parts_dir = FileSystems.join(self._directory, PARTS_DIR, self._prefix) \
-        if self._codec.gzip else None
+    parts_dir = FileSystems.join(self._directory, PARTS_DIR, self._prefix)
     dealt = (chunks
              # (key, [item])
              | "Deal" >> beam.ParDo(_DealFn(n, self._codec, self._level,

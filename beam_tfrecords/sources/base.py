@@ -109,11 +109,22 @@ class SourceBatch:
     return list(range(self.first_row, self.first_row + self.num_rows))
 
   def raw_row(self, index: int) -> Dict[str, Any]:
-    out = {}
+    return self.raw_rows([index])[0]
+
+  def raw_rows(self, indexes: Sequence[int]) -> List[Dict[str, Any]]:
+    """The input values of some rows, column -> Python value."""
+    if not indexes:
+      return []
+    take = pa.array(indexes, type=pa.int64())
+    columns = {}
     for name, array in self.columns.items():
-      value = array[index]
-      out[name] = value.as_py() if isinstance(value, pa.Scalar) else value
-    return out
+      if isinstance(array, (pa.Array, pa.ChunkedArray)):
+        columns[name] = array.take(take).to_pylist()
+      else:
+        columns[name] = [array[i] for i in indexes]
+    names = list(columns)
+    return [dict(zip(names, values)) for values in zip(*columns.values())] \
+        if names else [{} for _ in indexes]
 
 
 class Format:

@@ -8,7 +8,7 @@ assembly per group.
 
 import base64
 import json
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import apache_beam as beam
 
@@ -57,8 +57,23 @@ def _jsonable(value: Any) -> Any:
   return str(value)
 
 
+def _plain(value: Any) -> bool:
+  """Whether _jsonable(value) is value (the common cells, checked fast)."""
+  kind = type(value)
+  return value is None or kind is int or kind is bool or (
+      kind is float and value == value) or (
+          kind is str and len(value) <= MAX_RAW_CHARS)
+
+
 def dead_letter_json(record: Dict[str, Any]) -> str:
-  return json.dumps(_jsonable(record), sort_keys=True, ensure_ascii=False)
+  raw = record.get("raw")
+  if not isinstance(raw, dict):
+    return json.dumps(_jsonable(record), sort_keys=True, ensure_ascii=False)
+  # The usual dead-letter row: most raw cells need no change (checked fast).
+  out = _jsonable({k: v for k, v in record.items() if k != "raw"})
+  out["raw"] = {str(k): v if _plain(v) else _jsonable(v)
+                for k, v in raw.items()}
+  return json.dumps(out, sort_keys=True, ensure_ascii=False)
 
 
 def _row_errors(batch: SourceBatch, encode_errors):
@@ -66,11 +81,12 @@ def _row_errors(batch: SourceBatch, encode_errors):
   for err in batch.errors:
     yield {"source": batch.path, "row": err.row, "rows": 1,
            "reason": err.reason, "problems": [], "raw": err.raw}
-  for err in encode_errors:
+  raws = batch.raw_rows([err.row for err in encode_errors])
+  for err, raw in zip(encode_errors, raws):
     yield {"source": batch.path, "row": batch.row_number(err.row), "rows": 1,
            "reason": err.reason,
            "problems": [{"feature": f, "reason": r} for f, r in err.problems],
-           "raw": batch.raw_row(err.row)}
+           "raw": raw}
 
 
 class _Counters:
@@ -83,10 +99,18 @@ class _Counters:
 
   @staticmethod
   def rejected(error: Dict[str, Any]) -> Dict[str, Any]:
-    beam.metrics.Metrics.counter(
-        _NAMESPACE, "rejected: " + reason_category(error["reason"])[:200]
-    ).inc(error.get("rows", 1))
+    _Counters.rejected_all([error])
     return error
+
+  @staticmethod
+  def rejected_all(errors: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    rows: Dict[str, int] = {}
+    for error in errors:
+      category = reason_category(error["reason"])[:200]
+      rows[category] = rows.get(category, 0) + error.get("rows", 1)
+    for category, n in rows.items():
+      beam.metrics.Metrics.counter(_NAMESPACE, "rejected: " + category).inc(n)
+    return errors
 
   def add(self, stats: tuple) -> tuple:
     for counter, value in zip(self._counters, stats):
@@ -114,8 +138,9 @@ class _SchemaFn(beam.DoFn):
 class _EncodeBatchFn(_SchemaFn):
   """Encodes one batch (Examples, or list-column SequenceExamples).
 
-  Outputs: main: (batch order, [serialized record]); ERRORS: dead-letter
-  dicts; STATS: a STAT_FIELDS tuple per batch.
+  Outputs: main: (batch order, [serialized record]); ERRORS: (batch order,
+  [dead-letter dict]) per batch with errors; STATS: a STAT_FIELDS tuple per
+  batch.
   Counters (namespace beam_tfrecords): rows_read, rows_written,
   rows_rejected, rows_dropped, records, steps, steps_dropped.
   """
@@ -128,10 +153,11 @@ class _EncodeBatchFn(_SchemaFn):
     result = self._encoder.encode_columns(batch.columns, batch.num_rows)
     if len(result.rows):
       yield batch.order, result.record_list()
-    rejected = 0
-    for error in _row_errors(batch, result.errors):
-      rejected += 1
-      yield beam.pvalue.TaggedOutput(ERRORS, self._counters.rejected(error))
+    errors = self._counters.rejected_all(
+        list(_row_errors(batch, result.errors)))
+    rejected = len(errors)
+    if errors:
+      yield beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors))
     steps = int(result.steps.sum()) if result.steps is not None else 0
     yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
         rows_read=batch.num_rows + len(batch.errors),
@@ -144,8 +170,8 @@ class EncodeRows(beam.PTransform):
   """Encodes SourceBatches row by row (Examples, list-column sequences).
 
   Returns a DoOutputsTuple: main ((batch order, [serialized record])),
-  ERRORS (dead-letter dicts: source, row, rows, reason, problems, raw) and
-  STATS.
+  ERRORS ((batch order, [dead-letter dict: source, row, rows, reason,
+  problems, raw])) and STATS.
   """
 
   def __init__(self, schema: Schema):
@@ -176,10 +202,11 @@ class _EncodeStepsFn(_SchemaFn):
         batch.columns, batch.num_rows, batch.known_row_numbers())
     for key, steps in result.groups:
       yield key, (batch.path, steps)
-    rejected = 0
-    for error in _row_errors(batch, result.errors):
-      rejected += 1
-      yield beam.pvalue.TaggedOutput(ERRORS, self._counters.rejected(error))
+    errors = self._counters.rejected_all(
+        list(_row_errors(batch, result.errors)))
+    rejected = len(errors)
+    if errors:
+      yield beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors))
     yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
         rows_read=batch.num_rows + len(batch.errors),
         rows_rejected=rejected)))
@@ -188,8 +215,8 @@ class _EncodeStepsFn(_SchemaFn):
 class _AssembleFn(_SchemaFn):
   """(key, [(path, [step])]) -> the group's SequenceExample(s).
 
-  Outputs: main: (group key, [serialized record]); ERRORS: one dead-letter
-  dict per rejected or truncated group; STATS.
+  Outputs: main: (group key, [serialized record]); ERRORS: ((file, -1, -1),
+  [dead-letter dict]) per rejected or truncated group; STATS.
   Counters: as _EncodeBatchFn.
   """
 
@@ -211,12 +238,16 @@ class _AssembleFn(_SchemaFn):
         dropped += e.rows
       else:
         rejected += e.rows
-      yield beam.pvalue.TaggedOutput(ERRORS, self._counters.rejected({
-          "source": e.examples[0][0] if e.examples else None, "row": None,
-          "rows": e.rows, "group": dict(zip(self._columns, key)),
+      source = e.examples[0][0] if e.examples else None
+      error = self._counters.rejected({
+          "source": source, "row": None, "rows": e.rows,
+          "group": dict(zip(self._columns, key)),
           "kind": "dropped" if e.dropped else "rejected",
           "reason": e.reason, "problems": [], "raw": None,
-          "examples": [{"source": s, "row": r} for s, r in e.examples]}))
+          "examples": [{"source": s, "row": r} for s, r in e.examples]})
+      # Keyed like a batch's errors; (file, -1, -1) sorts before its rows.
+      yield beam.pvalue.TaggedOutput(ERRORS, ((source or "", -1, -1),
+                                              [error]))
     yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
         rows_written=result.rows_written, rows_rejected=rejected,
         rows_dropped=dropped, records=len(result.records),
