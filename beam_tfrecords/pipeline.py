@@ -7,14 +7,15 @@ schema (when loaded), the inputs (globs, headers, columns) and the output
 
 import dataclasses
 import logging
-import os
 import time
 import uuid
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import (DirectOptions,
+                                                  PipelineOptions,
+                                                  StandardOptions)
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
 from beam_tfrecords.errors import InputError, from_worker
@@ -38,8 +39,6 @@ SINKS = {
     # WriteToTFRecord compresses with zlib's default level.
     "beam": lambda d, split, n, level: WriteWithBeamSink(d, split, n),
 }
-# DirectRunner worker threads by default: one per core, at most this many.
-DIRECT_WORKERS_MAX = 4
 # Input bytes per output shard when --num-shards is not given.
 SHARD_INPUT_BYTES = 256 * 1024 * 1024
 
@@ -75,26 +74,20 @@ class BuildResult:
 
 def _pipeline_options(beam_args: Union[None, Sequence[str], PipelineOptions]
                       ) -> PipelineOptions:
-  """PipelineOptions from flags; on the DirectRunner, unless the flags say
-  otherwise, one worker thread per core (up to DIRECT_WORKERS_MAX).
-
-  Threads, not processes: the encoder's work happens in numpy, Arrow and
-  ISA-L, which release the GIL. Measured on 1M rows, 2 cores: 8.8-9.5 s
-  with one worker, 6.7-7.4 s with two threads, 9.6-9.9 s with two
-  processes (they pay their own start-up and ship every element through
-  gRPC).
-  """
   if isinstance(beam_args, PipelineOptions):
-    return beam_args
-  flags = list(beam_args or [])
-  options = PipelineOptions(flags)
-  direct = ("--direct_num_workers", "--direct_running_mode")
-  if _is_direct(options) and not any(f.startswith(direct) for f in flags):
-    workers = min(os.cpu_count() or 1, DIRECT_WORKERS_MAX)
-    if workers > 1:
-      options = PipelineOptions(flags + [
-          f"--direct_num_workers={workers}",
-          "--direct_running_mode=multi_threading"])
+    options = beam_args
+  else:
+    options = PipelineOptions(list(beam_args or []))
+  if _is_direct(options) and options.view_as(
+      DirectOptions).direct_running_mode == "multi_threading" and \
+      options.view_as(DirectOptions).direct_num_workers != 1:
+    raise InputError(
+        "--direct_running_mode=multi_threading is refused: Beam 2.77's "
+        "DirectRunner (FnApiRunner) loses elements at GroupByKey with "
+        "several worker threads (reproduced: 1,000,000 elements in, "
+        "980,000-995,000 out; benchmarks/beam_multithreading_gbk.py). Use "
+        "--direct_running_mode=multi_processing, or the default (one worker, "
+        "which encodes with a thread per core itself).")
   return options
 
 

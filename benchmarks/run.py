@@ -1,19 +1,27 @@
-"""Times `beam-tfrecords build` on generated CSVs against the seeds' loops.
+"""Times `beam-tfrecords build` on generated data against the baselines.
 
-    python benchmarks/run.py [--suite examples|sequences|all] [--rows 100000]
-        [--workdir /tmp/btr-bench]
+    python benchmarks/run.py [--suite examples|sequences|accounting|scale|all]
+        [--rows 1000000] [--workdir /tmp/btr-bench]
+        [--scale-rows 1000000,10000000]
 
-Prints one table per suite: wall seconds, rows/s and the ratio against the
-seeds' way (csv module + tf.train protos built in Python + one
-tf.io.TFRecordWriter(GZIP)), measured in the same run on the same file. The
-data is generated deterministically.
+Prints one table per suite: wall seconds, rows/s, input MB/s, peak RSS of
+the largest process, and ratios against baselines measured in the same run
+on the same file. Every run is a fresh interpreter that pays its own
+imports. The data is generated deterministically (and kept in --workdir).
 
-* examples: a 12-column CSV, one Example per row.
+* examples: a 12-column CSV (and the same rows as Parquet), one Example per
+  row. Baselines: the seeds' loop (csv + tf.train.Example built in Python
+  + one tf.io.TFRecordWriter(GZIP)); a row-by-row Beam pipeline (Map
+  building protos -> WriteToTFRecord, DirectRunner); the physical limit
+  (CPU seconds of reading, encoding, framing and deflating, measured here,
+  spread over the cores); TFX CsvExampleGen when `tfx` imports.
 * sequences: an event log (users x events, rows shuffled); one Example per
   row vs one SequenceExample per user (group_by user, order_by ts).
 * accounting: the 12-column CSV clean, with 1% and with 10% bad rows (each
   bad row goes to errors/ with its reason and is counted); the same build
   with Beam's WriteToTFRecord sink for comparison.
+* scale: the build alone at each of --scale-rows, to show that time grows
+  linearly and peak memory stays flat.
 """
 
 import argparse
@@ -24,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
+from typing import List, NamedTuple, Optional
 
 SCHEMA = """name: bench
 features:
@@ -165,36 +174,108 @@ def seed_sequence_loop(src: str, dst: str) -> None:
       writer.write(ex.SerializeToString())
 
 
-def _cli(workdir: str, schema: str, src: str, extra):
+def beam_row_by_row(src: str, dst: str) -> None:
+  """A plain Beam pipeline, one element per row: ReadFromText, a Map that
+  builds the proto in Python, WriteToTFRecord (GZIP), DirectRunner."""
+  import apache_beam as beam
+  import tensorflow as tf
+  from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+  floats, ints = {"score", "ratio"}, {"user_id", "age", "label"}
+  lists = {"tags": bytes, "ratings": float, "clicks": int}
+
+  def to_example(line: str) -> bytes:
+    row = dict(zip(COLUMNS, next(csv.reader([line]))))
+    feature = {}
+    for k, v in row.items():
+      if k in ints:
+        feature[k] = tf.train.Feature(int64_list=tf.train.Int64List(
+            value=[int(v)]))
+      elif k in floats:
+        feature[k] = tf.train.Feature(float_list=tf.train.FloatList(
+            value=[float(v)]))
+      elif lists.get(k) is float:
+        feature[k] = tf.train.Feature(float_list=tf.train.FloatList(
+            value=[float(p) for p in v.split("|")]))
+      elif lists.get(k) is int:
+        feature[k] = tf.train.Feature(int64_list=tf.train.Int64List(
+            value=[int(p) for p in v.split("|")]))
+      elif lists.get(k) is bytes:
+        feature[k] = tf.train.Feature(bytes_list=tf.train.BytesList(
+            value=[p.encode() for p in v.split("|")]))
+      else:
+        feature[k] = tf.train.Feature(bytes_list=tf.train.BytesList(
+            value=[v.encode()]))
+    return tf.train.Example(features=tf.train.Features(
+        feature=feature)).SerializeToString()
+
+  # FnApiRunner: the DirectRunner's engine, without 2.77's Prism download.
+  with beam.Pipeline(runner=FnApiRunner()) as p:
+    _ = (p
+         | beam.io.ReadFromText(src, skip_header_lines=1)
+         | beam.Map(to_example)
+         | beam.io.WriteToTFRecord(dst, file_name_suffix=".tfrecord.gz"))
+
+
+class Result(NamedTuple):
+  name: str
+  seconds: float
+  peak_mb: Optional[float]  # the largest process's peak RSS
+
+
+def _run(cmd: List[str]):
+  """Runs a command; (wall seconds, peak RSS in MB of the process)."""
+  start = time.perf_counter()
+  proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+  _, status, usage = os.wait4(proc.pid, 0)
+  seconds = time.perf_counter() - start
+  proc.returncode = os.waitstatus_to_exitcode(status)
+  if proc.returncode:
+    raise subprocess.CalledProcessError(proc.returncode, cmd)
+  return seconds, usage.ru_maxrss / 1024
+
+
+def _timed_cmd(results, name, cmd) -> None:
+  seconds, peak = _run(cmd)
+  results.append(Result(name, seconds, peak))
+
+
+def _cli_cmd(workdir: str, schema: str, src: str, extra) -> List[str]:
   out = os.path.join(workdir, "out")
   shutil.rmtree(out, ignore_errors=True)
-  subprocess.run([sys.executable, "-m", "beam_tfrecords", "build",
-                  "--schema", schema, "--input", src, "--output", out]
-                 + extra, check=True, stdout=subprocess.DEVNULL)
+  return [sys.executable, "-m", "beam_tfrecords", "build", "--schema", schema,
+          "--input", src, "--output", out] + list(extra)
 
 
-def _table(title: str, rows: int, src: str, results) -> None:
-  base = results[0][1]
+def _cli(results, name, workdir, schema, src, extra=()):
+  _timed_cmd(results, name, _cli_cmd(workdir, schema, src, extra))
+
+
+def _baseline_cmd(kind: str, src: str, dst: str) -> List[str]:
+  """A baseline in a fresh interpreter (it pays its own imports, as the
+  `build` runs do)."""
+  return [sys.executable, os.path.abspath(__file__), "--run-seed", kind, src,
+          dst]
+
+
+def _table(title: str, rows: int, src: str, results, bases,
+           limits=()) -> None:
+  """bases: (label, seconds): a column "speed-up vs label" (base / wall);
+  limits: (label, seconds): a column "wall / label" (1.0x = at the limit)."""
   mb = os.path.getsize(src) / 1e6
-  print(f"\n{title}: {rows:,} rows, {mb:.1f} MB CSV, {os.cpu_count()} cores\n")
-  print("| approach | wall s | rows/s | vs first row |")
-  print("|---|---|---|---|")
-  for name, secs in results:
-    print(f"| {name} | {secs:.1f} | {rows / secs:,.0f} | "
-          f"{base / secs:.2f}x |")
-
-
-def _seed_in_subprocess(kind: str, src: str, dst: str):
-  """Runs a seed loop in a fresh interpreter: it pays its own imports, as
-  the `build` runs do."""
-  return lambda: subprocess.run([sys.executable, os.path.abspath(__file__),
-                                 "--run-seed", kind, src, dst], check=True)
-
-
-def _timed(results, name, fn):
-  start = time.perf_counter()
-  fn()
-  results.append((name, time.perf_counter() - start))
+  print(f"\n{title}: {rows:,} rows, {mb:.1f} MB input, {os.cpu_count()} "
+        f"cores\n")
+  head = "| approach | wall s | rows/s | MB/s | peak RSS MB |"
+  head += "".join(f" speed-up vs {label} |" for label, _ in bases)
+  head += "".join(f" wall / {label} |" for label, _ in limits)
+  print(head)
+  print("|---" * (5 + len(bases) + len(limits)) + "|")
+  for r in results:
+    peak = f"{r.peak_mb:,.0f}" if r.peak_mb else "-"
+    line = (f"| {r.name} | {r.seconds:.1f} | {rows / r.seconds:,.0f} | "
+            f"{mb / r.seconds:.1f} | {peak} |")
+    line += "".join(f" {base / r.seconds:.2f}x |" for _, base in bases)
+    line += "".join(f" {r.seconds / lim:.2f}x |" for _, lim in limits)
+    print(line)
 
 
 def sequences_suite(args) -> None:
@@ -207,43 +288,21 @@ def sequences_suite(args) -> None:
     schemas[name] = os.path.join(args.workdir, f"events-{name}.yaml")
     with open(schemas[name], "w") as f:
       f.write(text)
-  two = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
   results = []
-  _timed(results, "seed-style loop: group in a dict, sort, SequenceExample "
-         "protos, TFRecordWriter GZIP",
-         _seed_in_subprocess("sequences", src, os.path.join(
-             args.workdir, "seed-seq.tfrecord.gz")))
-  _timed(results, "build, one Example per row (DirectRunner defaults)",
-         lambda: _cli(args.workdir, schemas["rows"], src, []))
-  _timed(results, "build, SequenceExample per user: group_by + order_by "
-         "(DirectRunner defaults)",
-         lambda: _cli(args.workdir, schemas["seq"], src, []))
-  _timed(results, "build, SequenceExample per user, 2 worker processes",
-         lambda: _cli(args.workdir, schemas["seq"], src, two))
-  _table("sequences (10 events per user on average)", args.rows, src, results)
-
-
-def main():
-  p = argparse.ArgumentParser()
-  p.add_argument("--suite", choices=["examples", "sequences", "accounting",
-                                     "all"],
-                 default="all")
-  p.add_argument("--rows", type=int, default=100_000)
-  p.add_argument("--workdir", default="/tmp/btr-bench")
-  p.add_argument("--run-seed", nargs=3, metavar=("KIND", "SRC", "DST"),
-                 help=argparse.SUPPRESS)
-  args = p.parse_args()
-  if args.run_seed:
-    kind, src, dst = args.run_seed
-    (seed_loop if kind == "examples" else seed_sequence_loop)(src, dst)
-    return
-  os.makedirs(args.workdir, exist_ok=True)
-  if args.suite in ("examples", "all"):
-    examples_suite(args)
-  if args.suite in ("sequences", "all"):
-    sequences_suite(args)
-  if args.suite in ("accounting", "all"):
-    accounting_suite(args)
+  _timed_cmd(results, "seed-style loop: group in a dict, sort, "
+             "SequenceExample protos, TFRecordWriter GZIP",
+             _baseline_cmd("sequences", src, os.path.join(
+                 args.workdir, "seed-seq.tfrecord.gz")))
+  _cli(results, "build, one Example per row", args.workdir, schemas["rows"],
+       src)
+  _cli(results, "build, SequenceExample per user: group_by + order_by",
+       args.workdir, schemas["seq"], src)
+  _cli(results, "build, SequenceExample per user, 2 worker processes",
+       args.workdir, schemas["seq"], src,
+       ["--direct_num_workers=2", "--direct_running_mode=multi_processing"])
+  _table("sequences (10 events per user on average; build = DirectRunner "
+         "defaults unless said)", args.rows, src, results,
+         [("seed loop", results[0].seconds)])
 
 
 def _with_bad_rows(src: str, dst: str, every: int) -> None:
@@ -257,19 +316,33 @@ def _with_bad_rows(src: str, dst: str, every: int) -> None:
       w.writerow(row)
 
 
-def _examples_input(args):
+def _examples_input(workdir: str, rows: int):
   """The generated 12-column CSV and its schema file (made once)."""
-  src = os.path.join(args.workdir, f"input-{args.rows}.csv")
+  src = os.path.join(workdir, f"input-{rows}.csv")
   if not os.path.exists(src):
-    make_csv(src, args.rows)
-  schema = os.path.join(args.workdir, "schema.yaml")
+    make_csv(src, rows)
+  schema = os.path.join(workdir, "schema.yaml")
   with open(schema, "w") as f:
     f.write(SCHEMA)
   return src, schema
 
 
+def _parquet_copy(src: str) -> str:
+  """The CSV's rows as Parquet (row groups of 128k rows; `day` as text)."""
+  dst = src[:-len(".csv")] + ".parquet"
+  if not os.path.exists(dst):
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+    table = pacsv.read_csv(src, convert_options=pacsv.ConvertOptions(
+        column_types={c: pa.string() for c in ("day", "tags", "ratings",
+                                               "clicks")}))
+    pq.write_table(table, dst, row_group_size=128 * 1024)
+  return dst
+
+
 def accounting_suite(args) -> None:
-  src, schema = _examples_input(args)
+  src, schema = _examples_input(args.workdir, args.rows)
   variants = {}
   for every in (100, 10):
     variants[every] = os.path.join(args.workdir,
@@ -277,31 +350,193 @@ def accounting_suite(args) -> None:
     if not os.path.exists(variants[every]):
       _with_bad_rows(src, variants[every], every)
   results = []
-  _timed(results, "build, clean input",
-         lambda: _cli(args.workdir, schema, src, []))
-  _timed(results, "build, 1% bad rows (to errors/)",
-         lambda: _cli(args.workdir, schema, variants[100], []))
-  _timed(results, "build, 10% bad rows (to errors/)",
-         lambda: _cli(args.workdir, schema, variants[10], []))
-  _timed(results, "build, clean input, --sink beam (WriteToTFRecord)",
-         lambda: _cli(args.workdir, schema, src, ["--sink", "beam"]))
-  _table("accounting (12 columns)", args.rows, src, results)
+  _cli(results, "build, clean input", args.workdir, schema, src)
+  _cli(results, "build, 1% bad rows (to errors/)", args.workdir, schema,
+       variants[100])
+  _cli(results, "build, 10% bad rows (to errors/)", args.workdir, schema,
+       variants[10])
+  _cli(results, "build, clean input, --sink beam (WriteToTFRecord)",
+       args.workdir, schema, src, ["--sink", "beam"])
+  _table("accounting (12 columns; DirectRunner defaults)", args.rows, src,
+         results, [("clean build", results[0].seconds)])
+
+
+def _cpu(fn):
+  start = time.process_time()
+  out = fn()
+  return time.process_time() - start, out
+
+
+def limit_components(src: str, schema_path: str) -> List[tuple]:
+  """CPU seconds of each step of the work, measured in this process on the
+  whole file: (step, CPU seconds, what it is)."""
+  import pyarrow as pa
+  import pyarrow.compute as pc
+  import pyarrow.csv as pacsv
+  import zlib
+  from isal import isal_zlib
+  from beam_tfrecords import ExampleEncoder
+  from beam_tfrecords.records import frame_records
+  steps = []
+  read_s, table = _cpu(lambda: pacsv.read_csv(
+      src, convert_options=pacsv.ConvertOptions(
+          column_types={c: pa.string() for c in ("day", "tags", "ratings",
+                                                 "clicks")})))
+  steps.append(("read: pyarrow.csv.read_csv", read_s))
+  batches = table.to_batches(max_chunksize=64 * 1024)
+  encoder = ExampleEncoder(schema_path)
+  enc_s, encoded = _cpu(lambda: [encoder.encode(b).record_list()
+                                 for b in batches])
+  steps.append(("encode: this package's vectorized encoder (schema checks, "
+                "sorted keys)", enc_s))
+  try:
+    from tfx_bsl.coders.example_coder import RecordBatchToExamplesEncoder
+    cols = []
+    for name in table.column_names:
+      a = table[name].combine_chunks()
+      if name in ("tags", "ratings", "clicks"):
+        a = pc.cast(pc.split_pattern(a, "|"), pa.large_list(
+            {"tags": pa.large_binary(), "ratings": pa.float32(),
+             "clicks": pa.int64()}[name]))
+      else:
+        if pa.types.is_floating(a.type):
+          a = pc.cast(a, pa.float32())
+        elif pa.types.is_string(a.type):
+          a = pc.cast(a, pa.large_binary())
+        a = pa.LargeListArray.from_arrays(
+            pa.array(range(len(a) + 1), pa.int64()), a)
+      cols.append(a)
+    rb = pa.RecordBatch.from_arrays(cols, table.column_names)
+    tfx_encoder = RecordBatchToExamplesEncoder()
+    tfx_s, _ = _cpu(lambda: [tfx_encoder.encode(rb.slice(i, 64 * 1024))
+                             for i in range(0, rb.num_rows, 64 * 1024)])
+    steps.append(("encode: tfx-bsl RecordBatchToExamplesEncoder (columns "
+                  "cast beforehand, not timed)", tfx_s))
+  except ImportError:
+    pass
+  frame_s, framed = _cpu(lambda: [frame_records(r) for r in encoded])
+  steps.append(("frame: TFRecord length + crc32c", frame_s))
+  isal_s, _ = _cpu(lambda: [isal_zlib.compress(f, 2, 31) for f in framed])
+  steps.append(("deflate: ISA-L level 2 (our default)", isal_s))
+  zlib_s, _ = _cpu(lambda: [zlib.compress(f, 6, 31) for f in framed])
+  steps.append(("deflate: zlib level 6 (WriteToTFRecord's)", zlib_s))
+  return steps
+
+
+def _limits(steps) -> dict:
+  cores = os.cpu_count() or 1
+  by = dict(steps)
+  read = by["read: pyarrow.csv.read_csv"]
+  frame = by["frame: TFRecord length + crc32c"]
+  ours = (read + by["encode: this package's vectorized encoder (schema "
+                    "checks, sorted keys)"] + frame
+          + by["deflate: ISA-L level 2 (our default)"]) / cores
+  out = {"limit, our steps (read + our encoder + frame + ISA-L) / cores":
+         ours}
+  tfx = [v for k, v in steps if k.startswith("encode: tfx-bsl")]
+  if tfx:
+    out["limit, issue's steps (read + tfx-bsl + frame + zlib 6) / cores"] = (
+        read + tfx[0] + frame
+        + by["deflate: zlib level 6 (WriteToTFRecord's)"]) / cores
+  return out
+
+
+TFX_SKIPPED = (
+    "TFX CsvExampleGen: skipped, `tfx` does not import here (TFX 1.21's "
+    "ml-metadata, TFDV and struct2tensor publish manylinux_2_39 wheels "
+    "only). Measured on this kind of machine (issue 5): 177 s for these "
+    "1M rows on the DirectRunner, peak RSS 2.3 GB.")
 
 
 def examples_suite(args) -> None:
-  src, schema = _examples_input(args)
+  src, schema = _examples_input(args.workdir, args.rows)
+  parquet = _parquet_copy(src)
   results = []
-  _timed(results, "seed loop (csv + tf.train.Example + TFRecordWriter GZIP)",
-         _seed_in_subprocess("examples", src, os.path.join(
-             args.workdir, "seed.tfrecord.gz")))
-  _timed(results, "beam-tfrecords build (DirectRunner defaults)",
-         lambda: _cli(args.workdir, schema, src, []))
-  _timed(results, "beam-tfrecords build (--direct_num_workers 2, "
-         "multi_processing)",
-         lambda: _cli(args.workdir, schema, src,
-                      ["--direct_num_workers=2",
-                       "--direct_running_mode=multi_processing"]))
-  _table("examples (12 columns)", args.rows, src, results)
+  _timed_cmd(results, "seed loop (csv + tf.train.Example + TFRecordWriter "
+             "GZIP)", _baseline_cmd("examples", src, os.path.join(
+                 args.workdir, "seed.tfrecord.gz")))
+  if not args.skip_row_by_row:
+    _timed_cmd(results, "Beam row by row (ReadFromText, Map to proto, "
+               "WriteToTFRecord), DirectRunner",
+               _baseline_cmd("beam-rows", src, os.path.join(
+                   args.workdir, "beam-rows", "part")))
+  _cli(results, "**beam-tfrecords build, DirectRunner defaults**",
+       args.workdir, schema, src)
+  _cli(results, "build, 2 worker processes (multi_processing)",
+       args.workdir, schema, src, ["--direct_num_workers=2",
+                                   "--direct_running_mode=multi_processing"])
+  _cli(results, "build, gzip level 6 (zlib, smaller files)", args.workdir,
+       schema, src, ["--gzip-level", "6"])
+  _cli(results, "build from the same rows as Parquet", args.workdir, schema,
+       parquet)
+  try:
+    import tfx  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+    print("\nTFX imports, but this script does not drive CsvExampleGen yet;"
+          " see the figures below.")
+  except ImportError:
+    pass
+  print("\n" + TFX_SKIPPED)
+  steps = limit_components(src, schema)
+  limits = _limits(steps)
+  names = {k: ("the issue's limit" if "issue's" in k else "our limit")
+           for k in limits}
+  _table("examples (12 columns)", args.rows, src, results,
+         [("seed loop", results[0].seconds)],
+         [(names[k], v) for k, v in limits.items()][::-1])
+  print(f"\nThe limit: CPU seconds per step on the whole file, measured in "
+        f"this process, over {os.cpu_count()} cores\n")
+  print("| step | CPU s | µs/row |")
+  print("|---|---|---|")
+  for name, secs in steps:
+    print(f"| {name} | {secs:.2f} | {secs / args.rows * 1e6:.2f} |")
+  for name, secs in limits.items():
+    print(f"| {name} | **{secs:.2f} s wall** | |")
+
+
+def scale_suite(args) -> None:
+  results, sizes = [], []
+  for rows in (int(r) for r in args.scale_rows.split(",")):
+    src, schema = _examples_input(args.workdir, rows)
+    seconds, peak = _run(_cli_cmd(args.workdir, schema, src, []))
+    results.append((rows, os.path.getsize(src) / 1e6, seconds, peak))
+  print(f"\nscale (12 columns; DirectRunner defaults; {os.cpu_count()} "
+        "cores)\n")
+  print("| rows | input MB | wall s | rows/s | peak RSS MB |")
+  print("|---|---|---|---|---|")
+  for rows, mb, seconds, peak in results:
+    print(f"| {rows:,} | {mb:,.0f} | {seconds:.1f} | {rows / seconds:,.0f} "
+          f"| {peak:,.0f} |")
+
+
+BASELINES = {"examples": seed_loop, "sequences": seed_sequence_loop,
+             "beam-rows": beam_row_by_row}
+
+
+def main():
+  p = argparse.ArgumentParser()
+  p.add_argument("--suite", choices=["examples", "sequences", "accounting",
+                                     "scale", "all"],
+                 default="all")
+  p.add_argument("--rows", type=int, default=1_000_000)
+  p.add_argument("--scale-rows", default="1000000,10000000",
+                 help="row counts for the scale suite, comma-separated")
+  p.add_argument("--skip-row-by-row", action="store_true",
+                 help="leave out the row-by-row Beam baseline (slowest)")
+  p.add_argument("--workdir", default="/tmp/btr-bench")
+  p.add_argument("--run-seed", nargs=3, metavar=("KIND", "SRC", "DST"),
+                 help=argparse.SUPPRESS)
+  args = p.parse_args()
+  if args.run_seed:
+    kind, src, dst = args.run_seed
+    BASELINES[kind](src, dst)
+    return
+  os.makedirs(args.workdir, exist_ok=True)
+  for name, suite in (("examples", examples_suite),
+                      ("sequences", sequences_suite),
+                      ("accounting", accounting_suite),
+                      ("scale", scale_suite)):
+    if args.suite in (name, "all"):
+      suite(args)
 
 
 if __name__ == "__main__":

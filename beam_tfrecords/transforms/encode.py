@@ -7,10 +7,14 @@ assembly per group.
 """
 
 import base64
+import collections
+import concurrent.futures
 import json
-from typing import Any, Dict, List
+import os
+from typing import Any, Dict, List, Optional, Tuple
 
 import apache_beam as beam
+from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_tfrecords.encoding import (ExampleEncoder, SequenceAssembler,
                                      SequenceEncoder, StepEncoder)
@@ -31,6 +35,10 @@ STAT_FIELDS = ("rows_read", "rows_written", "rows_rejected", "rows_dropped",
 # says what was wrong with the whole value).
 MAX_RAW_CHARS = 10_000
 _NAMESPACE = "beam_tfrecords"
+# Threads per worker process that encode batches (None: one per core, at
+# most this many). Measured on 1M rows, 2 cores: 8.7 s with one, 7.0 s
+# with two.
+ENCODE_THREADS_MAX = 2
 
 
 def _stats(**counts) -> tuple:
@@ -120,18 +128,74 @@ class _Counters:
 
 
 class _SchemaFn(beam.DoFn):
-  """A DoFn that pickles as a schema dict and builds its encoder in setup()."""
+  """A DoFn that pickles as a schema dict and builds its encoder in setup().
 
-  def __init__(self, schema_dict: Dict[str, Any]):
+  With `threads` > 1, elements are worked on by a small thread pool while
+  the next ones are read: the work is numpy / Arrow / ISA-L, which release
+  the GIL, so one worker process uses more than one core on every runner.
+  Outputs keep their element's order; at most `threads` + 1 elements are
+  in flight. Counters are updated in the DoFn's own thread (Beam's metrics
+  are thread-local).
+  """
+
+  def __init__(self, schema_dict: Dict[str, Any],
+               threads: Optional[int] = 1):
     self._schema_dict = schema_dict
+    self._threads = threads
     self._encoder = None
+    self._pool = None
+    self._pending = collections.deque()
     self._counters = _Counters()
 
   def _build(self, schema: Schema):
     raise NotImplementedError
 
+  def _work(self, element) -> Tuple[list, tuple, list]:
+    """(outputs, STAT_FIELDS tuple, dead-letter dicts); no Beam calls."""
+    raise NotImplementedError
+
   def setup(self):
     self._encoder = self._build(schema_from_dict(self._schema_dict))
+    if self._threads is None:  # decided where the work runs
+      self._threads = min(os.cpu_count() or 1, ENCODE_THREADS_MAX)
+    if self._threads > 1:
+      self._pool = concurrent.futures.ThreadPoolExecutor(
+          self._threads, thread_name_prefix="beam_tfrecords-encode")
+
+  def teardown(self):
+    if self._pool is not None:
+      self._pool.shutdown(wait=True)
+      self._pool = None
+
+  def start_bundle(self):
+    self._pending = collections.deque()
+
+  def _emit(self, result):
+    outputs, stats, errors = result
+    self._counters.rejected_all(errors)
+    self._counters.add(stats)
+    return outputs
+
+  def process(self, element, window=beam.DoFn.WindowParam,
+              timestamp=beam.DoFn.TimestampParam):
+    if self._pool is None:
+      yield from self._emit(self._work(element))
+      return
+    self._pending.append((self._pool.submit(self._work, element), window,
+                          timestamp))
+    while self._pending and (len(self._pending) > self._threads
+                             or self._pending[0][0].done()):
+      yield from self._emit(self._pending.popleft()[0].result())
+
+  def finish_bundle(self):
+    while self._pending:
+      future, window, timestamp = self._pending.popleft()
+      for out in self._emit(future.result()):
+        if isinstance(out, beam.pvalue.TaggedOutput):
+          yield beam.pvalue.TaggedOutput(out.tag, WindowedValue(
+              out.value, timestamp, [window]))
+        else:
+          yield WindowedValue(out, timestamp, [window])
 
 
 @beam.typehints.with_input_types(SourceBatch)
@@ -149,21 +213,22 @@ class _EncodeBatchFn(_SchemaFn):
     return SequenceEncoder(schema) if schema.is_sequence else \
         ExampleEncoder(schema)
 
-  def process(self, batch: SourceBatch):
+  def _work(self, batch: SourceBatch):
     result = self._encoder.encode_columns(batch.columns, batch.num_rows)
+    outputs = []
     if len(result.rows):
-      yield batch.order, result.record_list()
-    errors = self._counters.rejected_all(
-        list(_row_errors(batch, result.errors)))
-    rejected = len(errors)
+      outputs.append((batch.order, result.record_list()))
+    errors = list(_row_errors(batch, result.errors))
     if errors:
-      yield beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors))
+      outputs.append(beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors)))
     steps = int(result.steps.sum()) if result.steps is not None else 0
-    yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
+    stats = _stats(
         rows_read=batch.num_rows + len(batch.errors),
-        rows_written=result.rows_written, rows_rejected=rejected,
+        rows_written=result.rows_written, rows_rejected=len(errors),
         records=len(result.rows), steps=steps,
-        steps_dropped=result.dropped_steps)))
+        steps_dropped=result.dropped_steps)
+    outputs.append(beam.pvalue.TaggedOutput(STATS, stats))
+    return outputs, stats, errors
 
 
 class EncodeRows(beam.PTransform):
@@ -180,7 +245,7 @@ class EncodeRows(beam.PTransform):
 
   def expand(self, batches):
     return batches | "EncodeBatch" >> beam.ParDo(
-        _EncodeBatchFn(self._schema.to_dict())).with_outputs(
+        _EncodeBatchFn(self._schema.to_dict(), threads=None)).with_outputs(
             ERRORS, STATS, main="records")
 
 
@@ -197,19 +262,17 @@ class _EncodeStepsFn(_SchemaFn):
   def _build(self, schema):
     return StepEncoder(schema)
 
-  def process(self, batch: SourceBatch):
+  def _work(self, batch: SourceBatch):
     result = self._encoder.encode_columns(
         batch.columns, batch.num_rows, batch.known_row_numbers())
-    for key, steps in result.groups:
-      yield key, (batch.path, steps)
-    errors = self._counters.rejected_all(
-        list(_row_errors(batch, result.errors)))
-    rejected = len(errors)
+    outputs = [(key, (batch.path, steps)) for key, steps in result.groups]
+    errors = list(_row_errors(batch, result.errors))
     if errors:
-      yield beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors))
-    yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
-        rows_read=batch.num_rows + len(batch.errors),
-        rows_rejected=rejected)))
+      outputs.append(beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors)))
+    stats = _stats(rows_read=batch.num_rows + len(batch.errors),
+                   rows_rejected=len(errors))
+    outputs.append(beam.pvalue.TaggedOutput(STATS, stats))
+    return outputs, stats, errors
 
 
 class _AssembleFn(_SchemaFn):
@@ -267,7 +330,8 @@ class EncodeGroupedSequences(beam.PTransform):
   def expand(self, batches):
     schema_dict = self._schema.to_dict()
     steps = batches | "EncodeSteps" >> beam.ParDo(
-        _EncodeStepsFn(schema_dict)).with_outputs(ERRORS, STATS, main="steps")
+        _EncodeStepsFn(schema_dict, threads=None)).with_outputs(
+            ERRORS, STATS, main="steps")
     assembled = (steps.steps
                  # (key, (source path, [step]))
                  | "GroupSteps" >> beam.GroupByKey()
