@@ -75,7 +75,7 @@ def reason_category(reason: str) -> str:
 
 # "beam_tfrecords.errors.InputError: message" in a worker's traceback text.
 _WORKER_ERROR = re.compile(
-    r"^beam_tfrecords\.errors\.(InputError|BadRowsError): (.+)$", re.M)
+    r"^beam_tfrecords\.errors\.(InputError|BadRowsError): ", re.M)
 
 
 def from_worker(error: Exception) -> Exception:
@@ -89,10 +89,11 @@ def from_worker(error: Exception) -> Exception:
   """
   if isinstance(error, BeamTFRecordsError):
     return error
-  found = _WORKER_ERROR.findall(str(error))
+  text = str(error)
+  found = list(_WORKER_ERROR.finditer(text))
   if not found:
     return error
-  kind, message = found[-1]
+  kind, message = found[-1].group(1), text[found[-1].end():]
   typed = {"InputError": InputError, "BadRowsError": BadRowsError}[kind](
       message.strip())
   typed.__cause__ = error

@@ -23,7 +23,8 @@ from beam_tfrecords.schema import Schema, load_schema, spec_to_json
 from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, SUCCESS,
                                   TFRECORD_GZIP, Commit, WriteErrors,
                                   WriteShards, WriteWithBeamSink,
-                                  check_thresholds, publish, read_json)
+                                  check_thresholds, publish, read_json,
+                                  remove_parts)
 from beam_tfrecords.sources import plan_inputs
 from beam_tfrecords.transforms import (STAT_FIELDS, Encode, ReadInputs,
                                        dead_letter_json)
@@ -233,6 +234,13 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     if typed is e:
       raise
     raise typed from e
+  finally:
+    # The shards hold copies of the part files by now (or the run failed).
+    try:
+      remove_parts(staging)
+    except Exception:  # pylint: disable=broad-except
+      _LOG.warning("could not remove the part files under %s", staging,
+                   exc_info=True)
   metadata = read_json(FileSystems.join(staging, DATASET_JSON))
   check_thresholds(metadata, max_bad_rows, max_bad_fraction, staging)
   publish(staging, output, metadata)

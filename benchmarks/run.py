@@ -26,6 +26,7 @@ imports. The data is generated deterministically (and kept in --workdir).
 
 import argparse
 import csv
+import json
 import os
 import random
 import shutil
@@ -281,7 +282,7 @@ def _table(title: str, rows: int, src: str, results, bases,
 def sequences_suite(args) -> None:
   src = os.path.join(args.workdir, f"events-{args.rows}.csv")
   if not os.path.exists(src):
-    make_events_csv(src, args.rows)
+    _run(_baseline_cmd("make-events", src, str(args.rows)))
   schemas = {}
   for name, text in (("rows", EVENTS_AS_EXAMPLES),
                      ("seq", EVENTS_AS_SEQUENCES)):
@@ -320,24 +321,28 @@ def _examples_input(workdir: str, rows: int):
   """The generated 12-column CSV and its schema file (made once)."""
   src = os.path.join(workdir, f"input-{rows}.csv")
   if not os.path.exists(src):
-    make_csv(src, rows)
+    _run(_baseline_cmd("make-csv", src, str(rows)))
   schema = os.path.join(workdir, "schema.yaml")
   with open(schema, "w") as f:
     f.write(SCHEMA)
   return src, schema
 
 
-def _parquet_copy(src: str) -> str:
+def write_parquet(src: str, dst: str) -> None:
   """The CSV's rows as Parquet (row groups of 128k rows; `day` as text)."""
+  import pyarrow as pa
+  import pyarrow.csv as pacsv
+  import pyarrow.parquet as pq
+  table = pacsv.read_csv(src, convert_options=pacsv.ConvertOptions(
+      column_types={c: pa.string() for c in ("day", "tags", "ratings",
+                                             "clicks")}))
+  pq.write_table(table, dst, row_group_size=128 * 1024)
+
+
+def _parquet_copy(src: str) -> str:
   dst = src[:-len(".csv")] + ".parquet"
   if not os.path.exists(dst):
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
-    table = pacsv.read_csv(src, convert_options=pacsv.ConvertOptions(
-        column_types={c: pa.string() for c in ("day", "tags", "ratings",
-                                               "clicks")}))
-    pq.write_table(table, dst, row_group_size=128 * 1024)
+    _run(_baseline_cmd("parquet", src, dst))
   return dst
 
 
@@ -476,7 +481,12 @@ def examples_suite(args) -> None:
   except ImportError:
     pass
   print("\n" + TFX_SKIPPED)
-  steps = limit_components(src, schema)
+  # In a child process, like everything heavy: a child's peak RSS as the
+  # kernel reports it starts from its parent's size at fork time.
+  steps_file = os.path.join(args.workdir, "limit-steps.json")
+  _run(_baseline_cmd("limits", src, schema) + [steps_file])
+  with open(steps_file) as f:
+    steps = [tuple(step) for step in json.load(f)]
   limits = _limits(steps)
   names = {k: ("the issue's limit" if "issue's" in k else "our limit")
            for k in limits}
@@ -508,8 +518,16 @@ def scale_suite(args) -> None:
           f"| {peak:,.0f} |")
 
 
+def _write_limit_steps(src: str, schema: str, dst: str) -> None:
+  with open(dst, "w") as f:
+    json.dump(limit_components(src, schema), f)
+
+
 BASELINES = {"examples": seed_loop, "sequences": seed_sequence_loop,
-             "beam-rows": beam_row_by_row}
+             "beam-rows": beam_row_by_row, "parquet": write_parquet,
+             "limits": _write_limit_steps,
+             "make-csv": lambda path, rows: make_csv(path, int(rows)),
+             "make-events": lambda path, rows: make_events_csv(path, int(rows))}
 
 
 def main():
@@ -523,12 +541,12 @@ def main():
   p.add_argument("--skip-row-by-row", action="store_true",
                  help="leave out the row-by-row Beam baseline (slowest)")
   p.add_argument("--workdir", default="/tmp/btr-bench")
-  p.add_argument("--run-seed", nargs=3, metavar=("KIND", "SRC", "DST"),
+  p.add_argument("--run-seed", nargs="+", metavar="ARG",
                  help=argparse.SUPPRESS)
   args = p.parse_args()
   if args.run_seed:
-    kind, src, dst = args.run_seed
-    BASELINES[kind](src, dst)
+    kind, *rest = args.run_seed
+    BASELINES[kind](*rest)
     return
   os.makedirs(args.workdir, exist_ok=True)
   for name, suite in (("examples", examples_suite),

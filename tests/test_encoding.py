@@ -161,6 +161,19 @@ PATH_CASES = [
 ]
 
 
+def test_dates_beyond_python_range_are_iso_text_on_both_paths():
+  """Python's date stops at year 9999; Arrow's ISO text is used instead,
+  also when another cell sends the column down the reference path."""
+  scalar = pa.array([-800000, 0], pa.date32())
+  lists = pa.array([[-800000], [None], [0]], pa.large_list(pa.date32()))
+  fast, errors = col.convert_column(Feature("x", F.STRING), scalar, 2)
+  assert fast.to_pylist() == [[b"-0221-09-04"], [b"1970-01-01"]]
+  assert errors == {}
+  ref, errors = col.convert_column(Feature("x", F.STRING, (-1,)), lists, 3)
+  assert ref.to_pylist() == [[b"-0221-09-04"], None, [b"1970-01-01"]]
+  assert errors == {1: "the list has a null at position 0"}
+
+
 def _expected_lists(expected):
   return [e if not isinstance(e, str) else None for e in expected]
 

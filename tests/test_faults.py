@@ -122,6 +122,10 @@ def test_part_files_give_the_same_bytes_and_are_cleaned_up(tmp_path,
   assert written and all("/.staging-" in p and "/.parts/train/" in p
                          for p in written)
   assert not any(os.path.exists(p) for p in written)
+  assert dataset_files(spilled.output) == [
+      "_SUCCESS", "dataset.json", "errors/errors-00000-of-00002.jsonl",
+      "errors/errors-00001-of-00002.jsonl",
+      "train-00000-of-00002.tfrecord.gz", "train-00001-of-00002.tfrecord.gz"]
   monkeypatch.setattr(shards, "SPILL_BYTES", 1 << 40)
   count = len(written)
   inline = btr.build(SCHEMA, src, str(tmp_path / "inline"), num_shards=2)
@@ -141,6 +145,10 @@ def test_worker_errors_keep_their_type():
   assert isinstance(typed, InputError)
   assert str(typed) == ("/d/t.csv.gz: the gzip data ends early [while "
                         "running 'ReadInputs/Read']")
+  two_lines = btr.errors.from_worker(RuntimeError(
+      "Traceback ...\nbeam_tfrecords.errors.BadRowsError: 3 rows\n  e.g. x\n"))
+  assert isinstance(two_lines, BadRowsError)
+  assert str(two_lines) == "3 rows\n  e.g. x"
   other = RuntimeError("ZeroDivisionError: division by zero")
   assert btr.errors.from_worker(other) is other
 
@@ -163,6 +171,10 @@ def test_threshold_failure_publishes_nothing(tmp_path):
   # The rejected rows are kept in the staging directory named.
   staging = [d for d in os.listdir(out) if d.startswith(".staging-")]
   assert len(staging) == 1 and staging[0] in message
+  # ... without the records' part files (the shard holds them).
+  assert dataset_files(os.path.join(out, staging[0])) == [
+      "dataset.json", "errors/errors-00000-of-00001.jsonl",
+      "train-00000-of-00001.tfrecord.gz"]
   # Under the limit it publishes; dataset.json lists the reasons.
   result = btr.build(SCHEMA, src, out, overwrite=True, max_bad_rows=20)
   (reason,) = result.metadata["errors"]["reasons"]

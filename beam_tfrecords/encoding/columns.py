@@ -71,7 +71,26 @@ def convert_column(feature: Feature, array: Optional[pa.Array],
     return _fast_column(feature, array), {}
   except (_Fallback, pa.ArrowInvalid, pa.ArrowNotImplementedError,
           pa.ArrowTypeError):
-    return convert_cells(feature, array.to_pylist())
+    return convert_cells(feature, python_values(array))
+
+
+def _dates_as_text(t: pa.DataType) -> pa.DataType:
+  if pa.types.is_date(t):
+    return pa.large_string()
+  if pa.types.is_large_list(t):
+    return pa.large_list(_dates_as_text(t.value_type))
+  if pa.types.is_list(t) or pa.types.is_fixed_size_list(t):
+    return pa.list_(_dates_as_text(t.value_type))
+  return t
+
+
+def python_values(array: pa.Array) -> list:
+  """array.to_pylist(); dates outside years 1-9999, which Python cannot
+  hold, come as Arrow's ISO text instead (as the fast path writes them)."""
+  try:
+    return array.to_pylist()
+  except (OverflowError, ValueError):
+    return pc.cast(array, _dates_as_text(array.type)).to_pylist()
 
 
 def apply_missing(feature: Feature, lists: pa.LargeListArray,

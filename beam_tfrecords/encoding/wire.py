@@ -271,9 +271,10 @@ def _length_delimited(tag: int, payload, present=None) -> Pieces:
   return Pieces(_merged(header + _parts(payload)), total)
 
 
-def _is_one_per_row(offsets: np.ndarray) -> bool:
+def _is_one_per_row(offsets: np.ndarray, num_values: int) -> bool:
+  """Whether row i holds exactly value i, and there are no other values."""
   return len(offsets) > 0 and int(offsets[0]) == 0 and \
-      int(offsets[-1]) == len(offsets) - 1 and bool(
+      int(offsets[-1]) == len(offsets) - 1 == num_values and bool(
           (np.diff(offsets) == 1).all())
 
 
@@ -310,7 +311,7 @@ def bytes_feature(data: np.ndarray, value_offsets: np.ndarray,
   offsets = np.asarray(offsets, dtype=np.int64)
   values = Ragged(data, value_offsets.astype(np.int64))
   items = _length_delimited(0x0A, values)      # one BytesList item per value
-  if _is_one_per_row(offsets):
+  if _is_one_per_row(offsets, len(values)):
     bytes_list = items                         # a scalar column: no regroup
   else:
     bytes_list = materialize(items).regroup(offsets)

@@ -4,7 +4,8 @@ dataset.json, and publishing a finished dataset (_SUCCESS last)."""
 from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
                                            STAGING_PREFIX, SUCCESS, Commit,
                                            WriteErrors, check_thresholds,
-                                           publish, read_json)
+                                           publish, read_json, remove_parts,
+                                           remove_staging)
 from beam_tfrecords.sinks.shards import (JSON_LINES, SHARD_SUFFIX,
                                          TFRECORD_GZIP, WriteShards,
                                          WriteWithBeamSink, stable_hash)
@@ -13,4 +14,4 @@ __all__ = ["Commit", "DATASET_JSON", "ERRORS_DIR", "JSON_LINES",
            "SHARD_SUFFIX", "STAGING_PREFIX", "SUCCESS", "TFRECORD_GZIP",
            "WriteErrors", "WriteShards", "WriteWithBeamSink",
            "check_thresholds", "publish",
-           "read_json", "stable_hash"]
+           "read_json", "remove_parts", "remove_staging", "stable_hash"]

@@ -19,10 +19,12 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.errors import BadRowsError, reason_category
-from beam_tfrecords.sinks.shards import JSON_LINES, SHARD_SUFFIX, WriteShards
+from beam_tfrecords.sinks.shards import (JSON_LINES, PARTS_DIR, SHARD_SUFFIX,
+                                         WriteShards)
 
 __all__ = ["WriteErrors", "Commit", "DATASET_JSON", "SUCCESS", "ERRORS_DIR",
-           "STAGING_PREFIX", "publish", "check_thresholds", "read_json"]
+           "STAGING_PREFIX", "publish", "check_thresholds", "read_json",
+           "remove_parts", "remove_staging"]
 
 DATASET_JSON = "dataset.json"
 SUCCESS = "_SUCCESS"
@@ -272,6 +274,35 @@ def _delete(paths: List[str]) -> None:
   FileSystems.delete([glob.escape(p) for p in paths])
 
 
+def _files_under(directory: str) -> List[str]:
+  pattern = FileSystems.join(glob.escape(directory), "**")
+  return sorted(m.path for r in FileSystems.match([pattern])
+                for m in r.metadata_list)
+
+
+def remove_parts(staging: str) -> None:
+  """Deletes the part files of a build (its records' compressed parts);
+  what stays in a failed build's staging directory is the shards, errors/
+  and dataset.json, for a look."""
+  for parts in (FileSystems.join(staging, PARTS_DIR),
+                FileSystems.join(staging, ERRORS_DIR, PARTS_DIR)):
+    files = _files_under(parts)
+    if files:
+      FileSystems.delete(files)
+    if FileSystems.exists(parts):  # a directory on local disk
+      _delete([parts])
+
+
+def remove_staging(staging: str) -> None:
+  """Deletes a staging directory and everything in it, on any file system
+  (object stores have no directories to delete recursively)."""
+  files = _files_under(staging)
+  if files:
+    FileSystems.delete(files)
+  if FileSystems.exists(staging):
+    _delete([staging])
+
+
 def publish(staging: str, output: str, meta: Dict[str, Any]) -> None:
   """Moves a committed staging directory's files into `output`.
 
@@ -300,4 +331,4 @@ def publish(staging: str, output: str, meta: Dict[str, Any]) -> None:
     FileSystems.mkdirs(errors_dir)
   FileSystems.rename(sources, targets)
   _write_text(success, "")
-  _delete([staging])
+  remove_staging(staging)

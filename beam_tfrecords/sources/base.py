@@ -11,6 +11,8 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
+from beam_tfrecords.encoding.columns import python_values
+
 __all__ = ["ReadUnit", "ReadError", "SourceBatch", "InputFile", "Format",
            "register_format", "FORMATS", "SPLIT_BYTES"]
 
@@ -119,7 +121,7 @@ class SourceBatch:
     columns = {}
     for name, array in self.columns.items():
       if isinstance(array, (pa.Array, pa.ChunkedArray)):
-        columns[name] = array.take(take).to_pylist()
+        columns[name] = python_values(array.take(take))
       else:
         columns[name] = [array[i] for i in indexes]
     names = list(columns)

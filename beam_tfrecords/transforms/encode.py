@@ -84,8 +84,15 @@ def dead_letter_json(record: Dict[str, Any]) -> str:
   return json.dumps(out, sort_keys=True, ensure_ascii=False)
 
 
-def _row_errors(batch: SourceBatch, encode_errors):
-  """Dead-letter dicts of a batch's unreadable and unencodable rows."""
+def _row_errors(batch: SourceBatch, encode_errors) -> List[Dict[str, Any]]:
+  """Dead-letter dicts of a batch's unreadable and unencodable rows, in
+  row order."""
+  errors = list(_unsorted_row_errors(batch, encode_errors))
+  errors.sort(key=lambda e: (e["row"] is None, e["row"] or 0))
+  return errors
+
+
+def _unsorted_row_errors(batch: SourceBatch, encode_errors):
   for err in batch.errors:
     yield {"source": batch.path, "row": err.row, "rows": 1,
            "reason": err.reason, "problems": [], "raw": err.raw}
@@ -185,17 +192,20 @@ class _SchemaFn(beam.DoFn):
                           timestamp))
     while self._pending and (len(self._pending) > self._threads
                              or self._pending[0][0].done()):
-      yield from self._emit(self._pending.popleft()[0].result())
+      yield from self._emit_windowed(*self._pending.popleft())
 
   def finish_bundle(self):
     while self._pending:
-      future, window, timestamp = self._pending.popleft()
-      for out in self._emit(future.result()):
-        if isinstance(out, beam.pvalue.TaggedOutput):
-          yield beam.pvalue.TaggedOutput(out.tag, WindowedValue(
-              out.value, timestamp, [window]))
-        else:
-          yield WindowedValue(out, timestamp, [window])
+      yield from self._emit_windowed(*self._pending.popleft())
+
+  def _emit_windowed(self, future, window, timestamp):
+    """An earlier element's outputs, in that element's window."""
+    for out in self._emit(future.result()):
+      if isinstance(out, beam.pvalue.TaggedOutput):
+        yield beam.pvalue.TaggedOutput(out.tag, WindowedValue(
+            out.value, timestamp, [window]))
+      else:
+        yield WindowedValue(out, timestamp, [window])
 
 
 @beam.typehints.with_input_types(SourceBatch)
@@ -218,7 +228,7 @@ class _EncodeBatchFn(_SchemaFn):
     outputs = []
     if len(result.rows):
       outputs.append((batch.order, result.record_list()))
-    errors = list(_row_errors(batch, result.errors))
+    errors = _row_errors(batch, result.errors)
     if errors:
       outputs.append(beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors)))
     steps = int(result.steps.sum()) if result.steps is not None else 0
@@ -266,7 +276,7 @@ class _EncodeStepsFn(_SchemaFn):
     result = self._encoder.encode_columns(
         batch.columns, batch.num_rows, batch.known_row_numbers())
     outputs = [(key, (batch.path, steps)) for key, steps in result.groups]
-    errors = list(_row_errors(batch, result.errors))
+    errors = _row_errors(batch, result.errors)
     if errors:
       outputs.append(beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors)))
     stats = _stats(rows_read=batch.num_rows + len(batch.errors),
