@@ -24,6 +24,8 @@ __all__ = ["iter_tfrecords", "count_tfrecords", "masked_crc32c",
            "decode_features", "frame_record", "frame_records"]
 
 _MASK_DELTA = 0xA282EAD8
+# Fewer records than this are framed one by one (see frame_records).
+_SMALL = 32
 
 
 def masked_crc32c(data: bytes) -> int:
@@ -50,6 +52,8 @@ def frame_records(records: Sequence[bytes]) -> bytes:
   n = len(records)
   if n == 0:
     return b""
+  if n < _SMALL:  # numpy's per-call overhead is more than the work here
+    return b"".join(map(frame_record, records))
   lengths = np.fromiter(map(len, records), dtype="<u8", count=n)
   crc = google_crc32c.value
   data_crcs = np.fromiter(map(crc, records), dtype=np.uint32, count=n)
