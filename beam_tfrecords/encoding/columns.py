@@ -71,7 +71,44 @@ def convert_column(feature: Feature, array: Optional[pa.Array],
     return _fast_column(feature, array), {}
   except (_Fallback, pa.ArrowInvalid, pa.ArrowNotImplementedError,
           pa.ArrowTypeError):
+    pass
+  good = _fast_rows(feature, array)
+  if good is None or not good.any():
     return convert_cells(feature, python_values(array))
+  # Most rows are fine: the fast path takes them, the reference path the
+  # rest (a few bad cells should not send a whole batch through Python).
+  fast_rows = np.nonzero(good)[0]
+  slow_rows = np.nonzero(~good)[0]
+  try:
+    fast = _fast_column(feature, array.filter(pa.array(good)))
+  except (_Fallback, pa.ArrowInvalid, pa.ArrowNotImplementedError,
+          pa.ArrowTypeError):
+    return convert_cells(feature, python_values(array))
+  slow, slow_errors = convert_cells(
+      feature, python_values(array.filter(pa.array(~good))))
+  order = np.concatenate([fast_rows, slow_rows])
+  merged = pa.concat_arrays([fast, slow]).take(pa.array(np.argsort(order)))
+  return merged, {int(slow_rows[i]): reason
+                  for i, reason in slow_errors.items()}
+
+
+def _fast_rows(feature: Feature, array: pa.Array) -> Optional[np.ndarray]:
+  """For a scalar number feature read from text: the rows whose text the
+  fast path converts exactly as the reference rules do (None: no such
+  split applies)."""
+  if not feature.is_scalar or feature.type not in (FeatureType.INT64,
+                                                   FeatureType.FLOAT):
+    return None
+  if not isinstance(array, pa.Array) or not _is_text(array.type):
+    return None
+  try:
+    text = _as_utf8(array)
+  except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    return None  # not UTF-8: the reference rules say which row
+  pattern = (value_rules.INT_TEXT if feature.type is FeatureType.INT64
+             else value_rules.FLOAT_TEXT)
+  matches = pc.match_substring_regex(pc.utf8_trim_whitespace(text), pattern)
+  return pc.fill_null(matches, True).to_numpy(zero_copy_only=False)
 
 
 def _dates_as_text(t: pa.DataType) -> pa.DataType:
