@@ -70,40 +70,41 @@ def make_csv(path: str, rows: int) -> None:
                   f"2026-11-{rng.randint(1, 28):02d}"])
 
 
+def row_to_example(tf, row: dict) -> bytes:
+  """The seeds' way to build one Example: a proto per row, in Python."""
+  floats, ints = {"score", "ratio"}, {"user_id", "age", "label"}
+  lists = {"tags": bytes, "ratings": float, "clicks": int}
+  feature = {}
+  for k, v in row.items():
+    if k in ints:
+      feature[k] = tf.train.Feature(int64_list=tf.train.Int64List(
+          value=[int(v)]))
+    elif k in floats:
+      feature[k] = tf.train.Feature(float_list=tf.train.FloatList(
+          value=[float(v)]))
+    elif lists.get(k) is float:
+      feature[k] = tf.train.Feature(float_list=tf.train.FloatList(
+          value=[float(p) for p in v.split("|")]))
+    elif lists.get(k) is int:
+      feature[k] = tf.train.Feature(int64_list=tf.train.Int64List(
+          value=[int(p) for p in v.split("|")]))
+    elif lists.get(k) is bytes:
+      feature[k] = tf.train.Feature(bytes_list=tf.train.BytesList(
+          value=[p.encode() for p in v.split("|")]))
+    else:
+      feature[k] = tf.train.Feature(bytes_list=tf.train.BytesList(
+          value=[v.encode()]))
+  return tf.train.Example(features=tf.train.Features(
+      feature=feature)).SerializeToString()
+
+
 def seed_loop(src: str, dst: str) -> None:
   """The seeds' way: one proto per row in Python, one GZIP writer."""
   import tensorflow as tf
-  floats = {"score", "ratio"}
-  ints = {"user_id", "age", "label"}
-  lists = {"tags": bytes, "ratings": float, "clicks": int}
   with tf.io.TFRecordWriter(dst, options="GZIP") as writer, \
       open(src, newline="") as f:
     for row in csv.DictReader(f):
-      feature = {}
-      for k, v in row.items():
-        if k in ints:
-          feature[k] = tf.train.Feature(int64_list=tf.train.Int64List(
-              value=[int(v)]))
-        elif k in floats:
-          feature[k] = tf.train.Feature(float_list=tf.train.FloatList(
-              value=[float(v)]))
-        elif k in lists:
-          parts = v.split("|")
-          kind = lists[k]
-          if kind is float:
-            feature[k] = tf.train.Feature(float_list=tf.train.FloatList(
-                value=[float(p) for p in parts]))
-          elif kind is int:
-            feature[k] = tf.train.Feature(int64_list=tf.train.Int64List(
-                value=[int(p) for p in parts]))
-          else:
-            feature[k] = tf.train.Feature(bytes_list=tf.train.BytesList(
-                value=[p.encode() for p in parts]))
-        else:
-          feature[k] = tf.train.Feature(bytes_list=tf.train.BytesList(
-              value=[v.encode()]))
-      writer.write(tf.train.Example(features=tf.train.Features(
-          feature=feature)).SerializeToString())
+      writer.write(row_to_example(tf, row))
 
 
 EVENT_COLUMNS = ["user", "ts", "item", "rating", "event", "tags"]
@@ -181,33 +182,9 @@ def beam_row_by_row(src: str, dst: str) -> None:
   import apache_beam as beam
   import tensorflow as tf
   from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-  floats, ints = {"score", "ratio"}, {"user_id", "age", "label"}
-  lists = {"tags": bytes, "ratings": float, "clicks": int}
 
   def to_example(line: str) -> bytes:
-    row = dict(zip(COLUMNS, next(csv.reader([line]))))
-    feature = {}
-    for k, v in row.items():
-      if k in ints:
-        feature[k] = tf.train.Feature(int64_list=tf.train.Int64List(
-            value=[int(v)]))
-      elif k in floats:
-        feature[k] = tf.train.Feature(float_list=tf.train.FloatList(
-            value=[float(v)]))
-      elif lists.get(k) is float:
-        feature[k] = tf.train.Feature(float_list=tf.train.FloatList(
-            value=[float(p) for p in v.split("|")]))
-      elif lists.get(k) is int:
-        feature[k] = tf.train.Feature(int64_list=tf.train.Int64List(
-            value=[int(p) for p in v.split("|")]))
-      elif lists.get(k) is bytes:
-        feature[k] = tf.train.Feature(bytes_list=tf.train.BytesList(
-            value=[p.encode() for p in v.split("|")]))
-      else:
-        feature[k] = tf.train.Feature(bytes_list=tf.train.BytesList(
-            value=[v.encode()]))
-    return tf.train.Example(features=tf.train.Features(
-        feature=feature)).SerializeToString()
+    return row_to_example(tf, dict(zip(COLUMNS, next(csv.reader([line])))))
 
   # FnApiRunner: the DirectRunner's engine, without 2.77's Prism download.
   with beam.Pipeline(runner=FnApiRunner()) as p:
