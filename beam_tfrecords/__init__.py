@@ -10,7 +10,8 @@ from beam_tfrecords.encoding import (ExampleEncoder, SequenceAssembler,
 from beam_tfrecords.errors import (BadRowsError, EncodingError, InputError,
                                    SchemaError)
 from beam_tfrecords.pipeline import BuildResult, build
-from beam_tfrecords.read import dataset_info, feature_spec, iter_records, load
+from beam_tfrecords.read import (dataset_info, feature_spec, iter_errors,
+                                 iter_records, load)
 from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
                                    load_schema)
 from beam_tfrecords.version import __version__
@@ -19,5 +20,6 @@ __all__ = [
     "BadRowsError", "BuildResult", "EncodingError", "ExampleEncoder", "Feature", "FeatureType",
     "InputError", "Schema", "SchemaError", "SequenceAssembler",
     "SequenceEncoder", "SequenceSpec", "StepEncoder", "__version__", "build",
-    "dataset_info", "feature_spec", "iter_records", "load", "load_schema",
+    "dataset_info", "feature_spec", "iter_errors", "iter_records", "load",
+    "load_schema",
 ]

@@ -42,9 +42,10 @@ def parser() -> argparse.ArgumentParser:
   b.add_argument("--output", required=True, help="dataset directory")
   b.add_argument("--format", choices=["csv", "jsonl", "json", "parquet"],
                  help="input format (default: from the file extensions)")
-  b.add_argument("--num-shards", type=int, default=None,
-                 help="shard files per split (default: one per 256 MiB of "
-                 "input)")
+  b.add_argument("--num-shards", type=_num_shards, default=None,
+                 help="shard files per split: N for every split, or "
+                 "train=8,eval=1 (default: one per 256 MiB of the input a "
+                 "split is expected to get)")
   b.add_argument("--sink", choices=["deterministic", "beam"],
                  default="deterministic",
                  help="deterministic: byte-identical shard files on every "
@@ -97,6 +98,22 @@ def _human_bytes(n: int) -> str:
       return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
     n /= 1024
   return str(n)
+
+
+def _num_shards(text: str):
+  """"8" -> 8; "train=8,eval=1" -> {"train": 8, "eval": 1}."""
+  try:
+    if "=" not in text:
+      return int(text)
+    out = {}
+    for item in text.split(","):
+      name, _, n = item.partition("=")
+      out[name.strip()] = int(n)
+    return out
+  except ValueError:
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: give a number (8) or split=number pairs "
+        "(train=8,eval=1)") from None
 
 
 def _build(args, beam_args: List[str]) -> int:

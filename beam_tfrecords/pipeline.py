@@ -20,6 +20,8 @@ from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
 from beam_tfrecords.errors import InputError, from_worker
 from beam_tfrecords.schema import Schema, load_schema, spec_to_json
+from beam_tfrecords.schema.model import DEFAULT_SPLIT, SplitKind
+from beam_tfrecords.splits import split_fraction
 from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, SUCCESS,
                                   TFRECORD_GZIP, Commit, WriteErrors,
                                   WriteShards, WriteWithBeamSink,
@@ -33,12 +35,11 @@ from beam_tfrecords.version import __version__
 __all__ = ["build", "BuildResult", "DEFAULT_SPLIT"]
 
 _LOG = logging.getLogger(__name__)
-DEFAULT_SPLIT = "train"
 SINKS = {
-    "deterministic": lambda d, split, n, level: WriteShards(
-        d, split, n, TFRECORD_GZIP, gzip_level=level),
+    "deterministic": lambda d, shards, level: WriteShards(
+        d, shards, TFRECORD_GZIP, gzip_level=level),
     # WriteToTFRecord compresses with zlib's default level.
-    "beam": lambda d, split, n, level: WriteWithBeamSink(d, split, n),
+    "beam": lambda d, shards, level: WriteWithBeamSink(d, shards),
 }
 # Input bytes per output shard when --num-shards is not given.
 SHARD_INPUT_BYTES = 256 * 1024 * 1024
@@ -121,6 +122,32 @@ def default_num_shards(input_bytes: int) -> int:
   return max(1, -(-input_bytes // SHARD_INPUT_BYTES))
 
 
+def shard_counts(schema: Schema, num_shards: Union[None, int, Mapping[str, int]],
+                 input_bytes: int) -> Dict[str, int]:
+  """Files per split: as given (one number for every split, or per split),
+  else one per SHARD_INPUT_BYTES of the input the split is expected to get
+  (a hash rule's share; an even share otherwise)."""
+  names = schema.splits.names
+  given = num_shards if isinstance(num_shards, Mapping) else (
+      {} if num_shards is None else {n: num_shards for n in names})
+  unknown = sorted(set(given) - set(names))
+  if unknown:
+    raise InputError(f"--num-shards names split(s) {unknown} that the schema "
+                     f"does not declare; its splits: {list(names)}")
+  share = split_fraction(schema.splits) or {
+      n: 1 / len(names) for n in names}
+  out = {}
+  for name in names:
+    n = given.get(name)
+    if n is None:
+      n = default_num_shards(int(input_bytes * share[name]))
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+      raise InputError(f"--num-shards must be at least 1, got {n!r} for "
+                       f"split {name!r}")
+    out[name] = n
+  return out
+
+
 def _sum_columns(rows) -> tuple:
   """Column sums of STAT_FIELDS tuples; zeros if none."""
   return tuple(sum(c) for c in zip(*rows)) or (0,) * len(STAT_FIELDS)
@@ -128,7 +155,7 @@ def _sum_columns(rows) -> tuple:
 
 def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]],
           output: str, *, input_format: Optional[str] = None,
-          num_shards: Optional[int] = None,
+          num_shards: Union[None, int, Mapping[str, int]] = None,
           format_options: Optional[Mapping[str, Any]] = None,
           beam_args: Union[None, Sequence[str], PipelineOptions] = None,
           overwrite: bool = False, max_bad_rows: Optional[int] = None,
@@ -142,7 +169,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     inputs: file paths or globs (local, gs://, s3://, ...).
     output: the dataset directory.
     input_format: csv, jsonl, json, parquet; None: from the extensions.
-    num_shards: shard files per split; None: one per 256 MiB of input.
+    num_shards: files per split: one number for every split, a dict split
+      -> number, or None: one per 256 MiB of the split's expected input.
     format_options: source options, e.g. {"delimiter": ";"} for CSV.
     beam_args: Beam pipeline options (list of flags or PipelineOptions).
     overwrite: replace an existing finished dataset.
@@ -169,6 +197,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
             if f.column is not None and f.default is None]
   needed += [c for c, _ in schema.group_by] + [k.column for k in
                                                schema.order_by]
+  needed += list(schema.splits.columns)
   plan = plan_inputs(patterns, schema.columns, needed, input_format,
                      format_options)
   _check_output(output, overwrite)
@@ -181,10 +210,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     raise InputError(f"--gzip-level must be 1-9 (zlib), got {gzip_level!r}")
   if sink not in SINKS:
     raise InputError(f"unknown sink {sink!r}; choose one of {sorted(SINKS)}")
-  if num_shards is None:
-    num_shards = default_num_shards(sum(f.size for f in plan.files))
-  elif num_shards < 1:
-    raise InputError(f"--num-shards must be at least 1, got {num_shards}")
+  shards = shard_counts(schema, num_shards, sum(f.size for f in plan.files))
   # Everything is written here first and moved into `output` at the end.
   staging = FileSystems.join(output, STAGING_PREFIX + uuid.uuid4().hex[:12])
   options = _pipeline_options(beam_args)
@@ -197,7 +223,10 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       "inputs": {"format": plan.format, "patterns": patterns,
                  "files": [{"path": f.path, "bytes": f.size}
                            for f in plan.files]},
-      "options": {"num_shards": num_shards, "sink": sink,
+      "split_rule": {"kind": schema.splits.kind.value,
+                     "splits": list(schema.splits.names),
+                     **schema.splits.to_dict()},
+      "options": {"num_shards": shards, "sink": sink,
                   "gzip_level": gzip_level,
                   "max_bad_rows": max_bad_rows,
                   "max_bad_fraction": max_bad_fraction,
@@ -213,17 +242,17 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
              # SourceBatch
              | "Encode" >> Encode(schema))
   # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
-  shards = (encoded["records"]
-            | f"WriteSplit[{DEFAULT_SPLIT}]" >> SINKS[sink](
-                staging, DEFAULT_SPLIT, num_shards, gzip_level))
+  written = (encoded["records"]
+             # (split, key, [record])
+             | "WriteSplits" >> SINKS[sink](staging, shards, gzip_level))
   errors = (encoded["errors"]
-            | "WriteErrors" >> WriteErrors(staging, num_shards,
+            | "WriteErrors" >> WriteErrors(staging, max(shards.values()),
                                            dead_letter_json))
   stats = (encoded["stats"]
            | "SumStats" >> beam.CombineGlobally(_sum_columns)
            | "StatsPart" >> beam.Map(lambda s: {"kind": "stats",
                                                 "counts": list(s)}))
-  _ = ((shards, errors, stats)
+  _ = ((written, errors, stats)
        | "Parts" >> beam.Flatten()
        | "Commit" >> Commit(staging, static, STAT_FIELDS))
   try:

@@ -17,7 +17,7 @@ from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
 from beam_tfrecords.schema import feature_spec as _schema_feature_spec
 
 __all__ = ["dataset_info", "dataset_schema", "shard_files", "load",
-           "feature_spec", "iter_records"]
+           "feature_spec", "iter_records", "iter_errors"]
 
 
 def dataset_info(path: str) -> Dict[str, Any]:
@@ -135,3 +135,15 @@ def iter_records(path: str, split: str = "train") -> Iterator[Dict[str, Any]]:
                "feature_lists": _steps_to_python(schema.sequence, lists)}
       else:
         yield _to_python(schema.features, decode_example(record))
+
+
+def iter_errors(path: str) -> Iterator[Dict[str, Any]]:
+  """The dead-letter entries of a finished dataset (errors/*.jsonl), in
+  file order: dicts with source, row, rows, reason, problems and raw."""
+  info = dataset_info(path)
+  for entry in info.get("errors", {}).get("files", []):
+    with FileSystems.open(FileSystems.join(path.rstrip("/"), entry["file"])
+                          ) as f:
+      for line in f:
+        if line.strip():
+          yield json.loads(line)

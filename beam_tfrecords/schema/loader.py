@@ -16,18 +16,19 @@ import yaml
 from beam_tfrecords.errors import SchemaError
 from beam_tfrecords.schema import values as value_rules
 from beam_tfrecords.schema.model import (Derive, Feature, FeatureType,
-                                        OrderKey, Overflow, RecordKind, Schema)
+                                        OrderKey, Overflow, RecordKind, Schema,
+                                        SplitKind, SplitRule)
 
 __all__ = ["load_schema", "schema_from_dict", "FEATURE_TYPES"]
 
 # The feature type registry: the spelling in a schema file -> FeatureType.
 FEATURE_TYPES = {t.value: t for t in FeatureType}
 _TOP_KEYS = ("name", "record", "description", "features", "max_bad_rows",
-             "max_bad_fraction")
+             "max_bad_fraction", "splits")
 _SEQUENCE_TOP_KEYS = ("name", "record", "description", "context", "sequence",
                       "group_by", "order_by", "max_length", "overflow",
                       "ragged", "max_record_bytes", "max_bad_rows",
-                      "max_bad_fraction")
+                      "max_bad_fraction", "splits")
 _FEATURE_KEYS = ("type", "shape", "source", "separator", "default",
                  "required", "description")
 _CONTEXT_KEYS = _FEATURE_KEYS + ("derive", "of")
@@ -41,6 +42,10 @@ _MAX_RECORD_BYTES_LIMIT = 1536 * 2**20
 # Roles a feature plays; they decide which keys it may use.
 _EXAMPLE, _CONTEXT, _STEPS, _LISTS = "example", "context", "steps", "lists"
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")
+# Split names become file name prefixes.
+_SPLIT_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_SPLIT_KEYS = ("hash", "weights", "column", "values", "below", "rest")
+_WEIGHT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*%\s*$")
 
 
 class _UniqueKeySafeLoader(yaml.SafeLoader):
@@ -114,8 +119,15 @@ class _Checker:
       self.fail("description", "must be text")
     limits = self.limits(raw)
     if record == RecordKind.SEQUENCE_EXAMPLE.value:
-      return dataclasses.replace(
+      schema = dataclasses.replace(
           self.sequence_schema(raw, name, description), **limits)
+      keys = [c for c, _ in schema.group_by]
+      for column in schema.splits.columns:
+        if keys and column not in keys:
+          self.fail("splits", f"{column!r} is not a group_by column; a split "
+                    "rule on it would put rows of one sequence into "
+                    f"different splits (group_by: {keys})")
+      return schema
     for k in raw:
       if k not in _TOP_KEYS and k in _SEQUENCE_TOP_KEYS:
         self.fail(str(k), f"{k!r} belongs to SequenceExample schemas; add "
@@ -149,7 +161,137 @@ class _Checker:
         self.fail("max_bad_fraction", f"must be a number from 0 to 1 (0.01 "
                   f"= 1% of the rows read); got {fraction!r}")
       out["max_bad_fraction"] = float(fraction)
+    if raw.get("splits") is not None:
+      out["splits"] = self.splits(raw["splits"])
     return out
+
+  def split_name(self, key: str, name: Any) -> str:
+    if not isinstance(name, str) or not _SPLIT_NAME_RE.match(name) or \
+        name == "errors":
+      self.fail(key, f"{name!r} is not a valid split name; use a letter then "
+                "letters, digits or '_' (it starts the file names), not "
+                "'errors'")
+    return name
+
+  def pairs(self, key: str, raw: Any) -> list:
+    """(name, value) pairs in order from a mapping or from a list of
+    one-key mappings (dataset.json keeps the order that way)."""
+    if isinstance(raw, dict):
+      return list(raw.items())
+    if isinstance(raw, list) and all(isinstance(i, dict) and len(i) == 1
+                                     for i in raw):
+      return [next(iter(i.items())) for i in raw]
+    return None
+
+  def splits(self, raw: Any) -> SplitRule:
+    """The `splits:` section (see beam_tfrecords.splits)."""
+    if not isinstance(raw, dict):
+      self.fail("splits", "must be a mapping: {hash: [key columns], weights: "
+                "{train: 80%, eval: 20%}}, {column: c, values: {...}} or "
+                "{column: c, below: {...}, rest: split}")
+    self.check_keys("splits", raw, _SPLIT_KEYS)
+    if "hash" in raw:
+      for k in ("column", "values", "below", "rest"):
+        if k in raw:
+          self.fail(f"splits.{k}", "belongs to a column rule; a hash rule "
+                    "has `hash:` and `weights:` only")
+      columns = raw["hash"] if isinstance(raw["hash"], list) else [raw["hash"]]
+      if not columns or not all(isinstance(c, str) and c for c in columns):
+        self.fail("splits.hash", f"must name the key column(s) to hash, e.g. "
+                  f"hash: user_id or hash: [user_id, day]; got {raw['hash']!r}")
+      if len(set(columns)) != len(columns):
+        self.fail("splits.hash", "a column appears twice")
+      weights = self.pairs("splits.weights", raw.get("weights"))
+      if not weights:
+        self.fail("splits.weights", "must map split names to shares, e.g. "
+                  "{train: 80%, eval: 10%, test: 10%} or bucket counts "
+                  "{train: 8, eval: 1, test: 1}")
+      names, values, percents = [], [], 0
+      for name, w in weights:
+        key = f"splits.weights.{name}"
+        names.append(self.split_name(key, name))
+        m = _WEIGHT_RE.match(w) if isinstance(w, str) else None
+        if m:
+          percents += 1
+          w = float(m.group(1))
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or w <= 0:
+          self.fail(key, f"must be a share above 0 (80% or a bucket count "
+                    f"such as 8); got {w!r}")
+        values.append(float(w))
+      if percents and percents != len(values):
+        self.fail("splits.weights", "mixes percentages and bucket counts; "
+                  "use one kind")
+      if percents and abs(sum(values) - 100.0) > 1e-6:
+        self.fail("splits.weights", f"percentages add up to "
+                  f"{sum(values):g}%, not 100%")
+      return SplitRule(kind=SplitKind.HASH, names=tuple(names),
+                       columns=tuple(columns), weights=tuple(values))
+    column = raw.get("column")
+    if not isinstance(column, str) or not column:
+      self.fail("splits", "give `hash: [key columns]` with `weights:`, or "
+                "`column:` with `values:` or `below:`")
+    if ("values" in raw) == ("below" in raw):
+      self.fail("splits", "a column rule has either `values:` (the value "
+                "names the split) or `below:` (bounds, e.g. dates), not "
+                "both" if "values" in raw else "a column rule needs `values:` "
+                "(the value names the split) or `below:` (ordered bounds)")
+    if "weights" in raw:
+      self.fail("splits.weights", "belongs to a hash rule (hash: [key "
+                "columns])")
+    if "values" in raw:
+      if "rest" in raw:
+        self.fail("splits.rest", "belongs to a `below:` rule")
+      spec = self.pairs("splits.values", raw["values"])
+      if spec is None and isinstance(raw["values"], list):
+        spec = [(name, [name]) for name in raw["values"]]  # value = name
+      if not spec:
+        self.fail("splits.values", "must list the split names ([train, "
+                  "eval]) or map each to the column values that select it "
+                  "({train: [train, training], eval: [validation]})")
+      names, pairs, seen = [], [], {}
+      for name, accepted in spec:
+        key = f"splits.values.{name}"
+        names.append(self.split_name(key, name))
+        accepted = accepted if isinstance(accepted, list) else [accepted]
+        if not accepted:
+          self.fail(key, "lists no value")
+        for v in accepted:
+          if isinstance(v, bool) or not isinstance(v, (str, int)):
+            self.fail(key, f"values are text or whole numbers; got {v!r}")
+          text = str(v)
+          if text in seen:
+            self.fail(key, f"{text!r} already selects split {seen[text]!r}")
+          seen[text] = name
+          pairs.append((text.encode("utf-8"), name))
+      return SplitRule(kind=SplitKind.VALUES, names=tuple(names),
+                       columns=(column,), values=tuple(pairs))
+    spec = self.pairs("splits.below", raw["below"])
+    if not spec:
+      self.fail("splits.below", "must map split names to bounds in order, "
+                "e.g. {train: \"2026-11-01\", eval: \"2026-11-15\"}")
+    names, bounds = [], []
+    for name, bound in spec:
+      key = f"splits.below.{name}"
+      names.append(self.split_name(key, name))
+      if isinstance(bound, bool) or not isinstance(bound, (str, int, float)):
+        self.fail(key, f"a bound is a number or text (e.g. an ISO date); got "
+                  f"{bound!r}")
+      bounds.append(bound)
+    kinds = {isinstance(b, str) for b in bounds}
+    if len(kinds) > 1:
+      self.fail("splits.below", "mixes numbers and text; bounds are compared "
+                "with the column's values, all as numbers or all as text")
+    if any(b >= c for b, c in zip(bounds, bounds[1:])):
+      self.fail("splits.below", f"bounds must increase in the order given; "
+                f"got {bounds!r}")
+    rest = raw.get("rest")
+    if rest is not None:
+      rest = self.split_name("splits.rest", rest)
+      if rest in names:
+        self.fail("splits.rest", f"{rest!r} already has a bound")
+      names.append(rest)
+    return SplitRule(kind=SplitKind.BELOW, names=tuple(names),
+                     columns=(column,), bounds=tuple(bounds), rest=rest)
 
   def sequence_schema(self, raw: dict, name: str, description: str) -> Schema:
     if "features" in raw:

@@ -10,12 +10,15 @@ import enum
 from typing import Any, Optional, Tuple
 
 __all__ = ["FeatureType", "RecordKind", "Derive", "Overflow", "Feature",
-           "OrderKey", "Schema", "DEFAULT_MAX_RECORD_BYTES"]
+           "OrderKey", "SplitKind", "SplitRule", "Schema",
+           "DEFAULT_MAX_RECORD_BYTES", "DEFAULT_SPLIT"]
 
 # A record larger than this is not written (the dead-letter output says why).
 # Protobuf refuses messages over 2 GiB; TensorFlow readers slow down long
 # before that, so the default stays far below.
 DEFAULT_MAX_RECORD_BYTES = 256 * 1024 * 1024
+# The one split of a schema without `splits:`.
+DEFAULT_SPLIT = "train"
 
 
 class FeatureType(enum.Enum):
@@ -154,6 +157,54 @@ class OrderKey:
     return out
 
 
+class SplitKind(enum.Enum):
+  """How rows are assigned to splits (see beam_tfrecords.splits)."""
+  NONE = "none"      # one split, "train"
+  HASH = "hash"      # a stable hash of key columns, with weights
+  VALUES = "values"  # a column's value names the split
+  BELOW = "below"    # a column's value against ordered bounds
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitRule:
+  """The schema's `splits:` section.
+
+  Attributes:
+    kind: the rule.
+    names: the split names, in the order declared.
+    columns: HASH: the key columns; VALUES / BELOW: the one column read.
+    weights: HASH: one weight per name (percent or bucket count).
+    values: VALUES: (column value, split name) pairs.
+    bounds: BELOW: one bound per name except `rest` (numbers or text).
+    rest: BELOW: the split of rows not below any bound (None: an error).
+  """
+  kind: SplitKind = SplitKind.NONE
+  names: Tuple[str, ...] = (DEFAULT_SPLIT,)
+  columns: Tuple[str, ...] = ()
+  weights: Tuple[float, ...] = ()
+  values: Tuple[Tuple[bytes, str], ...] = ()
+  bounds: Tuple[Any, ...] = ()
+  rest: Optional[str] = None
+
+  def to_dict(self) -> dict:
+    if self.kind is SplitKind.NONE:
+      return {}
+    # Ordered mappings as lists of one-key mappings: JSON with sorted keys
+    # (dataset.json) keeps their order.
+    if self.kind is SplitKind.HASH:
+      return {"hash": list(self.columns),
+              "weights": [{n: w} for n, w in zip(self.names, self.weights)]}
+    if self.kind is SplitKind.VALUES:
+      return {"column": self.columns[0],
+              "values": [{split: [v.decode("utf-8") for v, s in self.values
+                                  if s == split]} for split in self.names]}
+    out = {"column": self.columns[0],
+           "below": [{n: b} for n, b in zip(self.names, self.bounds)]}
+    if self.rest is not None:
+      out["rest"] = self.rest
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class Schema:
   """One dataset: its name, record kind and features (sorted by name).
@@ -179,6 +230,7 @@ class Schema:
   max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
   max_bad_rows: Optional[int] = None
   max_bad_fraction: Optional[float] = None
+  splits: SplitRule = SplitRule()
 
   @property
   def is_sequence(self) -> bool:
@@ -199,6 +251,7 @@ class Schema:
     """The input columns read, without repeats."""
     names = [f.column for f in self.all_features if f.column is not None]
     names += [c for c, _ in self.group_by] + [k.column for k in self.order_by]
+    names += list(self.splits.columns)
     return tuple(dict.fromkeys(names))
 
   def to_dict(self) -> dict:
@@ -209,6 +262,8 @@ class Schema:
       out["max_bad_rows"] = self.max_bad_rows
     if self.max_bad_fraction is not None:
       out["max_bad_fraction"] = self.max_bad_fraction
+    if self.splits.kind is not SplitKind.NONE:
+      out["splits"] = self.splits.to_dict()
     if not self.is_sequence:
       out["features"] = {f.name: f.to_dict() for f in self.features}
       return out

@@ -34,7 +34,7 @@ STAGING_PREFIX = ".staging-"
 TOP_REASONS = 10
 
 def _error_chunk(chunk, to_json) -> tuple:
-  """(key, [dead-letter dict]) -> (key + (first line,), [JSON line]).
+  """(key, [dead-letter dict]) -> ("errors", key + (first line,), [line]).
 
   Keys are (file, unit start, batch) for a batch's rows and (file, -1, -1)
   for a group; the first line makes them unique, so the lines of a file
@@ -42,7 +42,7 @@ def _error_chunk(chunk, to_json) -> tuple:
   """
   key, errors = chunk
   lines = [to_json(e) for e in errors]
-  return tuple(key) + (lines[0],), lines
+  return ERRORS_DIR, tuple(key) + (lines[0],), lines
 
 
 def _count_errors(info: dict, directory: str) -> dict:
@@ -89,8 +89,9 @@ class WriteErrors(beam.PTransform):
             # (key, [dead-letter dict])
             | "Lines" >> beam.Map(_error_chunk, to_json)
             # (key, [JSON line])
-            | "Write" >> WriteShards(self._directory, "errors",
-                                     self._num_shards, JSON_LINES)
+            | "Write" >> WriteShards(self._directory,
+                                     {ERRORS_DIR: self._num_shards},
+                                     JSON_LINES)
             # {"kind": "shard", "file", "records", ...}
             | "Count" >> beam.Map(_count_errors, self._directory))
 

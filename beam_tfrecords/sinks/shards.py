@@ -24,14 +24,14 @@ shards at random), so two runs of the same job give different files. Here:
 * Every shard file exists, even an empty one, and a retried write writes the
   same bytes again.
 
-    chunks | WriteShards(directory, "train", 4, TFRECORD)
+    chunks | WriteShards(directory, {"train": 4, "eval": 1}, TFRECORD_GZIP)
     # -> {"kind": "shard", "split", "file", "records", "bytes"} per file
 """
 
 import hashlib
 import uuid
 import zlib
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Dict, NamedTuple, Optional
 
 import apache_beam as beam
 from isal import isal_zlib
@@ -110,28 +110,30 @@ def _write_part(directory: str, shard: int, data: bytes) -> str:
 
 
 class _DealFn(beam.DoFn):
-  """(key, [item]) -> (shard, (key, how, data, count)) per shard.
+  """(split, key, [item]) -> ((split, shard), (key, how, data, count)) per
+  shard of the split.
 
   `how` is INLINE (data: framed items), MEMBER (data: a gzip member) or
   PART_FILE (data: the path of a file holding a gzip member, or for a
   codec without gzip the framed items).
   """
 
-  def __init__(self, num_shards: int, codec: Codec, level: Optional[int],
-               parts_dir: Optional[str] = None):
-    self._n = num_shards
+  def __init__(self, num_shards: Dict[str, int], codec: Codec,
+               level: Optional[int], parts_dir: Optional[str] = None):
+    self._n = dict(num_shards)
     self._codec = codec
     self._level = level
     self._parts_dir = parts_dir
 
   def process(self, chunk):
-    key, items = chunk
+    split, key, items = chunk
     if not items:
       return
-    first = stable_hash(key) % self._n
+    n = self._n[split]
+    first = stable_hash(key) % n
     parts = {}
     for j, item in enumerate(items):
-      parts.setdefault((first + j) % self._n, []).append(item)
+      parts.setdefault((first + j) % n, []).append(item)
     for shard, part in parts.items():
       data = self._codec.frame(part)
       how = INLINE
@@ -139,26 +141,25 @@ class _DealFn(beam.DoFn):
         data, how = _gzip(data, self._level), MEMBER
       if self._parts_dir is not None and len(data) >= SPILL_BYTES and (
           how == MEMBER or not self._codec.gzip):
-        data, how = _write_part(self._parts_dir, shard, data), PART_FILE
-      yield shard, (key, how, data, len(part))
+        data, how = _write_part(FileSystems.join(self._parts_dir, split),
+                                shard, data), PART_FILE
+      yield (split, shard), (key, how, data, len(part))
 
 
 class _WriteShardFn(beam.DoFn):
   """(shard, [part]) -> one file, parts in key order; its description."""
 
-  def __init__(self, directory: str, prefix: str, num_shards: int,
-               codec: Codec, split: str, level: Optional[int]):
+  def __init__(self, directory: str, num_shards: Dict[str, int],
+               codec: Codec, level: Optional[int]):
     self._directory = directory
-    self._prefix = prefix
-    self._n = num_shards
+    self._n = dict(num_shards)
     self._codec = codec
-    self._split = split
     self._level = level
 
   def process(self, element):
-    shard, parts = element
+    (split, shard), parts = element
     parts = sorted((p for p in parts if p is not None), key=lambda p: p[0])
-    name = shard_name(self._prefix, shard, self._n, self._codec.suffix)
+    name = shard_name(split, shard, self._n[split], self._codec.suffix)
     path = FileSystems.join(self._directory, name)
     records = size = 0
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED
@@ -195,53 +196,52 @@ class _WriteShardFn(beam.DoFn):
         put(comp.flush())
       elif self._codec.gzip and size == 0:
         put(_gzip(b"", self._level))  # an empty shard is valid gzip too
-    yield {"kind": "shard", "split": self._split, "file": name,
+    yield {"kind": "shard", "split": split, "file": name,
            "records": records, "bytes": size}
 
 
 class WriteShards(beam.PTransform):
-  """Writes chunks of items as `num_shards` deterministic files.
+  """Writes chunks (split, key, [item]) as deterministic files, for each
+  split `num_shards[split]` of them (every one is written, even empty).
 
   Args:
-    directory: where the files go.
-    prefix: file name prefix ("train" -> train-00000-of-00004.tfrecord.gz).
-    num_shards: the number of files (every one is written).
+    directory: where the files go: DIR/<split>-00000-of-00004<suffix>.
+    num_shards: split name -> number of files.
     codec: TFRECORD_GZIP or JSON_LINES.
-    split: the split name reported with each file.
     gzip_level: None for ISA-L's fast level, or a zlib level 1-9.
   """
 
-  def __init__(self, directory: str, prefix: str, num_shards: int,
-               codec: Codec = TFRECORD_GZIP, split: str = "",
+  def __init__(self, directory: str, num_shards: Dict[str, int],
+               codec: Codec = TFRECORD_GZIP,
                gzip_level: Optional[int] = None):
     super().__init__()
-    if num_shards < 1:
-      raise ValueError(f"num_shards must be at least 1, got {num_shards}")
+    for split, n in num_shards.items():
+      if n < 1:
+        raise ValueError(f"num_shards must be at least 1, got {n} for "
+                         f"{split!r}")
     self._directory = directory
-    self._prefix = prefix
-    self._n = num_shards
+    self._n = dict(num_shards)
     self._codec = codec
-    self._split = split or prefix
     self._level = gzip_level
 
   def expand(self, chunks):
-    n = self._n
-    parts_dir = FileSystems.join(self._directory, PARTS_DIR, self._prefix)
+    parts_dir = FileSystems.join(self._directory, PARTS_DIR)
     dealt = (chunks
-             # (key, [item])
-             | "Deal" >> beam.ParDo(_DealFn(n, self._codec, self._level,
+             # (split, key, [item])
+             | "Deal" >> beam.ParDo(_DealFn(self._n, self._codec, self._level,
                                             parts_dir)))
-             # (shard, (key, how, data, count))
+             # ((split, shard), (key, how, data, count))
     every = (chunks.pipeline
-             | "AllShards" >> beam.Create([(s, None) for s in range(n)]))
-             # (shard, None): so that empty shards are written too
+             | "AllShards" >> beam.Create(sorted(
+                 ((split, s), None) for split, n in self._n.items()
+                 for s in range(n))))
+             # ((split, shard), None): so that empty shards are written too
     return ((dealt, every)
             | "Parts" >> beam.Flatten()
             | "GroupShards" >> beam.GroupByKey()
-            # (shard, [part or None])
+            # ((split, shard), [part or None])
             | "WriteShard" >> beam.ParDo(_WriteShardFn(
-                self._directory, self._prefix, n, self._codec, self._split,
-                self._level)))
+                self._directory, self._n, self._codec, self._level)))
             # {"kind": "shard", "split", "file", "records", "bytes"}
 
 
@@ -260,22 +260,27 @@ class WriteWithBeamSink(beam.PTransform):
   Beam's sink; the default is `WriteShards`.
   """
 
-  def __init__(self, directory: str, split: str, num_shards: int):
+  def __init__(self, directory: str, num_shards: Dict[str, int]):
     super().__init__()
     self._directory = directory
-    self._split = split
-    self._n = num_shards
+    self._n = dict(num_shards)
 
   def expand(self, chunks):
-    split = self._split
-    return (chunks
-            # (key, [record])
-            | "Records" >> beam.FlatMap(lambda chunk: chunk[1])
-            # bytes
-            | "Write" >> beam.io.WriteToTFRecord(
-                FileSystems.join(self._directory, split),
-                file_name_suffix=SHARD_SUFFIX, num_shards=self._n,
-                shard_name_template="-SSSSS-of-NNNNN",
-                compression_type=CompressionTypes.GZIP)
-            # final shard path
-            | "CountShard" >> beam.Map(_shard_info, split))
+    splits = sorted(self._n)
+    by_split = chunks | "BySplit" >> beam.Partition(
+        lambda chunk, _: splits.index(chunk[0]), len(splits))
+    written = []
+    for split, part in zip(splits, by_split):
+      written.append(
+          part
+          # (split, key, [record])
+          | f"Records[{split}]" >> beam.FlatMap(lambda chunk: chunk[2])
+          # bytes
+          | f"Write[{split}]" >> beam.io.WriteToTFRecord(
+              FileSystems.join(self._directory, split),
+              file_name_suffix=SHARD_SUFFIX, num_shards=self._n[split],
+              shard_name_template="-SSSSS-of-NNNNN",
+              compression_type=CompressionTypes.GZIP)
+          # final shard path
+          | f"CountShard[{split}]" >> beam.Map(_shard_info, split))
+    return written | "Shards" >> beam.Flatten()

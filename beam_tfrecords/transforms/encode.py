@@ -14,10 +14,14 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 import apache_beam as beam
+import numpy as np
+import pyarrow as pa
 from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_tfrecords.encoding import (ExampleEncoder, SequenceAssembler,
                                      SequenceEncoder, StepEncoder)
+from beam_tfrecords.encoding.example import RowError
+from beam_tfrecords.splits import SplitAssigner, key_types
 from beam_tfrecords.errors import reason_category
 from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.sources import SourceBatch
@@ -134,6 +138,43 @@ class _Counters:
     return stats
 
 
+def _take(columns: Dict[str, Any], index: np.ndarray) -> Dict[str, Any]:
+  taken = pa.array(index, type=pa.int64())
+  return {c: (a.take(taken) if isinstance(a, (pa.Array, pa.ChunkedArray))
+              else [a[i] for i in index.tolist()])
+          for c, a in columns.items()}
+
+
+def _by_split(assigner: SplitAssigner, batch: SourceBatch):
+  """([(split name, row index or None for all rows)], [RowError]).
+
+  Rows that no split takes are RowErrors (feature "splits")."""
+  names = assigner.rule.names
+  if len(names) == 1 and not assigner.rule.columns:
+    return [(names[0], None)], []
+  split, problems = assigner.assign(batch.columns, batch.num_rows)
+  ok = np.ones(batch.num_rows, dtype=bool)
+  if problems:
+    ok[list(problems)] = False
+  parts = []
+  for i, name in enumerate(names):
+    index = np.nonzero((split == i) & ok)[0]
+    if len(index) == batch.num_rows:
+      index = None
+    if index is None or len(index):
+      parts.append((name, index))
+  errors = [RowError(row=r, problems=(("splits", reason),))
+            for r, reason in sorted(problems.items())]
+  return parts, errors
+
+
+def _remapped(errors, index) -> list:
+  if index is None:
+    return list(errors)
+  return [RowError(row=int(index[e.row]), problems=e.problems)
+          for e in errors]
+
+
 class _SchemaFn(beam.DoFn):
   """A DoFn that pickles as a schema dict and builds its encoder in setup().
 
@@ -162,7 +203,9 @@ class _SchemaFn(beam.DoFn):
     raise NotImplementedError
 
   def setup(self):
-    self._encoder = self._build(schema_from_dict(self._schema_dict))
+    schema = schema_from_dict(self._schema_dict)
+    self._encoder = self._build(schema)
+    self._splits = SplitAssigner(schema.splits, key_types(schema))
     if self._threads is None:  # decided where the work runs
       self._threads = min(os.cpu_count() or 1, ENCODE_THREADS_MAX)
     if self._threads > 1:
@@ -212,9 +255,9 @@ class _SchemaFn(beam.DoFn):
 class _EncodeBatchFn(_SchemaFn):
   """Encodes one batch (Examples, or list-column SequenceExamples).
 
-  Outputs: main: (batch order, [serialized record]); ERRORS: (batch order,
-  [dead-letter dict]) per batch with errors; STATS: a STAT_FIELDS tuple per
-  batch.
+  Outputs: main: (split, batch order, [serialized record]) per split with
+  records; ERRORS: (batch order, [dead-letter dict]) per batch with errors;
+  STATS: a STAT_FIELDS tuple per batch.
   Counters (namespace beam_tfrecords): rows_read, rows_written,
   rows_rejected, rows_dropped, records, steps, steps_dropped.
   """
@@ -224,19 +267,27 @@ class _EncodeBatchFn(_SchemaFn):
         ExampleEncoder(schema)
 
   def _work(self, batch: SourceBatch):
-    result = self._encoder.encode_columns(batch.columns, batch.num_rows)
+    parts, row_errors = _by_split(self._splits, batch)
     outputs = []
-    if len(result.rows):
-      outputs.append((batch.order, result.record_list()))
-    errors = _row_errors(batch, result.errors)
+    rows_written = records = steps = dropped = 0
+    for split, index in parts:
+      columns, n = (batch.columns, batch.num_rows) if index is None else (
+          _take(batch.columns, index), len(index))
+      result = self._encoder.encode_columns(columns, n)
+      if len(result.rows):
+        outputs.append((split, batch.order, result.record_list()))
+      row_errors += _remapped(result.errors, index)
+      rows_written += result.rows_written
+      records += len(result.rows)
+      steps += int(result.steps.sum()) if result.steps is not None else 0
+      dropped += result.dropped_steps
+    errors = _row_errors(batch, row_errors)
     if errors:
       outputs.append(beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors)))
-    steps = int(result.steps.sum()) if result.steps is not None else 0
     stats = _stats(
         rows_read=batch.num_rows + len(batch.errors),
-        rows_written=result.rows_written, rows_rejected=len(errors),
-        records=len(result.rows), steps=steps,
-        steps_dropped=result.dropped_steps)
+        rows_written=rows_written, rows_rejected=len(errors),
+        records=records, steps=steps, steps_dropped=dropped)
     outputs.append(beam.pvalue.TaggedOutput(STATS, stats))
     return outputs, stats, errors
 
@@ -244,7 +295,7 @@ class _EncodeBatchFn(_SchemaFn):
 class EncodeRows(beam.PTransform):
   """Encodes SourceBatches row by row (Examples, list-column sequences).
 
-  Returns a DoOutputsTuple: main ((batch order, [serialized record])),
+  Returns a DoOutputsTuple: main ((split, batch order, [record])),
   ERRORS ((batch order, [dead-letter dict: source, row, rows, reason,
   problems, raw])) and STATS.
   """
@@ -261,7 +312,9 @@ class EncodeRows(beam.PTransform):
 
 @beam.typehints.with_input_types(SourceBatch)
 class _EncodeStepsFn(_SchemaFn):
-  """One batch -> (group key, (source path, [step])) per key in the batch.
+  """One batch -> (group key, (source path, [step], split)) per key in the
+  batch (a group's rows all go to one split: the split rule reads only
+  group_by columns).
 
   Rows of one key in one batch travel together, so a file sorted by key
   sends one element per key instead of one per row.
@@ -273,10 +326,22 @@ class _EncodeStepsFn(_SchemaFn):
     return StepEncoder(schema)
 
   def _work(self, batch: SourceBatch):
-    result = self._encoder.encode_columns(
-        batch.columns, batch.num_rows, batch.known_row_numbers())
-    outputs = [(key, (batch.path, steps)) for key, steps in result.groups]
-    errors = _row_errors(batch, result.errors)
+    parts, row_errors = _by_split(self._splits, batch)
+    known = None
+    outputs = []
+    for split, index in parts:
+      if index is None:
+        result = self._encoder.encode_columns(
+            batch.columns, batch.num_rows, batch.known_row_numbers())
+      else:
+        known = batch.known_row_numbers() if known is None else known
+        result = self._encoder.encode_columns(
+            _take(batch.columns, index), len(index),
+            [known[i] for i in index.tolist()])
+      outputs += [(key, (batch.path, steps, split))
+                  for key, steps in result.groups]
+      row_errors += _remapped(result.errors, index)
+    errors = _row_errors(batch, row_errors)
     if errors:
       outputs.append(beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors)))
     stats = _stats(rows_read=batch.num_rows + len(batch.errors),
@@ -285,10 +350,21 @@ class _EncodeStepsFn(_SchemaFn):
     return outputs, stats, errors
 
 
-class _AssembleFn(_SchemaFn):
-  """(key, [(path, [step])]) -> the group's SequenceExample(s).
+class _Steps:
+  """The (path, steps) of a group's (path, steps, split) chunks; iterable
+  more than once, as the assembler needs."""
 
-  Outputs: main: (group key, [serialized record]); ERRORS: ((file, -1, -1),
+  def __init__(self, chunks):
+    self._chunks = chunks
+
+  def __iter__(self):
+    return ((path, steps) for path, steps, _ in self._chunks)
+
+
+class _AssembleFn(_SchemaFn):
+  """(key, [(path, [step], split)]) -> the group's SequenceExample(s).
+
+  Outputs: main: (split, group key, [serialized record]); ERRORS: ((file, -1, -1),
   [dead-letter dict]) per rejected or truncated group; STATS.
   Counters: as _EncodeBatchFn.
   """
@@ -302,9 +378,10 @@ class _AssembleFn(_SchemaFn):
 
   def process(self, element):
     key, chunks = element
-    result = self._encoder.assemble(chunks)
+    split = next(iter(chunks))[2]
+    result = self._encoder.assemble(_Steps(chunks))
     if result.records:
-      yield key, result.records
+      yield split, key, result.records
     rejected = dropped = 0
     for e in result.errors:
       if e.dropped:
@@ -343,9 +420,9 @@ class EncodeGroupedSequences(beam.PTransform):
         _EncodeStepsFn(schema_dict, threads=None)).with_outputs(
             ERRORS, STATS, main="steps")
     assembled = (steps.steps
-                 # (key, (source path, [step]))
+                 # (key, (source path, [step], split))
                  | "GroupSteps" >> beam.GroupByKey()
-                 # (key, [(source path, [step]), ...])
+                 # (key, [(source path, [step], split), ...])
                  | "Assemble" >> beam.ParDo(_AssembleFn(schema_dict))
                  .with_outputs(ERRORS, STATS, main="records"))
     return {
@@ -359,8 +436,8 @@ class EncodeGroupedSequences(beam.PTransform):
 class Encode(beam.PTransform):
   """SourceBatches -> {"records", "errors", "stats"} as the schema says.
 
-  "records" holds chunks (key, [serialized record]); keys are unique and
-  the same on every run (see sinks.shards).
+  "records" holds chunks (split, key, [serialized record]); keys are
+  unique and the same on every run (see sinks.shards).
   """
 
   def __init__(self, schema: Schema):

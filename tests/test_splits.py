@@ -1,0 +1,243 @@
+"""Splits: hash, value and bound rules, end to end on Beam."""
+
+import collections
+import csv
+import filecmp
+import os
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import beam_tfrecords as btr
+from beam_tfrecords import InputError, SchemaError
+from beam_tfrecords.splits import hash_columns, key_hash
+
+from conftest import tf_records
+
+
+def ratings_csv(path, rows, users, seed=0):
+  """user,item,rating,day rows; user ids as text, some with leading zeros."""
+  rng = random.Random(seed)
+  with open(path, "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["user", "item", "rating", "day", "split"])
+    for i in range(rows):
+      user = rng.randrange(users)
+      text = f"{user:05d}" if i % 3 == 0 else str(user)  # "00042" == "42"
+      w.writerow([text, rng.randrange(1000), rng.randint(1, 5),
+                  f"2026-11-{rng.randint(1, 28):02d}",
+                  ["train", "validation", "test"][i % 3]])
+  return str(path)
+
+
+def schema(splits):
+  return {"name": "ratings", "splits": splits, "features": {
+      "user": {"type": "int64", "required": True},
+      "item": "int64", "rating": "float", "day": "string"}}
+
+
+HASH = {"hash": "user", "weights": {"train": "80%", "eval": "10%",
+                                    "test": "10%"}}
+
+
+def users_by_split(output, splits):
+  return {s: [r["user"] for r in btr.iter_records(output, s)]
+          for s in splits}
+
+
+def test_hash_split_keeps_each_key_in_one_split_with_the_ratios(tmp_path):
+  src = ratings_csv(tmp_path / "r.csv", 100_000, 20_000)
+  result = btr.build(schema(HASH), src, str(tmp_path / "out"))
+  got = users_by_split(result.output, ["train", "eval", "test"])
+  owner = {}
+  for split, users in got.items():
+    for u in users:
+      assert owner.setdefault(u, split) == split, f"user {u} in two splits"
+  # "00042" and "42" are one int64 key: one split.
+  assert sum(len(u) for u in got.values()) == 100_000
+  shares = {s: len(set(u)) / len(owner) for s, u in got.items()}
+  assert abs(shares["train"] - 0.8) < 0.015
+  assert abs(shares["eval"] - 0.1) < 0.01 and abs(shares["test"] - 0.1) < 0.01
+  assert result.metadata["split_rule"] == {
+      "kind": "hash", "splits": ["train", "eval", "test"], "hash": ["user"],
+      "weights": [{"train": 80.0}, {"eval": 10.0}, {"test": 10.0}]}
+  # The schema in dataset.json loads back to the same rule.
+  assert btr.read.dataset_schema(result.output).splits == \
+      btr.load_schema(schema(HASH)).splits
+  assert {s: v["records"] for s, v in result.splits.items()} == {
+      s: len(u) for s, u in got.items()}
+  # Each split's files are named by it and read by TensorFlow.
+  assert sorted(os.listdir(result.output)) == [
+      "_SUCCESS", "dataset.json", "errors", "eval-00000-of-00001.tfrecord.gz",
+      "test-00000-of-00001.tfrecord.gz", "train-00000-of-00001.tfrecord.gz"]
+
+
+def test_hash_split_is_the_same_bytes_across_runs_and_workers(tmp_path):
+  src = ratings_csv(tmp_path / "r.csv", 5_000, 700)
+  one = btr.build(schema(HASH), src, str(tmp_path / "one"),
+                  num_shards={"train": 3, "eval": 1, "test": 2})
+  two = btr.build(schema(HASH), src, str(tmp_path / "two"),
+                  num_shards={"train": 3, "eval": 1, "test": 2},
+                  beam_args=["--direct_num_workers=2",
+                             "--direct_running_mode=multi_processing"])
+  names = sorted(os.listdir(one.output))
+  assert names == sorted(os.listdir(two.output))
+  assert [n for n in names if n.endswith(".gz")] == [
+      "eval-00000-of-00001.tfrecord.gz", "test-00000-of-00002.tfrecord.gz",
+      "test-00001-of-00002.tfrecord.gz", "train-00000-of-00003.tfrecord.gz",
+      "train-00001-of-00003.tfrecord.gz", "train-00002-of-00003.tfrecord.gz"]
+  for n in names:
+    if os.path.isfile(os.path.join(one.output, n)):
+      assert filecmp.cmp(os.path.join(one.output, n),
+                         os.path.join(two.output, n), shallow=False), n
+
+
+def test_vectorized_hash_equals_the_python_definition():
+  rng = random.Random(3)
+  ints = [rng.randrange(-10**12, 10**12) for _ in range(500)] + [None, 0]
+  texts = ["", "a", "é東", None] + [str(rng.random()) for _ in range(300)]
+  texts = (texts * 3)[:len(ints)]
+  got = hash_columns([pa.array(ints, pa.int64()), pa.array(texts)], len(ints))
+  want = [key_hash([None if i is None else str(i).encode(),
+                    None if t is None else t.encode("utf-8")])
+          for i, t in zip(ints, texts)]
+  assert got.tolist() == want
+  # The split of a key never depends on the batch it is in.
+  single = [int(hash_columns([pa.array([i], pa.int64())], 1)[0])
+            for i in ints[:20]]
+  assert single == hash_columns([pa.array(ints[:20], pa.int64())],
+                                20).tolist()
+
+
+def test_value_split_maps_names_and_rejects_unknown_values(tmp_path):
+  src = tmp_path / "v.csv"
+  src.write_text("user,item,rating,day,split\n1,1,1,d,train\n2,2,2,d,"
+                 "validation\n3,3,3,d,test\n4,4,4,d,holdout\n5,5,5,d,\n")
+  rule = {"column": "split", "values": {"train": "train",
+                                        "eval": ["validation", "dev"],
+                                        "test": "test"}}
+  result = btr.build(schema(rule), str(src), str(tmp_path / "out"))
+  got = users_by_split(result.output, ["train", "eval", "test"])
+  assert got == {"train": [1], "eval": [2], "test": [3]}
+  errors = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
+      result.output))
+  assert errors == [
+      (4, 'In feature "splits": the split column "split" holds \'holdout\', '
+          "which names no split; allowed: 'train', 'validation', 'dev', "
+          "'test'"),
+      (5, 'In feature "splits": the split column "split" has no value; every '
+          "row needs one")]
+
+
+def test_bound_split_by_date_with_rest(tmp_path):
+  src = ratings_csv(tmp_path / "r.csv", 2_000, 100)
+  rule = {"column": "day", "below": {"train": "2026-11-20",
+                                     "eval": "2026-11-25"}, "rest": "test"}
+  result = btr.build(schema(rule), src, str(tmp_path / "out"))
+  days = {s: [r["day"] for r in btr.iter_records(result.output, s)]
+          for s in ("train", "eval", "test")}
+  assert all(d < "2026-11-20" for d in days["train"]) and days["train"]
+  assert all("2026-11-20" <= d < "2026-11-25" for d in days["eval"])
+  assert all(d >= "2026-11-25" for d in days["test"]) and days["test"]
+  assert sum(map(len, days.values())) == 2_000
+
+
+def test_numeric_bounds_without_rest_reject_values_past_the_last(tmp_path):
+  src = tmp_path / "n.csv"
+  src.write_text("user,item,rating,day\n1,5,1,d\n2,50,1,d\n3,500,1,d\n"
+                 "4,x,1,d\n")
+  rule = {"column": "item", "below": {"train": 10, "eval": 100}}
+  result = btr.build(schema(rule), str(src), str(tmp_path / "out"))
+  assert users_by_split(result.output, ["train", "eval"]) == {
+      "train": [1], "eval": [2]}
+  reasons = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
+      result.output))
+  assert reasons[0] == (3, 'In feature "splits": the split column "item" '
+                        "holds 500, not below the last bound 100; add `rest: "
+                        "<split>` for such rows")
+  assert reasons[1][0] == 4 and "could not parse 'x' as int64" in reasons[1][1]
+
+
+def test_sequences_split_by_group_key(tmp_path):
+  src = ratings_csv(tmp_path / "r.csv", 3_000, 300)
+  seq = {"name": "by_user", "record": "sequence_example", "group_by": "user",
+         "order_by": "item", "splits": {"hash": "user", "weights": {
+             "train": 3, "test": 1}},
+         "context": {"user": "int64", "n": {"derive": "length"}},
+         "sequence": {"item": "int64", "rating": "float"}}
+  result = btr.build(seq, src, str(tmp_path / "out"))
+  seen = collections.Counter()
+  users = {}
+  for split in ("train", "test"):
+    for r in btr.iter_records(result.output, split):
+      user = r["context"]["user"]
+      assert users.setdefault(user, split) == split
+      seen[user] += r["context"]["n"]
+  with open(src) as f:
+    expected = collections.Counter(int(row["user"]) for row in
+                                   csv.DictReader(f))
+  assert seen == expected  # every group whole, in one split
+  share = sum(1 for s in users.values() if s == "train") / len(users)
+  assert abs(share - 0.75) < 0.08
+
+
+@pytest.mark.parametrize("splits,key,message", [
+    ({"hash": "user", "weights": {"train": "80%", "eval": "10%"}},
+     "splits.weights", "percentages add up to 90%, not 100%"),
+    ({"hash": "user", "weights": {"train": "80%", "eval": 2}},
+     "splits.weights", "mixes percentages and bucket counts"),
+    ({"hash": "user", "weights": {"errors": 1}}, "splits.weights.errors",
+     "'errors' is not a valid split name"),
+    ({"hash": "user", "weights": {"train": 0}}, "splits.weights.train",
+     "must be a share above 0"),
+    ({"hash": [], "weights": {"train": 1}}, "splits.hash",
+     "must name the key column(s) to hash"),
+    ({"column": "split"}, "splits", "a column rule needs `values:`"),
+    ({"column": "day", "below": {"a": "2026", "b": 3}}, "splits.below",
+     "mixes numbers and text"),
+    ({"column": "day", "below": {"a": 5, "b": 3}}, "splits.below",
+     "bounds must increase"),
+    ({"column": "split", "values": {"a": "x", "b": "x"}}, "splits.values.b",
+     "'x' already selects split 'a'"),
+    ({"hash": "user", "weights": {"train": 1}, "rest": "x"}, "splits.rest",
+     "belongs to a column rule"),
+    ({"hsah": "user"}, "splits.hsah", 'Did you mean "hash"'),
+])
+def test_split_schema_mistakes(splits, key, message):
+  with pytest.raises(SchemaError) as e:
+    btr.load_schema(schema(splits))
+  assert f"<dict>: {key}: " in str(e.value)
+  assert message in str(e.value)
+
+
+def test_grouped_sequences_split_only_on_group_columns():
+  seq = {"name": "s", "record": "sequence_example", "group_by": "user",
+         "splits": {"hash": "item", "weights": {"train": 1, "test": 1}},
+         "context": {"user": "int64"}, "sequence": {"item": "int64"}}
+  with pytest.raises(SchemaError, match=r"splits: .*'item' is not a group_by "
+                     "column; a split rule on it would put rows of one "
+                     "sequence into different splits"):
+    btr.load_schema(seq)
+
+
+def test_num_shards_per_split_and_unknown_split_names(tmp_path):
+  src = ratings_csv(tmp_path / "r.csv", 500, 50)
+  with pytest.raises(InputError, match=r"--num-shards names split\(s\) "
+                     r"\['dev'\] that the schema does not declare"):
+    btr.build(schema(HASH), src, str(tmp_path / "o"), num_shards={"dev": 2})
+  from beam_tfrecords import cli
+  assert cli.main(["build", "--schema", str(_write_schema(tmp_path)),
+                   "--input", src, "--output", str(tmp_path / "cli"),
+                   "--num-shards", "train=2,test=3"]) == 0
+  info = btr.dataset_info(str(tmp_path / "cli"))
+  assert {s: len(v["shards"]) for s, v in info["splits"].items()} == {
+      "train": 2, "eval": 1, "test": 3}
+
+
+def _write_schema(tmp_path):
+  import yaml
+  path = tmp_path / "s.yaml"
+  path.write_text(yaml.safe_dump(schema(HASH)))
+  return path
