@@ -6,6 +6,7 @@ schema (when loaded), the inputs (globs, headers, columns) and the output
 """
 
 import dataclasses
+import hashlib
 import logging
 import time
 import uuid
@@ -20,7 +21,8 @@ from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
 from beam_tfrecords.errors import InputError, from_worker
 from beam_tfrecords.schema import Schema, load_schema, spec_to_json
-from beam_tfrecords.schema.model import DEFAULT_SPLIT, SplitKind
+from beam_tfrecords.schema.model import DEFAULT_SPLIT
+from beam_tfrecords.schema.tfmd import TFMD_FILE, tfmd_text
 from beam_tfrecords.splits import split_fraction
 from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, SUCCESS,
                                   TFRECORD_GZIP, Commit, WriteErrors,
@@ -122,6 +124,15 @@ def default_num_shards(input_bytes: int) -> int:
   return max(1, -(-input_bytes // SHARD_INPUT_BYTES))
 
 
+def input_fingerprint(files) -> str:
+  """A fingerprint of the input files: path, size and modification time of
+  each (what the file system reports; the content is not read again)."""
+  digest = hashlib.blake2b(digest_size=16)
+  for f in sorted(files, key=lambda f: f.path):
+    digest.update(f"{f.path}\0{f.size}\0{f.mtime!r}\n".encode("utf-8"))
+  return digest.hexdigest()
+
+
 def shard_counts(schema: Schema, num_shards: Union[None, int, Mapping[str, int]],
                  input_bytes: int) -> Dict[str, int]:
   """Files per split: as given (one number for every split, or per split),
@@ -221,8 +232,9 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       "feature_spec": spec_to_json(schema),
       "compression": "GZIP",
       "inputs": {"format": plan.format, "patterns": patterns,
-                 "files": [{"path": f.path, "bytes": f.size}
-                           for f in plan.files]},
+                 "files": [{"path": f.path, "bytes": f.size,
+                            "modified": f.mtime} for f in plan.files],
+                 "fingerprint": input_fingerprint(plan.files)},
       "split_rule": {"kind": schema.splits.kind.value,
                      "splits": list(schema.splits.names),
                      **schema.splits.to_dict()},
@@ -233,9 +245,13 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                   "format_options": {k: v for k, v in plan.options.items()
                                      if k != "column_names"}},
       "tool": {"name": "beam-tfrecords", "version": __version__},
+      "tfmd_schema": TFMD_FILE,
   }
   _LOG.info("Building %s from %d file(s), %d read unit(s) -> %s",
             schema.name, len(plan.files), len(plan.units), output)
+  # TensorFlow Metadata's schema, for TFDV / TFT / TFX tools.
+  with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
+    f.write(tfmd_text(schema).encode("utf-8"))
   pipeline = beam.Pipeline(runner=_runner(options), options=options)
   encoded = (pipeline
              | "ReadInputs" >> ReadInputs(plan.units, schema.columns)

@@ -124,7 +124,7 @@ def test_part_files_give_the_same_bytes_and_are_cleaned_up(tmp_path,
   assert not any(os.path.exists(p) for p in written)
   assert dataset_files(spilled.output) == [
       "_SUCCESS", "dataset.json", "errors/errors-00000-of-00002.jsonl",
-      "errors/errors-00001-of-00002.jsonl",
+      "errors/errors-00001-of-00002.jsonl", "schema.pbtxt",
       "train-00000-of-00002.tfrecord.gz", "train-00001-of-00002.tfrecord.gz"]
   monkeypatch.setattr(shards, "SPILL_BYTES", 1 << 40)
   count = len(written)
@@ -173,7 +173,7 @@ def test_threshold_failure_publishes_nothing(tmp_path):
   assert len(staging) == 1 and staging[0] in message
   # ... without the records' part files (the shard holds them).
   assert dataset_files(os.path.join(out, staging[0])) == [
-      "dataset.json", "errors/errors-00000-of-00001.jsonl",
+      "dataset.json", "errors/errors-00000-of-00001.jsonl", "schema.pbtxt",
       "train-00000-of-00001.tfrecord.gz"]
   # Under the limit it publishes; dataset.json lists the reasons.
   result = btr.build(SCHEMA, src, out, overwrite=True, max_bad_rows=20)
@@ -303,7 +303,7 @@ def test_publish_leaves_files_it_did_not_make(tmp_path):
   btr.build(SCHEMA, src, str(out), num_shards=1, overwrite=True)
   assert sorted(os.listdir(out)) == [
       "_SUCCESS", "dataset.json", "errors", "mine.tfrecord.gz", "notes.txt",
-      "train-00000-of-00001.tfrecord.gz"]
+      "schema.pbtxt", "train-00000-of-00001.tfrecord.gz"]
   assert (out / "mine.tfrecord.gz").read_bytes() == b"not ours"
   assert os.listdir(out / "errors") == ["errors-00000-of-00001.jsonl"]
 

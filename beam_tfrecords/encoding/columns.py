@@ -111,23 +111,36 @@ def _fast_rows(feature: Feature, array: pa.Array) -> Optional[np.ndarray]:
   return pc.fill_null(matches, True).to_numpy(zero_copy_only=False)
 
 
-def _dates_as_text(t: pa.DataType) -> pa.DataType:
-  if pa.types.is_date(t):
-    return pa.large_string()
+def _retyped(t: pa.DataType, leaf) -> pa.DataType:
+  """`t` with each leaf type replaced by leaf(type) (lists kept)."""
   if pa.types.is_large_list(t):
-    return pa.large_list(_dates_as_text(t.value_type))
+    return pa.large_list(_retyped(t.value_type, leaf))
   if pa.types.is_list(t) or pa.types.is_fixed_size_list(t):
-    return pa.list_(_dates_as_text(t.value_type))
-  return t
+    return pa.list_(_retyped(t.value_type, leaf))
+  return leaf(t)
+
+
+def _date_text(t: pa.DataType) -> pa.DataType:
+  return pa.large_string() if pa.types.is_date(t) else t
+
+
+def _text_bytes(t: pa.DataType) -> pa.DataType:
+  if pa.types.is_string(t):
+    return pa.binary()
+  return pa.large_binary() if pa.types.is_large_string(t) else t
 
 
 def python_values(array: pa.Array) -> list:
-  """array.to_pylist(); dates outside years 1-9999, which Python cannot
-  hold, come as Arrow's ISO text instead (as the fast path writes them)."""
+  """array.to_pylist(), with two repairs: dates outside years 1-9999,
+  which Python cannot hold, come as Arrow's ISO text (as the fast path
+  writes them); text that is not UTF-8 comes as bytes (the value rules
+  then say which row)."""
   try:
     return array.to_pylist()
-  except (OverflowError, ValueError):
-    return pc.cast(array, _dates_as_text(array.type)).to_pylist()
+  except OverflowError:
+    return pc.cast(array, _retyped(array.type, _date_text)).to_pylist()
+  except UnicodeDecodeError:
+    return pc.cast(array, _retyped(array.type, _text_bytes)).to_pylist()
 
 
 def apply_missing(feature: Feature, lists: pa.LargeListArray,
@@ -199,7 +212,9 @@ def _step_list(feature: Feature, cell: Any) -> list:
 def _flat_cells(cells: list) -> Any:
   """An Arrow array of step cells when the types allow, else the list."""
   try:
-    return pa.array(cells)
+    array = pa.array(cells)
+    array.validate(full=True)  # e.g. bytes that are not UTF-8 in a string
+    return array
   except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
     return cells
 

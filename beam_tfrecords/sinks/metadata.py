@@ -238,7 +238,7 @@ def check_thresholds(meta: Dict[str, Any], max_bad_rows: Optional[int],
 _OUR_FILES = ("*-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]"
               + SHARD_SUFFIX,
               f"{ERRORS_DIR}/errors-[0-9][0-9][0-9][0-9][0-9]-of-"
-              "[0-9][0-9][0-9][0-9][0-9].jsonl")
+              "[0-9][0-9][0-9][0-9][0-9].jsonl", "schema.pbtxt")
 
 
 def _listed(meta: Dict[str, Any]) -> List[str]:
@@ -246,6 +246,8 @@ def _listed(meta: Dict[str, Any]) -> List[str]:
   names = [shard["file"] for split in meta.get("splits", {}).values()
            for shard in split.get("shards", [])]
   names += [e["file"] for e in meta.get("errors", {}).get("files", [])]
+  if meta.get("tfmd_schema"):
+    names.append(meta["tfmd_schema"])
   return names
 
 

@@ -26,6 +26,8 @@ SPLIT_BYTES = 64 * 1024 * 1024
 class InputFile:
   path: str
   size: int
+  # Seconds since the epoch, as the file system reports it (0: unknown).
+  mtime: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)

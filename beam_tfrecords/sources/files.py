@@ -36,7 +36,9 @@ def match_inputs(patterns: Sequence[str]) -> List[InputFile]:
           f"input {pattern!r} matches no file; check the path and quote "
           "globs so the shell does not expand them ('data/*.csv')")
     for m in matched:
-      files[m.path] = InputFile(m.path, m.size_in_bytes)
+      files[m.path] = InputFile(m.path, m.size_in_bytes,
+                                getattr(m, "last_updated_in_seconds", 0.0)
+                                or 0.0)
   return [files[p] for p in sorted(files)]
 
 

@@ -1,0 +1,74 @@
+"""The schema as a TensorFlow Metadata Schema (`schema.pbtxt`).
+
+TFDV, TFT and TFX components read a dataset's schema from this proto. Each
+feature gets its type (INT, FLOAT, BYTES), its presence (min_fraction 1 when
+every record has it: required, with a default, or derived) and its shape:
+a fixed `shape` for fixed-size features that are always present, else a
+`value_count` (min/max values per record, when the schema fixes them).
+SequenceExamples follow tfx-bsl's convention: context features at the top,
+the sequence features inside a STRUCT feature named "##SEQUENCE##", each
+with the values of one step.
+"""
+
+from typing import Iterable
+
+from beam_tfrecords.schema.model import Derive, Feature, FeatureType, Schema
+
+__all__ = ["to_tfmd", "tfmd_text", "SEQUENCE_FEATURE", "TFMD_FILE"]
+
+SEQUENCE_FEATURE = "##SEQUENCE##"
+TFMD_FILE = "schema.pbtxt"
+
+
+def _always_present(feature: Feature) -> bool:
+  return feature.required or feature.default is not None or (
+      feature.derive in (Derive.LENGTH, Derive.PART))
+
+
+def _add(container, features: Iterable[Feature], in_sequence: bool) -> None:
+  from tensorflow_metadata.proto.v0 import schema_pb2
+  types = {FeatureType.INT64: schema_pb2.INT,
+           FeatureType.FLOAT: schema_pb2.FLOAT,
+           FeatureType.BYTES: schema_pb2.BYTES,
+           FeatureType.STRING: schema_pb2.BYTES}
+  for f in features:
+    out = container.add()
+    out.name = f.name
+    ftype = FeatureType.INT64 if f.derive in (Derive.LENGTH, Derive.PART) \
+        else f.type
+    out.type = types[ftype]
+    if f.description:
+      out.annotation.comment.append(f.description)
+    present = _always_present(f)
+    if present:
+      out.presence.min_fraction = 1.0
+    out.presence.min_count = 1 if present else 0
+    count = f.num_values if f.derive is None else 1
+    if count is not None and present and not in_sequence:
+      out.shape.SetInParent()  # a scalar's shape has no dims
+      for dim in (f.shape if f.derive is None else ()):
+        out.shape.dim.add().size = dim
+    elif count is not None:
+      out.value_count.min = count
+      out.value_count.max = count
+
+
+def to_tfmd(schema: Schema):
+  """A tensorflow_metadata.proto.v0.schema_pb2.Schema for `schema`."""
+  from tensorflow_metadata.proto.v0 import schema_pb2
+  out = schema_pb2.Schema()
+  if not schema.is_sequence:
+    _add(out.feature, schema.features, in_sequence=False)
+    return out
+  _add(out.feature, schema.context, in_sequence=False)
+  seq = out.feature.add()
+  seq.name = SEQUENCE_FEATURE
+  seq.type = schema_pb2.STRUCT
+  _add(seq.struct_domain.feature, schema.sequence, in_sequence=True)
+  return out
+
+
+def tfmd_text(schema: Schema) -> str:
+  """`to_tfmd(schema)` in protobuf text format."""
+  from google.protobuf import text_format
+  return text_format.MessageToString(to_tfmd(schema))

@@ -1,0 +1,86 @@
+"""dataset.json's inputs and fingerprint; schema.pbtxt for TFX tools."""
+
+import os
+import time
+
+import pytest
+
+import beam_tfrecords as btr
+
+
+
+def _csv(path, rows):
+  path.write_text("id,score,tags,pair\n" + "".join(
+      f"{i},{i / 2},a|b,{i}|{-i}\n" for i in range(rows)))
+  return str(path)
+
+
+SIMPLE = {"name": "m", "features": {
+    "id": {"type": "int64", "required": True}, "score": "float",
+    "tags": {"type": "string", "shape": [-1], "separator": "|"},
+    "pair": {"type": "float", "shape": [2], "separator": "|",
+             "default": [0.0, 0.0]}}}
+
+
+def test_inputs_are_listed_with_a_fingerprint(tmp_path):
+  src = _csv(tmp_path / "a.csv", 5)
+  first = btr.build(SIMPLE, src, str(tmp_path / "o1"))
+  again = btr.build(SIMPLE, src, str(tmp_path / "o2"))
+  inputs = first.metadata["inputs"]
+  (entry,) = inputs["files"]
+  assert entry["path"] == src and entry["bytes"] == os.path.getsize(src)
+  assert entry["modified"] == pytest.approx(os.path.getmtime(src), abs=1)
+  assert len(inputs["fingerprint"]) == 32
+  assert again.metadata["inputs"]["fingerprint"] == inputs["fingerprint"]
+  # Touching the file changes the fingerprint; so does another file.
+  later = time.time() + 10
+  os.utime(src, (later, later))
+  touched = btr.build(SIMPLE, src, str(tmp_path / "o3"))
+  assert touched.metadata["inputs"]["fingerprint"] != inputs["fingerprint"]
+
+
+def test_schema_pbtxt_loads_with_tensorflow_metadata(tmp_path):
+  from google.protobuf import text_format
+  from tensorflow_metadata.proto.v0 import schema_pb2
+  src = _csv(tmp_path / "a.csv", 5)
+  result = btr.build(SIMPLE, src, str(tmp_path / "out"))
+  with open(os.path.join(result.output, "schema.pbtxt")) as f:
+    tfmd = text_format.Parse(f.read(), schema_pb2.Schema())
+  by_name = {f.name: f for f in tfmd.feature}
+  assert sorted(by_name) == ["id", "pair", "score", "tags"]
+  assert by_name["id"].type == schema_pb2.INT
+  assert by_name["id"].presence.min_fraction == 1.0
+  assert by_name["id"].HasField("shape") and not by_name["id"].shape.dim
+  assert by_name["score"].type == schema_pb2.FLOAT
+  assert (by_name["score"].value_count.min,
+          by_name["score"].value_count.max) == (1, 1)
+  assert [d.size for d in by_name["pair"].shape.dim] == [2]
+  assert by_name["tags"].type == schema_pb2.BYTES
+  assert not by_name["tags"].HasField("value_count")
+  assert result.metadata["tfmd_schema"] == "schema.pbtxt"
+
+
+def test_tfx_bsl_reads_the_dataset_with_schema_pbtxt(tmp_path):
+  """tfx-bsl's TFXIO (what TFDV and TFT read with) reads our shards with
+  our schema.pbtxt into Arrow, value for value."""
+  from google.protobuf import text_format
+  from tensorflow_metadata.proto.v0 import schema_pb2
+  from tfx_bsl.tfxio import tf_example_record
+  import apache_beam as beam
+  from apache_beam.testing.util import assert_that, equal_to
+  src = _csv(tmp_path / "a.csv", 7)
+  result = btr.build(SIMPLE, src, str(tmp_path / "out"), num_shards=2)
+  with open(os.path.join(result.output, "schema.pbtxt")) as f:
+    tfmd = text_format.Parse(f.read(), schema_pb2.Schema())
+  tfxio = tf_example_record.TFExampleRecord(
+      os.path.join(result.output, "train-*"), schema=tfmd)
+
+  expected = [{"id": [i], "score": [i / 2], "tags": [b"a", b"b"],
+               "pair": [float(i), float(-i)]} for i in range(7)]
+  assert result.metadata["counts"]["rows_written"] == 7
+  with beam.Pipeline() as p:
+    rows = (p | tfxio.BeamSource()
+            | beam.FlatMap(lambda batch: batch.to_pylist())
+            | beam.Map(lambda r: (r["id"], r["score"], r["tags"], r["pair"])))
+    assert_that(rows, equal_to([(e["id"], e["score"], e["tags"], e["pair"])
+                                for e in expected]))
