@@ -3,6 +3,8 @@
     beam-tfrecords build --schema S.yaml --input 'data/*.csv' --output out/ds \
         [--format csv] [--num-shards N] [any Beam pipeline option]
     beam-tfrecords inspect out/ds [--split train] [--records 3]
+    beam-tfrecords inspect "other/*.tfrecord"     # any TFRecord files
+    beam-tfrecords validate --schema S.yaml out/ds
 
 Flags this program does not know pass through to Beam's PipelineOptions, so
 every runner option (--runner, --project, --region, --temp_location,
@@ -74,11 +76,20 @@ def parser() -> argparse.ArgumentParser:
   b.add_argument("--encoding", help="text encoding of CSV input (default utf-8)")
   b.add_argument("-v", "--verbose", action="store_true", help="log progress")
 
-  i = sub.add_parser("inspect", help="summarize a dataset and show records")
-  i.add_argument("path", help="dataset directory")
+  i = sub.add_parser(
+      "inspect", help="summarize a dataset (or any TFRecord files) and show "
+      "records")
+  i.add_argument("path", help="dataset directory, or TFRecord files / a "
+                 "glob / a directory of them (gzip or not) made by anything")
   i.add_argument("--split", default=None, help="split to show (default: all)")
   i.add_argument("--records", type=int, default=3,
                  help="records to show per split")
+  v = sub.add_parser(
+      "validate", help="check that every record parses as a schema says")
+  v.add_argument("--schema", required=True, help="schema YAML file")
+  v.add_argument("path", help="dataset directory")
+  v.add_argument("--show", type=int, default=10,
+                 help="failures to list (the counts cover all)")
   return p
 
 
@@ -148,8 +159,71 @@ def _print_spec(spec: dict, indent: str = "  ") -> None:
     print(f"{indent}{name}: {s['kind']} {s['dtype']}{shape}")
 
 
+def _is_dataset(path: str) -> bool:
+  from apache_beam.io.filesystems import FileSystems
+  return FileSystems.exists(FileSystems.join(path.rstrip("/"),
+                                             "dataset.json"))
+
+
+def _show(value) -> str:
+  return json.dumps(value, default=lambda b: b.decode(
+      "utf-8", "backslashreplace"), ensure_ascii=False, sort_keys=True)
+
+
+def _inspect_files(args) -> int:
+  from beam_tfrecords.check import inspect_files
+  files, kind, features, lists, first = inspect_files([args.path],
+                                                      args.records)
+  total = sum(f.records for f in files)
+  print(f"{len(files)} TFRecord file(s), {total:,} records "
+        f"({kind.replace('_', '')}s)" if kind != "empty" else
+        f"{len(files)} TFRecord file(s), no records")
+  failed = 0
+  for f in files:
+    status = f"  ERROR: {f.error}" if f.error else ""
+    failed += bool(f.error)
+    print(f"  {f.path}: {f.records:,} records, {_human_bytes(f.bytes)}, "
+          f"{'gzip' if f.compression == 'gzip' else 'uncompressed'}{status}")
+  for title, table in (("context features" if lists else "features",
+                        features), ("feature lists (steps per record)",
+                                    lists)):
+    if not table:
+      continue
+    print(f"{title}:")
+    for name, s in sorted(table.items()):
+      kinds = "/".join(s.kinds_seen) or "empty"
+      counts = (f"{s.fewest}" if s.fewest == s.most
+                else f"{s.fewest}-{s.most}")
+      print(f"  {name}: {kinds}, in {s.records:,} of {total:,} records, "
+            f"{counts} per record")
+  for n, record in enumerate(first):
+    print(f"  record {n}: {_show(record)}")
+  return 1 if failed else 0
+
+
+def _validate(args) -> int:
+  from beam_tfrecords.check import validate
+  from beam_tfrecords.schema import load_schema
+  report = validate(args.path, load_schema(args.schema), args.show)
+  print(f"{report.records:,} records in {report.files} file(s) checked "
+        f"against {args.schema}: {report.bad_records:,} do not parse as it "
+        "says")
+  if report.records != report.listed_records:
+    print(f"  dataset.json lists {report.listed_records:,} records, the "
+          f"files hold {report.records:,}")
+  for problem, n in sorted(report.counts.items(), key=lambda kv: -kv[1]):
+    print(f"  {n:,} records: {problem}")
+  if report.failures:
+    print("first failures:")
+    for line in report.failures:
+      print(f"  {line}")
+  return 0 if report.ok else 1
+
+
 def _inspect(args) -> int:
   from beam_tfrecords.read import dataset_info, iter_records
+  if not _is_dataset(args.path):
+    return _inspect_files(args)
   info = dataset_info(args.path)
   print(f"dataset {info['name']} ({info['record']}), built by beam-tfrecords "
         f"{info['tool']['version']}")
@@ -195,6 +269,8 @@ def main(argv: Optional[List[str]] = None) -> int:
   try:
     if args.command == "build":
       return _build(args, rest)
+    if args.command == "validate":
+      return _validate(args)
     return _inspect(args)
   except BeamTFRecordsError as e:
     print(f"error: {e}", file=sys.stderr)
