@@ -5,6 +5,7 @@
     beam-tfrecords inspect out/ds [--split train] [--records 3]
     beam-tfrecords inspect "other/*.tfrecord"     # any TFRecord files
     beam-tfrecords validate --schema S.yaml out/ds
+    beam-tfrecords infer-schema --input data.csv > S.yaml
 
 Flags this program does not know pass through to Beam's PipelineOptions, so
 every runner option (--runner, --project, --region, --temp_location,
@@ -90,6 +91,17 @@ def parser() -> argparse.ArgumentParser:
   v.add_argument("path", help="dataset directory")
   v.add_argument("--show", type=int, default=10,
                  help="failures to list (the counts cover all)")
+  n = sub.add_parser(
+      "infer-schema", help="print a schema file guessed from a sample of "
+      "the input, to edit")
+  n.add_argument("--input", required=True, action="append",
+                 help="input file or glob (repeatable)")
+  n.add_argument("--format", choices=["csv", "jsonl", "json", "parquet"],
+                 help="input format (default: from the file extensions)")
+  n.add_argument("--name", default=None,
+                 help="dataset name (default: from the first file's name)")
+  n.add_argument("--sample-rows", type=int, default=10_000,
+                 help="rows to look at (from the start of the input)")
   return p
 
 
@@ -220,6 +232,20 @@ def _validate(args) -> int:
   return 0 if report.ok else 1
 
 
+def _infer_schema(args) -> int:
+  import os
+  import re
+  from beam_tfrecords.infer import infer_schema
+  from beam_tfrecords.sources import match_inputs, resolve_format
+  paths = [f.path for f in match_inputs(args.input)]
+  fmt = resolve_format(paths, args.format)
+  name = args.name or re.sub(r"[^A-Za-z0-9_]+", "_", os.path.basename(
+      paths[0]).split(".")[0]).strip("_") or "dataset"
+  print(infer_schema(paths, "jsonl" if fmt == "json" else fmt, name,
+                     args.sample_rows), end="")
+  return 0
+
+
 def _inspect(args) -> int:
   from beam_tfrecords.read import dataset_info, iter_records
   if not _is_dataset(args.path):
@@ -271,6 +297,8 @@ def main(argv: Optional[List[str]] = None) -> int:
       return _build(args, rest)
     if args.command == "validate":
       return _validate(args)
+    if args.command == "infer-schema":
+      return _infer_schema(args)
     return _inspect(args)
   except BeamTFRecordsError as e:
     print(f"error: {e}", file=sys.stderr)

@@ -99,3 +99,54 @@ def test_validate_passes_our_build_and_names_mismatches(tmp_path, capsys):
   assert '  3 records: feature "pair" has 2 value(s), the schema says 3 ' \
       "(shape [3])" in text
   assert "train-00000-of-00001.tfrecord.gz record 0: " in text
+
+
+def test_infer_schema_gives_a_schema_that_builds(tmp_path, capsys):
+  src = tmp_path / "Movie Ratings.csv"
+  src.write_text("User Id,Age,Price,Title,Genres,Scores,Blank\n"
+                 "1,29,9.99,Heat,Crime|Drama,1|2,\n"
+                 "2,,0.5,Alien,Horror,3,\n"
+                 "3,41,1e3,\"Up, again\",Kids|Fun|Comedy,4|5|6,\n")
+  assert cli.main(["infer-schema", "--input", str(src)]) == 0
+  text = capsys.readouterr().out
+  assert "name: Movie_Ratings\n" in text
+  assert '  user_id: {type: int64, source: "User Id", required: true}  # ' \
+      "no missing value in the sample" in text
+  assert "  age: {type: int64, source: \"Age\"}  # 1 of 3 sampled values " \
+      "missing: add `default:` or `required: true`" in text
+  assert '  genres: {type: string, source: "Genres", shape: [-1], ' \
+      'separator: "|", required: true}' in text
+  assert '  scores: {type: int64, source: "Scores", shape: [-1], ' \
+      'separator: "|", required: true}' in text
+  schema_path = tmp_path / "s.yaml"
+  schema_path.write_text(text)
+  result = btr.build(str(schema_path), str(src), str(tmp_path / "out"))
+  assert result.metadata["counts"]["rows_written"] == 3
+  rows = list(btr.iter_records(result.output))
+  assert rows[0]["genres"] == ["Crime", "Drama"] and rows[2]["scores"] == [
+      4, 5, 6]
+  assert rows[2]["price"] == 1000.0 and rows[2]["title"] == "Up, again"
+
+
+def test_infer_schema_reads_parquet_and_json_lists(tmp_path, capsys):
+  import pyarrow as pa
+  import pyarrow.parquet as pq
+  pq.write_table(pa.table({
+      "ids": pa.array([[1, 2], [3]], pa.list_(pa.int64())),
+      "vec": pa.array([[0.5, 1.0], [2.0, 3.0]], pa.list_(pa.float32())),
+      "blob": pa.array([b"\x00", None]),
+      "m": pa.array([{"a": 1}, {"a": 2}])}), tmp_path / "t.parquet")
+  assert cli.main(["infer-schema", "--input", str(tmp_path / "t.parquet")]) \
+      == 0
+  text = capsys.readouterr().out
+  assert "  ids: {type: int64, shape: [-1], required: true}" in text
+  assert "  vec: {type: float, shape: [2], required: true}" in text
+  assert "  blob: {type: bytes}  # 1 of 2 sampled values missing" in text
+  assert "#   m: struct<a: int64>: not supported" in text
+  (tmp_path / "j.jsonl").write_text('{"a": [1, 2], "b": "x"}\n'
+                                    '{"a": [], "b": null}\n')
+  assert cli.main(["infer-schema", "--input", str(tmp_path / "j.jsonl")]) \
+      == 0
+  text = capsys.readouterr().out
+  assert "  a: {type: int64, shape: [-1], required: true}" in text
+  assert "  b: {type: string}  # 1 of 2 sampled values missing" in text

@@ -1,0 +1,186 @@
+"""infer-schema: a schema file a person can edit, from a sample of input.
+
+Reads the first rows of the inputs with pyarrow (CSV, JSON lines, Parquet),
+and writes one feature per column: the type (int64, float, string, bytes),
+lists (Arrow lists, or text cells most of which hold a "|" separator),
+fixed shapes where every sampled list has the same length, and
+`required: true` where the sample has no missing value (a comment says
+how many were missing otherwise). Columns it cannot map are listed as
+comments with the reason. Every choice is a suggestion: check it.
+"""
+
+import re
+from typing import Any, Dict, List, Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from beam_tfrecords.errors import InputError
+
+__all__ = ["infer_schema", "SAMPLE_ROWS"]
+
+SAMPLE_ROWS = 10_000
+_SEPARATORS = ("|", ";")
+_NAME_RE = re.compile(r"[^A-Za-z0-9_]+")
+
+
+def _sample(paths: Sequence[str], fmt: str, rows: int) -> pa.Table:
+  from apache_beam.io.filesystem import CompressionTypes
+  from apache_beam.io.filesystems import FileSystems
+  tables = []
+  for path in paths:
+    with FileSystems.open(path, compression_type=CompressionTypes.AUTO) as f:
+      if fmt == "parquet":
+        import pyarrow.parquet as pq
+        pf = pq.ParquetFile(pa.PythonFile(f, mode="r"))
+        batches = pf.iter_batches(batch_size=rows)
+        table = pa.Table.from_batches([next(batches)]) if pf.metadata.num_rows \
+            else pf.schema_arrow.empty_table()
+      elif fmt == "csv":
+        import pyarrow.csv as pacsv
+        reader = pacsv.open_csv(pa.PythonFile(f, mode="r"),
+                                read_options=pacsv.ReadOptions(
+                                    block_size=1 << 20))
+        got, n = [], 0
+        for batch in reader:
+          got.append(batch)
+          n += batch.num_rows
+          if n >= rows:
+            break
+        table = pa.Table.from_batches(got, reader.schema)
+      else:
+        import io
+        import pyarrow.json as pajson
+        lines = []
+        for line in f:
+          if line.strip():
+            lines.append(line)
+          if len(lines) >= rows:
+            break
+        table = pajson.read_json(io.BytesIO(b"".join(lines)))
+    tables.append(table.slice(0, rows))
+    rows -= tables[-1].num_rows
+    if rows <= 0:
+      break
+  return pa.concat_tables(tables, promote_options="permissive")
+
+
+def _feature_name(column: str, taken: set) -> str:
+  name = _NAME_RE.sub("_", column.strip()).strip("_").lower() or "column"
+  if name[0].isdigit():
+    name = "f_" + name
+  base, i = name, 2
+  while name in taken:
+    name, i = f"{base}_{i}", i + 1
+  taken.add(name)
+  return name
+
+
+def _scalar_type(t: pa.DataType) -> Optional[str]:
+  if pa.types.is_boolean(t) or pa.types.is_integer(t):
+    return "int64"
+  if pa.types.is_floating(t) or pa.types.is_decimal(t):
+    return "float"
+  if pa.types.is_string(t) or pa.types.is_large_string(t) or \
+      pa.types.is_date(t):
+    return "string"
+  if pa.types.is_binary(t) or pa.types.is_large_binary(t) or \
+      pa.types.is_fixed_size_binary(t):
+    return "bytes"
+  return None
+
+
+def _text_type(values: pa.Array) -> str:
+  """int64 / float / string for text values (all must parse)."""
+  from beam_tfrecords.schema import values as rules
+  text = pc.utf8_trim_whitespace(values.drop_null())
+  if len(text) == 0:
+    return "string"
+  for name, pattern in (("int64", rules.INT_TEXT),
+                        ("float", rules.FLOAT_TEXT)):
+    if pc.all(pc.match_substring_regex(text, pattern)).as_py():
+      return name
+  return "string"
+
+
+def _describe(column: str, array: pa.ChunkedArray) -> Dict[str, Any]:
+  """{type, shape, separator, missing, note} for one column."""
+  array = array.combine_chunks()
+  if pa.types.is_dictionary(array.type):
+    array = array.dictionary_decode()
+  t = array.type
+  out: Dict[str, Any] = {"missing": array.null_count, "rows": len(array)}
+  if pa.types.is_list(t) or pa.types.is_large_list(t) or \
+      pa.types.is_fixed_size_list(t):
+    inner = _scalar_type(t.value_type)
+    if inner is None:
+      out["note"] = f"lists of {t.value_type}: not supported"
+      return out
+    lengths = pc.list_value_length(array).drop_null()
+    out["type"] = inner
+    fixed = len(lengths) and pc.min(lengths).as_py() == pc.max(lengths).as_py()
+    out["shape"] = [pc.min(lengths).as_py()] if fixed else [-1]
+    return out
+  scalar = _scalar_type(t)
+  if scalar is None:
+    out["note"] = f"{t}: not supported (cast it to a number or text)"
+    return out
+  if scalar == "string" and not pa.types.is_date(t):
+    text = array.drop_null()
+    for sep in _SEPARATORS:
+      if len(text) and pc.mean(pc.cast(pc.match_substring(text, sep),
+                                       pa.int8())).as_py() > 0.5:
+        parts = pc.list_flatten(pc.split_pattern(text, sep))
+        out.update(type=_text_type(parts), shape=[-1], separator=sep)
+        return out
+    out["type"] = _text_type(array)
+    return out
+  out["type"] = scalar
+  return out
+
+
+def _yaml_value(value: Any) -> str:
+  import json
+  if isinstance(value, str):
+    return json.dumps(value, ensure_ascii=False)
+  return json.dumps(value)
+
+
+def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
+                 rows: int = SAMPLE_ROWS) -> str:
+  """Schema YAML text for the inputs, from their first `rows` rows."""
+  if not paths:
+    raise InputError("infer-schema needs at least one input file")
+  table = _sample(paths, fmt, rows)
+  lines = [f"# Inferred by beam-tfrecords infer-schema from {table.num_rows:,}"
+           f" sampled row(s) of {len(paths)} {fmt} file(s).",
+           "# Check every line: types, lists, required and defaults are "
+           "guesses from the sample.",
+           f"name: {name}", "record: example", "features:"]
+  taken: set = set()
+  skipped: List[str] = []
+  for column in table.column_names:
+    d = _describe(column, table.column(column))
+    if "type" not in d:
+      skipped.append(f"#   {column}: {d['note']}")
+      continue
+    feature = _feature_name(column, taken)
+    parts = [f"type: {d['type']}"]
+    if feature != column:
+      parts.append(f"source: {_yaml_value(column)}")
+    if d.get("shape"):
+      parts.append(f"shape: {d['shape']}")
+    if d.get("separator"):
+      parts.append(f"separator: {_yaml_value(d['separator'])}")
+    comment = ""
+    if d["missing"] == 0 and d["rows"]:
+      parts.append("required: true")
+      comment = "  # no missing value in the sample"
+    elif d["missing"]:
+      comment = (f"  # {d['missing']:,} of {d['rows']:,} sampled values "
+                 "missing: add `default:` or `required: true`")
+    lines.append(f"  {feature}: {{{', '.join(parts)}}}{comment}")
+  if skipped:
+    lines.append("# Columns left out:")
+    lines += skipped
+  return "\n".join(lines) + "\n"
