@@ -125,8 +125,9 @@ def inspect_files(patterns: List[str], show: int = 3
                   entries[0][0] if entries else None, len(entries))
         if len(first) < show:
           first.append(_plain(context, steps))
-    except ValueError as e:
-      summary.error = str(e)
+    except Exception as e:  # pylint: disable=broad-except
+      summary.error = (f"record {summary.records}: {type(e).__name__}: {e}"
+                       if not isinstance(e, ValueError) else str(e))
   return files, kind, features, lists, first
 
 
@@ -158,21 +159,25 @@ class ValidationReport:
 
 
 def _check_feature(f: Feature, found, in_steps: bool = False) -> Optional[str]:
-  """Why one feature's value would not parse as the schema says (or None)."""
+  """Why one feature's value would not parse with the schema's spec (or
+  None). Fixed-size features that every record carries are FixedLen*
+  (present, exactly their values); the others VarLen / Ragged (any count
+  of the right kind)."""
   kind = "int64_list" if f.derive in (Derive.LENGTH, Derive.PART) else \
       f.type.proto_kind
+  fixed = not f.is_variable_length and f.always_present
   if found is None:
-    if f.required or (f.derive in (Derive.LENGTH, Derive.PART)):
-      return f'feature "{f.name}" is missing (required)'
+    if fixed and not in_steps:
+      return (f'feature "{f.name}" is missing (the spec reads it as a '
+              "FixedLenFeature: required, or with a default)")
     return None
   got_kind, values = found
   if got_kind is not None and got_kind != kind:
     return f'feature "{f.name}" holds {got_kind}, the schema says {kind}'
-  expected = f.num_values if f.derive is None else 1
-  if expected is not None and len(values) != expected:
+  if fixed and len(values) != f.num_values:
     where = "a step of " if in_steps else ""
     return (f'{where}feature "{f.name}" has {len(values)} value(s), the schema '
-            f"says {expected} (shape {list(f.shape)})")
+            f"says {f.num_values} (shape {list(f.shape)})")
   return None
 
 
@@ -223,8 +228,11 @@ def validate(path: str, schema: Schema, show: int = 10) -> ValidationReport:
             if len(report.failures) < show:
               report.failures.append(f"{shard['file']} record {index}: "
                                      + "; ".join(problems))
-      except ValueError as e:
+      except Exception as e:  # pylint: disable=broad-except
+        # A CRC, gzip or protobuf failure ends the file: count it once.
         report.bad_records += 1
-        report.failures.append(f"{shard['file']}: {e}")
-        report.counts[str(e)] = 1
+        problem = f"{type(e).__name__}: {e}"
+        report.failures.append(f"{shard['file']} after record {index}: "
+                               f"{problem}")
+        report.counts[problem] = report.counts.get(problem, 0) + 1
   return report

@@ -241,8 +241,7 @@ def _infer_schema(args) -> int:
   fmt = resolve_format(paths, args.format)
   name = args.name or re.sub(r"[^A-Za-z0-9_]+", "_", os.path.basename(
       paths[0]).split(".")[0]).strip("_") or "dataset"
-  print(infer_schema(paths, "jsonl" if fmt == "json" else fmt, name,
-                     args.sample_rows), end="")
+  print(infer_schema(paths, fmt, name, args.sample_rows), end="")
   return 0
 
 

@@ -24,6 +24,32 @@ _SEPARATORS = ("|", ";")
 _NAME_RE = re.compile(r"[^A-Za-z0-9_]+")
 
 
+def _json_rows(f, fmt: str, rows: int) -> List[dict]:
+  import json
+  if fmt == "json":  # one JSON array of objects
+    data = json.loads(f.read().decode("utf-8"))
+    return [r for r in data if isinstance(r, dict)][:rows] \
+        if isinstance(data, list) else []
+  out = []
+  for line in f:
+    if line.strip():
+      value = json.loads(line)
+      if isinstance(value, dict):
+        out.append(value)
+    if len(out) >= rows:
+      break
+  return out
+
+
+def _column(values: list) -> pa.Array:
+  """Python values -> an Arrow array; mixed types become their text."""
+  try:
+    return pa.array(values)
+  except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+    return pa.array([None if v is None else str(v) for v in values],
+                    pa.string())
+
+
 def _sample(paths: Sequence[str], fmt: str, rows: int) -> pa.Table:
   from apache_beam.io.filesystem import CompressionTypes
   from apache_beam.io.filesystems import FileSystems
@@ -33,35 +59,38 @@ def _sample(paths: Sequence[str], fmt: str, rows: int) -> pa.Table:
       if fmt == "parquet":
         import pyarrow.parquet as pq
         pf = pq.ParquetFile(pa.PythonFile(f, mode="r"))
-        batches = pf.iter_batches(batch_size=rows)
-        table = pa.Table.from_batches([next(batches)]) if pf.metadata.num_rows \
-            else pf.schema_arrow.empty_table()
+        table = pa.Table.from_batches(
+            list(pf.iter_batches(batch_size=rows))[:1], pf.schema_arrow)
       elif fmt == "csv":
-        import pyarrow.csv as pacsv
-        reader = pacsv.open_csv(pa.PythonFile(f, mode="r"),
-                                read_options=pacsv.ReadOptions(
-                                    block_size=1 << 20))
-        got, n = [], 0
-        for batch in reader:
-          got.append(batch)
-          n += batch.num_rows
-          if n >= rows:
-            break
-        table = pa.Table.from_batches(got, reader.schema)
-      else:
         import io
-        import pyarrow.json as pajson
+        import pyarrow.csv as pacsv
         lines = []
         for line in f:
-          if line.strip():
-            lines.append(line)
-          if len(lines) >= rows:
+          lines.append(line)
+          if len(lines) > rows:
             break
-        table = pajson.read_json(io.BytesIO(b"".join(lines)))
+        if len(lines) < 2:
+          continue
+        # Missing = an empty unquoted cell, as the build reads CSV.
+        table = pacsv.read_csv(io.BytesIO(b"".join(lines)),
+                               convert_options=pacsv.ConvertOptions(
+                                   null_values=[""],
+                                   strings_can_be_null=True,
+                                   quoted_strings_can_be_null=False))
+      else:
+        records = _json_rows(f, fmt, rows)
+        names = list(dict.fromkeys(k for r in records for k in r))
+        table = pa.table({n: _column([r.get(n) for r in records])
+                          for n in names}) if records else None
+        if table is None:
+          continue
     tables.append(table.slice(0, rows))
     rows -= tables[-1].num_rows
     if rows <= 0:
       break
+  if not tables or not any(t.num_rows for t in tables):
+    raise InputError(f"{list(paths)[:3]}: no rows to look at; infer-schema "
+                     "needs some data")
   return pa.concat_tables(tables, promote_options="permissive")
 
 
@@ -119,7 +148,12 @@ def _describe(column: str, array: pa.ChunkedArray) -> Dict[str, Any]:
     lengths = pc.list_value_length(array).drop_null()
     out["type"] = inner
     fixed = len(lengths) and pc.min(lengths).as_py() == pc.max(lengths).as_py()
-    out["shape"] = [pc.min(lengths).as_py()] if fixed else [-1]
+    out["shape"] = [pc.min(lengths).as_py()] if fixed and \
+        pc.min(lengths).as_py() > 0 else [-1]
+    return out
+  if pa.types.is_null(t):
+    out.update(type="string", note="every sampled value is missing: check "
+               "the type")
     return out
   scalar = _scalar_type(t)
   if scalar is None:
@@ -156,7 +190,7 @@ def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
            f" sampled row(s) of {len(paths)} {fmt} file(s).",
            "# Check every line: types, lists, required and defaults are "
            "guesses from the sample.",
-           f"name: {name}", "record: example", "features:"]
+           f"name: {_yaml_value(name)}", "record: example", "features:"]
   taken: set = set()
   skipped: List[str] = []
   for column in table.column_names:
@@ -166,6 +200,7 @@ def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
       continue
     feature = _feature_name(column, taken)
     parts = [f"type: {d['type']}"]
+    note = f"  # {d['note']}" if d.get("note") else ""
     if feature != column:
       parts.append(f"source: {_yaml_value(column)}")
     if d.get("shape"):
@@ -179,7 +214,9 @@ def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
     elif d["missing"]:
       comment = (f"  # {d['missing']:,} of {d['rows']:,} sampled values "
                  "missing: add `default:` or `required: true`")
-    lines.append(f"  {feature}: {{{', '.join(parts)}}}{comment}")
+    # Quoted: YAML reads on / yes / null / 2024 as other things than text.
+    lines.append(f"  {_yaml_value(feature)}: {{{', '.join(parts)}}}"
+                 f"{comment}{note}")
   if skipped:
     lines.append("# Columns left out:")
     lines += skipped

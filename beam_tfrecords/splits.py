@@ -57,17 +57,52 @@ def key_hash(parts: Sequence[Optional[bytes]]) -> int:
   return _mix(h)
 
 
-def _text(array: pa.Array) -> pa.Array:
-  """The key text of every value, as large_binary (nulls kept)."""
+def key_text(value: Any) -> Optional[bytes]:
+  """The text a split key value is hashed / compared as (None: missing).
+
+  The same value gives the same text whatever the Arrow type of the batch
+  it came in: integers in decimal, floats that are whole numbers as
+  integers (JSON's 1 and 1.0 are one key), other floats as Python's
+  shortest repr, booleans as true / false, text as UTF-8, bytes as they
+  are, dates in ISO form, lists and objects as sorted compact JSON.
+  """
+  if value is None:
+    return None
+  if isinstance(value, bool):
+    return b"true" if value else b"false"
+  if isinstance(value, int):
+    return str(value).encode("ascii")
+  if isinstance(value, float):
+    if value.is_integer() and abs(value) < 2**53:
+      return str(int(value)).encode("ascii")
+    return repr(value).encode("ascii")
+  if isinstance(value, str):
+    return value.encode("utf-8", "surrogatepass")
+  if isinstance(value, bytes):
+    return value
+  if hasattr(value, "isoformat"):
+    return value.isoformat().encode("ascii")
+  import json
+  return json.dumps(value, sort_keys=True, ensure_ascii=False,
+                    separators=(",", ":"), default=str).encode("utf-8")
+
+
+def _text(array: Any) -> pa.Array:
+  """The key text of every value (see key_text), as large_binary."""
   if isinstance(array, pa.ChunkedArray):
     array = array.combine_chunks()
-  if pa.types.is_dictionary(array.type):
+  if isinstance(array, pa.Array) and pa.types.is_dictionary(array.type):
     array = array.dictionary_decode()
-  t = array.type
-  if not (pa.types.is_string(t) or pa.types.is_large_string(t)
-          or pa.types.is_binary(t) or pa.types.is_large_binary(t)):
-    array = pc.cast(array, pa.large_string())
-  return pc.cast(array, pa.large_binary())
+  if isinstance(array, pa.Array):
+    t = array.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or \
+        pa.types.is_binary(t) or pa.types.is_large_binary(t):
+      return pc.cast(array, pa.large_binary())
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+      return pc.cast(pc.cast(array, pa.large_string()), pa.large_binary())
+    from beam_tfrecords.encoding.columns import python_values
+    array = python_values(array)
+  return pa.array([key_text(v) for v in array], pa.large_binary())
 
 
 def _fnv_update(h: np.ndarray, array: pa.Array, first: bool) -> np.ndarray:
@@ -237,7 +272,7 @@ class SplitAssigner:
     column = rule.columns[0]
     if isinstance(array, pa.ChunkedArray):
       array = array.combine_chunks()
-    if pa.types.is_dictionary(array.type):
+    if isinstance(array, pa.Array) and pa.types.is_dictionary(array.type):
       array = array.dictionary_decode()
     if numeric:
       values, bad = _numbers(array, n)
@@ -270,12 +305,13 @@ class SplitAssigner:
 
 def _numbers(array: pa.Array, n: int) -> Tuple[pa.Array, List[int]]:
   """float64 values; rows that are not numbers become null (and listed)."""
-  t = array.type
-  if pa.types.is_integer(t) or pa.types.is_floating(t):
+  if isinstance(array, pa.Array) and (pa.types.is_integer(array.type)
+                                      or pa.types.is_floating(array.type)):
     return pc.cast(array, pa.float64()), []
-  text = pc.utf8_trim_whitespace(pc.cast(_text(array), pa.large_string()))
+  text = _text(array)
   try:
-    return pc.cast(text, pa.float64()), []
+    return pc.cast(pc.utf8_trim_whitespace(pc.cast(text, pa.large_string())),
+                   pa.float64()), []
   except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
     pass
   out, bad = [], []
@@ -284,28 +320,26 @@ def _numbers(array: pa.Array, n: int) -> Tuple[pa.Array, List[int]]:
       out.append(None)
       continue
     try:
-      out.append(float(value))
-    except ValueError:
+      out.append(float(value.decode("utf-8").strip()))
+    except (ValueError, UnicodeDecodeError):
       out.append(None)
       bad.append(row)
   return pa.array(out, pa.float64()), bad
 
 
-def _show(array: pa.Array, row: int) -> str:
-  value = array[row].as_py()
+def _show(array: Any, row: int) -> str:
+  value = array[row]
+  if isinstance(value, pa.Scalar):
+    from beam_tfrecords.encoding.columns import python_values
+    value = python_values(array.slice(row, 1))[0]
   if isinstance(value, bytes):
     value = value.decode("utf-8", "replace")
   return repr(value)[:60]
 
 
-def _as_arrow(values: Any, n: int) -> pa.Array:
+def _as_arrow(values: Any, n: int) -> Any:
+  """A column as given (Arrow array, or a Python list of mixed values),
+  or all missing when absent."""
   if values is None:
     return pa.nulls(n, pa.large_binary())
-  if isinstance(values, (pa.Array, pa.ChunkedArray)):
-    return values
-  try:
-    return pa.array(values)
-  except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
-    # Mixed types in one column: compare their text.
-    return pa.array([None if v is None else str(v) for v in values],
-                    pa.large_string())
+  return values

@@ -85,7 +85,7 @@ def test_validate_passes_our_build_and_names_mismatches(tmp_path, capsys):
   assert "3 records in 1 file(s) checked against " in capsys.readouterr().out
   wrong = dict(SCHEMA, features={
       "id": {"type": "float", "required": True},
-      "pair": {"type": "float", "shape": [3]},
+      "pair": {"type": "float", "shape": [3], "default": [0.0, 0.0, 0.0]},
       "extra": {"type": "int64", "required": True},
       "tags": {"type": "string", "shape": [-1]}})
   bad = tmp_path / "bad.yaml"
@@ -93,7 +93,8 @@ def test_validate_passes_our_build_and_names_mismatches(tmp_path, capsys):
   assert cli.main(["validate", "--schema", str(bad), out]) == 1
   text = capsys.readouterr().out
   assert ": 3 do not parse as it says" in text
-  assert '  3 records: feature "extra" is missing (required)' in text
+  assert '  3 records: feature "extra" is missing (the spec reads it as a ' \
+      "FixedLenFeature: required, or with a default)" in text
   assert '  3 records: feature "id" holds int64_list, the schema says ' \
       "float_list" in text
   assert '  3 records: feature "pair" has 2 value(s), the schema says 3 ' \
@@ -109,14 +110,14 @@ def test_infer_schema_gives_a_schema_that_builds(tmp_path, capsys):
                  "3,41,1e3,\"Up, again\",Kids|Fun|Comedy,4|5|6,\n")
   assert cli.main(["infer-schema", "--input", str(src)]) == 0
   text = capsys.readouterr().out
-  assert "name: Movie_Ratings\n" in text
-  assert '  user_id: {type: int64, source: "User Id", required: true}  # ' \
+  assert 'name: "Movie_Ratings"\n' in text
+  assert '  "user_id": {type: int64, source: "User Id", required: true}  # ' \
       "no missing value in the sample" in text
-  assert "  age: {type: int64, source: \"Age\"}  # 1 of 3 sampled values " \
+  assert "  \"age\": {type: int64, source: \"Age\"}  # 1 of 3 sampled values " \
       "missing: add `default:` or `required: true`" in text
-  assert '  genres: {type: string, source: "Genres", shape: [-1], ' \
+  assert '  "genres": {type: string, source: "Genres", shape: [-1], ' \
       'separator: "|", required: true}' in text
-  assert '  scores: {type: int64, source: "Scores", shape: [-1], ' \
+  assert '  "scores": {type: int64, source: "Scores", shape: [-1], ' \
       'separator: "|", required: true}' in text
   schema_path = tmp_path / "s.yaml"
   schema_path.write_text(text)
@@ -139,14 +140,76 @@ def test_infer_schema_reads_parquet_and_json_lists(tmp_path, capsys):
   assert cli.main(["infer-schema", "--input", str(tmp_path / "t.parquet")]) \
       == 0
   text = capsys.readouterr().out
-  assert "  ids: {type: int64, shape: [-1], required: true}" in text
-  assert "  vec: {type: float, shape: [2], required: true}" in text
-  assert "  blob: {type: bytes}  # 1 of 2 sampled values missing" in text
+  assert "  \"ids\": {type: int64, shape: [-1], required: true}" in text
+  assert "  \"vec\": {type: float, shape: [2], required: true}" in text
+  assert "  \"blob\": {type: bytes}  # 1 of 2 sampled values missing" in text
   assert "#   m: struct<a: int64>: not supported" in text
   (tmp_path / "j.jsonl").write_text('{"a": [1, 2], "b": "x"}\n'
                                     '{"a": [], "b": null}\n')
   assert cli.main(["infer-schema", "--input", str(tmp_path / "j.jsonl")]) \
       == 0
   text = capsys.readouterr().out
-  assert "  a: {type: int64, shape: [-1], required: true}" in text
-  assert "  b: {type: string}  # 1 of 2 sampled values missing" in text
+  assert "  \"a\": {type: int64, shape: [-1], required: true}" in text
+  assert "  \"b\": {type: string}  # 1 of 2 sampled values missing" in text
+
+
+def test_validate_passes_our_sequence_datasets(tmp_path, capsys):
+  """Empty steps of optional step features, derive: first/last with list
+  shapes and ragged lists parse with the spec; validate agrees."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  schema = os.path.join(root, "schemas", "user_events.yaml")
+  src = os.path.join(root, "pipelines", "data", "user_events.csv")
+  out = str(tmp_path / "out")
+  btr.build(schema, src, out)
+  assert cli.main(["validate", "--schema", schema, out]) == 0
+  assert ": 0 do not parse as it says" in capsys.readouterr().out
+  seq = {"name": "s", "record": "sequence_example", "group_by": "u",
+         "order_by": "t",
+         "context": {"u": "int64",
+                     "firstv": {"type": "float", "shape": [2], "source": "v",
+                                "separator": "|", "derive": "first"}},
+         "sequence": {"t": "int64", "w": "float",
+                      "v": {"type": "float", "shape": [2], "separator": "|"}}}
+  data = tmp_path / "e.csv"
+  data.write_text("u,t,w,v\n1,1,,1|2\n1,2,0.5,3|4\n2,1,1.5,\n")
+  import yaml
+  spath = tmp_path / "seq.yaml"
+  spath.write_text(yaml.safe_dump(seq))
+  built = btr.build(str(spath), str(data), str(tmp_path / "seq"))
+  assert built.metadata["counts"]["rows_written"] == 3
+  assert cli.main(["validate", "--schema", str(spath),
+                   str(tmp_path / "seq")]) == 0
+
+
+def test_inspect_reports_a_broken_gzip_file_instead_of_crashing(tf, tmp_path,
+                                                                capsys):
+  paths = _write_tf_files(tf, str(tmp_path))
+  data = open(paths[0], "rb").read()
+  with open(paths[0], "wb") as f:
+    f.write(data[:len(data) // 2] + bytes(b ^ 0x55 for b in data[
+        len(data) // 2:]))
+  assert cli.main(["inspect", paths[0]]) == 1
+  assert "ERROR: " in capsys.readouterr().out
+
+
+def test_infer_schema_edge_cases(tmp_path, capsys):
+  # YAML words as column names, a JSON array file with mixed types, an
+  # all-missing column, NA as text (the build reads it as text too).
+  (tmp_path / "2024.json").write_text(
+      '[{"on": 1, "null": "a", "m": 1}, {"on": 2, "null": null, "m": "x"},'
+      ' {"on": 3, "null": "NA", "m": null, "gone": null}]')
+  assert cli.main(["infer-schema", "--input",
+                   str(tmp_path / "2024.json")]) == 0
+  text = capsys.readouterr().out
+  assert 'name: "2024"' in text
+  assert '  "on": {type: int64, required: true}' in text
+  assert '  "m": {type: string}' in text  # 1 and "x": text
+  assert '  "gone": {type: string}  # 3 of 3 sampled values missing' in text
+  schema_path = tmp_path / "s.yaml"
+  schema_path.write_text(text)
+  schema = btr.load_schema(str(schema_path))
+  assert [f.name for f in schema.features] == ["gone", "m", "null", "on"]
+  (tmp_path / "empty.csv").write_text("a,b\n")
+  assert cli.main(["infer-schema", "--input", str(tmp_path / "empty.csv")]) \
+      == 2
+  assert "no rows to look at" in capsys.readouterr().err

@@ -242,3 +242,41 @@ def _write_schema(tmp_path):
   path = tmp_path / "s.yaml"
   path.write_text(yaml.safe_dump(schema(HASH)))
   return path
+
+
+def test_a_key_splits_the_same_whatever_its_batch_holds(tmp_path):
+  """JSON batches get their Arrow types from all their values; a key's
+  text must not (1.0 alone, 1.0 next to text, 1 and 1.0 are one key)."""
+  a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+  a.write_text("".join('{"uid": 1.0, "x": %d}\n' % i for i in range(3)))
+  b.write_text('{"uid": 1, "x": 10}\n{"uid": "abc", "x": 11}\n'
+               '{"uid": [1, 2], "x": 12}\n{"uid": true, "x": 13}\n')
+  rule = {"name": "k", "splits": {"hash": "uid", "weights": {
+      "train": 1, "eval": 1, "test": 1, "other": 1}},
+          "features": {"x": "int64"}}
+  result = btr.build(rule, [str(a), str(b)], str(tmp_path / "out"))
+  where = {}
+  for split in ("train", "eval", "test", "other"):
+    for r in btr.iter_records(result.output, split):
+      where[r["x"]] = split
+  assert len(where) == 7
+  assert where[0] == where[1] == where[2] == where[10]  # 1.0 and 1
+  from beam_tfrecords.splits import key_text
+  assert [key_text(v) for v in (1.0, 1, True, [1, 2], {"b": 1, "a": 2},
+                                0.5, "é", None)] == [
+      b"1", b"1", b"true", b"[1,2]", b'{"a":2,"b":1}', b"0.5",
+      "é".encode(), None]
+
+
+def test_split_columns_with_odd_cells_go_to_errors_not_crashes(tmp_path):
+  src = tmp_path / "o.csv"
+  src.write_bytes(b"user,item,rating,day,split\n1,1,1,d,train\n"
+                  b"2,2,2,\xff7,train\n3,3,3,9,train\n")
+  rule = {"column": "day", "below": {"train": 5}, "rest": "test"}
+  result = btr.build(schema(rule), str(src), str(tmp_path / "out"))
+  assert users_by_split(result.output, ["train", "test"]) == {
+      "train": [], "test": [3]}
+  reasons = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
+      result.output))
+  assert [r for r, _ in reasons] == [1, 2]
+  assert "not a number; the split bounds are numbers" in reasons[0][1]

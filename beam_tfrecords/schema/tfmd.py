@@ -21,8 +21,7 @@ TFMD_FILE = "schema.pbtxt"
 
 
 def _always_present(feature: Feature) -> bool:
-  return feature.required or feature.default is not None or (
-      feature.derive in (Derive.LENGTH, Derive.PART))
+  return feature.always_present
 
 
 def _add(container, features: Iterable[Feature], in_sequence: bool) -> None:
@@ -43,13 +42,14 @@ def _add(container, features: Iterable[Feature], in_sequence: bool) -> None:
     if present:
       out.presence.min_fraction = 1.0
     out.presence.min_count = 1 if present else 0
-    count = f.num_values if f.derive is None else 1
+    count = f.num_values  # derive: length / part have shape [] (1 value)
     if count is not None and present and not in_sequence:
       out.shape.SetInParent()  # a scalar's shape has no dims
-      for dim in (f.shape if f.derive is None else ()):
+      for dim in f.shape:
         out.shape.dim.add().size = dim
     elif count is not None:
-      out.value_count.min = count
+      # An optional step value is written as an empty step: 0 values.
+      out.value_count.min = count if present or not in_sequence else 0
       out.value_count.max = count
 
 
