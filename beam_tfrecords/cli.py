@@ -49,6 +49,9 @@ def parser() -> argparse.ArgumentParser:
                  help="shard files per split: N for every split, or "
                  "train=8,eval=1 (default: one per 256 MiB of the input a "
                  "split is expected to get)")
+  b.add_argument("--shuffle-seed", type=int, default=None,
+                 help="shuffle the records (seeded: the same seed gives the "
+                 "same files); default: input order")
   b.add_argument("--sink", choices=["deterministic", "beam"],
                  default="deterministic",
                  help="deterministic: byte-identical shard files on every "
@@ -146,7 +149,7 @@ def _build(args, beam_args: List[str]) -> int:
                  format_options=_format_options(args), beam_args=beam_args,
                  overwrite=args.overwrite, max_bad_rows=args.max_bad_rows,
                  max_bad_fraction=args.max_bad_fraction, sink=args.sink,
-                 gzip_level=args.gzip_level)
+                 gzip_level=args.gzip_level, shuffle_seed=args.shuffle_seed)
   counts = result.metadata["counts"]
   print(f"Built {result.metadata['name']} in {result.seconds:.1f} s -> "
         f"{result.output}")

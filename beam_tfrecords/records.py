@@ -21,7 +21,8 @@ from apache_beam.io.filesystems import FileSystems
 
 __all__ = ["iter_tfrecords", "count_tfrecords", "masked_crc32c",
            "decode_example", "decode_sequence_example", "decode_feature",
-           "decode_features", "frame_record", "frame_records"]
+           "decode_features", "frame_record", "frame_records",
+           "unframe_records"]
 
 _MASK_DELTA = 0xA282EAD8
 # Fewer records than this are framed one by one (see frame_records).
@@ -80,6 +81,22 @@ def frame_records(records: Sequence[bytes]) -> bytes:
 
 
 _EMPTY = pa.scalar(b"", pa.large_binary())
+
+
+def unframe_records(data: bytes) -> List[bytes]:
+  """The records of TFRecord-framed bytes (the inverse of frame_records;
+  CRCs are not checked: for data this process framed itself)."""
+  out = []
+  pos, end = 0, len(data)
+  unpack = struct.unpack_from
+  while pos < end:
+    (length,) = unpack("<Q", data, pos)
+    start = pos + 12
+    out.append(data[start:start + length])
+    pos = start + length + 4
+  if pos != end:
+    raise ValueError("framed records end in the middle of a record")
+  return out
 
 
 def _fixed_rows(rows: np.ndarray) -> pa.LargeBinaryArray:

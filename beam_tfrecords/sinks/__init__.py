@@ -7,11 +7,12 @@ from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
                                            publish, read_json, remove_parts,
                                            remove_staging)
 from beam_tfrecords.sinks.shards import (JSON_LINES, SHARD_SUFFIX,
-                                         TFRECORD_GZIP, WriteShards,
+                                         TFRECORD_GZIP, Shuffle, WriteShards,
                                          WriteWithBeamSink, stable_hash)
 
 __all__ = ["Commit", "DATASET_JSON", "ERRORS_DIR", "JSON_LINES",
-           "SHARD_SUFFIX", "STAGING_PREFIX", "SUCCESS", "TFRECORD_GZIP",
+           "SHARD_SUFFIX", "STAGING_PREFIX", "SUCCESS", "Shuffle",
+           "TFRECORD_GZIP",
            "WriteErrors", "WriteShards", "WriteWithBeamSink",
            "check_thresholds", "publish",
            "read_json", "remove_parts", "remove_staging", "stable_hash"]

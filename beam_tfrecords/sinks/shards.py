@@ -29,6 +29,7 @@ shards at random), so two runs of the same job give different files. Here:
 """
 
 import hashlib
+import random
 import uuid
 import zlib
 from typing import Any, Callable, Dict, NamedTuple, Optional
@@ -38,9 +39,11 @@ from isal import isal_zlib
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.records import count_tfrecords, frame_records
+from beam_tfrecords.records import (count_tfrecords, frame_records,
+                                    unframe_records)
 
-__all__ = ["WriteShards", "WriteWithBeamSink", "Codec", "TFRECORD_GZIP",
+__all__ = ["WriteShards", "WriteWithBeamSink", "Codec", "Shuffle",
+           "TFRECORD_GZIP",
            "JSON_LINES", "stable_hash", "shard_name", "SHARD_SUFFIX"]
 
 SHARD_SUFFIX = ".tfrecord.gz"
@@ -97,6 +100,14 @@ def _gzip(data: bytes, level: Optional[int]) -> bytes:
   return comp.compress(data) + comp.flush()
 
 
+class Shuffle(NamedTuple):
+  """A seeded shuffle: each record goes to a random shard and to one of
+  `buckets[split]` buckets in it; a shard is written bucket by bucket, each
+  bucket's records in a random order. Memory: one bucket at a time."""
+  seed: int
+  buckets: Dict[str, int]
+
+
 # How a part travels to its shard's writer.
 INLINE, MEMBER, PART_FILE = 0, 1, 2
 
@@ -119,22 +130,36 @@ class _DealFn(beam.DoFn):
   """
 
   def __init__(self, num_shards: Dict[str, int], codec: Codec,
-               level: Optional[int], parts_dir: Optional[str] = None):
+               level: Optional[int], parts_dir: Optional[str] = None,
+               shuffle: Optional["Shuffle"] = None):
     self._n = dict(num_shards)
     self._codec = codec
     self._level = level
     self._parts_dir = parts_dir
+    self._shuffle = shuffle
+
+  def _deal(self, split, key, items):
+    """{(shard, sort key): [item]}: round-robin from a hashed start; when
+    shuffling, each item to a random (seeded) shard and bucket."""
+    n = self._n[split]
+    parts = {}
+    if self._shuffle is None:
+      first = stable_hash(key) % n
+      for j, item in enumerate(items):
+        parts.setdefault(((first + j) % n, key), []).append(item)
+      return parts
+    rng = random.Random(stable_hash((self._shuffle.seed, split, key)))
+    m = self._shuffle.buckets[split]
+    for item in items:
+      shard, bucket = rng.randrange(n), rng.randrange(m)
+      parts.setdefault((shard, (bucket, key)), []).append(item)
+    return parts
 
   def process(self, chunk):
     split, key, items = chunk
     if not items:
       return
-    n = self._n[split]
-    first = stable_hash(key) % n
-    parts = {}
-    for j, item in enumerate(items):
-      parts.setdefault((first + j) % n, []).append(item)
-    for shard, part in parts.items():
+    for (shard, key), part in self._deal(split, key, items).items():
       data = self._codec.frame(part)
       how = INLINE
       if self._codec.gzip and len(data) >= MEMBER_BYTES:
@@ -150,15 +175,50 @@ class _WriteShardFn(beam.DoFn):
   """(shard, [part]) -> one file, parts in key order; its description."""
 
   def __init__(self, directory: str, num_shards: Dict[str, int],
-               codec: Codec, level: Optional[int]):
+               codec: Codec, level: Optional[int],
+               shuffle: Optional["Shuffle"] = None):
     self._directory = directory
     self._n = dict(num_shards)
     self._codec = codec
     self._level = level
+    self._shuffle = shuffle
+
+  def _shuffled(self, split, shard, parts):
+    """One part per bucket: the bucket's records (from every chunk) in a
+    seeded random order, as one gzip member. Memory: one bucket."""
+    out, bucket, records = [], None, []
+
+    def close():
+      if records:
+        rng = random.Random(stable_hash((self._shuffle.seed, split, shard,
+                                         bucket)))
+        rng.shuffle(records)
+        out.append(((bucket,), MEMBER, _gzip(frame_records(records),
+                                             self._level), len(records)))
+
+    for key, how, data, _ in parts:
+      if key[0] != bucket:
+        close()
+        bucket, records = key[0], []
+      if how == PART_FILE:
+        with FileSystems.open(data, compression_type=(
+            CompressionTypes.UNCOMPRESSED)) as part_file:
+          data = part_file.read()
+      if how != INLINE:
+        data = isal_zlib.decompress(data, wbits=31)
+      records.extend(unframe_records(data))
+      # Each closed bucket's member is written before the next is read.
+      if len(out) > 0:
+        yield from out
+        out.clear()
+    close()
+    yield from out
 
   def process(self, element):
     (split, shard), parts = element
     parts = sorted((p for p in parts if p is not None), key=lambda p: p[0])
+    if self._shuffle is not None and self._codec.gzip:
+      parts = self._shuffled(split, shard, parts)
     name = shard_name(split, shard, self._n[split], self._codec.suffix)
     path = FileSystems.join(self._directory, name)
     records = size = 0
@@ -213,8 +273,10 @@ class WriteShards(beam.PTransform):
 
   def __init__(self, directory: str, num_shards: Dict[str, int],
                codec: Codec = TFRECORD_GZIP,
-               gzip_level: Optional[int] = None):
+               gzip_level: Optional[int] = None,
+               shuffle: Optional["Shuffle"] = None):
     super().__init__()
+    self._shuffle = shuffle
     for split, n in num_shards.items():
       if n < 1:
         raise ValueError(f"num_shards must be at least 1, got {n} for "
@@ -229,7 +291,7 @@ class WriteShards(beam.PTransform):
     dealt = (chunks
              # (split, key, [item])
              | "Deal" >> beam.ParDo(_DealFn(self._n, self._codec, self._level,
-                                            parts_dir)))
+                                            parts_dir, self._shuffle)))
              # ((split, shard), (key, how, data, count))
     every = (chunks.pipeline
              | "AllShards" >> beam.Create(sorted(
@@ -241,7 +303,8 @@ class WriteShards(beam.PTransform):
             | "GroupShards" >> beam.GroupByKey()
             # ((split, shard), [part or None])
             | "WriteShard" >> beam.ParDo(_WriteShardFn(
-                self._directory, self._n, self._codec, self._level)))
+                self._directory, self._n, self._codec, self._level,
+                self._shuffle)))
             # {"kind": "shard", "split", "file", "records", "bytes"}
 
 
