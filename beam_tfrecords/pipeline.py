@@ -30,8 +30,10 @@ from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, SUCCESS,
                                   check_thresholds, publish, read_json,
                                   remove_parts)
 from beam_tfrecords.sources import plan_inputs
+from beam_tfrecords.encoding.stats import merge as merge_stats
 from beam_tfrecords.transforms import (STAT_FIELDS, Encode, ReadInputs,
                                        dead_letter_json)
+from beam_tfrecords.transforms.encode import FEATURE_STATS
 from beam_tfrecords.version import __version__
 
 __all__ = ["build", "BuildResult", "DEFAULT_SPLIT"]
@@ -176,6 +178,17 @@ def shard_counts(schema: Schema, num_shards: Union[None, int, Mapping[str, int]]
   return out
 
 
+def merge_split_stats(parts) -> dict:
+  """{split: {feature: stats}} parts merged (encoding.stats.merge)."""
+  out: Dict[str, dict] = {}
+  for part in parts:
+    for split, features in part.items():
+      into = out.setdefault(split, {})
+      for name, s in features.items():
+        into[name] = merge_stats(into.get(name), s)
+  return out
+
+
 def _sum_columns(rows) -> tuple:
   """Column sums of STAT_FIELDS tuples; zeros if none."""
   return tuple(sum(c) for c in zip(*rows)) or (0,) * len(STAT_FIELDS)
@@ -303,7 +316,13 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
            | "SumStats" >> beam.CombineGlobally(_sum_columns)
            | "StatsPart" >> beam.Map(lambda s: {"kind": "stats",
                                                 "counts": list(s)}))
-  _ = ((written, errors, stats)
+  parts = [written, errors, stats]
+  if FEATURE_STATS in encoded:
+    parts.append(encoded[FEATURE_STATS]
+                 | "SumFeatureStats" >> beam.CombineGlobally(merge_split_stats)
+                 | "FeatureStatsPart" >> beam.Map(
+                     lambda s: {"kind": "statistics", "splits": s}))
+  _ = (tuple(parts)
        | "Parts" >> beam.Flatten()
        | "Commit" >> Commit(staging, static, STAT_FIELDS))
   try:

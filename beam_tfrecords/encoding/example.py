@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from beam_tfrecords.encoding import columns as col
 from beam_tfrecords.encoding import wire
+from beam_tfrecords.encoding.stats import column_stats
 from beam_tfrecords.schema import Feature, FeatureType, Schema, load_schema
 
 __all__ = ["RowError", "EncodedBatch", "ExampleEncoder"]
@@ -50,6 +51,9 @@ class EncodedBatch:
   errors: List[RowError]
   steps: Optional[np.ndarray] = None
   dropped_steps: int = 0
+  # feature name -> encoding.stats.column_stats of the written records
+  # (when asked for).
+  stats: Optional[Dict[str, dict]] = None
 
   @property
   def rows_written(self) -> int:
@@ -104,9 +108,10 @@ class ExampleEncoder:
         {name: batch.column(i) for i, name in enumerate(batch.schema.names)},
         batch.num_rows)
 
-  def encode_columns(self, columns: Mapping[str, Any], num_rows: int
-                     ) -> EncodedBatch:
-    """Encodes columns (pa.Array, or lists of Python values) by name."""
+  def encode_columns(self, columns: Mapping[str, Any], num_rows: int,
+                     stats: bool = False) -> EncodedBatch:
+    """Encodes columns (pa.Array, or lists of Python values) by name;
+    with `stats`, also describes each feature of the written records."""
     converted = []
     for feature in self._schema.features:
       array = columns.get(feature.column)
@@ -115,7 +120,7 @@ class ExampleEncoder:
       else:
         converted.append(
             (feature,) + col.convert_column(feature, array, num_rows))
-    return self._assemble(converted, num_rows)
+    return self._assemble(converted, num_rows, stats)
 
   def encode_rows(self, rows: Sequence[Mapping[str, Any]]) -> EncodedBatch:
     """Encodes Python dicts (column -> value) value by value."""
@@ -125,7 +130,8 @@ class ExampleEncoder:
       converted.append((feature,) + col.convert_cells(feature, cells))
     return self._assemble(converted, len(rows))
 
-  def _assemble(self, converted, n: int) -> EncodedBatch:
+  def _assemble(self, converted, n: int, stats: bool = False
+                ) -> EncodedBatch:
     problems: Dict[int, List[Tuple[str, str]]] = {}
     finished = []
     for feature, lists, errors in converted:
@@ -139,9 +145,12 @@ class ExampleEncoder:
     rows = np.nonzero(good)[0]
     keep = None if good.all() else pa.array(good)
     parts = []
+    described = {} if stats else None
     for feature, lists in finished:
       if keep is not None:
         lists = lists.filter(keep)
+      if stats:
+        described[feature.name] = column_stats(feature, lists)
       present = lists.is_valid().to_numpy(zero_copy_only=False)
       parts.append((feature.name, _feature_bytes(feature, lists, present),
                     present))
@@ -149,4 +158,5 @@ class ExampleEncoder:
     records = wire.example_message(parts, len(rows))
     errors = [RowError(row=r, problems=tuple(p))
               for r, p in sorted(problems.items())]
-    return EncodedBatch(records=records, rows=rows, errors=errors)
+    return EncodedBatch(records=records, rows=rows, errors=errors,
+                        stats=described)

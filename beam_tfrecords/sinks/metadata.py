@@ -168,6 +168,12 @@ def _commit(parts: List[dict], directory: str, static: Dict[str, Any],
     meta["counts"]["steps_written"] = counts["steps"]
     meta["counts"]["steps_dropped"] = counts["steps_dropped"]
   meta["splits"] = splits
+  described = [p["splits"] for p in parts if p.get("kind") == "statistics"]
+  if described:
+    from beam_tfrecords.encoding.stats import finish  # no cycle at import
+    meta["statistics"] = {
+        split: {name: finish(s) for name, s in sorted(features.items())}
+        for split, features in sorted(described[0].items())}
   meta["errors"] = {
       "rows": error_rows,
       "files": [{"file": e["file"], "lines": e["lines"], "rows": e["rows"]}

@@ -27,10 +27,13 @@ from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.sources import SourceBatch
 
 __all__ = ["Encode", "EncodeRows", "EncodeGroupedSequences", "ERRORS",
+           "FEATURE_STATS",
            "STATS", "STAT_FIELDS", "dead_letter_json"]
 
 ERRORS = "errors"
 STATS = "stats"
+# Per-split, per-feature statistics of the written Examples.
+FEATURE_STATS = "feature_stats"
 # Each STATS element is a tuple of these counts (summed for dataset.json).
 # rows_read = rows_written + rows_rejected + rows_dropped always holds.
 STAT_FIELDS = ("rows_read", "rows_written", "rows_rejected", "rows_dropped",
@@ -270,10 +273,15 @@ class _EncodeBatchFn(_SchemaFn):
     parts, row_errors = _by_split(self._splits, batch)
     outputs = []
     rows_written = records = steps = dropped = 0
+    described = {}
+    examples = isinstance(self._encoder, ExampleEncoder)
     for split, index in parts:
       columns, n = (batch.columns, batch.num_rows) if index is None else (
           _take(batch.columns, index), len(index))
-      result = self._encoder.encode_columns(columns, n)
+      result = (self._encoder.encode_columns(columns, n, stats=True)
+                if examples else self._encoder.encode_columns(columns, n))
+      if result.stats is not None:
+        described[split] = result.stats
       if len(result.rows):
         outputs.append((split, batch.order, result.record_list()))
       row_errors += _remapped(result.errors, index)
@@ -284,6 +292,8 @@ class _EncodeBatchFn(_SchemaFn):
     errors = _row_errors(batch, row_errors)
     if errors:
       outputs.append(beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors)))
+    if described:
+      outputs.append(beam.pvalue.TaggedOutput(FEATURE_STATS, described))
     stats = _stats(
         rows_read=batch.num_rows + len(batch.errors),
         rows_written=rows_written, rows_rejected=len(errors),
@@ -307,7 +317,7 @@ class EncodeRows(beam.PTransform):
   def expand(self, batches):
     return batches | "EncodeBatch" >> beam.ParDo(
         _EncodeBatchFn(self._schema.to_dict(), threads=None)).with_outputs(
-            ERRORS, STATS, main="records")
+            ERRORS, STATS, FEATURE_STATS, main="records")
 
 
 @beam.typehints.with_input_types(SourceBatch)
@@ -449,4 +459,4 @@ class Encode(beam.PTransform):
       return batches | "Grouped" >> EncodeGroupedSequences(self._schema)
     out = batches | "Rows" >> EncodeRows(self._schema)
     return {"records": out.records, "errors": out[ERRORS],
-            "stats": out[STATS]}
+            "stats": out[STATS], FEATURE_STATS: out[FEATURE_STATS]}

@@ -1,0 +1,108 @@
+"""Per-feature statistics of the written records, computed from the
+converted columns in the same pass as the encoding (no second read).
+
+`column_stats(feature, lists)` describes one batch's column; `merge` adds
+two descriptions; `finish` turns the merged one into what dataset.json
+shows:
+
+    {"present": records with the feature, "missing": records without,
+     "values": values in all, "list_length": {"min", "max"},
+     numbers: "min", "max", "mean";
+     text / bytes: "top": [[value, count], ...] (10 most frequent),
+     "top_exact": false when the counts are estimates (see TOP_KEPT)}
+
+Top values are counted exactly per batch; across batches each description
+keeps the TOP_KEPT most frequent values, so counts of values outside that
+set in some batch are missing from the total (top_exact: false then).
+"""
+
+from typing import Any, Dict, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from beam_tfrecords.schema.model import Feature, FeatureType
+
+__all__ = ["column_stats", "merge", "finish", "TOP_KEPT", "TOP_SHOWN"]
+
+TOP_KEPT = 1000
+TOP_SHOWN = 10
+
+
+def column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
+  n = len(lists)
+  present = n - lists.null_count
+  lengths = pc.list_value_length(lists)
+  values = pc.list_flatten(lists)
+  out: Dict[str, Any] = {"present": present, "missing": n - present,
+                         "values": len(values)}
+  if present:
+    mm = pc.min_max(lengths)
+    out["len_min"], out["len_max"] = mm["min"].as_py(), mm["max"].as_py()
+  if not len(values):
+    return out
+  if feature.type in (FeatureType.INT64, FeatureType.FLOAT):
+    numbers = values if feature.type is FeatureType.INT64 else \
+        pc.cast(values, pa.float64())
+    finite = numbers if feature.type is FeatureType.INT64 else \
+        numbers.filter(pc.is_finite(numbers))
+    if len(finite):
+      mm = pc.min_max(finite)
+      out["min"], out["max"] = mm["min"].as_py(), mm["max"].as_py()
+      out["sum"] = float(pc.sum(pc.cast(finite, pa.float64(),
+                                        safe=False)).as_py())
+      out["counted"] = len(finite)
+    return out
+  counts = pc.value_counts(values)
+  exact = len(counts) <= TOP_KEPT
+  if not exact:
+    c = counts.field("counts").to_numpy(zero_copy_only=False)
+    counts = counts.take(pa.array(np.argpartition(-c, TOP_KEPT)[:TOP_KEPT]))
+  out["top"] = dict(zip(counts.field("values").to_pylist(),
+                        counts.field("counts").to_pylist()))
+  out["top_exact"] = exact
+  return out
+
+
+def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
+  if a is None:
+    return b
+  if b is None:
+    return a
+  out = {k: a[k] + b[k] for k in ("present", "missing", "values")}
+  for k, pick in (("len_min", min), ("len_max", max), ("min", min),
+                  ("max", max)):
+    got = [x[k] for x in (a, b) if k in x]
+    if got:
+      out[k] = pick(got)
+  for k in ("sum", "counted"):
+    if k in a or k in b:
+      out[k] = a.get(k, 0) + b.get(k, 0)
+  if "top" in a or "top" in b:
+    top = dict(a.get("top", {}))
+    for value, count in b.get("top", {}).items():
+      top[value] = top.get(value, 0) + count
+    exact = a.get("top_exact", True) and b.get("top_exact", True)
+    if len(top) > TOP_KEPT:
+      exact = False
+      top = dict(sorted(top.items(), key=lambda kv: (-kv[1], kv[0]))
+                 [:TOP_KEPT])
+    out["top"], out["top_exact"] = top, exact
+  return out
+
+
+def finish(stats: dict) -> dict:
+  out = {k: stats[k] for k in ("present", "missing", "values")}
+  if "len_min" in stats:
+    out["list_length"] = {"min": stats["len_min"], "max": stats["len_max"]}
+  if stats.get("counted"):
+    out.update(min=stats["min"], max=stats["max"],
+               mean=stats["sum"] / stats["counted"])
+  if "top" in stats:
+    ranked = sorted(stats["top"].items(), key=lambda kv: (-kv[1], kv[0]))
+    out["top"] = [[v.decode("utf-8", "backslashreplace")
+                   if isinstance(v, bytes) else v, c]
+                  for v, c in ranked[:TOP_SHOWN]]
+    out["top_exact"] = stats["top_exact"]
+  return out
