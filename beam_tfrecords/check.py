@@ -35,14 +35,6 @@ def is_gzip(path: str) -> bool:
     return f.read(2) == b"\x1f\x8b"
 
 
-def _compression(path: str) -> str:
-  return "gzip" if is_gzip(path) else "none"
-
-
-def _is_sequence(context: dict, lists: dict) -> bool:
-  return bool(lists)
-
-
 @dataclasses.dataclass
 class FeatureSummary:
   """What the records hold under one feature name."""
@@ -107,13 +99,13 @@ def inspect_files(patterns: List[str], show: int = 3
   first: List[Any] = []
   kind = "empty"
   for path, size in _match(patterns):
-    summary = FileSummary(path, _compression(path), size)
+    summary = FileSummary(path, "gzip" if is_gzip(path) else "none", size)
     files.append(summary)
     try:
       for data in iter_tfrecords(path, summary.compression):
         summary.records += 1
         context, steps = decode_sequence_example(data)
-        if _is_sequence(context, steps):
+        if steps:  # feature lists: a SequenceExample
           kind = "sequence_example"
         elif kind == "empty":
           kind = "example"

@@ -59,8 +59,9 @@ def _sample(paths: Sequence[str], fmt: str, rows: int) -> pa.Table:
       if fmt == "parquet":
         import pyarrow.parquet as pq
         pf = pq.ParquetFile(pa.PythonFile(f, mode="r"))
-        table = pa.Table.from_batches(
-            list(pf.iter_batches(batch_size=rows))[:1], pf.schema_arrow)
+        first = next(iter(pf.iter_batches(batch_size=rows)), None)
+        table = pa.Table.from_batches([first] if first else [],
+                                      pf.schema_arrow)
       elif fmt == "csv":
         import io
         import pyarrow.csv as pacsv

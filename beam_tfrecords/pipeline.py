@@ -53,12 +53,18 @@ SHUFFLE_BUCKET_BYTES = 64 * 1024 * 1024
 RECORD_BYTES_PER_INPUT_BYTE = 3
 
 
+def expected_shares(schema: Schema) -> Dict[str, float]:
+  """The share of the input each split is expected to get: a hash rule's
+  weights, else an even share."""
+  names = schema.splits.names
+  return split_fraction(schema.splits) or {n: 1 / len(names) for n in names}
+
+
 def shuffle_buckets(schema: Schema, shards: Dict[str, int],
                     input_bytes: int) -> Dict[str, int]:
   """Buckets per shard of each split, so that a bucket holds about
   SHUFFLE_BUCKET_BYTES (decided on the launcher: the same every run)."""
-  share = split_fraction(schema.splits) or {
-      n: 1 / len(shards) for n in shards}
+  share = expected_shares(schema)
   return {name: max(1, -(-int(input_bytes * RECORD_BYTES_PER_INPUT_BYTE
                               * share[name] / n) // SHUFFLE_BUCKET_BYTES))
           for name, n in shards.items()}
@@ -164,8 +170,7 @@ def shard_counts(schema: Schema, num_shards: Union[None, int, Mapping[str, int]]
   if unknown:
     raise InputError(f"--num-shards names split(s) {unknown} that the schema "
                      f"does not declare; its splits: {list(names)}")
-  share = split_fraction(schema.splits) or {
-      n: 1 / len(names) for n in names}
+  share = expected_shares(schema)
   out = {}
   for name in names:
     n = given.get(name)

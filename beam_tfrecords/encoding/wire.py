@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Ragged", "varints", "concat", "const", "int64_feature",
+__all__ = ["Ragged", "varints", "materialize", "const", "int64_feature",
            "float_feature", "bytes_feature", "features_message",
            "example_message", "feature_lists", "sequence_example_message",
            "frame", "map_entries", "sequence_example_bytes"]
@@ -177,18 +177,6 @@ def _from_arrow(array: pa.LargeBinaryArray) -> Ragged:
   return Ragged(buf, offsets)
 
 
-def concat(pieces: Sequence[Ragged]) -> Ragged:
-  """Row-wise concatenation: row i is pieces[0][i] + pieces[1][i] + ...
-
-  Done by Arrow's binary_join_element_wise (one pass in C++); each piece's
-  rows must lie back to back in its buffer, as every Ragged here does.
-  """
-  if len(pieces) == 1:
-    return pieces[0]
-  return _from_arrow(pc.binary_join_element_wise(
-      *[_to_arrow(p) for p in pieces], _EMPTY))
-
-
 def materialize(message: Union[Ragged, Pieces]) -> Ragged:
   """The bytes of every row, joined in one pass (Arrow's
   binary_join_element_wise; constants present in every row are passed as
@@ -198,6 +186,8 @@ def materialize(message: Union[Ragged, Pieces]) -> Ragged:
   n = len(message)
   if not message.parts:
     return Ragged(np.empty(0, dtype=_UINT8), np.zeros(n + 1, dtype=np.int64))
+  if len(message.parts) == 1 and isinstance(message.parts[0], Ragged):
+    return message.parts[0]
   args = []
   for part in message.parts:
     if isinstance(part, Ragged):
@@ -206,8 +196,6 @@ def materialize(message: Union[Ragged, Pieces]) -> Ragged:
       args.append(pa.scalar(part.data, pa.large_binary()))
     else:
       args.append(_to_arrow(const(part.data, part.present)))
-  if len(args) == 1 and isinstance(message.parts[0], Ragged):
-    return message.parts[0]
   if not any(isinstance(a, pa.Array) for a in args):
     # Only constants: give Arrow one column to set the length.
     args[0] = _to_arrow(const(message.parts[0].data, np.ones(n, dtype=bool)))

@@ -20,10 +20,6 @@ SEQUENCE_FEATURE = "##SEQUENCE##"
 TFMD_FILE = "schema.pbtxt"
 
 
-def _always_present(feature: Feature) -> bool:
-  return feature.always_present
-
-
 def _add(container, features: Iterable[Feature], in_sequence: bool) -> None:
   from tensorflow_metadata.proto.v0 import schema_pb2
   types = {FeatureType.INT64: schema_pb2.INT,
@@ -38,7 +34,7 @@ def _add(container, features: Iterable[Feature], in_sequence: bool) -> None:
     out.type = types[ftype]
     if f.description:
       out.annotation.comment.append(f.description)
-    present = _always_present(f)
+    present = f.always_present
     if present:
       out.presence.min_fraction = 1.0
     out.presence.min_count = 1 if present else 0

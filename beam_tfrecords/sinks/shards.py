@@ -29,6 +29,7 @@ shards at random), so two runs of the same job give different files. Here:
 """
 
 import hashlib
+import itertools
 import random
 import uuid
 import zlib
@@ -186,33 +187,20 @@ class _WriteShardFn(beam.DoFn):
   def _shuffled(self, split, shard, parts):
     """One part per bucket: the bucket's records (from every chunk) in a
     seeded random order, as one gzip member. Memory: one bucket."""
-    out, bucket, records = [], None, []
-
-    def close():
-      if records:
-        rng = random.Random(stable_hash((self._shuffle.seed, split, shard,
-                                         bucket)))
-        rng.shuffle(records)
-        out.append(((bucket,), MEMBER, _gzip(frame_records(records),
-                                             self._level), len(records)))
-
-    for key, how, data, _ in parts:
-      if key[0] != bucket:
-        close()
-        bucket, records = key[0], []
-      if how == PART_FILE:
-        with FileSystems.open(data, compression_type=(
-            CompressionTypes.UNCOMPRESSED)) as part_file:
-          data = part_file.read()
-      if how != INLINE:
-        data = isal_zlib.decompress(data, wbits=31)
-      records.extend(unframe_records(data))
-      # Each closed bucket's member is written before the next is read.
-      if len(out) > 0:
-        yield from out
-        out.clear()
-    close()
-    yield from out
+    for bucket, group in itertools.groupby(parts, key=lambda p: p[0][0]):
+      records = []
+      for _, how, data, _ in group:
+        if how == PART_FILE:
+          with FileSystems.open(data, compression_type=(
+              CompressionTypes.UNCOMPRESSED)) as part_file:
+            data = part_file.read()
+        if how != INLINE:
+          data = isal_zlib.decompress(data, wbits=31)
+        records.extend(unframe_records(data))
+      random.Random(stable_hash((self._shuffle.seed, split, shard, bucket))
+                    ).shuffle(records)
+      yield ((bucket,), MEMBER, _gzip(frame_records(records), self._level),
+             len(records))
 
   def process(self, element):
     (split, shard), parts = element

@@ -120,11 +120,6 @@ class _Counters:
                       for k in STAT_FIELDS]
 
   @staticmethod
-  def rejected(error: Dict[str, Any]) -> Dict[str, Any]:
-    _Counters.rejected_all([error])
-    return error
-
-  @staticmethod
   def rejected_all(errors: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     rows: Dict[str, int] = {}
     for error in errors:
@@ -399,15 +394,14 @@ class _AssembleFn(_SchemaFn):
       else:
         rejected += e.rows
       source = e.examples[0][0] if e.examples else None
-      error = self._counters.rejected({
+      error = self._counters.rejected_all([{
           "source": source, "row": None, "rows": e.rows,
           "group": dict(zip(self._columns, key)),
           "kind": "dropped" if e.dropped else "rejected",
           "reason": e.reason, "problems": [], "raw": None,
-          "examples": [{"source": s, "row": r} for s, r in e.examples]})
+          "examples": [{"source": s, "row": r} for s, r in e.examples]}])
       # Keyed like a batch's errors; (file, -1, -1) sorts before its rows.
-      yield beam.pvalue.TaggedOutput(ERRORS, ((source or "", -1, -1),
-                                              [error]))
+      yield beam.pvalue.TaggedOutput(ERRORS, ((source or "", -1, -1), error))
     yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
         rows_written=result.rows_written, rows_rejected=rejected,
         rows_dropped=dropped, records=len(result.records),
