@@ -2,15 +2,16 @@
 # beam_tfrecords installed. The base image's Beam and Python versions must
 # equal the launcher's (setup.py pins Beam; tests/test_packaging.py checks).
 #
-#   docker build -t REGISTRY/beam-tfrecords-worker:0.1.0 .
+#   docker build -t REGISTRY/beam-tfrecords:0.1.0 .
 #   beam-tfrecords build ... --runner DataflowRunner \
-#       --sdk_container_image REGISTRY/beam-tfrecords-worker:0.1.0
+#       --sdk_container_image REGISTRY/beam-tfrecords:0.1.0
 FROM apache/beam_python3.11_sdk:2.77.0
 
 WORKDIR /opt/beam_tfrecords
 COPY setup.py README.md ./
 COPY beam_tfrecords ./beam_tfrecords
 COPY pipelines ./pipelines
+COPY schemas ./schemas
 RUN pip install --no-cache-dir . && python -c "import beam_tfrecords"
 
 # The base image's entrypoint (/opt/apache/beam/boot) starts the SDK harness.

@@ -36,8 +36,10 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument("--version", action="version", version=__version__)
   sub = p.add_subparsers(dest="command", required=True)
 
+  # No abbreviations: an unknown flag goes to Beam, never to a flag of ours
+  # that it happens to start.
   b = sub.add_parser(
-      "build", help="build a dataset",
+      "build", help="build a dataset", allow_abbrev=False,
       description="Build a dataset. Unknown --flags go to Beam's "
       "PipelineOptions (--runner, --direct_num_workers, --project, ...).")
   b.add_argument("--schema", required=True, help="schema YAML file")
@@ -86,6 +88,11 @@ def parser() -> argparse.ArgumentParser:
                  help="fill {SPAN}: a number, a range 10..12, or latest")
   b.add_argument("--version", dest="version", default=None,
                  help="fill {VERSION}: a number or latest (of the span)")
+  b.add_argument("--preprocess", metavar="MODULE:FUNCTION", default=None,
+                 help="a function pyarrow.RecordBatch -> RecordBatch run on "
+                 "the workers on every batch read, before encoding: it gets "
+                 "every input column and returns those the schema reads "
+                 "(README: Preprocessing in Python)")
   b.add_argument("--summary-json", action="store_true",
                  help="print one line of JSON (status, exit_code, output, "
                  "records, ...) for schedulers instead of the report")
@@ -215,7 +222,8 @@ def _build(args, beam_args: List[str]) -> int:
                  overwrite=args.overwrite, max_bad_rows=args.max_bad_rows,
                  max_bad_fraction=args.max_bad_fraction, sink=args.sink,
                  gzip_level=args.gzip_level, shuffle_seed=args.shuffle_seed,
-                 statistics=args.statistics, force=args.force)
+                 statistics=args.statistics, force=args.force,
+                 preprocess=args.preprocess)
   counts = result.metadata["counts"]
   if result.up_to_date:
     _summary(args, "up_to_date", EXIT_OK, result, chosen=chosen)

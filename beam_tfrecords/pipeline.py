@@ -12,7 +12,7 @@ import logging
 import os
 import time
 import uuid
-from typing import (Any, Dict, List, Mapping, NamedTuple, Optional,
+from typing import (Any, Callable, Dict, List, Mapping, NamedTuple, Optional,
                     Sequence, Union)
 
 import apache_beam as beam
@@ -23,6 +23,7 @@ from apache_beam.options.pipeline_options import (DirectOptions,
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
 from beam_tfrecords.errors import InputError, from_worker
+from beam_tfrecords.preprocess import resolve_preprocess
 from beam_tfrecords.schema import Schema, load_schema, spec_to_json
 from beam_tfrecords.schema.loader import parse_size
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
@@ -152,6 +153,25 @@ def _runner(options: PipelineOptions):
   if _is_direct(options):
     return _LocalDirectRunner()
   return None  # PipelineOptions names it
+
+
+# Runners whose workers never share the launcher's disk.
+_REMOTE_RUNNERS = ("dataflowrunner", "testdataflowrunner")
+
+
+def _check_paths_reach_workers(options: PipelineOptions,
+                               patterns: Sequence[str], output: str) -> None:
+  runner = options.view_as(StandardOptions).runner or ""
+  if not isinstance(runner, str) or \
+      runner.rsplit(".", 1)[-1].lower() not in _REMOTE_RUNNERS:
+    return
+  local = [p for p in list(patterns) + [output] if "://" not in p]
+  if local:
+    raise InputError(
+        f"{runner} workers cannot see this machine's files, but "
+        f"{', '.join(local)} {'is' if len(local) == 1 else 'are'} local; "
+        "put the inputs and the output on gs:// (or another file system "
+        "the workers reach)")
 
 
 def _check_output(output: str, overwrite: bool) -> None:
@@ -303,7 +323,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
           sink: str = "deterministic",
           gzip_level: Optional[int] = None,
           shuffle_seed: Optional[int] = None,
-          statistics: bool = True, force: bool = False) -> BuildResult:
+          statistics: bool = True, force: bool = False,
+          preprocess: Union[None, str, Callable] = None) -> BuildResult:
   """Builds a TFRecord dataset and waits for it to finish.
 
   Args:
@@ -334,6 +355,11 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     force: build even when `output` holds a finished dataset of the same
       inputs (paths, sizes, modification times), schema, options and tool
       version; without it such a build returns at once, up_to_date.
+    preprocess: a function pyarrow.RecordBatch -> RecordBatch, or
+      "module:function", run on the workers on every batch read before
+      encoding: it gets every column of the input and returns the columns
+      the schema reads, for the same rows in order (see
+      beam_tfrecords.preprocess). Checked here: it must pickle.
 
   Returns:
     A BuildResult with the dataset.json content.
@@ -343,9 +369,15 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     BadRowsError: over a threshold; nothing is published.
   """
   started = time.time()
+  options = _pipeline_options(beam_args)
+  # The launcher reads the schema, lists, reads headers and publishes
+  # through FileSystems too: it needs the same file system options as the
+  # workers (S3 endpoint and credentials, GCS project, ...).
+  FileSystems.set_options(options)
   schema = load_schema(schema)
   patterns = [inputs] if isinstance(inputs, str) else list(inputs)
   output = output.rstrip("/")
+  _check_paths_reach_workers(options, patterns, output)
   if "://" not in output:  # workers run elsewhere: an absolute path
     output = os.path.abspath(output)
   needed = [f.input_column for f in schema.all_features
@@ -354,13 +386,14 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   needed += [c for c, _ in schema.group_by] + [k.column for k in
                                                schema.order_by]
   needed += list(schema.splits.columns)
-  options = _pipeline_options(beam_args)
-  # The launcher lists, reads headers and publishes through FileSystems
-  # too: it needs the same file system options as the workers (S3
-  # endpoint and credentials, GCS project, ...).
-  FileSystems.set_options(options)
-  plan = plan_inputs(patterns, schema.columns, needed, input_format,
-                     format_options)
+  user_fn = resolve_preprocess(preprocess)
+  if user_fn is not None:
+    # Its output is known on the workers only: the columns the schema
+    # needs are checked there, after it ran.
+    user_fn = dataclasses.replace(user_fn, needed=tuple(dict.fromkeys(
+        needed)))
+  plan = plan_inputs(patterns, () if user_fn else schema.columns,
+                     () if user_fn else needed, input_format, format_options)
   schema = resolve_media(schema, plan)
   fingerprint = input_fingerprint(plan.files)
   key = build_key(schema, plan, fingerprint, {
@@ -369,7 +402,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                          if max_shard_size is not None else None),
       "sink": sink, "gzip_level": gzip_level, "shuffle_seed": shuffle_seed,
       "statistics": statistics, "max_bad_rows": max_bad_rows,
-      "max_bad_fraction": max_bad_fraction})
+      "max_bad_fraction": max_bad_fraction,
+      **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {})})
   if not force:
     previous = _finished_with_key(output, key)
     if previous is not None:
@@ -431,6 +465,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                   "gzip_level": gzip_level, "statistics": statistics,
                   "max_bad_rows": max_bad_rows,
                   "max_bad_fraction": max_bad_fraction,
+                  "preprocess": user_fn and user_fn.name,
                   "format_options": {k: v for k, v in plan.options.items()
                                      if k not in ("column_names",
                                                   "classes")}},
@@ -451,7 +486,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     f.write(tfmd_text(schema).encode("utf-8"))
   pipeline = beam.Pipeline(runner=_runner(options), options=options)
   encoded = (pipeline
-             | "ReadInputs" >> ReadInputs(plan.units, schema.columns)
+             | "ReadInputs" >> ReadInputs(plan.units, schema.columns,
+                                          user_fn)
              # SourceBatch
              | "Encode" >> Encode(schema, statistics))
   # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples

@@ -1,7 +1,8 @@
 """Times `beam-tfrecords build` on generated data against the baselines.
 
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
-                              images|transform|all] [--images 3000]
+                              images|transform|portable|all]
+        [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
         [--scale-rows 1000000,10000000]
@@ -31,6 +32,10 @@ imports. The data is generated deterministically (and kept in --workdir).
   bytes against the input bytes.
 * transform: --transform-rows of the 12-column CSV built plain and with a
   `transform:` section (TensorFlow Transform: analyze + transform).
+* portable: the 12-column CSV at each of --portable-rows on the
+  DirectRunner and on PortableRunner against Beam's job service and a
+  worker pool on 127.0.0.1 (the path Flink and Spark use for Python), and
+  whether the files are identical.
 """
 
 import argparse
@@ -683,6 +688,47 @@ def transform_suite(args) -> None:
          [("no transform", results[0].seconds)])
 
 
+def _same_outputs(a: str, b: str) -> str:
+  """"identical" when every shard and errors/ file of `a` equals `b`'s."""
+  import filecmp
+  with open(os.path.join(a, "dataset.json")) as f:
+    info = json.load(f)
+  names = [s["file"] for split in info["splits"].values()
+           for s in split["shards"]]
+  names += [e["file"] for e in info["errors"]["files"]]
+  differ = [n for n in names if not filecmp.cmp(
+      os.path.join(a, n), os.path.join(b, n), shallow=False)]
+  return f"{len(names)} files identical" if not differ else \
+      f"DIFFER: {differ}"
+
+
+def portable_suite(args) -> None:
+  """The 12-column CSV built on the DirectRunner and on Beam's portable
+  path: PortableRunner + local_job_service_main + an EXTERNAL worker pool
+  whose Python has the package from the wheel only (how Flink and Spark
+  run Python; beam_tfrecords.testing.portable)."""
+  from beam_tfrecords.testing.portable import LocalPortable
+  here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  with LocalPortable(os.path.join(args.workdir, "portable"),
+                     source=here) as cluster:
+    for rows in [int(r) for r in args.portable_rows.split(",")]:
+      src, schema = _examples_input(args.workdir, rows)
+      results, outs = [], {}
+      for name, flags in (("DirectRunner", []),
+                          ("PortableRunner (job service + worker pool)",
+                           cluster.args)):
+        out = os.path.join(args.workdir, f"out-{len(outs)}")
+        shutil.rmtree(out, ignore_errors=True)
+        _timed_cmd(results, name, [
+            sys.executable, "-m", "beam_tfrecords", "build", "--schema",
+            schema, "--input", src, "--output", out] + flags)
+        outs[name] = out
+      _table("portable (peak RSS: the launcher's; the portable run's "
+             "workers run in the pool's processes)", rows, src, results,
+             [("DirectRunner", results[0].seconds)])
+      print(f"\noutputs: {_same_outputs(*outs.values())}")
+
+
 def _write_limit_steps(src: str, schema: str, dst: str) -> None:
   with open(dst, "w") as f:
     json.dump(limit_components(src, schema), f)
@@ -700,7 +746,8 @@ BASELINES = {"examples": seed_loop, "sequences": seed_sequence_loop,
 def main():
   p = argparse.ArgumentParser()
   p.add_argument("--suite", choices=["examples", "sequences", "accounting",
-                                     "scale", "images", "transform", "all"],
+                                     "scale", "images", "transform", "portable",
+                                     "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="1000000,10000000",
@@ -709,6 +756,8 @@ def main():
                  help="leave out the row-by-row Beam baseline (slowest)")
   p.add_argument("--transform-rows", type=int, default=100_000,
                  help="rows for the transform suite")
+  p.add_argument("--portable-rows", default="100000,1000000",
+                 help="row counts for the portable suite, comma-separated")
   p.add_argument("--images", type=int, default=3000,
                  help="image files for the images suite")
   p.add_argument("--workdir", default="/tmp/btr-bench")
@@ -725,7 +774,8 @@ def main():
                       ("accounting", accounting_suite),
                       ("scale", scale_suite),
                       ("images", images_suite),
-                      ("transform", transform_suite)):
+                      ("transform", transform_suite),
+                      ("portable", portable_suite)):
     if args.suite in (name, "all"):
       suite(args)
 

@@ -69,26 +69,4 @@ def tf_parse(tf, records, spec):
   return out
 
 
-def free_port() -> int:
-  """A free TCP port on 127.0.0.1 (for servers the tests start)."""
-  import socket
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    return s.getsockname()[1]
-
-
-def wait_for_port(port: int, proc, what: str, seconds: float = 60) -> None:
-  """Waits until a server started as `proc` listens on `port`."""
-  import socket
-  import time
-  deadline = time.time() + seconds
-  while True:
-    try:
-      socket.create_connection(("127.0.0.1", port), 0.2).close()
-      return
-    except OSError:
-      if time.time() > deadline or proc.poll() is not None:
-        if proc.poll() is None:
-          proc.kill()
-        raise RuntimeError(f"the {what} did not start")
-      time.sleep(0.1)
+from beam_tfrecords.testing.portable import free_port, wait_for_port  # noqa: E402,F401

@@ -80,3 +80,37 @@ def test_build_from_and_to_s3(s3, tmp_path):
   again = btr.build(schema, "s3://raw-events/2026/11/21/*.csv",
                     "s3://datasets/events", beam_args=beam_args)
   assert again.up_to_date
+
+
+def test_the_cli_reads_its_schema_from_s3_with_the_s3_options(s3, tmp_path):
+  """The launcher reads the schema through FileSystems with the command's
+  S3 options (workers never open it: it travels in the pipeline)."""
+  client = boto3.client("s3", endpoint_url=s3)
+  client.create_bucket(Bucket="config")
+  client.put_object(Bucket="config", Key="events.yaml", Body=(
+      b"name: events\nfeatures:\n  id: {type: int64, required: true}\n"))
+  (tmp_path / "in.csv").write_text("id\n7\n8\n")
+  run = subprocess.run(
+      [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
+       "s3://config/events.yaml", "--input", "in.csv", "--output", "out",
+       f"--s3_endpoint_url={s3}", "--s3_access_key_id=test",
+       "--s3_secret_access_key=test", "--s3_region_name=us-east-1"],
+      cwd=tmp_path, capture_output=True, text=True, timeout=300)
+  assert run.returncode == 0, run.stderr[-2000:]
+  assert [r["id"] for r in btr.iter_records(str(tmp_path / "out"))] == [7, 8]
+
+
+def test_dataflow_refuses_local_paths_before_anything_runs(tmp_path):
+  (tmp_path / "in.csv").write_text("id\n1\n")
+  schema = {"name": "d", "features": {"id": "int64"}}
+  with pytest.raises(btr.InputError, match=(
+      r"DataflowRunner workers cannot see this machine's files, but "
+      r".*in\.csv, .*out are local; put the inputs and the output on "
+      r"gs://")):
+    btr.build(schema, str(tmp_path / "in.csv"), str(tmp_path / "out"),
+              beam_args=["--runner=DataflowRunner", "--project=p",
+                         "--region=r", "--temp_location=gs://b/tmp"])
+  with pytest.raises(btr.InputError, match=r"but gs://b/in\.csv|out is local"):
+    btr.build(schema, "gs://b/in.csv", str(tmp_path / "out"),
+              beam_args=["--runner=DataflowRunner"])
+  assert not (tmp_path / "out").exists()

@@ -84,3 +84,22 @@ def test_tfx_bsl_reads_the_dataset_with_schema_pbtxt(tmp_path):
             | beam.Map(lambda r: (r["id"], r["score"], r["tags"], r["pair"])))
     assert_that(rows, equal_to([(e["id"], e["score"], e["tags"], e["pair"])
                                 for e in expected]))
+
+
+def test_text_defaults_are_written_to_dataset_json_and_load_back(tmp_path):
+  """A string (or bytes) default of a column the input lacks: dataset.json
+  holds the schema with its defaults as text, and it loads back equal."""
+  (tmp_path / "in.csv").write_text("name\na\n")
+  schema = {"name": "d", "features": {
+      "name": {"type": "string"},
+      "city": {"type": "string", "default": "Zürich"},
+      "tags": {"type": "string", "shape": [2], "default": ["x", "y"]},
+      "raw": {"type": "bytes", "default": "b"}}}
+  out = str(tmp_path / "out")
+  btr.build(schema, str(tmp_path / "in.csv"), out)
+  assert list(btr.iter_records(out)) == [
+      {"name": "a", "city": "Zürich", "tags": ["x", "y"], "raw": b"b"}]
+  written = btr.dataset_info(out)["schema"]
+  assert written["features"]["city"]["default"] == "Zürich"
+  assert written["features"]["tags"]["default"] == ["x", "y"]
+  assert btr.load_schema(written) == btr.load_schema(schema)

@@ -201,3 +201,9 @@ def test_final_names_with_many_shards(tmp_path):
   # A retried commit finds the files renamed already.
   assert [f["file"] for f in finish_shard_names(str(tmp_path), files)] == \
       names
+  assert sorted(os.listdir(tmp_path)) == names
+  # A commit retried after only some renames: the rest are done.
+  os.rename(tmp_path / names[2], tmp_path / files[2]["file"])
+  assert [f["file"] for f in finish_shard_names(str(tmp_path), files)] == \
+      names
+  assert sorted(os.listdir(tmp_path)) == names

@@ -140,7 +140,7 @@ class Feature:
     if self.default is not None:
       out["default"] = (self.default[0] if self.is_scalar
                         else list(self.default))
-      if self.type is FeatureType.BYTES:
+      if self.type in (FeatureType.BYTES, FeatureType.STRING):
         out["default"] = _bytes_to_text(out["default"])
     if self.required:
       out["required"] = True

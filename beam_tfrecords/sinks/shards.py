@@ -469,8 +469,10 @@ def finish_shard_names(directory: str, files: List[dict]) -> List[dict]:
   """Final names for the files of WriteShards: a split whose shards all
   stayed within one file keeps its names; a split where some continued in
   further files gets `<split>-i-of-total` in (shard, roll) order. The
-  staged files are renamed (a rename already done is skipped, so a retried
-  commit works). Returns the descriptions with the final names."""
+  staged files are renamed in one call per split, after one listing: on
+  GCS and S3 a rename is a copy, which the file systems batch. A rename
+  already done is skipped, so a retried commit works. Returns the
+  descriptions with the final names."""
   out = []
   for split, group in itertools.groupby(
       sorted(files, key=lambda f: (f["split"], f.get("writer", 0),
@@ -483,13 +485,18 @@ def finish_shard_names(directory: str, files: List[dict]) -> List[dict]:
     total = len(group)
     # group[0] is a shard's first file: shard_name(split, i, n, suffix)
     suffix = re.match(r".*-of-[0-9]+(.*)$", group[0]["file"], re.S).group(1)
+    present = {m.path.rsplit("/", 1)[-1] for m in FileSystems.match(
+        [FileSystems.join(directory, f"{split}-*")])[0].metadata_list}
+    olds, news = [], []
     for i, f in enumerate(group):
       final = shard_name(split, i, total, suffix)
-      old, new = (FileSystems.join(directory, f["file"]),
-                  FileSystems.join(directory, final))
-      if FileSystems.exists(old) or not FileSystems.exists(new):
-        FileSystems.rename([old], [new])
+      if f["file"] != final and (f["file"] in present or
+                                 final not in present):
+        olds.append(FileSystems.join(directory, f["file"]))
+        news.append(FileSystems.join(directory, final))
       out.append(dict(f, file=final))
+    if olds:
+      FileSystems.rename(olds, news)
   return out
 
 

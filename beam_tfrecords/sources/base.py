@@ -96,6 +96,9 @@ class SourceBatch:
   # Each row's number, when rows are not consecutive (a skipped line, a
   # malformed CSV row between them); None: first_row + index.
   numbers: Optional[List[Optional[int]]] = None
+  # The columns as read, when a preprocess function replaced `columns`:
+  # dead-letter rows show the input as it was.
+  raw_columns: Optional[Dict[str, Union[pa.Array, list]]] = None
 
   def row_number(self, index: int) -> Optional[int]:
     if self.numbers is not None:
@@ -115,9 +118,11 @@ class SourceBatch:
   def slice(self, start: int, stop: int, part: int) -> "SourceBatch":
     """Rows start..stop as a batch of their own, ordered as part `part` of
     this one (its read errors go with part 0)."""
-    columns = {c: (a.slice(start, stop - start)
-                   if isinstance(a, (pa.Array, pa.ChunkedArray))
-                   else a[start:stop]) for c, a in self.columns.items()}
+    def cut(columns):
+      return None if columns is None else {
+          c: (a.slice(start, stop - start)
+              if isinstance(a, (pa.Array, pa.ChunkedArray)) else a[start:stop])
+          for c, a in columns.items()}
     locate = None
     if self.first_row is None and self.numbers is None and \
         self.locate is not None:
@@ -125,21 +130,24 @@ class SourceBatch:
     return SourceBatch(
         path=self.path,
         first_row=None if self.first_row is None else self.first_row + start,
-        columns=columns, num_rows=stop - start,
+        columns=cut(self.columns), num_rows=stop - start,
         errors=list(self.errors) if part == 0 else [], locate=locate,
         order=tuple(self.order) + (part,),
-        numbers=None if self.numbers is None else self.numbers[start:stop])
+        numbers=None if self.numbers is None else self.numbers[start:stop],
+        raw_columns=cut(self.raw_columns))
 
   def raw_row(self, index: int) -> Dict[str, Any]:
     return self.raw_rows([index])[0]
 
   def raw_rows(self, indexes: Sequence[int]) -> List[Dict[str, Any]]:
-    """The input values of some rows, column -> Python value."""
+    """The input values of some rows, column -> Python value (as read:
+    before a preprocess function)."""
     if not indexes:
       return []
     take = pa.array(indexes, type=pa.int64())
     columns = {}
-    for name, array in self.columns.items():
+    raw = self.columns if self.raw_columns is None else self.raw_columns
+    for name, array in raw.items():
       if isinstance(array, (pa.Array, pa.ChunkedArray)):
         columns[name] = python_values(array.take(take))
       else:
@@ -178,8 +186,9 @@ class Format:
     """Whether big uncompressed files may be read as byte ranges."""
     return self.splittable
 
-  def read(self, unit: ReadUnit, columns: Sequence[str]
+  def read(self, unit: ReadUnit, columns: Optional[Sequence[str]]
            ) -> Iterator[SourceBatch]:
+    """The unit's rows: the `columns` the input has (None: all)."""
     raise NotImplementedError
 
 

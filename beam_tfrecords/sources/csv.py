@@ -123,7 +123,8 @@ class CsvFormat(Format):
     `done` as batches are handed on."""
     opts = unit.option_dict
     names = list(opts["column_names"])
-    wanted = [c for c in columns if c in names]
+    wanted = names if columns is None else [c for c in columns
+                                            if c in names]
     skip_header = 1 if opts["header"] and unit.start == 0 else 0
     invalid: List[ReadError] = []
 

@@ -138,7 +138,8 @@ class ImageFolder(Format):
     yield SourceBatch(
         path=root, first_row=unit.start + 1,
         columns={c: pa.array(values[c], type=pa.large_string())
-                 for c in columns if c in values},
+                 for c in (values if columns is None else columns)
+                 if c in values},
         num_rows=len(names), order=(root, unit.start, 0))
 
 

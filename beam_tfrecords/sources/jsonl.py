@@ -24,6 +24,8 @@ BATCH_ROWS = 8192
 
 
 def _columns(rows: List[dict], columns: Sequence[str]) -> Dict[str, Any]:
+  if columns is None:  # every key, in the order first seen
+    columns = list(dict.fromkeys(k for row in rows for k in row))
   out = {}
   for c in columns:
     values = [row.get(c) for row in rows]

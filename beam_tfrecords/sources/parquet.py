@@ -51,7 +51,8 @@ class ParquetFormat(Format):
            ) -> Iterator[SourceBatch]:
     pf = _open(unit.path)
     names = pf.schema_arrow.names
-    wanted = [c for c in columns if c in names]
+    wanted = names if columns is None else [c for c in columns
+                                            if c in names]
     if unit.end is None:
       groups = list(range(pf.num_row_groups))
     else:

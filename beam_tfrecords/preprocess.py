@@ -1,0 +1,205 @@
+"""User code on the workers: a function over each batch of input rows.
+
+    def clean(batch: pa.RecordBatch) -> pa.RecordBatch: ...
+    btr.build(schema, inputs, output, preprocess=clean)
+    beam-tfrecords build ... --preprocess mypackage.features:clean
+
+The function gets every column of the input (CSV cells as `binary`, null
+for an empty cell; Parquet and JSON as typed), and returns the columns the
+schema reads, for the same rows in the same order. It runs on the workers,
+so it travels there pickled: a function defined in `__main__` goes by
+value, one from a module by reference, and the workers must be able to
+import that module (README: "Shipping code to workers"). Both failures are
+caught early and named: one that does not pickle on the launcher, one that
+does not load on a worker before it reads any row.
+"""
+
+import dataclasses
+import hashlib
+import importlib
+import inspect
+import os
+import platform
+import sys
+from typing import Any, Callable, Dict, Optional, Tuple, Union
+
+import apache_beam
+import pyarrow as pa
+from apache_beam.internal import pickler
+
+from beam_tfrecords.errors import InputError
+from beam_tfrecords.sources.base import SourceBatch
+from beam_tfrecords.version import __version__
+
+__all__ = ["Preprocess", "resolve_preprocess", "Versions", "check_versions"]
+
+SHIPPING = ('workers must be able to import it: install your package on the '
+            'workers with --setup_file ./setup.py or --extra_package '
+            'dist/PACKAGE.whl, or build it into the worker container (README: '
+            '"Shipping code to workers")')
+
+
+@dataclasses.dataclass(frozen=True)
+class Preprocess:
+  """A user function, pickled on the launcher for the workers.
+
+  Attributes:
+    name: module:qualname, for messages and dataset.json.
+    pickled: the function as Beam's pickler wrote it.
+    digest: what the build key sees of it: its source text where Python
+      has it (else the pickled bytes).
+    needed: the columns its output must have (those the schema reads
+      that have no default).
+  """
+  name: str
+  pickled: bytes
+  digest: str
+  needed: Tuple[str, ...] = ()
+
+  def load(self) -> Callable[[pa.RecordBatch], Any]:
+    """The function, on a worker; an InputError says what is missing."""
+    try:
+      return pickler.loads(self.pickled)
+    except (ImportError, AttributeError) as e:
+      raise InputError(
+          f"the preprocess function {self.name} cannot be loaded on this "
+          f"worker ({type(e).__name__}: {e}); the {SHIPPING}") from e
+
+  def apply(self, fn, batch: SourceBatch) -> SourceBatch:
+    """`batch` with its columns replaced by what `fn` returns."""
+    typed, loose = {}, {}
+    for name, array in batch.columns.items():
+      if isinstance(array, (pa.Array, pa.ChunkedArray)):
+        typed[name] = array
+      else:  # a JSON column of mixed types: left as it is
+        loose[name] = array
+    table = pa.RecordBatch.from_pydict(typed) if typed else \
+        pa.RecordBatch.from_pydict({"__rows__": pa.nulls(batch.num_rows)}
+                                   ).drop_columns(["__rows__"])
+    rows = _rows_text(batch)
+    try:
+      out = fn(table)
+    except Exception as e:  # pylint: disable=broad-except
+      raise InputError(
+          f"the preprocess function {self.name} failed on {rows} of "
+          f"{batch.path}: {type(e).__name__}: {e}; nothing was published. "
+          "Fix the function (values it cannot handle should become nulls, "
+          "which the schema rejects or defaults row by row)") from e
+    if isinstance(out, pa.Table):
+      out = out.combine_chunks().to_batches()[0] if out.num_rows else \
+          pa.RecordBatch.from_pydict({c: pa.array([], t) for c, t in
+                                      zip(out.column_names,
+                                          out.schema.types)})
+    if not isinstance(out, pa.RecordBatch):
+      raise InputError(
+          f"the preprocess function {self.name} returned "
+          f"{type(out).__name__} for {rows} of {batch.path}; it must return "
+          "a pyarrow.RecordBatch (or Table)")
+    if out.num_rows != batch.num_rows:
+      raise InputError(
+          f"the preprocess function {self.name} returned {out.num_rows} rows "
+          f"for the {batch.num_rows} {rows} of {batch.path}; it must keep "
+          "every row, in order (every row read is accounted for: set a "
+          "required column to null to reject a row, with its reason, into "
+          "errors/)")
+    columns: Dict[str, Any] = dict(loose)
+    columns.update(zip(out.schema.names, out.columns))
+    missing = [c for c in self.needed if c not in columns]
+    if missing:
+      raise InputError(
+          f"the preprocess function {self.name} returned no column(s) "
+          f"{missing} for {batch.path}, which the schema reads (it returned "
+          f"{list(out.schema.names)})")
+    return dataclasses.replace(batch, columns=columns,
+                               raw_columns=batch.columns)
+
+
+def _rows_text(batch: SourceBatch) -> str:
+  numbers = [n for n in batch.known_row_numbers() if n is not None]
+  if not numbers:
+    return f"a batch of {batch.num_rows} rows"
+  return f"rows {numbers[0]}-{numbers[-1]}"
+
+
+def resolve_preprocess(spec: Union[str, Callable, None]
+                       ) -> Optional[Preprocess]:
+  """A function or "module:function" -> Preprocess, checked on the launcher.
+
+  Raises:
+    InputError: the module does not import, the name is not a function of
+      it, or the function does not pickle.
+  """
+  if spec is None:
+    return None
+  if isinstance(spec, str):
+    fn, name = _import(spec), spec
+  else:
+    fn = spec
+    name = (f"{getattr(fn, '__module__', '?')}:"
+            f"{getattr(fn, '__qualname__', type(fn).__name__)}")
+  if not callable(fn):
+    raise InputError(f"the preprocess {name} is a {type(fn).__name__}, not "
+                     "a function")
+  try:
+    pickled = pickler.dumps(fn)
+    pickler.loads(pickled)
+  except Exception as e:  # pylint: disable=broad-except
+    raise InputError(
+        f"the preprocess function {name} cannot be pickled to ship it to "
+        f"the workers ({type(e).__name__}: {e}). Define it at the top "
+        "level of a module and create what it uses (clients, locks, open "
+        "files) inside it or when the module is imported, not in a closure "
+        "or a default argument") from e
+  try:
+    source = inspect.getsource(fn).encode("utf-8")
+  except (OSError, TypeError):
+    source = pickled
+  return Preprocess(name=name, pickled=pickled,
+                    digest=hashlib.sha256(source).hexdigest()[:16])
+
+
+def _import(spec: str) -> Callable:
+  module_name, sep, attr = spec.partition(":")
+  if not sep or not module_name or not attr:
+    raise InputError(f"--preprocess takes MODULE:FUNCTION (e.g. "
+                     f"mypackage.features:clean), got {spec!r}")
+  # As `python -m` does: modules next to where the command runs import.
+  if os.getcwd() not in sys.path and "" not in sys.path:
+    sys.path.insert(0, os.getcwd())
+  try:
+    obj: Any = importlib.import_module(module_name)
+  except ImportError as e:
+    raise InputError(f"--preprocess {spec}: cannot import {module_name!r} "
+                     f"({e}); run from the folder that holds it, or install "
+                     "it") from e
+  for part in attr.split("."):
+    if not hasattr(obj, part):
+      raise InputError(f"--preprocess {spec}: {module_name} has no "
+                       f"{attr!r}")
+    obj = getattr(obj, part)
+  return obj
+
+
+@dataclasses.dataclass(frozen=True)
+class Versions:
+  """What the launcher runs; the workers must run the same."""
+  beam_tfrecords: str = __version__
+  apache_beam: str = apache_beam.__version__
+  python: str = ".".join(platform.python_version_tuple()[:2])
+
+  def __str__(self):
+    return (f"beam_tfrecords {self.beam_tfrecords}, Apache Beam "
+            f"{self.apache_beam}, Python {self.python}")
+
+
+def check_versions(launcher: Versions) -> None:
+  """On a worker: fails with both versions when they differ from the
+  launcher's (a stale worker image is the usual cause)."""
+  here = Versions()
+  if here != launcher:
+    raise InputError(
+        f"the workers run {here} but the launcher runs {launcher}; a stale "
+        "worker container or a different environment. Rebuild the worker "
+        "image from this version's Dockerfile (docker build -t IMAGE .) and "
+        "pass it with --sdk_container_image / --environment_config, or "
+        "install the launcher's versions on the workers")

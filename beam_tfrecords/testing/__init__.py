@@ -1,0 +1,1 @@
+"""What the tests and benchmarks use to run builds the way clusters do."""

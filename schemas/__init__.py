@@ -1,0 +1,1 @@
+"""The bundled pipelines' schemas (a package so that they install with it)."""

@@ -1,0 +1,219 @@
+"""--preprocess: user code over each batch of input rows, on the workers.
+
+Values in, values out, read back with TensorFlow; every way the user's
+function can be wrong fails with the function's name and what to do.
+(tests/test_portable.py runs it on workers that cannot import it, and on
+workers it is shipped to.)"""
+
+import json
+import os
+import subprocess
+import sys
+import sqlite3
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import beam_tfrecords as btr
+from beam_tfrecords.errors import InputError
+from beam_tfrecords.preprocess import Versions, check_versions
+
+from conftest import tf_parse, tf_records
+
+SCHEMA = {"name": "people", "features": {
+    "name": {"type": "string", "required": True},
+    "age": {"type": "int64", "required": True},
+    "city": {"type": "string", "default": "?"}}}
+
+
+def full_name(batch):
+  """CSV cells arrive as binary; join two of them, years from months."""
+  name = pc.binary_join_element_wise(pc.cast(batch["first"], pa.string()),
+                                     pc.cast(batch["last"], pa.string()), " ")
+  years = pc.divide(pc.cast(batch["months"], pa.int64()), 12)
+  return pa.RecordBatch.from_arrays([name, years], names=["name", "age"])
+
+
+def _csv(tmp_path, rows=("Ada,Lovelace,432", "Alan,Turing,500",
+                         "Grace,Hopper,")):
+  path = tmp_path / "in.csv"
+  path.write_text("first,last,months\n" + "\n".join(rows) + "\n")
+  return str(path)
+
+
+def test_values_go_through_the_function_and_come_back_from_tensorflow(
+    tmp_path, tf):
+  out = str(tmp_path / "out")
+  result = btr.build(SCHEMA, _csv(tmp_path), out, preprocess=full_name)
+  rows = tf_parse(tf, tf_records(tf, out), btr.feature_spec(out))
+  assert [(r["name"], r["age"], r["city"]) for r in rows] == [
+      (b"Ada Lovelace", 36, b"?"), (b"Alan Turing", 41, b"?")]
+  # The row whose months are empty: age null -> rejected, as any row;
+  # errors/ shows the row as it is in the input.
+  errors = list(btr.iter_errors(out))
+  assert [(e["row"], e["raw"], e["reason"]) for e in errors] == [
+      (3, {"first": "Grace", "last": "Hopper", "months": None},
+       'In feature "age": required value is missing (column "age" has no '
+       'value)')]
+  assert result.metadata["options"]["preprocess"] == \
+      f"{__name__}:full_name"
+
+
+def test_the_function_gets_every_column_typed_as_the_format_reads_it(
+    tmp_path):
+  def record(batch):
+    """name: what the function was given, as text (it runs on a copy)."""
+    seen = ",".join(f"{n}:{t}" for n, t in zip(batch.schema.names,
+                                               batch.schema.types))
+    return pa.RecordBatch.from_arrays(
+        [pa.array([seen] * batch.num_rows),
+         pc.cast(batch["v"], pa.int64())], names=["name", "age"])
+
+  pq.write_table(pa.table({"n": ["a", "b"], "v": [1.0, 2.0],
+                           "unused": [b"x", b"y"]}), tmp_path / "in.parquet")
+  out = str(tmp_path / "pq")
+  btr.build(SCHEMA, str(tmp_path / "in.parquet"), out, preprocess=record)
+  assert [(r["name"], r["age"]) for r in btr.iter_records(out)] == [
+      ("n:string,v:double,unused:binary", 1),
+      ("n:string,v:double,unused:binary", 2)]
+  (tmp_path / "in.jsonl").write_text(
+      '{"n": "a", "v": 1, "extra": true}\n{"n": "b", "v": 2}\n')
+  out = str(tmp_path / "js")
+  btr.build(SCHEMA, str(tmp_path / "in.jsonl"), out, preprocess=record)
+  assert [r["name"] for r in btr.iter_records(out)] == [
+      "n:string,v:int64,extra:bool"] * 2
+
+
+def test_a_json_column_of_mixed_types_passes_around_the_function(tmp_path):
+  """Arrow cannot hold it, so the function does not see it; the schema
+  judges it value by value, as without a function."""
+  (tmp_path / "in.jsonl").write_text(
+      '{"n": "a", "age": 3}\n{"n": "b", "age": "x"}\n')
+
+  def rename(batch):
+    assert "age" not in batch.schema.names
+    return pa.RecordBatch.from_arrays([batch["n"]], names=["name"])
+
+  out = str(tmp_path / "out")
+  btr.build(SCHEMA, str(tmp_path / "in.jsonl"), out, preprocess=rename)
+  assert [(r["name"], r["age"]) for r in btr.iter_records(out)] == [("a", 3)]
+  assert [e["row"] for e in btr.iter_errors(out)] == [2]
+
+
+def test_a_function_that_does_not_pickle_fails_before_the_run(tmp_path):
+  db = sqlite3.connect(":memory:")  # a client made outside the function
+
+  def locked(batch):
+    db.execute("select 1")
+    return batch
+
+  with pytest.raises(InputError, match=(
+      r"the preprocess function test_preprocess:test_a_function_that_does_"
+      r"not_pickle_fails_before_the_run.<locals>.locked cannot be pickled "
+      r"to ship it to the workers \(TypeError: cannot pickle "
+      r"'sqlite3.Connection' object\)\. Define it at the top level of a module")):
+    btr.build(SCHEMA, _csv(tmp_path), str(tmp_path / "out"),
+              preprocess=locked)
+  assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.parametrize("fn,message", [
+    (lambda b: b.slice(0, 1),
+     r"returned 1 rows for the 3 rows 1-3 of .*in\.csv; it must keep every "
+     r"row, in order"),
+    (lambda b: pa.RecordBatch.from_arrays([b["first"]], names=["name"]),
+     r"returned no column\(s\) \['age'\] for .*in\.csv, which the schema "
+     r"reads \(it returned \['name'\]\)"),
+    (lambda b: b.to_pydict(),
+     r"returned dict for rows 1-3 of .*in\.csv; it must return a "
+     r"pyarrow\.RecordBatch"),
+    (lambda b: 1 / 0,
+     r"failed on rows 1-3 of .*in\.csv: ZeroDivisionError: division by "
+     r"zero; nothing was published"),
+])
+def test_a_wrong_function_fails_the_build_naming_it_and_the_rows(
+    tmp_path, fn, message):
+  with pytest.raises(InputError, match="the preprocess function "
+                     r"test_preprocess:.*<lambda> " + message):
+    btr.build(SCHEMA, _csv(tmp_path), str(tmp_path / "out"), preprocess=fn)
+  assert not os.path.exists(tmp_path / "out" / "_SUCCESS")
+
+
+def test_a_table_may_be_returned(tmp_path):
+  out = str(tmp_path / "out")
+  btr.build(SCHEMA, _csv(tmp_path), out,
+            preprocess=lambda b: pa.Table.from_batches([full_name(b)]))
+  assert len(list(btr.iter_records(out))) == 2
+
+
+def _module(tmp_path, body):
+  (tmp_path / "my_features.py").write_text(
+      "import pyarrow as pa\nimport pyarrow.compute as pc\n\n" + body)
+
+
+def _cli(tmp_path, *extra):
+  (tmp_path / "s.yaml").write_text(json.dumps(SCHEMA))
+  if not (tmp_path / "in.csv").exists():
+    _csv(tmp_path)
+  return subprocess.run(
+      [sys.executable, "-m", "beam_tfrecords", "build", "--schema", "s.yaml",
+       "--input", "in.csv", "--output", "out", *extra], cwd=tmp_path,
+      capture_output=True, text=True, timeout=300,
+      env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+
+
+FN = '''
+def clean(batch):
+  name = pc.binary_join_element_wise(pc.cast(batch["first"], pa.string()),
+                                     pc.cast(batch["last"], pa.string()), "{}")
+  years = pc.divide(pc.cast(batch["months"], pa.int64()), 12)
+  return pa.RecordBatch.from_arrays([name, years], names=["name", "age"])
+'''
+
+
+def test_cli_imports_module_function_from_the_working_directory_and_a_changed_function_rebuilds(
+    tmp_path):
+  _module(tmp_path, FN.format(" "))
+  first = _cli(tmp_path, "--preprocess", "my_features:clean")
+  assert first.returncode == 0, first.stderr[-2000:]
+  assert [r["name"] for r in btr.iter_records(str(tmp_path / "out"))] == [
+      "Ada Lovelace", "Alan Turing"]
+  again = _cli(tmp_path, "--preprocess", "my_features:clean")
+  assert again.returncode == 0 and "is up to date" in again.stdout
+  _module(tmp_path, FN.format("_"))  # the function's source changed
+  changed = _cli(tmp_path, "--preprocess", "my_features:clean", "--overwrite")
+  assert changed.returncode == 0 and "Built people" in changed.stdout
+  assert [r["name"] for r in btr.iter_records(str(tmp_path / "out"))] == [
+      "Ada_Lovelace", "Alan_Turing"]
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("my_features", "--preprocess takes MODULE:FUNCTION (e.g. "
+                    "mypackage.features:clean), got 'my_features'"),
+    ("no_such_module:clean", "--preprocess no_such_module:clean: cannot "
+                             "import 'no_such_module' (No module named "
+                             "'no_such_module'); run from the folder that "
+                             "holds it, or install it"),
+    ("my_features:nope", "--preprocess my_features:nope: my_features has "
+                         "no 'nope'"),
+    ("my_features:VALUE", "the preprocess my_features:VALUE is a int, not a "
+                          "function"),
+])
+def test_cli_names_a_preprocess_it_cannot_use(tmp_path, spec, message):
+  _module(tmp_path, FN.format(" ") + "\nVALUE = 3\n")
+  run = _cli(tmp_path, "--preprocess", spec)
+  assert run.returncode == 2, run.stderr[-2000:]
+  assert message in run.stderr.strip().splitlines()[-1]
+
+
+def test_workers_with_other_versions_are_refused_with_both():
+  check_versions(Versions())  # the same: fine
+  with pytest.raises(InputError) as e:
+    check_versions(Versions(beam_tfrecords="0.0.1", apache_beam="2.60.0",
+                            python="3.9"))
+  here = Versions()
+  assert str(e.value).startswith(
+      f"the workers run {here} but the launcher runs beam_tfrecords 0.0.1, "
+      "Apache Beam 2.60.0, Python 3.9; a stale worker container")
