@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
                  help="input file or glob (repeatable)")
   b.add_argument("--output", required=True, help="dataset directory")
   b.add_argument("--format", choices=["csv", "jsonl", "json", "parquet",
-                                      "images"],
+                                      "tfrecord", "images"],
                  help="input format (default: from the file extensions)")
   b.add_argument("--num-shards", type=_num_shards, default=None,
                  help="shard files per split: exactly N for every split, or "
@@ -105,6 +105,9 @@ def parser() -> argparse.ArgumentParser:
   b.add_argument("--csv-newlines-in-values", action="store_true",
                  help="quoted CSV values may hold line breaks (files are then "
                  "read whole, not split)")
+  b.add_argument("--tfrecord-compression", choices=["gzip", "none"],
+                 help="TFRecord input: gzip or not (default: gzip for "
+                 "names ending in .gz)")
   b.add_argument("--encoding", help="text encoding of CSV input (default utf-8)")
   b.add_argument("-v", "--verbose", action="store_true", help="log progress")
 
@@ -127,7 +130,8 @@ def parser() -> argparse.ArgumentParser:
       "the input, to edit")
   n.add_argument("--input", required=True, action="append",
                  help="input file or glob (repeatable)")
-  n.add_argument("--format", choices=["csv", "jsonl", "json", "parquet"],
+  n.add_argument("--format", choices=["csv", "jsonl", "json", "parquet",
+                                      "tfrecord"],
                  help="input format (default: from the file extensions)")
   n.add_argument("--name", default=None,
                  help="dataset name (default: from the first file's name)")
@@ -138,7 +142,8 @@ def parser() -> argparse.ArgumentParser:
 
 def _format_options(args) -> dict:
   opts = {"delimiter": args.csv_delimiter, "quote_char": args.csv_quote_char,
-          "column_names": args.csv_column_names, "encoding": args.encoding}
+          "column_names": args.csv_column_names, "encoding": args.encoding,
+          "compression": getattr(args, "tfrecord_compression", None)}
   if args.csv_no_header:
     opts["header"] = False
   if args.csv_newlines_in_values:

@@ -1,6 +1,7 @@
 """infer-schema: a schema file a person can edit, from a sample of input.
 
-Reads the first rows of the inputs with pyarrow (CSV, JSON lines, Parquet),
+Reads the first rows of the inputs with pyarrow (CSV, JSON lines, Parquet;
+TFRecord files of tf.train.Example, each feature a column),
 and writes one feature per column: the type (int64, float, string, bytes),
 lists (Arrow lists, or text cells most of which hold a "|" separator),
 fixed shapes where every sampled list has the same length, and
@@ -50,9 +51,53 @@ def _column(values: list) -> pa.Array:
                     pa.string())
 
 
+def _tfrecord_sample(paths: Sequence[str], rows: int) -> Optional[pa.Table]:
+  """The first Examples as a table: a feature whose sampled lists all hold
+  at most one value is a scalar column, others stay lists."""
+  from beam_tfrecords.records import iter_tfrecords
+  from beam_tfrecords.sources.tfrecord import decode_examples, scalars
+  records = []
+  for path in paths:
+    for record in iter_tfrecords(path):
+      records.append(record)
+      if len(records) >= rows:
+        break
+    if len(records) >= rows:
+      break
+  columns, kept, _ = decode_examples(records)
+  if not kept:
+    return None
+  out = {}
+  for name, column in columns.items():
+    if isinstance(column, list):  # kinds differ between records
+      out[name] = _column([None if v is None else str(v) for v in column])
+      continue
+    lengths = pc.list_value_length(column)
+    longest = pc.max(lengths).as_py()
+    column = scalars(column) if (longest or 0) <= 1 else column
+    # Example bytes that are all UTF-8 are probably text.
+    text = {pa.large_binary(): pa.large_string(),
+            pa.large_list(pa.large_binary()): pa.large_list(
+                pa.large_string())}.get(column.type)
+    if text is not None:
+      try:
+        column = column.cast(text)
+      except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    out[name] = column
+  return pa.table(out) if out else pa.table({"__empty__": pa.nulls(
+      len(kept))}).drop_columns(["__empty__"])
+
+
 def _sample(paths: Sequence[str], fmt: str, rows: int) -> pa.Table:
   from apache_beam.io.filesystem import CompressionTypes
   from apache_beam.io.filesystems import FileSystems
+  if fmt == "tfrecord":
+    table = _tfrecord_sample(paths, rows)
+    if table is None or not table.num_rows:
+      raise InputError(f"{list(paths)[:3]}: no Examples to look at; "
+                       "infer-schema needs some data")
+    return table
   tables = []
   for path in paths:
     with FileSystems.open(path, compression_type=CompressionTypes.AUTO) as f:

@@ -174,6 +174,22 @@ def _check_paths_reach_workers(options: PipelineOptions,
         "the workers reach)")
 
 
+def scalar_columns(schema: Schema) -> List[str]:
+  """The input columns read as one value per row: scalar features (and,
+  grouped into sequences, scalar steps), keys, and image paths."""
+  features = list(schema.features) + list(schema.context)
+  if schema.group_by:
+    features += list(schema.sequence)
+  names = [f.input_column for f in features
+           if f.is_scalar and f.input_column is not None]
+  names += [c for c, _ in schema.group_by] + [k.column for k in
+                                               schema.order_by]
+  names += list(schema.splits.columns)
+  names += [c for m in schema.media if m.kind is MediaKind.IMAGE
+            for c in m.sources]
+  return list(dict.fromkeys(names))
+
+
 def _check_output(output: str, overwrite: bool) -> None:
   if any(c in output for c in "*?[]"):
     raise InputError(f"output {output!r}: a dataset path cannot hold *, ?, "
@@ -393,7 +409,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     user_fn = dataclasses.replace(user_fn, needed=tuple(dict.fromkeys(
         needed)))
   plan = plan_inputs(patterns, () if user_fn else schema.columns,
-                     () if user_fn else needed, input_format, format_options)
+                     () if user_fn else needed, input_format, format_options,
+                     () if user_fn else scalar_columns(schema))
   schema = resolve_media(schema, plan)
   fingerprint = input_fingerprint(plan.files)
   key = build_key(schema, plan, fingerprint, {
@@ -468,6 +485,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                   "preprocess": user_fn and user_fn.name,
                   "format_options": {k: v for k, v in plan.options.items()
                                      if k not in ("column_names",
+                                                  "scalar_columns",
                                                   "classes")}},
       "vocabularies": {m.name: m.options["values"] for m in schema.media
                        if m.kind is MediaKind.VOCABULARY},
@@ -571,7 +589,7 @@ def build_key(schema: Schema, plan, fingerprint: str,
       "inputs": fingerprint,
       "format": plan.format,
       "format_options": {k: v for k, v in plan.options.items()
-                         if k != "column_names"},
+                         if k not in ("column_names", "scalar_columns")},
       "options": options, "version": __version__,
   }, sort_keys=True, default=str).encode("utf-8"))
   return digest.hexdigest()

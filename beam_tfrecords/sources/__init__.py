@@ -13,6 +13,7 @@ from beam_tfrecords.sources import csv as _csv  # registers "csv"
 from beam_tfrecords.sources import jsonl as _jsonl  # registers "jsonl", "json"
 from beam_tfrecords.sources import parquet as _parquet  # registers "parquet"
 from beam_tfrecords.sources import images as _images  # registers "images"
+from beam_tfrecords.sources import tfrecord as _tfrecord  # registers "tfrecord"
 from beam_tfrecords.sources.base import (FORMATS, InputFile, ReadError,
                                          ReadUnit, SourceBatch)
 from beam_tfrecords.sources.files import match_inputs
@@ -59,7 +60,8 @@ class InputPlan:
 
 def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
                 needed_columns: Sequence[str] = (), fmt: Optional[str] = None,
-                options: Optional[Mapping[str, Any]] = None) -> InputPlan:
+                options: Optional[Mapping[str, Any]] = None,
+                scalar_columns: Sequence[str] = ()) -> InputPlan:
   """Matches, checks and splits the inputs, before the pipeline is built.
 
   Args:
@@ -70,6 +72,9 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
       default.
     fmt: the format, or None to tell it from the extensions.
     options: format options (CSV delimiter, ...).
+    scalar_columns: columns the schema reads one value from (features of
+      shape []): TFRecord input holds every value in a list, and takes
+      the single one of these.
 
   Raises:
     InputError: nothing matches, headers differ, a needed column is absent.
@@ -84,7 +89,10 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
   files = match_inputs(patterns)
   name = resolve_format([f.path for f in files], fmt)
   source = FORMATS[name]
-  opts = source.check(files, columns, dict(options or {}))
+  options = dict(options or {})
+  if name == "tfrecord":
+    options["scalar_columns"] = tuple(scalar_columns)
+  opts = source.check(files, columns, options)
   available = opts.get("column_names")
   if available:
     missing = [c for c in needed_columns if c not in available]

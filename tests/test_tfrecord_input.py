@@ -1,0 +1,218 @@
+"""--format tfrecord: existing TFRecord files of tf.train.Example as input.
+
+Files written by TensorFlow itself (plain and GZIP), our own shards built
+again (byte-identical), re-split, and every kind of bad record accounted
+for."""
+
+import filecmp
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import beam_tfrecords as btr
+from beam_tfrecords.errors import InputError
+
+from conftest import SCHEMA, ROWS, tf_parse, tf_records
+
+
+def _example(tf, **features):
+  feature = {}
+  for name, value in features.items():
+    values = value if isinstance(value, list) else [value]
+    if values and isinstance(values[0], bytes):
+      feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(
+          value=values))
+    elif values and isinstance(values[0], float):
+      feature[name] = tf.train.Feature(float_list=tf.train.FloatList(
+          value=values))
+    elif values:
+      feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(
+          value=values))
+    else:
+      feature[name] = tf.train.Feature(int64_list=tf.train.Int64List())
+  return tf.train.Example(features=tf.train.Features(
+      feature=feature)).SerializeToString()
+
+
+def _write(tf, path, records, gzip_it=False):
+  options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip_it
+                                  else "")
+  with tf.io.TFRecordWriter(str(path), options) as w:
+    for r in records:
+      w.write(r)
+
+
+TARGET = {"name": "t", "features": {
+    "id": {"type": "int64", "required": True},
+    "score": {"type": "float", "default": -1.0},
+    "name": {"type": "string", "source": "title"},
+    "tags": {"type": "string", "shape": [-1]},
+    "pair": {"type": "int64", "shape": [2]}}}
+
+
+def test_examples_written_by_tensorflow_come_out_value_for_value(tmp_path,
+                                                                  tf):
+  records = [
+      _example(tf, id=1, score=0.5, title=b"one", tags=[b"a", b"b"],
+               pair=[1, 2]),
+      _example(tf, id=2, title="zwei".encode(), tags=[], pair=[3, 4]),
+      _example(tf, id=3, score=[], title=b"three", pair=[5, 6]),
+  ]
+  _write(tf, tmp_path / "a.tfrecord", records[:2])
+  _write(tf, tmp_path / "b.tfrecord.gz", records[2:], gzip_it=True)
+  out = str(tmp_path / "out")
+  result = btr.build(TARGET, [str(tmp_path / "a.tfrecord"),
+                              str(tmp_path / "b.tfrecord.gz")], out)
+  assert result.metadata["inputs"]["format"] == "tfrecord"
+  rows = tf_parse(tf, tf_records(tf, out), btr.feature_spec(out))
+  got = [(int(r["id"]), float(r["score"]), r["name"],
+          [t for t in r["tags"]], r["pair"].tolist()) for r in rows]
+  # An absent feature and an empty list are both missing: the default.
+  assert got == [(1, 0.5, b"one", [b"a", b"b"], [1, 2]),
+                 (2, -1.0, "zwei".encode(), [], [3, 4]),
+                 (3, -1.0, b"three", [], [5, 6])]
+  assert result.metadata["counts"]["rows_read"] == 3
+  assert result.rows_rejected == 0
+
+
+def test_our_own_shards_built_again_are_byte_identical(tmp_path):
+  """A dataset's shards as input, the schema naming its stored features:
+  the same records, the same bytes."""
+  import csv
+  src = tmp_path / "in.csv"
+  with open(src, "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(ROWS[0]))
+    w.writeheader()
+    for row in ROWS:
+      w.writerow({k: "|".join(map(str, v)) if isinstance(v, list) else
+                  ("" if v is None else v) for k, v in row.items()})
+  first = str(tmp_path / "first")
+  btr.build(SCHEMA, str(src), first)
+  again_schema = {"name": "movies", "features": {
+      name: {k: v for k, v in spec.items() if k not in ("source",
+                                                         "separator")}
+      for name, spec in SCHEMA["features"].items()}}
+  again = str(tmp_path / "again")
+  btr.build(again_schema, os.path.join(first, "train-*.tfrecord.gz"), again)
+  names = [s["file"] for s in btr.dataset_info(first)["splits"]["train"][
+      "shards"]]
+  assert names and all(filecmp.cmp(os.path.join(first, n),
+                                   os.path.join(again, n), shallow=False)
+                       for n in names)
+
+
+def test_an_existing_dataset_is_split_again_by_hash(tmp_path, tf):
+  _write(tf, tmp_path / "all.tfrecord.gz",
+         [_example(tf, id=i, title=b"x", pair=[i, i]) for i in range(1000)],
+         gzip_it=True)
+  schema = dict(TARGET, splits={"hash": "id",
+                                "weights": {"train": 8, "eval": 2}})
+  out = str(tmp_path / "out")
+  result = btr.build(schema, str(tmp_path / "all.tfrecord.gz"), out)
+  ids = {split: sorted(r["id"] for r in btr.iter_records(out, split))
+         for split in ("train", "eval")}
+  assert sorted(ids["train"] + ids["eval"]) == list(range(1000))
+  assert 700 < len(ids["train"]) < 900
+  assert result.metadata["counts"]["records_written"] == 1000
+
+
+def test_bad_records_go_to_errors_with_their_record_number(tmp_path, tf):
+  seq = tf.train.SequenceExample()
+  seq.context.feature["id"].int64_list.value.append(7)
+  seq.feature_lists.feature_list["t"].feature.add().int64_list.value.append(1)
+  records = [
+      _example(tf, id=1, pair=[1, 2]),
+      seq.SerializeToString(),                 # a SequenceExample
+      b"\xff\xfe not a protocol buffer",       # not an Example at all
+      _example(tf, id=[4, 5], pair=[1, 2]),    # two values for a scalar
+      _example(tf, id=6, pair=[1]),            # one value for shape [2]
+      _example(tf, id=7, pair=[7, 8]),
+  ]
+  _write(tf, tmp_path / "in.tfrecord", records)
+  out = str(tmp_path / "out")
+  result = btr.build(TARGET, str(tmp_path / "in.tfrecord"), out)
+  assert [r["id"] for r in btr.iter_records(out)] == [1, 7]
+  errors = {e["row"]: e["reason"] for e in btr.iter_errors(out)}
+  assert errors == {
+      2: "the record is a tf.train.SequenceExample, not a tf.train.Example;"
+         " --format tfrecord reads Examples",
+      3: errors[3],
+      4: 'In feature "id": expected one value (shape []), got a list of 2; '
+         'declare shape: [-1] for lists',
+      5: errors[5]}
+  assert errors[3].startswith("the record is not a tf.train.Example")
+  assert errors[5].startswith('In feature "pair": ') and "2" in errors[5]
+  counts = result.metadata["counts"]
+  assert (counts["rows_read"], counts["records_written"],
+          counts["rows_rejected"]) == (6, 2, 4)
+
+
+def test_a_feature_whose_kind_differs_between_records_is_judged_per_row(
+    tmp_path, tf):
+  records = [_example(tf, id=1, pair=[1, 2]),
+             _example(tf, id=b"2", pair=[1, 2]),    # bytes that parse
+             _example(tf, id=b"x", pair=[1, 2])]    # bytes that do not
+  _write(tf, tmp_path / "in.tfrecord", records)
+  out = str(tmp_path / "out")
+  btr.build(TARGET, str(tmp_path / "in.tfrecord"), out)
+  assert [r["id"] for r in btr.iter_records(out)] == [1, 2]
+  assert [e["row"] for e in btr.iter_errors(out)] == [3]
+
+
+def test_a_broken_file_stops_the_build_naming_it(tmp_path, tf):
+  _write(tf, tmp_path / "in.tfrecord",
+         [_example(tf, id=i, pair=[1, 2]) for i in range(10)])
+  data = (tmp_path / "in.tfrecord").read_bytes()
+  (tmp_path / "in.tfrecord").write_bytes(data[:-7])
+  with pytest.raises(InputError, match=(
+      r"in\.tfrecord: truncated record 9 \(after 9 good records\); the rest "
+      r"of the file cannot be read, so the build stops")):
+    btr.build(TARGET, str(tmp_path / "in.tfrecord"), str(tmp_path / "out"))
+  assert not os.path.exists(tmp_path / "out" / "_SUCCESS")
+
+
+def test_gzip_without_the_suffix_with_the_cli_flag(tmp_path, tf):
+  _write(tf, tmp_path / "in.tfrecord", [_example(tf, id=5, pair=[1, 2])],
+         gzip_it=True)
+  (tmp_path / "s.json").write_text(json.dumps(TARGET))
+  cmd = [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
+         "s.json", "--input", "in.tfrecord", "--output", "out"]
+  plain = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+  assert plain.returncode == 2
+  assert "in.tfrecord" in plain.stderr.splitlines()[-1]
+  flagged = subprocess.run(cmd + ["--tfrecord-compression", "gzip"],
+                           cwd=tmp_path, capture_output=True, text=True,
+                           timeout=300)
+  assert flagged.returncode == 0, flagged.stderr[-2000:]
+  assert [r["id"] for r in btr.iter_records(str(tmp_path / "out"))] == [5]
+
+
+def test_infer_schema_reads_examples(tmp_path, tf):
+  _write(tf, tmp_path / "in.tfrecord.gz", [
+      _example(tf, id=1, title="é".encode(), tags=[b"a", b"b"], pair=[1, 2],
+               raw=b"\xff"),
+      _example(tf, id=2, title=b"b", tags=[b"c"], pair=[3, 4], raw=b"\x00"),
+  ], gzip_it=True)
+  run = subprocess.run(
+      [sys.executable, "-m", "beam_tfrecords", "infer-schema", "--input",
+       str(tmp_path / "in.tfrecord.gz")], capture_output=True, text=True,
+      timeout=300)
+  assert run.returncode == 0, run.stderr[-2000:]
+  features = {line.split(":")[0].strip().strip('"'): line
+              for line in run.stdout.splitlines() if line.startswith("  ")}
+  assert "{type: int64, required: true}" in features["id"]
+  assert "{type: string, required: true}" in features["title"]
+  assert "{type: string, shape: [-1], required: true}" in features["tags"]
+  assert "{type: int64, shape: [2], required: true}" in features["pair"]
+  assert "{type: bytes, required: true}" in features["raw"]
+  # And the inferred schema builds the same files.
+  (tmp_path / "s.yaml").write_text(run.stdout)
+  out = str(tmp_path / "out")
+  btr.build(str(tmp_path / "s.yaml"), str(tmp_path / "in.tfrecord.gz"), out)
+  assert [(r["id"], r["title"], r["tags"]) for r in btr.iter_records(out)] \
+      == [(1, "é", ["a", "b"]), (2, "b", ["c"])]
