@@ -14,6 +14,7 @@ import pyarrow as pa
 from beam_tfrecords.encoding.columns import python_values
 
 __all__ = ["ReadUnit", "ReadError", "SourceBatch", "InputFile", "Format",
+           "row_columns",
            "register_format", "FORMATS", "SPLIT_BYTES"]
 
 # Byte ranges of uncompressed line-based files are this large. Big enough
@@ -155,6 +156,23 @@ class SourceBatch:
     names = list(columns)
     return [dict(zip(names, values)) for values in zip(*columns.values())] \
         if names else [{} for _ in indexes]
+
+
+def row_columns(rows: Sequence[Mapping[str, Any]],
+                columns: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+  """Rows as dicts -> column arrays (None: every key, in the order first
+  seen); a column Arrow cannot hold (mixed types) stays a list of Python
+  values, judged value by value."""
+  if columns is None:
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+  out = {}
+  for c in columns:
+    values = [row.get(c) for row in rows]
+    try:
+      out[c] = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+      out[c] = values
+  return out
 
 
 class Format:

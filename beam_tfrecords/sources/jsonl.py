@@ -8,14 +8,13 @@ rules judge each one). A key absent from a line is a missing value.
 
 import io
 import json
-from typing import Any, Dict, Iterator, List, Sequence
-
-import pyarrow as pa
+from typing import Iterator, List, Sequence
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources import files as file_io
 from beam_tfrecords.sources.base import (Format, ReadError, ReadUnit,
-                                         SourceBatch, register_format)
+                                         SourceBatch, register_format,
+                                         row_columns)
 
 __all__ = ["JsonLinesFormat", "JsonArrayFormat"]
 
@@ -23,17 +22,6 @@ __all__ = ["JsonLinesFormat", "JsonArrayFormat"]
 BATCH_ROWS = 8192
 
 
-def _columns(rows: List[dict], columns: Sequence[str]) -> Dict[str, Any]:
-  if columns is None:  # every key, in the order first seen
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-  out = {}
-  for c in columns:
-    values = [row.get(c) for row in rows]
-    try:
-      out[c] = pa.array(values)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
-      out[c] = values  # mixed types: judged value by value
-  return out
 
 
 def _batches(path: str, items, columns: Sequence[str]
@@ -60,7 +48,7 @@ def _batches(path: str, items, columns: Sequence[str]
 
 def _batch(path, rows, lines, errors, columns):
   return SourceBatch(path=path, first_row=lines[0] if lines else None,
-                     columns=_columns(rows, columns), num_rows=len(rows),
+                     columns=row_columns(rows, columns), num_rows=len(rows),
                      errors=list(errors), numbers=list(lines))
 
 

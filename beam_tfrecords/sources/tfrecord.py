@@ -28,7 +28,7 @@ from beam_tfrecords.errors import InputError
 from beam_tfrecords.records import iter_tfrecords
 from beam_tfrecords.sources.base import (Format, InputFile, ReadError,
                                          ReadUnit, SourceBatch,
-                                         register_format)
+                                         register_format, row_columns)
 
 __all__ = ["TFRecordFormat", "decode_examples", "scalars"]
 
@@ -97,16 +97,7 @@ def decode_examples(records: Sequence[bytes]):
       errors[i] = f"the record is not a tf.train.Example ({e})"
       rows.append(None)
   kept = [i for i, row in zip(kept, rows) if row is not None]
-  rows = [row for row in rows if row is not None]
-  names = list(dict.fromkeys(k for row in rows for k in row))
-  columns = {}
-  for name in names:
-    values = [row.get(name) for row in rows]
-    try:
-      columns[name] = pa.array(values)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-      columns[name] = values  # kinds differ: judged value by value
-  return columns, kept, errors
+  return row_columns([row for row in rows if row is not None]), kept, errors
 
 
 def scalars(column):
