@@ -8,7 +8,7 @@ rules judge each one). A key absent from a line is a missing value.
 
 import io
 import json
-from typing import Iterator, List, Sequence
+from typing import Iterator, Sequence
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources import files as file_io
