@@ -43,12 +43,15 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10,<3.13",
     # The bundled pipelines, their sample data and the schemas they name
-    # install with the package: `python -m pipelines.movie_ratings` works
-    # from the wheel (in the worker image, say) as from the checkout.
+    # install with the package (schemas/ as pipelines/schemas/, not a
+    # top-level package of its own): `python -m pipelines.movie_ratings`
+    # works from the wheel (in the worker image, say) as from the checkout.
     packages=find_packages(include=["beam_tfrecords", "beam_tfrecords.*",
-                                    "pipelines", "pipelines.*", "schemas"]),
+                                    "pipelines", "pipelines.*"])
+    + ["pipelines.schemas"],
+    package_dir={"pipelines.schemas": "schemas"},
     package_data={"pipelines": ["data/*", "data/shapes/*/*"],
-                  "schemas": ["*.yaml"]},
+                  "pipelines.schemas": ["*.yaml"]},
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require={

@@ -156,16 +156,21 @@ def _runner(options: PipelineOptions):
 
 
 # Runners whose workers never share the launcher's disk.
-_REMOTE_RUNNERS = ("dataflowrunner", "testdataflowrunner")
+# (Beam takes "Dataflow", "DataflowRunner", a dotted path, any case.)
+_REMOTE_RUNNERS = ("dataflow", "testdataflow")
 
 
 def _check_paths_reach_workers(options: PipelineOptions,
-                               patterns: Sequence[str], output: str) -> None:
+                               paths: Sequence[str]) -> None:
   runner = options.view_as(StandardOptions).runner or ""
-  if not isinstance(runner, str) or \
-      runner.rsplit(".", 1)[-1].lower() not in _REMOTE_RUNNERS:
+  if not isinstance(runner, str):
     return
-  local = [p for p in list(patterns) + [output] if "://" not in p]
+  name = runner.rsplit(".", 1)[-1].lower()
+  if name.endswith("runner"):
+    name = name[:-len("runner")]
+  if name not in _REMOTE_RUNNERS:
+    return
+  local = [p for p in paths if "://" not in p]
   if local:
     raise InputError(
         f"{runner} workers cannot see this machine's files, but "
@@ -393,7 +398,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   schema = load_schema(schema)
   patterns = [inputs] if isinstance(inputs, str) else list(inputs)
   output = output.rstrip("/")
-  _check_paths_reach_workers(options, patterns, output)
+  _check_paths_reach_workers(options, list(patterns) + [output])
   if "://" not in output:  # workers run elsewhere: an absolute path
     output = os.path.abspath(output)
   needed = [f.input_column for f in schema.all_features
@@ -412,6 +417,9 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                      () if user_fn else needed, input_format, format_options,
                      () if user_fn else scalar_columns(schema))
   schema = resolve_media(schema, plan)
+  _check_paths_reach_workers(options, [
+      m.options["base_dir"] for m in schema.media
+      if m.kind is MediaKind.IMAGE and m.options.get("base_dir")])
   fingerprint = input_fingerprint(plan.files)
   key = build_key(schema, plan, fingerprint, {
       "num_shards": num_shards,

@@ -15,12 +15,14 @@ does not load on a worker before it reads any row.
 """
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import inspect
 import os
 import platform
 import sys
+import weakref
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import apache_beam
@@ -67,6 +69,8 @@ class Preprocess:
 
   def apply(self, fn, batch: SourceBatch) -> SourceBatch:
     """`batch` with its columns replaced by what `fn` returns."""
+    if not batch.num_rows:  # only unreadable rows (errors/): nothing to do
+      return batch
     typed, loose = {}, {}
     for name, array in batch.columns.items():
       if isinstance(array, (pa.Array, pa.ChunkedArray)):
@@ -80,11 +84,22 @@ class Preprocess:
     try:
       out = fn(table)
     except Exception as e:  # pylint: disable=broad-except
+      hint = ""
+      if isinstance(e, KeyError):
+        if any(f'"{c}"' in str(e) for c in loose):
+          hint = (" (in this batch that JSON key holds values of different "
+                  "types, which an Arrow column cannot: such a column goes "
+                  "around the function, to be judged value by value)")
+        else:
+          hint = (f" (the batch has the columns {table.schema.names}; with "
+                  "JSON input a key that no row of a batch has is not a "
+                  "column of that batch: test `name in batch.schema.names`)")
       raise InputError(
           f"the preprocess function {self.name} failed on {rows} of "
-          f"{batch.path}: {type(e).__name__}: {e}; nothing was published. "
-          "Fix the function (values it cannot handle should become nulls, "
-          "which the schema rejects or defaults row by row)") from e
+          f"{batch.path}: {type(e).__name__}: {e}{hint}; nothing was "
+          "published. Fix the function (values it cannot handle should "
+          "become nulls, which the schema rejects or defaults row by "
+          "row)") from e
     if isinstance(out, pa.Table):
       out = out.combine_chunks().to_batches()[0] if out.num_rows else \
           pa.RecordBatch.from_pydict({c: pa.array([], t) for c, t in
@@ -102,8 +117,14 @@ class Preprocess:
           "every row, in order (every row read is accounted for: set a "
           "required column to null to reject a row, with its reason, into "
           "errors/)")
+    names = out.schema.names
+    if len(set(names)) != len(names):
+      raise InputError(
+          f"the preprocess function {self.name} returned the column(s) "
+          f"{sorted({n for n in names if names.count(n) > 1})} more than "
+          f"once for {rows} of {batch.path}")
     columns: Dict[str, Any] = dict(loose)
-    columns.update(zip(out.schema.names, out.columns))
+    columns.update(zip(names, out.columns))
     missing = [c for c in self.needed if c not in columns]
     if missing:
       raise InputError(
@@ -135,8 +156,7 @@ def resolve_preprocess(spec: Union[str, Callable, None]
     fn, name = _import(spec), spec
   else:
     fn = spec
-    name = (f"{getattr(fn, '__module__', '?')}:"
-            f"{getattr(fn, '__qualname__', type(fn).__name__)}")
+    name = _name(fn)
   if not callable(fn):
     raise InputError(f"the preprocess {name} is a {type(fn).__name__}, not "
                      "a function")
@@ -150,12 +170,49 @@ def resolve_preprocess(spec: Union[str, Callable, None]
         "level of a module and create what it uses (clients, locks, open "
         "files) inside it or when the module is imported, not in a closure "
         "or a default argument") from e
+  return Preprocess(name=name, pickled=pickled, digest=_digest(fn))
+
+
+def _stable_class_id(cls) -> str:
+  return hashlib.sha256(f"{cls.__module__}.{cls.__qualname__}".encode(
+      "utf-8")).hexdigest()[:32]
+
+
+def _digest(fn) -> str:
+  """What the build key sees of the function: its source text, and what
+  the workers get of it (closure values, a bound instance, a partial's
+  arguments), pickled with class ids that are the same in every process
+  (cloudpickle's are random for classes defined in __main__)."""
+  from apache_beam.internal import cloudpickle_pickler
+  from apache_beam.internal.cloudpickle import cloudpickle
   try:
-    source = inspect.getsource(fn).encode("utf-8")
+    source = inspect.getsource(getattr(fn, "func", fn)).encode("utf-8")
   except (OSError, TypeError):
-    source = pickled
-  return Preprocess(name=name, pickled=pickled,
-                    digest=hashlib.sha256(source).hexdigest()[:16])
+    source = b""
+  # cloudpickle remembers each class's id for the process; with trackers
+  # of its own, this pickle neither reuses the (random) ids of the pickle
+  # shipped to the workers nor leaves its stable ones behind for it.
+  with cloudpickle._DYNAMIC_CLASS_TRACKER_LOCK:  # pylint: disable=protected-access
+    saved = (cloudpickle._DYNAMIC_CLASS_TRACKER_BY_CLASS,  # pylint: disable=protected-access
+             cloudpickle._DYNAMIC_CLASS_TRACKER_BY_ID)  # pylint: disable=protected-access
+    cloudpickle._DYNAMIC_CLASS_TRACKER_BY_CLASS = weakref.WeakKeyDictionary()  # pylint: disable=protected-access
+    cloudpickle._DYNAMIC_CLASS_TRACKER_BY_ID = weakref.WeakValueDictionary()  # pylint: disable=protected-access
+    try:
+      shipped = cloudpickle_pickler.dumps(
+          fn, config=cloudpickle.CloudPickleConfig(
+              id_generator=_stable_class_id))
+    finally:
+      (cloudpickle._DYNAMIC_CLASS_TRACKER_BY_CLASS,  # pylint: disable=protected-access
+       cloudpickle._DYNAMIC_CLASS_TRACKER_BY_ID) = saved  # pylint: disable=protected-access
+  return hashlib.sha256(source + b"\0" + shipped).hexdigest()[:16]
+
+
+def _name(fn) -> str:
+  if isinstance(fn, functools.partial):
+    return f"functools.partial({_name(fn.func)})"
+  if not hasattr(fn, "__qualname__"):  # a callable instance
+    fn = type(fn)
+  return f"{getattr(fn, '__module__', '?')}:{fn.__qualname__}"
 
 
 def _import(spec: str) -> Callable:
@@ -164,7 +221,8 @@ def _import(spec: str) -> Callable:
     raise InputError(f"--preprocess takes MODULE:FUNCTION (e.g. "
                      f"mypackage.features:clean), got {spec!r}")
   # As `python -m` does: modules next to where the command runs import.
-  if os.getcwd() not in sys.path and "" not in sys.path:
+  added = os.getcwd() not in sys.path and "" not in sys.path
+  if added:
     sys.path.insert(0, os.getcwd())
   try:
     obj: Any = importlib.import_module(module_name)
@@ -172,6 +230,9 @@ def _import(spec: str) -> Callable:
     raise InputError(f"--preprocess {spec}: cannot import {module_name!r} "
                      f"({e}); run from the folder that holds it, or install "
                      "it") from e
+  finally:
+    if added:
+      sys.path.remove(os.getcwd())
   for part in attr.split("."):
     if not hasattr(obj, part):
       raise InputError(f"--preprocess {spec}: {module_name} has no "

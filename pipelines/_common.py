@@ -7,7 +7,10 @@ from typing import List, Optional
 import beam_tfrecords as btr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCHEMAS = os.path.join(os.path.dirname(HERE), "schemas")
+# schemas/ in the checkout; pipelines/schemas/ where the wheel installed it.
+SCHEMAS = next(p for p in (os.path.join(HERE, "schemas"),
+                           os.path.join(os.path.dirname(HERE), "schemas"))
+               if os.path.isdir(p))
 
 
 def run_build(description: str, schema: str, sample: str, output: str,

@@ -1,1 +1,2 @@
-"""The bundled pipelines' schemas (a package so that they install with it)."""
+"""The bundled pipelines' schemas; the wheel installs them as
+`pipelines/schemas/` (setup.py), so the pipelines find them there too."""

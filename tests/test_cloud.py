@@ -110,7 +110,25 @@ def test_dataflow_refuses_local_paths_before_anything_runs(tmp_path):
     btr.build(schema, str(tmp_path / "in.csv"), str(tmp_path / "out"),
               beam_args=["--runner=DataflowRunner", "--project=p",
                          "--region=r", "--temp_location=gs://b/tmp"])
-  with pytest.raises(btr.InputError, match=r"but gs://b/in\.csv|out is local"):
-    btr.build(schema, "gs://b/in.csv", str(tmp_path / "out"),
-              beam_args=["--runner=DataflowRunner"])
+  # Beam's other spellings of the runner.
+  for runner in ("Dataflow", "dataflow",
+                 "apache_beam.runners.dataflow.dataflow_runner."
+                 "DataflowRunner"):
+    with pytest.raises(btr.InputError, match=r"out is local"):
+      btr.build(schema, "gs://b/in.csv", str(tmp_path / "out"),
+                beam_args=[f"--runner={runner}"])
   assert not (tmp_path / "out").exists()
+
+
+def test_dataflow_refuses_a_local_image_base_dir(s3, tmp_path):
+  client = boto3.client("s3", endpoint_url=s3)
+  client.create_bucket(Bucket="pics")
+  client.put_object(Bucket="pics", Key="t.csv", Body=b"path\na.png\n")
+  schema = {"name": "i", "features": {"img": {
+      "type": "image", "source": "path", "base_dir": str(tmp_path)}}}
+  with pytest.raises(btr.InputError, match=(
+      rf"workers cannot see this machine's files, but {tmp_path} is local")):
+    btr.build(schema, "s3://pics/t.csv", "s3://pics/out", beam_args=[
+        "--runner=DataflowRunner", f"--s3_endpoint_url={s3}",
+        "--s3_access_key_id=test", "--s3_secret_access_key=test",
+        "--s3_region_name=us-east-1"])

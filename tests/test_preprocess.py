@@ -5,6 +5,7 @@ function can be wrong fails with the function's name and what to do.
 (tests/test_portable.py runs it on workers that cannot import it, and on
 workers it is shipped to.)"""
 
+import functools
 import json
 import os
 import subprocess
@@ -217,3 +218,130 @@ def test_workers_with_other_versions_are_refused_with_both():
   assert str(e.value).startswith(
       f"the workers run {here} but the launcher runs beam_tfrecords 0.0.1, "
       "Apache Beam 2.60.0, Python 3.9; a stale worker container")
+
+
+def _pick(column):
+  def pick(batch):
+    return pa.RecordBatch.from_arrays([batch[column]], names=["name"])
+  return pick
+
+
+class Picker:
+  def __init__(self, column):
+    self.column = column
+
+  def pick(self, batch):
+    return pa.RecordBatch.from_arrays([batch[self.column]], names=["name"])
+
+
+NAME_ONLY = {"name": "p", "features": {"name": {"type": "string",
+                                                "required": True}}}
+
+
+@pytest.mark.parametrize("make", [
+    _pick,                                    # closures of one factory
+    lambda c: Picker(c).pick,                 # bound methods
+    lambda c: functools.partial(_take, c),    # partials
+])
+def test_the_same_code_with_other_values_is_not_up_to_date(tmp_path, make):
+  (tmp_path / "in.csv").write_text("a,b\nx,y\n")
+  out = str(tmp_path / "out")
+  btr.build(NAME_ONLY, str(tmp_path / "in.csv"), out, preprocess=make("a"))
+  assert btr.build(NAME_ONLY, str(tmp_path / "in.csv"), out,
+                   preprocess=make("a")).up_to_date
+  with pytest.raises(InputError, match="already holds a finished dataset"):
+    btr.build(NAME_ONLY, str(tmp_path / "in.csv"), out, preprocess=make("b"))
+  rebuilt = btr.build(NAME_ONLY, str(tmp_path / "in.csv"), out,
+                      preprocess=make("b"), overwrite=True)
+  assert not rebuilt.up_to_date
+  assert [r["name"] for r in btr.iter_records(out)] == ["y"]
+
+
+def _take(column, batch):
+  return pa.RecordBatch.from_arrays([batch[column]], names=["name"])
+
+
+def test_a_partial_is_named_by_its_function(tmp_path):
+  (tmp_path / "in.csv").write_text("a\nx\n")
+  result = btr.build(NAME_ONLY, str(tmp_path / "in.csv"),
+                     str(tmp_path / "out"),
+                     preprocess=functools.partial(_take, "a"))
+  assert result.metadata["options"]["preprocess"] == \
+      "functools.partial(test_preprocess:_take)"
+
+
+MAIN_SCRIPT = '''
+import pyarrow as pa
+from beam_tfrecords.preprocess import resolve_preprocess
+
+class Pick:
+  def __init__(self, column):
+    self.column = column
+  def __call__(self, batch):
+    return pa.RecordBatch.from_arrays([batch[self.column]], names=["name"])
+
+def closure(column):
+  return lambda batch: batch.select([column])
+
+print(resolve_preprocess(Pick("a")).digest,
+      resolve_preprocess(closure("a")).digest)
+'''
+
+
+def test_functions_defined_in_main_have_the_same_key_in_every_process(
+    tmp_path):
+  """cloudpickle gives classes defined in __main__ a random id; the build
+  key must not see it, or a scheduled build would never be up to date."""
+  (tmp_path / "job.py").write_text(MAIN_SCRIPT)
+  digests = [subprocess.run([sys.executable, "job.py"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120,
+                            check=True).stdout.split() for _ in range(2)]
+  assert digests[0] == digests[1] and len(digests[0]) == 2
+
+
+def test_json_keys_missing_from_a_batch_are_named_in_the_failure(tmp_path):
+  # A key some rows of the batch lack: null there (the row is rejected).
+  (tmp_path / "in.jsonl").write_text(
+      '{"first": "a", "last": "b", "months": 12}\n{"first": "c"}\n')
+  out = str(tmp_path / "a")
+  btr.build(SCHEMA, str(tmp_path / "in.jsonl"), out, preprocess=full_name)
+  assert [r["name"] for r in btr.iter_records(out)] == ["a b"]
+  assert [e["raw"] for e in btr.iter_errors(out)] == [
+      {"first": "c", "last": None, "months": None}]
+  # A key no row of the batch has: not a column of it.
+  (tmp_path / "only.jsonl").write_text('{"first": "c"}\n')
+  with pytest.raises(InputError, match=(
+      r"\(the batch has the columns \['first'\]; with JSON input a key "
+      r"that no row of a batch has is not a column of that batch")):
+    btr.build(SCHEMA, str(tmp_path / "only.jsonl"), str(tmp_path / "b"),
+              preprocess=full_name)
+
+
+def test_a_batch_of_unreadable_rows_only_does_not_reach_the_function(
+    tmp_path):
+  (tmp_path / "a.jsonl").write_text('{"n": "x", "v": 1}\n')
+  (tmp_path / "b.jsonl").write_text('{"n": "z"\n')
+
+  def rename(batch):
+    return pa.RecordBatch.from_arrays(
+        [batch["n"], batch["v"]], names=["name", "age"])
+
+  out = str(tmp_path / "out")
+  result = btr.build(SCHEMA, [str(tmp_path / "a.jsonl"),
+                              str(tmp_path / "b.jsonl")], out,
+                     preprocess=rename)
+  assert [r["name"] for r in btr.iter_records(out)] == ["x"]
+  assert result.rows_rejected == 1
+  assert [e["source"].endswith("b.jsonl") for e in btr.iter_errors(out)] \
+      == [True]
+
+
+def test_a_column_returned_twice_is_refused(tmp_path):
+  def twice(batch):
+    name = pc.cast(batch["first"], pa.string())
+    return pa.RecordBatch.from_arrays([name, name], names=["name", "name"])
+
+  with pytest.raises(InputError, match=(
+      r"returned the column\(s\) \['name'\] more than once for rows 1-3")):
+    btr.build(SCHEMA, _csv(tmp_path), str(tmp_path / "out"),
+              preprocess=twice)

@@ -3,7 +3,7 @@
 Beam's worker pool runs `--container_executable` once per SDK worker with
 the endpoints of the job. Like the container's Go `boot`, this program
 fetches the job's staged artifacts (the sdist `--setup_file` builds, the
-`--extra_package` files, a `--requirements_file`), installs them with pip,
+`--extra_package` files), installs them with pip,
 and starts the SDK harness with them importable. It lets the tests prove
 that `--setup_file` and `--extra_package` ship what workers need, on a
 machine without Docker. Installs use --no-deps --no-index: the worker's
@@ -71,16 +71,15 @@ def main(argv=None):
           artifact.role_payload).staged_name
       os.rename(path, os.path.join(work, name))
       staged[name] = os.path.join(work, name)
-  # What the Go boot installs, in its order: extra packages, the
-  # workflow tarball (the --setup_file sdist), the requirements.
+  # What the Go boot installs, in its order: extra packages, then the
+  # workflow tarball (the --setup_file sdist). (It also installs a
+  # --requirements_file from PyPI, which needs a network.)
   packages = []
   if "extra_packages.txt" in staged:
     with open(staged["extra_packages.txt"]) as f:
       packages += [staged[n.strip()] for n in f if n.strip()]
   if "workflow.tar.gz" in staged:
     packages.append(staged["workflow.tar.gz"])
-  if "requirements.txt" in staged:
-    packages += ["-r", staged["requirements.txt"]]
   site = os.path.join(work, "site")
   if packages:
     subprocess.run([PIP, "install", "--quiet", "--no-deps", "--no-index",
