@@ -1,7 +1,7 @@
 """Times `beam-tfrecords build` on generated data against the baselines.
 
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
-                              images|transform|portable|all]
+                              images|transform|portable|tfrecord|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
@@ -36,10 +36,14 @@ imports. The data is generated deterministically (and kept in --workdir).
   DirectRunner and on PortableRunner against Beam's job service and a
   worker pool on 127.0.0.1 (the path Flink and Spark use for Python), and
   whether the files are identical.
+* tfrecord: the 12-column CSV built into a dataset, and that dataset's
+  shards built again with --format tfrecord (identical records expected),
+  against TensorFlow reading and re-writing (and parsing) the same shards.
 """
 
 import argparse
 import csv
+import itertools
 import json
 import os
 import random
@@ -702,6 +706,27 @@ def _same_outputs(a: str, b: str) -> str:
       f"DIFFER: {differ}"
 
 
+def _same_records(a: str, b: str) -> str:
+  """"identical" when the shards of `a` and `b` hold the same records in
+  the same order (their gzip framing may differ)."""
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
+      __file__))))
+  from beam_tfrecords.records import iter_tfrecords
+  with open(os.path.join(a, "dataset.json")) as f:
+    info = json.load(f)
+  names = [s["file"] for split in info["splits"].values()
+           for s in split["shards"]]
+  n = 0
+  for name in names:
+    left = iter_tfrecords(os.path.join(a, name))
+    right = iter_tfrecords(os.path.join(b, name))
+    for x, y in itertools.zip_longest(left, right):
+      if x != y:
+        return f"DIFFER in {name} at record {n}"
+      n += 1
+  return f"{n:,} records identical, in {len(names)} files"
+
+
 def portable_suite(args) -> None:
   """The 12-column CSV built on the DirectRunner and on Beam's portable
   path: PortableRunner + local_job_service_main + an EXTERNAL worker pool
@@ -729,6 +754,70 @@ def portable_suite(args) -> None:
       print(f"\noutputs: {_same_outputs(*outs.values())}")
 
 
+def tf_copy_loop(src_glob: str, dst: str) -> None:
+  """TensorFlow's way of re-writing TFRecords: tf.data reads the gzip
+  files, one TFRecordWriter(GZIP) writes every record (no parsing, no
+  checks, no splits)."""
+  import glob
+  import tensorflow as tf
+  files = sorted(glob.glob(src_glob))
+  with tf.io.TFRecordWriter(dst, options="GZIP") as writer:
+    for record in tf.data.TFRecordDataset(files, compression_type="GZIP"):
+      writer.write(record.numpy())
+
+
+def tf_parse_loop(src_glob: str, dst: str) -> None:
+  """The same, parsing every record with tf.io.parse_example (the
+  dataset's feature spec) in batches of 1,024: what reading it costs."""
+  import glob
+  import tensorflow as tf
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
+      __file__))))
+  import beam_tfrecords as btr
+  spec = btr.feature_spec(os.path.dirname(src_glob))
+  files = sorted(glob.glob(src_glob))
+  n = 0
+  for batch in tf.data.TFRecordDataset(files, compression_type="GZIP").batch(
+      1024).map(lambda r: tf.io.parse_example(r, spec)):
+    n += int(tf.shape(batch["label"])[0])
+  with open(dst, "w") as f:
+    f.write(str(n))
+
+
+def tfrecord_suite(args) -> None:
+  """The 12-column CSV built into a dataset, then that dataset's shards
+  built again with --format tfrecord and a schema naming its stored
+  features (the records must come out identical); against TensorFlow
+  reading and re-writing the same shards."""
+  rows = args.rows
+  src, schema = _examples_input(args.workdir, rows)
+  first = os.path.join(args.workdir, "tfrecord-first")
+  again = os.path.join(args.workdir, "tfrecord-again")
+  shutil.rmtree(first, ignore_errors=True)
+  shutil.rmtree(again, ignore_errors=True)
+  results = []
+  _timed_cmd(results, "build from the CSV", [
+      sys.executable, "-m", "beam_tfrecords", "build", "--schema", schema,
+      "--input", src, "--output", first])
+  renamed = os.path.join(args.workdir, "schema-tfrecord.yaml")
+  with open(renamed, "w") as f:  # the same features, read from themselves
+    f.write(SCHEMA.replace(', separator: "|"', ""))
+  shards = os.path.join(first, "train-*.tfrecord.gz")
+  _timed_cmd(results, "build from its shards (--format tfrecord)", [
+      sys.executable, "-m", "beam_tfrecords", "build", "--schema", renamed,
+      "--input", shards, "--output", again])
+  _timed_cmd(results, "TensorFlow: read + re-write the shards (no parsing)",
+             _baseline_cmd("tf-copy", shards,
+                           os.path.join(args.workdir, "tf-copy.tfrecord.gz")))
+  _timed_cmd(results, "TensorFlow: read + parse_example the shards",
+             _baseline_cmd("tf-parse", shards,
+                           os.path.join(args.workdir, "tf-parse.txt")))
+  _table("tfrecord (a dataset's own shards as input; DirectRunner "
+         "defaults; MB/s of the CSV)", rows, src, results,
+         [("TensorFlow re-write", results[2].seconds)])
+  print(f"\nrebuilt shards: {_same_records(first, again)}")
+
+
 def _write_limit_steps(src: str, schema: str, dst: str) -> None:
   with open(dst, "w") as f:
     json.dump(limit_components(src, schema), f)
@@ -740,14 +829,15 @@ BASELINES = {"examples": seed_loop, "sequences": seed_sequence_loop,
              "make-csv": lambda path, rows: make_csv(path, int(rows)),
              "make-events": lambda path, rows: make_events_csv(path, int(rows)),
              "make-images": make_images, "seed-images": seed_image_loop,
-             "seed-pixels": seed_pixels_loop}
+             "seed-pixels": seed_pixels_loop, "tf-copy": tf_copy_loop,
+             "tf-parse": tf_parse_loop}
 
 
 def main():
   p = argparse.ArgumentParser()
   p.add_argument("--suite", choices=["examples", "sequences", "accounting",
                                      "scale", "images", "transform", "portable",
-                                     "all"],
+                                     "tfrecord", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="1000000,10000000",
@@ -775,7 +865,8 @@ def main():
                       ("scale", scale_suite),
                       ("images", images_suite),
                       ("transform", transform_suite),
-                      ("portable", portable_suite)):
+                      ("portable", portable_suite),
+                      ("tfrecord", tfrecord_suite)):
     if args.suite in (name, "all"):
       suite(args)
 

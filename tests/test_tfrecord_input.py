@@ -4,7 +4,6 @@ Files written by TensorFlow itself (plain and GZIP), our own shards built
 again (byte-identical), re-split, and every kind of bad record accounted
 for."""
 
-import filecmp
 import gzip
 import json
 import os
@@ -15,6 +14,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords.errors import InputError
+from beam_tfrecords.records import iter_tfrecords
 
 from conftest import SCHEMA, ROWS, tf_parse, tf_records
 
@@ -79,9 +79,9 @@ def test_examples_written_by_tensorflow_come_out_value_for_value(tmp_path,
   assert result.rows_rejected == 0
 
 
-def test_our_own_shards_built_again_are_byte_identical(tmp_path):
+def test_our_own_shards_built_again_hold_the_same_records(tmp_path):
   """A dataset's shards as input, the schema naming its stored features:
-  the same records, the same bytes."""
+  the same records, byte for byte, in the same order."""
   import csv
   src = tmp_path / "in.csv"
   with open(src, "w", newline="") as f:
@@ -100,9 +100,12 @@ def test_our_own_shards_built_again_are_byte_identical(tmp_path):
   btr.build(again_schema, os.path.join(first, "train-*.tfrecord.gz"), again)
   names = [s["file"] for s in btr.dataset_info(first)["splits"]["train"][
       "shards"]]
-  assert names and all(filecmp.cmp(os.path.join(first, n),
-                                   os.path.join(again, n), shallow=False)
-                       for n in names)
+  assert names == [s["file"] for s in btr.dataset_info(again)["splits"][
+      "train"]["shards"]]
+  for name in names:
+    before = list(iter_tfrecords(os.path.join(first, name)))
+    assert before and list(iter_tfrecords(os.path.join(again, name))) == \
+        before
 
 
 def test_an_existing_dataset_is_split_again_by_hash(tmp_path, tf):
@@ -216,3 +219,33 @@ def test_infer_schema_reads_examples(tmp_path, tf):
   btr.build(str(tmp_path / "s.yaml"), str(tmp_path / "in.tfrecord.gz"), out)
   assert [(r["id"], r["title"], r["tags"]) for r in btr.iter_records(out)] \
       == [(1, "é", ["a", "b"]), (2, "b", ["c"])]
+
+
+def test_iter_tfrecords_cuts_records_out_of_chunks_and_checks_framing(
+    tmp_path, monkeypatch):
+  import struct
+  from beam_tfrecords import records
+  monkeypatch.setattr(records, "_READ_CHUNK", 7)  # records span chunks
+  data = [b"", b"a", b"x" * 100, bytes(range(256)) * 3]
+  framed = records.frame_records(data)
+  path = tmp_path / "r.tfrecord"
+  path.write_bytes(framed)
+  assert list(records.iter_tfrecords(str(path))) == data
+  (tmp_path / "r.tfrecord.gz").write_bytes(gzip.compress(framed))
+  assert list(records.iter_tfrecords(str(tmp_path / "r.tfrecord.gz"))) == \
+      data
+  (tmp_path / "empty.tfrecord").write_bytes(b"")
+  assert list(records.iter_tfrecords(str(tmp_path / "empty.tfrecord"))) == []
+
+  def broken(raw, message):
+    path.write_bytes(raw)
+    with pytest.raises(ValueError, match=message):
+      list(records.iter_tfrecords(str(path)))
+
+  one = records.frame_record(b"hello")
+  broken(one + one[:5], r"r\.tfrecord: truncated record header at record 1")
+  broken(one + one[:14], r"r\.tfrecord: truncated record 1")
+  broken(one[:-1] + b"\x00", r"corrupt data CRC at record 0")
+  # A corrupt length (here 2**60) is refused, not read.
+  huge = struct.pack("<Q", 1 << 60) + one[8:]
+  broken(one + huge, r"corrupt length CRC at record 1")
