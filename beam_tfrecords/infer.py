@@ -56,12 +56,16 @@ def _tfrecord_sample(paths: Sequence[str], rows: int) -> Optional[pa.Table]:
   at most one value is a scalar column, others stay lists."""
   from beam_tfrecords.records import iter_tfrecords
   from beam_tfrecords.sources.tfrecord import decode_examples, scalars
+  import zlib
   records = []
   for path in paths:
-    for record in iter_tfrecords(path):
-      records.append(record)
-      if len(records) >= rows:
-        break
+    try:
+      for record in iter_tfrecords(path):
+        records.append(record)
+        if len(records) >= rows:
+          break
+    except (ValueError, OSError, EOFError, zlib.error) as e:
+      raise InputError(f"{path}: cannot read it as TFRecords ({e})") from e
     if len(records) >= rows:
       break
   columns, kept, _ = decode_examples(records)
@@ -69,12 +73,25 @@ def _tfrecord_sample(paths: Sequence[str], rows: int) -> Optional[pa.Table]:
     return None
   out = {}
   for name, column in columns.items():
+    if not name:
+      continue  # a feature named "": no schema can read it
     if isinstance(column, list):  # kinds differ between records
-      out[name] = _column([None if v is None else str(v) for v in column])
+      values = [v for row in column if row for v in row]
+      if all(isinstance(v, (int, float)) for v in values):
+        column = pa.array(column, pa.large_list(pa.float64()))
+      else:
+        out[name] = _column([None if v is None else str(v)
+                             for v in scalars(column)])
+        continue
+    is_list = pa.types.is_large_list(column.type) or \
+        pa.types.is_list(column.type)
+    lengths = pc.list_value_length(column) if is_list and \
+        not pa.types.is_null(column.type.value_type) else None
+    longest = pc.max(lengths).as_py() if lengths is not None else None
+    if not longest:  # no value of any kind in the sample: listed as left out
+      out[name] = pa.nulls(len(kept))
       continue
-    lengths = pc.list_value_length(column)
-    longest = pc.max(lengths).as_py()
-    column = scalars(column) if (longest or 0) <= 1 else column
+    column = scalars(column) if longest <= 1 else column
     # Example bytes that are all UTF-8 are probably text.
     text = {pa.large_binary(): pa.large_string(),
             pa.large_list(pa.large_binary()): pa.large_list(

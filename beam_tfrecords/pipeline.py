@@ -181,18 +181,42 @@ def _check_paths_reach_workers(options: PipelineOptions,
 
 def scalar_columns(schema: Schema) -> List[str]:
   """The input columns read as one value per row: scalar features (and,
-  grouped into sequences, scalar steps), keys, and image paths."""
+  grouped into sequences, scalar steps), keys, image paths, .npy paths and
+  the gathered columns of a tensor. (TFRecord input holds every value in
+  a list: these take its single value.)
+
+  Raises:
+    InputError: a column is read both as one value and as a list.
+  """
   features = list(schema.features) + list(schema.context)
   if schema.group_by:
     features += list(schema.sequence)
-  names = [f.input_column for f in features
-           if f.is_scalar and f.input_column is not None]
-  names += [c for c, _ in schema.group_by] + [k.column for k in
-                                               schema.order_by]
-  names += list(schema.splits.columns)
-  names += [c for m in schema.media if m.kind is MediaKind.IMAGE
-            for c in m.sources]
-  return list(dict.fromkeys(names))
+  one, many = {}, {}
+  for f in features:
+    if f.input_column is not None:
+      (one if f.is_scalar else many).setdefault(f.input_column, f.name)
+  for c, _ in schema.group_by:
+    one.setdefault(c, "group_by")
+  for k in schema.order_by:
+    one.setdefault(k.column, "order_by")
+  for c in schema.splits.columns:
+    one.setdefault(c, "splits")
+  for m in schema.media:
+    if m.kind is MediaKind.IMAGE or (m.kind is MediaKind.TENSOR and (
+        m.options["from"] == "npy" or len(m.sources) > 1)):
+      for c in m.sources:
+        one.setdefault(c, m.name)
+    elif m.kind is MediaKind.TENSOR:
+      many.setdefault(m.sources[0], m.name)
+  both = sorted(set(one) & set(many))
+  if both:
+    c = both[0]
+    raise InputError(
+        f"TFRecord input: the feature {c!r} is read as one value (by "
+        f"{one[c]}) and as a list (by {many[c]}); an Example holds one "
+        "list per feature, so read it one way (or reshape it with "
+        "--preprocess)")
+  return list(one)
 
 
 def _check_output(output: str, overwrite: bool) -> None:
@@ -408,14 +432,16 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                                                schema.order_by]
   needed += list(schema.splits.columns)
   user_fn = resolve_preprocess(preprocess)
-  if user_fn is not None:
-    # Its output is known on the workers only: the columns the schema
-    # needs are checked there, after it ran.
-    user_fn = dataclasses.replace(user_fn, needed=tuple(dict.fromkeys(
-        needed)))
   plan = plan_inputs(patterns, () if user_fn else schema.columns,
                      () if user_fn else needed, input_format, format_options,
-                     () if user_fn else scalar_columns(schema))
+                     lambda: scalar_columns(schema))
+  if user_fn is not None and plan.options.get("column_names"):
+    # Inputs with a fixed set of columns (CSV, Parquet) must have those
+    # the schema needs; with a function, its output is known on the
+    # workers only, so they are checked there, after it ran. (In JSON and
+    # TFRecord input an absent column is a missing value.)
+    user_fn = dataclasses.replace(user_fn, needed=tuple(dict.fromkeys(
+        needed)))
   schema = resolve_media(schema, plan)
   _check_paths_reach_workers(options, [
       m.options["base_dir"] for m in schema.media

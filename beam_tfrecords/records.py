@@ -110,8 +110,18 @@ def _fixed_rows(rows: np.ndarray) -> pa.LargeBinaryArray:
 
 def _compression(path: str, compression: Optional[str]) -> str:
   if compression is None:
-    return CompressionTypes.GZIP if path.endswith(".gz") else \
-        CompressionTypes.UNCOMPRESSED
+    if path.endswith(".gz"):
+      return CompressionTypes.GZIP
+    # No suffix: gzip when the file starts with gzip's magic bytes and not
+    # with a TFRecord header (8 length bytes and their masked CRC).
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
+                          ) as f:
+      head = f.read(12)
+    if head[:2] == b"\x1f\x8b" and not (
+        len(head) == 12 and
+        masked_crc32c(head[:8]) == struct.unpack("<I", head[8:])[0]):
+      return CompressionTypes.GZIP
+    return CompressionTypes.UNCOMPRESSED
   return {"gzip": CompressionTypes.GZIP, "none": CompressionTypes.UNCOMPRESSED,
           "": CompressionTypes.UNCOMPRESSED}[compression.lower()]
 
@@ -125,43 +135,81 @@ def iter_tfrecords(path: str, compression: Optional[str] = None,
 
   Args:
     path: any path Beam's FileSystems can open.
-    compression: "gzip", "none", or None to go by the ".gz" suffix.
+    compression: "gzip", "none", or None: gzip for a ".gz" name or a file
+      that starts like gzip.
     check_crc: verify both CRCs of every record.
 
   Raises:
     ValueError: the file is truncated or a CRC does not match.
+    OSError, zlib.error, EOFError: the (gzip) stream cannot be read; only
+      after every record before the bad spot was yielded.
   """
+  kind = _compression(path, compression)
   unpack, crc = struct.unpack_from, masked_crc32c
-  with FileSystems.open(path, compression_type=_compression(path, compression)
-                        ) as f:
-    # Read in large chunks and cut records out of them (reading each
-    # header, body and footer from the stream costs 3x the time).
-    buf, pos, index = b"", 0, 0
+  index = 0
+  try:
+    with FileSystems.open(path, compression_type=kind) as f:
+      # Read in large chunks and cut records out of them (reading each
+      # header, body and footer from the stream costs 3x the time).
+      buf, pos = b"", 0
+      while True:
+        have = len(buf) - pos
+        need = 12
+        if have >= 12:
+          # A corrupt length must not be believed (nor read).
+          if check_crc and crc(buf[pos:pos + 8]) != unpack("<I", buf,
+                                                           pos + 8)[0]:
+            raise ValueError(f"{path}: corrupt length CRC at record {index}")
+          need = 16 + unpack("<Q", buf, pos)[0]
+        if have < need:
+          more = f.read(max(_READ_CHUNK, need - have))
+          if more:
+            buf, pos = buf[pos:] + more, 0
+            continue
+          if have == 0:
+            return
+          raise ValueError(
+              f"{path}: truncated record header at record {index}"
+              if have < 12 else f"{path}: truncated record {index}")
+        start = pos + 12
+        pos = start + need - 16
+        data = buf[start:pos]
+        if check_crc and crc(data) != unpack("<I", buf, pos)[0]:
+          raise ValueError(f"{path}: corrupt data CRC at record {index}")
+        pos += 4
+        yield data
+        index += 1
+  except ValueError:
+    raise
+  except Exception:  # pylint: disable=broad-except
+    # The stream broke off (gzip garbage, say) inside a chunk, whose good
+    # part is lost with the exception: read again record by record from
+    # where we were, to yield what precedes the bad spot and fail there.
+    yield from _records_one_by_one(path, kind, check_crc, skip=index)
+    raise  # (only if reading one by one somehow got past it)
+
+
+def _records_one_by_one(path: str, kind: str, check_crc: bool,
+                        skip: int) -> Iterator[bytes]:
+  with FileSystems.open(path, compression_type=kind) as f:
+    index = 0
     while True:
-      have = len(buf) - pos
-      need = 12
-      if have >= 12:
-        # A corrupt length must not be believed (nor read).
-        if check_crc and crc(buf[pos:pos + 8]) != unpack("<I", buf,
-                                                         pos + 8)[0]:
-          raise ValueError(f"{path}: corrupt length CRC at record {index}")
-        need = 16 + unpack("<Q", buf, pos)[0]
-      if have < need:
-        more = f.read(max(_READ_CHUNK, need - have))
-        if more:
-          buf, pos = buf[pos:] + more, 0
-          continue
-        if have == 0:
-          return
-        raise ValueError(f"{path}: truncated record header at record {index}"
-                         if have < 12 else f"{path}: truncated record {index}")
-      start = pos + 12
-      pos = start + need - 16
-      data = buf[start:pos]
-      if check_crc and crc(data) != unpack("<I", buf, pos)[0]:
+      header = f.read(12)
+      if not header:
+        return
+      if len(header) < 12:
+        raise ValueError(f"{path}: truncated record header at record {index}")
+      length, length_crc = struct.unpack("<QI", header)
+      if check_crc and masked_crc32c(header[:8]) != length_crc:
+        raise ValueError(f"{path}: corrupt length CRC at record {index}")
+      data = f.read(length)
+      footer = f.read(4)
+      if len(data) < length or len(footer) < 4:
+        raise ValueError(f"{path}: truncated record {index}")
+      if check_crc and masked_crc32c(data) != struct.unpack("<I", footer)[0]:
         raise ValueError(f"{path}: corrupt data CRC at record {index}")
-      pos += 4
-      yield data
+      if index >= skip:
+        yield data
       index += 1
 
 

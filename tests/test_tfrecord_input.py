@@ -178,21 +178,36 @@ def test_a_broken_file_stops_the_build_naming_it(tmp_path, tf):
   assert not os.path.exists(tmp_path / "out" / "_SUCCESS")
 
 
-def test_gzip_without_the_suffix_with_the_cli_flag(tmp_path, tf):
+def test_gzip_without_the_suffix_and_the_cli_flag(tmp_path, tf):
   _write(tf, tmp_path / "in.tfrecord", [_example(tf, id=5, pair=[1, 2])],
          gzip_it=True)
   (tmp_path / "s.json").write_text(json.dumps(TARGET))
   cmd = [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
          "s.json", "--input", "in.tfrecord", "--output", "out"]
-  plain = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True,
-                         timeout=300)
-  assert plain.returncode == 2
-  assert "in.tfrecord" in plain.stderr.splitlines()[-1]
-  flagged = subprocess.run(cmd + ["--tfrecord-compression", "gzip"],
-                           cwd=tmp_path, capture_output=True, text=True,
-                           timeout=300)
-  assert flagged.returncode == 0, flagged.stderr[-2000:]
+  sniffed = subprocess.run(cmd, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300)
+  assert sniffed.returncode == 0, sniffed.stderr[-2000:]
   assert [r["id"] for r in btr.iter_records(str(tmp_path / "out"))] == [5]
+  told = subprocess.run(cmd[:-1] + ["out2", "--tfrecord-compression",
+                                    "none"], cwd=tmp_path,
+                        capture_output=True, text=True, timeout=300)
+  assert told.returncode == 2
+  assert "in.tfrecord: corrupt length CRC at record 0" in \
+      told.stderr.splitlines()[-1]
+
+
+def _infer_run(path):
+  return subprocess.run(
+      [sys.executable, "-m", "beam_tfrecords", "infer-schema", "--input",
+       str(path)], capture_output=True, text=True, timeout=300)
+
+
+def _infer(path):
+  """infer-schema's output, and its feature lines by name."""
+  run = _infer_run(path)
+  assert run.returncode == 0, run.stderr[-2000:]
+  return run, {line.split(":")[0].strip().strip('"'): line
+               for line in run.stdout.splitlines() if line.startswith("  ")}
 
 
 def test_infer_schema_reads_examples(tmp_path, tf):
@@ -201,13 +216,7 @@ def test_infer_schema_reads_examples(tmp_path, tf):
                raw=b"\xff"),
       _example(tf, id=2, title=b"b", tags=[b"c"], pair=[3, 4], raw=b"\x00"),
   ], gzip_it=True)
-  run = subprocess.run(
-      [sys.executable, "-m", "beam_tfrecords", "infer-schema", "--input",
-       str(tmp_path / "in.tfrecord.gz")], capture_output=True, text=True,
-      timeout=300)
-  assert run.returncode == 0, run.stderr[-2000:]
-  features = {line.split(":")[0].strip().strip('"'): line
-              for line in run.stdout.splitlines() if line.startswith("  ")}
+  run, features = _infer(tmp_path / "in.tfrecord.gz")
   assert "{type: int64, required: true}" in features["id"]
   assert "{type: string, required: true}" in features["title"]
   assert "{type: string, shape: [-1], required: true}" in features["tags"]
@@ -249,3 +258,148 @@ def test_iter_tfrecords_cuts_records_out_of_chunks_and_checks_framing(
   # A corrupt length (here 2**60) is refused, not read.
   huge = struct.pack("<Q", 1 << 60) + one[8:]
   broken(one + huge, r"corrupt length CRC at record 1")
+
+
+def test_tensor_columns_and_keys_take_single_values(tmp_path, tf):
+  _write(tf, tmp_path / "in.tfrecord", [
+      _example(tf, p0=1, p1=2, p2=3, flat=[4, 5, 6], user=7, split=b"eval")])
+  schema = {"name": "t", "splits": {"column": "split",
+                                     "values": ["train", "eval"]},
+            "features": {
+                "g": {"type": "tensor", "dtype": "uint8", "shape": [3],
+                      "source": ["p0", "p1", "p2"]},
+                "f": {"type": "tensor", "dtype": "int32", "shape": [3],
+                      "source": "flat"},
+                "user": {"type": "int64"}}}
+  out = str(tmp_path / "out")
+  result = btr.build(schema, str(tmp_path / "in.tfrecord"), out)
+  assert result.rows_rejected == 0
+  (row,) = list(btr.iter_records(out, "eval"))
+  assert row["user"] == 7 and row["g_shape"] == [3] and \
+      row["g"] == bytes([1, 2, 3])
+
+
+def test_a_column_read_both_as_one_value_and_as_a_list_is_refused(tmp_path,
+                                                                  tf):
+  _write(tf, tmp_path / "in.tfrecord", [_example(tf, x=[1])])
+  schema = {"name": "t", "features": {
+      "a": {"type": "int64", "source": "x"},
+      "b": {"type": "int64", "shape": [-1], "source": "x"}}}
+  with pytest.raises(InputError, match=(
+      r"TFRecord input: the feature 'x' is read as one value \(by a\) and "
+      r"as a list \(by b\)")):
+    btr.build(schema, str(tmp_path / "in.tfrecord"), str(tmp_path / "out"))
+
+
+def test_kinds_that_differ_keep_their_values(tmp_path, tf, monkeypatch):
+  """int64 7 next to float 2.5 in one batch: 7 stays 7 (not 7.0); an empty
+  list of another kind takes the others' kind, and the batch is decoded
+  in pieces, not record by record."""
+  from beam_tfrecords.sources import tfrecord as source
+  calls = []
+  real = source._decode_parts
+
+  def counted(decoder, records, lo, hi, out):
+    calls.append(hi - lo)
+    return real(decoder, records, lo, hi, out)
+
+  monkeypatch.setattr(source, "_decode_parts", counted)
+  records = [_example(tf, k=[7], s=[b"a"], id=1)]
+  records += [_example(tf, k=[8], s=[b"b"], id=i) for i in range(2, 60)]
+  records += [_example(tf, k=[2.5], s=[], id=60)]  # s: empty int64 list
+  records += [_example(tf, k=[9], s=[b"c"], id=61)]
+  columns, kept, errors = source.decode_examples(records)
+  assert not errors and kept == list(range(61))
+  assert columns["k"][:2] == [[7], [8]] and columns["k"][59] == [2.5]
+  assert columns["s"].to_pylist()[58:] == [[b"b"], [], [b"c"]]
+  assert len(calls) < 30  # not 61 single decodes
+  schema = {"name": "t", "features": {"k": {"type": "string"},
+                                      "id": {"type": "int64"}}}
+  _write(tf, tmp_path / "in.tfrecord", records)
+  out = str(tmp_path / "out")
+  btr.build(schema, str(tmp_path / "in.tfrecord"), out)
+  got = {r["id"]: r["k"] for r in btr.iter_records(out)}
+  assert got[1] == "7" and got[61] == "9" and 60 not in got
+  assert [e["row"] for e in btr.iter_errors(out)] == [60]
+
+
+def test_examples_with_repeated_or_unknown_fields_are_examples(tmp_path, tf):
+  """Protobuf merges a repeated features field and skips unknown fields;
+  TensorFlow reads both, so do we."""
+  merged = _example(tf, id=1) + _example(tf, pair=[1, 2])
+  unknown = _example(tf, id=2, pair=[3, 4]) + b"\x18\x01"
+  _write(tf, tmp_path / "in.tfrecord", [merged, unknown])
+  out = str(tmp_path / "out")
+  result = btr.build(TARGET, str(tmp_path / "in.tfrecord"), out)
+  assert result.rows_rejected == 0
+  assert [(r["id"], r["pair"]) for r in btr.iter_records(out)] == [
+      (1, [1, 2]), (2, [3, 4])]
+
+
+def test_batches_are_capped_in_bytes(tmp_path, tf, monkeypatch):
+  from beam_tfrecords.sources import tfrecord as source
+  monkeypatch.setattr(source, "BATCH_BYTES", 1000)
+  _write(tf, tmp_path / "in.tfrecord", [
+      _example(tf, id=i, title=b"x" * 300, pair=[i, i]) for i in range(20)])
+  unit = btr.sources.ReadUnit(str(tmp_path / "in.tfrecord"), "tfrecord",
+                              options=(("scalar_columns", ("id",)),))
+  batches = list(source.TFRecordFormat().read(unit, ["id", "title"]))
+  assert [b.num_rows for b in batches] == [3] * 6 + [2]
+  assert [b.first_row for b in batches] == list(range(1, 21, 3))
+  assert [v for b in batches for v in b.columns["id"].to_pylist()] == \
+      list(range(20))
+
+
+def test_gzip_is_recognised_by_its_bytes_and_a_stream_error_keeps_the_records_before_it(
+    tmp_path, tf):
+  from beam_tfrecords import records
+  framed = records.frame_records([b"r%d" % i for i in range(49)])
+  (tmp_path / "a.tfrecord").write_bytes(gzip.compress(framed))
+  assert len(list(records.iter_tfrecords(str(tmp_path / "a.tfrecord")))) \
+      == 49
+  # 49 good records, then bytes that are not gzip.
+  (tmp_path / "b.tfrecord.gz").write_bytes(gzip.compress(framed) +
+                                           b"garbage!")
+  seen = []
+  with pytest.raises(Exception):
+    for r in records.iter_tfrecords(str(tmp_path / "b.tfrecord.gz")):
+      seen.append(r)
+  assert len(seen) == 49
+  # A .gz name on a file that is not gzip: the build says what to check.
+  _write(tf, tmp_path / "c.tfrecord.gz", [_example(tf, id=1, pair=[1, 2])])
+  with pytest.raises(InputError, match=(
+      r"c\.tfrecord\.gz: cannot read it as a TFRecord file after 0 good "
+      r"records \(.*\); is it gzip\? \(--tfrecord-compression gzip\|none\)")):
+    btr.build(TARGET, str(tmp_path / "c.tfrecord.gz"), str(tmp_path / "o"))
+
+
+def test_tensorflow_shard_names_and_preprocess_with_lists(tmp_path, tf):
+  _write(tf, tmp_path / "data.tfrecord-00000-of-00001",
+         [_example(tf, id=3, title=b"t", pair=[1, 2])])
+  out = str(tmp_path / "out")
+  # The function gets lists; the scalar features take single values from
+  # what it returns.
+  result = btr.build(TARGET, str(tmp_path / "data.tfrecord-*"), out,
+                     preprocess=lambda batch: batch)
+  assert result.metadata["inputs"]["format"] == "tfrecord"
+  assert [(r["id"], r["name"]) for r in btr.iter_records(out)] == [
+      (3, "t")]
+
+
+def test_infer_schema_lists_features_it_cannot_type(tmp_path, tf):
+  records = [tf.train.Example(features=tf.train.Features(feature={
+      "nokind": tf.train.Feature(),
+      "empty": tf.train.Feature(int64_list=tf.train.Int64List()),
+      "k": tf.train.Feature(int64_list=tf.train.Int64List(value=[7])),
+  })).SerializeToString(), tf.train.Example(features=tf.train.Features(
+      feature={"k": tf.train.Feature(float_list=tf.train.FloatList(
+          value=[2.5]))})).SerializeToString()]
+  _write(tf, tmp_path / "in.tfrecord", records)
+  _, lines = _infer(tmp_path / "in.tfrecord")
+  assert "{type: float, required: true}" in lines["k"]
+  for name in ("nokind", "empty"):
+    assert "every sampled value is missing" in lines[name]
+  (tmp_path / "bad.tfrecord").write_bytes(b"\x05\x00\x00")
+  bad = _infer_run(tmp_path / "bad.tfrecord")
+  assert bad.returncode == 2
+  assert "bad.tfrecord: cannot read it as TFRecords" in bad.stderr

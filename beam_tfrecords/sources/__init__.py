@@ -6,7 +6,8 @@ files' extension (a trailing .gz/.bz2 is ignored).
 
 import dataclasses
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+import re
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources import csv as _csv  # registers "csv"
@@ -22,6 +23,7 @@ __all__ = ["FORMATS", "InputFile", "InputPlan", "ReadError", "ReadUnit",
            "SourceBatch", "plan_inputs", "read_unit", "resolve_format"]
 
 _COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zst", ".deflate")
+_TF_SHARD = re.compile(r"(?<=\.tfrecord|tfrecords)-\d+-of-\d+$")
 
 
 def resolve_format(paths: Sequence[str], explicit: Optional[str] = None) -> str:
@@ -38,6 +40,8 @@ def resolve_format(paths: Sequence[str], explicit: Optional[str] = None) -> str:
       if base.endswith(suffix):
         base = base[:-len(suffix)]
     ext = os.path.splitext(base)[1].lower()
+    # TensorFlow's shard names: data.tfrecord-00003-of-00010
+    ext = _TF_SHARD.sub("", ext)
     names = [name for name, fmt in FORMATS.items() if ext in fmt.extensions]
     if not names:
       raise InputError(f"cannot tell the format of {path} from its extension "
@@ -61,7 +65,8 @@ class InputPlan:
 def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
                 needed_columns: Sequence[str] = (), fmt: Optional[str] = None,
                 options: Optional[Mapping[str, Any]] = None,
-                scalar_columns: Sequence[str] = ()) -> InputPlan:
+                scalar_columns: Callable[[], Sequence[str]] = tuple
+                ) -> InputPlan:
   """Matches, checks and splits the inputs, before the pipeline is built.
 
   Args:
@@ -72,9 +77,9 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
       default.
     fmt: the format, or None to tell it from the extensions.
     options: format options (CSV delimiter, ...).
-    scalar_columns: columns the schema reads one value from (features of
-      shape []): TFRecord input holds every value in a list, and takes
-      the single one of these.
+    scalar_columns: gives the columns the schema reads one value from
+      (features of shape []): TFRecord input holds every value in a list,
+      and takes the single one of these. Called for TFRecord input only.
 
   Raises:
     InputError: nothing matches, headers differ, a needed column is absent.
@@ -91,7 +96,7 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
   source = FORMATS[name]
   options = dict(options or {})
   if name == "tfrecord":
-    options["scalar_columns"] = tuple(scalar_columns)
+    options["scalar_columns"] = tuple(scalar_columns())
   opts = source.check(files, columns, options)
   available = opts.get("column_names")
   if available:

@@ -14,10 +14,12 @@ goes to errors/ with its reason. A file whose framing is broken (a
 truncated record, a CRC that does not match) fails the build: the records
 after it cannot be found, so they cannot be accounted for.
 
-gzip files are recognised by their `.gz` suffix (`--tfrecord-compression
-gzip|none` says otherwise). Files are not split: one worker reads each.
+gzip files are recognised by a `.gz` suffix or by their first bytes
+(`--tfrecord-compression gzip|none` says). Files are not split: one
+worker reads each. Batches hold up to 8,192 records and 16 MiB.
 """
 
+import zlib
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 import numpy as np
@@ -30,29 +32,55 @@ from beam_tfrecords.sources.base import (Format, InputFile, ReadError,
                                          ReadUnit, SourceBatch,
                                          register_format, row_columns)
 
-__all__ = ["TFRecordFormat", "decode_examples", "scalars"]
+__all__ = ["TFRecordFormat", "decode_examples", "scalars", "unwrap_scalars"]
 
-# Records per batch handed to the encoder.
+# Records per batch handed to the encoder, and at most this many bytes of
+# them (records can be images).
 BATCH_ROWS = 8192
+BATCH_BYTES = 16 << 20
 
 
-def _is_example(record: bytes) -> bool:
-  """Whether the record's top level is at most one Example.features field
-  (tag 0x0a): a SequenceExample also has feature_lists (tag 0x12), which
-  an Example decoder would silently ignore."""
-  n = len(record)
-  if n == 0:
-    return True
-  if record[0] != 0x0A:
-    return False
-  length, shift, pos = 0, 0, 1
-  while pos < n and shift < 64:
-    byte = record[pos]
-    length |= (byte & 0x7F) << shift
+def _varint(buf: bytes, pos: int):
+  value, shift = 0, 0
+  while pos < len(buf) and shift < 64:
+    byte = buf[pos]
+    value |= (byte & 0x7F) << shift
     pos += 1
     if not byte & 0x80:
-      return pos + length == n
+      return value, pos
     shift += 7
+  return None, pos
+
+
+def _has_feature_lists(record: bytes) -> bool:
+  """Whether the record's top level has a SequenceExample's feature_lists
+  (field 2, length-delimited), which an Example decoder would silently
+  drop. Anything else (repeated or unknown fields, garbage) is left to
+  the decoder."""
+  n = len(record)
+  if n and record[0] == 0x0A:  # the usual Example: one field 1, all of it
+    length, pos = _varint(record, 1)
+    if length is not None and pos + length == n:
+      return False
+  pos = 0
+  while pos < n:
+    key, pos = _varint(record, pos)
+    if key is None:
+      return False
+    field, wire = key >> 3, key & 7
+    if wire == 2:
+      length, pos = _varint(record, pos)
+      if length is None:
+        return False
+      if field == 2:
+        return True
+      pos += length
+    elif wire == 0:
+      _, pos = _varint(record, pos)
+    elif wire in (1, 5):
+      pos += 8 if wire == 1 else 4
+    else:
+      return False
   return False
 
 
@@ -71,33 +99,87 @@ def _raw(record: bytes) -> str:
   return text + (f"... ({len(record)} bytes)" if len(record) > 200 else "")
 
 
+def _decode_parts(decoder, records, lo, hi, out):
+  """Decodes records[lo:hi] in as few pieces as the decoder allows: it
+  refuses a batch with a record that does not parse, or a feature whose
+  kind differs between records. Appends (lo, hi, RecordBatch or reason)."""
+  try:
+    out.append((lo, hi, decoder.DecodeBatch(records[lo:hi])))
+  except Exception as e:  # pylint: disable=broad-except
+    if hi - lo == 1:
+      out.append((lo, hi, f"the record is not a tf.train.Example ({e})"))
+    else:
+      mid = (lo + hi) // 2
+      _decode_parts(decoder, records, lo, mid, out)
+      _decode_parts(decoder, records, mid, hi, out)
+
+
+def _is_list(column) -> bool:
+  return pa.types.is_large_list(column.type) or pa.types.is_list(column.type)
+
+
+def _has_values(column) -> bool:
+  """(A feature with no kind set decodes as a null column.)"""
+  return _is_list(column) and bool(
+      pc.sum(pc.list_value_length(column)).as_py() or 0)
+
+
+def _merge(pieces):
+  """One column from the pieces' (None: the piece lacks the feature):
+  typed when the pieces that hold values agree on the kind (pieces of
+  empty lists of another kind take it), else Python values."""
+  kinds = {p.type for _, p in pieces if p is not None and _has_values(p)}
+  if len(kinds) > 1:
+    values = []
+    for n, p in pieces:
+      values += [None] * n if p is None else p.to_pylist()
+    return values
+  present = [p for _, p in pieces if p is not None and _is_list(p)]
+  if not kinds and not present:
+    return pa.nulls(sum(n for n, _ in pieces))
+  kind = kinds.pop() if kinds else present[0].type
+  out = []
+  for n, p in pieces:
+    if p is None or not _is_list(p):
+      out.append(pa.nulls(n, kind))
+    elif p.type != kind:  # empty lists (or nulls) of another kind
+      offsets = pc.fill_null(p.offsets, 0) if p.offsets.null_count else \
+          p.offsets
+      out.append(pa.LargeListArray.from_arrays(
+          pc.cast(offsets, pa.int64()), pa.array([], kind.value_type),
+          mask=p.is_null()))
+    else:
+      out.append(p)
+  return pa.concat_arrays(out)
+
+
 def decode_examples(records: Sequence[bytes]):
   """(columns, kept, errors): columns by feature name for the records
   that are Examples (kept: their indexes), errors: index -> reason."""
   from tfx_bsl.coders.example_coder import ExamplesToRecordBatchDecoder
   decoder = ExamplesToRecordBatchDecoder()
   errors = {i: _not_example_reason(r) for i, r in enumerate(records)
-            if not _is_example(r)}
-  kept = [i for i in range(len(records)) if i not in errors]
-  good = [records[i] for i in kept]
-  try:
-    batch = decoder.DecodeBatch(good)
-    return {n: batch.column(i) for i, n in enumerate(batch.schema.names)}, \
-        kept, errors
-  except Exception:  # pylint: disable=broad-except
-    pass
-  # A record that does not parse, or a feature whose kind differs between
-  # records: one by one, values as Python values.
-  rows: List[Optional[Dict[str, Any]]] = []
-  for i, record in zip(kept, good):
-    try:
-      rows.append({k: v[0] for k, v in
-                   decoder.DecodeBatch([record]).to_pydict().items()})
-    except Exception as e:  # pylint: disable=broad-except
-      errors[i] = f"the record is not a tf.train.Example ({e})"
-      rows.append(None)
-  kept = [i for i, row in zip(kept, rows) if row is not None]
-  return row_columns([row for row in rows if row is not None]), kept, errors
+            if _has_feature_lists(r)}
+  candidates = [i for i in range(len(records)) if i not in errors]
+  good = [records[i] for i in candidates]
+  parts = []
+  _decode_parts(decoder, good, 0, len(good), parts)
+  batches = []
+  for lo, hi, decoded in parts:
+    if isinstance(decoded, str):
+      errors[candidates[lo]] = decoded
+    else:
+      batches.append((hi - lo, decoded))
+  kept = [candidates[j] for lo, hi, decoded in parts
+          if not isinstance(decoded, str) for j in range(lo, hi)]
+  if len(batches) == 1:
+    batch = batches[0][1]
+    return dict(zip(batch.schema.names, batch.columns)), kept, errors
+  names = list(dict.fromkeys(n for _, b in batches for n in b.schema.names))
+  columns = {name: _merge([(n, b.column(name) if name in b.schema.names
+                            else None) for n, b in batches])
+             for name in names}
+  return columns, kept, errors
 
 
 def scalars(column):
@@ -107,8 +189,7 @@ def scalars(column):
   if isinstance(column, list):
     return [v[0] if isinstance(v, list) and len(v) == 1 else
             (None if v == [] else v) for v in column]
-  if not pa.types.is_large_list(column.type) and \
-      not pa.types.is_list(column.type):
+  if not _is_list(column):
     return column
   lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy(
       zero_copy_only=False)
@@ -117,6 +198,15 @@ def scalars(column):
   flat = pc.list_flatten(column)
   index = np.cumsum(lengths) - 1
   return flat.take(pa.array(index, mask=lengths != 1))
+
+
+def unwrap_scalars(batch: SourceBatch, scalar: Sequence[str]) -> SourceBatch:
+  """The batch with its `scalar` columns holding single values."""
+  if not scalar:
+    return batch
+  batch.columns = {c: scalars(a) if c in scalar else a
+                   for c, a in batch.columns.items()}
+  return batch
 
 
 class TFRecordFormat(Format):
@@ -137,24 +227,29 @@ class TFRecordFormat(Format):
   def read(self, unit: ReadUnit, columns: Optional[Sequence[str]]
            ) -> Iterator[SourceBatch]:
     opts = unit.option_dict
-    scalar = set(opts.get("scalar_columns", ()))
+    # With --preprocess (columns None) the function gets the lists, and
+    # the single values are taken from what it returns (read.py).
+    scalar = () if columns is None else set(opts.get("scalar_columns", ()))
     records: List[bytes] = []
-    first = 1
+    first, size = 1, 0
     try:
       for record in iter_tfrecords(unit.path, opts.get("compression")):
         records.append(record)
-        if len(records) >= BATCH_ROWS:
+        size += len(record)
+        if len(records) >= BATCH_ROWS or size >= BATCH_BYTES:
           yield self._batch(unit.path, first, records, columns, scalar)
           first += len(records)
-          records = []
+          records, size = [], 0
     except ValueError as e:  # framing: truncated, or a CRC mismatch
       raise InputError(
           f"{e} (after {first + len(records) - 1} good records); the rest "
           "of the file cannot be read, so the build stops. Rewrite the "
           "file, or leave it out of --input") from e
-    except OSError as e:
-      raise InputError(f"{unit.path}: cannot read it as a TFRecord file "
-                       f"({e}); is it gzip? (--tfrecord-compression)") from e
+    except (OSError, zlib.error, EOFError) as e:
+      raise InputError(
+          f"{unit.path}: cannot read it as a TFRecord file after "
+          f"{first + len(records) - 1} good records ({e}); is it gzip? "
+          "(--tfrecord-compression gzip|none)") from e
     if records:
       yield self._batch(unit.path, first, records, columns, scalar)
 
@@ -163,12 +258,11 @@ class TFRecordFormat(Format):
     decoded, kept, errors = decode_examples(records)
     wanted = decoded if columns is None else {
         c: decoded[c] for c in columns if c in decoded}
-    out = {c: scalars(a) if c in scalar else a for c, a in wanted.items()}
-    return SourceBatch(
-        path=path, first_row=first, columns=out, num_rows=len(kept),
+    return unwrap_scalars(SourceBatch(
+        path=path, first_row=first, columns=wanted, num_rows=len(kept),
         errors=[ReadError(row=first + i, raw=_raw(records[i]), reason=r)
                 for i, r in sorted(errors.items())],
-        numbers=None if not errors else [first + i for i in kept])
+        numbers=None if not errors else [first + i for i in kept]), scalar)
 
 
 register_format(TFRecordFormat())

@@ -6,6 +6,7 @@ import apache_beam as beam
 
 from beam_tfrecords.preprocess import Preprocess, Versions, check_versions
 from beam_tfrecords.sources import ReadUnit, SourceBatch, read_unit
+from beam_tfrecords.sources.tfrecord import unwrap_scalars
 
 __all__ = ["ReadInputs"]
 
@@ -45,6 +46,9 @@ class _ReadUnitFn(beam.DoFn):
       batch.order = (unit.path, unit.start, i)
       if self._preprocess is not None:
         batch = self._preprocess.apply(self._fn, batch)
+        if unit.format == "tfrecord":  # the function got lists
+          batch = unwrap_scalars(batch, set(
+              unit.option_dict.get("scalar_columns", ())))
       yield batch
 
 
