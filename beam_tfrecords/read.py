@@ -36,14 +36,18 @@ def dataset_info(path: str) -> Dict[str, Any]:
     return json.loads(f.read().decode("utf-8"))
 
 
-def dataset_schema(path: str) -> Schema:
-  return schema_from_dict(dataset_info(path)["schema"],
+def dataset_schema(path: str, info: Optional[Dict[str, Any]] = None
+                   ) -> Schema:
+  """The schema a dataset was built with (`info`: its dataset.json, when
+  read already)."""
+  return schema_from_dict((info or dataset_info(path))["schema"],
                           FileSystems.join(path, "dataset.json"))
 
 
-def shard_files(path: str, split: str = "train") -> List[str]:
+def shard_files(path: str, split: str = "train",
+                info: Optional[Dict[str, Any]] = None) -> List[str]:
   """The shard paths of one split, in order."""
-  info = dataset_info(path)
+  info = info or dataset_info(path)
   if split not in info["splits"]:
     raise InputError(f"{path} has no split {split!r}; it has "
                      f"{sorted(info['splits'])}")
@@ -171,10 +175,12 @@ def load(path: str, split: str = "train", batch_size: Optional[int] = None,
   import tensorflow as tf
   if transformed:
     return _load_transformed(path, split, batch_size)
-  spec = feature_spec(path)
-  files = shard_files(path, split)
+  info = dataset_info(path)  # read once (a request on GCS / S3)
+  schema = dataset_schema(path, info)
+  spec = _schema_feature_spec(schema)
+  files = shard_files(path, split, info)
   ds = tf.data.TFRecordDataset(files, compression_type="GZIP")
-  decoders = _media_decoders(dataset_schema(path)) if decode else []
+  decoders = _media_decoders(schema) if decode else []
   if decoders:
     def parsed(x):
       x = tf.io.parse_single_example(x, spec)
@@ -234,8 +240,9 @@ def iter_records(path: str, split: str = "train") -> Iterator[Dict[str, Any]]:
   `bytes` features bytes; a missing feature is None. A SequenceExample is
   {"context": {...}, "feature_lists": {name: [value per step]}}.
   """
-  schema = dataset_schema(path)
-  for shard in shard_files(path, split):
+  info = dataset_info(path)
+  schema = dataset_schema(path, info)
+  for shard in shard_files(path, split, info):
     for record in iter_tfrecords(shard):
       if schema.is_sequence:
         context, lists = decode_sequence_example(record)
