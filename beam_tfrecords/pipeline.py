@@ -219,6 +219,17 @@ def scalar_columns(schema: Schema) -> List[str]:
   return list(one)
 
 
+def _success_text(output: str) -> Optional[str]:
+  """The output's _SUCCESS (tool version and build key), None if none."""
+  path = FileSystems.join(output, SUCCESS)
+  try:
+    with FileSystems.open(path) as f:
+      return f.read().decode("utf-8", "replace")
+  except Exception:  # pylint: disable=broad-except
+    # Not there (each file system says so its own way).
+    return None if not FileSystems.exists(path) else "<unreadable>"
+
+
 def _check_output(output: str, overwrite: bool) -> None:
   if any(c in output for c in "*?[]"):
     raise InputError(f"output {output!r}: a dataset path cannot hold *, ?, "
@@ -462,6 +473,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       return BuildResult(output=output, metadata=previous,
                          seconds=time.time() - started, up_to_date=True)
   _check_output(output, overwrite)
+  published_before = _success_text(output)
   if max_bad_rows is None:
     max_bad_rows = schema.max_bad_rows
   if max_bad_fraction is None:
@@ -606,6 +618,13 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
           f"be meaningless; nothing was published (see {staging}). Check "
           "the split rule and errors/, or set transform.analyze_split")
   check_thresholds(metadata, max_bad_rows, max_bad_fraction, staging)
+  if _success_text(output) != published_before:
+    raise InputError(
+        f"{output} changed while this build ran: another build published "
+        "there meanwhile, so this one publishes nothing (its files are in "
+        f"{staging}). Two builds into one output at once would mix their "
+        "files; run them one after the other (the next run is up to date "
+        "if its inputs, schema and options are the same)")
   publish(staging, output, metadata)
   _LOG.info("Published %s", output)
   return BuildResult(output=output, metadata=metadata,

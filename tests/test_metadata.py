@@ -103,3 +103,31 @@ def test_text_defaults_are_written_to_dataset_json_and_load_back(tmp_path):
   assert written["features"]["city"]["default"] == "Zürich"
   assert written["features"]["tags"]["default"] == ["x", "y"]
   assert btr.load_schema(written) == btr.load_schema(schema)
+
+
+def test_a_build_does_not_publish_over_one_that_published_meanwhile(
+    tmp_path, monkeypatch):
+  """Two runs into one output at once (a scheduled job that overran): the
+  one that finishes second publishes nothing instead of mixing files."""
+  import beam_tfrecords.pipeline as pipeline
+  (tmp_path / "in.csv").write_text("x\n1\n2\n")
+  schema = {"name": "d", "features": {"x": "int64"}}
+  out = tmp_path / "out"
+  other = {}
+
+  def meanwhile(metadata, *args):
+    # The other build publishes while this one is about to.
+    monkeypatch.undo()
+    other["result"] = btr.build(schema, str(tmp_path / "in.csv"), str(out),
+                                force=True, overwrite=True)
+
+  monkeypatch.setattr(pipeline, "check_thresholds", meanwhile)
+  with pytest.raises(btr.InputError, match=(
+      r"out changed while this build ran: another build published there "
+      r"meanwhile, so this one publishes nothing \(its files are in "
+      r".*\.staging-")):
+    btr.build(schema, str(tmp_path / "in.csv"), str(out))
+  # What is there is the other build's dataset, whole.
+  assert (out / "_SUCCESS").read_text().endswith(
+      other["result"].metadata["build_key"] + "\n")
+  assert sorted(r["x"] for r in btr.iter_records(str(out))) == [1, 2]
