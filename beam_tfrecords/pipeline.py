@@ -170,7 +170,7 @@ def _check_paths_reach_workers(options: PipelineOptions,
     name = name[:-len("runner")]
   if name not in _REMOTE_RUNNERS:
     return
-  local = [p for p in paths if "://" not in p]
+  local = [p for p in paths if "://" not in p or p.startswith("file://")]
   if local:
     raise InputError(
         f"{runner} workers cannot see this machine's files, but "

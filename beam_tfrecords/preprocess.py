@@ -129,8 +129,8 @@ class Preprocess:
     if missing:
       raise InputError(
           f"the preprocess function {self.name} returned no column(s) "
-          f"{missing} for {batch.path}, which the schema reads (it returned "
-          f"{list(out.schema.names)})")
+          f"{missing} for {rows} of {batch.path}, which the schema reads "
+          f"(it returned {list(out.schema.names)})")
     return dataclasses.replace(batch, columns=columns,
                                raw_columns=batch.columns)
 
@@ -192,18 +192,19 @@ def _digest(fn) -> str:
   # cloudpickle remembers each class's id for the process; with trackers
   # of its own, this pickle neither reuses the (random) ids of the pickle
   # shipped to the workers nor leaves its stable ones behind for it.
-  with cloudpickle._DYNAMIC_CLASS_TRACKER_LOCK:  # pylint: disable=protected-access
-    saved = (cloudpickle._DYNAMIC_CLASS_TRACKER_BY_CLASS,  # pylint: disable=protected-access
-             cloudpickle._DYNAMIC_CLASS_TRACKER_BY_ID)  # pylint: disable=protected-access
-    cloudpickle._DYNAMIC_CLASS_TRACKER_BY_CLASS = weakref.WeakKeyDictionary()  # pylint: disable=protected-access
-    cloudpickle._DYNAMIC_CLASS_TRACKER_BY_ID = weakref.WeakValueDictionary()  # pylint: disable=protected-access
+  trackers = {"_DYNAMIC_CLASS_TRACKER_BY_CLASS": weakref.WeakKeyDictionary,
+              "_DYNAMIC_CLASS_TRACKER_BY_ID": weakref.WeakValueDictionary}
+  with getattr(cloudpickle, "_DYNAMIC_CLASS_TRACKER_LOCK"):
+    saved = {name: getattr(cloudpickle, name) for name in trackers}
+    for name, fresh in trackers.items():
+      setattr(cloudpickle, name, fresh())
     try:
       shipped = cloudpickle_pickler.dumps(
           fn, config=cloudpickle.CloudPickleConfig(
               id_generator=_stable_class_id))
     finally:
-      (cloudpickle._DYNAMIC_CLASS_TRACKER_BY_CLASS,  # pylint: disable=protected-access
-       cloudpickle._DYNAMIC_CLASS_TRACKER_BY_ID) = saved  # pylint: disable=protected-access
+      for name, value in saved.items():
+        setattr(cloudpickle, name, value)
   return hashlib.sha256(source + b"\0" + shipped).hexdigest()[:16]
 
 

@@ -140,7 +140,8 @@ def iter_tfrecords(path: str, compression: Optional[str] = None,
     check_crc: verify both CRCs of every record.
 
   Raises:
-    ValueError: the file is truncated or a CRC does not match.
+    ValueError: the file is truncated or a CRC does not match; the
+      message numbers records from 1, as rows are.
     OSError, zlib.error, EOFError: the (gzip) stream cannot be read; only
       after every record before the bad spot was yielded.
   """
@@ -159,7 +160,8 @@ def iter_tfrecords(path: str, compression: Optional[str] = None,
           # A corrupt length must not be believed (nor read).
           if check_crc and crc(buf[pos:pos + 8]) != unpack("<I", buf,
                                                            pos + 8)[0]:
-            raise ValueError(f"{path}: corrupt length CRC at record {index}")
+            raise ValueError(
+                f"{path}: corrupt length CRC at record {index + 1}")
           need = 16 + unpack("<Q", buf, pos)[0]
         if have < need:
           more = f.read(max(_READ_CHUNK, need - have))
@@ -169,13 +171,13 @@ def iter_tfrecords(path: str, compression: Optional[str] = None,
           if have == 0:
             return
           raise ValueError(
-              f"{path}: truncated record header at record {index}"
-              if have < 12 else f"{path}: truncated record {index}")
+              f"{path}: truncated record header at record {index + 1}"
+              if have < 12 else f"{path}: truncated record {index + 1}")
         start = pos + 12
         pos = start + need - 16
         data = buf[start:pos]
         if check_crc and crc(data) != unpack("<I", buf, pos)[0]:
-          raise ValueError(f"{path}: corrupt data CRC at record {index}")
+          raise ValueError(f"{path}: corrupt data CRC at record {index + 1}")
         pos += 4
         yield data
         index += 1
@@ -198,16 +200,17 @@ def _records_one_by_one(path: str, kind: str, check_crc: bool,
       if not header:
         return
       if len(header) < 12:
-        raise ValueError(f"{path}: truncated record header at record {index}")
+        raise ValueError(
+            f"{path}: truncated record header at record {index + 1}")
       length, length_crc = struct.unpack("<QI", header)
       if check_crc and masked_crc32c(header[:8]) != length_crc:
-        raise ValueError(f"{path}: corrupt length CRC at record {index}")
+        raise ValueError(f"{path}: corrupt length CRC at record {index + 1}")
       data = f.read(length)
       footer = f.read(4)
       if len(data) < length or len(footer) < 4:
-        raise ValueError(f"{path}: truncated record {index}")
+        raise ValueError(f"{path}: truncated record {index + 1}")
       if check_crc and masked_crc32c(data) != struct.unpack("<I", footer)[0]:
-        raise ValueError(f"{path}: corrupt data CRC at record {index}")
+        raise ValueError(f"{path}: corrupt data CRC at record {index + 1}")
       if index >= skip:
         yield data
       index += 1

@@ -110,6 +110,9 @@ def test_dataflow_refuses_local_paths_before_anything_runs(tmp_path):
     btr.build(schema, str(tmp_path / "in.csv"), str(tmp_path / "out"),
               beam_args=["--runner=DataflowRunner", "--project=p",
                          "--region=r", "--temp_location=gs://b/tmp"])
+  with pytest.raises(btr.InputError, match=r"file:///b/in\.csv is local"):
+    btr.build(schema, "file:///b/in.csv", "gs://b/out",
+              beam_args=["--runner=DataflowRunner"])
   # Beam's other spellings of the runner.
   for runner in ("Dataflow", "dataflow",
                  "apache_beam.runners.dataflow.dataflow_runner."

@@ -125,8 +125,8 @@ def test_a_function_that_does_not_pickle_fails_before_the_run(tmp_path):
      r"returned 1 rows for the 3 rows 1-3 of .*in\.csv; it must keep every "
      r"row, in order"),
     (lambda b: pa.RecordBatch.from_arrays([b["first"]], names=["name"]),
-     r"returned no column\(s\) \['age'\] for .*in\.csv, which the schema "
-     r"reads \(it returned \['name'\]\)"),
+     r"returned no column\(s\) \['age'\] for rows 1-3 of .*in\.csv, which "
+     r"the schema reads \(it returned \['name'\]\)"),
     (lambda b: b.to_pydict(),
      r"returned dict for rows 1-3 of .*in\.csv; it must return a "
      r"pyarrow\.RecordBatch"),

@@ -172,7 +172,7 @@ def test_a_broken_file_stops_the_build_naming_it(tmp_path, tf):
   data = (tmp_path / "in.tfrecord").read_bytes()
   (tmp_path / "in.tfrecord").write_bytes(data[:-7])
   with pytest.raises(InputError, match=(
-      r"in\.tfrecord: truncated record 9 \(after 9 good records\); the rest "
+      r"in\.tfrecord: truncated record 10 \(after 9 good records\); the rest "
       r"of the file cannot be read, so the build stops")):
     btr.build(TARGET, str(tmp_path / "in.tfrecord"), str(tmp_path / "out"))
   assert not os.path.exists(tmp_path / "out" / "_SUCCESS")
@@ -192,8 +192,16 @@ def test_gzip_without_the_suffix_and_the_cli_flag(tmp_path, tf):
                                     "none"], cwd=tmp_path,
                         capture_output=True, text=True, timeout=300)
   assert told.returncode == 2
-  assert "in.tfrecord: corrupt length CRC at record 0" in \
+  assert "in.tfrecord: corrupt length CRC at record 1" in \
       told.stderr.splitlines()[-1]
+  (tmp_path / "in.csv").write_text("id,pair\n1,2\n")
+  csv_told = subprocess.run(cmd[:7] + ["in.csv", "--output", "out3",
+                                       "--tfrecord-compression", "gzip"],
+                            cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300)
+  assert csv_told.returncode == 2
+  assert "--tfrecord-compression is for TFRecord input; these files are " \
+      "csv" in csv_told.stderr.splitlines()[-1]
 
 
 def _infer_run(path):
@@ -252,12 +260,12 @@ def test_iter_tfrecords_cuts_records_out_of_chunks_and_checks_framing(
       list(records.iter_tfrecords(str(path)))
 
   one = records.frame_record(b"hello")
-  broken(one + one[:5], r"r\.tfrecord: truncated record header at record 1")
-  broken(one + one[:14], r"r\.tfrecord: truncated record 1")
-  broken(one[:-1] + b"\x00", r"corrupt data CRC at record 0")
+  broken(one + one[:5], r"r\.tfrecord: truncated record header at record 2")
+  broken(one + one[:14], r"r\.tfrecord: truncated record 2")
+  broken(one[:-1] + b"\x00", r"corrupt data CRC at record 1")
   # A corrupt length (here 2**60) is refused, not read.
   huge = struct.pack("<Q", 1 << 60) + one[8:]
-  broken(one + huge, r"corrupt length CRC at record 1")
+  broken(one + huge, r"corrupt length CRC at record 2")
 
 
 def test_tensor_columns_and_keys_take_single_values(tmp_path, tf):

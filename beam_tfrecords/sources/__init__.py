@@ -97,6 +97,9 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
   options = dict(options or {})
   if name == "tfrecord":
     options["scalar_columns"] = tuple(scalar_columns())
+  elif options.get("compression") is not None:
+    raise InputError(f"--tfrecord-compression is for TFRecord input; these "
+                     f"files are {name}")
   opts = source.check(files, columns, options)
   available = opts.get("column_names")
   if available:

@@ -51,6 +51,25 @@ def wait_for_port(port: int, proc, what: str, seconds: float = 60) -> None:
       time.sleep(0.1)
 
 
+# Beam's worker_pool_main, listening on 127.0.0.1 instead of every
+# interface ("[::]:port" is written into it).
+_POOL_ON_LOOPBACK = """
+import sys
+import grpc
+_server = grpc.server
+def _loopback_server(*args, **kwargs):
+  server = _server(*args, **kwargs)
+  add = server.add_insecure_port
+  server.add_insecure_port = lambda address: add(
+      address.replace("[::]", "127.0.0.1"))
+  return server
+grpc.server = _loopback_server
+from apache_beam.runners.worker import worker_pool_main
+sys.argv[0] = "worker_pool_main"
+worker_pool_main.main()
+"""
+
+
 class LocalPortable:
   """A job service + worker pool; `args` are the Beam flags to use them."""
 
@@ -104,8 +123,7 @@ class LocalPortable:
     env["BOOT_DIR"] = os.path.join(self.workdir, "boot")
     os.makedirs(env["BOOT_DIR"], exist_ok=True)
     self.env, self.cwd = env, cwd
-    pool_cmd = [self.python, "-m",
-                "apache_beam.runners.worker.worker_pool_main"]
+    pool_cmd = [self.python, "-c", _POOL_ON_LOOPBACK]
     if self.boot:
       boot = os.path.join(self.workdir, "boot.sh")
       with open(boot, "w") as f:
