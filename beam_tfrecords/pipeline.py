@@ -230,13 +230,17 @@ def _success_text(output: str) -> Optional[str]:
     return None if not FileSystems.exists(path) else "<unreadable>"
 
 
-def _check_output(output: str, overwrite: bool) -> None:
+def _check_output(output: str, overwrite: bool) -> Optional[str]:
+  """Refuses an output path Beam reads as a pattern, or a finished dataset
+  without `overwrite`; returns its _SUCCESS text (None: none)."""
   if any(c in output for c in "*?[]"):
     raise InputError(f"output {output!r}: a dataset path cannot hold *, ?, "
                      "[ or ] (Beam's file systems read them as patterns)")
-  if FileSystems.exists(FileSystems.join(output, SUCCESS)) and not overwrite:
+  published = _success_text(output)
+  if published is not None and not overwrite:
     raise InputError(f"{output} already holds a finished dataset; pass "
                      "--overwrite to replace it")
+  return published
 
 
 def input_fingerprint(files) -> str:
@@ -472,8 +476,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       _LOG.info("%s is up to date (same inputs, schema and options)", output)
       return BuildResult(output=output, metadata=previous,
                          seconds=time.time() - started, up_to_date=True)
-  _check_output(output, overwrite)
-  published_before = _success_text(output)
+  published_before = _check_output(output, overwrite)
   if max_bad_rows is None:
     max_bad_rows = schema.max_bad_rows
   if max_bad_fraction is None:

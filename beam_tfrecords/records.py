@@ -146,73 +146,57 @@ def iter_tfrecords(path: str, compression: Optional[str] = None,
       after every record before the bad spot was yielded.
   """
   kind = _compression(path, compression)
-  unpack, crc = struct.unpack_from, masked_crc32c
-  index = 0
+  yielded = [0]
   try:
-    with FileSystems.open(path, compression_type=kind) as f:
-      # Read in large chunks and cut records out of them (reading each
-      # header, body and footer from the stream costs 3x the time).
-      buf, pos = b"", 0
-      while True:
-        have = len(buf) - pos
-        need = 12
-        if have >= 12:
-          # A corrupt length must not be believed (nor read).
-          if check_crc and crc(buf[pos:pos + 8]) != unpack("<I", buf,
-                                                           pos + 8)[0]:
-            raise ValueError(
-                f"{path}: corrupt length CRC at record {index + 1}")
-          need = 16 + unpack("<Q", buf, pos)[0]
-        if have < need:
-          more = f.read(max(_READ_CHUNK, need - have))
-          if more:
-            buf, pos = buf[pos:] + more, 0
-            continue
-          if have == 0:
-            return
-          raise ValueError(
-              f"{path}: truncated record header at record {index + 1}"
-              if have < 12 else f"{path}: truncated record {index + 1}")
-        start = pos + 12
-        pos = start + need - 16
-        data = buf[start:pos]
-        if check_crc and crc(data) != unpack("<I", buf, pos)[0]:
-          raise ValueError(f"{path}: corrupt data CRC at record {index + 1}")
-        pos += 4
-        yield data
-        index += 1
+    yield from _framed(path, kind, check_crc, _READ_CHUNK, 0, yielded)
   except ValueError:
     raise
   except Exception:  # pylint: disable=broad-except
     # The stream broke off (gzip garbage, say) inside a chunk, whose good
-    # part is lost with the exception: read again record by record from
-    # where we were, to yield what precedes the bad spot and fail there.
-    yield from _records_one_by_one(path, kind, check_crc, skip=index)
-    raise  # (only if reading one by one somehow got past it)
+    # part is lost with the exception: read again, each read asking only
+    # for what the next record needs, to yield what precedes the bad spot
+    # and fail there.
+    yield from _framed(path, kind, check_crc, 0, yielded[0], [0])
+    raise  # (only if reading so got past it)
 
 
-def _records_one_by_one(path: str, kind: str, check_crc: bool,
-                        skip: int) -> Iterator[bytes]:
+def _framed(path: str, kind: str, check_crc: bool, chunk: int, skip: int,
+            yielded: List[int]) -> Iterator[bytes]:
+  """The records of a file, read `chunk` bytes at a time (at least what
+  the next record needs) and cut out of the buffer; the first `skip` are
+  not yielded; yielded[0] counts those that are."""
+  unpack, crc = struct.unpack_from, masked_crc32c
   with FileSystems.open(path, compression_type=kind) as f:
-    index = 0
+    buf, pos, index = b"", 0, 0
     while True:
-      header = f.read(12)
-      if not header:
-        return
-      if len(header) < 12:
+      have = len(buf) - pos
+      need = 12
+      if have >= 12:
+        # A corrupt length must not be believed (nor read).
+        if check_crc and crc(buf[pos:pos + 8]) != unpack("<I", buf,
+                                                         pos + 8)[0]:
+          raise ValueError(
+              f"{path}: corrupt length CRC at record {index + 1}")
+        need = 16 + unpack("<Q", buf, pos)[0]
+      if have < need:
+        more = f.read(max(chunk, need - have))
+        if more:
+          buf, pos = buf[pos:] + more, 0
+          continue
+        if have == 0:
+          return
         raise ValueError(
-            f"{path}: truncated record header at record {index + 1}")
-      length, length_crc = struct.unpack("<QI", header)
-      if check_crc and masked_crc32c(header[:8]) != length_crc:
-        raise ValueError(f"{path}: corrupt length CRC at record {index + 1}")
-      data = f.read(length)
-      footer = f.read(4)
-      if len(data) < length or len(footer) < 4:
-        raise ValueError(f"{path}: truncated record {index + 1}")
-      if check_crc and masked_crc32c(data) != struct.unpack("<I", footer)[0]:
+            f"{path}: truncated record header at record {index + 1}"
+            if have < 12 else f"{path}: truncated record {index + 1}")
+      start = pos + 12
+      pos = start + need - 16
+      data = buf[start:pos]
+      if check_crc and crc(data) != unpack("<I", buf, pos)[0]:
         raise ValueError(f"{path}: corrupt data CRC at record {index + 1}")
+      pos += 4
       if index >= skip:
         yield data
+        yielded[0] += 1
       index += 1
 
 

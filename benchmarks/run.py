@@ -709,8 +709,6 @@ def _same_outputs(a: str, b: str) -> str:
 def _same_records(a: str, b: str) -> str:
   """"identical" when the shards of `a` and `b` hold the same records in
   the same order (their gzip framing may differ)."""
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
-      __file__))))
   from beam_tfrecords.records import iter_tfrecords
   with open(os.path.join(a, "dataset.json")) as f:
     info = json.load(f)
@@ -771,8 +769,6 @@ def tf_parse_loop(src_glob: str, dst: str) -> None:
   dataset's feature spec) in batches of 1,024: what reading it costs."""
   import glob
   import tensorflow as tf
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
-      __file__))))
   import beam_tfrecords as btr
   spec = btr.feature_spec(os.path.dirname(src_glob))
   files = sorted(glob.glob(src_glob))

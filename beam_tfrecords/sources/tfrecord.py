@@ -27,7 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tfrecords.errors import InputError
-from beam_tfrecords.records import iter_tfrecords
+from beam_tfrecords.records import (  # pylint: disable=protected-access
+    _fields, _varint, iter_tfrecords)
 from beam_tfrecords.sources.base import (Format, InputFile, ReadError,
                                          ReadUnit, SourceBatch,
                                          register_format, row_columns)
@@ -40,48 +41,20 @@ BATCH_ROWS = 8192
 BATCH_BYTES = 16 << 20
 
 
-def _varint(buf: bytes, pos: int):
-  value, shift = 0, 0
-  while pos < len(buf) and shift < 64:
-    byte = buf[pos]
-    value |= (byte & 0x7F) << shift
-    pos += 1
-    if not byte & 0x80:
-      return value, pos
-    shift += 7
-  return None, pos
-
-
 def _has_feature_lists(record: bytes) -> bool:
   """Whether the record's top level has a SequenceExample's feature_lists
   (field 2, length-delimited), which an Example decoder would silently
   drop. Anything else (repeated or unknown fields, garbage) is left to
   the decoder."""
-  n = len(record)
-  if n and record[0] == 0x0A:  # the usual Example: one field 1, all of it
-    length, pos = _varint(record, 1)
-    if length is not None and pos + length == n:
-      return False
-  pos = 0
-  while pos < n:
-    key, pos = _varint(record, pos)
-    if key is None:
-      return False
-    field, wire = key >> 3, key & 7
-    if wire == 2:
-      length, pos = _varint(record, pos)
-      if length is None:
+  try:
+    if record and record[0] == 0x0A:  # the usual Example: one field 1
+      length, pos = _varint(record, 1)
+      if pos + length == len(record):
         return False
-      if field == 2:
-        return True
-      pos += length
-    elif wire == 0:
-      _, pos = _varint(record, pos)
-    elif wire in (1, 5):
-      pos += 8 if wire == 1 else 4
-    else:
-      return False
-  return False
+    return any(field == 2 and wire == 2
+               for field, wire, _ in _fields(record))
+  except (IndexError, ValueError):
+    return False
 
 
 def _not_example_reason(record: bytes) -> str:
