@@ -230,17 +230,16 @@ def _success_text(output: str) -> Optional[str]:
     return None if not FileSystems.exists(path) else "<unreadable>"
 
 
-def _check_output(output: str, overwrite: bool) -> Optional[str]:
+def _check_output(output: str, overwrite: bool,
+                  published: Optional[str]) -> None:
   """Refuses an output path Beam reads as a pattern, or a finished dataset
-  without `overwrite`; returns its _SUCCESS text (None: none)."""
+  (`published`: its _SUCCESS text) without `overwrite`."""
   if any(c in output for c in "*?[]"):
     raise InputError(f"output {output!r}: a dataset path cannot hold *, ?, "
                      "[ or ] (Beam's file systems read them as patterns)")
-  published = _success_text(output)
   if published is not None and not overwrite:
     raise InputError(f"{output} already holds a finished dataset; pass "
                      "--overwrite to replace it")
-  return published
 
 
 def input_fingerprint(files) -> str:
@@ -470,13 +469,14 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       "statistics": statistics, "max_bad_rows": max_bad_rows,
       "max_bad_fraction": max_bad_fraction,
       **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {})})
-  if not force:
+  published_before = _success_text(output)
+  if not force and published_before is not None:
     previous = _finished_with_key(output, key)
     if previous is not None:
       _LOG.info("%s is up to date (same inputs, schema and options)", output)
       return BuildResult(output=output, metadata=previous,
                          seconds=time.time() - started, up_to_date=True)
-  published_before = _check_output(output, overwrite)
+  _check_output(output, overwrite, published_before)
   if max_bad_rows is None:
     max_bad_rows = schema.max_bad_rows
   if max_bad_fraction is None:
@@ -652,9 +652,8 @@ def build_key(schema: Schema, plan, fingerprint: str,
 
 
 def _finished_with_key(output: str, key: str) -> Optional[Dict[str, Any]]:
-  """The finished dataset.json in `output` if it was built with `key`."""
-  if not FileSystems.exists(FileSystems.join(output, SUCCESS)):
-    return None
+  """The dataset.json in `output` (finished: the caller saw _SUCCESS) if it
+  was built with `key`."""
   try:
     meta = read_json(FileSystems.join(output, DATASET_JSON))
   except Exception:  # pylint: disable=broad-except
