@@ -3,23 +3,51 @@
     import beam_tfrecords as btr
     btr.build("schemas/movies.yaml", "data/*.csv", "out/movies")
     ds = btr.load("out/movies", split="train")
+
+Names are imported when first used (PEP 562), so that `import
+beam_tfrecords` (and the command line's --help, inspect, validate and
+infer-schema) does not pay for importing Apache Beam or TensorFlow.
 """
 
-from beam_tfrecords.encoding import (ExampleEncoder, SequenceAssembler,
-                                     SequenceEncoder, StepEncoder)
+import importlib
+
 from beam_tfrecords.errors import (BadRowsError, EncodingError, InputError,
                                    SchemaError)
-from beam_tfrecords.pipeline import BuildResult, build
-from beam_tfrecords.read import (dataset_info, feature_spec, iter_errors,
-                                 iter_records, load, transform_output)
-from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
-                                   load_schema)
 from beam_tfrecords.version import __version__
 
-__all__ = [
-    "BadRowsError", "BuildResult", "EncodingError", "ExampleEncoder", "Feature", "FeatureType",
-    "InputError", "Schema", "SchemaError", "SequenceAssembler",
-    "SequenceEncoder", "SequenceSpec", "StepEncoder", "__version__", "build",
-    "dataset_info", "feature_spec", "iter_errors", "iter_records", "load",
-    "load_schema", "transform_output",
-]
+# Public name -> the module that defines it.
+_LAZY = {
+    "ExampleEncoder": "beam_tfrecords.encoding",
+    "SequenceAssembler": "beam_tfrecords.encoding",
+    "SequenceEncoder": "beam_tfrecords.encoding",
+    "StepEncoder": "beam_tfrecords.encoding",
+    "BuildResult": "beam_tfrecords.pipeline",
+    "build": "beam_tfrecords.pipeline",
+    "dataset_info": "beam_tfrecords.read",
+    "feature_spec": "beam_tfrecords.read",
+    "iter_errors": "beam_tfrecords.read",
+    "iter_records": "beam_tfrecords.read",
+    "load": "beam_tfrecords.read",
+    "transform_output": "beam_tfrecords.read",
+    "Feature": "beam_tfrecords.schema",
+    "FeatureType": "beam_tfrecords.schema",
+    "Schema": "beam_tfrecords.schema",
+    "SequenceSpec": "beam_tfrecords.schema",
+    "load_schema": "beam_tfrecords.schema",
+}
+
+__all__ = sorted(["BadRowsError", "EncodingError", "InputError",
+                  "SchemaError", "__version__", *_LAZY])
+
+
+def __getattr__(name: str):
+  module = _LAZY.get(name)
+  if module is None:
+    raise AttributeError(f"module 'beam_tfrecords' has no attribute {name!r}")
+  value = getattr(importlib.import_module(module), name)
+  globals()[name] = value  # later look-ups skip this function
+  return value
+
+
+def __dir__():
+  return sorted(set(globals()) | set(_LAZY))

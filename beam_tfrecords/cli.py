@@ -9,17 +9,25 @@
 
 Flags this program does not know pass through to Beam's PipelineOptions, so
 every runner option (--runner, --project, --region, --temp_location,
---flink_master, --direct_num_workers, ...) works unchanged.
+--flink_master, --direct_num_workers, ...) works unchanged. A flag that
+neither this program nor Beam's options take is refused (exit 2), never
+dropped.
+
+Exit codes: 0 built or up to date; 1 the pipeline failed; 2 a schema,
+input or argument error; 3 too many rejected rows (nothing published);
+4 no input for the requested date / span; 130 interrupted (Ctrl-C).
 """
 
 import argparse
 import json
 import logging
 import sys
+import threading
 from typing import List, Optional
 
-from beam_tfrecords.errors import BadRowsError, BeamTFRecordsError
-from beam_tfrecords.schedule import NoInputError, has_placeholders
+from beam_tfrecords.errors import (BadRowsError, BeamTFRecordsError,
+                                   NoInputError)
+from beam_tfrecords.progress import human_bytes
 from beam_tfrecords.version import __version__
 
 __all__ = ["main", "parser"]
@@ -40,8 +48,9 @@ def parser() -> argparse.ArgumentParser:
   # that it happens to start.
   b = sub.add_parser(
       "build", help="build a dataset", allow_abbrev=False,
-      description="Build a dataset. Unknown --flags go to Beam's "
-      "PipelineOptions (--runner, --direct_num_workers, --project, ...).")
+      description="Build a dataset. Other --flags go to Beam's "
+      "PipelineOptions (--runner, --direct_num_workers, --project, ...); "
+      "a flag that neither takes is refused.")
   b.add_argument("--schema", required=True, help="schema YAML file")
   b.add_argument("--input", required=True, action="append",
                  help="input file or glob (repeatable)")
@@ -75,7 +84,10 @@ def parser() -> argparse.ArgumentParser:
                  help="fail (publish nothing) when more rows are rejected")
   b.add_argument("--max-bad-fraction", type=float, default=None,
                  help="fail when a larger fraction of the rows read is "
-                 "rejected, e.g. 0.01")
+                 "rejected, e.g. 0.05 (1 publishes whatever is rejected). "
+                 "Default, with neither flag nor schema key: fail above "
+                 "0.01, or when rows were rejected and a split got no "
+                 "records")
   b.add_argument("--overwrite", action="store_true",
                  help="replace an existing finished dataset")
   b.add_argument("--force", action="store_true",
@@ -109,7 +121,14 @@ def parser() -> argparse.ArgumentParser:
                  help="TFRecord input: gzip or not (default: gzip for "
                  "names ending in .gz)")
   b.add_argument("--encoding", help="text encoding of CSV input (default utf-8)")
-  b.add_argument("-v", "--verbose", action="store_true", help="log progress")
+  b.add_argument("-v", "--verbose", action="store_true",
+                 help="log what the build does")
+  shown = b.add_mutually_exclusive_group()
+  shown.add_argument("--progress", action="store_true", default=None,
+                     help="show progress on stderr even when it is not a "
+                     "terminal (default: only on a terminal)")
+  shown.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress line")
 
   i = sub.add_parser(
       "inspect", help="summarize a dataset (or any TFRecord files) and show "
@@ -151,14 +170,6 @@ def _format_options(args) -> dict:
   return {k: v for k, v in opts.items() if v is not None}
 
 
-def _human_bytes(n: int) -> str:
-  for unit in ("B", "KB", "MB", "GB", "TB"):
-    if n < 1024 or unit == "TB":
-      return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-    n /= 1024
-  return str(n)
-
-
 def _size(text: str) -> int:
   from beam_tfrecords.schema.loader import parse_size
   size = parse_size(text)
@@ -185,9 +196,11 @@ def _num_shards(text: str):
 
 
 # Exit codes (for schedulers): 0 built or up to date; 1 the pipeline failed;
-# 2 a schema or input error; 3 more bad rows than allowed (nothing
-# published); 4 no input for the requested date / span (nothing to do).
+# 2 a schema, input or argument error; 3 more bad rows than allowed (nothing
+# published); 4 no input for the requested date / span (nothing to do);
+# 130 interrupted (128 + SIGINT, as shells report it).
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_BAD_ROWS, EXIT_NO_INPUT = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130
 
 
 def _summary(args, status: str, code: int, result=None, error=None,
@@ -210,9 +223,25 @@ def _summary(args, status: str, code: int, result=None, error=None,
   print(json.dumps(out, sort_keys=True))
 
 
+def _our_flags(command: str) -> List[str]:
+  sub = next(a for a in parser()._actions  # pylint: disable=protected-access
+             if isinstance(a, argparse._SubParsersAction)).choices[command]
+  return [s for a in sub._actions for s in a.option_strings  # pylint: disable=protected-access
+          if s.startswith("--")]
+
+
+def _shows_progress(args) -> bool:
+  if args.quiet or args.summary_json:
+    return False
+  return bool(args.progress) or sys.stderr.isatty()
+
+
 def _build(args, beam_args: List[str]) -> int:
+  from beam_tfrecords.beam_options import check_beam_args
   from beam_tfrecords.pipeline import build
-  from beam_tfrecords.schedule import Schedule, resolve_patterns
+  from beam_tfrecords.schedule import (Schedule, has_placeholders,
+                                      resolve_patterns)
+  check_beam_args(beam_args, _our_flags("build"))
   schedule = Schedule(args.date, args.span, args.version)
   chosen = None
   inputs, output = args.input, args.output
@@ -228,7 +257,7 @@ def _build(args, beam_args: List[str]) -> int:
                  max_bad_fraction=args.max_bad_fraction, sink=args.sink,
                  gzip_level=args.gzip_level, shuffle_seed=args.shuffle_seed,
                  statistics=args.statistics, force=args.force,
-                 preprocess=args.preprocess)
+                 preprocess=args.preprocess, progress=_shows_progress(args))
   counts = result.metadata["counts"]
   if result.up_to_date:
     _summary(args, "up_to_date", EXIT_OK, result, chosen=chosen)
@@ -243,11 +272,11 @@ def _build(args, beam_args: List[str]) -> int:
         f"{result.output}")
   for name, split in sorted(result.splits.items()):
     print(f"  {name}: {split['records']:,} records in "
-          f"{len(split['shards'])} shard(s), {_human_bytes(split['bytes'])}")
+          f"{len(split['shards'])} shard(s), {human_bytes(split['bytes'])}")
   transformed = result.metadata.get("transform", {}).get("splits", {})
   for name, split in sorted(transformed.items()):
     print(f"  {name} (transformed): {split['records']:,} records in "
-          f"{len(split['shards'])} shard(s), {_human_bytes(split['bytes'])}")
+          f"{len(split['shards'])} shard(s), {human_bytes(split['bytes'])}")
   steps = (f" as {counts['steps_written']:,} steps"
            if "steps_written" in counts else "")
   dropped = (f"; dropped by max_length: {counts['rows_dropped']:,}"
@@ -257,6 +286,11 @@ def _build(args, beam_args: List[str]) -> int:
         f"{counts['rows_rejected']:,}{dropped}"
         + (f" (see {result.output}/errors/)"
            if counts["rows_rejected"] or counts["rows_dropped"] else ""))
+  if counts["rows_rejected"]:
+    from beam_tfrecords.sinks import rejection_lines
+    print("  top reasons for rejected rows:")
+    for line in rejection_lines(result.metadata):
+      print("  " + line.replace("\n", "\n  "))
   return 0
 
 
@@ -267,9 +301,8 @@ def _print_spec(spec: dict, indent: str = "  ") -> None:
 
 
 def _is_dataset(path: str) -> bool:
-  from apache_beam.io.filesystems import FileSystems
-  return FileSystems.exists(FileSystems.join(path.rstrip("/"),
-                                             "dataset.json"))
+  from beam_tfrecords import fs
+  return fs.exists(fs.join(path.rstrip("/"), "dataset.json"))
 
 
 # Bytes values longer than this are shown cut, with their length.
@@ -283,9 +316,23 @@ def _bytes_text(value: bytes) -> str:
   return value.decode("utf-8", "backslashreplace")
 
 
+def _float32_text(value):
+  """Floats of a record as float32 prints them: 0.24, not the float64
+  widening 0.23999999463558197 (every float in a TFRecord feature is a
+  float32)."""
+  if isinstance(value, float):
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    return float(str(np.float32(value)))
+  if isinstance(value, dict):
+    return {k: _float32_text(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_float32_text(v) for v in value]
+  return value
+
+
 def _show(value) -> str:
-  return json.dumps(value, default=_bytes_text, ensure_ascii=False,
-                    sort_keys=True)
+  return json.dumps(_float32_text(value), default=_bytes_text,
+                    ensure_ascii=False, sort_keys=True)
 
 
 def _inspect_files(args) -> int:
@@ -300,7 +347,7 @@ def _inspect_files(args) -> int:
   for f in files:
     status = f"  ERROR: {f.error}" if f.error else ""
     failed += bool(f.error)
-    print(f"  {f.path}: {f.records:,} records, {_human_bytes(f.bytes)}, "
+    print(f"  {f.path}: {f.records:,} records, {human_bytes(f.bytes)}, "
           f"{'gzip' if f.compression == 'gzip' else 'uncompressed'}{status}")
   for title, table in (("context features" if lists else "features",
                         features), ("feature lists (steps per record)",
@@ -346,7 +393,7 @@ def _validate_transformed(path: str) -> bool:
   """Every transformed record parses with the transformed feature spec
   (TensorFlow's own parser)."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from apache_beam.io.filesystems import FileSystems
+  from beam_tfrecords import fs
   from beam_tfrecords.read import dataset_info
   from beam_tfrecords.schema.spec import _tf_spec
   transform = dataset_info(path)["transform"]
@@ -355,7 +402,7 @@ def _validate_transformed(path: str) -> bool:
   first = []
   for split, s in sorted(transform["splits"].items()):
     listed += s["records"]
-    files = [FileSystems.join(path.rstrip("/"), shard["file"])
+    files = [fs.join(path.rstrip("/"), shard["file"])
              for shard in s["shards"]]
     for i, raw in enumerate(tf.data.TFRecordDataset(
         files, compression_type="GZIP").as_numpy_iterator()):
@@ -415,10 +462,10 @@ def _inspect(args) -> int:
     if args.split and split != args.split:
       continue
     print(f"split {split}: {s['records']:,} records, {len(s['shards'])} "
-          f"shard(s), {_human_bytes(s['bytes'])}")
+          f"shard(s), {human_bytes(s['bytes'])}")
     for shard in s["shards"]:
       print(f"  {shard['file']}: {shard['records']:,} records, "
-            f"{_human_bytes(shard['bytes'])}")
+            f"{human_bytes(shard['bytes'])}")
     for n, row in enumerate(iter_records(args.path, split)):
       if n >= args.records:
         break
@@ -432,14 +479,14 @@ def _inspect(args) -> int:
       if args.split and split != args.split:
         continue
       print(f"transformed split {split}: {s['records']:,} records, "
-            f"{len(s['shards'])} shard(s), {_human_bytes(s['bytes'])}")
+            f"{len(s['shards'])} shard(s), {human_bytes(s['bytes'])}")
       shown = 0
       for shard in s["shards"]:
         print(f"  {shard['file']}: {shard['records']:,} records, "
-              f"{_human_bytes(shard['bytes'])}")
-        from apache_beam.io.filesystems import FileSystems
-        for record in iter_tfrecords(FileSystems.join(args.path.rstrip("/"),
-                                                      shard["file"])):
+              f"{human_bytes(shard['bytes'])}")
+        from beam_tfrecords import fs
+        for record in iter_tfrecords(fs.join(args.path.rstrip("/"),
+                                             shard["file"])):
           if shown >= args.records:
             break
           row = {k: list(v) for k, (_, v) in
@@ -476,6 +523,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"error: {e}", file=sys.stderr)
     _summary(args, "error", EXIT_INPUT, error=e)
     return EXIT_INPUT
+  except KeyboardInterrupt:
+    # Beam's runner threads die of the interruption on their way out;
+    # what they would print says nothing more than this line.
+    threading.excepthook = lambda hook_args: None
+    print("interrupted: nothing was published"
+          + (" (this build's staging folder was removed)"
+             if args.command == "build" else ""), file=sys.stderr)
+    _summary(args, "interrupted", EXIT_INTERRUPTED)
+    return EXIT_INTERRUPTED
   except Exception as e:  # pylint: disable=broad-except
     if not getattr(args, "summary_json", False):
       raise

@@ -7,10 +7,12 @@ nothing, CSV files whose headers differ), also before the pipeline runs.
 becomes a dead-letter row instead of failing the job.
 """
 
+import errno
 import re
 
-__all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "EncodingError",
-           "BadRowsError", "reason_category", "from_worker"]
+__all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "NoInputError",
+           "EncodingError",
+           "BadRowsError", "reason_category", "from_worker", "is_disk_full"]
 
 
 class BeamTFRecordsError(ValueError):
@@ -34,6 +36,10 @@ class SchemaError(BeamTFRecordsError):
 
 class InputError(BeamTFRecordsError):
   """The inputs cannot be read as asked (checked before the run)."""
+
+
+class NoInputError(InputError):
+  """Nothing to build: no input exists for the requested date / span."""
 
 
 class EncodingError(BeamTFRecordsError):
@@ -98,3 +104,17 @@ def from_worker(error: Exception) -> Exception:
       message.strip())
   typed.__cause__ = error
   return typed
+
+
+def is_disk_full(error: BaseException) -> bool:
+  """Whether a failure is a full disk: an OSError ENOSPC here, or its text
+  in a worker's traceback (runners report those as text)."""
+  seen = set()
+  while error is not None and id(error) not in seen:
+    seen.add(id(error))
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+      return True
+    if "[Errno 28]" in str(error):
+      return True
+    error = error.__cause__ or error.__context__
+  return False

@@ -17,28 +17,29 @@ from typing import (Any, Callable, Dict, List, Mapping, NamedTuple, Optional,
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import (DirectOptions,
-                                                  PipelineOptions,
-                                                  StandardOptions)
-from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
+from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_tfrecords.errors import InputError, from_worker
+from beam_tfrecords.beam_options import (check_paths_reach_workers,
+                                         pipeline_options)
+from beam_tfrecords.errors import InputError, from_worker, is_disk_full
 from beam_tfrecords.preprocess import resolve_preprocess
 from beam_tfrecords.schema import Schema, load_schema, spec_to_json
 from beam_tfrecords.schema.loader import parse_size
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
 from beam_tfrecords.schema.tfmd import TFMD_FILE, tfmd_text
-from beam_tfrecords.splits import split_fraction
+from beam_tfrecords.running import run_pipeline
+from beam_tfrecords.splits import producible_splits, split_fraction
 from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, SUCCESS,
                                   TFRECORD_GZIP, Commit, WriteErrors,
                                   Shuffle, WriteShards, WriteWithBeamSink,
                                   check_thresholds, publish, read_json,
-                                  remove_parts)
+                                  remove_parts, remove_staging)
 from beam_tfrecords.sources import plan_inputs
 from beam_tfrecords.encoding.stats import merge as merge_stats
 from beam_tfrecords.transforms import (STAT_FIELDS, Encode, ReadInputs,
                                        dead_letter_json)
 from beam_tfrecords.transforms.encode import FEATURE_STATS
+from beam_tfrecords.transforms.read import unit_bytes
 from beam_tfrecords.transform import (TRANSFORMED_DIR, TFT_TEMP_DIR,
                                       TransformRecords, describe_transform)
 from beam_tfrecords.version import __version__
@@ -93,19 +94,6 @@ DEFAULT_OUTPUT_BYTES_PER_INPUT_BYTE = 1.0
 ERRORS_INPUT_BYTES = 1024 ** 3
 
 
-class _LocalDirectRunner(SwitchingDirectRunner):
-  """The DirectRunner without its first attempt at Prism.
-
-  Beam 2.77's DirectRunner first downloads a Prism binary from the internet
-  and falls back to the in-process FnApiRunner when that fails: a delay and
-  a page of warnings on machines without internet. In 2.77 the
-  `_is_interactive` flag only gates that attempt (direct_runner.py,
-  _PrismRunnerSupportVisitor), so setting it goes straight to the
-  FnApiRunner, which honours --direct_num_workers / --direct_running_mode.
-  """
-  _is_interactive = True
-
-
 @dataclasses.dataclass(frozen=True)
 class BuildResult:
   """What a finished build wrote (the content of its dataset.json)."""
@@ -123,60 +111,6 @@ class BuildResult:
   @property
   def rows_rejected(self) -> int:
     return self.metadata["counts"]["rows_rejected"]
-
-
-def _pipeline_options(beam_args: Union[None, Sequence[str], PipelineOptions]
-                      ) -> PipelineOptions:
-  if isinstance(beam_args, PipelineOptions):
-    options = beam_args
-  else:
-    options = PipelineOptions(list(beam_args or []))
-  if _is_direct(options) and options.view_as(
-      DirectOptions).direct_running_mode == "multi_threading" and \
-      options.view_as(DirectOptions).direct_num_workers != 1:
-    raise InputError(
-        "--direct_running_mode=multi_threading is refused: Beam 2.77's "
-        "DirectRunner (FnApiRunner) loses elements at GroupByKey with "
-        "several worker threads (reproduced: 1,000,000 elements in, "
-        "980,000-995,000 out; benchmarks/beam_multithreading_gbk.py). Use "
-        "--direct_running_mode=multi_processing, or the default (one worker, "
-        "which encodes with a thread per core itself).")
-  return options
-
-
-def _is_direct(options: PipelineOptions) -> bool:
-  return options.view_as(StandardOptions).runner in (
-      None, "DirectRunner", "SwitchingDirectRunner")
-
-
-def _runner(options: PipelineOptions):
-  if _is_direct(options):
-    return _LocalDirectRunner()
-  return None  # PipelineOptions names it
-
-
-# Runners whose workers never share the launcher's disk.
-# (Beam takes "Dataflow", "DataflowRunner", a dotted path, any case.)
-_REMOTE_RUNNERS = ("dataflow", "testdataflow")
-
-
-def _check_paths_reach_workers(options: PipelineOptions,
-                               paths: Sequence[str]) -> None:
-  runner = options.view_as(StandardOptions).runner or ""
-  if not isinstance(runner, str):
-    return
-  name = runner.rsplit(".", 1)[-1].lower()
-  if name.endswith("runner"):
-    name = name[:-len("runner")]
-  if name not in _REMOTE_RUNNERS:
-    return
-  local = [p for p in paths if "://" not in p or p.startswith("file://")]
-  if local:
-    raise InputError(
-        f"{runner} workers cannot see this machine's files, but "
-        f"{', '.join(local)} {'is' if len(local) == 1 else 'are'} local; "
-        "put the inputs and the output on gs:// (or another file system "
-        "the workers reach)")
 
 
 def scalar_columns(schema: Schema) -> List[str]:
@@ -237,6 +171,11 @@ def _check_output(output: str, overwrite: bool,
   if any(c in output for c in "*?[]"):
     raise InputError(f"output {output!r}: a dataset path cannot hold *, ?, "
                      "[ or ] (Beam's file systems read them as patterns)")
+  if ("://" not in output and os.path.exists(output)
+      and not os.path.isdir(output)) or (
+          "://" in output and FileSystems.exists(output)):
+    raise InputError(f"output {output} is a file; a dataset is a folder: "
+                     "give a folder path (new or empty, or holding a dataset)")
   if published is not None and not overwrite:
     raise InputError(f"{output} already holds a finished dataset; pass "
                      "--overwrite to replace it")
@@ -338,12 +277,16 @@ def resolve_media(schema: Schema, plan) -> Schema:
     if m.kind is MediaKind.VOCABULARY and options["values"] is None:
       if plan.format != "images" or m.sources[0] != "label":
         raise InputError(
-            f"feature {m.name!r}: vocabulary: auto is known for image "
-            "folders (the class folder names, for the label column); for "
-            "other inputs list the values in index order: vocabulary: "
+            f"{schema.path}: features.{m.name}.vocabulary: auto takes the "
+            "class folder names of an image folder (--format images, "
+            f"column label), but this build reads {plan.format} input"
+            + ("" if plan.format != "images" else
+               f" and the feature reads column {m.sources[0]!r}")
+            + "; list the values in index order instead: vocabulary: "
             "[cat, dog, ...]")
       if not plan.options["classes"]:
-        raise InputError(f"feature {m.name!r}: vocabulary: auto found no "
+        raise InputError(f"{schema.path}: features.{m.name}.vocabulary: "
+                         "auto found no "
                          "class folders (images in sub-folders of the input "
                          "folder)")
       options["values"] = declared["vocabulary"] = list(
@@ -383,7 +326,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
           gzip_level: Optional[int] = None,
           shuffle_seed: Optional[int] = None,
           statistics: bool = True, force: bool = False,
-          preprocess: Union[None, str, Callable] = None) -> BuildResult:
+          preprocess: Union[None, str, Callable] = None,
+          progress: bool = False) -> BuildResult:
   """Builds a TFRecord dataset and waits for it to finish.
 
   Args:
@@ -401,7 +345,10 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     overwrite: replace an existing finished dataset.
     max_bad_rows, max_bad_fraction: fail instead of publishing when more
       rows (or a larger fraction of the rows read) are rejected; None: the
-      schema's value, else no limit.
+      schema's value. With neither given anywhere, the build fails when
+      more than 1% of the rows read are rejected, or when rows were
+      rejected and a split got no records (give max_bad_fraction=1.0 to
+      publish whatever was rejected).
     sink: "deterministic" (byte-identical files on every run) or "beam"
       (Beam's WriteToTFRecord: same format, runner-decided placement).
     gzip_level: None: ISA-L's fast deflate; 1-9: zlib at that level
@@ -419,6 +366,9 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       encoding: it gets every column of the input and returns the columns
       the schema reads, for the same rows in order (see
       beam_tfrecords.preprocess). Checked here: it must pickle.
+    progress: show the build's progress on stderr (a live line on a
+      terminal, else a line every few seconds); on runners other than the
+      DirectRunner, the job's metrics as they report them.
 
   Returns:
     A BuildResult with the dataset.json content.
@@ -426,9 +376,11 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   Raises:
     SchemaError, InputError: before anything runs.
     BadRowsError: over a threshold; nothing is published.
+    KeyboardInterrupt: the build was interrupted; its staging folder is
+      removed and nothing is published.
   """
   started = time.time()
-  options = _pipeline_options(beam_args)
+  options, runner = pipeline_options(beam_args)
   # The launcher reads the schema, lists, reads headers and publishes
   # through FileSystems too: it needs the same file system options as the
   # workers (S3 endpoint and credentials, GCS project, ...).
@@ -436,7 +388,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   schema = load_schema(schema)
   patterns = [inputs] if isinstance(inputs, str) else list(inputs)
   output = output.rstrip("/")
-  _check_paths_reach_workers(options, list(patterns) + [output])
+  check_paths_reach_workers(options, list(patterns) + [output])
   if "://" not in output:  # workers run elsewhere: an absolute path
     output = os.path.abspath(output)
   needed = [f.input_column for f in schema.all_features
@@ -457,7 +409,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     user_fn = dataclasses.replace(user_fn, needed=tuple(dict.fromkeys(
         needed)))
   schema = resolve_media(schema, plan)
-  _check_paths_reach_workers(options, [
+  check_paths_reach_workers(options, [
       m.options["base_dir"] for m in schema.media
       if m.kind is MediaKind.IMAGE and m.options.get("base_dir")])
   fingerprint = input_fingerprint(plan.files)
@@ -548,13 +500,12 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   }
   _LOG.info("Building %s from %d file(s), %d read unit(s) -> %s",
             schema.name, len(plan.files), len(plan.units), output)
-  # TensorFlow Metadata's schema, for TFDV / TFT / TFX tools.
-  with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
-    f.write(tfmd_text(schema).encode("utf-8"))
-  pipeline = beam.Pipeline(runner=_runner(options), options=options)
+  pipeline = beam.Pipeline(runner=runner, options=options)
   encoded = (pipeline
-             | "ReadInputs" >> ReadInputs(plan.units, schema.columns,
-                                          user_fn)
+             | "ReadInputs" >> ReadInputs(
+                 plan.units, schema.columns, user_fn,
+                 unit_bytes(plan.units, [(f.path, f.size)
+                                         for f in plan.files]))
              # SourceBatch
              | "Encode" >> Encode(schema, statistics))
   # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
@@ -595,9 +546,20 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
        | "Parts" >> beam.Flatten()
        | "Commit" >> Commit(staging, static, STAT_FIELDS))
   try:
-    result = pipeline.run()
-    result.wait_until_finish()
+    # TensorFlow Metadata's schema, for TFDV / TFT / TFX tools.
+    with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
+      f.write(tfmd_text(schema).encode("utf-8"))
+    run_pipeline(pipeline, options, progress, input_bytes)
+  except KeyboardInterrupt:
+    remove_staging(staging)
+    raise
   except Exception as e:  # pylint: disable=broad-except
+    if is_disk_full(e):
+      remove_staging(staging)
+      raise InputError(
+          f"no space left on the device while writing {output} (the "
+          "build's staging folder was removed; nothing was published); "
+          "free space there or write the dataset elsewhere") from e
     typed = from_worker(e)
     if typed is e:
       raise
@@ -620,7 +582,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
           "records, so its statistics (means, vocabularies, buckets) would "
           f"be meaningless; nothing was published (see {staging}). Check "
           "the split rule and errors/, or set transform.analyze_split")
-  check_thresholds(metadata, max_bad_rows, max_bad_fraction, staging)
+  check_thresholds(metadata, max_bad_rows, max_bad_fraction, staging,
+                   producible_splits(schema.splits))
   if _success_text(output) != published_before:
     raise InputError(
         f"{output} changed while this build ran: another build published "

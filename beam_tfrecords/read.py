@@ -7,8 +7,8 @@ decodes the records in plain Python), for tools and quick looks.
 import json
 from typing import Any, Dict, Iterator, List, Optional
 
-from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords import fs
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.records import (decode_example, decode_sequence_example,
                                     iter_tfrecords)
@@ -29,10 +29,10 @@ def dataset_info(path: str) -> Dict[str, Any]:
     InputError: the directory is not a finished dataset (no _SUCCESS).
   """
   path = path.rstrip("/")
-  if not FileSystems.exists(FileSystems.join(path, "_SUCCESS")):
+  if not fs.exists(fs.join(path, "_SUCCESS")):
     raise InputError(f"{path} is not a finished dataset (no _SUCCESS file); "
                      "its build failed, was killed or is still running")
-  with FileSystems.open(FileSystems.join(path, "dataset.json")) as f:
+  with fs.open_read(fs.join(path, "dataset.json")) as f:
     return json.loads(f.read().decode("utf-8"))
 
 
@@ -41,7 +41,7 @@ def dataset_schema(path: str, info: Optional[Dict[str, Any]] = None
   """The schema a dataset was built with (`info`: its dataset.json, when
   read already)."""
   return schema_from_dict((info or dataset_info(path))["schema"],
-                          FileSystems.join(path, "dataset.json"))
+                          fs.join(path, "dataset.json"))
 
 
 def shard_files(path: str, split: str = "train",
@@ -51,7 +51,7 @@ def shard_files(path: str, split: str = "train",
   if split not in info["splits"]:
     raise InputError(f"{path} has no split {split!r}; it has "
                      f"{sorted(info['splits'])}")
-  return [FileSystems.join(path.rstrip("/"), s["file"])
+  return [fs.join(path.rstrip("/"), s["file"])
           for s in info["splits"][split]["shards"]]
 
 
@@ -138,7 +138,7 @@ def _load_transformed(path: str, split: str, batch_size: Optional[int]):
   if split not in transform["splits"]:
     raise InputError(f"{path} has no transformed split {split!r}; it has "
                      f"{sorted(transform['splits'])}")
-  files = [FileSystems.join(path.rstrip("/"), s["file"])
+  files = [fs.join(path.rstrip("/"), s["file"])
            for s in transform["splits"][split]["shards"]]
   spec = {k: _tf_spec(v) for k, v in transform["feature_spec"].items()}
   ds = tf.data.TFRecordDataset(files, compression_type="GZIP")
@@ -257,7 +257,7 @@ def iter_errors(path: str) -> Iterator[Dict[str, Any]]:
   file order: dicts with source, row, rows, reason, problems and raw."""
   info = dataset_info(path)
   for entry in info.get("errors", {}).get("files", []):
-    with FileSystems.open(FileSystems.join(path.rstrip("/"), entry["file"])
+    with fs.open_read(fs.join(path.rstrip("/"), entry["file"])
                           ) as f:
       for line in f:
         if line.strip():

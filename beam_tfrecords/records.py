@@ -16,8 +16,8 @@ import google_crc32c
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecords import fs
 
 __all__ = ["iter_tfrecords", "count_tfrecords", "masked_crc32c",
            "decode_example", "decode_sequence_example", "decode_feature",
@@ -111,19 +111,18 @@ def _fixed_rows(rows: np.ndarray) -> pa.LargeBinaryArray:
 def _compression(path: str, compression: Optional[str]) -> str:
   if compression is None:
     if path.endswith(".gz"):
-      return CompressionTypes.GZIP
+      return fs.GZIP
     # No suffix: gzip when the file starts with gzip's magic bytes and not
     # with a TFRecord header (8 length bytes and their masked CRC).
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
-                          ) as f:
+    with fs.open_read(path, fs.UNCOMPRESSED) as f:
       head = f.read(12)
     if head[:2] == b"\x1f\x8b" and not (
         len(head) == 12 and
         masked_crc32c(head[:8]) == struct.unpack("<I", head[8:])[0]):
-      return CompressionTypes.GZIP
-    return CompressionTypes.UNCOMPRESSED
-  return {"gzip": CompressionTypes.GZIP, "none": CompressionTypes.UNCOMPRESSED,
-          "": CompressionTypes.UNCOMPRESSED}[compression.lower()]
+      return fs.GZIP
+    return fs.UNCOMPRESSED
+  return {"gzip": fs.GZIP, "none": fs.UNCOMPRESSED,
+          "": fs.UNCOMPRESSED}[compression.lower()]
 
 
 _READ_CHUNK = 8 << 20
@@ -134,7 +133,7 @@ def iter_tfrecords(path: str, compression: Optional[str] = None,
   """Yields the records of one TFRecord file.
 
   Args:
-    path: any path Beam's FileSystems can open.
+    path: a local path, or any path Beam's file systems open.
     compression: "gzip", "none", or None: gzip for a ".gz" name or a file
       that starts like gzip.
     check_crc: verify both CRCs of every record.
@@ -166,7 +165,7 @@ def _framed(path: str, kind: str, check_crc: bool, chunk: int, skip: int,
   the next record needs) and cut out of the buffer; the first `skip` are
   not yielded; yielded[0] counts those that are."""
   unpack, crc = struct.unpack_from, masked_crc32c
-  with FileSystems.open(path, compression_type=kind) as f:
+  with fs.open_read(path, kind) as f:
     buf, pos, index = b"", 0, 0
     while True:
       have = len(buf) - pos

@@ -20,17 +20,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.errors import InputError
+from beam_tfrecords.errors import InputError, NoInputError
 
 __all__ = ["Schedule", "resolve_patterns", "has_placeholders", "parse_date",
            "NoInputError"]
 
 _FIELD = re.compile(r"\{(YYYY|MM|DD|SPAN|VERSION)(?::(\d+))?\}")
 _WIDTH = {"YYYY": 4, "MM": 2, "DD": 2}
-
-
-class NoInputError(InputError):
-  """Nothing to build: no input exists for the requested date / span."""
 
 
 @dataclasses.dataclass(frozen=True)

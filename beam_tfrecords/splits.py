@@ -30,6 +30,7 @@ from beam_tfrecords.schema.model import (Feature, FeatureType, Schema,
                                         SplitKind, SplitRule)
 
 __all__ = ["SplitAssigner", "key_hash", "hash_columns", "split_fraction",
+           "producible_splits",
            "key_types"]
 
 _FNV_OFFSET = 0xCBF29CE484222325
@@ -159,6 +160,14 @@ def split_fraction(rule: SplitRule) -> Dict[str, float]:
     return {}
   total = float(sum(rule.weights))
   return {name: w / total for name, w in zip(rule.names, rule.weights)}
+
+
+def producible_splits(rule: SplitRule) -> List[str]:
+  """The splits the rule can give rows to (a hash weight of 0 gives
+  none)."""
+  if rule.kind is SplitKind.HASH:
+    return [n for n, w in zip(rule.names, rule.weights) if w > 0]
+  return list(rule.names)
 
 
 def key_types(schema: Schema) -> Dict[str, FeatureType]:

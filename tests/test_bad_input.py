@@ -45,6 +45,8 @@ def _errors(out):
 def _build(tmp_path, name, data, schema=SCHEMA, **kw):
   src = _write(tmp_path, name, data)
   out = str(tmp_path / "out")
+  # These inputs are mostly bad on purpose: publish whatever is rejected.
+  kw.setdefault("max_bad_fraction", 1.0)
   result = btr.build(schema, src, out, **kw)
   counts = result.metadata["counts"]
   assert counts["rows_read"] == counts["rows_written"] + counts[
@@ -293,9 +295,9 @@ def test_byte_range_units_number_rows_like_whole_files(tmp_path, monkeypatch):
       (f"{i},a,b,oops,1\n" if i % 40 == 0 else f"{i},a,b,1,1\n")
       + ("\n" if i == 30 else "") for i in range(1, 201))
   src = _write(tmp_path, "r.csv", text)
-  whole = btr.build(SCHEMA, src, str(tmp_path / "whole"))
+  whole = btr.build(SCHEMA, src, str(tmp_path / "whole"), max_bad_fraction=1.0)
   monkeypatch.setattr(base, "SPLIT_BYTES", 500)
-  split = btr.build(SCHEMA, src, str(tmp_path / "split"))
+  split = btr.build(SCHEMA, src, str(tmp_path / "split"), max_bad_fraction=1.0)
   assert split.metadata["inputs"]["files"] == whole.metadata["inputs"][
       "files"]
   for out in (whole.output, split.output):

@@ -122,7 +122,8 @@ def test_bad_rows_go_to_errors_with_reason(tmp_path):
                  'x,a,1.0,s,2.0,c\n'
                  ',a,1.0,s,2.0,c\n'
                  '4,a,"9,7",s,2.0,c\n')
-  result = btr.build(SCHEMA, str(src), str(tmp_path / "out"))
+  result = btr.build(SCHEMA, str(src), str(tmp_path / "out"),
+                     max_bad_fraction=1.0)
   assert result.metadata["counts"] == {"rows_read": 4, "rows_written": 1,
                                        "records_written": 1,
                                        "rows_rejected": 3, "rows_dropped": 0}

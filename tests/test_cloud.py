@@ -57,7 +57,8 @@ def test_build_from_and_to_s3(s3, tmp_path):
   schema = {"name": "events", "features": {
       "id": {"type": "int64", "required": True}, "v": "int64"}}
   result = btr.build(schema, "s3://raw-events/2026/11/21/*.csv",
-                     "s3://datasets/events", beam_args=beam_args)
+                     "s3://datasets/events", beam_args=beam_args,
+                         max_bad_fraction=1.0)
   assert result.metadata["counts"]["rows_written"] == 50
   assert result.rows_rejected == 1
   keys = sorted(o["Key"] for o in client.list_objects_v2(
@@ -78,7 +79,8 @@ def test_build_from_and_to_s3(s3, tmp_path):
   errors = list(btr.iter_errors("s3://datasets/events"))
   assert errors[0]["raw"]["id"] == "oops"
   again = btr.build(schema, "s3://raw-events/2026/11/21/*.csv",
-                    "s3://datasets/events", beam_args=beam_args)
+                    "s3://datasets/events", beam_args=beam_args,
+                        max_bad_fraction=1.0)
   assert again.up_to_date
 
 

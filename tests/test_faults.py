@@ -54,14 +54,16 @@ def test_same_bytes_with_different_worker_counts(tmp_path, monkeypatch):
   # Three files, one bad row in twenty: shards, errors/ and dataset.json.
   srcs = [write_rows(tmp_path / f"in{i}.csv", 3000 + i, bad_every=20)
           for i in range(3)]
-  one = btr.build(SCHEMA, srcs, str(tmp_path / "one"), num_shards=3)
+  one = btr.build(SCHEMA, srcs, str(tmp_path / "one"), num_shards=3,
+                  max_bad_fraction=1.0)
   two = btr.build(SCHEMA, srcs, str(tmp_path / "two"), num_shards=3,
-                  beam_args=["--direct_num_workers=2",
+                  max_bad_fraction=1.0, beam_args=["--direct_num_workers=2",
                              "--direct_running_mode=multi_processing"])
   # One encoding thread instead of one per core.
   from beam_tfrecords.transforms import encode
   monkeypatch.setattr(encode, "ENCODE_THREADS_MAX", 1)
-  three = btr.build(SCHEMA, srcs, str(tmp_path / "three"), num_shards=3)
+  three = btr.build(SCHEMA, srcs, str(tmp_path / "three"), num_shards=3,
+                    max_bad_fraction=1.0)
   assert one.metadata["counts"]["rows_rejected"] == 3 * 150
   assert_same_files(one.output, two.output)
   assert_same_files(one.output, three.output)
@@ -159,7 +161,7 @@ def test_threshold_failure_publishes_nothing(tmp_path):
   with pytest.raises(BadRowsError) as e:
     btr.build(SCHEMA, src, out, overwrite=True, max_bad_fraction=0.05)
   message = str(e.value)
-  assert "20 of 200 rows (10.00%) were rejected, more than " \
+  assert "20 of 200 rows (10.00%) were rejected: more than " \
       "--max-bad-fraction 0.05 allow" in message
   assert 'In feature "score": could not parse … as float' in message
   assert "in.csv row 4: In feature \"score\": could not parse 'oops' as " \
@@ -196,7 +198,7 @@ def test_threshold_from_the_schema_and_cli_exit_code(tmp_path):
        str(schema), "--input", src, "--output", out],
       capture_output=True, text=True, timeout=300)
   assert run.returncode == 3, run.stderr  # too many bad rows
-  assert "5 of 50 rows (10.00%) were rejected, more than --max-bad-rows 2" \
+  assert "5 of 50 rows (10.00%) were rejected: more than --max-bad-rows 2" \
       in run.stderr
   assert not os.path.exists(os.path.join(out, "_SUCCESS"))
   # The flag overrides the schema.

@@ -61,7 +61,7 @@ def test_image_folder_keeps_the_bytes_and_describes_them(tmp_path, photos,
                                                          tf):
   root, files = photos
   result = btr.build(FOLDER_SCHEMA, str(root), str(tmp_path / "out"),
-                     input_format="images")
+                     input_format="images", max_bad_fraction=1.0)
   meta = result.metadata
   assert meta["vocabularies"] == {"label": ["cats", "dogs"]}
   assert meta["counts"]["rows_read"] == 8  # README.txt is not a row
@@ -124,7 +124,7 @@ def test_path_table_resized_converted_and_kept_inside_base_dir(
       "label": {"type": "string", "vocabulary": ["dogs", "cats"],
                 "required": True},
       "weight": "float"}}
-  result = btr.build(schema, src, str(tmp_path / "out"))
+  result = btr.build(schema, src, str(tmp_path / "out"), max_bad_fraction=1.0)
   assert result.metadata["vocabularies"] == {"label": ["dogs", "cats"]}
   got = list(btr.load(result.output, batch_size=2))  # fixed size: batches
   images = np.concatenate([b["image"].numpy() for b in got])
@@ -222,7 +222,8 @@ def test_bad_tensor_values_and_files_go_to_errors(tmp_path):
              "source": ["a", "b"]},
       "npy": {"type": "tensor", "dtype": "int16", "shape": [-1, 3],
               "from": "npy"}}}
-  result = btr.build(schema, str(src), str(tmp_path / "out"))
+  result = btr.build(schema, str(src), str(tmp_path / "out"),
+                     max_bad_fraction=1.0)
   reasons = {e["row"]: e["reason"] for e in btr.iter_errors(result.output)}
   assert result.metadata["counts"]["rows_written"] == 1
   assert "300 is outside the range of uint8 (0..255)" in reasons[2]
@@ -265,11 +266,11 @@ def test_media_schema_mistakes(features, key, message):
 def test_auto_vocabulary_needs_an_image_folder(tmp_path):
   src = tmp_path / "l.csv"
   src.write_text("label\na\n")
-  with pytest.raises(InputError, match="vocabulary: auto is known for image "
-                     "folders"):
+  with pytest.raises(InputError, match="features.label.vocabulary: auto "
+                     "takes the class folder names of an image folder"):
     btr.build({"name": "v", "features": {"label": {
         "type": "string", "vocabulary": "auto"}}}, str(src),
-              str(tmp_path / "o"))
+              str(tmp_path / "o"), max_bad_fraction=1.0)
 
 
 @pytest.mark.parametrize("dtype,shape", [
@@ -312,7 +313,7 @@ def test_review_cases_for_images(tmp_path, photos, monkeypatch):
   _image(str(root / ".ipynb_checkpoints" / "x.png"), (3, 3), "RGB", "PNG", 5)
   monkeypatch.chdir(tmp_path)
   result = btr.build(FOLDER_SCHEMA, "photos/", str(tmp_path / "out"),
-                     input_format="images")
+                     input_format="images", max_bad_fraction=1.0)
   meta = result.metadata
   assert meta["vocabularies"] == {"label": ["cats", "dogs"]}
   assert meta["counts"]["rows_written"] == 5
@@ -329,13 +330,14 @@ def test_review_cases_for_images(tmp_path, photos, monkeypatch):
           "checkpoints") and f != "README.txt")}]
   with pytest.raises(InputError, match="overlap"):
     btr.build(FOLDER_SCHEMA, [str(root), str(root / "cats")],
-              str(tmp_path / "o2"), input_format="images")
+              str(tmp_path / "o2"), input_format="images", max_bad_fraction=1.0)
   tall = tmp_path / "tall.png"
   Image.new("L", (1, 70000), 9).save(tall)
   table = tmp_path / "t.csv"
   table.write_text(f'path\n{tall}\n"  "\n{root / "cats/c1.jpg"}\n')
   result = btr.build({"name": "t", "features": {"path": {
-      "type": "image", "encode": "jpeg"}}}, str(table), str(tmp_path / "o3"))
+      "type": "image", "encode": "jpeg"}}}, str(table), str(tmp_path / "o3"),
+          max_bad_fraction=1.0)
   reasons = {e["row"]: e["reason"] for e in btr.iter_errors(result.output)}
   assert sorted(reasons) == [1, 2]
   assert "cannot be stored" in reasons[1] or "too" in reasons[1]
@@ -356,7 +358,8 @@ def test_review_cases_for_tensors(tmp_path, tf):
       "n": {"type": "tensor", "dtype": "int32", "shape": [2, 3]},
       "f": {"type": "tensor", "dtype": "float64", "shape": [-1, 3],
             "from": "npy"}}}
-  result = btr.build(schema, str(src), str(tmp_path / "out"))
+  result = btr.build(schema, str(src), str(tmp_path / "out"),
+                     max_bad_fraction=1.0)
   reasons = {e["row"]: e["reason"] for e in btr.iter_errors(result.output)}
   assert sorted(reasons) == [1]
   assert "1.5 is not a whole number" in reasons[1]
@@ -369,7 +372,8 @@ def test_review_cases_for_tensors(tmp_path, tf):
   csv_src.write_text('v\n"[[1, 2], [3, 4]]"\n"5 6 7 8"\n')
   result = btr.build({"name": "c", "features": {"v": {
       "type": "tensor", "dtype": "uint8", "shape": [2, 2],
-      "required": True}}}, str(csv_src), str(tmp_path / "csv"))
+      "required": True}}}, str(csv_src), str(tmp_path / "csv"),
+          max_bad_fraction=1.0)
   assert [x["v"].numpy().tolist() for x in btr.load(result.output)] == [
       [[1, 2], [3, 4]], [[5, 6], [7, 8]]]
 
@@ -379,6 +383,6 @@ def test_a_label_that_is_not_text_says_why(tmp_path):
   src.write_text('{"label": "cat"}\n{"label": 1.5}\n')
   result = btr.build({"name": "v", "features": {"label": {
       "type": "string", "vocabulary": ["cat"], "required": True}}},
-                     str(src), str(tmp_path / "o"))
+                     str(src), str(tmp_path / "o"), max_bad_fraction=1.0)
   reasons = [e["reason"] for e in btr.iter_errors(result.output)]
   assert len(reasons) == 1 and "missing" not in reasons[0]

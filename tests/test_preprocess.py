@@ -47,7 +47,8 @@ def _csv(tmp_path, rows=("Ada,Lovelace,432", "Alan,Turing,500",
 def test_values_go_through_the_function_and_come_back_from_tensorflow(
     tmp_path, tf):
   out = str(tmp_path / "out")
-  result = btr.build(SCHEMA, _csv(tmp_path), out, preprocess=full_name)
+  result = btr.build(SCHEMA, _csv(tmp_path), out, preprocess=full_name,
+                     max_bad_fraction=1.0)
   rows = tf_parse(tf, tf_records(tf, out), btr.feature_spec(out))
   assert [(r["name"], r["age"], r["city"]) for r in rows] == [
       (b"Ada Lovelace", 36, b"?"), (b"Alan Turing", 41, b"?")]
@@ -98,7 +99,8 @@ def test_a_json_column_of_mixed_types_passes_around_the_function(tmp_path):
     return pa.RecordBatch.from_arrays([batch["n"]], names=["name"])
 
   out = str(tmp_path / "out")
-  btr.build(SCHEMA, str(tmp_path / "in.jsonl"), out, preprocess=rename)
+  btr.build(SCHEMA, str(tmp_path / "in.jsonl"), out, preprocess=rename,
+            max_bad_fraction=1.0)
   assert [(r["name"], r["age"]) for r in btr.iter_records(out)] == [("a", 3)]
   assert [e["row"] for e in btr.iter_errors(out)] == [2]
 
@@ -145,7 +147,8 @@ def test_a_wrong_function_fails_the_build_naming_it_and_the_rows(
 def test_a_table_may_be_returned(tmp_path):
   out = str(tmp_path / "out")
   btr.build(SCHEMA, _csv(tmp_path), out,
-            preprocess=lambda b: pa.Table.from_batches([full_name(b)]))
+            preprocess=lambda b: pa.Table.from_batches([full_name(b)]),
+                max_bad_fraction=1.0)
   assert len(list(btr.iter_records(out))) == 2
 
 
@@ -160,7 +163,8 @@ def _cli(tmp_path, *extra):
     _csv(tmp_path)
   return subprocess.run(
       [sys.executable, "-m", "beam_tfrecords", "build", "--schema", "s.yaml",
-       "--input", "in.csv", "--output", "out", *extra], cwd=tmp_path,
+       "--input", "in.csv", "--output", "out", "--max-bad-fraction", "1",
+       *extra], cwd=tmp_path,
       capture_output=True, text=True, timeout=300,
       env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
 
@@ -304,7 +308,8 @@ def test_json_keys_missing_from_a_batch_are_named_in_the_failure(tmp_path):
   (tmp_path / "in.jsonl").write_text(
       '{"first": "a", "last": "b", "months": 12}\n{"first": "c"}\n')
   out = str(tmp_path / "a")
-  btr.build(SCHEMA, str(tmp_path / "in.jsonl"), out, preprocess=full_name)
+  btr.build(SCHEMA, str(tmp_path / "in.jsonl"), out, preprocess=full_name,
+            max_bad_fraction=1.0)
   assert [r["name"] for r in btr.iter_records(out)] == ["a b"]
   assert [e["raw"] for e in btr.iter_errors(out)] == [
       {"first": "c", "last": None, "months": None}]
@@ -314,7 +319,7 @@ def test_json_keys_missing_from_a_batch_are_named_in_the_failure(tmp_path):
       r"\(the batch has the columns \['first'\]; with JSON input a key "
       r"that no row of a batch has is not a column of that batch")):
     btr.build(SCHEMA, str(tmp_path / "only.jsonl"), str(tmp_path / "b"),
-              preprocess=full_name)
+              preprocess=full_name, max_bad_fraction=1.0)
 
 
 def test_a_batch_of_unreadable_rows_only_does_not_reach_the_function(
@@ -329,7 +334,7 @@ def test_a_batch_of_unreadable_rows_only_does_not_reach_the_function(
   out = str(tmp_path / "out")
   result = btr.build(SCHEMA, [str(tmp_path / "a.jsonl"),
                               str(tmp_path / "b.jsonl")], out,
-                     preprocess=rename)
+                     preprocess=rename, max_bad_fraction=1.0)
   assert [r["name"] for r in btr.iter_records(out)] == ["x"]
   assert result.rows_rejected == 1
   assert [e["source"].endswith("b.jsonl") for e in btr.iter_errors(out)] \

@@ -243,7 +243,7 @@ def test_oversized_group_rejected_goes_to_errors(tmp_path):
   src = write_events_csv(tmp_path / "events.csv", rows)
   schema = {**EVENTS_SCHEMA, "max_length": 500}
   out = str(tmp_path / "out")
-  result = btr.build(schema, src, out)
+  result = btr.build(schema, src, out, max_bad_fraction=1.0)
   counts = result.metadata["counts"]
   assert counts["rows_rejected"] == 3_000
   assert counts["records_written"] == 9
@@ -272,10 +272,12 @@ def test_context_conflict_and_bad_rows_in_errors(tf, tmp_path):
                   "2,1,12,1.0,,DE\n"
                   "2,x,13,1.0,,DE\n"          # bad ts: this row only
                   ",3,14,1.0,,DE\n")          # no user: this row only
-  schema = {**EVENTS_SCHEMA, "context": {**EVENTS_SCHEMA["context"],
-                                         "country": "string"}}
+  # drop_step: a bad row leaves its group (the default rejects the group
+  # whole: tests/test_group_rejection.py).
+  schema = {**EVENTS_SCHEMA, "on_bad_step": "drop_step",
+            "context": {**EVENTS_SCHEMA["context"], "country": "string"}}
   out = str(tmp_path / "out")
-  result = btr.build(schema, str(path), out)
+  result = btr.build(schema, str(path), out, max_bad_fraction=1.0)
   assert result.metadata["counts"] == {
       "rows_read": 5, "rows_written": 1, "rows_rejected": 4,
       "rows_dropped": 0, "records_written": 1, "steps_written": 1,

@@ -119,7 +119,8 @@ def test_value_split_maps_names_and_rejects_unknown_values(tmp_path):
   rule = {"column": "split", "values": {"train": "train",
                                         "eval": ["validation", "dev"],
                                         "test": "test"}}
-  result = btr.build(schema(rule), str(src), str(tmp_path / "out"))
+  result = btr.build(schema(rule), str(src), str(tmp_path / "out"),
+                     max_bad_fraction=1.0)
   got = users_by_split(result.output, ["train", "eval", "test"])
   assert got == {"train": [1], "eval": [2], "test": [3]}
   errors = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
@@ -150,7 +151,8 @@ def test_numeric_bounds_without_rest_reject_values_past_the_last(tmp_path):
   src.write_text("user,item,rating,day\n1,5,1,d\n2,50,1,d\n3,500,1,d\n"
                  "4,x,1,d\n")
   rule = {"column": "item", "below": {"train": 10, "eval": 100}}
-  result = btr.build(schema(rule), str(src), str(tmp_path / "out"))
+  result = btr.build(schema(rule), str(src), str(tmp_path / "out"),
+                     max_bad_fraction=1.0)
   assert users_by_split(result.output, ["train", "eval"]) == {
       "train": [1], "eval": [2]}
   reasons = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
@@ -279,7 +281,8 @@ def test_split_columns_with_odd_cells_go_to_errors_not_crashes(tmp_path):
   src.write_bytes(b"user,item,rating,day,split\n1,1,1,d,train\n"
                   b"2,2,2,\xff7,train\n3,3,3,9,train\n")
   rule = {"column": "day", "below": {"train": 5}, "rest": "test"}
-  result = btr.build(schema(rule), str(src), str(tmp_path / "out"))
+  result = btr.build(schema(rule), str(src), str(tmp_path / "out"),
+                     max_bad_fraction=1.0)
   assert users_by_split(result.output, ["train", "test"]) == {
       "train": [], "test": [3]}
   reasons = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
@@ -295,7 +298,8 @@ def test_rows_without_any_hash_key_value_go_to_errors(tmp_path):
   src.write_text('{"uid": 5, "x": 1}\n{"x": 2}\n{"uid": null, "x": 3}\n')
   rule = {"name": "k", "splits": {"hash": "uid", "weights": {
       "train": 1, "eval": 1}}, "features": {"x": "int64"}}
-  result = btr.build(rule, str(src), str(tmp_path / "out"))
+  result = btr.build(rule, str(src), str(tmp_path / "out"),
+                     max_bad_fraction=1.0)
   assert result.metadata["counts"]["rows_written"] == 1
   errors = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
       result.output))

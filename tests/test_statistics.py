@@ -137,7 +137,8 @@ def test_split_sequences_with_a_record_too_big(tmp_path):
   schema = {"name": "seq", "record": "sequence_example", "max_length": 2,
             "overflow": "split", "max_record_bytes": "1KiB",
             "context": {"u": "int64"}, "sequence": {"t": "string"}}
-  result = btr.build(schema, str(src), str(tmp_path / "out"))
+  result = btr.build(schema, str(src), str(tmp_path / "out"),
+                     max_bad_fraction=1.0)
   assert result.rows_rejected == 1
   assert [e["row"] for e in btr.iter_errors(result.output)] == [2]
   got = result.metadata["statistics"]["train"]

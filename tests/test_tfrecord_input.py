@@ -137,7 +137,8 @@ def test_bad_records_go_to_errors_with_their_record_number(tmp_path, tf):
   ]
   _write(tf, tmp_path / "in.tfrecord", records)
   out = str(tmp_path / "out")
-  result = btr.build(TARGET, str(tmp_path / "in.tfrecord"), out)
+  result = btr.build(TARGET, str(tmp_path / "in.tfrecord"), out,
+                     max_bad_fraction=1.0)
   assert [r["id"] for r in btr.iter_records(out)] == [1, 7]
   errors = {e["row"]: e["reason"] for e in btr.iter_errors(out)}
   assert errors == {
@@ -161,7 +162,7 @@ def test_a_feature_whose_kind_differs_between_records_is_judged_per_row(
              _example(tf, id=b"x", pair=[1, 2])]    # bytes that do not
   _write(tf, tmp_path / "in.tfrecord", records)
   out = str(tmp_path / "out")
-  btr.build(TARGET, str(tmp_path / "in.tfrecord"), out)
+  btr.build(TARGET, str(tmp_path / "in.tfrecord"), out, max_bad_fraction=1.0)
   assert [r["id"] for r in btr.iter_records(out)] == [1, 2]
   assert [e["row"] for e in btr.iter_errors(out)] == [3]
 
@@ -325,7 +326,7 @@ def test_kinds_that_differ_keep_their_values(tmp_path, tf, monkeypatch):
                                       "id": {"type": "int64"}}}
   _write(tf, tmp_path / "in.tfrecord", records)
   out = str(tmp_path / "out")
-  btr.build(schema, str(tmp_path / "in.tfrecord"), out)
+  btr.build(schema, str(tmp_path / "in.tfrecord"), out, max_bad_fraction=1.0)
   got = {r["id"]: r["k"] for r in btr.iter_records(out)}
   assert got[1] == "7" and got[61] == "9" and 60 not in got
   assert [e["row"] for e in btr.iter_errors(out)] == [60]

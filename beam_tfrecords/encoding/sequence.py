@@ -14,6 +14,10 @@ Steps inside a group are ordered by the `order_by` values, then, where
 those tie, by the step's own serialized values: the result depends only on
 the rows, not on file order, runner or worker count.
 
+A group with a rejected row (one that could not become a step, though its
+group key was read) is rejected whole unless the schema says
+`on_bad_step: drop_step`: a sequence with a gap in it is not written.
+
 Context values must be the same on every row of a group. When they are not,
 the whole group goes to the dead-letter output with both values and where
 they came from; a feature declared `derive: first` / `derive: last` takes
@@ -36,15 +40,22 @@ from beam_tfrecords.encoding.example import (EncodedBatch, RowError,
                                              _feature_bytes)
 from beam_tfrecords.schema import (Derive, Feature, FeatureType, Overflow,
                                    Schema, load_schema)
+from beam_tfrecords.schema.model import OnBadStep
 
-__all__ = ["SequenceEncoder", "StepEncoder", "StepBatch", "Step",
-           "SequenceAssembler", "GroupResult", "GroupError"]
+__all__ = ["SequenceEncoder", "StepEncoder", "StepBatch", "Step", "BadRows",
+           "SequenceAssembler", "GroupResult", "GroupError",
+           "GROUP_REJECTED"]
 
 # One step of a grouped sequence, as it travels through GroupByKey:
 #   (order values, step Feature bytes per sequence feature (schema order),
 #    context Feature bytes or None per row-read context feature, row number)
 Step = Tuple[tuple, Tuple[bytes, ...], Tuple[Optional[bytes], ...],
              Optional[int]]
+# Rows of a group that could not become steps, as one batch reports them:
+#   (source path, row number of the first, its reason, how many rows)
+BadRows = Tuple[str, Optional[int], str, int]
+# How the reason of a group rejected for one of its rows starts.
+GROUP_REJECTED = "group_rejected_because_of_row"
 
 # Upper bounds of the framing bytes around a step's Feature (tag + length)
 # and around a map entry (tags, lengths), for the record size check.
@@ -312,12 +323,15 @@ class StepBatch:
     groups: (key, steps) per key, in first-seen order; the key is a tuple
       of stored values (int, float or bytes) in group_by order.
     errors: rows that could not become a step.
+    bad: the rows of `errors` whose group key was read, as (key, row,
+      reason), in row order: their groups are incomplete.
   """
   groups: List[Tuple[tuple, List[Step]]]
   errors: List[RowError]
   # feature name -> column_stats over the rows that became steps (when
   # asked for): context features per row, sequence features per step.
   stats: Optional[Dict[str, dict]] = None
+  bad: List[Tuple[tuple, int, str]] = dataclasses.field(default_factory=list)
 
 
 def _key_feature(column: str, ftype: FeatureType, what: str) -> Feature:
@@ -419,8 +433,14 @@ class StepEncoder:
         continue
       groups.setdefault(key_rows[i], []).append(
           (order_rows[i], feature_rows[i], context_rows[i], rows[i]))
-    return StepBatch(groups=list(groups.items()),
-                     errors=_row_errors(problems), stats=described)
+    errors = _row_errors(problems)
+    # A row without a readable key belongs to no group; the others leave a
+    # gap in theirs (key_rows holds the normalized key, as the steps do).
+    key_names = {f.name for f in self._keys}
+    bad = [(key_rows[e.row], e.row, e.reason) for e in errors
+           if not any(name in key_names for name, _ in e.problems)]
+    return StepBatch(groups=list(groups.items()), errors=errors,
+                     stats=described, bad=bad)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -504,10 +524,13 @@ class SequenceAssembler:
   def __reduce__(self):
     return (SequenceAssembler, (self._schema.to_dict(),))
 
-  def assemble(self, chunks: Iterable[Tuple[str, Sequence[Step]]]
-               ) -> GroupResult:
+  def assemble(self, chunks: Iterable[Tuple[str, Sequence[Step]]],
+               bad: Sequence[BadRows] = ()) -> GroupResult:
     """One group's steps, in chunks of (source path, steps).
 
+    `bad` are the group's rows that could not become steps (they are in
+    errors/ already); under on_bad_step: reject_group, any of them rejects
+    the group's other rows too.
     `chunks` is iterated more than once (Beam's grouped values allow it).
     Under overflow reject / keep_first / keep_last, memory stays bounded
     by max_length steps (plus what the runner holds); without max_length
@@ -518,6 +541,8 @@ class SequenceAssembler:
     n = sum(len(steps) for _, steps in chunks)
     if n == 0:
       return GroupResult([], [], [])
+    if bad and s.on_bad_step is OnBadStep.REJECT_GROUP:
+      return GroupResult([], [], [self._rejected_for(chunks, bad, n)])
     over = max_len is not None and n > max_len
     if over and s.overflow is Overflow.REJECT:
       first = heapq.nsmallest(self.EXAMPLES, self._entries(chunks),
@@ -570,6 +595,23 @@ class SequenceAssembler:
       records.append(self._record(piece, part))
       steps.append(len(piece))
     return GroupResult(records, steps, errors)
+
+  def _rejected_for(self, chunks, bad: Sequence[BadRows], n: int
+                    ) -> GroupError:
+    """The error of a group rejected because some of its rows were."""
+    # The smallest (source, row) names the group's bad row, whatever order
+    # the batches came in.
+    path, row, reason, _ = min(bad, key=lambda b: (
+        b[0], b[1] is None, b[1] or 0, b[2]))
+    count = sum(b[3] for b in bad)
+    more = f"{count:,} of its rows were rejected; " if count > 1 else ""
+    first = heapq.nsmallest(self.EXAMPLES, self._entries(chunks),
+                            key=self._key)
+    return GroupError(
+        rows=n, reason=f"{GROUP_REJECTED}: {_place(path, row)}: {reason} "
+        f"({more}on_bad_step: drop_step writes the sequence without "
+        f"{'them' if count > 1 else 'it'})",
+        examples=tuple(_where(e) for e in first))
 
   def _size_bound(self, piece: list) -> int:
     """At least the serialized size of the record `piece` makes."""
@@ -655,5 +697,8 @@ def _descending(value):
 
 
 def _where_text(entry) -> str:
-  path, row = entry[4], entry[3]
+  return _place(entry[4], entry[3])
+
+
+def _place(path: str, row: Optional[int]) -> str:
   return f"{path} row {row}" if row is not None else path

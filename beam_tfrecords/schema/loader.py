@@ -16,8 +16,8 @@ import yaml
 from beam_tfrecords.errors import SchemaError
 from beam_tfrecords.schema import values as value_rules
 from beam_tfrecords.schema.model import (Derive, Feature, FeatureType,
-                                        Media, MediaKind, OrderKey, Overflow,
-                                        RecordKind, Schema, SplitKind,
+                                        Media, MediaKind, OnBadStep, OrderKey,
+                                        Overflow, RecordKind, Schema, SplitKind,
                                         SplitRule, TRANSFORMS, Transform,
                                         TransformSpec, made_column,
                                         DEFAULT_SPLIT, IMAGE_CONVERTS,
@@ -31,8 +31,8 @@ _TOP_KEYS = ("name", "record", "description", "features", "max_bad_rows",
              "max_bad_fraction", "splits", "transform")
 _SEQUENCE_TOP_KEYS = ("name", "record", "description", "context", "sequence",
                       "group_by", "order_by", "max_length", "overflow",
-                      "ragged", "max_record_bytes", "max_bad_rows",
-                      "max_bad_fraction", "splits")
+                      "on_bad_step", "ragged", "max_record_bytes",
+                      "max_bad_rows", "max_bad_fraction", "splits")
 _FEATURE_KEYS = ("type", "shape", "source", "separator", "default",
                  "required", "description")
 _CONTEXT_KEYS = _FEATURE_KEYS + ("derive", "of")
@@ -677,6 +677,17 @@ class _Checker:
       if overflow not in overflows:
         self.fail("overflow", f"{overflow!r} is not a policy; allowed: "
                   f"{_allowed(overflows)}.{_suggest(overflow, overflows)}")
+    policies = [p.value for p in OnBadStep]
+    on_bad_step = raw.get("on_bad_step")
+    if on_bad_step is not None:
+      if on_bad_step not in policies:
+        self.fail("on_bad_step", f"{on_bad_step!r} is not a policy; allowed: "
+                  f"{_allowed(policies)}."
+                  f"{_suggest(on_bad_step, policies)}")
+      if not group_by:
+        self.fail("on_bad_step", "on_bad_step says what happens to a group "
+                  "when one of its rows is rejected; it needs group_by "
+                  "(without it each row is one sequence, rejected alone)")
     ragged = raw.get("ragged", False)
     if not isinstance(ragged, bool):
       self.fail("ragged", f"must be true or false; got {ragged!r}")
@@ -690,8 +701,9 @@ class _Checker:
                   description=description, path=self.path,
                   context=context, sequence=sequence, group_by=group_keys,
                   order_by=order_by, max_length=max_length,
-                  overflow=Overflow(overflow or "reject"), ragged=ragged,
-                  **extra)
+                  overflow=Overflow(overflow or "reject"),
+                  on_bad_step=OnBadStep(on_bad_step or "reject_group"),
+                  ragged=ragged, **extra)
 
   def feature_map(self, key: str, raw: Any, role: str,
                   allow_empty: bool = False):
@@ -943,11 +955,11 @@ def load_schema(source: Union[str, os.PathLike, Mapping, Schema],
 
 
 def _read_text(path: str) -> str:
-  from apache_beam.io.filesystems import FileSystems
+  from beam_tfrecords import fs  # pylint: disable=import-outside-toplevel
   try:
-    if not FileSystems.exists(path):
+    if not fs.exists(path):
       raise SchemaError("schema file not found", path=path)
-    with FileSystems.open(path, compression_type="uncompressed") as f:
+    with fs.open_read(path, fs.UNCOMPRESSED) as f:
       data = f.read()
   except SchemaError:
     raise

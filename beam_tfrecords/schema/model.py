@@ -9,8 +9,8 @@ import dataclasses
 import enum
 from typing import Any, Optional, Tuple
 
-__all__ = ["FeatureType", "RecordKind", "Derive", "Overflow", "Feature",
-           "OrderKey", "SplitKind", "SplitRule", "Schema", "Media",
+__all__ = ["FeatureType", "RecordKind", "Derive", "Overflow", "OnBadStep",
+           "Feature", "OrderKey", "SplitKind", "SplitRule", "Schema", "Media",
            "MediaKind", "Transform", "TransformSpec", "TRANSFORMS",
            "DEFAULT_MAX_RECORD_BYTES", "DEFAULT_SPLIT",
            "MADE", "made_column"]
@@ -62,6 +62,12 @@ class Overflow(enum.Enum):
   KEEP_FIRST = "keep_first"  # keep the first max_length steps
   KEEP_LAST = "keep_last"    # keep the last max_length steps
   SPLIT = "split"            # several sequences of at most max_length steps
+
+
+class OnBadStep(enum.Enum):
+  """What happens to a group (group_by) when one of its rows is rejected."""
+  REJECT_GROUP = "reject_group"  # its other rows go to errors/ as well
+  DROP_STEP = "drop_step"        # the sequence is written without the row
 
 
 @dataclasses.dataclass(frozen=True)
@@ -307,8 +313,9 @@ class Schema:
   An `example` schema has `features`. A `sequence_example` schema has
   `context` and `sequence` features instead, and optionally `group_by` key
   columns (rows sharing a key become one sequence, steps in `order_by`
-  order); without `group_by` each row is one sequence whose sequence cells
-  hold lists of steps.
+  order; `on_bad_step` says whether a rejected row rejects its group);
+  without `group_by` each row is one sequence whose sequence cells hold
+  lists of steps.
   """
   name: str
   record: RecordKind
@@ -321,6 +328,7 @@ class Schema:
   order_by: Tuple[OrderKey, ...] = ()
   max_length: Optional[int] = None
   overflow: Overflow = Overflow.REJECT
+  on_bad_step: OnBadStep = OnBadStep.REJECT_GROUP
   ragged: bool = False
   max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
   max_bad_rows: Optional[int] = None
@@ -379,6 +387,10 @@ class Schema:
     if self.max_length is not None:
       out["max_length"] = self.max_length
       out["overflow"] = self.overflow.value
+    # Only when set, so that the dicts (and build keys) of schemas that do
+    # not use it stay as they were.
+    if self.on_bad_step is not OnBadStep.REJECT_GROUP:
+      out["on_bad_step"] = self.on_bad_step.value
     if self.ragged:
       out["ragged"] = True
     if self.max_record_bytes != DEFAULT_MAX_RECORD_BYTES:

@@ -1,18 +1,20 @@
 """Sinks: deterministic gzip TFRecord shards, dead-letter files,
 dataset.json, and publishing a finished dataset (_SUCCESS last)."""
 
-from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
-                                           STAGING_PREFIX, SUCCESS, Commit,
-                                           WriteErrors, check_thresholds,
-                                           publish, read_json, remove_parts,
-                                           remove_staging)
+from beam_tfrecords.sinks.metadata import (DATASET_JSON,
+                                           DEFAULT_MAX_BAD_FRACTION,
+                                           ERRORS_DIR, STAGING_PREFIX,
+                                           SUCCESS, Commit, WriteErrors,
+                                           check_thresholds, publish,
+                                           read_json, rejection_lines,
+                                           remove_parts, remove_staging)
 from beam_tfrecords.sinks.shards import (JSON_LINES, SHARD_SUFFIX,
                                          TFRECORD_GZIP, Shuffle, WriteShards,
                                          WriteWithBeamSink, stable_hash)
 
-__all__ = ["Commit", "DATASET_JSON", "ERRORS_DIR", "JSON_LINES",
+__all__ = ["Commit", "DATASET_JSON", "DEFAULT_MAX_BAD_FRACTION", "ERRORS_DIR", "JSON_LINES",
            "SHARD_SUFFIX", "STAGING_PREFIX", "SUCCESS", "Shuffle",
            "TFRECORD_GZIP",
            "WriteErrors", "WriteShards", "WriteWithBeamSink",
-           "check_thresholds", "publish",
+           "check_thresholds", "publish", "rejection_lines",
            "read_json", "remove_parts", "remove_staging", "stable_hash"]

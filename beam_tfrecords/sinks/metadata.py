@@ -13,7 +13,7 @@ under a `_SUCCESS`.
 
 import glob
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -30,7 +30,8 @@ from beam_tfrecords.sinks.shards import (JSON_LINES, PARTS_DIR, SHARD_SUFFIX,
                                          WriteShards, finish_shard_names)
 
 __all__ = ["WriteErrors", "Commit", "DATASET_JSON", "SUCCESS", "ERRORS_DIR",
-           "STAGING_PREFIX", "publish", "check_thresholds", "read_json",
+           "STAGING_PREFIX", "publish", "check_thresholds", "rejection_lines",
+           "DEFAULT_MAX_BAD_FRACTION", "read_json",
            "remove_parts", "remove_staging"]
 
 DATASET_JSON = "dataset.json"
@@ -245,34 +246,68 @@ class Commit(beam.PTransform):
                                           self._static, self._stat_fields))
 
 
+# With no threshold given (flag, build() argument or schema key), a build
+# fails when more than this share of the rows read is rejected.
+DEFAULT_MAX_BAD_FRACTION = 0.01
+
+
 def check_thresholds(meta: Dict[str, Any], max_bad_rows: Optional[int],
-                     max_bad_fraction: Optional[float], where: str) -> None:
+                     max_bad_fraction: Optional[float], where: str,
+                     producible: Sequence[str] = ()) -> None:
   """Raises BadRowsError when more rows were rejected than allowed.
 
-  Rows dropped by a declared max_length policy do not count as bad.
+  With neither threshold given, the default applies: at most
+  DEFAULT_MAX_BAD_FRACTION of the rows read, and no split of `producible`
+  (the splits the rule can give rows to) left empty while rows were
+  rejected. Rows dropped by a declared max_length policy do not count as
+  bad.
   """
   counts = meta["counts"]
   bad, read = counts["rows_rejected"], counts["rows_read"]
+  if not bad:
+    return
+  default = max_bad_rows is None and max_bad_fraction is None
   over = []
+  if default:
+    max_bad_fraction = DEFAULT_MAX_BAD_FRACTION
   if max_bad_rows is not None and bad > max_bad_rows:
     over.append(f"--max-bad-rows {max_bad_rows}")
   if max_bad_fraction is not None and read and bad / read > max_bad_fraction:
-    over.append(f"--max-bad-fraction {max_bad_fraction:g}")
-  if not over:
+    over.append(f"--max-bad-fraction {max_bad_fraction:g}"
+                + (" (the default)" if default else ""))
+  empty = [n for n in producible
+           if not meta["splits"].get(n, {}).get("records")] if default else []
+  if not over and not empty:
     return
+  why = []
+  if over:
+    why.append(f"more than {' and '.join(over)} allow")
+  if empty:
+    why.append(f"the split{'s' if len(empty) > 1 else ''} "
+               f"{', '.join(empty)} got no records")
   lines = [f"{bad:,} of {read:,} rows ({bad / max(read, 1):.2%}) were "
-           f"rejected, more than {' and '.join(over)} allow; the dataset "
-           f"was not published (the rejected rows are in {where}/errors/). "
-           "Top reasons:"]
+           f"rejected: {'; '.join(why)}; the dataset was not published "
+           f"(the rejected rows are in {where}/errors/). "
+           + ("To publish anyway, allow it: --max-bad-fraction F / "
+              "--max-bad-rows N, or the schema's max_bad_fraction / "
+              "max_bad_rows. " if default else "") + "Top reasons:"]
+  lines += rejection_lines(meta)
+  raise BadRowsError("\n".join(lines))
+
+
+def rejection_lines(meta: Dict[str, Any], top: int = 5) -> List[str]:
+  """The top rejection reasons of a dataset.json, with counts and one
+  example each, as indented lines."""
+  lines = []
   bad_reasons = [r for r in meta["errors"]["reasons"]
                  if not r["reason"].startswith("dropped: ")]
-  for r in bad_reasons[:5]:
+  for r in bad_reasons[:top]:
     ex = r["example"] or {}
     at = (f"{ex.get('source')} row {ex['row']}" if ex.get("row") is not None
           else f"{ex.get('source')} group {json.dumps(ex.get('group'))}")
     lines.append(f"  {r['rows']:,} rows: {r['reason']}\n    e.g. {at}: "
                  f"{ex.get('reason')}")
-  raise BadRowsError("\n".join(lines))
+  return lines
 
 
 # Our file names, as globs: shards and errors files of any split.

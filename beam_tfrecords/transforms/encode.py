@@ -24,8 +24,9 @@ from beam_tfrecords.encoding.example import RowError
 from beam_tfrecords.encoding.media import MediaPreparer
 from beam_tfrecords.splits import SplitAssigner, key_types
 from beam_tfrecords.errors import reason_category
+from beam_tfrecords.progress import tally
 from beam_tfrecords.schema import Schema, schema_from_dict
-from beam_tfrecords.schema.model import MediaKind
+from beam_tfrecords.schema.model import MediaKind, OnBadStep
 from beam_tfrecords.sources import SourceBatch
 
 __all__ = ["Encode", "EncodeRows", "EncodeGroupedSequences", "ERRORS",
@@ -40,6 +41,8 @@ FEATURE_STATS = "feature_stats"
 # rows_read = rows_written + rows_rejected + rows_dropped always holds.
 STAT_FIELDS = ("rows_read", "rows_written", "rows_rejected", "rows_dropped",
                "records", "steps", "steps_dropped")
+_READ, _REJECTED, _RECORDS = (STAT_FIELDS.index(k) for k in (
+    "rows_read", "rows_rejected", "records"))
 # Raw cells longer than this are cut in the dead-letter row (the reason still
 # says what was wrong with the whole value).
 MAX_RAW_CHARS = 10_000
@@ -138,6 +141,8 @@ class _Counters:
     for counter, value in zip(self._counters, stats):
       if value:
         counter.inc(value)
+    tally().add(rows=stats[_READ], records=stats[_RECORDS],
+                rejected=stats[_REJECTED])
     return stats
 
 
@@ -256,6 +261,7 @@ class _SchemaFn(beam.DoFn):
   def finish_bundle(self):
     while self._pending:
       yield from self._emit_windowed(*self._pending.popleft())
+    tally().flush()
 
   def _emit_windowed(self, future, window, timestamp):
     """An earlier element's outputs, in that element's window."""
@@ -358,12 +364,15 @@ class EncodeRows(beam.PTransform):
 
 @beam.typehints.with_input_types(SourceBatch)
 class _EncodeStepsFn(_SchemaFn):
-  """One batch -> (group key, (source path, [step], split)) per key in the
-  batch (a group's rows all go to one split: the split rule reads only
+  """One batch -> (group key, (source path, [step], split, bad)) per key in
+  the batch (a group's rows all go to one split: the split rule reads only
   group_by columns).
 
   Rows of one key in one batch travel together, so a file sorted by key
-  sends one element per key instead of one per row.
+  sends one element per key instead of one per row. `bad` is None, or,
+  under on_bad_step: reject_group, (first row number, its reason, rows)
+  of the key's rows in the batch that went to errors/: the assembler then
+  rejects the group (a key with only such rows in the batch sends []).
   Outputs: main: keyed steps; ERRORS; STATS.
   Counters: as _EncodeBatchFn.
   """
@@ -373,6 +382,7 @@ class _EncodeStepsFn(_SchemaFn):
 
   def _work(self, batch: SourceBatch):
     parts, row_errors = _by_split(self._splits, batch)
+    marks = self._encoder.schema.on_bad_step is OnBadStep.REJECT_GROUP
     known = None
     outputs = []
     described = {}
@@ -386,8 +396,10 @@ class _EncodeStepsFn(_SchemaFn):
         result = self._encoder.encode_columns(
             _take(batch.columns, index), len(index),
             [known[i] for i in index.tolist()], stats=self._statistics)
-      outputs += [(key, (batch.path, steps, split))
+      bad = _bad_by_key(batch, result.bad, index) if marks else {}
+      outputs += [(key, (batch.path, steps, split, bad.pop(key, None)))
                   for key, steps in result.groups]
+      outputs += [(key, (batch.path, [], split, b)) for key, b in bad.items()]
       row_errors += _remapped(result.errors, index)
       if result.stats is not None:
         described[split] = result.stats
@@ -402,19 +414,30 @@ class _EncodeStepsFn(_SchemaFn):
     return outputs, stats, errors
 
 
+def _bad_by_key(batch: SourceBatch, bad, index) -> Dict[tuple, tuple]:
+  """key -> (first row number, its reason, rows) of a StepBatch's `bad`
+  rows (index: the batch rows the StepBatch was encoded from)."""
+  rows: Dict[tuple, list] = {}
+  for key, row, reason in bad:
+    number = batch.row_number(row if index is None else int(index[row]))
+    rows.setdefault(key, []).append((number, reason))
+  return {key: min(found, key=lambda r: (r[0] is None, r[0] or 0, r[1]))
+          + (len(found),) for key, found in rows.items()}
+
+
 class _Steps:
-  """The (path, steps) of a group's (path, steps, split) chunks; iterable
-  more than once, as the assembler needs."""
+  """The (path, steps) of a group's (path, steps, split, bad) chunks;
+  iterable more than once, as the assembler needs."""
 
   def __init__(self, chunks):
     self._chunks = chunks
 
   def __iter__(self):
-    return ((path, steps) for path, steps, _ in self._chunks)
+    return ((path, steps) for path, steps, _, _ in self._chunks)
 
 
 class _AssembleFn(_SchemaFn):
-  """(key, [(path, [step], split)]) -> the group's SequenceExample(s).
+  """(key, [(path, [step], split, bad)]) -> the group's SequenceExample(s).
 
   Outputs: main: (split, group key, [serialized record]); ERRORS: ((file, -1, -1),
   [dead-letter dict]) per rejected or truncated group; STATS.
@@ -431,7 +454,8 @@ class _AssembleFn(_SchemaFn):
   def process(self, element):
     key, chunks = element
     split = next(iter(chunks))[2]
-    result = self._encoder.assemble(_Steps(chunks))
+    bad = [(path,) + b for path, _, _, b in chunks if b is not None]
+    result = self._encoder.assemble(_Steps(chunks), bad)
     if result.records:
       yield split, key, result.records
     rejected = dropped = 0
@@ -473,9 +497,9 @@ class EncodeGroupedSequences(beam.PTransform):
                        statistics=self._statistics)).with_outputs(
             ERRORS, STATS, FEATURE_STATS, main="steps")
     assembled = (steps.steps
-                 # (key, (source path, [step], split))
+                 # (key, (source path, [step], split, bad))
                  | "GroupSteps" >> beam.GroupByKey()
-                 # (key, [(source path, [step], split), ...])
+                 # (key, [(source path, [step], split, bad), ...])
                  | "Assemble" >> beam.ParDo(_AssembleFn(schema_dict))
                  .with_outputs(ERRORS, STATS, main="records"))
     return {

@@ -1,0 +1,219 @@
+"""Beam pipeline options: refusing what nothing understands, and the runner.
+
+Beam's `PipelineOptions` drops every flag it cannot parse with a WARNING
+(`Discarding unparseable args`), so a misspelled `--max_bad_rows 0` or the
+second file of an unquoted glob would be lost without a word. Here every
+flag passed through to Beam is parsed by the parsers of all of Beam's
+registered option classes (and the named runner's, which registers its
+own when its module is imported) before anything runs, and whatever none
+of them takes is refused with a "did you mean".
+"""
+
+import difflib
+import logging
+from typing import Iterable, List, Optional, Sequence, Union
+
+from apache_beam.options.pipeline_options import (DirectOptions,
+                                                  PipelineOptions,
+                                                  StandardOptions,
+                                                  _BeamArgumentParser)
+from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
+from apache_beam.runners.runner import create_runner
+
+from beam_tfrecords.errors import InputError
+
+__all__ = ["check_beam_args", "pipeline_options", "is_direct",
+           "runner_name", "check_paths_reach_workers", "beam_flags"]
+
+_LOG = logging.getLogger(__name__)
+
+
+class _LocalDirectRunner(SwitchingDirectRunner):
+  """The DirectRunner without its first attempt at Prism.
+
+  Beam 2.77's DirectRunner first downloads a Prism binary from the internet
+  and falls back to the in-process FnApiRunner when that fails: a delay and
+  a page of warnings on machines without internet. In 2.77 the
+  `_is_interactive` flag only gates that attempt (direct_runner.py,
+  _PrismRunnerSupportVisitor), so setting it goes straight to the
+  FnApiRunner, which honours --direct_num_workers / --direct_running_mode.
+  """
+  _is_interactive = True
+
+
+def _flag_value(args: Sequence[str], name: str) -> Optional[str]:
+  """The last value of `--name VALUE` / `--name=VALUE` in args."""
+  value = None
+  for i, arg in enumerate(args):
+    if arg == f"--{name}" and i + 1 < len(args):
+      value = args[i + 1]
+    elif arg.startswith(f"--{name}="):
+      value = arg.split("=", 1)[1]
+  return value
+
+
+def _load_runner(name: str):
+  """The runner a --runner name means (its module imported, which
+  registers the runner's own option classes).
+
+  Raises:
+    InputError: Beam knows no runner of that name, or it is not installed.
+  """
+  if is_direct_name(name):
+    return _LocalDirectRunner()
+  try:
+    return create_runner(name)
+  except ValueError:
+    known = list(StandardOptions.KNOWN_RUNNER_NAMES)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    raise InputError(
+        f"--runner {name}: Beam has no runner of that name{hint}. Known "
+        f"runners: {', '.join(known)}, or the dotted path of a "
+        "PipelineRunner class (module.Class)") from None
+  except (ImportError, AttributeError) as e:
+    raise InputError(
+        f"--runner {name} cannot be loaded ({type(e).__name__}: {e}); "
+        "install the runner's extra (e.g. pip install 'apache-beam[dask]') "
+        "or check the dotted path") from None
+
+
+def beam_flags() -> List[str]:
+  """Every --flag of Beam's registered option classes."""
+  parser = _beam_parser()
+  return sorted({s for a in parser._actions for s in a.option_strings
+                 if s.startswith("--")})
+
+
+def _beam_parser() -> _BeamArgumentParser:
+  parser = _BeamArgumentParser(allow_abbrev=False)
+  # As PipelineOptions.get_all_options does: the last class of each name.
+  classes = {}
+  for cls in PipelineOptions.__subclasses__():
+    classes[str(cls)] = cls
+  for cls in classes.values():
+    cls._add_argparse_args(parser)  # pylint: disable=protected-access
+  return parser
+
+
+def _normalized(flag: str) -> str:
+  return flag.lstrip("-").replace("_", "-").lower()
+
+
+def _suggestion(flag: str, ours: Iterable[str], beams: Iterable[str]) -> str:
+  """' (did you mean --x?)' among our flags and Beam's, or ''."""
+  candidates = {}
+  for f in list(ours) + list(beams):
+    candidates.setdefault(_normalized(f), f)
+  name = _normalized(flag.split("=", 1)[0])
+  if name in candidates:  # --num_shards for --num-shards
+    return f"; did you mean {candidates[name]}?"
+  close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.75)
+  return f"; did you mean {candidates[close[0]]}?" if close else ""
+
+
+def check_beam_args(args: Sequence[str], ours: Iterable[str] = (),
+                    input_flag: Optional[str] = "--input"):
+  """Refuses any argument that no Beam option class parses.
+
+  Args:
+    args: the arguments left over for Beam's PipelineOptions.
+    ours: the program's own flags, for "did you mean".
+    input_flag: the repeatable input flag, named in the hint for stray
+      positional arguments (None: no such flag).
+
+  Returns:
+    The runner the arguments name (an instance), for beam.Pipeline.
+
+  Raises:
+    InputError: an argument is understood by nothing, or the runner is
+      unknown.
+  """
+  args = list(args)
+  runner = _load_runner(_flag_value(args, "runner") or "DirectRunner")
+  parser = _beam_parser()
+  _, unknown = parser.parse_known_args(args)
+  if not unknown:
+    return runner
+  ours = list(ours)
+  flags = [a for a in unknown if a.startswith("-")]
+  if flags:
+    flag = flags[0]
+    more = f" (and {', '.join(flags[1:])})" if len(flags) > 1 else ""
+    raise InputError(
+        f"unknown argument {flag}{more}"
+        f"{_suggestion(flag, ours, beam_flags())} Neither beam-tfrecords "
+        "nor Beam's pipeline options take it, and nothing is silently "
+        "ignored: fix or drop it (see --help for ours)")
+  shown = " ".join(unknown[:3]) + (" ..." if len(unknown) > 3 else "")
+  hint = (f"{input_flag} takes one file or glob: quote a glob so that the "
+          f"shell does not expand it ({input_flag} 'data/*.csv'), or repeat "
+          f"{input_flag} for each file" if input_flag else
+          "every value belongs to a --flag")
+  raise InputError(f"unexpected argument(s) {shown}: {hint}")
+
+
+def is_direct_name(name: Optional[str]) -> bool:
+  return name is None or (isinstance(name, str) and name.rsplit(".", 1)[
+      -1].lower() in ("directrunner", "direct", "switchingdirectrunner"))
+
+
+def is_direct(options: PipelineOptions) -> bool:
+  return is_direct_name(options.view_as(StandardOptions).runner)
+
+
+def runner_name(options: PipelineOptions) -> str:
+  runner = options.view_as(StandardOptions).runner
+  return runner if isinstance(runner, str) else (
+      type(runner).__name__ if runner is not None else "DirectRunner")
+
+
+def pipeline_options(beam_args: Union[None, Sequence[str], PipelineOptions]):
+  """(PipelineOptions, runner instance) for a build's Beam arguments.
+
+  A list of flags is checked first (check_beam_args): nothing in it may be
+  left unparsed.
+  """
+  if isinstance(beam_args, PipelineOptions):
+    options = beam_args
+    runner = _load_runner(runner_name(options))
+  else:
+    args = list(beam_args or [])
+    runner = check_beam_args(args, input_flag=None)
+    options = PipelineOptions(args)
+  if is_direct(options) and options.view_as(
+      DirectOptions).direct_running_mode == "multi_threading" and \
+      options.view_as(DirectOptions).direct_num_workers != 1:
+    raise InputError(
+        "--direct_running_mode=multi_threading is refused: Beam 2.77's "
+        "DirectRunner (FnApiRunner) loses elements at GroupByKey with "
+        "several worker threads (reproduced: 1,000,000 elements in, "
+        "980,000-995,000 out; benchmarks/beam_multithreading_gbk.py). Use "
+        "--direct_running_mode=multi_processing, or the default (one worker, "
+        "which encodes with a thread per core itself).")
+  return options, runner
+
+
+# Runners whose workers never share the launcher's disk.
+# (Beam takes "Dataflow", "DataflowRunner", a dotted path, any case.)
+_REMOTE_RUNNERS = ("dataflow", "testdataflow")
+
+
+def check_paths_reach_workers(options: PipelineOptions,
+                              paths: Sequence[str]) -> None:
+  """Refuses local paths for runners whose workers run elsewhere."""
+  runner = options.view_as(StandardOptions).runner or ""
+  if not isinstance(runner, str):
+    return
+  name = runner.rsplit(".", 1)[-1].lower()
+  if name.endswith("runner"):
+    name = name[:-len("runner")]
+  if name not in _REMOTE_RUNNERS:
+    return
+  local = [p for p in paths if "://" not in p or p.startswith("file://")]
+  if local:
+    raise InputError(
+        f"{runner} workers cannot see this machine's files, but "
+        f"{', '.join(local)} {'is' if len(local) == 1 else 'are'} local; "
+        "put the inputs and the output on gs:// (or another file system "
+        "the workers reach)")

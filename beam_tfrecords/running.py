@@ -1,0 +1,82 @@
+"""Running a build's pipeline to its end: progress, and Ctrl-C.
+
+Beam's DoFn runner re-raises a KeyboardInterrupt inside a step as a
+RuntimeError (and logs the step's traceback), so a SIGINT handler of our
+own notes the interruption and `run_pipeline` raises a plain
+KeyboardInterrupt whatever Beam made of it.
+"""
+
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import threading
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beam_tfrecords.beam_options import is_direct
+from beam_tfrecords.progress import ENV_DIR, LocalProgress, poll_metrics
+
+__all__ = ["run_pipeline"]
+
+
+def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
+                 progress: bool, input_bytes: int) -> None:
+  """Runs the pipeline to its end, showing progress if asked.
+
+  Raises:
+    KeyboardInterrupt: on Ctrl-C (SIGINT), whatever Beam made of it (its
+      DoFn runner re-raises a KeyboardInterrupt inside a step as a
+      RuntimeError).
+  """
+  interrupted = []
+
+  def on_sigint(signum, frame):
+    interrupted.append(signum)
+    # Beam logs the interrupted step's traceback; the caller says it in
+    # one line instead.
+    logging.disable(logging.CRITICAL)
+    # Its threads die of it on their way out; what they print says no more.
+    threading.excepthook = lambda hook_args: None
+    raise KeyboardInterrupt
+
+  previous, excepthook = None, threading.excepthook
+  if threading.current_thread() is threading.main_thread():
+    previous = signal.signal(signal.SIGINT, on_sigint)
+  try:
+    if not progress:
+      pipeline.run().wait_until_finish()
+    elif not is_direct(options):
+      poll_metrics(pipeline.run(), input_bytes)
+    else:
+      _run_with_local_progress(pipeline, input_bytes)
+  except BaseException:
+    if interrupted:
+      raise KeyboardInterrupt from None
+    raise
+  finally:
+    if previous is not None:
+      signal.signal(signal.SIGINT, previous)
+    if interrupted:
+      logging.disable(logging.NOTSET)
+      threading.excepthook = excepthook
+
+
+def _run_with_local_progress(pipeline: beam.Pipeline,
+                             input_bytes: int) -> None:
+  # The workers (threads, or subprocesses that inherit the variable)
+  # write their tallies into a folder of the launcher's.
+  folder = tempfile.mkdtemp(prefix="beam_tfrecords-progress-")
+  previous = os.environ.get(ENV_DIR)
+  os.environ[ENV_DIR] = folder
+  try:
+    with LocalProgress(folder, input_bytes):
+      pipeline.run().wait_until_finish()
+  finally:
+    if previous is None:
+      os.environ.pop(ENV_DIR, None)
+    else:
+      os.environ[ENV_DIR] = previous
+    shutil.rmtree(folder, ignore_errors=True)

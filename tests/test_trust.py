@@ -1,0 +1,343 @@
+"""Nothing silently ignored: arguments, rejected rows, interrupts, progress,
+and the messages that were wrong or missing."""
+
+import glob
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import beam_tfrecords as btr
+from beam_tfrecords import cli
+from beam_tfrecords.errors import InputError, is_disk_full
+
+SCHEMA_YAML = "name: t\nfeatures:\n  id: {type: int64}\n  score: {type: float}\n"
+
+
+def _files(tmp_path, rows, schema=SCHEMA_YAML):
+  (tmp_path / "s.yaml").write_text(schema)
+  (tmp_path / "in.csv").write_text("id,score\n" + "".join(
+      f"{i},{s}\n" for i, s in rows))
+  return str(tmp_path / "s.yaml"), str(tmp_path / "in.csv")
+
+
+def _build(tmp_path, *extra, rows=((1, 0.5), (2, 0.7))):
+  schema, data = _files(tmp_path, rows)
+  return cli.main(["build", "--schema", schema, "--input", data, "--output",
+                   str(tmp_path / "out"), *extra])
+
+
+# --- 1. No argument is silently discarded --------------------------------
+
+@pytest.mark.parametrize("extra,message", [
+    (["--num_shards", "4"], "unknown argument --num_shards; did you mean "
+     "--num-shards?"),
+    (["--overwite"], "unknown argument --overwite; did you mean "
+     "--overwrite?"),
+    (["--max_bad_rows", "0"], "unknown argument --max_bad_rows; did you "
+     "mean --max-bad-rows?"),
+    (["--direct_num_worker", "2"], "did you mean --direct_num_workers?"),
+    (["--no_such_thing=1"], "unknown argument --no_such_thing=1 Neither "),
+    # An unquoted glob: the shell expanded it to more files.
+    (["b.csv", "c.csv"], "unexpected argument(s) b.csv c.csv: --input takes "
+     "one file or glob: quote a glob so that the shell does not expand it "
+     "(--input 'data/*.csv'), or repeat --input for each file"),
+    (["--runner", "Nonexistent"], "--runner Nonexistent: Beam has no runner "
+     "of that name. Known runners: DataflowRunner,"),
+    (["--runner", "DirectRuner"], "did you mean DirectRunner?"),
+], ids=["underscore", "typo", "threshold_flag", "beam_typo", "with_value",
+        "unquoted_glob", "unknown_runner", "runner_typo"])
+def test_unknown_arguments_are_refused(tmp_path, capsys, extra, message):
+  assert _build(tmp_path, *extra) == cli.EXIT_INPUT
+  err = capsys.readouterr().err
+  assert message in err, err
+  assert not os.path.exists(tmp_path / "out" / "_SUCCESS")
+
+
+def test_beam_options_and_repeated_inputs_still_work(tmp_path, capsys):
+  schema, data = _files(tmp_path, [(1, 0.5)])
+  other = tmp_path / "in2.csv"
+  other.write_text("id,score\n2,0.25\n")
+  assert cli.main(["build", "--schema", schema, "--input", data, "--input",
+                   str(other), "--output", str(tmp_path / "out"),
+                   "--direct_num_workers=1", "--runner", "DirectRunner",
+                   "--job_name", "trust-test"]) == 0
+  assert sorted(r["id"] for r in btr.iter_records(str(tmp_path / "out"))) \
+      == [1, 2]
+
+
+def test_build_api_refuses_unparsed_beam_args(tmp_path):
+  schema, data = _files(tmp_path, [(1, 0.5)])
+  with pytest.raises(InputError, match="unknown argument --numshards"):
+    btr.build(schema, data, str(tmp_path / "out"), beam_args=["--numshards",
+                                                              "2"])
+
+
+# --- 2. Strict by default about rejected rows ---------------------------
+
+def _bad_rows(n_good, n_bad):
+  return [(i, 0.5) for i in range(n_good)] + [(1000 + i, "x")
+                                              for i in range(n_bad)]
+
+
+@pytest.mark.parametrize("good,bad", [(0, 4), (1, 49), (3, 1)],
+                         ids=["all", "98_percent", "25_percent"])
+def test_rejected_rows_over_one_percent_fail_by_default(tmp_path, capsys,
+                                                        good, bad):
+  assert _build(tmp_path, rows=_bad_rows(good, bad)) == cli.EXIT_BAD_ROWS
+  err = capsys.readouterr().err
+  total = good + bad
+  assert f"{bad:,} of {total:,} rows ({bad / total:.2%}) were rejected: " \
+      "more than --max-bad-fraction 0.01 (the default) allow" in err
+  assert "; the dataset was not published" in err
+  assert f"  {bad:,} rows: In feature \"score\": could not parse … as " \
+      "float\n    e.g. " in err
+  assert "row " + str(good + 1) + ": In feature \"score\": could not parse " \
+      "'x' as float" in err
+  assert not os.path.exists(tmp_path / "out" / "_SUCCESS")
+  assert not glob.glob(str(tmp_path / "out" / "*.tfrecord.gz"))
+
+
+def test_one_percent_or_less_publishes_and_reports_reasons(tmp_path, capsys):
+  assert _build(tmp_path, rows=_bad_rows(99, 1)) == 0
+  out = capsys.readouterr().out
+  assert "rejected: 1 (see" in out
+  assert "  top reasons for rejected rows:\n    1 rows: In feature " \
+      "\"score\": could not parse … as float\n      e.g. " in out
+  assert "row 100: In feature \"score\": could not parse 'x' as float" in out
+  assert os.path.exists(tmp_path / "out" / "_SUCCESS")
+
+
+def test_an_explicit_threshold_replaces_the_default(tmp_path, capsys):
+  assert _build(tmp_path, "--max-bad-fraction", "1",
+                rows=_bad_rows(1, 3)) == 0
+  assert btr.dataset_info(str(tmp_path / "out"))["counts"][
+      "rows_rejected"] == 3
+  # The schema key does the same.
+  schema = SCHEMA_YAML + "max_bad_rows: 5\n"
+  schema_path, data = _files(tmp_path, _bad_rows(1, 3), schema)
+  assert cli.main(["build", "--schema", schema_path, "--input", data,
+                   "--output", str(tmp_path / "out2")]) == 0
+
+
+SPLIT_SCHEMA = textwrap.dedent("""\
+    name: t
+    features:
+      id: {type: int64}
+      score: {type: float}
+      part: {type: string}
+    splits:
+      column: part
+      values: [train, eval]
+    """)
+
+
+def test_a_split_left_empty_by_rejections_fails_by_default(tmp_path, capsys):
+  rows = [f"{i},0.5,train\n" for i in range(300)] + ["999,oops,eval\n"]
+  (tmp_path / "s.yaml").write_text(SPLIT_SCHEMA)
+  (tmp_path / "in.csv").write_text("id,score,part\n" + "".join(rows))
+  args = ["build", "--schema", str(tmp_path / "s.yaml"), "--input",
+          str(tmp_path / "in.csv"), "--output", str(tmp_path / "out")]
+  # 1 of 301 rows (0.33%) is under the 1% default, but it was eval's only.
+  assert cli.main(args) == cli.EXIT_BAD_ROWS
+  err = capsys.readouterr().err
+  assert "1 of 301 rows (0.33%) were rejected: the split eval got no " \
+      "records; the dataset was not published" in err
+  assert cli.main(args + ["--max-bad-rows", "1"]) == 0
+  info = btr.dataset_info(str(tmp_path / "out"))
+  assert info["splits"]["eval"]["records"] == 0
+  assert info["splits"]["train"]["records"] == 300
+
+
+# --- 5. Interrupts ---------------------------------------------------------
+
+SLOW_MODULE = textwrap.dedent("""\
+    import time
+
+    def slow(batch):
+      time.sleep(120)
+      return batch
+    """)
+
+
+def test_ctrl_c_prints_one_line_exits_130_and_removes_staging(tmp_path):
+  schema, data = _files(tmp_path, [(1, 0.5), (2, 0.25)])
+  (tmp_path / "slowmod.py").write_text(SLOW_MODULE)
+  out = tmp_path / "out"
+  env = dict(os.environ, PYTHONPATH=str(tmp_path))
+  proc = subprocess.Popen(
+      [sys.executable, "-m", "beam_tfrecords", "build", "--schema", schema,
+       "--input", data, "--output", str(out), "--preprocess", "slowmod:slow"],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+      cwd=str(tmp_path), start_new_session=True)
+  deadline = time.monotonic() + 120
+  # The staging folder appears when the pipeline starts.
+  while not glob.glob(str(out / ".staging-*")):
+    assert proc.poll() is None, proc.communicate()
+    assert time.monotonic() < deadline
+    time.sleep(0.1)
+  time.sleep(2)  # well inside the sleeping step
+  os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C does
+  stdout, stderr = proc.communicate(timeout=60)
+  assert proc.returncode == 130, stderr
+  assert stderr == ("interrupted: nothing was published (this build's "
+                    "staging folder was removed)\n")
+  assert stdout == ""
+  assert os.listdir(out) == []
+
+
+# --- 6. Progress -----------------------------------------------------------
+
+def test_progress_is_logged_where_stderr_is_not_a_terminal(
+    tmp_path, caplog, monkeypatch):
+  from beam_tfrecords import progress
+  monkeypatch.setattr(progress, "LOG_SECONDS", 0.05)
+  schema, data = _files(tmp_path, _bad_rows(200, 1))
+  with caplog.at_level(logging.WARNING, logger="beam_tfrecords.progress"):
+    btr.build(schema, data, str(tmp_path / "out"), progress=True)
+  lines = [r.getMessage() for r in caplog.records
+           if r.name == "beam_tfrecords.progress"]
+  size = progress.human_bytes(os.path.getsize(data))
+  assert lines[-1] == (f"progress at the end: {size} of {size} read "
+                       "(100%), 201 rows (" + lines[-1].split(" rows (")[1]
+                       .split(")")[0] + "), 200 records, 1 rejected")
+  assert "/s" in lines[-1]
+  assert os.environ.get(progress.ENV_DIR) is None
+
+
+def test_progress_draws_a_live_line_on_a_terminal(tmp_path):
+  import pty
+  schema, data = _files(tmp_path, [(i, 0.5) for i in range(50)])
+  master, slave = pty.openpty()
+  proc = subprocess.Popen(
+      [sys.executable, "-m", "beam_tfrecords", "build", "--schema", schema,
+       "--input", data, "--output", str(tmp_path / "out")],
+      stdout=subprocess.PIPE, stderr=slave, cwd=str(tmp_path))
+  os.close(slave)
+  shown = b""
+  while True:
+    try:
+      chunk = os.read(master, 4096)
+    except OSError:  # the child closed the terminal
+      break
+    if not chunk:
+      break
+    shown += chunk
+  proc.wait(timeout=120)
+  os.close(master)
+  assert proc.returncode == 0
+  text = shown.decode("utf-8", "replace")
+  assert "building" in text and "rows (" in text and "records" in text
+  # --quiet: nothing on the terminal.
+  master, slave = pty.openpty()
+  proc = subprocess.run(
+      [sys.executable, "-m", "beam_tfrecords", "build", "--schema", schema,
+       "--input", data, "--output", str(tmp_path / "out2"), "--quiet"],
+      stdout=subprocess.PIPE, stderr=slave, cwd=str(tmp_path), timeout=120)
+  os.close(slave)
+  os.set_blocking(master, False)
+  try:
+    quiet = os.read(master, 4096)
+  except (BlockingIOError, OSError):
+    quiet = b""
+  os.close(master)
+  assert proc.returncode == 0 and b"building" not in quiet
+
+
+def test_progress_counts_every_worker_file(tmp_path, monkeypatch):
+  from beam_tfrecords import progress
+  monkeypatch.setenv(progress.ENV_DIR, str(tmp_path))
+  t = progress.tally()
+  t.add(rows=10, bytes=100)
+  t.add(records=7, rejected=3)
+  t.flush()
+  (tmp_path / "other.json").write_text(json.dumps(
+      {"rows": 5, "bytes": 50, "records": 5, "rejected": 0}))
+  counts = progress.LocalProgress(str(tmp_path), 300).counts()
+  assert counts == {"rows": 15, "bytes": 150, "records": 12, "rejected": 3}
+  assert progress.progress_text(counts, 300, 3.0) == (
+      "150 B of 300 B read (50%), 15 rows (5/s), 12 records, 3 rejected, "
+      "ETA 0:03")
+
+
+# --- 7. Messages -------------------------------------------------------------
+
+def test_an_output_that_is_a_file_is_refused(tmp_path, capsys):
+  schema, data = _files(tmp_path, [(1, 0.5)])
+  assert cli.main(["build", "--schema", schema, "--input", data,
+                   "--output", data]) == cli.EXIT_INPUT
+  assert f"error: output {data} is a file; a dataset is a folder" in \
+      capsys.readouterr().err
+
+
+def test_vocabulary_auto_on_a_table_names_the_schema_key(tmp_path, capsys):
+  schema = ("name: t\nfeatures:\n  id: {type: int64}\n"
+            "  label: {type: string, vocabulary: auto}\n")
+  (tmp_path / "s.yaml").write_text(schema)
+  (tmp_path / "in.csv").write_text("id,label\n1,cat\n")
+  assert cli.main(["build", "--schema", str(tmp_path / "s.yaml"), "--input",
+                   str(tmp_path / "in.csv"), "--output",
+                   str(tmp_path / "out")]) == cli.EXIT_INPUT
+  assert (f"error: {tmp_path / 's.yaml'}: features.label.vocabulary: auto "
+          "takes the class folder names of an image folder (--format "
+          "images, column label), but this build reads csv input; list the "
+          "values in index order instead: vocabulary: [cat, dog, ...]"
+          ) in capsys.readouterr().err
+
+
+def test_a_full_disk_is_a_clean_error_and_removes_staging(tmp_path, capsys,
+                                                           monkeypatch):
+  from apache_beam.io.filesystems import FileSystems
+  real_create = FileSystems.create
+
+  def full(path, *args, **kwargs):
+    if path.endswith("schema.pbtxt"):
+      raise OSError(28, "No space left on device")
+    return real_create(path, *args, **kwargs)
+  monkeypatch.setattr(FileSystems, "create", full)
+  assert _build(tmp_path) == cli.EXIT_INPUT
+  err = capsys.readouterr().err
+  assert "error: no space left on the device while writing " in err
+  assert "(the build's staging folder was removed; nothing was published)" \
+      in err
+  assert not os.path.exists(tmp_path / "out") or \
+      os.listdir(tmp_path / "out") == []
+  # On other runners a worker's full disk arrives as traceback text.
+  assert is_disk_full(RuntimeError("... OSError: [Errno 28] No space left"))
+  assert not is_disk_full(RuntimeError("[Errno 2] No such file"))
+
+
+def test_inspect_shows_floats_as_float32_prints_them(tmp_path, capsys):
+  assert _build(tmp_path, rows=[(1, 0.24)]) == 0
+  capsys.readouterr()
+  assert cli.main(["inspect", str(tmp_path / "out")]) == 0
+  assert 'record 0: {"id": 1, "score": 0.24}' in capsys.readouterr().out
+
+
+# --- 8. A fast command line --------------------------------------------------
+
+@pytest.mark.parametrize("argv", [["--help"], ["build", "--help"],
+                                  ["inspect", "--help"]],
+                         ids=["help", "build_help", "inspect_help"])
+def test_help_imports_neither_beam_nor_tensorflow(argv):
+  code = textwrap.dedent(f"""\
+      import sys
+      from beam_tfrecords.cli import main
+      try:
+        main({argv!r})
+      except SystemExit:
+        pass
+      heavy = [m for m in ("apache_beam", "tensorflow", "pyarrow")
+               if m in sys.modules]
+      print("heavy:", heavy)
+      """)
+  run = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, timeout=60)
+  assert run.returncode == 0, run.stderr
+  assert run.stdout.splitlines()[-1] == "heavy: []"
