@@ -188,7 +188,7 @@ def _text_type(values: pa.Array) -> str:
   text = pc.utf8_trim_whitespace(values.drop_null())
   if len(text) == 0:
     return "string"
-  for name, pattern in (("int64", rules.INT_TEXT),
+  for name, pattern in (("int64", rules.DIGITS_TEXT),
                         ("float", rules.FLOAT_TEXT)):
     if pc.all(pc.match_substring_regex(text, pattern)).as_py():
       return name

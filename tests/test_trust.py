@@ -341,3 +341,91 @@ def test_help_imports_neither_beam_nor_tensorflow(argv):
                        text=True, timeout=60)
   assert run.returncode == 0, run.stderr
   assert run.stdout.splitlines()[-1] == "heavy: []"
+
+
+# --- 4. One value, one meaning across formats ------------------------------
+
+ONE_VALUE_SCHEMA = {"name": "one", "features": {
+    "id": {"type": "int64", "required": True},
+    "n": {"type": "int64"},
+    "ns": {"type": "int64", "shape": [-1], "separator": "|"}}}
+
+
+def _three_formats(tmp_path, rows):
+  """The same rows as CSV text (as pandas writes an int column with
+  nulls), JSON lines numbers and a Parquet float64 column."""
+  import pyarrow as pa
+  import pyarrow.parquet as pq
+
+  def text(v):
+    return "" if v is None else repr(float(v))
+  (tmp_path / "in.csv").write_text("id,n,ns\n" + "".join(
+      f"{i},{text(n)},{'|'.join(text(v) for v in ns)}\n"
+      for i, n, ns in rows))
+  (tmp_path / "in.jsonl").write_text("".join(
+      json.dumps({"id": i, "n": None if n is None else float(n),
+                  "ns": [float(v) for v in ns]}) + "\n"
+      for i, n, ns in rows))
+  pq.write_table(pa.table({
+      "id": pa.array([i for i, _, _ in rows], pa.int64()),
+      "n": pa.array([n for _, n, _ in rows], pa.float64()),
+      "ns": pa.array([[float(v) for v in ns] for _, _, ns in rows],
+                     pa.list_(pa.float64()))}), str(tmp_path / "in.parquet"))
+  return [str(tmp_path / f"in.{ext}") for ext in ("csv", "jsonl", "parquet")]
+
+
+def test_whole_decimals_are_int64_values_in_every_format(tmp_path, tf):
+  from conftest import tf_records
+  # (An empty CSV cell is missing, a JSON [] an empty list: not compared.)
+  rows = [(1, 1, [1, 2]), (2, None, [5]), (3, -3, [0, 2**52 + 1]),
+          (4, 0, [7])]
+  outs = []
+  for src in _three_formats(tmp_path, rows):
+    out = str(tmp_path / ("out-" + src.rsplit(".", 1)[1]))
+    btr.build(ONE_VALUE_SCHEMA, src, out)
+    outs.append(tf_records(tf, out))
+  assert outs[0] == outs[1] == outs[2]
+  spec = {"id": tf.io.FixedLenFeature([], tf.int64),
+          "n": tf.io.VarLenFeature(tf.int64),
+          "ns": tf.io.VarLenFeature(tf.int64)}
+  got = [tf.io.parse_single_example(r, spec) for r in outs[0]]
+  assert [(int(g["id"]), g["n"].values.numpy().tolist(),
+           g["ns"].values.numpy().tolist()) for g in got] == [
+               (i, [] if n is None else [n], ns) for i, n, ns in rows]
+
+
+def test_a_fraction_is_rejected_alike_in_every_format(tmp_path):
+  reasons = []
+  for src in _three_formats(tmp_path, [(1, 1.5, [2]), (2, 2, [2.5])]):
+    out = str(tmp_path / ("out-" + src.rsplit(".", 1)[1]))
+    btr.build(ONE_VALUE_SCHEMA, src, out, max_bad_fraction=1.0)
+    reasons.append([e["reason"] for e in btr.iter_errors(out)])
+  assert reasons[0] == reasons[1] == reasons[2] == [
+      'In feature "n": 1.5 is not a whole number; int64 features take '
+      "integers (use type: float for fractions)",
+      'In feature "ns": at position 0: 2.5 is not a whole number; int64 '
+      "features take integers (use type: float for fractions)"]
+
+
+@pytest.mark.parametrize("text,value", [
+    ("1.0", 1), ("2.000", 2), ("-3.0", -3), ("+4.00", 4), ("1e3", 1000),
+    ("9223372036854775807.0", 2**63 - 1), ("-0.0", 0)],
+    ids=["one", "zeros", "negative", "plus", "exponent", "max", "minus_zero"])
+def test_whole_decimal_text_is_an_int64(text, value):
+  from beam_tfrecords.schema.values import _to_int64
+  assert _to_int64(text) == value
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("1.5", "1.5 is not a whole number"),
+    ("9223372036854775808.0", "9223372036854775808 is outside the int64 "
+     "range"),
+    ("1e30", "'1e30' is outside the int64 range"),
+    ("nan", "could not parse 'nan' as int64"),
+    ("1,0", "could not parse '1,0' as int64 (a decimal comma?")],
+    ids=["fraction", "too_big", "huge_exponent", "nan", "comma"])
+def test_other_number_text_is_refused_for_int64(text, reason):
+  from beam_tfrecords.schema.values import _to_int64
+  with pytest.raises(ValueError) as e:
+    _to_int64(text)
+  assert str(e.value).startswith(reason), str(e.value)

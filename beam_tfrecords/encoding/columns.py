@@ -332,6 +332,9 @@ def _fast_values(ftype: FeatureType, array: pa.Array) -> pa.Array:
                  else value_rules.FLOAT_TEXT)
       if not _all_match(text, pattern):
         raise _Fallback()
+      if ftype is FeatureType.INT64:  # "1.0" -> "1"
+        text = pc.replace_substring_regex(text, value_rules.ZERO_FRACTION,
+                                          "")
       array = text
     elif not (pa.types.is_integer(t) or pa.types.is_floating(t)
               or pa.types.is_boolean(t) or pa.types.is_decimal(t)):

@@ -7,8 +7,11 @@ decide, it falls back to these functions.
 
 | feature type | accepted input                      | stored as        | rejected (reason)                       |
 |--------------|-------------------------------------|------------------|-----------------------------------------|
-| int64        | int, bool (0/1), whole float,       | int64_list       | fractions ("2.5"), "1,234" / "1 234",   |
-|              | text "[+-]digits" (spaces trimmed)  |                  | hex, outside [-2**63, 2**63-1]          |
+| int64        | int, bool (0/1), whole float,       | int64_list       | fractions (2.5, "2.5"), "1,234" /       |
+|              | text of a whole number: "[+-]digits"|                  | "1 234", hex, nan, inf, outside         |
+|              | and "1.0", "2.000", "1e3" (spaces   |                  | [-2**63, 2**63-1]                       |
+|              | trimmed; pandas writes int columns  |                  |                                         |
+|              | with nulls as "1.0")                |                  |                                         |
 | float        | int, float, text number, nan, inf   | float_list (f32) | "9,7", finite values beyond +-3.4e38    |
 | string       | text, int (decimal text), UTF-8     | bytes_list       | bytes that are not UTF-8, floats,       |
 |              | bytes, date (ISO text 2026-11-05)   |                  | timestamps                              |
@@ -28,6 +31,7 @@ from typing import Any, List, Optional
 from beam_tfrecords.schema.model import Feature, FeatureType
 
 __all__ = ["INT64_MIN", "INT64_MAX", "FLOAT32_MAX", "INT_TEXT", "FLOAT_TEXT",
+           "ZERO_FRACTION", "DIGITS_TEXT",
            "convert_value", "convert_cell"]
 
 INT64_MIN = -(2**63)
@@ -36,7 +40,12 @@ INT64_MAX = 2**63 - 1
 FLOAT32_MAX = 3.4028234663852886e38
 # Text accepted as a number, after trimming white space. RE2 and Python `re`
 # read these the same way, so the Arrow path uses them too.
-INT_TEXT = r"^[+-]?[0-9]+$"
+# Integers, and whole numbers with a zero fraction ("1.0": pandas writes an
+# integer column with nulls so); the fast path drops ZERO_FRACTION first.
+INT_TEXT = r"^[+-]?[0-9]+(\.0*)?$"
+ZERO_FRACTION = r"\.0*$"
+# Integers only (infer-schema: "1.0" suggests a float column).
+DIGITS_TEXT = r"^[+-]?[0-9]+$"
 FLOAT_TEXT = (r"^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
               r"|[nN][aA][nN]|[iI][nN][fF]([iI][nN][iI][tT][yY])?)$")
 _INT_RE = re.compile(INT_TEXT)
@@ -84,6 +93,32 @@ def _number_text(value, pattern, type_name: str) -> str:
   return text
 
 
+def _text_int64(value) -> int:
+  """A whole number written as text ("12", "1.0", "1e3"), exactly."""
+  text = value.decode("utf-8", "replace") if isinstance(value, bytes) \
+      else value
+  text = text.strip()
+  if _INT_RE.match(text):
+    digits = text.split(".")[0]
+  elif _FLOAT_RE.match(text) and text.lstrip("+-")[:1] in "0123456789.":
+    number = decimal.Decimal(text)  # exact: no float rounding
+    if number.adjusted() > 19:
+      digits = "9" * 20  # outside the range, said below
+    elif number != number.to_integral_value():
+      raise ValueError(f"{_show(float(number))} is not a whole number; "
+                       "int64 features take integers (use type: float for "
+                       "fractions)")
+    else:
+      digits = str(int(number))
+  else:
+    raise ValueError(f"could not parse {_show(value)} as int64"
+                     f"{_number_hint(text)}")
+  if len(digits.lstrip("+-").lstrip("0")) > 19:  # no int() of huge text
+    raise ValueError(f"{_show(text)} is outside the int64 range "
+                     f"[{INT64_MIN}, {INT64_MAX}]")
+  return int(digits)
+
+
 def _to_int64(value: Any) -> int:
   if isinstance(value, bool):
     return int(value)
@@ -96,11 +131,7 @@ def _to_int64(value: Any) -> int:
                        "fractions)")
     result = int(value)
   elif isinstance(value, (str, bytes)):
-    text = _number_text(value, _INT_RE, "int64")
-    if len(text.lstrip("+-").lstrip("0")) > 19:  # no int() of huge text
-      raise ValueError(f"{_show(text)} is outside the int64 range "
-                       f"[{INT64_MIN}, {INT64_MAX}]")
-    result = int(text)
+    result = _text_int64(value)
   else:
     raise ValueError(f"expected an integer, got {type(value).__name__} "
                      f"{_show(value)}")
