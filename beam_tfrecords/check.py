@@ -16,8 +16,8 @@ import dataclasses
 import glob as _glob
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords import fs
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.records import (decode_example, decode_sequence_example,
                                     iter_tfrecords)
@@ -29,9 +29,7 @@ __all__ = ["FeatureSummary", "FileSummary", "inspect_files", "validate",
 
 def is_gzip(path: str) -> bool:
   """Whether a file starts with the gzip magic bytes."""
-  from apache_beam.io.filesystem import CompressionTypes
-  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
-                        ) as f:
+  with fs.open_read(path, fs.UNCOMPRESSED) as f:
     return f.read(2) == b"\x1f\x8b"
 
 
@@ -65,14 +63,13 @@ class FileSummary:
 def _match(patterns: List[str]) -> List[Tuple[str, int]]:
   found = {}
   for pattern in patterns:
-    if FileSystems.exists(pattern) and not FileSystems.exists(
-        FileSystems.join(pattern, "dataset.json")) and _is_dir(pattern):
-      pattern = FileSystems.join(_glob.escape(pattern.rstrip("/")), "*")
-    result = FileSystems.match([pattern])[0]
-    for m in result.metadata_list:
+    if fs.exists(pattern) and not fs.exists(
+        fs.join(pattern, "dataset.json")) and _is_dir(pattern):
+      pattern = fs.join(_glob.escape(pattern.rstrip("/")), "*")
+    for m in fs.match(pattern):
       name = m.path.rsplit("/", 1)[-1]
       if not name.startswith((".", "_")):
-        found[m.path] = m.size_in_bytes
+        found[m.path] = m.size
   if not found:
     raise InputError(f"{patterns} match no file")
   return sorted(found.items())
@@ -144,10 +141,14 @@ class ValidationReport:
   counts: Dict[str, int] = dataclasses.field(default_factory=dict)
   files: int = 0
   listed_records: int = 0
+  # Set when the dataset holds the other record kind than the schema
+  # says: the records are then not checked one by one.
+  kind_mismatch: Optional[str] = None
 
   @property
   def ok(self) -> bool:
-    return self.bad_records == 0 and self.records == self.listed_records
+    return (self.kind_mismatch is None and self.bad_records == 0
+            and self.records == self.listed_records)
 
 
 def _check_feature(f: Feature, found, in_steps: bool = False) -> Optional[str]:
@@ -203,11 +204,22 @@ def validate(path: str, schema: Schema, show: int = 10) -> ValidationReport:
   from beam_tfrecords.read import dataset_info  # no cycle at import
   info = dataset_info(path)
   report = ValidationReport()
+  held, described = info.get("record"), schema.record.value
+  if held and held != described:
+    names = {"example": "Examples", "sequence_example": "SequenceExamples"}
+    report.kind_mismatch = (
+        f"this dataset holds {names.get(held, held)} (dataset.json: record: "
+        f"{held}), but the schema {schema.path} describes "
+        f"{names.get(described, described)} (record: {described}); "
+        "validate it with a schema of its kind")
+    report.listed_records = sum(s["records"]
+                                for s in info["splits"].values())
+    return report
   for split, s in sorted(info["splits"].items()):
     report.listed_records += s["records"]
     for shard in s["shards"]:
       report.files += 1
-      file_path = FileSystems.join(path.rstrip("/"), shard["file"])
+      file_path = fs.join(path.rstrip("/"), shard["file"])
       index = -1
       try:
         for index, data in enumerate(iter_tfrecords(file_path)):

@@ -370,6 +370,9 @@ def _validate(args) -> int:
   from beam_tfrecords.check import validate
   from beam_tfrecords.schema import load_schema
   report = validate(args.path, load_schema(args.schema), args.show)
+  if report.kind_mismatch:
+    print(report.kind_mismatch)
+    return 1
   print(f"{report.records:,} records in {report.files} file(s) checked "
         f"against {args.schema}: {report.bad_records:,} do not parse as it "
         "says")

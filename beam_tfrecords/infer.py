@@ -107,8 +107,7 @@ def _tfrecord_sample(paths: Sequence[str], rows: int) -> Optional[pa.Table]:
 
 
 def _sample(paths: Sequence[str], fmt: str, rows: int) -> pa.Table:
-  from apache_beam.io.filesystem import CompressionTypes
-  from apache_beam.io.filesystems import FileSystems
+  from beam_tfrecords import fs
   if fmt == "tfrecord":
     table = _tfrecord_sample(paths, rows)
     if table is None or not table.num_rows:
@@ -117,7 +116,7 @@ def _sample(paths: Sequence[str], fmt: str, rows: int) -> pa.Table:
     return table
   tables = []
   for path in paths:
-    with FileSystems.open(path, compression_type=CompressionTypes.AUTO) as f:
+    with fs.open_read(path, fs.AUTO) as f:
       if fmt == "parquet":
         import pyarrow.parquet as pq
         pf = pq.ParquetFile(pa.PythonFile(f, mode="r"))

@@ -25,7 +25,7 @@ from beam_tfrecords.errors import InputError, from_worker, is_disk_full
 from beam_tfrecords.preprocess import resolve_preprocess
 from beam_tfrecords.schema import Schema, load_schema, spec_to_json
 from beam_tfrecords.schema.loader import parse_size
-from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
+from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind, SplitKind
 from beam_tfrecords.schema.tfmd import TFMD_FILE, tfmd_text
 from beam_tfrecords.running import run_pipeline
 from beam_tfrecords.splits import producible_splits, split_fraction
@@ -111,6 +111,29 @@ class BuildResult:
   @property
   def rows_rejected(self) -> int:
     return self.metadata["counts"]["rows_rejected"]
+
+
+def needed_columns(schema: Schema) -> Dict[str, str]:
+  """The input columns a build cannot do without, each with what reads it
+  and the fix for a misspelling (for the message when one is absent)."""
+  needed: Dict[str, str] = {}
+  for f in schema.all_features:
+    if f.input_column is not None and f.default is None:
+      needed.setdefault(f.input_column, f"the source of feature {f.name!r} "
+                        "(fix its source:, or give it a default:)")
+  for m in schema.media:
+    for c in m.sources:
+      needed.setdefault(c, f"the source of feature {m.name!r} (fix its "
+                        "source:)")
+  for c, _ in schema.group_by:
+    needed.setdefault(c, "a group_by column (fix group_by:)")
+  for k in schema.order_by:
+    needed.setdefault(k.column, "an order_by column (fix order_by:)")
+  rule = "splits.hash" if schema.splits.kind is SplitKind.HASH else \
+      "splits.column"
+  for c in schema.splits.columns:
+    needed.setdefault(c, f"the split rule's key (fix {rule}:)")
+  return needed
 
 
 def scalar_columns(schema: Schema) -> List[str]:
@@ -391,15 +414,10 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   check_paths_reach_workers(options, list(patterns) + [output])
   if "://" not in output:  # workers run elsewhere: an absolute path
     output = os.path.abspath(output)
-  needed = [f.input_column for f in schema.all_features
-            if f.input_column is not None and f.default is None]
-  needed += [c for m in schema.media for c in m.sources]
-  needed += [c for c, _ in schema.group_by] + [k.column for k in
-                                               schema.order_by]
-  needed += list(schema.splits.columns)
+  needed = needed_columns(schema)
   user_fn = resolve_preprocess(preprocess)
   plan = plan_inputs(patterns, () if user_fn else schema.columns,
-                     () if user_fn else needed, input_format, format_options,
+                     {} if user_fn else needed, input_format, format_options,
                      lambda: scalar_columns(schema))
   if user_fn is not None and plan.options.get("column_names"):
     # Inputs with a fixed set of columns (CSV, Parquet) must have those

@@ -221,6 +221,14 @@ def _import(spec: str) -> Callable:
   if not sep or not module_name or not attr:
     raise InputError(f"--preprocess takes MODULE:FUNCTION (e.g. "
                      f"mypackage.features:clean), got {spec!r}")
+  # A file path, a relative import or a stray character is no module name
+  # (importlib would raise TypeError or worse on some of them).
+  for what, dotted in (("module", module_name), ("function", attr)):
+    if not all(part.isidentifier() for part in dotted.split(".")):
+      raise InputError(
+          f"--preprocess {spec}: {dotted!r} is not a Python {what} name; "
+          "give MODULE:FUNCTION with dotted names, as you would import them "
+          "(e.g. mypackage.features:clean), not a file path")
   # As `python -m` does: modules next to where the command runs import.
   added = os.getcwd() not in sys.path and "" not in sys.path
   if added:

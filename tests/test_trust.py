@@ -429,3 +429,99 @@ def test_other_number_text_is_refused_for_int64(text, reason):
   with pytest.raises(ValueError) as e:
     _to_int64(text)
   assert str(e.value).startswith(reason), str(e.value)
+
+
+# --- 7. More messages ---------------------------------------------------------
+
+def test_a_misspelled_schema_key_gets_a_suggestion(tmp_path):
+  (tmp_path / "s.yaml").write_text(
+      "name: t\nfeatures:\n  label: {type: string, vocabluary: [a, b]}\n")
+  with pytest.raises(btr.SchemaError) as e:
+    btr.load_schema(str(tmp_path / "s.yaml"))
+  assert str(e.value) == (
+      f"{tmp_path / 's.yaml'}: features.label.vocabluary: unknown key "
+      "'vocabluary'; allowed keys: type, shape, source, separator, default, "
+      'required, description, vocabulary. Did you mean "vocabulary"?')
+
+
+def test_a_csv_header_cell_too_long_is_a_clean_error(tmp_path, capsys):
+  schema, _ = _files(tmp_path, [])
+  (tmp_path / "wide.csv").write_text("id," + "x" * 140_000 + "\n1,2\n")
+  assert cli.main(["build", "--schema", schema, "--input",
+                   str(tmp_path / "wide.csv"), "--output",
+                   str(tmp_path / "out")]) == cli.EXIT_INPUT
+  assert capsys.readouterr().err == (
+      f"error: {tmp_path / 'wide.csv'}: the header (first line, 140,003 "
+      "characters) cannot be read as column names (field larger than field "
+      "limit (131072)); is it a CSV file with a header line? Check "
+      "--csv-delimiter / --csv-quote-char, or give --csv-no-header "
+      "--csv-column-names a,b,c\n")
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("../../etc/passwd:x", "'../../etc/passwd' is not a Python module name; "
+     "give MODULE:FUNCTION with dotted names"),
+    ("mod:not-a-name", "'not-a-name' is not a Python function name"),
+    ("nocolon", "--preprocess takes MODULE:FUNCTION (e.g. "
+     "mypackage.features:clean), got 'nocolon'"),
+], ids=["path", "function", "no_colon"])
+def test_a_preprocess_spec_that_is_no_module_is_refused(tmp_path, capsys,
+                                                        spec, message):
+  assert _build(tmp_path, "--preprocess", spec) == cli.EXIT_INPUT
+  assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("splits,message", [
+    ("splits:\n  hash: usr\n  weights: {train: 80%, eval: 20%}\n",
+     "'usr' is the split rule's key (fix splits.hash:)"),
+    ("splits:\n  column: prt\n  values: [train, eval]\n",
+     "'prt' is the split rule's key (fix splits.column:)"),
+], ids=["hash", "values"])
+def test_a_misspelled_split_column_names_the_split_rule(tmp_path, capsys,
+                                                        splits, message):
+  schema, data = _files(tmp_path, [(1, 0.5)], SCHEMA_YAML + splits)
+  assert cli.main(["build", "--schema", schema, "--input", data, "--output",
+                   str(tmp_path / "out")]) == cli.EXIT_INPUT
+  err = capsys.readouterr().err
+  assert f"are not in the csv input ({data} has ['id', 'score']): " \
+      f"{message}" in err
+  assert "source" not in err
+
+
+def test_validate_with_a_schema_of_the_other_record_kind(tmp_path, capsys):
+  (tmp_path / "seq.yaml").write_text(
+      "name: q\nrecord: sequence_example\ngroup_by: id\ncontext:\n"
+      "  id: {type: int64}\nsequence:\n  score: {type: float}\n")
+  schema, data = _files(tmp_path, [(1, 0.5), (1, 0.25), (2, 0.75)])
+  assert cli.main(["build", "--schema", str(tmp_path / "seq.yaml"),
+                   "--input", data, "--output", str(tmp_path / "seq")]) == 0
+  capsys.readouterr()
+  assert cli.main(["validate", "--schema", schema,
+                   str(tmp_path / "seq")]) == 1
+  assert capsys.readouterr().out == (
+      "this dataset holds SequenceExamples (dataset.json: record: "
+      f"sequence_example), but the schema {schema} describes Examples "
+      "(record: example); validate it with a schema of its kind\n")
+
+
+def test_inspect_validate_and_infer_schema_import_neither_beam_nor_tf(
+    tmp_path):
+  assert _build(tmp_path, rows=[(1, 0.5), (2, 0.25)]) == 0
+  out, schema, data = (str(tmp_path / "out"), str(tmp_path / "s.yaml"),
+                       str(tmp_path / "in.csv"))
+  shard = glob.glob(os.path.join(out, "train-*.tfrecord.gz"))[0]
+  for argv in (["inspect", out], ["inspect", shard],
+               ["validate", "--schema", schema, out],
+               ["infer-schema", "--input", data]):
+    code = textwrap.dedent(f"""\
+        import contextlib, io, sys
+        from beam_tfrecords.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+          code = main({argv!r})
+        heavy = [m for m in ("apache_beam", "tensorflow") if m in sys.modules]
+        print(code, "heavy:", heavy)
+        """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1] == "0 heavy: []", (argv, run.stdout)

@@ -842,7 +842,10 @@ class _Checker:
     if not isinstance(raw, dict):
       self.fail(key, f"must be a mapping such as {{type: int64}} or a type "
                 f"name; got {raw!r}")
+    # (An Example feature with a vocabulary is a media declaration, checked
+    # before this; the key is listed so that a misspelling finds it.)
     self.check_keys(key, raw, _CONTEXT_KEYS if role == _CONTEXT
+                    else _FEATURE_KEYS + ("vocabulary",) if role == _EXAMPLE
                     else _FEATURE_KEYS)
     derive = None
     if "derive" in raw:

@@ -63,7 +63,8 @@ class InputPlan:
 
 
 def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
-                needed_columns: Sequence[str] = (), fmt: Optional[str] = None,
+                needed_columns: Mapping[str, str] = {},  # pylint: disable=dangerous-default-value
+                fmt: Optional[str] = None,
                 options: Optional[Mapping[str, Any]] = None,
                 scalar_columns: Callable[[], Sequence[str]] = tuple
                 ) -> InputPlan:
@@ -73,8 +74,9 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
     patterns: file paths or globs.
     columns: the columns the schema reads.
     needed_columns: columns that must exist in files with a fixed set of
-      columns (CSV headers, Parquet schemas): those of features with no
-      default.
+      columns (CSV headers, Parquet schemas), each with what reads it and
+      how to fix a misspelling (for the message): the sources of features
+      with no default, group_by, order_by, split keys.
     fmt: the format, or None to tell it from the extensions.
     options: format options (CSV delimiter, ...).
     scalar_columns: gives the columns the schema reads one value from
@@ -105,10 +107,10 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
   if available:
     missing = [c for c in needed_columns if c not in available]
     if missing:
+      uses = "; ".join(f"{c!r} is {needed_columns[c]}" for c in missing)
       raise InputError(
           f"column(s) {missing} named by the schema are not in the {name} "
-          f"input ({files[0].path} has {list(available)}); fix the schema's "
-          "`source`, or give the feature a default")
+          f"input ({files[0].path} has {list(available)}): {uses}")
   return InputPlan(format=name, files=files, units=source.plan(files, opts),
                    options=opts)
 

@@ -49,8 +49,15 @@ def _header(path: str, opts: Mapping[str, Any]) -> List[str]:
     raise InputError(f"{path}: the header is not {opts['encoding']} text "
                      f"({e}); pass the file's encoding") from None
   text = text.lstrip("\ufeff")  # a UTF-8 byte order mark
-  rows = list(csv.reader([text], delimiter=opts["delimiter"],
-                         quotechar=opts["quote_char"]))
+  try:
+    rows = list(csv.reader([text], delimiter=opts["delimiter"],
+                           quotechar=opts["quote_char"]))
+  except csv.Error as e:  # a header cell over csv.field_size_limit()
+    raise InputError(
+        f"{path}: the header (first line, {len(text):,} characters) cannot "
+        f"be read as column names ({e}); is it a CSV file with a header "
+        "line? Check --csv-delimiter / --csv-quote-char, or give "
+        "--csv-no-header --csv-column-names a,b,c") from None
   return rows[0] if rows else []
 
 

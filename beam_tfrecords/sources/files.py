@@ -1,4 +1,4 @@
-"""File access through Beam's FileSystems (local, gs://, s3://, ...)."""
+"""Input files on any file system (local, gs://, s3://, ...; beam_tfrecords.fs)."""
 
 import bz2
 import gzip
@@ -8,9 +8,7 @@ import zlib
 from typing import List, Sequence, Tuple
 
 import numpy as np
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-
+from beam_tfrecords import fs
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources.base import InputFile
 
@@ -31,8 +29,7 @@ def match_inputs(patterns: Sequence[str]) -> List[InputFile]:
       # run in the launcher's directory: local paths become absolute.
       pattern = os.path.abspath(pattern)
     try:
-      result = FileSystems.match([pattern])[0]
-      metadata = result.metadata_list
+      metadata = fs.match(pattern)
     except Exception as e:  # BeamIOError and friends
       raise InputError(f"cannot list input {pattern!r}: {e}") from None
     matched = [m for m in metadata if not m.path.endswith("/")]
@@ -41,9 +38,7 @@ def match_inputs(patterns: Sequence[str]) -> List[InputFile]:
           f"input {pattern!r} matches no file; check the path and quote "
           "globs so the shell does not expand them ('data/*.csv')")
     for m in matched:
-      files[m.path] = InputFile(m.path, m.size_in_bytes,
-                                getattr(m, "last_updated_in_seconds", 0.0)
-                                or 0.0)
+      files[m.path] = InputFile(m.path, m.size, m.mtime or 0.0)
   return [files[p] for p in sorted(files)]
 
 
@@ -113,9 +108,9 @@ def open_input(path: str):
   """
   for suffix, (kind, opener) in _DECOMPRESSORS.items():
     if path.endswith(suffix):
-      raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+      raw = fs.open_read(path, fs.UNCOMPRESSED)
       return _Stream(opener(raw), path, kind)
-  f = FileSystems.open(path, compression_type=CompressionTypes.AUTO)
+  f = fs.open_read(path, fs.AUTO)
   return _Stream(f, path, "compressed") if callable(
       getattr(f, "closed", None)) else f
 
@@ -138,8 +133,7 @@ def read_range(path: str, start: int, end: int) -> Tuple[bytes, int]:
   Returns:
     (data, offset): the lines, and the file offset where the first begins.
   """
-  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
-                        ) as f:
+  with fs.open_read(path, fs.UNCOMPRESSED) as f:
     offset = start
     if start > 0:
       f.seek(start - 1)
@@ -161,8 +155,7 @@ def read_range(path: str, start: int, end: int) -> Tuple[bytes, int]:
 
 def _prefix_chunks(path: str, offset: int, chunk: int):
   """The first `offset` bytes of an uncompressed file, in chunks."""
-  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
-                        ) as f:
+  with fs.open_read(path, fs.UNCOMPRESSED) as f:
     remaining = offset
     while remaining > 0:
       data = f.read(min(chunk, remaining))

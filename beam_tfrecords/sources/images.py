@@ -25,8 +25,8 @@ import os
 from typing import Any, Dict, Iterator, List, Mapping, Sequence, Tuple
 
 import pyarrow as pa
-from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords import fs
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources.base import (Format, InputFile, ReadUnit,
                                          SourceBatch, register_format)
@@ -66,11 +66,11 @@ def list_image_folders(roots: Sequence[str]
                          "another")
     seen.append(root)
     try:
-      found = FileSystems.match([FileSystems.join(root, "**")])[0]
+      found = fs.match(fs.join(root, "**"))
     except Exception as e:  # BeamIOError and friends
       raise InputError(f"cannot list {pattern!r}: {e}") from None
     images, skipped = [], 0
-    for m in found.metadata_list:
+    for m in found:
       if m.path.endswith("/"):
         continue
       relative = m.path[len(root):].lstrip("/")
@@ -89,9 +89,7 @@ def list_image_folders(roots: Sequence[str]
                    root, skipped)
     for m in sorted(images, key=lambda m: m.path):
       relative = m.path[len(root):].lstrip("/")
-      files.append(InputFile(m.path, m.size_in_bytes,
-                             getattr(m, "last_updated_in_seconds", 0.0)
-                             or 0.0))
+      files.append(InputFile(m.path, m.size, m.mtime or 0.0))
       where.append((root, relative))
       if "/" in relative:
         classes.add(relative.split("/", 1)[0])
@@ -131,7 +129,7 @@ class ImageFolder(Format):
     names = unit.option_dict["files"]
     root = unit.path
     values = {
-        "image": [FileSystems.join(root, n) for n in names],
+        "image": [fs.join(root, n) for n in names],
         "label": [n.split("/", 1)[0] if "/" in n else None for n in names],
         "filename": list(names),
     }
