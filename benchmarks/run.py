@@ -1,7 +1,7 @@
 """Times `beam-tfrecords build` on generated data against the baselines.
 
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
-                              images|transform|portable|tfrecord|all]
+                              images|transform|portable|tfrecord|cli|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
@@ -36,6 +36,8 @@ imports. The data is generated deterministically (and kept in --workdir).
   DirectRunner and on PortableRunner against Beam's job service and a
   worker pool on 127.0.0.1 (the path Flink and Spark use for Python), and
   whether the files are identical.
+* cli: start-up of --help, inspect, validate and infer-schema on local
+  files, against importing Beam (and TensorFlow) alone.
 * tfrecord: the 12-column CSV built into a dataset, and that dataset's
   shards built again with --format tfrecord (identical records expected),
   against TensorFlow reading and re-writing (and parsing) the same shards.
@@ -351,10 +353,12 @@ def accounting_suite(args) -> None:
       _with_bad_rows(src, variants[every], every)
   results = []
   _cli(results, "build, clean input", args.workdir, schema, src)
+  # Bad rows are expected here: allow them (the default fails above 1%).
+  allow = ["--max-bad-fraction", "1"]
   _cli(results, "build, 1% bad rows (to errors/)", args.workdir, schema,
-       variants[100])
+       variants[100], allow)
   _cli(results, "build, 10% bad rows (to errors/)", args.workdir, schema,
-       variants[10])
+       variants[10], allow)
   _cli(results, "build, clean input, --sink beam (WriteToTFRecord)",
        args.workdir, schema, src, ["--sink", "beam"])
   _table("accounting (12 columns; DirectRunner defaults)", args.rows, src,
@@ -829,11 +833,42 @@ BASELINES = {"examples": seed_loop, "sequences": seed_sequence_loop,
              "tf-parse": tf_parse_loop}
 
 
+def cli_suite(args) -> None:
+  """The commands that should start fast: --help, and inspect / validate /
+  infer-schema on local files (no Beam or TensorFlow import), against the
+  import of Apache Beam alone. Best of 5 runs each."""
+  src, schema = _examples_input(args.workdir, min(args.rows, 10_000))
+  out = os.path.join(args.workdir, "cli-out")
+  if not os.path.exists(os.path.join(out, "_SUCCESS")):
+    _run(_cli_cmd(args.workdir, schema, src, []))
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.move(os.path.join(args.workdir, "out"), out)
+  me = [sys.executable, "-m", "beam_tfrecords"]
+  runs = [("beam-tfrecords --help", me + ["--help"]),
+          ("beam-tfrecords build --help", me + ["build", "--help"]),
+          ("beam-tfrecords inspect DATASET", me + ["inspect", out]),
+          ("beam-tfrecords validate --schema S DATASET",
+           me + ["validate", "--schema", schema, out]),
+          ("beam-tfrecords infer-schema --input CSV",
+           me + ["infer-schema", "--input", src]),
+          ("baseline: python -c 'import apache_beam'",
+           [sys.executable, "-c", "import apache_beam"]),
+          ("baseline: python -c 'import tensorflow'",
+           [sys.executable, "-c", "import tensorflow"])]
+  print(f"\ncli: start-up of the commands, best of 5 ({os.cpu_count()} "
+        "cores)\n")
+  print("| command | wall s | peak RSS MB |")
+  print("|---|---|---|")
+  for name, cmd in runs:
+    best = min((_run(cmd) for _ in range(5)), key=lambda r: r[0])
+    print(f"| {name} | {best[0]:.2f} | {best[1]:,.0f} |")
+
+
 def main():
   p = argparse.ArgumentParser()
   p.add_argument("--suite", choices=["examples", "sequences", "accounting",
                                      "scale", "images", "transform", "portable",
-                                     "tfrecord", "all"],
+                                     "tfrecord", "cli", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="1000000,10000000",
@@ -862,7 +897,8 @@ def main():
                       ("images", images_suite),
                       ("transform", transform_suite),
                       ("portable", portable_suite),
-                      ("tfrecord", tfrecord_suite)):
+                      ("tfrecord", tfrecord_suite),
+                      ("cli", cli_suite)):
     if args.suite in (name, "all"):
       suite(args)
 

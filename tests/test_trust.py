@@ -525,3 +525,39 @@ def test_inspect_validate_and_infer_schema_import_neither_beam_nor_tf(
                          text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[-1] == "0 heavy: []", (argv, run.stdout)
+
+
+def test_other_runners_log_the_jobs_counters_while_it_runs(caplog):
+  """poll_metrics against a job that reports counters as it runs (the
+  DataflowRunner's and the portable job service's PipelineResult)."""
+  from types import SimpleNamespace
+  from apache_beam.runners.runner import PipelineState
+  from beam_tfrecords import progress
+
+  def counter(name, value):
+    return SimpleNamespace(key=SimpleNamespace(metric=SimpleNamespace(
+        name=name)), committed=value, attempted=value)
+
+  class Job:
+    def __init__(self):
+      self.polls = 0
+
+    @property
+    def state(self):
+      return PipelineState.DONE if self.polls >= 2 else PipelineState.RUNNING
+
+    def metrics(self):
+      self.polls += 1
+      n = 1000 * self.polls
+      return SimpleNamespace(query=lambda _: {"counters": [
+          counter("rows_read", n), counter("records", n - 1),
+          counter("rows_rejected", 1), counter("bytes_read", 50 * n),
+          counter("read_units", 9)]})
+  with caplog.at_level(logging.WARNING, logger="beam_tfrecords.progress"):
+    progress.poll_metrics(Job(), 200_000, every=0.01)
+  lines = [r.getMessage() for r in caplog.records]
+  assert len(lines) == 2
+  assert lines[1].startswith("progress: 97.7 KB of 195.3 KB read (50%), "
+                             "2,000 rows (")
+  assert lines[1].endswith("1,999 records, 1 rejected, ETA " +
+                           lines[1].rsplit("ETA ", 1)[1])
