@@ -187,6 +187,30 @@ def _success_text(output: str) -> Optional[str]:
     return None if not FileSystems.exists(path) else "<unreadable>"
 
 
+def _check_output_path(output: str) -> None:
+  """Refuses outputs that would put a dataset among unrelated files: an
+  empty path, the file system's root, `.`, a bucket's root."""
+  text = output.strip()
+  scheme, _, rest = text.rpartition("://")
+  if scheme:
+    bucket_root = "/" not in rest.strip("/")
+    if bucket_root:
+      raise InputError(
+          f"output {output!r} is the root of a bucket; give a folder for "
+          f"the dataset inside it ({scheme}://{rest.strip('/') or 'bucket'}"
+          "/datasets/NAME)")
+    return
+  if not text:
+    raise InputError("output is empty; give the dataset's folder, e.g. "
+                     "--output out/my_dataset")
+  where = os.path.abspath(text)
+  if where in (os.path.abspath(os.sep), os.getcwd()):
+    what = ("the file system root" if where == os.path.abspath(os.sep)
+            else "the current directory")
+    raise InputError(f"output {output!r} is {what}; a dataset gets a folder "
+                     "of its own, e.g. --output out/my_dataset")
+
+
 def _check_output(output: str, overwrite: bool,
                   published: Optional[str]) -> None:
   """Refuses an output path Beam reads as a pattern, or a finished dataset
@@ -410,6 +434,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   FileSystems.set_options(options)
   schema = load_schema(schema)
   patterns = [inputs] if isinstance(inputs, str) else list(inputs)
+  _check_output_path(output)
   output = output.rstrip("/")
   check_paths_reach_workers(options, list(patterns) + [output])
   if "://" not in output:  # workers run elsewhere: an absolute path

@@ -107,6 +107,16 @@ def resolve_path(value: str, base_dir: Optional[str], source: str) -> str:
       raise MediaError(f"the path {text!r} leads outside base_dir "
                        f"{base_dir!r}; paths from the data must stay inside "
                        "it")
+    if not _SCHEME.match(path):
+      # On local disk a symbolic link inside base_dir may point anywhere:
+      # the file it reaches must be inside base_dir too.
+      real, real_base = os.path.realpath(path), os.path.realpath(base)
+      if real != real_base and not real.startswith(
+          real_base.rstrip("/") + "/"):
+        raise MediaError(f"the path {text!r} leads outside base_dir "
+                         f"{base_dir!r} through a symbolic link (to "
+                         f"{real!r}); paths from the data must stay inside "
+                         "it")
     return path
   if _is_absolute(text):
     return _normalized(text)
