@@ -216,19 +216,41 @@ def _name(fn) -> str:
   return f"{getattr(fn, '__module__', '?')}:{fn.__qualname__}"
 
 
+def _dotted(path: str) -> Optional[str]:
+  """The module a relative file path names ("pkg/features.py" ->
+  "pkg.features"), or None."""
+  path = path.replace("\\", "/")
+  while path.startswith("./"):
+    path = path[2:]
+  if path.endswith(".py"):
+    path = path[:-3]
+  parts = path.split("/")
+  return ".".join(parts) if all(p.isidentifier() for p in parts) else None
+
+
 def _import(spec: str) -> Callable:
   module_name, sep, attr = spec.partition(":")
   if not sep or not module_name or not attr:
+    if not sep:
+      missing = "no colon"
+    elif not module_name:
+      missing = "the module before the colon is missing"
+    else:
+      missing = "the function after the colon is missing"
     raise InputError(f"--preprocess takes MODULE:FUNCTION (e.g. "
-                     f"mypackage.features:clean), got {spec!r}")
+                     f"mypackage.features:clean), got {spec!r}: {missing}")
   # A file path, a relative import or a stray character is no module name
   # (importlib would raise TypeError or worse on some of them).
   for what, dotted in (("module", module_name), ("function", attr)):
     if not all(part.isidentifier() for part in dotted.split(".")):
+      module = _dotted(module_name) if what == "module" else None
       raise InputError(
           f"--preprocess {spec}: {dotted!r} is not a Python {what} name; "
           "give MODULE:FUNCTION with dotted names, as you would import them "
-          "(e.g. mypackage.features:clean), not a file path")
+          "(e.g. mypackage.features:clean), not a file path"
+          + (f"; for the file {module_name} give {module}:{attr} (modules "
+             "under the folder the command runs in import)" if module
+             else ""))
   # As `python -m` does: modules next to where the command runs import.
   added = os.getcwd() not in sys.path and "" not in sys.path
   if added:
@@ -236,9 +258,12 @@ def _import(spec: str) -> Callable:
   try:
     obj: Any = importlib.import_module(module_name)
   except ImportError as e:
+    hint = (f"; {module_name} looks like a file name: give the module, "
+            f"{module_name[:-3]}:{attr}" if module_name.endswith(".py")
+            else "")
     raise InputError(f"--preprocess {spec}: cannot import {module_name!r} "
                      f"({e}); run from the folder that holds it, or install "
-                     "it") from e
+                     f"it{hint}") from e
   finally:
     if added:
       sys.path.remove(os.getcwd())

@@ -82,3 +82,20 @@ def test_a_symbolic_link_cannot_lead_out_of_base_dir(tmp_path):
       error["reason"]
   assert f"through a symbolic link (to '{secret}')" in error["reason"]
   assert "PNG not really" not in str(error)
+
+
+@pytest.mark.parametrize("where", ["default", "vocabulary", "shape"])
+def test_yaml_aliases_are_refused_before_any_value_is_formatted(tmp_path,
+                                                                where):
+  # "Billion laughs": nine levels of nine aliases would be 9**9 strings.
+  lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+  for i in range(1, 9):
+    lines.append(f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 9) + "]")
+  text = "\n".join(lines) + f"\nname: t\nfeatures:\n  a: {{type: string, " \
+      f"{where}: *l8}}\n"
+  (tmp_path / "s.yaml").write_text(text)
+  with pytest.raises(btr.SchemaError) as e:
+    btr.load_schema(str(tmp_path / "s.yaml"))
+  assert str(e.value) == (f"{tmp_path / 's.yaml'}: not valid YAML: line 2, "
+                          "column 10: aliases (*l0) are not allowed in a "
+                          "schema; write the value out")

@@ -452,10 +452,10 @@ def test_a_csv_header_cell_too_long_is_a_clean_error(tmp_path, capsys):
                    str(tmp_path / "out")]) == cli.EXIT_INPUT
   assert capsys.readouterr().err == (
       f"error: {tmp_path / 'wide.csv'}: the header (first line, 140,003 "
-      "characters) cannot be read as column names (field larger than field "
-      "limit (131072)); is it a CSV file with a header line? Check "
-      "--csv-delimiter / --csv-quote-char, or give --csv-no-header "
-      "--csv-column-names a,b,c\n")
+      "characters) holds a column name of 140,000 characters, more than "
+      "131,072; is it a CSV file with a header line? Check --csv-delimiter "
+      "/ --csv-quote-char, or give --csv-no-header --csv-column-names "
+      "a,b,c\n")
 
 
 @pytest.mark.parametrize("spec,message", [

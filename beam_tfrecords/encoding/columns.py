@@ -332,9 +332,10 @@ def _fast_values(ftype: FeatureType, array: pa.Array) -> pa.Array:
                  else value_rules.FLOAT_TEXT)
       if not _all_match(text, pattern):
         raise _Fallback()
-      if ftype is FeatureType.INT64:  # "1.0" -> "1"
-        text = pc.replace_substring_regex(text, value_rules.ZERO_FRACTION,
-                                          "")
+      if ftype is FeatureType.INT64:
+        # "+4.00" -> "4": Arrow's cast takes neither the sign nor ".00".
+        text = pc.replace_substring_regex(
+            text, value_rules.PLUS_SIGN + "|" + value_rules.ZERO_FRACTION, "")
       array = text
     elif not (pa.types.is_integer(t) or pa.types.is_floating(t)
               or pa.types.is_boolean(t) or pa.types.is_decimal(t)):

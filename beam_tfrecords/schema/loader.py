@@ -68,6 +68,14 @@ _IMAGE_KEYS = _MEDIA_KEYS + ("resize", "method", "convert", "encode",
                              "quality", "verify")
 _TENSOR_KEYS = _MEDIA_KEYS + ("dtype", "shape", "storage", "from",
                               "separator")
+# Keys of image / tensor declarations that a plain feature does not take,
+# with the type that does (for the message when a plain feature has one).
+_MEDIA_ONLY_KEYS = {
+    k: " or ".join(f"type: {t}" for t, keys in (("image", _IMAGE_KEYS),
+                                                 ("tensor", _TENSOR_KEYS))
+                   if k in keys)
+    for k in _IMAGE_KEYS + _TENSOR_KEYS if k not in _FEATURE_KEYS}
+_MEDIA_TYPES = (MediaKind.IMAGE.value, MediaKind.TENSOR.value)
 TENSOR_DTYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32",
                  "int64", "float16", "float32", "float64")
 # Split names become file name prefixes.
@@ -77,11 +85,23 @@ _WEIGHT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*%\s*$")
 
 
 class _UniqueKeySafeLoader(yaml.SafeLoader):
-  """yaml.SafeLoader (no object construction) that rejects repeated keys.
+  """yaml.SafeLoader (no object construction) that rejects repeated keys
+  and aliases.
 
   Plain YAML keeps the last of two equal keys, so a feature declared twice
-  would silently lose its first definition.
+  would silently lose its first definition. An alias (`*name`) shares one
+  node under many keys: a chain of them ("billion laughs") expands a
+  550-byte file into gigabytes when a value is formatted for a message, so
+  none is accepted (a schema has no need to repeat a value by reference).
   """
+
+  def compose_node(self, parent, index):
+    if self.check_event(yaml.AliasEvent):
+      event = self.peek_event()
+      raise yaml.composer.ComposerError(
+          None, None, f"aliases (*{event.anchor}) are not allowed in a "
+          "schema; write the value out", event.start_mark)
+    return super().compose_node(parent, index)
 
 
 def _construct_mapping(loader, node, deep=False):
@@ -101,9 +121,14 @@ _UniqueKeySafeLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _suggest(word: str, allowed) -> str:
+def _closest(word: str, allowed) -> Optional[str]:
   close = difflib.get_close_matches(str(word), list(allowed), n=1)
-  return f' Did you mean "{close[0]}"?' if close else ""
+  return close[0] if close else None
+
+
+def _suggest(word: str, allowed) -> str:
+  close = _closest(word, allowed)
+  return f' Did you mean "{close}"?' if close else ""
 
 
 def _allowed(allowed) -> str:
@@ -119,12 +144,24 @@ class _Checker:
   def fail(self, key: str, message: str):
     raise SchemaError(message, path=self.path, key=key)
 
-  def check_keys(self, key: str, mapping: Mapping, allowed) -> None:
+  def check_keys(self, key: str, mapping: Mapping, allowed,
+                 elsewhere: Optional[Mapping[str, str]] = None) -> None:
+    """Fails on a key not in `allowed`; `elsewhere` maps keys taken here
+    only by another type of feature to that type (said when one is used,
+    or is the closest match)."""
+    elsewhere = elsewhere or {}
     for k in mapping:
       if k not in allowed:
         where = f"{key}.{k}" if key else str(k)
+        close = _closest(k, list(allowed) + list(elsewhere))
+        if k in elsewhere:
+          hint = f" {k!r} goes with {elsewhere[k]}."
+        elif close in elsewhere:
+          hint = f' Did you mean "{close}" (it goes with {elsewhere[close]})?'
+        else:
+          hint = _suggest(k, allowed)
         self.fail(where, f"unknown key {k!r}; allowed keys: "
-                  f"{_allowed(allowed)}.{_suggest(k, allowed)}")
+                  f"{_allowed(allowed)}.{hint}")
 
   def schema(self, raw: Any) -> Schema:
     if not isinstance(raw, dict):
@@ -790,14 +827,22 @@ class _Checker:
                 f"text such as 64MiB; got {raw!r}")
     return value
 
-  def type_name(self, key: str, type_name: Any) -> FeatureType:
-    if type_name in (MediaKind.IMAGE.value, MediaKind.TENSOR.value):
+  def type_name(self, key: str, type_name: Any,
+                media: bool = False) -> Optional[FeatureType]:
+    """The FeatureType of a type name; `media`: where image and tensor
+    are types too (an example schema's features)."""
+    if type_name in _MEDIA_TYPES and not media:
       self.fail(key, f"{type_name} features go in the `features:` of an "
                 "example schema (not in SequenceExamples yet)")
-    if type_name not in FEATURE_TYPES:
+    if type_name not in FEATURE_TYPES and type_name not in _MEDIA_TYPES:
+      known, more = list(FEATURE_TYPES), ""
+      if media:
+        known += _MEDIA_TYPES
+        more = f" Image and array features: {_allowed(_MEDIA_TYPES)}."
       self.fail(key, f"unknown type {type_name!r}; supported: "
-                f"{_allowed(FEATURE_TYPES)}.{_suggest(type_name, FEATURE_TYPES)}")
-    return FEATURE_TYPES[type_name]
+                f"{_allowed(FEATURE_TYPES)}.{more}"
+                f"{_suggest(type_name, known)}")
+    return FEATURE_TYPES.get(type_name)  # None: image, tensor (media)
 
   def derived(self, key: str, name: str, raw: dict) -> Optional[Feature]:
     """A context feature with `derive:`; None if it has none."""
@@ -842,11 +887,16 @@ class _Checker:
     if not isinstance(raw, dict):
       self.fail(key, f"must be a mapping such as {{type: int64}} or a type "
                 f"name; got {raw!r}")
+    if "type" in raw and "derive" not in raw:
+      # The keys a feature takes depend on its type: a misspelled type
+      # ("imgae") is the mistake to name, not the image keys it brings.
+      self.type_name(f"{key}.type", raw["type"], media=role == _EXAMPLE)
     # (An Example feature with a vocabulary is a media declaration, checked
     # before this; the key is listed so that a misspelling finds it.)
     self.check_keys(key, raw, _CONTEXT_KEYS if role == _CONTEXT
                     else _FEATURE_KEYS + ("vocabulary",) if role == _EXAMPLE
-                    else _FEATURE_KEYS)
+                    else _FEATURE_KEYS,
+                    elsewhere=_MEDIA_ONLY_KEYS if role == _EXAMPLE else None)
     derive = None
     if "derive" in raw:
       derived = self.derived(key, name, raw)

@@ -31,7 +31,7 @@ from typing import Any, List, Optional
 from beam_tfrecords.schema.model import Feature, FeatureType
 
 __all__ = ["INT64_MIN", "INT64_MAX", "FLOAT32_MAX", "INT_TEXT", "FLOAT_TEXT",
-           "ZERO_FRACTION", "DIGITS_TEXT",
+           "ZERO_FRACTION", "PLUS_SIGN", "DIGITS_TEXT",
            "convert_value", "convert_cell"]
 
 INT64_MIN = -(2**63)
@@ -41,9 +41,11 @@ FLOAT32_MAX = 3.4028234663852886e38
 # Text accepted as a number, after trimming white space. RE2 and Python `re`
 # read these the same way, so the Arrow path uses them too.
 # Integers, and whole numbers with a zero fraction ("1.0": pandas writes an
-# integer column with nulls so); the fast path drops ZERO_FRACTION first.
+# integer column with nulls so); the fast path drops PLUS_SIGN and
+# ZERO_FRACTION first (Arrow's cast to int64 takes neither).
 INT_TEXT = r"^[+-]?[0-9]+(\.0*)?$"
 ZERO_FRACTION = r"\.0*$"
+PLUS_SIGN = r"^\+"
 # Integers only (infer-schema: "1.0" suggests a float column).
 DIGITS_TEXT = r"^[+-]?[0-9]+$"
 FLOAT_TEXT = (r"^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
@@ -61,7 +63,8 @@ def _show(value: Any, limit: int = 60) -> str:
       value = value.decode("utf-8")
     except UnicodeDecodeError:
       pass
-  text = repr(value)
+  # A Parquet decimal (or a JSON list's number) reads as the number it is.
+  text = str(value) if isinstance(value, decimal.Decimal) else repr(value)
   return text if len(text) <= limit else text[:limit] + "...'"
 
 
@@ -93,6 +96,33 @@ def _number_text(value, pattern, type_name: str) -> str:
   return text
 
 
+_NOT_WHOLE = ("is not a whole number; int64 features take integers (use "
+              "type: float for fractions)")
+
+
+def _shown_number(number: decimal.Decimal, text: str) -> str:
+  """A decimal as the float path shows it ("2.50" -> 2.5), so one value
+  gets one reason in every format; its text where a float would not show
+  it exactly ("1.00000000000000001")."""
+  if number.is_finite():
+    shown = repr(float(number))
+    if decimal.Decimal(shown) == number:
+      return shown
+  return text if len(text) <= 60 else text[:60] + "..."
+
+
+def _decimal_int64(number: decimal.Decimal, text: str) -> int:
+  """An exact decimal as an int64 value (no float rounding)."""
+  # adjusted() is the exponent of the leading digit: beyond 19 the value
+  # is outside the range, and int() of it could be huge (1e999999999).
+  if number.is_finite() and number and number.adjusted() > 19:
+    raise ValueError(f"{_show(text)} is outside the int64 range "
+                     f"[{INT64_MIN}, {INT64_MAX}]")
+  if not number.is_finite() or number != number.to_integral_value():
+    raise ValueError(f"{_shown_number(number, text)} {_NOT_WHOLE}")
+  return int(number)
+
+
 def _text_int64(value) -> int:
   """A whole number written as text ("12", "1.0", "1e3"), exactly."""
   text = value.decode("utf-8", "replace") if isinstance(value, bytes) \
@@ -100,23 +130,14 @@ def _text_int64(value) -> int:
   text = text.strip()
   if _INT_RE.match(text):
     digits = text.split(".")[0]
-  elif _FLOAT_RE.match(text) and text.lstrip("+-")[:1] in "0123456789.":
-    number = decimal.Decimal(text)  # exact: no float rounding
-    if number.adjusted() > 19:
-      digits = "9" * 20  # outside the range, said below
-    elif number != number.to_integral_value():
-      raise ValueError(f"{_show(float(number))} is not a whole number; "
-                       "int64 features take integers (use type: float for "
-                       "fractions)")
-    else:
-      digits = str(int(number))
-  else:
-    raise ValueError(f"could not parse {_show(value)} as int64"
-                     f"{_number_hint(text)}")
-  if len(digits.lstrip("+-").lstrip("0")) > 19:  # no int() of huge text
-    raise ValueError(f"{_show(text)} is outside the int64 range "
-                     f"[{INT64_MIN}, {INT64_MAX}]")
-  return int(digits)
+    if len(digits.lstrip("+-").lstrip("0")) > 19:  # no int() of huge text
+      raise ValueError(f"{_show(text)} is outside the int64 range "
+                       f"[{INT64_MIN}, {INT64_MAX}]")
+    return int(digits)
+  if _FLOAT_RE.match(text) and text.lstrip("+-")[:1] in "0123456789.":
+    return _decimal_int64(decimal.Decimal(text), text)
+  raise ValueError(f"could not parse {_show(value)} as int64"
+                   f"{_number_hint(text)}")
 
 
 def _to_int64(value: Any) -> int:
@@ -124,12 +145,12 @@ def _to_int64(value: Any) -> int:
     return int(value)
   if isinstance(value, int):
     result = value
-  elif isinstance(value, (float, decimal.Decimal)):
+  elif isinstance(value, float):
     if not math.isfinite(value) or value != int(value):
-      raise ValueError(f"{_show(value)} is not a whole number; int64 "
-                       "features take integers (use type: float for "
-                       "fractions)")
+      raise ValueError(f"{_show(value)} {_NOT_WHOLE}")
     result = int(value)
+  elif isinstance(value, decimal.Decimal):
+    result = _decimal_int64(value, str(value))
   elif isinstance(value, (str, bytes)):
     result = _text_int64(value)
   else:
@@ -233,7 +254,10 @@ def _as_list(feature: Feature, cell: Any) -> list:
           else feature.separator.encode("utf-8"))
     if text.startswith("["):
       try:
-        parsed = json.loads(text)
+        # An int64 list's numbers as exact decimals, as any other text
+        # ("[9223372036854775807.0]" is in range).
+        parsed = json.loads(text, parse_float=decimal.Decimal if
+                            feature.type is FeatureType.INT64 else None)
       except ValueError:
         parsed = None
       if isinstance(parsed, list):

@@ -5,9 +5,11 @@ files' extension (a trailing .gz/.bz2 is ignored).
 """
 
 import dataclasses
+import difflib
 import os
 import re
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
+                    Union)
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources import csv as _csv  # registers "csv"
@@ -63,7 +65,7 @@ class InputPlan:
 
 
 def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
-                needed_columns: Mapping[str, str] = {},  # pylint: disable=dangerous-default-value
+                needed_columns: Union[Mapping[str, str], Sequence[str]] = (),
                 fmt: Optional[str] = None,
                 options: Optional[Mapping[str, Any]] = None,
                 scalar_columns: Callable[[], Sequence[str]] = tuple
@@ -74,9 +76,11 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
     patterns: file paths or globs.
     columns: the columns the schema reads.
     needed_columns: columns that must exist in files with a fixed set of
-      columns (CSV headers, Parquet schemas), each with what reads it and
-      how to fix a misspelling (for the message): the sources of features
-      with no default, group_by, order_by, split keys.
+      columns (CSV headers, Parquet schemas): the sources of features with
+      no default, group_by, order_by, split keys. A mapping gives each
+      with where the schema uses it and how to fix a misspelling (for the
+      message), e.g. {"usr": "the split rule's key (fix splits.hash:)"};
+      a plain list of names gets a message that does not say.
     fmt: the format, or None to tell it from the extensions.
     options: format options (CSV delimiter, ...).
     scalar_columns: gives the columns the schema reads one value from
@@ -105,14 +109,29 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
   opts = source.check(files, columns, options)
   available = opts.get("column_names")
   if available:
-    missing = [c for c in needed_columns if c not in available]
+    missing = list(dict.fromkeys(c for c in needed_columns
+                                 if c not in available))
     if missing:
-      uses = "; ".join(f"{c!r} is {needed_columns[c]}" for c in missing)
       raise InputError(
           f"column(s) {missing} named by the schema are not in the {name} "
-          f"input ({files[0].path} has {list(available)}): {uses}")
+          f"input ({files[0].path} has {list(available)}): "
+          f"{_uses(missing, needed_columns, available)}")
   return InputPlan(format=name, files=files, units=source.plan(files, opts),
                    options=opts)
+
+
+def _uses(missing: Sequence[str],
+          needed: Union[Mapping[str, str], Sequence[str]],
+          available: Sequence[str]) -> str:
+  """Where the schema uses each missing column, with the closest column
+  the file has (a misspelling is the usual cause)."""
+  out = []
+  for c in missing:
+    close = difflib.get_close_matches(c, list(available), n=1)
+    shown = f"{c!r} (did you mean {close[0]!r}?)" if close else repr(c)
+    use = needed.get(c) if isinstance(needed, Mapping) else None
+    out.append(f"{shown} is {use or 'read by the schema'}")
+  return "; ".join(out)
 
 
 def read_unit(unit: ReadUnit, columns: Sequence[str]):

@@ -41,6 +41,13 @@ CSV_DEFAULTS = {
 }
 
 
+# The longest column name a header may hold: the csv module's default
+# field limit. Checked here, not by csv.field_size_limit(), which is
+# process-wide and raised by the reader (_Numbering) to read huge data
+# cells: a header must not pass or fail by what ran before it.
+MAX_COLUMN_NAME = 131_072
+
+
 def _header(path: str, opts: Mapping[str, Any]) -> List[str]:
   line = file_io.first_line(path)
   try:
@@ -49,16 +56,37 @@ def _header(path: str, opts: Mapping[str, Any]) -> List[str]:
     raise InputError(f"{path}: the header is not {opts['encoding']} text "
                      f"({e}); pass the file's encoding") from None
   text = text.lstrip("\ufeff")  # a UTF-8 byte order mark
+  csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
+  quote = opts["quote_char"] or None  # "": values are never quoted
   try:
     rows = list(csv.reader([text], delimiter=opts["delimiter"],
-                           quotechar=opts["quote_char"]))
-  except csv.Error as e:  # a header cell over csv.field_size_limit()
+                           quotechar=quote, quoting=csv.QUOTE_MINIMAL
+                           if quote else csv.QUOTE_NONE))
+  except csv.Error as e:
+    raise InputError(f"{path}: the header (first line) cannot be read as "
+                     f"CSV: {e}") from None
+  names = rows[0] if rows else []
+  longest = max(names, key=len, default="")
+  if len(longest) > MAX_COLUMN_NAME:  # a wrong delimiter, a stray quote
     raise InputError(
-        f"{path}: the header (first line, {len(text):,} characters) cannot "
-        f"be read as column names ({e}); is it a CSV file with a header "
-        "line? Check --csv-delimiter / --csv-quote-char, or give "
-        "--csv-no-header --csv-column-names a,b,c") from None
-  return rows[0] if rows else []
+        f"{path}: the header (first line, {len(text):,} characters) holds "
+        f"a column name of {len(longest):,} characters, more than "
+        f"{MAX_COLUMN_NAME:,}; is it a CSV file with a header line? Check "
+        "--csv-delimiter / --csv-quote-char, or give --csv-no-header "
+        "--csv-column-names a,b,c")
+  return names
+
+
+def _check_options(opts: Mapping[str, Any]) -> None:
+  """The delimiter and quote are single characters (Python's csv module and
+  pyarrow both take no more)."""
+  if not isinstance(opts["delimiter"], str) or len(opts["delimiter"]) != 1:
+    raise InputError("the CSV delimiter must be one character, such as ; "
+                     f"or a tab ($'\\t' in bash); got {opts['delimiter']!r}")
+  quote = opts["quote_char"]
+  if quote and (not isinstance(quote, str) or len(quote) != 1):
+    raise InputError("the CSV quote character must be one character (or "
+                     f"empty: values are never quoted); got {quote!r}")
 
 
 class CsvFormat(Format):
@@ -69,6 +97,7 @@ class CsvFormat(Format):
             options: Mapping[str, Any]) -> Dict[str, Any]:
     opts = {**CSV_DEFAULTS, **{k: v for k, v in options.items()
                                if v is not None}}
+    _check_options(opts)
     names = list(opts["column_names"]) if opts["column_names"] else None
     first = None
     for f in files:
