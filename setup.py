@@ -33,6 +33,8 @@ INSTALL_REQUIRES = [
     "isal>=1.6,<2",
     # Image headers, verification, resize / convert / re-encode.
     "pillow>=10.3,<13",
+    # The live progress line of a build (TensorFlow's Keras brings it too).
+    "rich>=13,<16",
 ]
 
 setup(
