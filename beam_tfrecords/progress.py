@@ -15,6 +15,7 @@ elsewhere report through Beam's metrics while the job runs, which
 import json
 import logging
 import os
+import sys
 import threading
 import time
 import uuid
@@ -161,7 +162,6 @@ class LocalProgress:
     return False
 
   def _run(self) -> None:
-    import sys  # pylint: disable=import-outside-toplevel
     stream = self._stream or sys.stderr
     if stream.isatty():
       self._live(stream)
