@@ -242,6 +242,10 @@ def _build(args, beam_args: List[str]) -> int:
   from beam_tfrecords.schedule import (Schedule, has_placeholders,
                                       resolve_patterns)
   check_beam_args(beam_args, _our_flags("build"))
+  # Checked here with our flags for the suggestions; build() takes the
+  # options as they are (no second check).
+  from apache_beam.options.pipeline_options import PipelineOptions
+  options = PipelineOptions(beam_args)
   schedule = Schedule(args.date, args.span, args.version)
   chosen = None
   inputs, output = args.input, args.output
@@ -252,7 +256,7 @@ def _build(args, beam_args: List[str]) -> int:
   result = build(args.schema, inputs, output,
                  input_format=args.format, num_shards=args.num_shards,
                  max_shard_size=args.max_shard_size,
-                 format_options=_format_options(args), beam_args=beam_args,
+                 format_options=_format_options(args), beam_args=options,
                  overwrite=args.overwrite, max_bad_rows=args.max_bad_rows,
                  max_bad_fraction=args.max_bad_fraction, sink=args.sink,
                  gzip_level=args.gzip_level, shuffle_seed=args.shuffle_seed,
