@@ -12,7 +12,7 @@ infer-schema) does not pay for importing Apache Beam or TensorFlow.
 import importlib
 
 from beam_tfrecords.errors import (BadRowsError, EncodingError, InputError,
-                                   SchemaError)
+                                   OutputBusyError, SchemaError)
 from beam_tfrecords.version import __version__
 
 # Public name -> the module that defines it.
@@ -37,7 +37,7 @@ _LAZY = {
 }
 
 __all__ = sorted(["BadRowsError", "EncodingError", "InputError",
-                  "SchemaError", "__version__", *_LAZY])
+                  "OutputBusyError", "SchemaError", "__version__", *_LAZY])
 
 
 def __getattr__(name: str):

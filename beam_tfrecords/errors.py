@@ -11,6 +11,7 @@ import errno
 import re
 
 __all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "NoInputError",
+           "OutputBusyError",
            "EncodingError",
            "BadRowsError", "reason_category", "from_worker", "is_disk_full"]
 
@@ -40,6 +41,10 @@ class InputError(BeamTFRecordsError):
 
 class NoInputError(InputError):
   """Nothing to build: no input exists for the requested date / span."""
+
+
+class OutputBusyError(InputError):
+  """Another build holds the output's lock (or took it over meanwhile)."""
 
 
 class EncodingError(BeamTFRecordsError):

@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import time
-import uuid
 from typing import (Any, Callable, Dict, List, Mapping, NamedTuple, Optional,
                     Sequence, Union)
 
@@ -27,13 +26,14 @@ from beam_tfrecords.schema import Schema, load_schema, spec_to_json
 from beam_tfrecords.schema.loader import parse_size
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind, SplitKind
 from beam_tfrecords.schema.tfmd import TFMD_FILE, tfmd_text
-from beam_tfrecords.running import run_pipeline
+from beam_tfrecords.running import run_pipeline, sigint_deferred
 from beam_tfrecords.splits import producible_splits, split_fraction
 from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, SUCCESS,
                                   TFRECORD_GZIP, Commit, WriteErrors,
                                   Shuffle, WriteShards, WriteWithBeamSink,
+                                  OutputLock, check_output_files,
                                   check_thresholds, publish, read_json,
-                                  remove_parts, remove_staging)
+                                  recover, remove_parts, remove_staging)
 from beam_tfrecords.sources import plan_inputs
 from beam_tfrecords.encoding.stats import merge as merge_stats
 from beam_tfrecords.transforms import (STAT_FIELDS, Encode, ReadInputs,
@@ -211,10 +211,9 @@ def _check_output_path(output: str) -> None:
                      "of its own, e.g. --output out/my_dataset")
 
 
-def _check_output(output: str, overwrite: bool,
-                  published: Optional[str]) -> None:
-  """Refuses an output path Beam reads as a pattern, or a finished dataset
-  (`published`: its _SUCCESS text) without `overwrite`."""
+def _check_output(output: str) -> None:
+  """Refuses an output path Beam reads as a pattern, or one that is a
+  file."""
   if any(c in output for c in "*?[]"):
     raise InputError(f"output {output!r}: a dataset path cannot hold *, ?, "
                      "[ or ] (Beam's file systems read them as patterns)")
@@ -223,9 +222,31 @@ def _check_output(output: str, overwrite: bool,
           "://" in output and FileSystems.exists(output)):
     raise InputError(f"output {output} is a file; a dataset is a folder: "
                      "give a folder path (new or empty, or holding a dataset)")
-  if published is not None and not overwrite:
-    raise InputError(f"{output} already holds a finished dataset; pass "
-                     "--overwrite to replace it")
+
+
+def _inside(path: str, folder: str) -> bool:
+  if "://" in folder:
+    return path.startswith(folder.rstrip("/") + "/")
+  if "://" in path:
+    return False
+  real = os.path.realpath(folder)
+  return os.path.realpath(path).startswith(real.rstrip(os.sep) + os.sep)
+
+
+def _check_inputs_outside(output: str, plan, schema: Schema) -> None:
+  """Refuses input files (and image folders) inside the output folder: an
+  overwrite could remove them, and a build's own files could be read."""
+  inside = [f.path for f in plan.files if _inside(f.path, output)]
+  inside += [m.options["base_dir"] for m in schema.media
+             if m.kind is MediaKind.IMAGE and m.options.get("base_dir")
+             and (_inside(m.options["base_dir"], output)
+                  or m.options["base_dir"].rstrip("/") == output)]
+  if inside:
+    raise InputError(
+        f"input {inside[0]} is inside the output folder {output}"
+        + (f" (and {len(inside) - 1} more)" if len(inside) > 1 else "")
+        + "; a build replaces what it published there, so its inputs live "
+        "elsewhere: move them out, or write the dataset to another folder")
 
 
 def input_fingerprint(files) -> str:
@@ -452,6 +473,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     user_fn = dataclasses.replace(user_fn, needed=tuple(dict.fromkeys(
         needed)))
   schema = resolve_media(schema, plan)
+  _check_inputs_outside(output, plan, schema)
   check_paths_reach_workers(options, [
       m.options["base_dir"] for m in schema.media
       if m.kind is MediaKind.IMAGE and m.options.get("base_dir")])
@@ -464,180 +486,189 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       "statistics": statistics, "max_bad_rows": max_bad_rows,
       "max_bad_fraction": max_bad_fraction,
       **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {})})
-  published_before = _success_text(output)
-  if not force and published_before is not None:
-    previous = _finished_with_key(output, key)
-    if previous is not None:
-      _LOG.info("%s is up to date (same inputs, schema and options)", output)
-      return BuildResult(output=output, metadata=previous,
-                         seconds=time.time() - started, up_to_date=True)
-  _check_output(output, overwrite, published_before)
-  if max_bad_rows is None:
-    max_bad_rows = schema.max_bad_rows
-  if max_bad_fraction is None:
-    max_bad_fraction = schema.max_bad_fraction
-  _check_thresholds_args(max_bad_rows, max_bad_fraction)
-  if gzip_level is not None and gzip_level not in range(1, 10):
-    raise InputError(f"--gzip-level must be 1-9 (zlib), got {gzip_level!r}")
-  if sink not in SINKS:
-    raise InputError(f"unknown sink {sink!r}; choose one of {sorted(SINKS)}")
-  if schema.transform is not None and sink != "deterministic":
-    raise InputError("a schema with transform: writes with the "
-                     "deterministic sink; drop --sink beam")
-  input_bytes = sum(f.size for f in plan.files)
-  plan_shards = shard_plan(schema, num_shards, max_shard_size, input_bytes,
-                           plan.format)
-  shards = plan_shards.shards
-  if sink != "deterministic":
-    if max_shard_size is not None:
-      raise InputError("--max-shard-size works with the deterministic sink "
-                       "(Beam's WriteToTFRecord cannot bound file sizes); "
-                       "drop --sink beam, or give --num-shards")
-    # WriteToTFRecord writes plan_shards.shards files, however large.
-    plan_shards = ShardPlan(shards, dict.fromkeys(shards))
-  shuffle = None
-  if shuffle_seed is not None:
-    if sink != "deterministic":
-      raise InputError("--shuffle-seed works with the deterministic sink; "
-                       "drop --sink beam")
-    if isinstance(shuffle_seed, bool) or not isinstance(shuffle_seed, int):
-      raise InputError(f"--shuffle-seed must be a whole number, got "
-                       f"{shuffle_seed!r}")
-    shuffle = Shuffle(shuffle_seed, shuffle_buckets(schema, shards,
-                                                    input_bytes))
-  # Everything is written here first and moved into `output` at the end.
-  staging = FileSystems.join(output, STAGING_PREFIX + uuid.uuid4().hex[:12])
-  static = {
-      "name": schema.name,
-      "record": schema.record.value,
-      "schema": schema.to_dict(),
-      "feature_spec": spec_to_json(schema),
-      "compression": "GZIP",
-      "inputs": {"format": plan.format, "patterns": patterns,
-                 "files": _listed_inputs(plan),
-                 "fingerprint": fingerprint},
-      "split_rule": {"kind": schema.splits.kind.value,
-                     "splits": list(schema.splits.names),
-                     **schema.splits.to_dict()},
-      "options": {"num_shards": shards,
-                  "max_shard_bytes": plan_shards.max_bytes, "sink": sink,
-                  "shuffle_seed": shuffle_seed,
-                  "shuffle_buckets": shuffle.buckets if shuffle else None,
-                  "gzip_level": gzip_level, "statistics": statistics,
-                  "max_bad_rows": max_bad_rows,
-                  "max_bad_fraction": max_bad_fraction,
-                  "preprocess": user_fn and user_fn.name,
-                  "format_options": {k: v for k, v in plan.options.items()
-                                     if k not in ("column_names",
-                                                  "scalar_columns",
-                                                  "classes")}},
-      "vocabularies": {m.name: m.options["values"] for m in schema.media
-                       if m.kind is MediaKind.VOCABULARY},
-      "statistics_of": (
-          "rows read into steps (group_by: before max_length policies and "
-          "group rejections, whose rows errors/ lists)"
-          if schema.group_by else "the written records"),
-      "tool": {"name": "beam-tfrecords", "version": __version__},
-      "tfmd_schema": TFMD_FILE,
-      "build_key": key,
-  }
-  _LOG.info("Building %s from %d file(s), %d read unit(s) -> %s",
-            schema.name, len(plan.files), len(plan.units), output)
-  pipeline = beam.Pipeline(runner=runner, options=options)
-  encoded = (pipeline
-             | "ReadInputs" >> ReadInputs(
-                 plan.units, schema.columns, user_fn,
-                 unit_bytes(plan.units, [(f.path, f.size)
-                                         for f in plan.files]))
-             # SourceBatch
-             | "Encode" >> Encode(schema, statistics))
-  # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
-  parts = []
-  if schema.transform is None or schema.transform.keep_raw:
-    parts.append(encoded["records"]
-                 # (split, key, [record])
-                 | "WriteSplits" >> SINKS[sink](staging, plan_shards,
-                                                gzip_level, shuffle))
-  if schema.transform is not None:
-    parts.append(
-        encoded["records"]
-        | "Transform" >> TransformRecords(
-            schema, staging, FileSystems.join(staging, TFT_TEMP_DIR))
-        # (split, key, [transformed record])
-        | "WriteTransformed" >> WriteShards(
-            FileSystems.join(staging, TRANSFORMED_DIR), plan_shards.shards,
-            TFRECORD_GZIP, gzip_level=gzip_level, shuffle=shuffle,
-            max_bytes=plan_shards.max_bytes)
-        | "MarkTransformed" >> beam.Map(
-            lambda d: dict(d, kind="transformed_shard")))
-  errors = (encoded["errors"]
-            | "WriteErrors" >> WriteErrors(
-                staging, max(1, min(max(shards.values()),
-                                    -(-input_bytes // ERRORS_INPUT_BYTES))),
-                dead_letter_json))
-  stats = (encoded["stats"]
-           | "SumStats" >> beam.CombineGlobally(_sum_columns)
-           | "StatsPart" >> beam.Map(lambda s: {"kind": "stats",
-                                                "counts": list(s)}))
-  parts += [errors, stats]
-  if statistics and FEATURE_STATS in encoded:
-    parts.append(encoded[FEATURE_STATS]
-                 | "SumFeatureStats" >> beam.CombineGlobally(merge_split_stats)
-                 | "FeatureStatsPart" >> beam.Map(
-                     lambda s: {"kind": "statistics", "splits": s}))
-  _ = (tuple(parts)
-       | "Parts" >> beam.Flatten()
-       | "Commit" >> Commit(staging, static, STAT_FIELDS))
+  _check_output(output)
+  # One build at a time per output: the lock is held until the end.
+  lock = OutputLock(output, options).acquire()
   try:
-    # TensorFlow Metadata's schema, for TFDV / TFT / TFX tools.
-    with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
-      f.write(tfmd_text(schema).encode("utf-8"))
-    run_pipeline(pipeline, options, progress, input_bytes)
-  except KeyboardInterrupt:
-    remove_staging(staging)
-    raise
-  except Exception as e:  # pylint: disable=broad-except
-    if is_disk_full(e):
-      remove_staging(staging)
-      raise InputError(
-          f"no space left on the device while writing {output} (the "
-          "build's staging folder was removed; nothing was published); "
-          "free space there or write the dataset elsewhere") from e
-    typed = from_worker(e)
-    if typed is e:
-      raise
-    raise typed from e
-  finally:
-    # The shards hold copies of the part files by now (or the run failed).
+    # Builds killed before: their publishes are finished, their staging
+    # folders removed.
+    recover(output, keep="")
+    check_output_files(output)
+    published_before = _success_text(output)
+    if not force and published_before is not None:
+      previous = _finished_with_key(output, key)
+      if previous is not None:
+        _LOG.info("%s is up to date (same inputs, schema and options)", output)
+        return BuildResult(output=output, metadata=previous,
+                           seconds=time.time() - started, up_to_date=True)
+    if published_before is not None and not overwrite:
+      raise InputError(f"{output} already holds a finished dataset; pass "
+                       "--overwrite to replace it")
+    if max_bad_rows is None:
+      max_bad_rows = schema.max_bad_rows
+    if max_bad_fraction is None:
+      max_bad_fraction = schema.max_bad_fraction
+    _check_thresholds_args(max_bad_rows, max_bad_fraction)
+    if gzip_level is not None and gzip_level not in range(1, 10):
+      raise InputError(f"--gzip-level must be 1-9 (zlib), got {gzip_level!r}")
+    if sink not in SINKS:
+      raise InputError(f"unknown sink {sink!r}; choose one of {sorted(SINKS)}")
+    if schema.transform is not None and sink != "deterministic":
+      raise InputError("a schema with transform: writes with the "
+                       "deterministic sink; drop --sink beam")
+    input_bytes = sum(f.size for f in plan.files)
+    plan_shards = shard_plan(schema, num_shards, max_shard_size, input_bytes,
+                             plan.format)
+    shards = plan_shards.shards
+    if sink != "deterministic":
+      if max_shard_size is not None:
+        raise InputError("--max-shard-size works with the deterministic sink "
+                         "(Beam's WriteToTFRecord cannot bound file sizes); "
+                         "drop --sink beam, or give --num-shards")
+      # WriteToTFRecord writes plan_shards.shards files, however large.
+      plan_shards = ShardPlan(shards, dict.fromkeys(shards))
+    shuffle = None
+    if shuffle_seed is not None:
+      if sink != "deterministic":
+        raise InputError("--shuffle-seed works with the deterministic sink; "
+                         "drop --sink beam")
+      if isinstance(shuffle_seed, bool) or not isinstance(shuffle_seed, int):
+        raise InputError(f"--shuffle-seed must be a whole number, got "
+                         f"{shuffle_seed!r}")
+      shuffle = Shuffle(shuffle_seed, shuffle_buckets(schema, shards,
+                                                      input_bytes))
+    # Everything is written here first and moved into `output` at the end.
+    staging = FileSystems.join(output, STAGING_PREFIX + lock.run)
+    static = {
+        "name": schema.name,
+        "record": schema.record.value,
+        "schema": schema.to_dict(),
+        "feature_spec": spec_to_json(schema),
+        "compression": "GZIP",
+        "inputs": {"format": plan.format, "patterns": patterns,
+                   "files": _listed_inputs(plan),
+                   "fingerprint": fingerprint},
+        "split_rule": {"kind": schema.splits.kind.value,
+                       "splits": list(schema.splits.names),
+                       **schema.splits.to_dict()},
+        "options": {"num_shards": shards,
+                    "max_shard_bytes": plan_shards.max_bytes, "sink": sink,
+                    "shuffle_seed": shuffle_seed,
+                    "shuffle_buckets": shuffle.buckets if shuffle else None,
+                    "gzip_level": gzip_level, "statistics": statistics,
+                    "max_bad_rows": max_bad_rows,
+                    "max_bad_fraction": max_bad_fraction,
+                    "preprocess": user_fn and user_fn.name,
+                    "format_options": {k: v for k, v in plan.options.items()
+                                       if k not in ("column_names",
+                                                    "scalar_columns",
+                                                    "classes")}},
+        "vocabularies": {m.name: m.options["values"] for m in schema.media
+                         if m.kind is MediaKind.VOCABULARY},
+        "statistics_of": (
+            "rows read into steps (group_by: before max_length policies and "
+            "group rejections, whose rows errors/ lists)"
+            if schema.group_by else "the written records"),
+        "tool": {"name": "beam-tfrecords", "version": __version__},
+        "tfmd_schema": TFMD_FILE,
+        "build_key": key,
+    }
+    _LOG.info("Building %s from %d file(s), %d read unit(s) -> %s",
+              schema.name, len(plan.files), len(plan.units), output)
+    pipeline = beam.Pipeline(runner=runner, options=options)
+    encoded = (pipeline
+               | "ReadInputs" >> ReadInputs(
+                   plan.units, schema.columns, user_fn,
+                   unit_bytes(plan.units, [(f.path, f.size)
+                                           for f in plan.files]))
+               # SourceBatch
+               | "Encode" >> Encode(schema, statistics))
+    # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
+    parts = []
+    if schema.transform is None or schema.transform.keep_raw:
+      parts.append(encoded["records"]
+                   # (split, key, [record])
+                   | "WriteSplits" >> SINKS[sink](staging, plan_shards,
+                                                  gzip_level, shuffle))
+    if schema.transform is not None:
+      parts.append(
+          encoded["records"]
+          | "Transform" >> TransformRecords(
+              schema, staging, FileSystems.join(staging, TFT_TEMP_DIR))
+          # (split, key, [transformed record])
+          | "WriteTransformed" >> WriteShards(
+              FileSystems.join(staging, TRANSFORMED_DIR), plan_shards.shards,
+              TFRECORD_GZIP, gzip_level=gzip_level, shuffle=shuffle,
+              max_bytes=plan_shards.max_bytes)
+          | "MarkTransformed" >> beam.Map(
+              lambda d: dict(d, kind="transformed_shard")))
+    errors = (encoded["errors"]
+              | "WriteErrors" >> WriteErrors(
+                  staging, max(1, min(max(shards.values()),
+                                      -(-input_bytes // ERRORS_INPUT_BYTES))),
+                  dead_letter_json))
+    stats = (encoded["stats"]
+             | "SumStats" >> beam.CombineGlobally(_sum_columns)
+             | "StatsPart" >> beam.Map(lambda s: {"kind": "stats",
+                                                  "counts": list(s)}))
+    parts += [errors, stats]
+    if statistics and FEATURE_STATS in encoded:
+      parts.append(encoded[FEATURE_STATS]
+                   | "SumFeatureStats" >> beam.CombineGlobally(
+                       merge_split_stats)
+                   | "FeatureStatsPart" >> beam.Map(
+                       lambda s: {"kind": "statistics", "splits": s}))
+    _ = (tuple(parts)
+         | "Parts" >> beam.Flatten()
+         | "Commit" >> Commit(staging, static, STAT_FIELDS))
     try:
-      remove_parts(staging)
-    except Exception:  # pylint: disable=broad-except
-      _LOG.warning("could not remove the part files under %s", staging,
-                   exc_info=True)
-  metadata = read_json(FileSystems.join(staging, DATASET_JSON))
-  if schema.transform is not None:
-    metadata = describe_transform(staging, metadata)
-    analyzed = schema.transform.analyze_split
-    if not metadata["transform"].get("splits", {}).get(analyzed, {}).get(
-        "records"):
-      raise InputError(
-          f"the split {analyzed!r} that TensorFlow Transform analyzes has no "
-          "records, so its statistics (means, vocabularies, buckets) would "
-          f"be meaningless; nothing was published (see {staging}). Check "
-          "the split rule and errors/, or set transform.analyze_split")
-  check_thresholds(metadata, max_bad_rows, max_bad_fraction, staging,
-                   producible_splits(schema.splits))
-  if _success_text(output) != published_before:
-    raise InputError(
-        f"{output} changed while this build ran: another build published "
-        "there meanwhile, so this one publishes nothing (its files are in "
-        f"{staging}). Two builds into one output at once would mix their "
-        "files; run them one after the other (the next run is up to date "
-        "if its inputs, schema and options are the same)")
-  publish(staging, output, metadata)
-  _LOG.info("Published %s", output)
-  return BuildResult(output=output, metadata=metadata,
-                     seconds=time.time() - started)
+      # TensorFlow Metadata's schema, for TFDV / TFT / TFX tools.
+      with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
+        f.write(tfmd_text(schema).encode("utf-8"))
+      run_pipeline(pipeline, options, progress, input_bytes)
+    except KeyboardInterrupt:
+      remove_staging(staging)
+      raise
+    except Exception as e:  # pylint: disable=broad-except
+      if is_disk_full(e):
+        remove_staging(staging)
+        raise InputError(
+            f"no space left on the device while writing {output} (the "
+            "build's staging folder was removed; nothing was published); "
+            "free space there or write the dataset elsewhere") from e
+      typed = from_worker(e)
+      if typed is e:
+        raise
+      raise typed from e
+    finally:
+      # The shards hold copies of the part files by now (or the run failed).
+      try:
+        remove_parts(staging)
+      except Exception:  # pylint: disable=broad-except
+        _LOG.warning("could not remove the part files under %s", staging,
+                     exc_info=True)
+    metadata = read_json(FileSystems.join(staging, DATASET_JSON))
+    if schema.transform is not None:
+      metadata = describe_transform(staging, metadata)
+      analyzed = schema.transform.analyze_split
+      if not metadata["transform"].get("splits", {}).get(analyzed, {}).get(
+          "records"):
+        raise InputError(
+            f"the split {analyzed!r} that TensorFlow Transform analyzes has no "
+            "records, so its statistics (means, vocabularies, buckets) would "
+            f"be meaningless; nothing was published (see {staging}). Check "
+            "the split rule and errors/, or set transform.analyze_split")
+    check_thresholds(metadata, max_bad_rows, max_bad_fraction, staging,
+                     producible_splits(schema.splits))
+    lock.check()
+    with sigint_deferred("publishing"):
+      publish(staging, output, metadata,
+              f"beam-tfrecords {__version__} {key}\n")
+    _LOG.info("Published %s", output)
+    return BuildResult(output=output, metadata=metadata,
+                       seconds=time.time() - started)
+  finally:
+    lock.release()
 
 
 def build_key(schema: Schema, plan, fingerprint: str,

@@ -6,6 +6,7 @@ own notes the interruption and `run_pipeline` raises a plain
 KeyboardInterrupt whatever Beam made of it.
 """
 
+import contextlib
 import logging
 import os
 import shutil
@@ -19,7 +20,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beam_tfrecords.beam_options import is_direct
 from beam_tfrecords.progress import ENV_DIR, LocalProgress, poll_metrics
 
-__all__ = ["run_pipeline"]
+__all__ = ["run_pipeline", "sigint_deferred"]
 
 
 def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
@@ -80,3 +81,22 @@ def _run_with_local_progress(pipeline: beam.Pipeline,
     else:
       os.environ[ENV_DIR] = previous
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def sigint_deferred(what: str):
+  """Ctrl-C waits until the block ends (a switch of files that is short
+  and must not stop halfway); said in a log line."""
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+  caught = []
+  previous = signal.signal(signal.SIGINT,
+                           lambda signum, frame: caught.append(signum))
+  try:
+    yield
+  finally:
+    signal.signal(signal.SIGINT, previous)
+    if caught:
+      logging.getLogger(__name__).warning(
+          "interrupted while %s: finished %s first", what, what)

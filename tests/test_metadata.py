@@ -1,6 +1,8 @@
 """dataset.json's inputs and fingerprint; schema.pbtxt for TFX tools."""
 
 import os
+import re
+import socket
 import time
 
 import pytest
@@ -105,29 +107,35 @@ def test_text_defaults_are_written_to_dataset_json_and_load_back(tmp_path):
   assert btr.load_schema(written) == btr.load_schema(schema)
 
 
-def test_a_build_does_not_publish_over_one_that_published_meanwhile(
+def test_a_second_build_into_the_same_output_is_refused_while_one_runs(
     tmp_path, monkeypatch):
   """Two runs into one output at once (a scheduled job that overran): the
-  one that finishes second publishes nothing instead of mixing files."""
+  one that comes second is refused while the first holds the lock; the
+  first publishes its dataset, whole."""
   import beam_tfrecords.pipeline as pipeline
   (tmp_path / "in.csv").write_text("x\n1\n2\n")
+  (tmp_path / "other.csv").write_text("x\n3\n")
   schema = {"name": "d", "features": {"x": "int64"}}
   out = tmp_path / "out"
-  other = {}
+  refused = {}
+  check = pipeline.check_thresholds
 
-  def meanwhile(metadata, *args):
-    # The other build publishes while this one is about to.
-    monkeypatch.undo()
-    other["result"] = btr.build(schema, str(tmp_path / "in.csv"), str(out),
-                                force=True, overwrite=True)
+  def meanwhile(*args):
+    # Another build starts while this one is about to publish.
+    with pytest.raises(btr.OutputBusyError) as e:
+      btr.build(schema, str(tmp_path / "other.csv"), str(out),
+                overwrite=True)
+    refused["message"] = str(e.value)
+    return check(*args)
 
   monkeypatch.setattr(pipeline, "check_thresholds", meanwhile)
-  with pytest.raises(btr.InputError, match=(
-      r"out changed while this build ran: another build published there "
-      r"meanwhile, so this one publishes nothing \(its files are in "
-      r".*\.staging-")):
-    btr.build(schema, str(tmp_path / "in.csv"), str(out))
-  # What is there is the other build's dataset, whole.
-  assert (out / "_SUCCESS").read_text().endswith(
-      other["result"].metadata["build_key"] + "\n")
+  btr.build(schema, str(tmp_path / "in.csv"), str(out))
+  assert not (out / ".beam-tfrecords.lock").exists()
+  assert re.fullmatch(
+      rf"{out} is being built by another build \(run [0-9a-f]{{12}} on host "
+      rf"{re.escape(socket.gethostname())}, pid {os.getpid()}, started "
+      r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, lease renewed \d+ s ago; lock "
+      rf"{out}/\.beam-tfrecords\.lock\)\. Two builds into one output would "
+      r"mix their files: wait for it to end\. If it died, .*",
+      refused["message"])
   assert sorted(r["x"] for r in btr.iter_records(str(out))) == [1, 2]

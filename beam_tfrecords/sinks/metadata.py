@@ -1,17 +1,13 @@
-"""The dead-letter files, dataset.json, and publishing a finished dataset.
+"""The dead-letter files, dataset.json and the rejection thresholds.
 
 A build writes everything into a staging directory inside the output
 (`OUTPUT/.staging-<run>/`). `Commit`, the pipeline's last step, waits for
 every shard and error file, checks that the counts add up, and writes the
 staging `dataset.json`. Then, on the launcher, `check_thresholds` applies
---max-bad-rows / --max-bad-fraction and `publish` moves the files into the
-output, writing `_SUCCESS` last. A run that fails or is killed at any point
-before that leaves the output as it was: either no `_SUCCESS`, or the
-previous finished dataset, untouched; never a mix of old and new shards
-under a `_SUCCESS`.
+--max-bad-rows / --max-bad-fraction, and `sinks.publish` switches the
+output to the new dataset (`_SUCCESS` last).
 """
 
-import glob
 import json
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -26,13 +22,12 @@ TRANSFORMED_DIR = "transformed"
 TFT_TEMP_DIR = ".tft-tmp"
 # What tft_beam.WriteTransformFn writes (tft.TFTransformOutput reads it).
 TRANSFORM_DIRS = ("transform_fn", "transformed_metadata")
-from beam_tfrecords.sinks.shards import (JSON_LINES, PARTS_DIR, SHARD_SUFFIX,
-                                         WriteShards, finish_shard_names)
+from beam_tfrecords.sinks.shards import (JSON_LINES, WriteShards,
+                                         finish_shard_names)
 
 __all__ = ["WriteErrors", "Commit", "DATASET_JSON", "SUCCESS", "ERRORS_DIR",
-           "STAGING_PREFIX", "publish", "check_thresholds", "rejection_lines",
-           "DEFAULT_MAX_BAD_FRACTION", "read_json",
-           "remove_parts", "remove_staging"]
+           "STAGING_PREFIX", "check_thresholds", "rejection_lines",
+           "DEFAULT_MAX_BAD_FRACTION", "read_json", "write_json"]
 
 DATASET_JSON = "dataset.json"
 SUCCESS = "_SUCCESS"
@@ -308,120 +303,3 @@ def rejection_lines(meta: Dict[str, Any], top: int = 5) -> List[str]:
     lines.append(f"  {r['rows']:,} rows: {r['reason']}\n    e.g. {at}: "
                  f"{ex.get('reason')}")
   return lines
-
-
-# Our file names, as globs: shards and errors files of any split.
-_OUR_FILES = ("*-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]"
-              + SHARD_SUFFIX,
-              f"{ERRORS_DIR}/errors-[0-9][0-9][0-9][0-9][0-9]-of-"
-              "[0-9][0-9][0-9][0-9][0-9].jsonl", "schema.pbtxt",
-              f"{TRANSFORMED_DIR}/*-[0-9][0-9][0-9][0-9][0-9]-of-"
-              "[0-9][0-9][0-9][0-9][0-9]" + SHARD_SUFFIX,
-              ) + tuple(f"{d}/**" for d in TRANSFORM_DIRS)
-
-
-def _listed(meta: Dict[str, Any]) -> List[str]:
-  """The files a dataset.json says its dataset has (relative paths)."""
-  names = [shard["file"] for split in meta.get("splits", {}).values()
-           for shard in split.get("shards", [])]
-  names += [e["file"] for e in meta.get("errors", {}).get("files", [])]
-  transform = meta.get("transform", {})
-  names += [shard["file"] for split in transform.get("splits", {}).values()
-            for shard in split.get("shards", [])]
-  names += list(transform.get("files", []))
-  if meta.get("tfmd_schema"):
-    names.append(meta["tfmd_schema"])
-  return names
-
-
-def _ours(output: str) -> List[str]:
-  """Files in `output` that a build of ours made (never anything else)."""
-  found = set()
-  old_meta = FileSystems.join(output, DATASET_JSON)
-  if FileSystems.exists(old_meta):
-    try:
-      meta = read_json(old_meta)
-    except ValueError:
-      meta = {}
-    if meta.get("tool", {}).get("name") == "beam-tfrecords":
-      found.add(old_meta)
-      found.update(FileSystems.join(output, f) for f in _listed(meta)
-                   if FileSystems.exists(FileSystems.join(output, f)))
-  # Shards or error files left by a publish that was interrupted.
-  escaped = glob.escape(output)
-  for pattern in _OUR_FILES:
-    for result in FileSystems.match([FileSystems.join(escaped, pattern)]):
-      found.update(m.path for m in result.metadata_list)
-  return sorted(found)
-
-
-def _delete(paths: List[str]) -> None:
-  # FileSystems.delete matches its arguments as globs: escape [, *, ?.
-  FileSystems.delete([glob.escape(p) for p in paths])
-
-
-def _files_under(directory: str) -> List[str]:
-  pattern = FileSystems.join(glob.escape(directory), "**")
-  return sorted(m.path for r in FileSystems.match([pattern])
-                for m in r.metadata_list)
-
-
-def remove_parts(staging: str) -> None:
-  """Deletes the part files of a build (its records' compressed parts);
-  what stays in a failed build's staging directory is the shards, errors/
-  and dataset.json, for a look."""
-  for parts in (FileSystems.join(staging, PARTS_DIR),
-                FileSystems.join(staging, ERRORS_DIR, PARTS_DIR),
-                FileSystems.join(staging, TRANSFORMED_DIR, PARTS_DIR),
-                FileSystems.join(staging, TFT_TEMP_DIR)):
-    files = _files_under(parts)
-    if files:
-      FileSystems.delete(files)
-    if FileSystems.exists(parts):  # a directory on local disk
-      _delete([parts])
-
-
-def remove_staging(staging: str) -> None:
-  """Deletes a staging directory and everything in it, on any file system
-  (object stores have no directories to delete recursively)."""
-  files = _files_under(staging)
-  if files:
-    FileSystems.delete(files)
-  if FileSystems.exists(staging):
-    _delete([staging])
-
-
-def publish(staging: str, output: str, meta: Dict[str, Any]) -> None:
-  """Moves a committed staging directory's files into `output`.
-
-  Order: the old `_SUCCESS` goes first, then the old dataset's files (only
-  files a build made: those its dataset.json lists, and shard / error files
-  by their names), then the new files move in, `_SUCCESS` is written last,
-  and the staging directory is removed. A crash in between leaves no
-  `_SUCCESS`. Other files in `output` are left alone.
-  """
-  success = FileSystems.join(output, SUCCESS)
-  if FileSystems.exists(success):
-    _delete([success])
-  old = _ours(output)
-  if old:
-    _delete(old)
-  names = _listed(meta) + [DATASET_JSON]
-  sources = [FileSystems.join(staging, n) for n in names]
-  targets = [FileSystems.join(output, n) for n in names]
-  missing = [p for p in sources if not FileSystems.exists(p)]
-  if missing:
-    raise RuntimeError(f"staged files are missing: {missing[:3]}; not "
-                       "publishing")
-  folders = {t.rsplit("/", 1)[0] for t, n in zip(targets, names) if "/" in n}
-  # errors/ is there even without errors (on local disk; object stores
-  # have no empty folders).
-  folders.add(FileSystems.join(output, ERRORS_DIR))
-  for folder in sorted(folders):
-    if not FileSystems.exists(folder):  # local disk; no-op on object stores
-      FileSystems.mkdirs(folder)
-  FileSystems.rename(sources, targets)
-  # Not empty: Beam 2.77 cannot upload an empty object to S3.
-  _write_text(success, f"beam-tfrecords {meta.get('tool', {}).get('version')}"
-              f" {meta.get('build_key', '')}\n")
-  remove_staging(staging)

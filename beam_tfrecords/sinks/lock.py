@@ -1,0 +1,449 @@
+"""One build at a time per output: a lock object with a lease.
+
+`OUTPUT/.beam-tfrecords.lock` holds who builds there (run id, host, pid,
+start time) and when the owner last renewed its lease. It is created with
+the store's create-if-absent primitive and renewed, taken over and removed
+with compare-and-swap, so two builds can never both hold it:
+
+- local disk: created by `link()` of a finished temporary file (fails if
+  the lock exists); renewed and removed under `flock` on the lock file;
+- s3://: PutObject with `If-None-Match: *`, then `If-Match: <ETag>`
+  (S3's conditional writes; S3-compatible stores must support them);
+- gs://: uploads and deletes with generation preconditions;
+- other file systems (hdfs://, ...): through Beam's FileSystems, which has
+  no such primitive: exists-then-create, not atomic (a warning says so).
+
+A lock is stale when its owner's lease expired (no renewal for
+`lease_seconds`), or at once when its owner ran on this host and its
+process has ended. A build takes a stale lock over (with a log line); a
+live one makes it fail with `OutputBusyError` naming the owner.
+"""
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Any, Dict, Optional, Tuple
+
+from beam_tfrecords.errors import OutputBusyError
+
+__all__ = ["OutputLock", "LOCK_FILE", "LEASE_SECONDS"]
+
+LOCK_FILE = ".beam-tfrecords.lock"
+# A build renews its lease every LEASE_SECONDS / 4; a lock not renewed for
+# LEASE_SECONDS is stale (clocks of builds on different hosts must agree
+# to well within this).
+LEASE_SECONDS = 120.0
+
+_LOG = logging.getLogger(__name__)
+
+
+def _boot_id() -> str:
+  try:
+    with open("/proc/sys/kernel/random/boot_id") as f:
+      return f.read().strip()
+  except OSError:
+    return ""
+
+
+def _pid_start(pid: int) -> Optional[str]:
+  """The process's start time in clock ticks since boot (tells a reused
+  pid from the owner), None where /proc does not say."""
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      # The command name (field 2) may hold spaces: count after its ")".
+      return f.read().rsplit(")", 1)[1].split()[19]
+  except (OSError, IndexError):
+    return None
+
+
+def _alive(pid: int, started: Optional[str]) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:  # someone else's process: it exists
+    pass
+  now = _pid_start(pid)
+  return started is None or now is None or now == started
+
+
+# -- stores: create-if-absent, read, compare-and-swap, compare-and-delete.
+# A token is what a compare checks: the content (local), ETag (S3) or
+# generation (GCS).
+
+class _LocalStore:
+
+  def __init__(self, path: str):
+    self.path = path
+
+  def create(self, data: bytes):
+    tmp = f"{self.path}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "wb") as f:
+      f.write(data)
+    try:
+      os.link(tmp, self.path)  # atomic; fails if the lock exists
+    except FileExistsError:
+      return None
+    finally:
+      os.unlink(tmp)
+    return data
+
+  @contextlib.contextmanager
+  def _held(self):
+    """The lock file's descriptor under flock, None if there is none (the
+    inode checked: a file unlinked meanwhile is not the lock any more)."""
+    for _ in range(100):
+      try:
+        fd = os.open(self.path, os.O_RDWR)
+      except FileNotFoundError:
+        yield None
+        return
+      try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+          linked = os.stat(self.path)
+        except FileNotFoundError:
+          linked = None
+        mine = os.fstat(fd)
+        if linked is None or (linked.st_ino, linked.st_dev) == (
+            mine.st_ino, mine.st_dev):
+          yield fd if linked is not None else None
+          return
+      finally:
+        os.close(fd)
+    raise OSError(f"{self.path} keeps changing")
+
+  @staticmethod
+  def _content(fd) -> bytes:
+    size = os.fstat(fd).st_size
+    return os.pread(fd, size, 0)
+
+  def read(self):
+    with self._held() as fd:
+      if fd is None:
+        return None
+      data = self._content(fd)
+      return data, data
+
+  def replace(self, data: bytes, token):
+    with self._held() as fd:
+      if fd is None or self._content(fd) != token:
+        return None
+      os.ftruncate(fd, 0)
+      os.pwrite(fd, data, 0)
+      return data
+
+  def delete(self, token) -> bool:
+    with self._held() as fd:
+      if fd is None or self._content(fd) != token:
+        return False
+      os.unlink(self.path)
+      return True
+
+
+class _S3Store:
+
+  def __init__(self, path: str, options):
+    # pylint: disable=import-outside-toplevel
+    from apache_beam.io.aws.clients.s3.boto3_client import Client
+    self.client = Client(options).client
+    self.bucket, _, self.key = path[len("s3://"):].partition("/")
+
+  @staticmethod
+  def _failed(e) -> bool:
+    code = getattr(e, "response", {}).get("Error", {}).get("Code", "")
+    return code in ("PreconditionFailed", "412", "NoSuchKey", "404",
+                    "ConditionalRequestConflict", "409")
+
+  def create(self, data: bytes):
+    try:
+      return self.client.put_object(Bucket=self.bucket, Key=self.key,
+                                    Body=data, IfNoneMatch="*")["ETag"]
+    except Exception as e:  # pylint: disable=broad-except
+      if self._failed(e):
+        return None
+      raise
+
+  def read(self):
+    try:
+      got = self.client.get_object(Bucket=self.bucket, Key=self.key)
+    except Exception as e:  # pylint: disable=broad-except
+      if self._failed(e):
+        return None
+      raise
+    return got["Body"].read(), got["ETag"]
+
+  def replace(self, data: bytes, token):
+    try:
+      return self.client.put_object(Bucket=self.bucket, Key=self.key,
+                                    Body=data, IfMatch=token)["ETag"]
+    except Exception as e:  # pylint: disable=broad-except
+      if self._failed(e):
+        return None
+      raise
+
+  def delete(self, token) -> bool:
+    try:
+      self.client.delete_object(Bucket=self.bucket, Key=self.key,
+                                IfMatch=token)
+      return True
+    except Exception as e:  # pylint: disable=broad-except
+      if self._failed(e):
+        return False
+      raise
+
+
+class _GcsStore:
+
+  def __init__(self, path: str, options):
+    # pylint: disable=import-outside-toplevel
+    from apache_beam.io.gcp.gcsio import GcsIO
+    from google.api_core import exceptions
+    self._skip = (exceptions.PreconditionFailed, exceptions.NotFound)
+    bucket, _, key = path[len("gs://"):].partition("/")
+    self.blob_of = lambda: GcsIO(pipeline_options=options).client.bucket(
+        bucket).blob(key)
+
+  def create(self, data: bytes):
+    blob = self.blob_of()
+    try:
+      blob.upload_from_string(data, if_generation_match=0)
+    except self._skip:
+      return None
+    return blob.generation
+
+  def read(self):
+    blob = self.blob_of()
+    try:
+      data = blob.download_as_bytes()
+    except self._skip:
+      return None
+    return data, blob.generation
+
+  def replace(self, data: bytes, token):
+    blob = self.blob_of()
+    try:
+      blob.upload_from_string(data, if_generation_match=token)
+    except self._skip:
+      return None
+    return blob.generation
+
+  def delete(self, token) -> bool:
+    try:
+      self.blob_of().delete(if_generation_match=token)
+      return True
+    except self._skip:
+      return False
+
+
+class _BeamStore:
+  """Any other file system through Beam's FileSystems: not atomic."""
+
+  def __init__(self, path: str):
+    # pylint: disable=import-outside-toplevel
+    from apache_beam.io.filesystems import FileSystems
+    self.fs, self.path = FileSystems, path
+
+  def create(self, data: bytes):
+    if self.fs.exists(self.path):
+      return None
+    with self.fs.create(self.path) as f:
+      f.write(data)
+    return data
+
+  def read(self):
+    if not self.fs.exists(self.path):
+      return None
+    with self.fs.open(self.path) as f:
+      data = f.read()
+    return data, data
+
+  def replace(self, data: bytes, token):
+    current = self.read()
+    if current is None or current[1] != token:
+      return None
+    with self.fs.create(self.path) as f:
+      f.write(data)
+    return data
+
+  def delete(self, token) -> bool:
+    current = self.read()
+    if current is None or current[1] != token:
+      return False
+    self.fs.delete([self.path])
+    return True
+
+
+def _store(path: str, options):
+  if "://" not in path:
+    return _LocalStore(path)
+  if path.startswith("s3://"):
+    return _S3Store(path, options)
+  if path.startswith("gs://"):
+    return _GcsStore(path, options)
+  _LOG.warning("%s: this file system has no create-if-absent; the output "
+               "lock is checked, not atomic (two builds starting within "
+               "the same moment could both run)", path)
+  return _BeamStore(path)
+
+
+def describe(info: Dict[str, Any], now: Optional[float] = None) -> str:
+  """The lock's owner, in words."""
+  now = time.time() if now is None else now
+  try:
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC",
+                            time.gmtime(float(info["started"])))
+    return (f"run {info['run']} on host {info['host']}, pid {info['pid']}, "
+            f"started {started}, lease renewed "
+            f"{max(0, now - float(info['renewed'])):.0f} s ago")
+  except (KeyError, TypeError, ValueError):
+    return f"an unreadable lock ({str(info)[:200]})"
+
+
+def stale_reason(info: Dict[str, Any], now: Optional[float] = None
+                 ) -> Optional[str]:
+  """Why the lock's owner is no longer running; None if it may be."""
+  now = time.time() if now is None else now
+  try:
+    host, pid = info["host"], int(info["pid"])
+    renewed, lease = float(info["renewed"]), float(info["lease_seconds"])
+  except (KeyError, TypeError, ValueError):
+    return "the lock is unreadable"
+  if (host == socket.gethostname() and info.get("boot") == _boot_id()
+      and not _alive(pid, info.get("pid_start"))):
+    return f"its process (pid {pid} on this host) has ended"
+  if now - renewed > lease:
+    return f"its lease expired {now - renewed - lease:.0f} s ago"
+  return None
+
+
+class OutputLock:
+  """The lock of one output, held by this build (`acquire`)."""
+
+  def __init__(self, output: str, options=None,
+               lease_seconds: float = LEASE_SECONDS):
+    self.output = output
+    self.path = (os.path.join(output, LOCK_FILE) if "://" not in output
+                 else output + "/" + LOCK_FILE)
+    self.lease_seconds = lease_seconds
+    self.run = uuid.uuid4().hex[:12]
+    self._store = _store(self.path, options)
+    self._token = None
+    self._lost: Optional[str] = None
+    self._stop = threading.Event()
+    self._thread: Optional[threading.Thread] = None
+    self._created_folder = False
+    self.started = time.time()
+
+  def _content(self, started: float) -> bytes:
+    return json.dumps({
+        "tool": "beam-tfrecords", "run": self.run,
+        "host": socket.gethostname(), "boot": _boot_id(), "pid": os.getpid(),
+        "pid_start": _pid_start(os.getpid()), "started": started,
+        "renewed": time.time(), "lease_seconds": self.lease_seconds,
+        "output": self.output}, sort_keys=True).encode("utf-8")
+
+  def acquire(self) -> "OutputLock":
+    """Takes the lock (a stale one is taken over) and starts renewing it.
+
+    Raises:
+      OutputBusyError: another build that may still be running holds it.
+    """
+    if "://" not in self.output and not os.path.isdir(self.output):
+      os.makedirs(self.output, exist_ok=True)
+      self._created_folder = True
+    for _ in range(10):
+      self._token = self._store.create(self._content(self.started))
+      if self._token is not None:
+        break
+      current = self._store.read()
+      if current is None:  # released meanwhile: try again
+        continue
+      data, token = current
+      try:
+        info = json.loads(data.decode("utf-8"))
+      except ValueError:
+        info = {"unreadable": data[:200].decode("utf-8", "replace")}
+      why = stale_reason(info)
+      if why is None:
+        raise OutputBusyError(
+            f"{self.output} is being built by another build ({describe(info)}"
+            f"; lock {self.path}). Two builds into one output would mix "
+            "their files: wait for it to end. If it died, its lock is taken "
+            "over once its lease has not been renewed for "
+            f"{info.get('lease_seconds', self.lease_seconds):.0f} s (at once "
+            "on the same host); remove the lock file only if you are sure no "
+            "build is running")
+      self._token = self._store.replace(self._content(self.started), token)
+      if self._token is not None:
+        _LOG.warning("%s: took over the lock of a build that is not running "
+                     "(%s): %s", self.output, describe(info), why)
+        break
+    else:
+      raise OutputBusyError(f"{self.output}: could not take the lock "
+                            f"{self.path}; other builds keep taking it")
+    self._thread = threading.Thread(target=self._renew, daemon=True,
+                                    name="beam-tfrecords-lock")
+    self._thread.start()
+    return self
+
+  def _renew(self) -> None:
+    while not self._stop.wait(self.lease_seconds / 4):
+      try:
+        token = self._store.replace(self._content(self.started), self._token)
+      except Exception as e:  # pylint: disable=broad-except
+        _LOG.warning("could not renew the lock %s (will retry): %s",
+                     self.path, e)
+        continue
+      if token is None:
+        self._lost = ("another build took the lock over (this build's "
+                      "lease was not renewed in time)")
+        _LOG.error("%s: %s", self.path, self._lost)
+        return
+      self._token = token
+
+  def check(self) -> None:
+    """Raises OutputBusyError if this build no longer holds the lock."""
+    if self._lost is None:
+      current = self._store.read()
+      if current is None or current[1] != self._token:
+        self._lost = "the lock was removed or taken over by another build"
+    if self._lost:
+      raise OutputBusyError(f"{self.output}: {self._lost}; this build "
+                            "publishes nothing")
+
+  def release(self) -> None:
+    self._stop.set()
+    if self._thread is not None:
+      self._thread.join()
+    if self._token is not None and self._lost is None:
+      try:
+        self._store.delete(self._token)
+      except Exception:  # pylint: disable=broad-except
+        _LOG.warning("could not remove the lock %s", self.path,
+                     exc_info=True)
+    self._token = None
+    if self._created_folder:
+      with contextlib.suppress(OSError):
+        os.rmdir(self.output)  # only if empty: nothing was built
+
+  def __enter__(self) -> "OutputLock":
+    return self.acquire()
+
+  def __exit__(self, *exc) -> None:
+    self.release()
+
+
+def read_lock(output: str, options=None) -> Optional[Tuple[Dict, Any]]:
+  """The current lock's content and token, None if there is none."""
+  lock = OutputLock(output, options)
+  current = lock._store.read()  # pylint: disable=protected-access
+  if current is None:
+    return None
+  return json.loads(current[0].decode("utf-8")), current[1]
