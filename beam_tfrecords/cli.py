@@ -26,7 +26,7 @@ import threading
 from typing import List, Optional
 
 from beam_tfrecords.errors import (BadRowsError, BeamTFRecordsError,
-                                   NoInputError)
+                                   NoInputError, OutputBusyError)
 from beam_tfrecords.progress import human_bytes
 from beam_tfrecords.version import __version__
 
@@ -526,6 +526,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"error: {e}", file=sys.stderr)
     _summary(args, "too_many_bad_rows", EXIT_BAD_ROWS, error=e)
     return EXIT_BAD_ROWS
+  except OutputBusyError as e:
+    print(f"error: {e}", file=sys.stderr)
+    _summary(args, "busy", EXIT_INPUT, error=e)
+    return EXIT_INPUT
   except BeamTFRecordsError as e:
     print(f"error: {e}", file=sys.stderr)
     _summary(args, "error", EXIT_INPUT, error=e)

@@ -13,7 +13,21 @@ import re
 __all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "NoInputError",
            "OutputBusyError",
            "EncodingError",
-           "BadRowsError", "reason_category", "from_worker", "is_disk_full"]
+           "BadRowsError", "reason_category", "from_worker", "is_disk_full",
+           "preview"]
+
+
+# How much of a value an error message shows.
+PREVIEW_CHARS = 120
+
+
+def preview(value) -> str:
+  """repr(value) for an error message, cut to PREVIEW_CHARS characters
+  (the full length said) so that a huge value cannot flood the message."""
+  text = repr(value)
+  if len(text) <= PREVIEW_CHARS:
+    return text
+  return f"{text[:PREVIEW_CHARS]}… ({len(text):,} characters)"
 
 
 class BeamTFRecordsError(ValueError):

@@ -13,6 +13,7 @@ from beam_tfrecords import cli
 from beam_tfrecords.encoding.stats import exact_sum, finish, merge
 
 SCHEMA = "name: t\nfeatures:\n  id: {type: int64}\n"
+DICT = {"name": "t", "features": {"id": {"type": "int64"}}}
 
 
 @pytest.mark.parametrize("output,message", [
@@ -99,3 +100,137 @@ def test_yaml_aliases_are_refused_before_any_value_is_formatted(tmp_path,
   assert str(e.value) == (f"{tmp_path / 's.yaml'}: not valid YAML: line 2, "
                           "column 10: aliases (*l0) are not allowed in a "
                           "schema; write the value out")
+
+
+# --- Foreign files, inputs inside the output, leftovers --------------------
+
+def _tree(folder) -> dict:
+  return {os.path.relpath(os.path.join(root, f), folder):
+          open(os.path.join(root, f), "rb").read()
+          for root, _, files in os.walk(folder) for f in files}
+
+
+def test_a_folder_of_someone_elses_files_is_refused_and_kept(tmp_path,
+                                                             capsys):
+  # What looks like a dataset, but no build of ours wrote it (no _SUCCESS,
+  # a dataset.json of another tool).
+  out = tmp_path / "theirs"
+  for rel in ("train-00000-of-00002.tfrecord.gz",
+              "eval-00001-of-00002.tfrecord.gz",
+              "errors/errors-00000-of-00001.jsonl",
+              "transform_fn/saved_model.pb", "schema.pbtxt"):
+    (out / rel).parent.mkdir(parents=True, exist_ok=True)
+    (out / rel).write_bytes(b"theirs " + rel.encode())
+  (out / "dataset.json").write_text('{"tool": {"name": "other"}}')
+  before = _tree(out)
+  (tmp_path / "s.yaml").write_text(SCHEMA)
+  (tmp_path / "in.csv").write_text("id\n1\n")
+  assert cli.main(["build", "--schema", str(tmp_path / "s.yaml"), "--input",
+                   str(tmp_path / "in.csv"), "--output", str(out),
+                   "--overwrite"]) == cli.EXIT_INPUT
+  assert (f"error: output {out} holds files that no beam-tfrecords build "
+          "wrote (dataset.json, errors/errors-00000-of-00001.jsonl, "
+          "eval-00001-of-00002.tfrecord.gz, schema.pbtxt, "
+          "train-00000-of-00002.tfrecord.gz and 1 more); a dataset gets a "
+          "folder of its own (new, empty, or holding a dataset of ours): "
+          "give another --output, or move those files away"
+          ) in capsys.readouterr().err
+  assert _tree(out) == before
+
+
+def test_hidden_files_do_not_make_a_folder_foreign(tmp_path):
+  out = tmp_path / "out"
+  out.mkdir()
+  (out / ".gitkeep").write_text("")
+  (tmp_path / "in.csv").write_text("id\n1\n")
+  btr.build(DICT, str(tmp_path / "in.csv"), str(out))
+  assert (out / ".gitkeep").exists() and (out / "_SUCCESS").exists()
+
+
+def test_a_foreign_file_in_the_way_stops_the_publish(tmp_path):
+  (tmp_path / "in.csv").write_text("id\n" + "".join(
+      f"{i}\n" for i in range(10)))
+  out = tmp_path / "out"
+  btr.build(DICT, str(tmp_path / "in.csv"), str(out), num_shards=2)
+  before = _tree(out)
+  # Someone's file where the next build's only shard goes.
+  (out / "train-00000-of-00001.tfrecord.gz").write_bytes(b"mine")
+  with pytest.raises(btr.InputError) as e:
+    btr.build(DICT, str(tmp_path / "in.csv"), str(out), num_shards=1,
+              overwrite=True)
+  assert str(e.value).startswith(
+      f"{out} holds train-00000-of-00001.tfrecord.gz, which the new dataset "
+      "would overwrite and no dataset of ours lists: nothing was published "
+      f"(the new files are in {out}/.staging-")
+  after = _tree(out)
+  assert after.pop("train-00000-of-00001.tfrecord.gz") == b"mine"
+  assert {k: v for k, v in after.items()
+          if not k.startswith(".staging-")} == before
+
+
+@pytest.mark.parametrize("where", ["shard", "csv", "base_dir"])
+def test_inputs_inside_the_output_are_refused(tmp_path, where):
+  out = tmp_path / "x"
+  (tmp_path / "in.csv").write_text("id\n" + "".join(
+      f"{i}\n" for i in range(8)))
+  btr.build(DICT, str(tmp_path / "in.csv"), str(out), num_shards=4)
+  before = _tree(out)
+  if where == "shard":  # the case: it deleted the shards it did
+    # not read
+    src, schema = str(out / "train-00000-of-00004.tfrecord.gz"), DICT
+    bad = src
+  elif where == "csv":
+    (out / "more.csv").write_text("id\n1\n")
+    before = _tree(out)
+    src = bad = str(out / "more.csv")
+    schema = DICT
+  else:
+    (tmp_path / "p.csv").write_text("path\na.png\n")
+    src, bad = str(tmp_path / "p.csv"), str(out)
+    schema = {"name": "i", "features": {"image": {
+        "type": "image", "source": "path", "base_dir": str(out)}}}
+  with pytest.raises(btr.InputError) as e:
+    btr.build(schema, src, str(out), overwrite=True, force=True)
+  assert str(e.value) == (
+      f"input {bad} is inside the output folder {out}; a build replaces "
+      "what it published there, so its inputs live elsewhere: move them "
+      "out, or write the dataset to another folder")
+  assert _tree(out) == before
+
+
+def test_leftover_staging_folders_of_dead_builds_are_removed(tmp_path,
+                                                             caplog):
+  import logging
+  (tmp_path / "in.csv").write_text("id\n1\noops\n")
+  out = tmp_path / "out"
+  # A build over its threshold keeps its staging folder for a look ...
+  with pytest.raises(btr.BadRowsError):
+    btr.build(DICT, str(tmp_path / "in.csv"), str(out), max_bad_rows=0)
+  (kept,) = [n for n in os.listdir(out) if n.startswith(".staging-")]
+  # ... and a killed one leaves its parts.
+  dead = out / ".staging-deadbeef0000" / ".parts" / "train"
+  dead.mkdir(parents=True)
+  (dead / "p-0.gz").write_bytes(b"x" * 2_000_000)
+  with caplog.at_level(logging.WARNING, logger="beam_tfrecords"):
+    btr.build(DICT, str(tmp_path / "in.csv"), str(out),
+              max_bad_fraction=1.0)
+  assert sorted(n for n in os.listdir(out) if n.startswith(".")) == []
+  lines = [r.getMessage() for r in caplog.records
+           if "staging folder of an earlier build" in r.getMessage()]
+  assert len(lines) == 2
+  assert (f"{out}: removed .staging-deadbeef0000, the staging folder of an "
+          "earlier build that did not finish (2.0 MB)") in lines
+  assert any(line.startswith(f"{out}: removed {kept}, the staging folder")
+             for line in lines)
+
+
+def test_schema_errors_show_a_bounded_preview_of_a_value(tmp_path):
+  big = list(range(100_000))
+  with pytest.raises(btr.SchemaError) as e:
+    btr.load_schema({"name": "t", "features": {
+        "a": {"type": "int64", "shape": [2], "default": big}}})
+  message = str(e.value)
+  assert len(message) < 400, len(message)
+  assert "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, " \
+      in message
+  assert "… (688,890 characters)" in message

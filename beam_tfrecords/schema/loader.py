@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Union
 
 import yaml
 
-from beam_tfrecords.errors import SchemaError
+from beam_tfrecords.errors import SchemaError, preview
 from beam_tfrecords.schema import values as value_rules
 from beam_tfrecords.schema.model import (Derive, Feature, FeatureType,
                                         Media, MediaKind, OnBadStep, OrderKey,
@@ -110,7 +110,7 @@ def _construct_mapping(loader, node, deep=False):
     key = loader.construct_object(key_node, deep=deep)
     if key in seen:
       raise yaml.constructor.ConstructorError(
-          None, None, f"key {key!r} appears twice (first on line "
+          None, None, f"key {preview(key)} appears twice (first on line "
           f"{seen[key] + 1}); each key may be given once",
           key_node.start_mark)
     seen[key] = key_node.start_mark.line
@@ -155,12 +155,12 @@ class _Checker:
         where = f"{key}.{k}" if key else str(k)
         close = _closest(k, list(allowed) + list(elsewhere))
         if k in elsewhere:
-          hint = f" {k!r} goes with {elsewhere[k]}."
+          hint = f" {preview(k)} goes with {elsewhere[k]}."
         elif close in elsewhere:
           hint = f' Did you mean "{close}" (it goes with {elsewhere[close]})?'
         else:
           hint = _suggest(k, allowed)
-        self.fail(where, f"unknown key {k!r}; allowed keys: "
+        self.fail(where, f"unknown key {preview(k)}; allowed keys: "
                   f"{_allowed(allowed)}.{hint}")
 
   def schema(self, raw: Any) -> Schema:
@@ -172,12 +172,13 @@ class _Checker:
       self.fail("name", "missing; every schema names its dataset, e.g. "
                 "name: movie_ratings")
     if not isinstance(name, str) or not _NAME_RE.match(name):
-      self.fail("name", f"{name!r} is not a valid dataset name; use letters, "
+      self.fail("name",
+                f"{preview(name)} is not a valid dataset name; use letters, "
                 "digits, '_', '-', '.'")
     record = raw.get("record", "example")
     kinds = [k.value for k in RecordKind]
     if record not in kinds:
-      self.fail("record", f"{record!r} is not a record kind; allowed: "
+      self.fail("record", f"{preview(record)} is not a record kind; allowed: "
                 f"{_allowed(kinds)}.{_suggest(record, kinds)}")
     description = raw.get("description", "")
     if not isinstance(description, str):
@@ -189,13 +190,15 @@ class _Checker:
       keys = [c for c, _ in schema.group_by]
       for column in schema.splits.columns:
         if keys and column not in keys:
-          self.fail("splits", f"{column!r} is not a group_by column; a split "
+          self.fail("splits",
+                    f"{preview(column)} is not a group_by column; a split "
                     "rule on it would put rows of one sequence into "
                     f"different splits (group_by: {keys})")
       return self.check_split_types(schema)
     for k in raw:
       if k not in _TOP_KEYS and k in _SEQUENCE_TOP_KEYS:
-        self.fail(str(k), f"{k!r} belongs to SequenceExample schemas; add "
+        self.fail(str(k),
+                  f"{preview(k)} belongs to SequenceExample schemas; add "
                   "record: sequence_example")
     self.check_keys("", raw, _TOP_KEYS)
     features = raw.get("features")
@@ -204,7 +207,7 @@ class _Checker:
                 "features, e.g. features: {age: {type: int64}}")
     if not isinstance(features, dict) or not features:
       self.fail("features", "must be a non-empty mapping of feature name -> "
-                f"definition; got {features!r}")
+                f"definition; got {preview(features)}")
     parsed, media = [], []
     for k, v in features.items():
       kind = self.media_kind(str(k), v)
@@ -218,7 +221,8 @@ class _Checker:
     for m in media:
       for n in m.stored:
         if names.count(n) > 1:
-          self.fail(f"features.{m.name}", f"makes the feature {n!r}, which "
+          self.fail(f"features.{m.name}",
+                    f"makes the feature {preview(n)}, which "
                     "is also declared; rename one of them")
     schema = self.check_split_types(Schema(
         name=name, record=RecordKind(record),
@@ -242,7 +246,8 @@ class _Checker:
       self.fail("transform.keep_raw", "must be true or false")
     split = raw.get("analyze_split", DEFAULT_SPLIT)
     if split not in schema.splits.names:
-      self.fail("transform.analyze_split", f"{split!r} is not a split of "
+      self.fail("transform.analyze_split",
+                f"{preview(split)} is not a split of "
                 f"this schema; its splits: {list(schema.splits.names)}")
     features = raw.get("features")
     if not isinstance(features, dict) or not features:
@@ -259,13 +264,13 @@ class _Checker:
     for name, spec in features.items():
       key = f"transform.features.{name}"
       if not isinstance(name, str) or not _NAME_RE.match(name):
-        self.fail(key, f"{name!r} is not a valid feature name")
+        self.fail(key, f"{preview(name)} is not a valid feature name")
       if name.startswith(RESERVED_PREFIX):
-        self.fail(key, f"names starting with {RESERVED_PREFIX!r} are "
+        self.fail(key, f"names starting with {preview(RESERVED_PREFIX)} are "
                   "reserved for the build's own columns")
       if not isinstance(spec, dict):
         self.fail(key, f"must be a mapping such as {{scale_to_z_score: "
-                  f"rating}}; got {spec!r}")
+                  f"rating}}; got {preview(spec)}")
       ops = [k for k in spec if k in TRANSFORMS]
       if len(ops) != 1:
         self.fail(key, f"needs exactly one analyzer of "
@@ -276,16 +281,16 @@ class _Checker:
       self.check_keys(key, spec, (op,) + params)
       source = spec[op]
       if not isinstance(source, str) or source not in stored:
-        self.fail(f"{key}.{op}", f"{source!r} is not a stored feature; "
+        self.fail(f"{key}.{op}", f"{preview(source)} is not a stored feature; "
                   f"allowed: {_allowed(sorted(stored))}."
                   f"{_suggest(source, stored)}")
       feature = stored[source]
       if feature.type.value not in types:
         self.fail(f"{key}.{op}", f"{op} takes {' or '.join(types)} "
-                  f"features; {source!r} is {feature.type.value}")
+                  f"features; {preview(source)} is {feature.type.value}")
       if op != "pass" and not (feature.always_present
                                and not feature.is_variable_length):
-        self.fail(f"{key}.{op}", f"{source!r} may be missing or vary in "
+        self.fail(f"{key}.{op}", f"{preview(source)} may be missing or vary in "
                   "length; TensorFlow Transform's analyzers need a value "
                   "in every record: give it required: true or a default")
       values = []
@@ -296,7 +301,7 @@ class _Checker:
               "frequency_threshold", "num_oov_buckets") else 1)
           if isinstance(v, bool) or not isinstance(v, int) or v < low:
             self.fail(f"{key}.{p}", f"must be a whole number of at least "
-                      f"{low}; got {v!r}")
+                      f"{low}; got {preview(v)}")
           values.append((p, v))
       if op == "bucketize" and "num_buckets" not in spec:
         self.fail(f"{key}.num_buckets", "missing; how many buckets?")
@@ -323,7 +328,7 @@ class _Checker:
     features)."""
     key = f"features.{name}"
     if not _NAME_RE.match(name):
-      self.fail(key, f"{name!r} is not a valid feature name")
+      self.fail(key, f"{preview(name)} is not a valid feature name")
     if isinstance(raw, str):
       raw = {"type": raw}
     allowed = {MediaKind.IMAGE: _IMAGE_KEYS, MediaKind.TENSOR: _TENSOR_KEYS,
@@ -346,7 +351,7 @@ class _Checker:
             isinstance(v, str) for v in vocab):
           self.fail(f"{key}.vocabulary", "must be auto (the sorted values "
                     "found: class folder names for images) or a list of "
-                    f"the values in index order; got {vocab!r}")
+                    f"the values in index order; got {preview(vocab)}")
         if len(set(vocab)) != len(vocab):
           self.fail(f"{key}.vocabulary", "lists a value twice")
       index = Feature(name=f"{name}_index", type=FeatureType.INT64,
@@ -362,7 +367,7 @@ class _Checker:
     if base_dir is not None and (not isinstance(base_dir, str)
                                  or not base_dir):
       self.fail(f"{key}.base_dir", "must be a directory (local, gs://, "
-                f"s3://, ...); got {base_dir!r}")
+                f"s3://, ...); got {preview(base_dir)}")
     def made(part, ftype, shape=(), text=""):
       return Feature(name=name if part in ("bytes", "values") else
                      f"{name}_{part}", type=ftype, shape=shape,
@@ -371,7 +376,7 @@ class _Checker:
     if kind is MediaKind.IMAGE:
       if not isinstance(source, str) or not source:
         self.fail(f"{key}.source", "must be the column holding the image "
-                  f"paths; got {source!r}")
+                  f"paths; got {preview(source)}")
       options = self.image_options(key, raw)
       stored = [made("bytes", FeatureType.BYTES, text=description
                      or "the encoded image"),
@@ -386,19 +391,19 @@ class _Checker:
     dtype = raw.get("dtype")
     if dtype not in TENSOR_DTYPES:
       self.fail(f"{key}.dtype", f"must be one of {_allowed(TENSOR_DTYPES)}; "
-                f"got {dtype!r}.{_suggest(dtype, TENSOR_DTYPES)}")
+                f"got {preview(dtype)}.{_suggest(dtype, TENSOR_DTYPES)}")
     storage = raw.get("storage", "bytes")
     if storage not in ("bytes", "list"):
       self.fail(f"{key}.storage", "must be bytes (raw little-endian bytes + "
                 f"a shape feature) or list (a flat int64/float list); got "
-                f"{storage!r}")
+                f"{preview(storage)}")
     shape = raw.get("shape")
     if not isinstance(shape, list) or not shape or not all(
         isinstance(d, int) and not isinstance(d, bool) and (d > 0 or d == -1)
         for d in shape):
       self.fail(f"{key}.shape", "must list the dimensions, e.g. [8, 8] or "
                 f"[28, 28, 1] (-1: any size, storage: bytes only); got "
-                f"{shape!r}")
+                f"{preview(shape)}")
     if -1 in shape and storage == "list":
       self.fail(f"{key}.shape", "a list tensor needs every dimension fixed; "
                 "use storage: bytes for shapes that vary")
@@ -406,11 +411,11 @@ class _Checker:
     if loader not in (None, "npy"):
       self.fail(f"{key}.from", f"must be npy (the column holds .npy file "
                 f"paths) or absent (the values are in the row); got "
-                f"{loader!r}")
+                f"{preview(loader)}")
     columns = source if isinstance(source, list) else [source]
     if not columns or not all(isinstance(c, str) and c for c in columns):
       self.fail(f"{key}.source", f"must be a column or a list of columns; "
-                f"got {source!r}")
+                f"got {preview(source)}")
     if len(set(columns)) != len(columns):
       self.fail(f"{key}.source", "names a column twice")
     size = 1
@@ -431,7 +436,7 @@ class _Checker:
                                   or not separator or len(columns) > 1
                                   or loader is not None):
       self.fail(f"{key}.separator", "splits a text cell of one column into "
-                f"values; got {separator!r}")
+                f"values; got {preview(separator)}")
     if storage == "bytes":
       stored = [made("bytes", FeatureType.BYTES, text=description or
                      f"{dtype} array, raw little-endian bytes"),
@@ -458,7 +463,7 @@ class _Checker:
           isinstance(d, int) and not isinstance(d, bool) and d > 0
           for d in resize):
         self.fail(f"{key}.resize", "must be [height, width] or {height: h, "
-                  f"width: w}} in pixels; got {raw.get('resize')!r}")
+                  f"width: w}} in pixels; got {preview(raw.get('resize'))}")
       out["resize"] = list(resize)
     for opt, allowed in (("method", IMAGE_METHODS),
                          ("convert", IMAGE_CONVERTS),
@@ -466,7 +471,7 @@ class _Checker:
       if opt in raw:
         if raw[opt] not in allowed:
           self.fail(f"{key}.{opt}", f"must be one of {_allowed(allowed)}; "
-                    f"got {raw[opt]!r}.{_suggest(raw[opt], allowed)}")
+                    f"got {preview(raw[opt])}.{_suggest(raw[opt], allowed)}")
         out[opt] = raw[opt]
     if "method" in raw and resize is None:
       self.fail(f"{key}.method", "is the resize method; add resize: [h, w]")
@@ -474,7 +479,7 @@ class _Checker:
       q = raw["quality"]
       if isinstance(q, bool) or not isinstance(q, int) or not 1 <= q <= 100:
         self.fail(f"{key}.quality", f"must be a JPEG quality 1-100; got "
-                  f"{q!r}")
+                  f"{preview(q)}")
       if out.get("encode") != "jpeg":
         self.fail(f"{key}.quality", "is the JPEG quality; add encode: jpeg")
       out["quality"] = q
@@ -495,7 +500,8 @@ class _Checker:
           if f.column == column and f.is_scalar and f.derive is None]
       if types and types[0] in (FeatureType.INT64, FeatureType.FLOAT):
         self.fail("splits.below", f"the bounds are text but column "
-                  f"{column!r} is read as {types[0].value} (text compares "
+                  f"{preview(column)} is read as {types[0].value} "
+                  "(text compares "
                   f'"10" < "9"); give numbers as bounds, e.g. 20261101')
     return schema
 
@@ -506,14 +512,14 @@ class _Checker:
     if rows is not None:
       if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0:
         self.fail("max_bad_rows", f"must be a whole number >= 0; got "
-                  f"{rows!r}")
+                  f"{preview(rows)}")
       out["max_bad_rows"] = rows
     fraction = raw.get("max_bad_fraction")
     if fraction is not None:
       if isinstance(fraction, bool) or not isinstance(
           fraction, (int, float)) or not 0 <= fraction <= 1:
         self.fail("max_bad_fraction", f"must be a number from 0 to 1 (0.01 "
-                  f"= 1% of the rows read); got {fraction!r}")
+                  f"= 1% of the rows read); got {preview(fraction)}")
       out["max_bad_fraction"] = float(fraction)
     if raw.get("splits") is not None:
       out["splits"] = self.splits(raw["splits"])
@@ -522,7 +528,8 @@ class _Checker:
   def split_name(self, key: str, name: Any) -> str:
     if not isinstance(name, str) or not _SPLIT_NAME_RE.match(name) or \
         name == "errors":
-      self.fail(key, f"{name!r} is not a valid split name; use a letter then "
+      self.fail(key,
+                f"{preview(name)} is not a valid split name; use a letter then "
                 "letters, digits or '_' (it starts the file names), not "
                 "'errors'")
     return name
@@ -538,7 +545,7 @@ class _Checker:
       names = [n for n, _ in out]
       for n in names:
         if names.count(n) > 1:
-          self.fail(key, f"names {n!r} twice")
+          self.fail(key, f"names {preview(n)} twice")
       return out
     return None
 
@@ -557,7 +564,8 @@ class _Checker:
       columns = raw["hash"] if isinstance(raw["hash"], list) else [raw["hash"]]
       if not columns or not all(isinstance(c, str) and c for c in columns):
         self.fail("splits.hash", f"must name the key column(s) to hash, e.g. "
-                  f"hash: user_id or hash: [user_id, day]; got {raw['hash']!r}")
+                  "hash: user_id or hash: [user_id, day]; got "
+                  f"{preview(raw['hash'])}")
       if len(set(columns)) != len(columns):
         self.fail("splits.hash", "a column appears twice")
       weights = self.pairs("splits.weights", raw.get("weights"))
@@ -575,7 +583,7 @@ class _Checker:
           w = float(m.group(1))
         if isinstance(w, bool) or not isinstance(w, (int, float)) or w <= 0:
           self.fail(key, f"must be a share above 0 (80% or a bucket count "
-                    f"such as 8); got {w!r}")
+                    f"such as 8); got {preview(w)}")
         values.append(float(w))
       if percents and percents != len(values):
         self.fail("splits.weights", "mixes percentages and bucket counts; "
@@ -616,10 +624,13 @@ class _Checker:
           self.fail(key, "lists no value")
         for v in accepted:
           if isinstance(v, bool) or not isinstance(v, (str, int)):
-            self.fail(key, f"values are text or whole numbers; got {v!r}")
+            self.fail(key,
+                      f"values are text or whole numbers; got {preview(v)}")
           text = str(v)
           if text in seen:
-            self.fail(key, f"{text!r} already selects split {seen[text]!r}")
+            self.fail(key,
+                      f"{preview(text)} already selects split "
+                      f"{preview(seen[text])}")
           seen[text] = name
           pairs.append((text.encode("utf-8"), name))
       return SplitRule(kind=SplitKind.VALUES, names=tuple(names),
@@ -634,7 +645,7 @@ class _Checker:
       names.append(self.split_name(key, name))
       if isinstance(bound, bool) or not isinstance(bound, (str, int, float)):
         self.fail(key, f"a bound is a number or text (e.g. an ISO date); got "
-                  f"{bound!r}")
+                  f"{preview(bound)}")
       bounds.append(bound)
     kinds = {isinstance(b, str) for b in bounds}
     if len(kinds) > 1:
@@ -642,12 +653,12 @@ class _Checker:
                 "with the column's values, all as numbers or all as text")
     if any(b >= c for b, c in zip(bounds, bounds[1:])):
       self.fail("splits.below", f"bounds must increase in the order given; "
-                f"got {bounds!r}")
+                f"got {preview(bounds)}")
     rest = raw.get("rest")
     if rest is not None:
       rest = self.split_name("splits.rest", rest)
       if rest in names:
-        self.fail("splits.rest", f"{rest!r} already has a bound")
+        self.fail("splits.rest", f"{preview(rest)} already has a bound")
       names.append(rest)
     return SplitRule(kind=SplitKind.BELOW, names=tuple(names),
                      columns=(column,), bounds=tuple(bounds), rest=rest)
@@ -667,7 +678,8 @@ class _Checker:
     for f in context:
       key = f"context.{f.name}"
       if f.name in seq_names:
-        self.fail(key, f"{f.name!r} is also a sequence feature; context and "
+        self.fail(key,
+                  f"{preview(f.name)} is also a sequence feature; context and "
                   "sequence keys must differ (TensorFlow parses both into "
                   "one namespace)")
       if f.derive in (Derive.FIRST, Derive.LAST) and not group_by:
@@ -675,7 +687,7 @@ class _Checker:
                   "from the rows of a group; it needs group_by (without it "
                   "each row is one sequence and its context is constant)")
       if f.of is not None and f.of not in seq_names:
-        self.fail(f"{key}.of", f"{f.of!r} is not a sequence feature; "
+        self.fail(f"{key}.of", f"{preview(f.of)} is not a sequence feature; "
                   f"allowed: {_allowed(sorted(seq_names))}."
                   f"{_suggest(f.of, seq_names)}")
     typed = {}
@@ -704,7 +716,7 @@ class _Checker:
                                    isinstance(max_length, bool) or
                                    max_length < 1):
       self.fail("max_length", f"must be a positive number of steps; got "
-                f"{max_length!r}")
+                f"{preview(max_length)}")
     overflows = [o.value for o in Overflow]
     overflow = raw.get("overflow")
     if overflow is not None:
@@ -712,13 +724,14 @@ class _Checker:
         self.fail("overflow", "overflow says what happens to sequences "
                   "longer than max_length; set max_length too")
       if overflow not in overflows:
-        self.fail("overflow", f"{overflow!r} is not a policy; allowed: "
+        self.fail("overflow", f"{preview(overflow)} is not a policy; allowed: "
                   f"{_allowed(overflows)}.{_suggest(overflow, overflows)}")
     policies = [p.value for p in OnBadStep]
     on_bad_step = raw.get("on_bad_step")
     if on_bad_step is not None:
       if on_bad_step not in policies:
-        self.fail("on_bad_step", f"{on_bad_step!r} is not a policy; allowed: "
+        self.fail("on_bad_step",
+                  f"{preview(on_bad_step)} is not a policy; allowed: "
                   f"{_allowed(policies)}."
                   f"{_suggest(on_bad_step, policies)}")
       if not group_by:
@@ -727,7 +740,7 @@ class _Checker:
                   "(without it each row is one sequence, rejected alone)")
     ragged = raw.get("ragged", False)
     if not isinstance(ragged, bool):
-      self.fail("ragged", f"must be true or false; got {ragged!r}")
+      self.fail("ragged", f"must be true or false; got {preview(ragged)}")
     if ragged and group_by:
       self.fail("ragged", "with group_by every step has a value for every "
                 "sequence feature, so feature lists always align; ragged "
@@ -749,7 +762,7 @@ class _Checker:
                 "sequence features, e.g. sequence: {tokens: {type: int64}}")
     if not isinstance(raw, dict) or (not raw and not allow_empty):
       self.fail(key, "must be a non-empty mapping of feature name -> "
-                f"definition; got {raw!r}")
+                f"definition; got {preview(raw)}")
     parsed = [self.feature(str(k), k, v, role, key) for k, v in raw.items()]
     return tuple(sorted(parsed, key=lambda f: f.name))
 
@@ -772,9 +785,9 @@ class _Checker:
         item = item.get("column")
       if not isinstance(item, str) or not item:
         self.fail(key, f"must be a column name or {{column: name, type: "
-                  f"int64}}; got {item!r}")
+                  f"int64}}; got {preview(item)}")
       if any(c == item for c, _ in out):
-        self.fail(key, f"column {item!r} appears twice in group_by")
+        self.fail(key, f"column {preview(item)} appears twice in group_by")
       out.append((item, ftype))
     return tuple(out)
 
@@ -790,7 +803,7 @@ class _Checker:
       if isinstance(item, dict) and "column" not in item and len(item) == 1:
         (column, direction), = item.items()
         if direction not in ("asc", "desc"):
-          self.fail(key, f"{item!r}: the direction must be asc or desc")
+          self.fail(key, f"{preview(item)}: the direction must be asc or desc")
         item = {"column": column, "descending": direction == "desc"}
       if isinstance(item, dict):
         self.check_keys(key, item, _ORDER_KEYS)
@@ -798,23 +811,24 @@ class _Checker:
         descending = item.get("descending", False)
         if not isinstance(descending, bool):
           self.fail(f"{key}.descending", f"must be true or false; got "
-                    f"{descending!r}")
+                    f"{preview(descending)}")
         if "type" in item:
           ftype = self.type_name(f"{key}.type", item["type"])
       else:
         column = item
       if not isinstance(column, str) or not column:
         self.fail(key, f"must be a column name, {{column: name, type: int64, "
-                  f"descending: true}} or {{name: desc}}; got {item!r}")
+                  f"descending: true}} or {{name: desc}}; got {preview(item)}")
       if ftype is None:
         ftype = typed.get(column)
       if ftype is None:
-        self.fail(key, f"no scalar feature reads column {column!r}, so its "
+        self.fail(key,
+                  f"no scalar feature reads column {preview(column)}, so its "
                   "type is unknown (text and numbers sort differently: "
                   '"10" < "9"); say it: {column: ' + column +
                   ", type: int64}")
       if any(k.column == column for k in keys):
-        self.fail(key, f"column {column!r} appears twice in order_by")
+        self.fail(key, f"column {preview(column)} appears twice in order_by")
       keys.append(OrderKey(column=column, type=ftype, descending=descending))
     return tuple(keys)
 
@@ -824,7 +838,7 @@ class _Checker:
     value = parse_size(raw)
     if value is None or not 1024 <= value <= _MAX_RECORD_BYTES_LIMIT:
       self.fail(key, f"must be a size between 1KiB and 1536MiB, as bytes or "
-                f"text such as 64MiB; got {raw!r}")
+                f"text such as 64MiB; got {preview(raw)}")
     return value
 
   def type_name(self, key: str, type_name: Any,
@@ -839,7 +853,7 @@ class _Checker:
       if media:
         known += _MEDIA_TYPES
         more = f" Image and array features: {_allowed(_MEDIA_TYPES)}."
-      self.fail(key, f"unknown type {type_name!r}; supported: "
+      self.fail(key, f"unknown type {preview(type_name)}; supported: "
                 f"{_allowed(FEATURE_TYPES)}.{more}"
                 f"{_suggest(type_name, known)}")
     return FEATURE_TYPES.get(type_name)  # None: image, tensor (media)
@@ -849,7 +863,8 @@ class _Checker:
     derives = [d.value for d in Derive]
     derive = raw["derive"]
     if derive not in derives:
-      self.fail(f"{key}.derive", f"{derive!r} cannot be derived; allowed: "
+      self.fail(f"{key}.derive",
+                f"{preview(derive)} cannot be derived; allowed: "
                 f"{_allowed(derives)}.{_suggest(derive, derives)}")
     derive = Derive(derive)
     if derive in (Derive.FIRST, Derive.LAST):
@@ -862,14 +877,14 @@ class _Checker:
     for k in raw:
       if k not in allowed:
         self.fail(f"{key}.{k}", f"a derive: {derive.value} feature is "
-                  f"computed, so it takes no {k!r}; allowed keys: "
+                  f"computed, so it takes no {preview(k)}; allowed keys: "
                   f"{_allowed(allowed)}")
     if raw.get("type", "int64") != "int64":
       self.fail(f"{key}.type", f"derive: {derive.value} is a count; its "
                 "type is int64")
     of = raw.get("of")
     if of is not None and not isinstance(of, str):
-      self.fail(f"{key}.of", f"must name a sequence feature; got {of!r}")
+      self.fail(f"{key}.of", f"must name a sequence feature; got {preview(of)}")
     description = raw.get("description", "")
     if not isinstance(description, str):
       self.fail(f"{key}.description", "must be text")
@@ -881,12 +896,12 @@ class _Checker:
     key = f"{section}.{name}"
     if not isinstance(raw_name, str) or not raw_name:
       self.fail(key, f"feature names must be non-empty text; got "
-                f"{raw_name!r}")
+                f"{preview(raw_name)}")
     if isinstance(raw, str):  # shorthand: `age: int64`
       raw = {"type": raw}
     if not isinstance(raw, dict):
       self.fail(key, f"must be a mapping such as {{type: int64}} or a type "
-                f"name; got {raw!r}")
+                f"name; got {preview(raw)}")
     if "type" in raw and "derive" not in raw:
       # The keys a feature takes depend on its type: a misspelled type
       # ("imgae") is the mistake to name, not the image keys it brings.
@@ -914,12 +929,12 @@ class _Checker:
     source = raw.get("source")
     if source is not None and (not isinstance(source, str) or not source):
       self.fail(f"{key}.source", f"must be a column name (text); got "
-                f"{source!r}")
+                f"{preview(source)}")
     separator = raw.get("separator")
     if separator is not None:
       if not isinstance(separator, str) or not separator:
         self.fail(f"{key}.separator", f"must be non-empty text such as "
-                  f"\"|\"; got {separator!r}")
+                  f"\"|\"; got {preview(separator)}")
       if role == _LISTS:
         if shape:
           self.fail(f"{key}.separator", "in a sequence without group_by the "
@@ -943,7 +958,8 @@ class _Checker:
   def required_and_description(self, key: str, raw: dict):
     required = raw.get("required", False)
     if not isinstance(required, bool):
-      self.fail(f"{key}.required", f"must be true or false; got {required!r}")
+      self.fail(f"{key}.required",
+                f"must be true or false; got {preview(required)}")
     description = raw.get("description", "")
     if not isinstance(description, str):
       self.fail(f"{key}.description", "must be text")
@@ -953,12 +969,12 @@ class _Checker:
     if not isinstance(raw, list) or not all(
         isinstance(d, int) and not isinstance(d, bool) for d in raw):
       self.fail(key, f"must be a list of integers: [] scalar, [n] fixed "
-                f"length, [-1] variable length; got {raw!r}")
+                f"length, [-1] variable length; got {preview(raw)}")
     if -1 in raw and raw != [-1]:
-      self.fail(key, f"{raw!r}: -1 (variable length) is only allowed as "
+      self.fail(key, f"{preview(raw)}: -1 (variable length) is only allowed as "
                 "the whole shape [-1]")
     if any(d == 0 or d < -1 for d in raw):
-      self.fail(key, f"{raw!r}: dimensions must be positive (or the "
+      self.fail(key, f"{preview(raw)}: dimensions must be positive (or the "
                 "single -1)")
     return tuple(raw)
 
@@ -967,12 +983,13 @@ class _Checker:
       self.fail(key, "a default cannot be null; remove it to leave missing "
                 "values empty")
     if feature.is_scalar and isinstance(raw, list):
-      self.fail(key, f"{raw!r} is a list but the feature is a scalar "
+      self.fail(key, f"{preview(raw)} is a list but the feature is a scalar "
                 "(shape [])")
     try:
       values = value_rules.convert_cell(feature, raw)
     except ValueError as e:
-      self.fail(key, f"{raw!r} is not a valid {feature.type.value} default: "
+      self.fail(key,
+                f"{preview(raw)} is not a valid {feature.type.value} default: "
                 f"{e}")
     return Feature(**{**feature.__dict__, "default": tuple(values)})
 

@@ -8,7 +8,7 @@ from beam_tfrecords.sinks.metadata import (DATASET_JSON,
                                            check_thresholds, read_json,
                                            rejection_lines)
 from beam_tfrecords.sinks.lock import LOCK_FILE, OutputLock
-from beam_tfrecords.sinks.publish import (check_output_files, publish,
+from beam_tfrecords.sinks.publishing import (check_output_files, publish,
                                           recover, remove_parts,
                                           remove_staging)
 from beam_tfrecords.sinks.shards import (JSON_LINES, SHARD_SUFFIX,

@@ -28,7 +28,7 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional
 
 from beam_tfrecords.errors import OutputBusyError
 
@@ -439,11 +439,3 @@ class OutputLock:
   def __exit__(self, *exc) -> None:
     self.release()
 
-
-def read_lock(output: str, options=None) -> Optional[Tuple[Dict, Any]]:
-  """The current lock's content and token, None if there is none."""
-  lock = OutputLock(output, options)
-  current = lock._store.read()  # pylint: disable=protected-access
-  if current is None:
-    return None
-  return json.loads(current[0].decode("utf-8")), current[1]

@@ -22,9 +22,12 @@ touched: a file that the new dataset would overwrite and the old one does
 not list stops the publish before the first rename.
 """
 
+import functools
 import glob
+import json
 import logging
 import os
+import re
 from typing import Any, Callable, Dict, List, Optional
 
 from apache_beam.io.filesystems import FileSystems
@@ -32,8 +35,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
                                            STAGING_PREFIX, SUCCESS,
-                                           TFT_TEMP_DIR, TRANSFORMED_DIR,
-                                           read_json, write_json)
+                                           TFT_TEMP_DIR, TRANSFORMED_DIR)
 from beam_tfrecords.sinks.shards import PARTS_DIR
 
 __all__ = ["publish", "recover", "remove_staging", "remove_parts",
@@ -44,6 +46,8 @@ PREVIOUS = "previous"
 ASIDE_DONE = "ASIDE_DONE"
 
 _LOG = logging.getLogger(__name__)
+# Our staging folders' names (a run id of 12 hex digits).
+_STAGING_NAME = re.compile(re.escape(STAGING_PREFIX) + "[0-9a-f]{12}")
 
 # Called before each file operation of a publish with (operation, paths):
 # tests set it to kill the process there.
@@ -58,8 +62,26 @@ def _join(base: str, name: str) -> str:
   return FileSystems.join(base, *name.split("/"))
 
 
+@functools.lru_cache(maxsize=2)
+def _s3io_for(options):
+  from apache_beam.io.aws import s3io  # pylint: disable=import-outside-toplevel
+  return s3io.S3IO(options=options)
+
+
+def _s3(path: str):
+  """One S3 client for s3:// paths (Beam's S3 file system makes a new
+  boto3 client, ~0.2 s, for every call), None for other paths."""
+  if not path.startswith("s3://"):
+    return None
+  # The options the build gave FileSystems (endpoint, credentials).
+  return _s3io_for(FileSystems._pipeline_options)  # pylint: disable=protected-access
+
+
 def _exists(path: str) -> bool:
-  return os.path.exists(path) if _local(path) else FileSystems.exists(path)
+  if _local(path):
+    return os.path.exists(path)
+  s3 = _s3(path)
+  return s3.exists(path) if s3 else FileSystems.exists(path)
 
 
 def _op(name: str, *paths: str) -> None:
@@ -72,12 +94,17 @@ def _move(src: str, dst: str) -> None:
   if _local(src):
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     os.rename(src, dst)  # atomic (both are inside the output folder)
+  elif _s3(src):
+    _s3(src).rename(src, dst)  # copy, then delete
   else:
     FileSystems.rename([src], [dst])  # copy, then delete
 
 
 def _remove(path: str) -> None:
   _op("delete", path)
+  if _s3(path):
+    _s3(path).delete(path)
+    return
   # FileSystems.delete matches its arguments as globs: escape [, *, ?.
   FileSystems.delete([glob.escape(path)])
 
@@ -91,8 +118,22 @@ def _write(path: str, text: str) -> None:
       f.write(text)
     os.replace(tmp, path)  # whole or absent
   else:
-    with FileSystems.create(path) as f:  # object stores: whole or absent
-      f.write(text.encode("utf-8"))
+    s3 = _s3(path)
+    with (s3.open(path, "wb") if s3 else FileSystems.create(path)) as f:
+      f.write(text.encode("utf-8"))  # object stores: whole or absent
+
+
+def _read(path: str, limit: int = -1) -> bytes:
+  if _local(path):
+    with open(path, "rb") as f:
+      return f.read(limit)
+  s3 = _s3(path)
+  with (s3.open(path, "rb") if s3 else FileSystems.open(path)) as f:
+    return f.read(limit)
+
+
+def _read_json(path: str) -> Any:
+  return json.loads(_read(path).decode("utf-8"))
 
 
 def listed(meta: Dict[str, Any]) -> List[str]:
@@ -109,10 +150,18 @@ def listed(meta: Dict[str, Any]) -> List[str]:
   return names
 
 
-def _files_under(directory: str) -> List[str]:
+def _sized_files_under(directory: str) -> List[tuple]:
+  """(path, size) of every file under a directory, sorted."""
+  if _s3(directory):
+    return sorted(_s3(directory).list_files(directory.rstrip("/") + "/"))
   pattern = FileSystems.join(glob.escape(directory), "**")
-  return sorted(m.path for r in FileSystems.match([pattern])
+  return sorted((m.path, m.size_in_bytes)
+                for r in FileSystems.match([pattern])
                 for m in r.metadata_list)
+
+
+def _files_under(directory: str) -> List[str]:
+  return [path for path, _ in _sized_files_under(directory)]
 
 
 def _relative(output: str) -> List[str]:
@@ -133,7 +182,7 @@ def previous_dataset(output: str) -> Optional[Dict[str, Any]]:
   if not _exists(path):
     return None
   try:
-    meta = read_json(path)
+    meta = _read_json(path)
   except (ValueError, OSError):
     return None
   if not isinstance(meta, dict) or meta.get("tool", {}).get(
@@ -155,8 +204,7 @@ def _ours_success(output: str) -> bool:
   if not _exists(path):
     return False
   try:
-    with FileSystems.open(path) as f:
-      return f.read(64).startswith(b"beam-tfrecords")
+    return _read(path, 64).startswith(b"beam-tfrecords")
   except OSError:
     return False
 
@@ -215,7 +263,6 @@ def publish(staging: str, output: str, meta: Dict[str, Any],
 
 
 def _dumps(value: Any) -> str:
-  import json  # pylint: disable=import-outside-toplevel
   return json.dumps(value, indent=1, sort_keys=True) + "\n"
 
 
@@ -226,11 +273,11 @@ def _advance(staging: str, output: str, journal: Dict[str, Any]) -> None:
   success = FileSystems.join(output, SUCCESS)
   if not _exists(aside_done):
     if not all(_exists(_join(staging, n)) for n in journal["new"]):
-      raise RuntimeError(
+      raise InputError(
           f"an interrupted publish into {output} cannot be finished: "
           f"files of the new dataset are missing from {staging}; the "
           "previous dataset is untouched or kept whole in "
-          f"{previous}: restore it from there")
+          f"{previous}: restore it from there, then remove {staging}")
     if _exists(success):
       _move_once(success, FileSystems.join(previous, SUCCESS))
     for name in journal["old"]:
@@ -240,10 +287,11 @@ def _advance(staging: str, output: str, journal: Dict[str, Any]) -> None:
   lost = [n for n in journal["new"] if not _exists(_join(staging, n))
           and not _exists(_join(output, n))]
   if lost:
-    raise RuntimeError(
+    raise InputError(
         f"an interrupted publish into {output} cannot be finished: "
         f"{', '.join(lost[:3])} of the new dataset are gone; the previous "
-        f"dataset is kept whole in {previous}: restore it from there")
+        f"dataset is kept whole in {previous}: restore it from there, then "
+        f"remove {staging}")
   for name in journal["new"]:
     _move_once(_join(staging, name), _join(output, name))
   errors = FileSystems.join(output, ERRORS_DIR)
@@ -289,7 +337,7 @@ def recover(output: str, keep: str) -> List[str]:
       continue
     journal_path = FileSystems.join(staging, JOURNAL)
     if _exists(journal_path):
-      _advance(staging, output, read_json(journal_path))
+      _advance(staging, output, _read_json(journal_path))
       line = (f"finished the publish of an earlier build that was "
               f"interrupted ({name})")
     else:
@@ -306,10 +354,10 @@ def _staging_folders(output: str) -> List[str]:
     if not os.path.isdir(output):
       return []
     return sorted(n for n in os.listdir(output)
-                  if n.startswith(STAGING_PREFIX)
+                  if _STAGING_NAME.fullmatch(n)
                   and os.path.isdir(os.path.join(output, n)))
   return sorted({n.split("/", 1)[0] for n in _relative(output)
-                 if n.startswith(STAGING_PREFIX) and "/" in n})
+                 if "/" in n and _STAGING_NAME.fullmatch(n.split("/", 1)[0])})
 
 
 def remove_parts(staging: str) -> None:
@@ -331,13 +379,17 @@ def remove_staging(staging: str) -> int:
   """Deletes a staging directory and everything in it, on any file system
   (object stores have no directories to delete recursively); returns the
   bytes it held."""
-  pattern = FileSystems.join(glob.escape(staging), "**")
-  found = [m for r in FileSystems.match([pattern]) for m in r.metadata_list]
-  size = sum(m.size_in_bytes for m in found)
-  files = sorted(m.path for m in found)
+  found = _sized_files_under(staging)
+  size = sum(size for _, size in found)
+  files = [path for path, _ in found]
   if files:
     _op("delete", staging)
-    FileSystems.delete(files)
-  if FileSystems.exists(staging):
+    if _s3(staging):
+      failed = [(p, e) for p, e in _s3(staging).delete_files(files) if e]
+      if failed:
+        raise OSError(f"could not delete {failed[0][0]}: {failed[0][1]}")
+    else:
+      FileSystems.delete(files)
+  if _exists(staging):  # a directory on local disk
     FileSystems.delete([glob.escape(staging)])
   return size
