@@ -45,15 +45,18 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10,<3.13",
     # The bundled pipelines, their sample data and the schemas they name
-    # install with the package (schemas/ as pipelines/schemas/, not a
-    # top-level package of its own): `python -m pipelines.movie_ratings`
-    # works from the wheel (in the worker image, say) as from the checkout.
-    packages=find_packages(include=["beam_tfrecords", "beam_tfrecords.*",
-                                    "pipelines", "pipelines.*"])
-    + ["pipelines.schemas"],
-    package_dir={"pipelines.schemas": "schemas"},
-    package_data={"pipelines": ["data/*", "data/shapes/*/*"],
-                  "pipelines.schemas": ["*.yaml"]},
+    # install under this package's name (beam_tfrecords.pipelines, with
+    # schemas/ as beam_tfrecords/pipelines/schemas/): no top-level package
+    # that another distribution could also ship. `python -m
+    # beam_tfrecords.pipelines.movie_ratings` works from the wheel (in the
+    # worker image, say); `python -m pipelines.movie_ratings` from the
+    # checkout.
+    packages=find_packages(include=["beam_tfrecords", "beam_tfrecords.*"])
+    + ["beam_tfrecords.pipelines", "beam_tfrecords.pipelines.schemas"],
+    package_dir={"beam_tfrecords.pipelines": "pipelines",
+                 "beam_tfrecords.pipelines.schemas": "schemas"},
+    package_data={"beam_tfrecords.pipelines": ["data/*", "data/shapes/*/*"],
+                  "beam_tfrecords.pipelines.schemas": ["*.yaml"]},
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require={

@@ -99,8 +99,11 @@ def reason_category(reason: str) -> str:
 
 
 # "beam_tfrecords.errors.InputError: message" in a worker's traceback text.
+# What Beam adds to the message of an exception raised in a step.
+_WHILE_RUNNING = re.compile(r"\s*\[while running '[^']*'\]", re.M)
 _WORKER_ERROR = re.compile(
-    r"^beam_tfrecords\.errors\.(InputError|BadRowsError): ", re.M)
+    r"^beam_tfrecords\.errors\.(InputError|BadRowsError|OutputBusyError): ",
+    re.M)
 
 
 def from_worker(error: Exception) -> Exception:
@@ -113,14 +116,20 @@ def from_worker(error: Exception) -> Exception:
   returned unchanged.
   """
   if isinstance(error, BeamTFRecordsError):
-    return error
-  text = str(error)
+    text = str(error)
+    clean = _WHILE_RUNNING.sub("", text)
+    if clean == text or isinstance(error, SchemaError):
+      return error
+    typed = type(error)(clean)
+    typed.__cause__ = error
+    return typed
+  text = _WHILE_RUNNING.sub("", str(error))
   found = list(_WORKER_ERROR.finditer(text))
   if not found:
     return error
   kind, message = found[-1].group(1), text[found[-1].end():]
-  typed = {"InputError": InputError, "BadRowsError": BadRowsError}[kind](
-      message.strip())
+  typed = {"InputError": InputError, "BadRowsError": BadRowsError,
+           "OutputBusyError": OutputBusyError}[kind](message.strip())
   typed.__cause__ = error
   return typed
 

@@ -148,7 +148,8 @@ def _load_transformed(path: str, split: str, batch_size: Optional[int]):
 
 
 def load(path: str, split: str = "train", batch_size: Optional[int] = None,
-         decode: bool = True, transformed: bool = False):
+         decode: bool = True, transformed: bool = False,
+         as_supervised: bool = False):
   """A tf.data.Dataset of parsed records.
 
   Examples give feature dicts; SequenceExamples give (context, sequence)
@@ -171,12 +172,40 @@ def load(path: str, split: str = "train", batch_size: Optional[int] = None,
     decode: decode images and tensors (see above); False: the stored bytes.
     transformed: the records the schema's `transform:` section made
       (TensorFlow Transform's output) instead of the raw ones.
+    as_supervised: (features, label) pairs, the label being the feature
+      the schema's `label:` names (a dict of them when it names several;
+      for SequenceExamples, context features: ((context, sequence),
+      label)).
   """
-  import tensorflow as tf
   if transformed:
     return _load_transformed(path, split, batch_size)
   info = dataset_info(path)  # read once (a request on GCS / S3)
   schema = dataset_schema(path, info)
+  ds = _load(path, split, batch_size, decode, info, schema)
+  if not as_supervised:
+    return ds
+  labels = list(schema.label)
+  if not labels:
+    raise InputError(f"{path}: the schema names no label, so there is "
+                     "nothing to return as the label; add label: <feature> "
+                     "to the schema and build again (or load without "
+                     "as_supervised)")
+
+  def split_off(features):
+    rest = {k: v for k, v in features.items() if k not in labels}
+    label = features[labels[0]] if len(labels) == 1 else {
+        k: features[k] for k in labels}
+    return rest, label
+
+  if schema.is_sequence:
+    return ds.map(lambda context, sequence: (
+        (split_off(context)[0], sequence), split_off(context)[1]))
+  return ds.map(split_off)
+
+
+def _load(path: str, split: str, batch_size: Optional[int], decode: bool,
+          info, schema):
+  import tensorflow as tf
   spec = _schema_feature_spec(schema)
   files = shard_files(path, split, info)
   ds = tf.data.TFRecordDataset(files, compression_type="GZIP")

@@ -479,6 +479,10 @@ def examples_suite(args) -> None:
        schema, src, ["--gzip-level", "6"])
   _cli(results, "build from the same rows as Parquet", args.workdir, schema,
        parquet)
+  _timed_cmd(results, "Beam user's pipeline: ReadFromParquetBatched | "
+             "btr.WriteDataset (2 shards)",
+             _baseline_cmd("write-dataset-parquet", parquet, schema) + [
+                 os.path.join(args.workdir, "write-dataset")])
   try:
     import tfx  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
     print("\nTFX imports, but this script does not drive CsvExampleGen yet;"
@@ -823,7 +827,18 @@ def _write_limit_steps(src: str, schema: str, dst: str) -> None:
     json.dump(limit_components(src, schema), f)
 
 
+def write_dataset_from_parquet(src: str, schema: str, dst: str) -> None:
+  """A Beam user's pipeline: ReadFromParquetBatched | btr.WriteDataset."""
+  import apache_beam as beam  # pylint: disable=import-outside-toplevel
+  import beam_tfrecords as btr  # pylint: disable=import-outside-toplevel
+  shutil.rmtree(dst, ignore_errors=True)
+  with beam.Pipeline() as p:
+    _ = (p | beam.io.ReadFromParquetBatched(src)
+         | btr.WriteDataset(schema, dst, num_shards=2))
+
+
 BASELINES = {"examples": seed_loop, "sequences": seed_sequence_loop,
+             "write-dataset-parquet": write_dataset_from_parquet,
              "beam-rows": beam_row_by_row, "parquet": write_parquet,
              "limits": _write_limit_steps,
              "make-csv": lambda path, rows: make_csv(path, int(rows)),

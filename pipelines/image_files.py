@@ -13,7 +13,7 @@ GZIP files, then decode the images:
         label_key="label", num_epochs=1)
 """
 
-from pipelines._common import run_build
+from ._common import run_build
 
 
 def run(argv=None):

@@ -10,7 +10,7 @@ which does it for you:
         [x["image_height"], x["image_width"], x["image_channels"]]))
 """
 
-from pipelines._common import run_build
+from ._common import run_build
 
 
 def run(argv=None):

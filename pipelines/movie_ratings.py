@@ -11,7 +11,7 @@ Then read it as the seed does, with TensorFlow's own parser:
         lambda r: tf.io.parse_single_example(r, spec))
 """
 
-from pipelines._common import run_build
+from ._common import run_build
 
 
 def run(argv=None):

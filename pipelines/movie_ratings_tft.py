@@ -10,7 +10,7 @@ Train on the transformed records, serve with the same transform:
         .transform_features_layer()   # raw features -> transformed
 """
 
-from pipelines._common import run_build
+from ._common import run_build
 
 
 def run(argv=None):

@@ -11,7 +11,7 @@ Read back as the seed does:
         label_key="label", num_epochs=1)
 """
 
-from pipelines._common import run_build
+from ._common import run_build
 
 
 def run(argv=None):

@@ -12,7 +12,7 @@ Then read it as the seed does, with TensorFlow's own parser:
         lambda r: tf.io.parse_single_sequence_example(r, context, sequence))
 """
 
-from pipelines._common import run_build
+from ._common import run_build
 
 
 def run(argv=None):

@@ -9,7 +9,7 @@ than 100 events keep their latest 100; the rest are counted in dataset.json
 and listed in errors/.
 """
 
-from pipelines._common import run_build
+from ._common import run_build
 
 
 def run(argv=None):

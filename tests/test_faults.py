@@ -144,8 +144,8 @@ def test_worker_errors_keep_their_type():
           "early [while running 'ReadInputs/Read']\n")
   typed = btr.errors.from_worker(RuntimeError(text))
   assert isinstance(typed, InputError)
-  assert str(typed) == ("/d/t.csv.gz: the gzip data ends early [while "
-                        "running 'ReadInputs/Read']")
+  # Without the step name Beam adds: the message is the package's own.
+  assert str(typed) == "/d/t.csv.gz: the gzip data ends early"
   two_lines = btr.errors.from_worker(RuntimeError(
       "Traceback ...\nbeam_tfrecords.errors.BadRowsError: 3 rows\n  e.g. x\n"))
   assert isinstance(two_lines, BadRowsError)

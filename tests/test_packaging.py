@@ -64,15 +64,24 @@ def _wheel(source, out):
   return next(out.glob("*.whl"))
 
 
+def _installed_name(name: str) -> str:
+  """Where a source file lands in site-packages: pipelines/ as
+  beam_tfrecords/pipelines/, schemas/ as beam_tfrecords/pipelines/schemas/
+  (no top-level `pipelines` or `schemas` package to collide with another
+  distribution's)."""
+  if name.startswith(("pipelines/", "schemas/")):
+    return ("beam_tfrecords/pipelines/schemas/" + name[len("schemas/"):]
+            if name.startswith("schemas/")
+            else "beam_tfrecords/" + name)
+  return name
+
+
 def test_the_wheel_holds_everything(tmp_path):
-  """schemas/ installs as pipelines/schemas/ (no top-level `schemas`
-  package in site-packages)."""
   with zipfile.ZipFile(_wheel(HERE, tmp_path)) as whl:
     names = {n for n in whl.namelist() if ".dist-info/" not in n}
-  expected = {("pipelines/" + n if n.startswith("schemas/") else n)
-              for n in _source_files(*SHIPPED)}
+  expected = {_installed_name(n) for n in _source_files(*SHIPPED)}
   assert expected <= names, sorted(expected - names)
-  assert {n.split("/")[0] for n in names} == {"beam_tfrecords", "pipelines"}
+  assert {n.split("/")[0] for n in names} == {"beam_tfrecords"}
 
 
 def test_the_dockerfile_build_context_is_enough_for_the_package(tmp_path):

@@ -242,7 +242,8 @@ def test_the_wheel_runs_the_bundled_pipelines_from_anywhere(portable_pool,
   """The workers' Python has only the wheel: the bundled pipeline finds
   its schema and sample data there (as in the worker image)."""
   run = subprocess.run(
-      [portable_pool.python, "-m", "pipelines.movie_ratings", "--output",
+      [portable_pool.python, "-m", "beam_tfrecords.pipelines.movie_ratings",
+       "--output",
        str(tmp_path / "movies")], cwd=tmp_path, env=portable_pool.env,
       capture_output=True, text=True, timeout=TIMEOUT)
   assert run.returncode == 0, run.stderr[-3000:]

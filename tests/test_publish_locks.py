@@ -38,6 +38,7 @@ def _dead_pid() -> int:
 def _lock_text(**changes) -> str:
   info = {"tool": "beam-tfrecords", "run": "0123456789ab",
           "host": socket.gethostname(), "boot": lock_module._boot_id(),
+          "pid_ns": lock_module._pid_namespace(),
           "pid": os.getpid(), "pid_start": lock_module._pid_start(
               os.getpid()),
           "started": time.time() - 60, "renewed": time.time(),
@@ -76,8 +77,7 @@ def test_a_live_lock_refuses_the_build_with_exit_2(tmp_path, capsys):
     ({"host": "elsewhere", "renewed": -1000.0},
      "its lease expired 88[0-9] s ago"),
     ({"pid_start": "1"}, "its process (pid {pid} on this host) has ended"),
-    ("not json", "the lock is unreadable"),
-], ids=["dead_pid", "lease_expired", "pid_reused", "unreadable"])
+], ids=["dead_pid", "lease_expired", "pid_reused"])
 def test_a_stale_lock_is_taken_over_with_a_log_line(tmp_path, caplog, lock,
                                                     reason):
   out = tmp_path / "out"
@@ -115,8 +115,40 @@ def test_stale_reason_judges_host_pid_and_lease():
   # Another boot of this host: the pid says nothing, the lease does.
   assert stale_reason(dict(base, boot="old-boot", pid=_dead_pid()),
                       now) is None
-  assert stale_reason(dict(base, lease_seconds="x"),
-                      now) == "the lock is unreadable"
+  # Another pid namespace (a container on this host): only the lease.
+  assert stale_reason(dict(base, pid_ns="other", pid=_dead_pid()),
+                      now) is None
+  assert stale_reason(dict(base, lease_seconds="x"), now) is None
+
+
+def test_an_unreadable_lock_is_left_to_a_person(tmp_path):
+  out = tmp_path / "out"
+  out.mkdir()
+  (out / LOCK_FILE).write_text("not json")
+  with pytest.raises(btr.OutputBusyError) as e:
+    btr.build(SCHEMA, _input(tmp_path), str(out))
+  assert str(e.value) == (f"{out}: the lock {out}/{LOCK_FILE} is not a lock "
+                          "this tool wrote (b'not json'); remove it if no "
+                          "build is running")
+
+
+def test_a_check_racing_the_renewal_keeps_the_lock(tmp_path):
+  """The renewal thread and the check before publishing both renew (one
+  at a time); a retried write that landed is recognised as this build's."""
+  out = str(tmp_path / "out")
+  held = OutputLock(out, lease_seconds=0.01).acquire()
+  try:
+    for _ in range(200):
+      held.check()
+    # A write whose compare failed but whose content is ours (a client's
+    # retry after the first attempt landed) keeps the lock.
+    store = held._store
+    real = store.replace
+    store.replace = lambda data, token: (real(data, token), None)[1]
+    assert held.renew()
+  finally:
+    held.release()
+  assert not os.path.exists(out)
 
 
 def test_the_lease_is_renewed_while_the_build_runs(tmp_path):
@@ -142,7 +174,7 @@ def test_the_lease_is_renewed_while_the_build_runs(tmp_path):
 def test_a_build_that_lost_its_lock_publishes_nothing(tmp_path, monkeypatch):
   """Its lease ran out (a suspended laptop) and another build took over:
   at publish time it finds out and stops, leaving the other's lock."""
-  import beam_tfrecords.pipeline as pipeline
+  from beam_tfrecords.sinks import finish as pipeline
   out = tmp_path / "out"
   check = pipeline.check_thresholds
   other = _lock_text(run="fedcba987654", host="elsewhere")
@@ -221,7 +253,7 @@ def test_s3_lock_uses_conditional_writes(s3):
 
 
 def test_two_builds_on_s3_one_refused(s3, tmp_path, monkeypatch):
-  import beam_tfrecords.pipeline as pipeline
+  from beam_tfrecords.sinks import finish as pipeline
   _s3_options(s3)
   beam_args = s3_beam_args(s3)
   out = "s3://datasets/two"

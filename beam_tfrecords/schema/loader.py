@@ -9,7 +9,7 @@ import dataclasses
 import difflib
 import os
 import re
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Tuple, Union
 
 import yaml
 
@@ -27,12 +27,12 @@ __all__ = ["load_schema", "schema_from_dict", "FEATURE_TYPES", "parse_size"]
 
 # The feature type registry: the spelling in a schema file -> FeatureType.
 FEATURE_TYPES = {t.value: t for t in FeatureType}
-_TOP_KEYS = ("name", "record", "description", "features", "max_bad_rows",
-             "max_bad_fraction", "splits", "transform")
+_TOP_KEYS = ("name", "record", "description", "features", "label",
+             "max_bad_rows", "max_bad_fraction", "splits", "transform")
 _SEQUENCE_TOP_KEYS = ("name", "record", "description", "context", "sequence",
                       "group_by", "order_by", "max_length", "overflow",
                       "on_bad_step", "ragged", "max_record_bytes",
-                      "max_bad_rows", "max_bad_fraction", "splits")
+                      "max_bad_rows", "max_bad_fraction", "splits", "label")
 _FEATURE_KEYS = ("type", "shape", "source", "separator", "default",
                  "required", "description")
 _CONTEXT_KEYS = _FEATURE_KEYS + ("derive", "of")
@@ -164,6 +164,32 @@ class _Checker:
                   f"{_allowed(allowed)}.{hint}")
 
   def schema(self, raw: Any) -> Schema:
+    schema = self._schema(raw)
+    if raw.get("label") is None:
+      return schema
+    return dataclasses.replace(schema, label=self.label(raw["label"], schema))
+
+  def label(self, raw: Any, schema: Schema) -> Tuple[str, ...]:
+    """`label: price` or `label: [a, b]`: the features a supervised reader
+    takes apart (context features of a SequenceExample)."""
+    names = [raw] if isinstance(raw, str) else raw
+    if not isinstance(names, list) or not names or not all(
+        isinstance(n, str) for n in names):
+      self.fail("label", "must name a feature, or a list of features; got "
+                f"{preview(raw)}")
+    stored = [f.name for f in (schema.context if schema.is_sequence
+                               else schema.features)]
+    for n in names:
+      if n not in stored:
+        where = "context feature" if schema.is_sequence else "feature"
+        self.fail("label", f"{preview(n)} is not a {where} of this schema; "
+                  f"its {where}s: {_allowed(stored)}."
+                  f"{_suggest(n, stored)}")
+    if len(set(names)) != len(names):
+      self.fail("label", "names a feature twice")
+    return tuple(names)
+
+  def _schema(self, raw: Any) -> Schema:
     if not isinstance(raw, dict):
       self.fail("", f"the top level must be a mapping with keys "
                 f"{_allowed(_TOP_KEYS)}; got {type(raw).__name__}")

@@ -336,6 +336,8 @@ class Schema:
   splits: SplitRule = SplitRule()
   media: Tuple[Media, ...] = ()
   transform: Optional[TransformSpec] = None
+  # The label feature(s), for supervised readers (load(as_supervised=True)).
+  label: Tuple[str, ...] = ()
 
   @property
   def is_sequence(self) -> bool:
@@ -371,6 +373,9 @@ class Schema:
       out["max_bad_fraction"] = self.max_bad_fraction
     if self.splits.kind is not SplitKind.NONE:
       out["splits"] = self.splits.to_dict()
+    if self.label:
+      out["label"] = self.label[0] if len(self.label) == 1 else list(
+          self.label)
     if not self.is_sequence:
       made = {n for m in self.media for n in m.stored}
       out["features"] = {f.name: f.to_dict() for f in self.features

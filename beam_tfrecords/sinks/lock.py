@@ -20,6 +20,7 @@ live one makes it fail with `OutputBusyError` naming the owner.
 """
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -47,6 +48,15 @@ def _boot_id() -> str:
   try:
     with open("/proc/sys/kernel/random/boot_id") as f:
       return f.read().strip()
+  except OSError:
+    return ""
+
+
+def _pid_namespace() -> str:
+  """This process's pid namespace (containers on one host have their own:
+  a pid says something only inside the same one)."""
+  try:
+    return str(os.stat("/proc/self/ns/pid").st_ino)
   except OSError:
     return ""
 
@@ -90,6 +100,16 @@ class _LocalStore:
       os.link(tmp, self.path)  # atomic; fails if the lock exists
     except FileExistsError:
       return None
+    except OSError as e:
+      if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+        raise
+      # No hard links (some FUSE / SMB mounts): O_EXCL, then the content.
+      try:
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o664)
+      except FileExistsError:
+        return None
+      with os.fdopen(fd, "wb") as f:
+        f.write(data)
     finally:
       os.unlink(tmp)
     return data
@@ -104,6 +124,11 @@ class _LocalStore:
       except FileNotFoundError:
         yield None
         return
+      except PermissionError:
+        raise OutputBusyError(
+            f"cannot open the lock {self.path} to check or renew it "
+            "(permission denied): another user's build holds it, or the "
+            "folder is not writable for you") from None
       try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
@@ -135,8 +160,12 @@ class _LocalStore:
     with self._held() as fd:
       if fd is None or self._content(fd) != token:
         return None
-      os.ftruncate(fd, 0)
-      os.pwrite(fd, data, 0)
+      # A new file renamed over the lock: never a half-written lock (a
+      # waiting flock sees the inode change and looks again).
+      tmp = f"{self.path}.{uuid.uuid4().hex}.tmp"
+      with open(tmp, "wb") as f:
+        f.write(data)
+      os.rename(tmp, self.path)
       return data
 
   def delete(self, token) -> bool:
@@ -214,8 +243,8 @@ class _GcsStore:
     blob = self.blob_of()
     try:
       blob.upload_from_string(data, if_generation_match=0)
-    except self._skip:
-      return None
+    except self._skip[0]:  # PreconditionFailed: it exists (a missing
+      return None          # bucket's NotFound is raised)
     return blob.generation
 
   def read(self):
@@ -314,8 +343,9 @@ def stale_reason(info: Dict[str, Any], now: Optional[float] = None
     host, pid = info["host"], int(info["pid"])
     renewed, lease = float(info["renewed"]), float(info["lease_seconds"])
   except (KeyError, TypeError, ValueError):
-    return "the lock is unreadable"
+    return None  # unreadable: judged by how long it stays so (acquire)
   if (host == socket.gethostname() and info.get("boot") == _boot_id()
+      and info.get("pid_ns") == _pid_namespace()
       and not _alive(pid, info.get("pid_start"))):
     return f"its process (pid {pid} on this host) has ended"
   if now - renewed > lease:
@@ -339,15 +369,43 @@ class OutputLock:
     self._stop = threading.Event()
     self._thread: Optional[threading.Thread] = None
     self._created_folder = False
+    self._released = False
+    self._mutex = threading.Lock()
+    self._renewed_at = 0.0
     self.started = time.time()
 
   def _content(self, started: float) -> bytes:
     return json.dumps({
         "tool": "beam-tfrecords", "run": self.run,
-        "host": socket.gethostname(), "boot": _boot_id(), "pid": os.getpid(),
+        "host": socket.gethostname(), "boot": _boot_id(),
+        "pid_ns": _pid_namespace(), "pid": os.getpid(),
         "pid_start": _pid_start(os.getpid()), "started": started,
         "renewed": time.time(), "lease_seconds": self.lease_seconds,
         "output": self.output}, sort_keys=True).encode("utf-8")
+
+  def _mine(self) -> Optional[Any]:
+    """The lock's token if it holds this build's run id (a client retry
+    after a write that landed sees a failed compare), else None."""
+    current = self._store.read()
+    if current is None:
+      return None
+    try:
+      run = json.loads(current[0].decode("utf-8")).get("run")
+    except (ValueError, AttributeError):
+      return None
+    return current[1] if run == self.run else None
+
+  def _create(self):
+    for _ in range(3):
+      if "://" not in self.output and not os.path.isdir(self.output):
+        os.makedirs(self.output, exist_ok=True)
+        self._created_folder = True
+      try:
+        token = self._store.create(self._content(self.started))
+      except FileNotFoundError:  # the folder was removed meanwhile
+        continue
+      return token if token is not None else self._mine()
+    return None
 
   def acquire(self) -> "OutputLock":
     """Takes the lock (a stale one is taken over) and starts renewing it.
@@ -355,11 +413,8 @@ class OutputLock:
     Raises:
       OutputBusyError: another build that may still be running holds it.
     """
-    if "://" not in self.output and not os.path.isdir(self.output):
-      os.makedirs(self.output, exist_ok=True)
-      self._created_folder = True
     for _ in range(10):
-      self._token = self._store.create(self._content(self.started))
+      self._token = self._create()
       if self._token is not None:
         break
       current = self._store.read()
@@ -368,8 +423,13 @@ class OutputLock:
       data, token = current
       try:
         info = json.loads(data.decode("utf-8"))
+        readable = isinstance(info, dict)
       except ValueError:
-        info = {"unreadable": data[:200].decode("utf-8", "replace")}
+        readable = False
+      if not readable:
+        raise OutputBusyError(
+            f"{self.output}: the lock {self.path} is not a lock this tool "
+            f"wrote ({data[:80]!r}); remove it if no build is running")
       why = stale_reason(info)
       if why is None:
         raise OutputBusyError(
@@ -380,7 +440,8 @@ class OutputLock:
             f"{info.get('lease_seconds', self.lease_seconds):.0f} s (at once "
             "on the same host); remove the lock file only if you are sure no "
             "build is running")
-      self._token = self._store.replace(self._content(self.started), token)
+      self._token = (self._store.replace(self._content(self.started), token)
+                     or self._mine())
       if self._token is not None:
         _LOG.warning("%s: took over the lock of a build that is not running "
                      "(%s): %s", self.output, describe(info), why)
@@ -388,32 +449,47 @@ class OutputLock:
     else:
       raise OutputBusyError(f"{self.output}: could not take the lock "
                             f"{self.path}; other builds keep taking it")
+    self._renewed_at = time.monotonic()
     self._thread = threading.Thread(target=self._renew, daemon=True,
                                     name="beam-tfrecords-lock")
     self._thread.start()
     return self
 
+  def renew(self) -> bool:
+    """Renews the lease now (compare-and-swap); False if the lock is not
+    this build's any more."""
+    with self._mutex:
+      if self._lost or self._released or self._token is None:
+        return False
+      token = (self._store.replace(self._content(self.started), self._token)
+               or self._mine())
+      if token is None:
+        if self._store.read() is None:
+          # Released by the pipeline's last step, which published.
+          self._released = True
+        else:
+          self._lost = ("another build took the lock over (this build's "
+                        "lease was not renewed in time)")
+          _LOG.error("%s: %s", self.path, self._lost)
+        return False
+      self._token = token
+      self._renewed_at = time.monotonic()
+      return True
+
   def _renew(self) -> None:
     while not self._stop.wait(self.lease_seconds / 4):
       try:
-        token = self._store.replace(self._content(self.started), self._token)
+        if not self.renew():
+          return
       except Exception as e:  # pylint: disable=broad-except
         _LOG.warning("could not renew the lock %s (will retry): %s",
                      self.path, e)
-        continue
-      if token is None:
-        self._lost = ("another build took the lock over (this build's "
-                      "lease was not renewed in time)")
-        _LOG.error("%s: %s", self.path, self._lost)
-        return
-      self._token = token
 
   def check(self) -> None:
-    """Raises OutputBusyError if this build no longer holds the lock."""
-    if self._lost is None:
-      current = self._store.read()
-      if current is None or current[1] != self._token:
-        self._lost = "the lock was removed or taken over by another build"
+    """Raises OutputBusyError unless this build still holds the lock (the
+    lease is renewed on the way)."""
+    if not self.renew() and not self._lost:
+      self._lost = "the lock was removed or taken over by another build"
     if self._lost:
       raise OutputBusyError(f"{self.output}: {self._lost}; this build "
                             "publishes nothing")
@@ -422,13 +498,19 @@ class OutputLock:
     self._stop.set()
     if self._thread is not None:
       self._thread.join()
-    if self._token is not None and self._lost is None:
-      try:
-        self._store.delete(self._token)
-      except Exception:  # pylint: disable=broad-except
-        _LOG.warning("could not remove the lock %s", self.path,
-                     exc_info=True)
-    self._token = None
+    with self._mutex:
+      if self._token is not None and self._lost is None \
+          and not self._released:
+        try:
+          if not self._store.delete(self._token):
+            # Renewed meanwhile by the pipeline's last step: still ours.
+            mine = self._mine()
+            if mine is not None:
+              self._store.delete(mine)
+        except Exception:  # pylint: disable=broad-except
+          _LOG.warning("could not remove the lock %s", self.path,
+                       exc_info=True)
+      self._token = None
     if self._created_folder:
       with contextlib.suppress(OSError):
         os.rmdir(self.output)  # only if empty: nothing was built

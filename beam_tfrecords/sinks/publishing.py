@@ -84,9 +84,16 @@ def _exists(path: str) -> bool:
   return s3.exists(path) if s3 else FileSystems.exists(path)
 
 
+# The publish in progress checks, before each file operation, that its
+# build still holds the output's lock (renewing it): `publish(guard=...)`.
+_guard: Optional[Callable[[], None]] = None
+
+
 def _op(name: str, *paths: str) -> None:
   if before_operation is not None:
     before_operation(name, paths)
+  if _guard is not None:
+    _guard()
 
 
 def _move(src: str, dst: str) -> None:
@@ -172,8 +179,9 @@ def _relative(output: str) -> List[str]:
     return sorted(os.path.relpath(os.path.join(root, f), output)
                   for root, _, files in os.walk(output) for f in files)
   prefix = output.rstrip("/") + "/"
+  # Keys ending in "/" are folders made in a console, not files.
   return [p[len(prefix):] for p in _files_under(output)
-          if p.startswith(prefix)]
+          if p.startswith(prefix) and not p.endswith("/")]
 
 
 def previous_dataset(output: str) -> Optional[Dict[str, Any]]:
@@ -229,7 +237,8 @@ def check_output_files(output: str) -> None:
 
 
 def publish(staging: str, output: str, meta: Dict[str, Any],
-            success_text: str) -> None:
+            success_text: str,
+            guard: Optional[Callable[[], None]] = None) -> None:
   """Switches `output` from its previous dataset (if any) to the one
   committed in `staging`. The caller holds the output's lock.
 
@@ -258,8 +267,13 @@ def publish(staging: str, output: str, meta: Dict[str, Any],
         f"{'it' if len(foreign) == 1 else 'them'} away and build again")
   journal = {"old": old, "old_success": _ours_success(output), "new": new,
              "success": success_text}
-  _write(FileSystems.join(staging, JOURNAL), _dumps(journal))
-  _advance(staging, output, journal)
+  global _guard
+  _guard = guard
+  try:
+    _write(FileSystems.join(staging, JOURNAL), _dumps(journal))
+    _advance(staging, output, journal)
+  finally:
+    _guard = None
 
 
 def _dumps(value: Any) -> str:
@@ -298,6 +312,9 @@ def _advance(staging: str, output: str, journal: Dict[str, Any]) -> None:
   if _local(errors):  # errors/ is there even without errors (local disk)
     os.makedirs(errors, exist_ok=True)
   _write(success, journal["success"])
+  # The journal goes first: a kill while the staging folder is removed
+  # leaves a leftover, not a publish to finish.
+  _remove(FileSystems.join(staging, JOURNAL))
   remove_staging(staging)
 
 

@@ -100,6 +100,9 @@ class SourceBatch:
   # The columns as read, when a preprocess function replaced `columns`:
   # dead-letter rows show the input as it was.
   raw_columns: Optional[Dict[str, Union[pa.Array, list]]] = None
+  # Rows from a PCollection (no file, no row number): each row's name in
+  # dead-letter entries (a digest of its content; transforms.elements).
+  elements: Optional[List[str]] = None
 
   def row_number(self, index: int) -> Optional[int]:
     if self.numbers is not None:
@@ -135,7 +138,9 @@ class SourceBatch:
         errors=list(self.errors) if part == 0 else [], locate=locate,
         order=tuple(self.order) + (part,),
         numbers=None if self.numbers is None else self.numbers[start:stop],
-        raw_columns=cut(self.raw_columns))
+        raw_columns=cut(self.raw_columns),
+        elements=None if self.elements is None else self.elements[
+            start:stop])
 
   def raw_row(self, index: int) -> Dict[str, Any]:
     return self.raw_rows([index])[0]

@@ -103,7 +103,8 @@ def _row_errors(batch: SourceBatch, encode_errors) -> List[Dict[str, Any]]:
   """Dead-letter dicts of a batch's unreadable and unencodable rows, in
   row order."""
   errors = list(_unsorted_row_errors(batch, encode_errors))
-  errors.sort(key=lambda e: (e["row"] is None, e["row"] or 0))
+  errors.sort(key=lambda e: (e["row"] is None, e["row"] or 0,
+                             e.get("element") or ""))
   return errors
 
 
@@ -113,10 +114,14 @@ def _unsorted_row_errors(batch: SourceBatch, encode_errors):
            "reason": err.reason, "problems": [], "raw": err.raw}
   raws = batch.raw_rows([err.row for err in encode_errors])
   for err, raw in zip(encode_errors, raws):
-    yield {"source": batch.path, "row": batch.row_number(err.row), "rows": 1,
-           "reason": err.reason,
-           "problems": [{"feature": f, "reason": r} for f, r in err.problems],
-           "raw": raw}
+    error = {"source": batch.path, "row": batch.row_number(err.row),
+             "rows": 1, "reason": err.reason,
+             "problems": [{"feature": f, "reason": r}
+                          for f, r in err.problems],
+             "raw": raw}
+    if batch.elements is not None:  # a PCollection's row: its digest
+      error["element"] = batch.elements[err.row]
+    yield error
 
 
 class _Counters:

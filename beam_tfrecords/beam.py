@@ -1,0 +1,153 @@
+"""The public PTransforms: one schema, used inside your own Beam pipeline.
+
+    with beam.Pipeline(options=opts) as p:
+      rows = p | beam.io.ReadFromBigQuery(table="proj:ds.events")  # dicts
+      rows | btr.WriteDataset("schemas/events.yaml", "gs://bucket/ds")
+
+`WriteDataset` writes a finished dataset (shards per split, errors/,
+dataset.json, schema.pbtxt, _SUCCESS last, with the CLI's staging, lock,
+thresholds and publish); `EncodeRecords` gives the serialized records and
+the dead-letter rows, for a sink of your own. Both take dicts (column ->
+value) or `pyarrow.RecordBatch`es (or Tables). The same content gives the
+same bytes on every run and worker count: records are ordered by a digest
+of the rows, not by arrival (see transforms.elements).
+"""
+
+import types
+from typing import Any, Mapping, NamedTuple, Optional, Union
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecords import planning
+from beam_tfrecords.errors import InputError
+from beam_tfrecords.options import BuildOptions
+from beam_tfrecords.schema import Schema, load_schema
+from beam_tfrecords.schema.tfmd import TFMD_FILE, tfmd_text
+from beam_tfrecords.sinks import (STAGING_PREFIX, OutputLock,
+                                  check_output_files, recover)
+from beam_tfrecords.transforms.elements import PCOLLECTION, ToSourceBatches
+from beam_tfrecords.transforms.encode import Encode
+
+__all__ = ["WriteDataset", "EncodeRecords", "EncodedRecords"]
+
+# What a PCollection input is, for the planning functions.
+_PCOLLECTION_PLAN = types.SimpleNamespace(format="pcollection", options={},
+                                          files=[], units=[])
+
+
+def _schema_for_pcollection(schema: Union[str, Mapping, Schema]) -> Schema:
+  return planning.resolve_media(load_schema(schema), _PCOLLECTION_PLAN)
+
+
+class WriteDataset(beam.PTransform):
+  """Rows (dicts or RecordBatches) -> a finished dataset in `output`.
+
+  The output PCollection holds one element: the published dataset.json
+  content. The output is locked for this pipeline while it is built (the
+  lock is released by the pipeline's last step; if the pipeline fails, it
+  is taken over once the launching process has ended, or after its lease).
+
+  Args:
+    schema: a schema file path, dict or Schema.
+    output: the dataset folder (local, gs://, s3://, ...).
+    num_shards: files per split (one number, or split -> number); None:
+      one file per split, continued in further files every
+      `max_shard_size` (256 MiB) -- give a count to write in parallel.
+    The other options are build()'s.
+  """
+
+  def __init__(self, schema: Union[str, Mapping, Schema], output: str, *,
+               num_shards=None, max_shard_size=None,
+               shuffle_seed: Optional[int] = None, overwrite: bool = False,
+               max_bad_rows: Optional[int] = None,
+               max_bad_fraction: Optional[float] = None,
+               statistics: bool = True, gzip_level: Optional[int] = None):
+    super().__init__()
+    self._schema = _schema_for_pcollection(schema)
+    self._output = output
+    self._options = BuildOptions(num_shards, max_shard_size, "deterministic",
+                                 gzip_level, shuffle_seed, statistics,
+                                 overwrite, max_bad_rows, max_bad_fraction)
+
+  def expand(self, rows):
+    # pylint: disable=import-outside-toplevel
+    from beam_tfrecords.pipeline import dataset_plan
+    from beam_tfrecords.transforms.dataset import WriteBatches
+    schema, opts = self._schema, self._options
+    options = rows.pipeline.options
+    if options is not None:
+      FileSystems.set_options(options)
+    planning.check_output_path(self._output)
+    output = self._output.rstrip("/")
+    if "://" not in output:
+      import os
+      output = os.path.abspath(output)
+    planning.check_output(output)
+    key = planning.build_key(schema, _PCOLLECTION_PLAN, "", opts.key())
+    lock = OutputLock(output, options).acquire()
+    try:
+      recover(output, keep="")
+      check_output_files(output)
+      if planning.success_text(output) is not None and not opts.overwrite:
+        raise InputError(f"{output} already holds a finished dataset; pass "
+                         "overwrite=True to replace it")
+      resolved = opts.resolved(schema)
+      staging = FileSystems.join(output, STAGING_PREFIX + lock.run)
+      plan = dataset_plan(schema, _PCOLLECTION_PLAN, resolved, output,
+                          staging, lock.run, key,
+                          {"format": "pcollection", "source": PCOLLECTION,
+                           "patterns": [], "files": [],
+                           "fingerprint": None}, None)
+      with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
+        f.write(tfmd_text(schema).encode("utf-8"))
+    except BaseException:
+      lock.release()
+      raise
+    return (rows
+            | "ToBatches" >> ToSourceBatches(schema.columns)
+            | "Write" >> WriteBatches(schema, plan))
+
+
+class EncodedRecords(NamedTuple):
+  """EncodeRecords' result: `records`, (split, serialized record bytes);
+  `errors`, dead-letter dicts (source, element, reason, problems, raw)."""
+  records: Any
+  errors: Any
+
+
+def _records(chunk):
+  split, _, records = chunk
+  return [(split, r) for r in records]
+
+
+def _errors(keyed):
+  return list(keyed[1])
+
+
+class EncodeRecords(beam.PTransform):
+  """Rows (dicts or RecordBatches) -> EncodedRecords(records, errors), for
+  a sink of your own:
+
+      encoded = rows | btr.EncodeRecords("schemas/events.yaml")
+      (encoded.records | beam.Filter(lambda r: r[0] == "train")
+                       | beam.Values()
+                       | beam.io.WriteToTFRecord("out/train",
+                                                 file_name_suffix=".gz"))
+  """
+
+  def __init__(self, schema: Union[str, Mapping, Schema]):
+    super().__init__()
+    self._schema = _schema_for_pcollection(schema)
+    if self._schema.transform is not None:
+      raise InputError("EncodeRecords writes no TensorFlow Transform "
+                       "output; use WriteDataset for a schema with "
+                       "transform:")
+
+  def expand(self, rows):
+    encoded = (rows
+               | "ToBatches" >> ToSourceBatches(self._schema.columns)
+               | "Encode" >> Encode(self._schema, statistics=False))
+    return EncodedRecords(
+        records=encoded["records"] | "Records" >> beam.FlatMap(_records),
+        errors=encoded["errors"] | "Errors" >> beam.FlatMap(_errors))

@@ -1,0 +1,134 @@
+"""A dataset's last step, inside the pipeline: from the committed staging
+folder to the published dataset.
+
+After `Commit` wrote the staged dataset.json: TensorFlow Transform's
+output is described (when the schema has `transform:`), the rejection
+thresholds are applied, the output's lock is checked to still be this
+build's, the staging folder is published (`sinks.publishing`), and the
+lock is released. The step's output is the published dataset.json
+content, so a pipeline can go on after it.
+"""
+
+import json
+import logging
+import time
+from typing import Any, Dict, NamedTuple, Optional, Tuple
+
+import apache_beam as beam
+
+from beam_tfrecords.errors import InputError, OutputBusyError
+from beam_tfrecords.running import sigint_deferred
+from beam_tfrecords.sinks.lock import OutputLock
+from beam_tfrecords.sinks.metadata import check_thresholds
+from beam_tfrecords.sinks.publishing import publish, remove_parts
+
+__all__ = ["Finish", "FinishPlan"]
+
+_LOG = logging.getLogger(__name__)
+
+
+class FinishPlan(NamedTuple):
+  """What the last step needs to know (decided on the launcher)."""
+  output: str
+  staging: str
+  run: str  # the lock's run id
+  success_text: str
+  max_bad_rows: Optional[int]
+  max_bad_fraction: Optional[float]
+  producible: Tuple[str, ...]
+  # The split TensorFlow Transform analyzes, None without transform:.
+  analyze_split: Optional[str] = None
+
+
+class _Fence:
+  """This build's hold on the output's lock, from inside the pipeline:
+  `renew()` before each file operation of the publish renews the lease by
+  compare-and-swap, and fails once another build has the lock."""
+
+  def __init__(self, plan: FinishPlan, options):
+    self._plan = plan
+    self._store = OutputLock(plan.output, options)._store  # pylint: disable=protected-access
+    self.token = None
+    self.renew()
+
+  def _ours(self):
+    current = self._store.read()
+    if current is None:
+      return None
+    try:
+      info = json.loads(current[0].decode("utf-8"))
+    except ValueError:
+      return None
+    return (info, current[1]) if info.get("run") == self._plan.run else None
+
+  def renew(self) -> None:
+    for _ in range(3):  # the launcher renews it too: adopt its token
+      ours = self._ours()
+      if ours is None:
+        break
+      info, token = ours
+      info["renewed"] = time.time()
+      new = self._store.replace(json.dumps(info, sort_keys=True).encode(
+          "utf-8"), token)
+      if new is not None:
+        self.token = new
+        return
+    raise OutputBusyError(
+        f"{self._plan.output}: the lock was removed or taken over by another "
+        "build; this build publishes nothing")
+
+
+def finish(meta: Dict[str, Any], plan: FinishPlan,
+           options=None) -> Dict[str, Any]:
+  """Thresholds, lock, publish, unlock; returns the published metadata."""
+  try:
+    remove_parts(plan.staging)
+  except Exception:  # pylint: disable=broad-except
+    _LOG.warning("could not remove the part files under %s", plan.staging,
+                 exc_info=True)
+  if plan.analyze_split is not None:
+    # pylint: disable=import-outside-toplevel
+    from beam_tfrecords.transform import describe_transform
+    meta = describe_transform(plan.staging, meta)
+    if not meta["transform"].get("splits", {}).get(
+        plan.analyze_split, {}).get("records"):
+      raise InputError(
+          f"the split {plan.analyze_split!r} that TensorFlow Transform "
+          "analyzes has no records, so its statistics (means, "
+          "vocabularies, buckets) would be meaningless; nothing was "
+          f"published (see {plan.staging}). Check the split rule and "
+          "errors/, or set transform.analyze_split")
+  check_thresholds(meta, plan.max_bad_rows, plan.max_bad_fraction,
+                   plan.staging, plan.producible)
+  fence = _Fence(plan, options)
+  with sigint_deferred("publishing"):
+    publish(plan.staging, plan.output, meta, plan.success_text,
+            guard=fence.renew)
+    fence.renew()
+    fence._store.delete(fence.token)  # pylint: disable=protected-access
+  return meta
+
+
+class _FinishFn(beam.DoFn):
+
+  def __init__(self, plan: FinishPlan):
+    self._plan = plan
+
+  def process(self, meta):
+    # pylint: disable=import-outside-toplevel
+    from apache_beam.io.filesystems import FileSystems
+    # The file system options the worker was started with (S3 endpoint,
+    # credentials) reach the lock's store too.
+    yield finish(meta, self._plan,
+                 FileSystems._pipeline_options)  # pylint: disable=protected-access
+
+
+class Finish(beam.PTransform):
+  """The committed dataset.json (one element) -> the published one."""
+
+  def __init__(self, plan: FinishPlan):
+    super().__init__()
+    self._plan = plan
+
+  def expand(self, committed):
+    return committed | "Publish" >> beam.ParDo(_FinishFn(self._plan))

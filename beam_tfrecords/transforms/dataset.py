@@ -1,0 +1,138 @@
+"""SourceBatches -> a published dataset: the graph behind WriteDataset.
+
+    batches | WriteBatches(schema, plan)   # -> the published dataset.json
+
+Encode (records, errors, statistics) -> the record shards (deterministic or
+Beam's sink; TensorFlow Transform's shards too with `transform:`), the
+errors/ files and the counts -> Commit (checks the counts, writes the
+staged dataset.json) -> Finish (thresholds, lock, publish).
+"""
+
+import dataclasses
+from typing import Any, Dict, Optional
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecords.encoding.stats import merge as merge_stats
+from beam_tfrecords.schema import Schema
+from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
+                                  WriteShards, WriteWithBeamSink)
+from beam_tfrecords.sinks.finish import Finish, FinishPlan
+from beam_tfrecords.transforms.encode import (FEATURE_STATS, STAT_FIELDS,
+                                              Encode, dead_letter_json)
+
+__all__ = ["WriteBatches", "DatasetPlan", "SINKS"]
+
+SINKS = {
+    "deterministic": lambda d, plan, level, shuffle: WriteShards(
+        d, plan.shards, TFRECORD_GZIP, gzip_level=level, shuffle=shuffle,
+        max_bytes=plan.max_bytes),
+    # WriteToTFRecord compresses with zlib's default level and cannot bound
+    # file sizes: it writes exactly plan.shards files.
+    "beam": lambda d, plan, level, shuffle: WriteWithBeamSink(d, plan.shards),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetPlan:
+  """How one dataset is written, decided on the launcher.
+
+  Attributes:
+    staging: the staging folder (inside the output).
+    shards: the ShardPlan (files per split, largest file).
+    sink: "deterministic" or "beam".
+    gzip_level: None (ISA-L's fast level) or zlib's 1-9.
+    shuffle: a seeded Shuffle, or None.
+    statistics: whether feature statistics are computed.
+    error_shards: how many errors/ files.
+    static: dataset.json's parts known before the run.
+    finish: what the last step needs (thresholds, lock, publish).
+  """
+  staging: str
+  shards: Any
+  sink: str
+  gzip_level: Optional[int]
+  shuffle: Optional[Shuffle]
+  statistics: bool
+  error_shards: int
+  static: Dict[str, Any]
+  finish: FinishPlan
+
+
+def merge_split_stats(parts) -> dict:
+  """{split: {feature: stats}} parts merged (encoding.stats.merge)."""
+  out: Dict[str, dict] = {}
+  for part in parts:
+    for split, features in part.items():
+      into = out.setdefault(split, {})
+      for name, s in features.items():
+        into[name] = merge_stats(into.get(name), s)
+  return out
+
+
+def _sum_columns(rows) -> tuple:
+  sums = None
+  for row in rows:
+    sums = list(row) if sums is None else [a + b for a, b in zip(sums, row)]
+  return tuple(sums or (0,) * len(STAT_FIELDS))
+
+
+class WriteBatches(beam.PTransform):
+  """SourceBatches -> the published dataset.json (one element)."""
+
+  def __init__(self, schema: Schema, plan: DatasetPlan):
+    super().__init__()
+    self._schema = schema
+    self._plan = plan
+
+  def _records(self, records):
+    """The record shards (and TensorFlow Transform's): their parts."""
+    # pylint: disable=import-outside-toplevel
+    from beam_tfrecords.sinks.metadata import TFT_TEMP_DIR, TRANSFORMED_DIR
+    schema, plan = self._schema, self._plan
+    parts = []
+    if schema.transform is None or schema.transform.keep_raw:
+      parts.append(records
+                   # (split, key, [record])
+                   | "WriteSplits" >> SINKS[plan.sink](
+                       plan.staging, plan.shards, plan.gzip_level,
+                       plan.shuffle))
+    if schema.transform is not None:
+      from beam_tfrecords.transform import TransformRecords
+      parts.append(
+          records
+          | "Transform" >> TransformRecords(
+              schema, plan.staging,
+              FileSystems.join(plan.staging, TFT_TEMP_DIR))
+          # (split, key, [transformed record])
+          | "WriteTransformed" >> WriteShards(
+              FileSystems.join(plan.staging, TRANSFORMED_DIR),
+              plan.shards.shards, TFRECORD_GZIP, gzip_level=plan.gzip_level,
+              shuffle=plan.shuffle, max_bytes=plan.shards.max_bytes)
+          | "MarkTransformed" >> beam.Map(
+              lambda d: dict(d, kind="transformed_shard")))
+    return parts
+
+  def expand(self, batches):
+    plan = self._plan
+    encoded = batches | "Encode" >> Encode(self._schema, plan.statistics)
+    # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
+    parts = self._records(encoded["records"])
+    parts.append(encoded["errors"]
+                 | "WriteErrors" >> WriteErrors(
+                     plan.staging, plan.error_shards, dead_letter_json))
+    parts.append(encoded["stats"]
+                 | "SumStats" >> beam.CombineGlobally(_sum_columns)
+                 | "StatsPart" >> beam.Map(lambda s: {"kind": "stats",
+                                                      "counts": list(s)}))
+    if plan.statistics and FEATURE_STATS in encoded:
+      parts.append(encoded[FEATURE_STATS]
+                   | "SumFeatureStats" >> beam.CombineGlobally(
+                       merge_split_stats)
+                   | "FeatureStatsPart" >> beam.Map(
+                       lambda s: {"kind": "statistics", "splits": s}))
+    return (tuple(parts)
+            | "Parts" >> beam.Flatten()
+            | "Commit" >> Commit(plan.staging, plan.static, STAT_FIELDS)
+            | "Finish" >> Finish(plan.finish))
