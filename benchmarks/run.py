@@ -479,7 +479,7 @@ def examples_suite(args) -> None:
        schema, src, ["--gzip-level", "6"])
   _cli(results, "build from the same rows as Parquet", args.workdir, schema,
        parquet)
-  _timed_cmd(results, "Beam user's pipeline: ReadFromParquetBatched | "
+  _timed_cmd(results, "Beam user's pipeline: ReadFromParquetBatched -> "
              "btr.WriteDataset (2 shards)",
              _baseline_cmd("write-dataset-parquet", parquet, schema) + [
                  os.path.join(args.workdir, "write-dataset")])

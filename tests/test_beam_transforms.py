@@ -176,3 +176,50 @@ def test_the_bundled_beam_user_pipelines(tf, tmp_path, name):
            r["str_col"], float(np.float32(r["float_col"])), r["label"])
           for r in rows]
   assert sorted(got) == sorted(want)
+
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_write_dataset_with_images_by_path(tf, tmp_path):
+  import csv
+  data = os.path.join(HERE, "pipelines", "data")
+  with open(os.path.join(data, "image_labels.csv")) as f:
+    rows = list(csv.DictReader(f))
+  schema = {"name": "images", "max_bad_fraction": 0.05, "features": {
+      "image": {"type": "image", "source": "name", "required": True,
+                "base_dir": data},
+      "label": {"type": "int64", "required": True}}}
+  out = str(tmp_path / "images")
+  with beam.Pipeline() as p:
+    _ = p | beam.Create(rows) | btr.WriteDataset(schema, out)
+  records = list(btr.iter_records(out))
+  assert len(records) == len(rows) - 1  # one file is missing
+  by_label = sorted(r["label"] for r in records)
+  assert by_label == sorted(int(r["label"]) for r in rows
+                            if "lost" not in r["name"])
+  first = next(r for r in rows if r["name"] == "shapes/circle/00.png")
+  with open(os.path.join(data, first["name"]), "rb") as f:
+    assert f.read() in [r["image"] for r in records]
+  (error,) = list(btr.iter_errors(out))
+  assert "lost.png" in error["reason"] and "element" in error
+
+
+def test_write_dataset_with_tensorflow_transform(tmp_path):
+  import csv
+  with open(os.path.join(HERE, "pipelines", "data", "ratings.csv")) as f:
+    rows = list(csv.DictReader(f))
+  out = str(tmp_path / "tft")
+  with beam.Pipeline() as p:
+    _ = (p | beam.Create(rows)
+         | btr.WriteDataset(os.path.join(HERE, "schemas",
+                                         "movie_ratings_tft.yaml"), out))
+  info = btr.dataset_info(out)
+  want = {s: sum(1 for r in rows if r["split"] == s)
+          for s in ("train", "eval")}
+  assert {s: v["records"] for s, v in info["transform"]["splits"].items()} \
+      == want
+  assert {s: v["records"] for s, v in info["splits"].items()} == want
+  assert os.path.exists(os.path.join(out, "transform_fn", "saved_model.pb"))
+  assert sorted(r["user_id"] for r in btr.iter_records(out, "eval")) == \
+      sorted(int(r["user_id"]) for r in rows if r["split"] == "eval")
