@@ -330,3 +330,18 @@ def test_an_overwrite_on_s3_killed_anywhere_ends_whole(s3, datasets,
     assert _s3_files(client, "ds") == (
         expected if k else dict(datasets["old"]["files"],
                                 **{"notes.txt": b"someone else's"})), k
+
+
+def test_a_retried_last_step_finishes_its_own_publish(tmp_path, monkeypatch,
+                                                      datasets):
+  """Runners retry a failed bundle: the last step run again after its
+  publish began (or ended) finishes it instead of failing."""
+  out, staging, meta, success = _prepared(tmp_path, datasets)
+  monkeypatch.setattr(publishing, "before_operation", _kill_at(9)[0])
+  with pytest.raises(Killed):
+    publishing.publish(staging, out, meta, success)
+  monkeypatch.setattr(publishing, "before_operation", None)
+  publishing.publish(staging, out, meta, success)  # the retry
+  _expect(out, datasets)
+  publishing.publish(staging, out, meta, success)  # and once more
+  _expect(out, datasets)

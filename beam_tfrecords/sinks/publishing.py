@@ -217,6 +217,14 @@ def _ours_success(output: str) -> bool:
     return False
 
 
+def _success_matches(output: str, text: str) -> bool:
+  path = FileSystems.join(output, SUCCESS)
+  try:
+    return _exists(path) and _read(path).decode("utf-8", "replace") == text
+  except OSError:
+    return False
+
+
 def check_output_files(output: str) -> None:
   """Refuses an output folder that holds files but no dataset of ours
   (hidden files, our lock and staging folders aside)."""
@@ -246,6 +254,19 @@ def publish(staging: str, output: str, meta: Dict[str, Any],
     InputError: a file of the new dataset exists in `output` and the
       previous dataset does not list it (nothing was changed).
   """
+  global _guard
+  journal_path = FileSystems.join(staging, JOURNAL)
+  if _exists(journal_path):
+    # A retried last step (runners retry a failed bundle): this build's
+    # own publish began; finish it.
+    _guard = guard
+    try:
+      _advance(staging, output, _read_json(journal_path))
+    finally:
+      _guard = None
+    return
+  if not _relative(staging) and _success_matches(output, success_text):
+    return  # a retry after this build's publish ended
   present = set(_relative(output))
   old = _old_files(previous_dataset(output), present)
   new = [n for n in dict.fromkeys(listed(meta)) if n != DATASET_JSON]
@@ -267,7 +288,6 @@ def publish(staging: str, output: str, meta: Dict[str, Any],
         f"{'it' if len(foreign) == 1 else 'them'} away and build again")
   journal = {"old": old, "old_success": _ours_success(output), "new": new,
              "success": success_text}
-  global _guard
   _guard = guard
   try:
     _write(FileSystems.join(staging, JOURNAL), _dumps(journal))
