@@ -13,6 +13,7 @@ same bytes on every run and worker count: records are ordered by a digest
 of the rows, not by arrival (see transforms.elements).
 """
 
+import os
 import types
 from typing import Any, Mapping, NamedTuple, Optional, Union
 
@@ -81,7 +82,6 @@ class WriteDataset(beam.PTransform):
     planning.check_output_path(self._output)
     output = self._output.rstrip("/")
     if "://" not in output:
-      import os
       output = os.path.abspath(output)
     planning.check_output(output)
     key = planning.build_key(schema, _PCOLLECTION_PLAN, "", opts.key())

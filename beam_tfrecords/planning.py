@@ -336,13 +336,3 @@ def finished_with_key(output: str, key: str) -> Optional[Dict[str, Any]]:
   except Exception:  # pylint: disable=broad-except
     return None
   return meta if meta.get("build_key") == key else None
-
-
-def check_thresholds_args(max_bad_rows, max_bad_fraction) -> None:
-  if max_bad_rows is not None and (not isinstance(max_bad_rows, int)
-                                   or max_bad_rows < 0):
-    raise InputError(f"--max-bad-rows must be a whole number >= 0, got "
-                     f"{max_bad_rows!r}")
-  if max_bad_fraction is not None and not 0 <= max_bad_fraction <= 1:
-    raise InputError(f"--max-bad-fraction must be between 0 and 1, got "
-                     f"{max_bad_fraction!r}")
