@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Ragged", "varints", "materialize", "const", "int64_feature",
+__all__ = ["Ragged", "varints", "materialize", "to_arrow", "from_arrow", "const", "int64_feature",
            "float_feature", "bytes_feature", "features_message",
            "example_message", "feature_lists", "sequence_example_message",
            "frame", "map_entries", "sequence_example_bytes"]
@@ -160,15 +160,19 @@ class Pieces:
 _EMPTY = pa.scalar(b"", pa.large_binary())
 
 
-def _to_arrow(piece: Ragged) -> pa.LargeBinaryArray:
+def to_arrow(piece: Ragged, present: Optional[np.ndarray] = None
+             ) -> pa.LargeBinaryArray:
+  """The rows as an Arrow array (null where `present` is False), no copy."""
   first, last = int(piece.offsets[0]), int(piece.offsets[-1])
   return pa.LargeBinaryArray.from_buffers(
       pa.large_binary(), len(piece),
-      [None, pa.py_buffer(piece.offsets - first),
+      [None if present is None else pa.array(present).buffers()[1],
+       pa.py_buffer(piece.offsets - first),
        pa.py_buffer(piece.buf[first:last])])
 
 
-def _from_arrow(array: pa.LargeBinaryArray) -> Ragged:
+def from_arrow(array: pa.LargeBinaryArray) -> Ragged:
+  """An Arrow large_binary array's bytes, no copy (a null row is empty)."""
   _, offsets, data = array.buffers()
   start = array.offset
   offsets = np.frombuffer(offsets, dtype=np.int64)[start:start + len(array) + 1]
@@ -191,15 +195,15 @@ def materialize(message: Union[Ragged, Pieces]) -> Ragged:
   args = []
   for part in message.parts:
     if isinstance(part, Ragged):
-      args.append(_to_arrow(part))
+      args.append(to_arrow(part))
     elif part.present is None:
       args.append(pa.scalar(part.data, pa.large_binary()))
     else:
-      args.append(_to_arrow(const(part.data, part.present)))
+      args.append(to_arrow(const(part.data, part.present)))
   if not any(isinstance(a, pa.Array) for a in args):
     # Only constants: give Arrow one column to set the length.
-    args[0] = _to_arrow(const(message.parts[0].data, np.ones(n, dtype=bool)))
-  return _from_arrow(pc.binary_join_element_wise(*args, _EMPTY))
+    args[0] = to_arrow(const(message.parts[0].data, np.ones(n, dtype=bool)))
+  return from_arrow(pc.binary_join_element_wise(*args, _EMPTY))
 
 
 def _parts(message) -> list:

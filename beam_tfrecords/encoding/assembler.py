@@ -1,0 +1,298 @@
+"""One group's steps -> its SequenceExample(s), in Python. No Beam here.
+
+`SequenceAssembler.assemble` orders the steps of one group (Python tuples,
+`Step`), checks the context, applies `max_length` and writes the record(s),
+or says why the group is not written (`GroupError`). It is the reference
+for `encoding.groups.GroupAssembler`, which does the same for many groups
+at once with Arrow and numpy, and hands it the groups that need an error
+message (the rare ones: rejected, truncated, too large, conflicting).
+"""
+
+import dataclasses
+import heapq
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+from beam_tfrecords.encoding import wire
+from beam_tfrecords.encoding.sequence import _check_sequence
+from beam_tfrecords.schema import Derive, Overflow
+from beam_tfrecords.schema.model import OnBadStep
+
+__all__ = ["SequenceAssembler", "GroupResult", "GroupError", "Step",
+           "BadRows", "GROUP_REJECTED"]
+
+# One step of a grouped sequence, as it travels through GroupByKey:
+#   (order values, step Feature bytes per sequence feature (schema order),
+#    context Feature bytes or None per row-read context feature, row number)
+Step = Tuple[tuple, Tuple[bytes, ...], Tuple[Optional[bytes], ...],
+             Optional[int]]
+# Rows of a group that could not become steps, as one batch reports them:
+#   (source path, row number of the first, its reason, how many rows)
+BadRows = Tuple[str, Optional[int], str, int]
+# How the reason of a group rejected for one of its rows starts.
+GROUP_REJECTED = "group_rejected_because_of_row"
+
+# Upper bounds of the framing bytes around a step's Feature (tag + length)
+# and around a map entry (tags, lengths), for the record size check.
+_STEP_OVERHEAD = 11
+_ENTRY_OVERHEAD = 33
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupError:
+  """Rows of a group that are not in a record, and why.
+
+  Attributes:
+    rows: how many input rows this accounts for.
+    reason: what happened, for a person.
+    dropped: True when a declared policy (keep_first / keep_last) left the
+      rows out; False when they were rejected.
+    examples: up to a few (source, row) of the rows concerned.
+  """
+  rows: int
+  reason: str
+  dropped: bool = False
+  examples: Tuple[Tuple[str, Optional[int]], ...] = ()
+
+
+@dataclasses.dataclass
+class GroupResult:
+  """What one group became.
+
+  Attributes:
+    records: serialized SequenceExamples (several with overflow: split).
+    steps: the number of steps in each record.
+    errors: the group's rows that are in no record.
+  """
+  records: List[bytes]
+  steps: List[int]
+  errors: List[GroupError]
+
+  @property
+  def rows_written(self) -> int:
+    return sum(self.steps)
+
+
+def _show_feature(value: Optional[bytes]) -> str:
+  from beam_tfrecords.records import decode_feature  # only for messages
+  if value is None:
+    return "missing"
+  kind, values = decode_feature(value)
+  shown = [v.decode("utf-8", "backslashreplace") if isinstance(v, bytes)
+           else v for v in values]
+  return repr(shown[0]) if len(shown) == 1 else repr(shown)
+
+
+def _where(entry) -> Tuple[str, Optional[int]]:
+  return (entry[4], entry[3])
+
+
+class SequenceAssembler:
+  """Orders the steps of one group and writes its SequenceExample(s).
+
+  Args:
+    schema: the SequenceExample schema with group_by.
+  """
+
+  EXAMPLES = 3  # (source, row) examples kept per group error
+
+  def __init__(self, schema):
+    self._schema = _check_sequence(schema)
+    s = self._schema
+    row_read = [f for f in s.context if f.column is not None]
+    self._ctx_index = {f.name: i for i, f in enumerate(row_read)}
+    self._constant = [f for f in row_read if f.derive is None]
+    descending = [k.descending for k in s.order_by]
+
+    def key(e):
+      order = e[0] if not any(descending) else tuple(
+          _descending(v) if d else v for v, d in zip(e[0], descending))
+      # Ties: the step's serialized values, then its context values
+      # (missing sorts first), so no record depends on input order; last
+      # the row's place (steps equal in all values write the same bytes
+      # either way; this only fixes which rows errors/ names).
+      return (order, e[1], tuple((c is not None, c or b"") for c in e[2]),
+              e[4], -1 if e[3] is None else e[3])
+    # Steps sort by the order_by values, then (ties) by their own values.
+    self._key = key
+
+  def __reduce__(self):
+    return (SequenceAssembler, (self._schema.to_dict(),))
+
+  def assemble(self, chunks: Iterable[Tuple[str, Sequence[Step]]],
+               bad: Sequence[BadRows] = ()) -> GroupResult:
+    """One group's steps, in chunks of (source path, steps).
+
+    `bad` are the group's rows that could not become steps (they are in
+    errors/ already); under on_bad_step: reject_group, any of them rejects
+    the group's other rows too.
+    `chunks` is iterated more than once (Beam's grouped values allow it).
+    Under overflow reject / keep_first / keep_last, memory stays bounded
+    by max_length steps (plus what the runner holds); without max_length
+    or with split, the group's steps are held and sorted in memory.
+    """
+    s = self._schema
+    max_len = s.max_length
+    n = sum(len(steps) for _, steps in chunks)
+    if n == 0:
+      return GroupResult([], [], [])
+    if bad and s.on_bad_step is OnBadStep.REJECT_GROUP:
+      return GroupResult([], [], [self._rejected_for(chunks, bad, n)])
+    over = max_len is not None and n > max_len
+    if over and s.overflow is Overflow.REJECT:
+      first = heapq.nsmallest(self.EXAMPLES, self._entries(chunks),
+                              key=self._key)
+      return GroupResult([], [], [GroupError(
+          rows=n, reason=f"the group has {n:,} rows, more than max_length "
+          f"{max_len:,} (overflow: reject); raise max_length or choose "
+          "overflow: split / keep_first / keep_last",
+          examples=tuple(_where(e) for e in first))])
+    if self._constant and self._varies(self._entries(chunks)):
+      # Rare: sort so the message names the same two rows on every run.
+      entries = sorted(self._entries(chunks), key=self._key)
+      return GroupResult([], [], [self._context_conflict(entries)])
+    errors = []
+    if over and s.overflow is not Overflow.SPLIT:
+      keep_last = s.overflow is Overflow.KEEP_LAST
+      # The dropped steps are the n - max_len at the other end; a few of
+      # them (the nearest to the kept ones) are named as examples.
+      shown = min(self.EXAMPLES, n - max_len)
+      if keep_last:
+        kept = heapq.nlargest(max_len, self._entries(chunks), key=self._key)
+        kept.reverse()
+        gone = heapq.nlargest(max_len + shown, self._entries(chunks),
+                              key=self._key)[max_len:]
+      else:
+        kept = heapq.nsmallest(max_len, self._entries(chunks), key=self._key)
+        gone = heapq.nsmallest(max_len + shown, self._entries(chunks),
+                               key=self._key)[max_len:]
+      errors.append(GroupError(
+          rows=n - max_len, dropped=True,
+          reason=f"max_length {max_len:,} (overflow: {s.overflow.value}) "
+          f"left out the {'first' if keep_last else 'last'} "
+          f"{n - max_len:,} of {n:,} steps",
+          examples=tuple(_where(e) for e in gone)))
+      pieces = [kept]
+    else:
+      entries = sorted(self._entries(chunks), key=self._key)
+      step = max_len if over else n
+      pieces = [entries[i:i + step] for i in range(0, n, step)]
+    records, steps = [], []
+    for part, piece in enumerate(pieces):
+      size = self._size_bound(piece)
+      if size > s.max_record_bytes:
+        errors.append(GroupError(
+            rows=len(piece), reason=f"the sequence would be about "
+            f"{size:,} bytes, over max_record_bytes {s.max_record_bytes:,}; "
+            "set max_length with overflow: split",
+            examples=tuple(_where(e) for e in piece[:self.EXAMPLES])))
+        continue
+      records.append(self._record(piece, part))
+      steps.append(len(piece))
+    return GroupResult(records, steps, errors)
+
+  def _rejected_for(self, chunks, bad: Sequence[BadRows], n: int
+                    ) -> GroupError:
+    """The error of a group rejected because some of its rows were."""
+    # The smallest (source, row) names the group's bad row, whatever order
+    # the batches came in.
+    path, row, reason, _ = min(bad, key=lambda b: (
+        b[0], b[1] is None, b[1] or 0, b[2]))
+    count = sum(b[3] for b in bad)
+    more = f"{count:,} of its rows were rejected; " if count > 1 else ""
+    first = heapq.nsmallest(self.EXAMPLES, self._entries(chunks),
+                            key=self._key)
+    return GroupError(
+        rows=n, reason=f"{GROUP_REJECTED}: {_place(path, row)}: {reason} "
+        f"({more}on_bad_step: drop_step writes the sequence without "
+        f"{'them' if count > 1 else 'it'})",
+        examples=tuple(_where(e) for e in first))
+
+  def _size_bound(self, piece: list) -> int:
+    """At least the serialized size of the record `piece` makes."""
+    s = self._schema
+    size = sum(len(f) + _STEP_OVERHEAD for e in piece for f in e[1])
+    size += sum(len(c) for c in piece[0][2] if c is not None)
+    size += sum(len(c) for c in piece[-1][2] if c is not None)
+    size += sum(len(f.name.encode("utf-8")) + _ENTRY_OVERHEAD
+                for f in s.context + s.sequence)
+    return size + 2 * _ENTRY_OVERHEAD
+
+  @staticmethod
+  def _entries(chunks):
+    """Each step with its source path appended (a fresh pass each call)."""
+    for path, steps in chunks:
+      for step in steps:
+        yield step + (path,)
+
+  def _varies(self, entries) -> bool:
+    """Whether a context value that must be constant is not (one pass)."""
+    columns = [self._ctx_index[f.name] for f in self._constant]
+    first = None
+    for e in entries:
+      values = [e[2][j] for j in columns]
+      if first is None:
+        first = values
+      elif values != first:
+        return True
+    return False
+
+  def _context_conflict(self, entries: list) -> Optional[GroupError]:
+    for f in self._constant:
+      j = self._ctx_index[f.name]
+      first = entries[0][2][j]
+      for e in entries:
+        if e[2][j] != first:
+          return GroupError(
+              rows=len(entries),
+              reason=f'context feature "{f.name}" differs inside the group: '
+              f"{_show_feature(first)} ({_where_text(entries[0])}) vs "
+              f"{_show_feature(e[2][j])} ({_where_text(e)}); make it a "
+              "sequence feature, or declare derive: first / last to take "
+              "the value of the first / last step",
+              examples=(_where(entries[0]), _where(e)))
+    return None
+
+  def _record(self, piece: list, part: int) -> bytes:
+    s = self._schema
+    context = []
+    for f in s.context:
+      if f.derive is Derive.LENGTH or f.derive is Derive.PART:
+        value = len(piece) if f.derive is Derive.LENGTH else part
+        context.append((f.name, wire.frame(0x1A, wire.frame(
+            0x0A, wire._varint_bytes(value)))))
+        continue
+      j = self._ctx_index[f.name]
+      step = piece[-1] if f.derive is Derive.LAST else piece[0]
+      if step[2][j] is not None:
+        context.append((f.name, step[2][j]))
+    lists = [(f.name, [e[1][i] for e in piece])
+             for i, f in enumerate(s.sequence)]
+    context.sort(key=lambda p: p[0].encode("utf-8"))
+    lists.sort(key=lambda p: p[0].encode("utf-8"))
+    return wire.sequence_example_bytes(context, lists)
+
+
+class _Reversed:
+  """Wraps a value so that it sorts in reverse (descending bytes keys)."""
+  __slots__ = ("v",)
+
+  def __init__(self, v):
+    self.v = v
+
+  def __eq__(self, other):
+    return self.v == other.v
+
+  def __lt__(self, other):
+    return other.v < self.v
+
+
+def _descending(value):
+  return -value if isinstance(value, (int, float)) else _Reversed(value)
+
+
+def _where_text(entry) -> str:
+  return _place(entry[4], entry[3])
+
+
+def _place(path: str, row: Optional[int]) -> str:
+  return f"{path} row {row}" if row is not None else path

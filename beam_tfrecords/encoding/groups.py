@@ -1,0 +1,344 @@
+"""The steps of many groups -> their SequenceExamples, at once. No Beam here.
+
+`GroupAssembler.assemble` takes the steps (`encoding.steps.StepTable`
+tables) of every group in a bucket, from any number of batches, and writes
+each group's record(s):
+
+1. one Arrow sort orders all steps by group key, then within a group by
+   the `order_by` values and, where those tie, by the step's own values,
+   its context values, its file and its row: exactly the order of
+   `SequenceAssembler` (the reference, which orders one group at a time);
+2. the groups that need a message (a rejected row under
+   `on_bad_step: reject_group`, more steps than `max_length` under
+   reject / keep_first / keep_last, a context value that differs inside
+   the group, a record over `max_record_bytes`) are found with numpy and
+   handed to `SequenceAssembler`: the reference writes them, so their
+   records and messages are the reference's own;
+3. every other group (split by `max_length` under `overflow: split`) is
+   written by the vectorized wire encoder over all groups of the bucket at
+   once: no Python object per step or per group.
+
+The result (`GroupedRecords`) lists the groups in key order with their
+records; its bytes equal the reference's, group by group
+(tests/test_grouped_fast.py).
+"""
+
+import dataclasses
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from beam_tfrecords.encoding import wire
+from beam_tfrecords.encoding.assembler import (_ENTRY_OVERHEAD, _STEP_OVERHEAD,
+                                               BadRows, GroupError,
+                                               SequenceAssembler)
+from beam_tfrecords.encoding.sequence import _check_sequence, _offsets, _ranges
+from beam_tfrecords.encoding.steps import CONTEXT, KEY, ORDER, ROW, STEP
+from beam_tfrecords.schema import Derive, Overflow
+from beam_tfrecords.schema.model import OnBadStep
+
+__all__ = ["GroupAssembler", "GroupedRecords"]
+
+# Sort-only columns: the file's place among the files, the row number
+# (-1 where not known), and per context value whether it is present and
+# its bytes (b"" where missing): a missing value sorts first, as in
+# SequenceAssembler, without relying on Arrow's null placement.
+_PATH, _ROW_SORT, _HAS, _VALUE = "path", "row_sort", "has", "value"
+
+
+@dataclasses.dataclass
+class GroupedRecords:
+  """The records of many groups, in group key order.
+
+  Attributes:
+    keys: the group key of each group with records, ascending.
+    records: every record, group after group (wire.Ragged).
+    offsets: len(keys) + 1 offsets of each group's first record.
+    steps: the steps in each record.
+    errors: (group key, GroupError) of the groups' rows in no record, in
+      key order.
+  """
+  keys: List[tuple]
+  records: wire.Ragged
+  offsets: np.ndarray
+  steps: np.ndarray
+  errors: List[Tuple[tuple, GroupError]]
+
+  def __len__(self) -> int:
+    return len(self.keys)
+
+  def chunks(self) -> Iterator[Tuple[tuple, List[bytes]]]:
+    """(key, [record]) per group."""
+    records = self.records.to_list()
+    o = self.offsets.tolist()
+    for i, key in enumerate(self.keys):
+      yield key, records[o[i]:o[i + 1]]
+
+  @property
+  def rows_written(self) -> int:
+    return int(self.steps.sum())
+
+
+def _count(table: pa.Table, prefix: str) -> int:
+  return sum(1 for name in table.column_names
+             if name[:len(prefix)] == prefix and name[len(prefix):].isdigit())
+
+
+def _changes(column: pa.Array) -> np.ndarray:
+  """Where each value differs from the one before (n - 1 flags)."""
+  if len(column) < 2:
+    return np.zeros(0, dtype=bool)
+  if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+    values = column.to_numpy(zero_copy_only=False)
+    return values[1:] != values[:-1]
+  return pc.not_equal(column.slice(1), column.slice(0, len(column) - 1)
+                      ).to_numpy(zero_copy_only=False)
+
+
+def _column(t: pa.Table, name: str) -> pa.Array:
+  """A column of a combined table as one array."""
+  column = t.column(name)
+  return column.chunk(0) if column.num_chunks == 1 else \
+      column.combine_chunks()
+
+
+def _lengths(column: pa.Array) -> np.ndarray:
+  """Bytes per value of a large_binary array (0 where null)."""
+  return np.diff(wire.from_arrow(column).offsets)
+
+
+class GroupAssembler:
+  """Orders the steps of many groups and writes their SequenceExamples.
+
+  Args:
+    schema: the SequenceExample schema with group_by.
+  """
+
+  def __init__(self, schema):
+    self._schema = s = _check_sequence(schema)
+    self._reference = SequenceAssembler(s)
+    self._row_read = [f for f in s.context if f.column is not None]
+    self._constant = [i for i, f in enumerate(self._row_read)
+                      if f.derive is None]
+    self._sort_keys = (
+        [(f"{KEY}{i}", "ascending") for i in range(len(s.group_by))]
+        + [(f"{ORDER}{i}", "descending" if k.descending else "ascending")
+           for i, k in enumerate(s.order_by)]
+        + [(f"{STEP}{i}", "ascending") for i in range(len(s.sequence))]
+        + [(f"{name}{i}", "ascending") for i in range(len(self._row_read))
+           for name in (_HAS, _VALUE)]
+        + [(_PATH, "ascending"), (_ROW_SORT, "ascending")])
+    # The record size bound's constant part (SequenceAssembler._size_bound).
+    self._fixed_bytes = sum(len(f.name.encode("utf-8")) + _ENTRY_OVERHEAD
+                            for f in s.context + s.sequence
+                            ) + 2 * _ENTRY_OVERHEAD
+
+  def __reduce__(self):
+    return (GroupAssembler, (self._schema.to_dict(),))
+
+  @property
+  def schema(self):
+    return self._schema
+
+  def assemble(self, blocks: Sequence[Tuple[str, pa.Table]],
+               bad: Optional[Dict[tuple, List[BadRows]]] = None
+               ) -> GroupedRecords:
+    """Every group in `blocks` ((source path, StepTable.table) pairs, in
+    any order; a group's steps may be in several). `bad`: group key ->
+    its rows that could not become steps (see SequenceAssembler)."""
+    s = self._schema
+    t = self._sorted(blocks)
+    n = t.num_rows
+    if n == 0:
+      return GroupedRecords([], wire.Ragged(np.empty(0, np.uint8),
+                                            np.zeros(1, np.int64)),
+                            np.zeros(1, np.int64), np.zeros(0, np.int64), [])
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    for i in range(len(s.group_by)):
+      new[1:] |= _changes(_column(t, f"{KEY}{i}"))
+    starts = np.flatnonzero(new)
+    sizes = np.diff(np.append(starts, n))
+    first = pa.array(starts)
+    keys = list(zip(*(_column(t, f"{KEY}{i}").take(first).to_pylist()
+                      for i in range(len(s.group_by)))))
+    special = self._special(t, keys, starts, sizes, bad)
+    max_len = s.max_length
+    normal = np.flatnonzero(~special)
+    # Pieces of the normal groups: (group, part, first step, steps); more
+    # than one only under overflow: split.
+    pieces = np.ones(len(normal), np.int64) if max_len is None else \
+        np.maximum(1, -(-sizes[normal] // max_len))
+    group = np.repeat(normal, pieces)
+    part = _ranges(np.zeros(len(normal), np.int64), pieces)
+    if max_len is None:
+      begin, length = starts[group], sizes[group]
+    else:
+      begin = starts[group] + part * max_len
+      length = np.minimum(max_len, sizes[group] - part * max_len)
+    records = self._records(t, begin, length, part)
+    # The special groups, written by the reference.
+    extra: Dict[int, List[bytes]] = {}
+    extra_steps: Dict[int, List[int]] = {}
+    errors = []
+    for g in np.flatnonzero(special).tolist():
+      result = self._reference.assemble(
+          self._chunks(t, int(starts[g]), int(sizes[g])),
+          (bad or {}).get(keys[g], ()))
+      extra[g], extra_steps[g] = result.records, result.steps
+      errors += [(keys[g], e) for e in result.errors]
+    return self._collect(keys, group, part, records, length, extra,
+                         extra_steps, errors)
+
+  def _sorted(self, blocks) -> pa.Table:
+    paths = sorted({path for path, table in blocks if table.num_rows})
+    index = {path: i for i, path in enumerate(paths)}
+    tables = []
+    for path, table in blocks:
+      if not table.num_rows:
+        continue
+      rows = table.column(ROW)
+      tables.append(table.append_column(_PATH, pa.array(
+          np.full(table.num_rows, index[path], dtype=np.int32))
+      ).append_column(_ROW_SORT, pc.fill_null(rows, -1)))
+    if not tables:
+      return pa.table({})
+    t = pa.concat_tables(tables).combine_chunks()
+    keys = t
+    for j in range(len(self._row_read)):
+      values = _column(t, f"{CONTEXT}{j}")
+      keys = keys.append_column(f"{_HAS}{j}", pc.cast(
+          pc.is_valid(values), pa.int8())).append_column(
+              f"{_VALUE}{j}", pc.fill_null(values, b""))
+    order = pc.sort_indices(keys, sort_keys=self._sort_keys)
+    t = t.take(order).combine_chunks()
+    return t.replace_schema_metadata({"paths": "\n".join(paths)})
+
+  def _special(self, t, keys, starts, sizes, bad) -> np.ndarray:
+    """Which groups need SequenceAssembler (see the module's 2.)."""
+    s = self._schema
+    special = np.zeros(len(starts), dtype=bool)
+    if bad and s.on_bad_step is OnBadStep.REJECT_GROUP:
+      where = {key: g for g, key in enumerate(keys)}
+      for key in bad:
+        if key in where:
+          special[where[key]] = True
+    over = (np.zeros(len(starts), dtype=bool) if s.max_length is None
+            else sizes > s.max_length)
+    if s.overflow is not Overflow.SPLIT:
+      special |= over
+    for j in self._constant:
+      values = _column(t, f"{CONTEXT}{j}")
+      firsts = values.take(pa.array(np.repeat(starts, sizes)))
+      same = pc.fill_null(pc.equal(values, firsts), False)
+      both_missing = pc.and_(pc.is_null(values), pc.is_null(firsts))
+      differ = ~pc.or_(same, both_missing).to_numpy(zero_copy_only=False)
+      special |= np.add.reduceat(differ.astype(np.int64), starts) > 0
+    special |= self._too_big(t, starts, sizes)
+    return special
+
+  def _too_big(self, t, starts, sizes) -> np.ndarray:
+    """Groups with a piece whose size bound is over max_record_bytes."""
+    s = self._schema
+    per_step = np.full(t.num_rows, _STEP_OVERHEAD * len(s.sequence),
+                       dtype=np.int64)
+    for i in range(len(s.sequence)):
+      per_step += _lengths(_column(t, f"{STEP}{i}"))
+    context = np.zeros(t.num_rows, dtype=np.int64)
+    for j in range(len(self._row_read)):
+      context += _lengths(_column(t, f"{CONTEXT}{j}"))
+    total = np.zeros(t.num_rows + 1, dtype=np.int64)
+    np.cumsum(per_step, out=total[1:])
+    step = s.max_length or int(sizes.max())
+    pieces = -(-sizes // step)
+    group = np.repeat(np.arange(len(starts)), pieces)
+    part = _ranges(np.zeros(len(starts), np.int64), pieces)
+    begin = starts[group] + part * step
+    end = np.minimum(begin + step, starts[group] + sizes[group])
+    bound = (total[end] - total[begin] + context[begin] + context[end - 1]
+             + self._fixed_bytes)
+    out = np.zeros(len(starts), dtype=bool)
+    out[group[bound > s.max_record_bytes]] = True
+    return out
+
+  def _records(self, t, begin, length, part) -> wire.Ragged:
+    """The SequenceExample of each piece (steps begin..begin+length of the
+    sorted table; `part`: its number within its group)."""
+    s = self._schema
+    steps = pa.array(_ranges(begin, length))
+    lists = []
+    for i, f in enumerate(s.sequence):
+      features = wire.from_arrow(_column(t, f"{STEP}{i}").take(steps))
+      lists.append((f.name, wire.feature_lists(features, _offsets(length)),
+                    np.ones(len(begin), dtype=bool)))
+    context = []
+    every = np.arange(len(begin) + 1)
+    for f in s.context:
+      if f.derive is Derive.LENGTH or f.derive is Derive.PART:
+        value = (part if f.derive is Derive.PART else length).astype(np.int64)
+        context.append((f.name, wire.int64_feature(value, every),
+                        np.ones(len(begin), dtype=bool)))
+        continue
+      j = self._row_read.index(f)
+      at = begin + length - 1 if f.derive is Derive.LAST else begin
+      values = _column(t, f"{CONTEXT}{j}").take(pa.array(at))
+      context.append((f.name, wire.from_arrow(values),
+                      values.is_valid().to_numpy(zero_copy_only=False)))
+    context.sort(key=lambda p: p[0].encode("utf-8"))
+    lists.sort(key=lambda p: p[0].encode("utf-8"))
+    return wire.sequence_example_message(context, lists, len(begin))
+
+  def _chunks(self, t, start: int, size: int):
+    """One group's steps as SequenceAssembler takes them."""
+    s = self._schema
+    rows = t.slice(start, size)
+    paths = t.schema.metadata[b"paths"].decode("utf-8").split("\n")
+
+    def columns(prefix, count):
+      return list(zip(*(_column(rows, f"{prefix}{i}").to_pylist()
+                        for i in range(count)))) or [()] * size
+
+    orders = columns(ORDER, len(s.order_by))
+    features = columns(STEP, len(s.sequence))
+    context = columns(CONTEXT, len(self._row_read))
+    numbers = _column(rows, ROW).to_pylist()
+    chunks: Dict[str, list] = {}
+    for i, path in enumerate(_column(rows, _PATH).to_pylist()):
+      chunks.setdefault(paths[path], []).append(
+          (orders[i], features[i], context[i], numbers[i]))
+    return list(chunks.items())
+
+  @staticmethod
+  def _collect(keys, group, part, records, length, extra, extra_steps,
+               errors) -> GroupedRecords:
+    """Records of the vectorized pieces and of the reference's groups,
+    group after group in key order."""
+    counts = np.bincount(group, minlength=len(keys)).astype(np.int64)
+    if extra:
+      for g, found in extra.items():
+        counts[g] = len(found)
+      # Where each vectorized piece and each reference record goes.
+      offsets = _offsets(counts)
+      source = np.empty(int(offsets[-1]), dtype=np.int64)
+      steps = np.empty(int(offsets[-1]), dtype=np.int64)
+      position = offsets[group] + part
+      source[position] = np.arange(len(group))
+      steps[position] = length
+      extra_records: List[bytes] = []
+      for g in sorted(extra):
+        at = int(offsets[g])
+        for i, (record, n) in enumerate(zip(extra[g], extra_steps[g])):
+          source[at + i] = len(group) + len(extra_records)
+          steps[at + i] = n
+          extra_records.append(record)
+      every = pa.concat_arrays([
+          wire.to_arrow(records),
+          pa.array(extra_records, type=pa.large_binary())])
+      records = wire.from_arrow(every.take(pa.array(source)))
+      length = steps
+    keep = counts > 0
+    return GroupedRecords([k for k, w in zip(keys, keep.tolist()) if w],
+                          records, _offsets(counts[keep]),
+                          length.astype(np.int64), errors)
