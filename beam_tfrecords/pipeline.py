@@ -38,6 +38,7 @@ from beam_tfrecords.sources import plan_inputs
 from beam_tfrecords.splits import producible_splits
 from beam_tfrecords.transforms import ReadInputs
 from beam_tfrecords.transforms.dataset import DatasetPlan, WriteBatches
+from beam_tfrecords.transforms.grouped import buckets_for
 from beam_tfrecords.transforms.read import unit_bytes
 from beam_tfrecords.version import __version__
 
@@ -278,6 +279,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
       error_shards=max(1, min(max(shards.shards.values()),
                               -(-input_bytes // ERRORS_INPUT_BYTES))),
       static=static,
+      buckets=buckets_for(input_bytes),
       finish=FinishPlan(
           output=output, staging=staging, run=run,
           success_text=f"beam-tfrecords {__version__} {key}\n",

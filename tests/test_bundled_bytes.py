@@ -31,12 +31,14 @@ def _digest(data: bytes) -> str:
   return hashlib.sha256(data).hexdigest()
 
 
-def _normalized(text: str) -> str:
-  return text.replace(json.dumps(DATA)[1:-1], "<data>").replace(
-      DATA, "<data>")
+def _normalized(text: str, inputs: str = DATA) -> str:
+  return text.replace(json.dumps(inputs)[1:-1], "<data>").replace(
+      inputs, "<data>")
 
 
-def manifest_of(output: str) -> dict:
+def manifest_of(output: str, inputs: str = DATA) -> dict:
+  """name -> SHA-256 of each published file; `inputs` (the inputs'
+  folder) is written as <data>."""
   found = {}
   for root, dirs, files in os.walk(output):
     dirs[:] = sorted(d for d in dirs if not d.startswith(".")
@@ -51,11 +53,12 @@ def manifest_of(output: str) -> dict:
         for key in ("inputs", "build_key"):
           meta.pop(key)
         # Its listing of TFT's saved model files (names only) stays.
-        data = _normalized(json.dumps(meta, sort_keys=True)).encode()
+        data = _normalized(json.dumps(meta, sort_keys=True),
+                           inputs).encode()
       elif rel == "_SUCCESS":
         continue  # holds the build key
       elif rel.startswith("errors/"):
-        data = _normalized(data.decode("utf-8")).encode()
+        data = _normalized(data.decode("utf-8"), inputs).encode()
       found[rel] = _digest(data)
   return found
 

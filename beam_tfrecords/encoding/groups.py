@@ -34,7 +34,7 @@ from beam_tfrecords.encoding import wire
 from beam_tfrecords.encoding.assembler import (_ENTRY_OVERHEAD, _STEP_OVERHEAD,
                                                BadRows, GroupError,
                                                SequenceAssembler)
-from beam_tfrecords.encoding.sequence import _check_sequence, _offsets, _ranges
+from beam_tfrecords.encoding.sequence import _check_sequence, _offsets
 from beam_tfrecords.encoding.steps import CONTEXT, KEY, ORDER, ROW, STEP
 from beam_tfrecords.schema import Derive, Overflow
 from beam_tfrecords.schema.model import OnBadStep
@@ -68,6 +68,11 @@ class GroupedRecords:
 
   def __len__(self) -> int:
     return len(self.keys)
+
+  def __iter__(self) -> Iterator[bytes]:
+    """The records, as bytes (a chunk's items, for sinks that take them
+    one by one)."""
+    return iter(self.records.to_list())
 
   def chunks(self) -> Iterator[Tuple[tuple, List[bytes]]]:
     """(key, [record]) per group."""
@@ -172,7 +177,7 @@ class GroupAssembler:
     pieces = np.ones(len(normal), np.int64) if max_len is None else \
         np.maximum(1, -(-sizes[normal] // max_len))
     group = np.repeat(normal, pieces)
-    part = _ranges(np.zeros(len(normal), np.int64), pieces)
+    part = wire.ranges(np.zeros(len(normal), np.int64), pieces)
     if max_len is None:
       begin, length = starts[group], sizes[group]
     else:
@@ -254,7 +259,7 @@ class GroupAssembler:
     step = s.max_length or int(sizes.max())
     pieces = -(-sizes // step)
     group = np.repeat(np.arange(len(starts)), pieces)
-    part = _ranges(np.zeros(len(starts), np.int64), pieces)
+    part = wire.ranges(np.zeros(len(starts), np.int64), pieces)
     begin = starts[group] + part * step
     end = np.minimum(begin + step, starts[group] + sizes[group])
     bound = (total[end] - total[begin] + context[begin] + context[end - 1]
@@ -267,7 +272,7 @@ class GroupAssembler:
     """The SequenceExample of each piece (steps begin..begin+length of the
     sorted table; `part`: its number within its group)."""
     s = self._schema
-    steps = pa.array(_ranges(begin, length))
+    steps = pa.array(wire.ranges(begin, length))
     lists = []
     for i, f in enumerate(s.sequence):
       features = wire.from_arrow(_column(t, f"{STEP}{i}").take(steps))

@@ -66,14 +66,6 @@ def _convert(feature: Feature, columns: Mapping[str, Any], n: int):
   return col.apply_missing(feature, lists, errors), errors
 
 
-def _ranges(begins: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-  """Concatenated aranges: begins[i] .. begins[i] + lengths[i]."""
-  total = int(lengths.sum())
-  if total == 0:
-    return np.empty(0, dtype=np.int64)
-  starts = np.repeat(begins - np.cumsum(lengths) + lengths, lengths)
-  return starts + np.arange(total, dtype=np.int64)
-
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:
   out = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -179,7 +171,7 @@ class SequenceEncoder:
       if s.overflow is Overflow.SPLIT:
         pieces = np.maximum(1, -(-length // max_len))
         rows = np.repeat(rows, pieces)
-        part = _ranges(np.zeros(len(pieces), dtype=np.int64), pieces)
+        part = wire.ranges(np.zeros(len(pieces), dtype=np.int64), pieces)
         total = np.repeat(length, pieces)
         begin = part * max_len
         length = np.minimum(max_len, total - begin)
@@ -207,7 +199,7 @@ class SequenceEncoder:
       # Step i of every feature list is the same time step, so a piece
       # covers the same step indices in each (fewer where a list is short).
       n_steps = np.clip(row_steps - begin, 0, length)
-      index = _ranges(st.offsets[rows] + begin, n_steps)
+      index = wire.ranges(st.offsets[rows] + begin, n_steps)
       values = st.values.take(pa.array(index)) if len(index) else \
           st.values.slice(0, 0)
       feats = _feature_bytes(f, values)
@@ -288,7 +280,7 @@ def sequence_stats(feature: Feature, lists, n_steps: Optional[np.ndarray]
 def _take_ragged(r: wire.Ragged, index: np.ndarray) -> wire.Ragged:
   lengths = r.lengths[index]
   out_offsets = _offsets(lengths)
-  src = _ranges(r.offsets[:-1][index], lengths)
+  src = wire.ranges(r.offsets[:-1][index], lengths)
   return wire.Ragged(r.buf[src], out_offsets)
 
 

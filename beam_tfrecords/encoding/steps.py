@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_tfrecords.encoding import columns as col
 from beam_tfrecords.encoding import wire
 from beam_tfrecords.encoding.example import RowError, _feature_bytes
 from beam_tfrecords.encoding.assembler import Step
@@ -30,7 +31,7 @@ from beam_tfrecords.encoding.sequence import (_check_sequence, _convert,
 from beam_tfrecords.encoding.stats import column_stats
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
-__all__ = ["StepEncoder", "StepTable", "StepBatch", "key_hash",
+__all__ = ["StepEncoder", "StepTable", "StepBatch", "key_hash", "keys_hash",
            "KEY", "ORDER", "STEP", "CONTEXT", "ROW"]
 
 # Column names of a StepTable: KEY + i per group_by column, ORDER + i per
@@ -153,9 +154,20 @@ class StepEncoder:
     became steps."""
     s = self._schema
     problems: Dict[int, List[Tuple[str, str]]] = {}
+    # A column read by several features (key, step, context) is converted
+    # once per kind of value: conversion depends on type, shape, separator.
+    done: Dict[Feature, tuple] = {}
 
     def converted(feature):
-      lists, errors = _convert(feature, columns, n)
+      how = dataclasses.replace(feature, name="", source=feature.column,
+                                required=False,
+                                default=None, description="", derive=None,
+                                of=None)
+      if how not in done:
+        done[how] = _convert(how, columns, n)
+      lists, errors = done[how]
+      errors = dict(errors)
+      lists = col.apply_missing(feature, lists, errors)
       for row, reason in errors.items():
         problems.setdefault(row, []).append((feature.name, reason))
       return lists
@@ -297,3 +309,12 @@ def key_hash(table: pa.Table) -> np.ndarray:
         h = _bytes_hash(column)
       out = _mix(out * _ODD + h)
   return out
+
+
+def keys_hash(keys: Sequence[tuple], like: pa.Table) -> np.ndarray:
+  """key_hash of group keys given as Python values (the key columns'
+  types taken from the StepTable `like`)."""
+  return key_hash(pa.table({
+      f"{KEY}{i}": pa.array([key[i] for key in keys],
+                            type=like.schema.field(f"{KEY}{i}").type)
+      for i in range(_count(like, KEY))}))

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Ragged", "varints", "materialize", "to_arrow", "from_arrow", "const", "int64_feature",
+__all__ = ["Ragged", "ranges", "varints", "materialize", "to_arrow", "from_arrow", "const", "int64_feature",
            "float_feature", "bytes_feature", "features_message",
            "example_message", "feature_lists", "sequence_example_message",
            "frame", "map_entries", "sequence_example_bytes"]
@@ -69,6 +69,15 @@ class Ragged:
     data = self.buf.tobytes()
     o = self.offsets.tolist()
     return [data[o[i]:o[i + 1]] for i in range(len(o) - 1)]
+
+
+def ranges(begins: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+  """Concatenated aranges: begins[i] .. begins[i] + lengths[i]."""
+  total = int(lengths.sum())
+  if total == 0:
+    return np.empty(0, dtype=np.int64)
+  starts = np.repeat(begins - np.cumsum(lengths) + lengths, lengths)
+  return starts + np.arange(total, dtype=np.int64)
 
 
 def _varint_lengths(values: np.ndarray) -> np.ndarray:

@@ -6,7 +6,8 @@ shards at random), so two runs of the same job give different files. Here:
 
 * Elements are chunks `(key, [item])`: all records of one input batch (key:
   file, byte offset, batch number) or of one group (key: the group key).
-  Keys are unique and compare the same on every run.
+  Keys are unique and compare the same on every run. One element may hold
+  many chunks in key order (the groups of a bucket): see `sinks.runs`.
 * A chunk's items are dealt round-robin over the shards, starting at a
   shard picked by a stable hash of the key, so shards fill evenly.
 * Each shard's parts are sorted by key and written in that order: gzip
@@ -39,11 +40,14 @@ from typing import (Any, Callable, Dict, Iterator, List, NamedTuple,
                     Optional, Tuple)
 
 import apache_beam as beam
+import numpy as np
 from isal import isal_zlib
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords.encoding import wire
 from beam_tfrecords.errors import InputError
+from beam_tfrecords.sinks import runs
 from beam_tfrecords.records import (count_tfrecords, frame_records,
                                     unframe_records)
 
@@ -164,21 +168,137 @@ class _DealFn(beam.DoFn):
       parts.setdefault((shard, (bucket, key)), []).append(item)
     return parts
 
+  def _part(self, split, shard, key, part) -> tuple:
+    data = self._codec.frame(part)
+    how = INLINE
+    if self._codec.gzip and len(data) >= MEMBER_BYTES:
+      data, how = _gzip(data, self._level), MEMBER
+    size = len(data)
+    if self._parts_dir is not None and size >= SPILL_BYTES and (
+        how == MEMBER or not self._codec.gzip):
+      data, how = _write_part(FileSystems.join(self._parts_dir, split),
+                              shard, data), PART_FILE
+    return (key, how, data, len(part), size)
+
   def process(self, chunk):
     split, key, items = chunk
+    if hasattr(items, "chunks"):
+      yield from self._deal_many(split, items)
+      return
     if not items:
       return
     for (shard, key), part in self._deal(split, key, items).items():
-      data = self._codec.frame(part)
-      how = INLINE
-      if self._codec.gzip and len(data) >= MEMBER_BYTES:
-        data, how = _gzip(data, self._level), MEMBER
-      size = len(data)
-      if self._parts_dir is not None and size >= SPILL_BYTES and (
-          how == MEMBER or not self._codec.gzip):
-        data, how = _write_part(FileSystems.join(self._parts_dir, split),
-                                shard, data), PART_FILE
-      yield (split, shard), (key, how, data, len(part), size)
+      yield (split, shard), self._part(split, shard, key, part)
+
+  def _deal_many(self, split, items):
+    """Many chunks (sinks.runs): one run per shard."""
+    if self._shuffle is not None or self._codec.frame is not frame_records:
+      by_shard: Dict[int, list] = {}
+      for key, records in zip(items.keys, _split_list(
+          items.records.to_list(), items.offsets)):
+        for (shard, sort_key), part in self._deal(split, key,
+                                                  records).items():
+          by_shard.setdefault(shard, []).append(
+              self._part(split, shard, sort_key, part))
+      shards = {shard: runs.Parts.of(sorted(parts, key=lambda p: p[0]))
+                for shard, parts in by_shard.items()}
+    else:
+      shards = self._deal_records(split, items)
+    for shard in sorted(shards):
+      parts = shards[shard]
+      spill = None
+      if self._parts_dir is not None:
+        directory = FileSystems.join(self._parts_dir, split)
+        spill = lambda data, s=shard: _write_part(directory, s, data)
+      expected = int(np.where(parts.how == INLINE, parts.size // 3,
+                              parts.size).sum())
+      yield (split, shard), runs.pack(parts, expected, spill, SPILL_BYTES)
+
+  def _deal_records(self, split, items) -> Dict[int, "runs.Parts"]:
+    """`_deal` and `_part` of every chunk at once (TFRecord framing, key
+    order): shard -> its parts."""
+    n = self._n[split]
+    keys = items.keys
+    offsets = np.asarray(items.offsets, dtype=np.int64)
+    counts = np.diff(offsets)
+    records = items.records.to_list()
+    first = np.fromiter((stable_hash(k) % n for k in keys), dtype=np.int64,
+                        count=len(keys))
+    group = np.repeat(np.arange(len(keys)), counts)
+    rank = np.arange(len(records)) - np.repeat(offsets[:-1], counts)
+    shard = (first[group] + rank) % n
+    framed = np.frombuffer(frame_records(records), dtype=np.uint8)
+    ends = np.cumsum(np.fromiter(map(len, records), dtype=np.int64,
+                                 count=len(records)) + 16)
+    # Records by (shard, chunk, rank): a part is a run of equal (shard,
+    # chunk), its bytes the framed records in rank order.
+    order = np.lexsort((rank, group, shard))
+    starts = np.concatenate([[0], ends[:-1]])[order]
+    lengths = ends[order] - starts
+    buf = framed[wire.ranges(starts, lengths)]
+    s_o, g_o = shard[order], group[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (s_o[1:] != s_o[:-1]) | (g_o[1:] != g_o[:-1])
+    part_first = np.flatnonzero(new)
+    part_records = np.diff(np.append(part_first, len(order)))
+    part_bytes = np.add.reduceat(lengths, part_first) if len(order) else \
+        np.zeros(0, np.int64)
+    part_shard, part_group = s_o[part_first], g_o[part_first]
+    byte_ends = np.cumsum(part_bytes)
+    out = {}
+    bounds = np.searchsorted(part_shard, np.arange(n + 1))
+    for sh in range(n):
+      lo, hi = int(bounds[sh]), int(bounds[sh + 1])
+      if lo == hi:
+        continue
+      b0 = int(byte_ends[lo - 1]) if lo else 0
+      b1 = int(byte_ends[hi - 1])
+      data = buf[b0:b1].tobytes()
+      size = part_bytes[lo:hi].astype(np.int64)
+      how = np.full(hi - lo, INLINE, dtype=np.int64)
+      other = {}
+      big = np.flatnonzero(size >= MEMBER_BYTES)
+      if len(big):  # rare: sequences of 64 KiB or more
+        local = np.concatenate([[0], np.cumsum(size)])
+        keep = np.ones(len(data), dtype=bool)
+        for i in big.tolist():
+          piece = data[local[i]:local[i + 1]]
+          _, how[i], other[i], _, size[i] = self._part_of_framed(
+              split, sh, piece)
+          keep[local[i]:local[i + 1]] = False
+        data = np.frombuffer(data, np.uint8)[keep].tobytes()
+      out[sh] = runs.Parts(
+          keys=[keys[g] for g in part_group[lo:hi].tolist()], how=how,
+          count=part_records[lo:hi].astype(np.int64), size=size,
+          inline=data, other=other)
+    return out
+
+  def _part_of_framed(self, split, shard, data: bytes) -> tuple:
+    """`_part` of framed bytes of at least MEMBER_BYTES."""
+    data, how = _gzip(data, self._level), MEMBER
+    size = len(data)
+    if self._parts_dir is not None and size >= SPILL_BYTES:
+      data, how = _write_part(FileSystems.join(self._parts_dir, split),
+                              shard, data), PART_FILE
+    return (None, how, data, None, size)
+
+
+def _split_list(items: list, offsets) -> Iterator[list]:
+  o = np.asarray(offsets).tolist()
+  for i in range(len(o) - 1):
+    yield items[o[i]:o[i + 1]]
+
+
+def _expected(parts) -> int:
+  """About the bytes the parts take in the file: gzip members and part
+  files, their size; framed records, a third of it compressed (the shuffle
+  recompresses the same data); runs, what their parts add up to."""
+  return sum(p[4] if p[1] != INLINE else p[4] // 3 for p in parts)
+
+
+def _open_part(path: str):
+  return FileSystems.open(path, compression_type=(
+      CompressionTypes.UNCOMPRESSED))
 
 
 def _read_part(path: str) -> bytes:
@@ -379,13 +499,10 @@ class _WriteShardFn(beam.DoFn):
 
   def process(self, element):
     (split, shard), parts = element
-    parts = sorted((p for p in parts if p is not None), key=lambda p: p[0])
+    parts = [p for p in parts if p is not None]
     limit = self._max.get(split) if self._codec.gzip else None
-    expected = 0
-    if limit:
-      # Gzip members and part files: their size; framed records: about
-      # a third of it compressed (the shuffle recompresses the same data).
-      expected = sum(p[4] if p[1] != INLINE else p[4] // 3 for p in parts)
+    expected = _expected(parts) if limit else 0
+    parts = runs.in_key_order(parts, _open_part)
     if self._shuffle is not None and self._codec.gzip:
       parts = self._shuffled(split, shard, parts)
     out = _ShardFiles(self._directory, split, shard, self._n[split],

@@ -1,8 +1,9 @@
 """Beam composites that wire sources, encoders and sinks."""
 
 from beam_tfrecords.transforms.encode import (ERRORS, STAT_FIELDS, STATS,
-                                              Encode, EncodeGroupedSequences,
-                                              EncodeRows, dead_letter_json)
+                                              Encode, EncodeRows,
+                                              dead_letter_json)
+from beam_tfrecords.transforms.grouped import EncodeGroupedSequences
 from beam_tfrecords.transforms.read import ReadInputs
 
 __all__ = ["ERRORS", "STATS", "STAT_FIELDS", "Encode",

@@ -48,6 +48,8 @@ class DatasetPlan:
     error_shards: how many errors/ files.
     static: dataset.json's parts known before the run.
     finish: what the last step needs (thresholds, lock, publish).
+    buckets: grouped sequences: how many buckets the steps are spread
+      over (transforms.grouped.buckets_for); None: the default.
   """
   staging: str
   shards: Any
@@ -58,6 +60,7 @@ class DatasetPlan:
   error_shards: int
   static: Dict[str, Any]
   finish: FinishPlan
+  buckets: Optional[int] = None
 
 
 def merge_split_stats(parts) -> dict:
@@ -116,7 +119,8 @@ class WriteBatches(beam.PTransform):
 
   def expand(self, batches):
     plan = self._plan
-    encoded = batches | "Encode" >> Encode(self._schema, plan.statistics)
+    encoded = batches | "Encode" >> Encode(self._schema, plan.statistics,
+                                           plan.buckets)
     # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
     parts = self._records(encoded["records"])
     parts.append(encoded["errors"]

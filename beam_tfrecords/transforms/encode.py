@@ -2,8 +2,8 @@
 
 Examples and list-column SequenceExamples are encoded batch by batch
 (`EncodeRows`). Grouped SequenceExamples take three steps
-(`EncodeGroupedSequences`): rows -> keyed steps, GroupByKey, then one
-assembly per group.
+(`transforms.grouped.EncodeGroupedSequences`): rows -> steps by bucket,
+GroupByKey, then one assembly per bucket.
 """
 
 import base64
@@ -18,18 +18,17 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.utils.windowed_value import WindowedValue
 
-from beam_tfrecords.encoding import (ExampleEncoder, SequenceAssembler,
-                                     SequenceEncoder, StepEncoder)
+from beam_tfrecords.encoding import ExampleEncoder, SequenceEncoder
 from beam_tfrecords.encoding.example import RowError
 from beam_tfrecords.encoding.media import MediaPreparer
 from beam_tfrecords.splits import SplitAssigner, key_types
 from beam_tfrecords.errors import reason_category
 from beam_tfrecords.progress import tally
 from beam_tfrecords.schema import Schema, schema_from_dict
-from beam_tfrecords.schema.model import MediaKind, OnBadStep
+from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.sources import SourceBatch
 
-__all__ = ["Encode", "EncodeRows", "EncodeGroupedSequences", "ERRORS",
+__all__ = ["Encode", "EncodeRows", "ERRORS",
            "FEATURE_STATS",
            "STATS", "STAT_FIELDS", "dead_letter_json"]
 
@@ -367,155 +366,6 @@ class EncodeRows(beam.PTransform):
             ERRORS, STATS, FEATURE_STATS, main="records")
 
 
-@beam.typehints.with_input_types(SourceBatch)
-class _EncodeStepsFn(_SchemaFn):
-  """One batch -> (group key, (source path, [step], split, bad)) per key in
-  the batch (a group's rows all go to one split: the split rule reads only
-  group_by columns).
-
-  Rows of one key in one batch travel together, so a file sorted by key
-  sends one element per key instead of one per row. `bad` is None, or,
-  under on_bad_step: reject_group, (first row number, its reason, rows)
-  of the key's rows in the batch that went to errors/: the assembler then
-  rejects the group (a key with only such rows in the batch sends []).
-  Outputs: main: keyed steps; ERRORS; STATS.
-  Counters: as _EncodeBatchFn.
-  """
-
-  def _build(self, schema):
-    return StepEncoder(schema)
-
-  def _work(self, batch: SourceBatch):
-    parts, row_errors = _by_split(self._splits, batch)
-    marks = self._encoder.schema.on_bad_step is OnBadStep.REJECT_GROUP
-    known = None
-    outputs = []
-    described = {}
-    for split, index in parts:
-      if index is None:
-        result = self._encoder.encode_columns(
-            batch.columns, batch.num_rows, batch.known_row_numbers(),
-            stats=self._statistics)
-      else:
-        known = batch.known_row_numbers() if known is None else known
-        result = self._encoder.encode_columns(
-            _take(batch.columns, index), len(index),
-            [known[i] for i in index.tolist()], stats=self._statistics)
-      bad = _bad_by_key(batch, result.bad, index) if marks else {}
-      outputs += [(key, (batch.path, steps, split, bad.pop(key, None)))
-                  for key, steps in result.groups]
-      outputs += [(key, (batch.path, [], split, b)) for key, b in bad.items()]
-      row_errors += _remapped(result.errors, index)
-      if result.stats is not None:
-        described[split] = result.stats
-    errors = _row_errors(batch, row_errors)
-    if errors:
-      outputs.append(beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors)))
-    if described:
-      outputs.append(beam.pvalue.TaggedOutput(FEATURE_STATS, described))
-    stats = _stats(rows_read=batch.num_rows + len(batch.errors),
-                   rows_rejected=len(errors))
-    outputs.append(beam.pvalue.TaggedOutput(STATS, stats))
-    return outputs, stats, errors
-
-
-def _bad_by_key(batch: SourceBatch, bad, index) -> Dict[tuple, tuple]:
-  """key -> (first row number, its reason, rows) of a StepBatch's `bad`
-  rows (index: the batch rows the StepBatch was encoded from)."""
-  rows: Dict[tuple, list] = {}
-  for key, row, reason in bad:
-    number = batch.row_number(row if index is None else int(index[row]))
-    rows.setdefault(key, []).append((number, reason))
-  return {key: min(found, key=lambda r: (r[0] is None, r[0] or 0, r[1]))
-          + (len(found),) for key, found in rows.items()}
-
-
-class _Steps:
-  """The (path, steps) of a group's (path, steps, split, bad) chunks;
-  iterable more than once, as the assembler needs."""
-
-  def __init__(self, chunks):
-    self._chunks = chunks
-
-  def __iter__(self):
-    return ((path, steps) for path, steps, _, _ in self._chunks)
-
-
-class _AssembleFn(_SchemaFn):
-  """(key, [(path, [step], split, bad)]) -> the group's SequenceExample(s).
-
-  Outputs: main: (split, group key, [serialized record]); ERRORS: ((file, -1, -1),
-  [dead-letter dict]) per rejected or truncated group; STATS.
-  Counters: as _EncodeBatchFn.
-  """
-
-  def __init__(self, schema_dict: Dict[str, Any]):
-    super().__init__(schema_dict)
-    self._columns = [c for c, _ in schema_from_dict(schema_dict).group_by]
-
-  def _build(self, schema):
-    return SequenceAssembler(schema)
-
-  def process(self, element):
-    key, chunks = element
-    split = next(iter(chunks))[2]
-    bad = [(path,) + b for path, _, _, b in chunks if b is not None]
-    result = self._encoder.assemble(_Steps(chunks), bad)
-    if result.records:
-      yield split, key, result.records
-    rejected = dropped = 0
-    for e in result.errors:
-      if e.dropped:
-        dropped += e.rows
-      else:
-        rejected += e.rows
-      source = e.examples[0][0] if e.examples else None
-      error = self._counters.rejected_all([{
-          "source": source, "row": None, "rows": e.rows,
-          "group": dict(zip(self._columns, key)),
-          "kind": "dropped" if e.dropped else "rejected",
-          "reason": e.reason, "problems": [], "raw": None,
-          "examples": [{"source": s, "row": r} for s, r in e.examples]}])
-      # Keyed like a batch's errors; (file, -1, -1) sorts before its rows.
-      yield beam.pvalue.TaggedOutput(ERRORS, ((source or "", -1, -1), error))
-    yield beam.pvalue.TaggedOutput(STATS, self._counters.add(_stats(
-        rows_written=result.rows_written, rows_rejected=rejected,
-        rows_dropped=dropped, records=len(result.records),
-        steps=result.rows_written, steps_dropped=dropped)))
-
-
-class EncodeGroupedSequences(beam.PTransform):
-  """Groups rows by the schema's group_by key into SequenceExamples.
-
-  Returns {"records", "errors", "stats"} like `Encode`.
-  """
-
-  def __init__(self, schema: Schema, statistics: bool = True):
-    super().__init__()
-    self._schema = schema
-    self._statistics = statistics
-
-  def expand(self, batches):
-    schema_dict = self._schema.to_dict()
-    steps = batches | "EncodeSteps" >> beam.ParDo(
-        _EncodeStepsFn(schema_dict, threads=None,
-                       statistics=self._statistics)).with_outputs(
-            ERRORS, STATS, FEATURE_STATS, main="steps")
-    assembled = (steps.steps
-                 # (key, (source path, [step], split, bad))
-                 | "GroupSteps" >> beam.GroupByKey()
-                 # (key, [(source path, [step], split, bad), ...])
-                 | "Assemble" >> beam.ParDo(_AssembleFn(schema_dict))
-                 .with_outputs(ERRORS, STATS, main="records"))
-    return {
-        "records": assembled.records,
-        "errors": (steps[ERRORS], assembled[ERRORS])
-                  | "Errors" >> beam.Flatten(),
-        "stats": (steps[STATS], assembled[STATS]) | "Stats" >> beam.Flatten(),
-        FEATURE_STATS: steps[FEATURE_STATS],
-    }
-
-
 class Encode(beam.PTransform):
   """SourceBatches -> {"records", "errors", "stats"} as the schema says.
 
@@ -523,15 +373,19 @@ class Encode(beam.PTransform):
   unique and the same on every run (see sinks.shards).
   """
 
-  def __init__(self, schema: Schema, statistics: bool = True):
+  def __init__(self, schema: Schema, statistics: bool = True,
+               buckets: Optional[int] = None):
     super().__init__()
     self._schema = schema
     self._statistics = statistics
+    self._buckets = buckets
 
   def expand(self, batches):
     if self._schema.is_sequence and self._schema.group_by:
+      # pylint: disable=import-outside-toplevel
+      from beam_tfrecords.transforms.grouped import EncodeGroupedSequences
       return batches | "Grouped" >> EncodeGroupedSequences(
-          self._schema, self._statistics)
+          self._schema, self._statistics, self._buckets)
     out = batches | "Rows" >> EncodeRows(self._schema, self._statistics)
     return {"records": out.records, "errors": out[ERRORS],
             "stats": out[STATS], FEATURE_STATS: out[FEATURE_STATS]}

@@ -1,0 +1,142 @@
+"""Runs: one shard's parts of many chunks, sent as one part.
+
+A chunk `(split, key, items)` given to `WriteShards` may hold many chunks:
+`items` is then an object with `keys` (ascending), `records` (a
+wire.Ragged of every record) and `offsets` (each chunk's first record),
+e.g. `encoding.groups.GroupedRecords`, every group of a bucket. The dealer
+deals each of them exactly as it deals a chunk of its own (vectorized), and
+sends each shard one **run**: that shard's parts of all of them, in key
+order, as columns (`Parts`) pickled in blocks of about `BLOCK_BYTES` and
+compressed (in a part file when large, as other large parts are). The
+shard's writer merges its runs with its other parts by key
+(`in_key_order`), holding one block per run, so the file bytes are the
+same as if every chunk had been its own element, with a few elements per
+shard instead of one per chunk.
+"""
+
+import heapq
+import pickle
+import struct
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple
+
+import numpy as np
+from isal import isal_zlib
+
+__all__ = ["RUN", "Parts", "pack", "in_key_order", "BLOCK_BYTES"]
+
+# How a run travels (sinks.shards: INLINE, MEMBER, PART_FILE are 0, 1, 2).
+RUN = 3
+_INLINE = 0
+# Bytes of parts per block of a run.
+BLOCK_BYTES = 1 << 20
+_BLOCKS, _FILE = "blocks", "file"
+_LENGTH = struct.Struct("<Q")
+
+
+class Parts(NamedTuple):
+  """One shard's parts (sinks.shards part tuples) in key order, as columns.
+
+  Attributes:
+    keys: each part's sort key.
+    how: INLINE, MEMBER or PART_FILE per part.
+    count: items per part.
+    size: bytes per part.
+    inline: the data of the INLINE parts, back to back in order.
+    other: part index -> data of a MEMBER / PART_FILE part.
+  """
+  keys: List[Any]
+  how: np.ndarray
+  count: np.ndarray
+  size: np.ndarray
+  inline: bytes
+  other: Dict[int, Any]
+
+  @classmethod
+  def of(cls, parts: List[tuple]) -> "Parts":
+    """From part tuples (key, how, data, count, size)."""
+    how = np.array([p[1] for p in parts], dtype=np.int64)
+    return cls(keys=[p[0] for p in parts], how=how,
+               count=np.array([p[3] for p in parts], dtype=np.int64),
+               size=np.array([p[4] for p in parts], dtype=np.int64),
+               inline=b"".join(p[2] for p in parts if p[1] == _INLINE),
+               other={i: p[2] for i, p in enumerate(parts)
+                      if p[1] != _INLINE})
+
+  def tuples(self) -> Iterator[tuple]:
+    at = 0
+    for i, (key, how, count, size) in enumerate(zip(
+        self.keys, self.how.tolist(), self.count.tolist(),
+        self.size.tolist())):
+      if how == _INLINE:
+        yield (key, how, self.inline[at:at + size], count, size)
+        at += size
+      else:
+        yield (key, how, self.other[i], count, size)
+
+  def cut(self, start: int, stop: int) -> "Parts":
+    inline_size = np.where(self.how == _INLINE, self.size, 0)
+    first = int(inline_size[:start].sum())
+    last = first + int(inline_size[start:stop].sum())
+    return Parts(self.keys[start:stop], self.how[start:stop],
+                 self.count[start:stop], self.size[start:stop],
+                 self.inline[first:last],
+                 {i - start: d for i, d in self.other.items()
+                  if start <= i < stop})
+
+
+def _blocks(parts: Parts) -> Iterator[bytes]:
+  """Compressed pickled Parts of about BLOCK_BYTES each."""
+  ends = np.cumsum(parts.size)
+  start = 0
+  while start < len(parts.keys):
+    base = int(ends[start - 1]) if start else 0
+    stop = int(np.searchsorted(ends, base + BLOCK_BYTES, side="left")) + 1
+    stop = min(max(stop, start + 1), len(parts.keys))
+    yield isal_zlib.compress(pickle.dumps(tuple(parts.cut(start, stop)),
+                                          protocol=5), 0)
+    start = stop
+
+
+def pack(parts: Parts, expected: int,
+         spill: Callable[[bytes], str] = None, spill_bytes: int = 0
+         ) -> tuple:
+  """A run part `(first key, RUN, data, count, expected)` of `parts`.
+  `expected` is what the parts add to the writer's size estimate. When the
+  compressed run is at least `spill_bytes` and `spill` is given, it is
+  written by `spill(bytes)` (a part file; its path travels)."""
+  blocks = list(_blocks(parts))
+  count = int(parts.count.sum())
+  if spill is not None and sum(map(len, blocks)) >= spill_bytes:
+    data = b"".join(_LENGTH.pack(len(b)) + b for b in blocks)
+    return (parts.keys[0], RUN, (_FILE, spill(data)), count, expected)
+  return (parts.keys[0], RUN, (_BLOCKS, blocks), count, expected)
+
+
+def _file_blocks(path: str, open_file: Callable) -> Iterator[bytes]:
+  with open_file(path) as f:
+    while True:
+      head = f.read(_LENGTH.size)
+      if not head:
+        return
+      (length,) = _LENGTH.unpack(head)
+      yield f.read(length)
+
+
+def _parts(run: tuple, open_file: Callable) -> Iterator[tuple]:
+  kind, data = run[2]
+  blocks = data if kind == _BLOCKS else _file_blocks(data, open_file)
+  for block in blocks:
+    yield from Parts(*pickle.loads(isal_zlib.decompress(block))).tuples()
+
+
+def in_key_order(parts: Iterable[tuple], open_file: Callable
+                 ) -> Iterator[tuple]:
+  """A shard's parts (runs among them) as plain parts, in key order.
+  `open_file(path)` opens a run's part file for reading."""
+  parts = list(parts)
+  runs = [p for p in parts if p[1] == RUN]
+  plain = sorted((p for p in parts if p[1] != RUN), key=lambda p: p[0])
+  if not runs:
+    return iter(plain)
+  return heapq.merge(plain, *(_parts(r, open_file) for r in runs),
+                     key=lambda p: p[0])
