@@ -18,6 +18,7 @@ from beam_tfrecords.encoding.stats import merge as merge_stats
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
                                   WriteShards, WriteWithBeamSink)
+from beam_tfrecords.sinks.shards import PARTS_DIR
 from beam_tfrecords.sinks.finish import Finish, FinishPlan
 from beam_tfrecords.transforms.encode import (FEATURE_STATS, STAT_FIELDS,
                                               Encode, dead_letter_json)
@@ -119,8 +120,9 @@ class WriteBatches(beam.PTransform):
 
   def expand(self, batches):
     plan = self._plan
-    encoded = batches | "Encode" >> Encode(self._schema, plan.statistics,
-                                           plan.buckets)
+    encoded = batches | "Encode" >> Encode(
+        self._schema, plan.statistics, plan.buckets,
+        FileSystems.join(plan.staging, PARTS_DIR, "steps"))
     # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
     parts = self._records(encoded["records"])
     parts.append(encoded["errors"]

@@ -374,18 +374,20 @@ class Encode(beam.PTransform):
   """
 
   def __init__(self, schema: Schema, statistics: bool = True,
-               buckets: Optional[int] = None):
+               buckets: Optional[int] = None,
+               spill_dir: Optional[str] = None):
     super().__init__()
     self._schema = schema
     self._statistics = statistics
     self._buckets = buckets
+    self._spill_dir = spill_dir
 
   def expand(self, batches):
     if self._schema.is_sequence and self._schema.group_by:
       # pylint: disable=import-outside-toplevel
       from beam_tfrecords.transforms.grouped import EncodeGroupedSequences
       return batches | "Grouped" >> EncodeGroupedSequences(
-          self._schema, self._statistics, self._buckets)
+          self._schema, self._statistics, self._buckets, self._spill_dir)
     out = batches | "Rows" >> EncodeRows(self._schema, self._statistics)
     return {"records": out.records, "errors": out[ERRORS],
             "stats": out[STATS], FEATURE_STATS: out[FEATURE_STATS]}

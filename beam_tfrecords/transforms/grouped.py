@@ -6,8 +6,9 @@
    (`encoding.steps.StepEncoder.encode_table`), and every step goes to one
    of `buckets` buckets by a hash of its group key. One element per
    (split, bucket) of the batch: the bucket's steps as compressed Arrow IPC
-   bytes, plus, under `on_bad_step: reject_group`, the rows of the
-   bucket's keys that went to errors/.
+   bytes (or, for a large batch, where they are in a file the batch wrote
+   under the staging folder), plus, under `on_bad_step: reject_group`,
+   the rows of the bucket's keys that went to errors/.
 2. **GroupSteps**: GroupByKey on (split, bucket). Elements are few (batches
    x buckets), not one per row or per group, so the runner's per-element
    costs do not grow with the number of groups.
@@ -21,19 +22,27 @@
 Memory: a bucket's steps (compressed) while the runner groups them, and
 one bucket at a time per worker thread while assembling. The number of
 buckets grows with the input (`buckets_for`), so a bucket stays about
-`BUCKET_BYTES` of input.
+`BUCKET_BYTES` of input; a bucket that skewed keys make larger than
+`ASSEMBLY_BYTES` is assembled in passes, and a single group larger than
+that is refused with its size (`encoding.passes`).
 """
 
 from typing import Any, Dict, List, Optional
 
+import uuid
+
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.encoding.groups import GroupAssembler
+from beam_tfrecords.encoding.passes import plan_passes
 from beam_tfrecords.encoding.steps import StepEncoder, key_hash, keys_hash
 from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.schema.model import OnBadStep
+from beam_tfrecords.sinks.shards import SPILL_BYTES
 from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.transforms.encode import (ERRORS, FEATURE_STATS, STATS,
                                               _by_split, _remapped,
@@ -41,15 +50,21 @@ from beam_tfrecords.transforms.encode import (ERRORS, FEATURE_STATS, STATS,
                                               _take)
 
 __all__ = ["EncodeGroupedSequences", "buckets_for", "BUCKET_BYTES",
-           "DEFAULT_BUCKETS"]
+           "DEFAULT_BUCKETS", "ASSEMBLY_BYTES"]
 
 # Input bytes per bucket that buckets_for aims at, and its bounds. Buckets
 # are what the assembly is spread over (workers x threads) and what one
 # assembly holds in memory.
-BUCKET_BYTES = 16 << 20
+BUCKET_BYTES = 8 << 20
 MIN_BUCKETS, MAX_BUCKETS = 16, 4096
 # When the input's size is not known (a PCollection).
 DEFAULT_BUCKETS = 64
+# Step bytes one assembly sorts at once (its peak memory is about 3x);
+# a bucket with more is assembled in passes, and a group with more is
+# refused (encoding.passes).
+ASSEMBLY_BYTES = 256 << 20
+# Compressed steps -> bytes in memory, at most (LZ4 on steps: ~2-3x).
+_EXPANSION = 8
 # Arrow IPC compression of the steps on their way to the GroupByKey:
 # measured on the events benchmark, LZ4 halves them at ~1 GB/s.
 _IPC = pa.ipc.IpcWriteOptions(compression="lz4")
@@ -87,9 +102,11 @@ class _EncodeStepsFn(_SchemaFn):
   """
 
   def __init__(self, schema_dict: Dict[str, Any], buckets: int,
+               spill_dir: Optional[str] = None,
                threads: Optional[int] = None, statistics: bool = True):
     super().__init__(schema_dict, threads=threads, statistics=statistics)
     self._buckets = buckets
+    self._spill_dir = spill_dir
 
   def _build(self, schema):
     return StepEncoder(schema)
@@ -130,14 +147,44 @@ class _EncodeStepsFn(_SchemaFn):
     order = np.argsort(bucket, kind="stable")
     ordered = table.take(pa.array(order))
     bounds = np.searchsorted(bucket[order], np.arange(self._buckets + 1))
-    out = []
+    blocks = []
     for b in range(self._buckets):
       start, stop = int(bounds[b]), int(bounds[b + 1])
-      if start == stop and b not in bad:
-        continue
-      out.append(((split, b), (path, _ipc_bytes(
-          ordered.slice(start, stop - start)), bad.get(b, []))))
-    return out
+      if start < stop or b in bad:
+        blocks.append((b, _ipc_bytes(ordered.slice(start, stop - start))))
+    if self._spill_dir is not None and sum(
+        len(data) for _, data in blocks) >= SPILL_BYTES:
+      blocks = _spilled(self._spill_dir, blocks)
+    return [((split, b), (path, data, bad.get(b, []))) for b, data in blocks]
+
+
+def _spilled(directory: str, blocks: List[tuple]) -> List[tuple]:
+  """The blocks written to one file; each block's data becomes its place
+  (path, offset, length)."""
+  path = FileSystems.join(directory, f"{uuid.uuid4().hex}.steps")
+  out, offset = [], 0
+  with FileSystems.create(path, compression_type=(
+      CompressionTypes.UNCOMPRESSED)) as f:
+    for b, data in blocks:
+      f.write(data)
+      out.append((b, (path, offset, len(data))))
+      offset += len(data)
+  return out
+
+
+def _read(data) -> bytes:
+  """A block's bytes, from where _spilled put it."""
+  if isinstance(data, bytes):
+    return data
+  path, offset, length = data
+  with FileSystems.open(path, compression_type=(
+      CompressionTypes.UNCOMPRESSED)) as f:
+    f.seek(offset)
+    return f.read(length)
+
+
+def _size(data) -> int:
+  return len(data) if isinstance(data, bytes) else data[2]
 
 
 def _bad_by_bucket(batch: SourceBatch, steps, index, buckets: int
@@ -178,37 +225,62 @@ class _AssembleFn(_SchemaFn):
 
   def _work(self, element):
     (split, bucket), blocks = element
-    tables, bad = [], {}
-    for path, data, marks in blocks:
-      tables.append((path, _ipc_table(data)))
+    blocks = list(blocks)
+    bad: Dict[tuple, list] = {}
+    for path, _, marks in blocks:
       for key, number, reason, count in marks:
         bad.setdefault(key, []).append((path, number, reason, count))
-    result = self._encoder.assemble(tables, bad)
-    outputs = [(split, ("bucket", bucket), result)] if len(result) else []
-    rejected = dropped = 0
-    errors = []
-    for key, e in result.errors:
-      if e.dropped:
-        dropped += e.rows
-      else:
-        rejected += e.rows
-      source = e.examples[0][0] if e.examples else None
-      error = {
-          "source": source, "row": None, "rows": e.rows,
-          "group": dict(zip(self._columns, key)),
-          "kind": "dropped" if e.dropped else "rejected",
-          "reason": e.reason, "problems": [], "raw": None,
-          "examples": [{"source": s, "row": r} for s, r in e.examples]}
-      errors.append(error)
+
+    def tables():
+      return ((path, _ipc_table(_read(data))) for path, data, _ in blocks)
+
+    if sum(_size(data) for _, data, _ in blocks) * _EXPANSION <= \
+        ASSEMBLY_BYTES:
+      results, refused = [self._encoder.assemble(list(tables()), bad)], []
+    else:  # a bucket too large for one assembly (skewed keys)
+      plan = plan_passes(tables, ASSEMBLY_BYTES)
+      results = [self._encoder.assemble(
+          [(path, plan.select(t, i)) for path, t in tables()], bad)
+                 for i in range(plan.passes)]
+      refused = plan.refused
+    outputs, errors = [], []
+    written = rejected = dropped = records = 0
+    for i, result in enumerate(results):
+      if len(result):
+        outputs.append((split, ("bucket", bucket, i), result))
+      written += result.rows_written
+      records += len(result.steps)
+      for key, e in result.errors:
+        if e.dropped:
+          dropped += e.rows
+        else:
+          rejected += e.rows
+        errors.append(self._error(key, e.rows, e.reason, e.dropped,
+                                  e.examples))
+    for r in refused:
+      rejected += r.rows
+      errors.append(self._error(
+          r.key, r.rows, f"the group has {r.rows:,} rows ({r.size:,} bytes "
+          f"of serialized steps), more than one worker assembles at once "
+          f"({ASSEMBLY_BYTES:,} bytes); it could not be one record either: "
+          "leave such keys out, or group by a finer key", False,
+          r.examples))
+    for error in errors:
       # Keyed like a batch's errors; (file, -1, -1) sorts before its rows.
       outputs.append(beam.pvalue.TaggedOutput(
-          ERRORS, ((source or "", -1, -1), [error])))
-    written = result.rows_written
+          ERRORS, ((error["source"] or "", -1, -1), [error])))
     stats = _stats(rows_written=written, rows_rejected=rejected,
-                   rows_dropped=dropped, records=len(result.steps),
-                   steps=written, steps_dropped=dropped)
+                   rows_dropped=dropped, records=records, steps=written,
+                   steps_dropped=dropped)
     outputs.append(beam.pvalue.TaggedOutput(STATS, stats))
     return outputs, stats, errors
+
+  def _error(self, key, rows, reason, dropped, examples) -> dict:
+    return {"source": examples[0][0] if examples else None, "row": None,
+            "rows": rows, "group": dict(zip(self._columns, key)),
+            "kind": "dropped" if dropped else "rejected",
+            "reason": reason, "problems": [], "raw": None,
+            "examples": [{"source": s, "row": r} for s, r in examples]}
 
 
 class EncodeGroupedSequences(beam.PTransform):
@@ -224,19 +296,25 @@ class EncodeGroupedSequences(beam.PTransform):
     buckets: how many buckets the steps are spread over (see
       `buckets_for`; None: DEFAULT_BUCKETS); the output does not depend
       on it.
+    spill_dir: where a batch's steps are written when they are at least
+      SPILL_BYTES, so that only their place goes through the GroupByKey
+      (the DirectRunner holds what it groups in memory, about 3 times);
+      None: they travel in the elements.
   """
 
   def __init__(self, schema: Schema, statistics: bool = True,
-               buckets: Optional[int] = None):
+               buckets: Optional[int] = None,
+               spill_dir: Optional[str] = None):
     super().__init__()
     self._schema = schema
     self._statistics = statistics
     self._buckets = buckets or DEFAULT_BUCKETS
+    self._spill_dir = spill_dir
 
   def expand(self, batches):
     schema_dict = self._schema.to_dict()
     steps = batches | "EncodeSteps" >> beam.ParDo(
-        _EncodeStepsFn(schema_dict, self._buckets,
+        _EncodeStepsFn(schema_dict, self._buckets, self._spill_dir,
                        statistics=self._statistics)).with_outputs(
             ERRORS, STATS, FEATURE_STATS, main="steps")
     assembled = (steps.steps

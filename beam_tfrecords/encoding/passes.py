@@ -1,0 +1,120 @@
+"""A bucket of steps too large to assemble at once. No Beam here.
+
+`GroupAssembler` sorts a bucket's steps in memory. A bucket is normally a
+few MiB (`transforms.grouped.buckets_for`), but keys can be skewed: one
+user with millions of events lands in one bucket. `plan_passes` looks at
+the bucket one table at a time, never holding it whole:
+
+* a group whose steps take more than `limit` bytes is **refused**: it
+  cannot be sorted in the memory one assembly may use, and it could not be
+  one record under the default max_record_bytes either. Its rows go to
+  errors/ as one entry naming the group, its rows and its size;
+* the other groups are assembled in **passes** of about `limit` bytes each,
+  a pass taking the groups whose key hash falls in its share.
+
+The records do not change: each pass writes whole groups, in key order,
+and the sink merges the passes' records by key like it merges buckets.
+"""
+
+import dataclasses
+from typing import Callable, Iterable, List, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from beam_tfrecords.encoding.steps import CONTEXT, KEY, ROW, STEP, key_hash
+
+__all__ = ["Refused", "Plan", "plan_passes", "step_bytes"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Refused:
+  """A group too large to assemble: its key, rows, step bytes and the
+  first few (source, row) of it."""
+  key: tuple
+  rows: int
+  size: int
+  examples: Tuple[Tuple[str, object], ...]
+
+
+@dataclasses.dataclass
+class Plan:
+  """passes: how many passes; refused: the groups left out."""
+  passes: int
+  refused: List[Refused]
+  refused_hashes: np.ndarray
+
+  def select(self, table: pa.Table, index: int) -> pa.Table:
+    """The steps of `table` that pass `index` assembles."""
+    h = key_hash(table)
+    keep = ~np.isin(h, self.refused_hashes)
+    if self.passes > 1:
+      keep &= (h >> np.uint64(40)) % np.uint64(self.passes) == index
+    return table if keep.all() else table.filter(pa.array(keep))
+
+
+def _names(table: pa.Table, prefix: str) -> List[str]:
+  return [n for n in table.column_names
+          if n.startswith(prefix) and n[len(prefix):].isdigit()]
+
+
+def step_bytes(table: pa.Table) -> np.ndarray:
+  """The serialized bytes each step carries (its features and context)."""
+  out = np.zeros(table.num_rows, dtype=np.int64)
+  for name in _names(table, STEP) + _names(table, CONTEXT):
+    column = table.column(name)
+    out += pc.fill_null(pc.binary_length(column), 0).to_numpy(
+        zero_copy_only=False)
+  return out
+
+
+def plan_passes(tables: Callable[[], Iterable[Tuple[str, pa.Table]]],
+                limit: int) -> Plan:
+  """How to assemble a bucket whose (source, StepTable.table) pairs
+  `tables()` yields (called more than once), in passes of about `limit`
+  step bytes."""
+  keys = None
+  sums = []
+  for _, table in tables():
+    names = _names(table, KEY)
+    sizes = table.select(names).append_column(
+        "bytes", pa.array(step_bytes(table))).append_column(
+            "rows", pa.array(np.ones(table.num_rows, dtype=np.int64)))
+    sums.append(sizes.group_by(names).aggregate([("bytes", "sum"),
+                                                 ("rows", "sum")]))
+    keys = names
+  if not sums:
+    return Plan(1, [], np.zeros(0, np.uint64))
+  total = pa.concat_tables(
+      [t.rename_columns(keys + ["bytes", "rows"]) for t in sums]).group_by(
+          keys).aggregate([("bytes", "sum"), ("rows", "sum")])
+  size = total.column("bytes_sum").to_numpy()
+  rows = total.column("rows_sum").to_numpy()
+  big = np.flatnonzero(size > limit)
+  refused = []
+  if len(big):
+    big_keys = total.select(keys).take(pa.array(big))
+    listed = list(zip(*(big_keys.column(k).to_pylist() for k in keys)))
+    hashes = key_hash(big_keys.rename_columns(
+        [f"{KEY}{i}" for i in range(len(keys))]))
+    examples = _examples(tables, hashes)
+    refused = [Refused(key, int(rows[i]), int(size[i]), examples.get(h, ()))
+               for key, i, h in zip(listed, big.tolist(), hashes.tolist())]
+  else:
+    hashes = np.zeros(0, np.uint64)
+  kept = int(size.sum() - size[big].sum())
+  return Plan(max(1, -(-kept // limit)), refused, hashes)
+
+
+def _examples(tables, hashes: np.ndarray, count: int = 3) -> dict:
+  """hash -> the first `count` (source, row) of each refused group."""
+  found = {}
+  for path, table in tables():
+    h = key_hash(table)
+    for i in np.flatnonzero(np.isin(h, hashes)).tolist():
+      found.setdefault(int(h[i]), []).append(
+          (path, table.column(ROW)[i].as_py()))
+  return {h: tuple(sorted(places, key=lambda p: (
+      p[0], p[1] is None, p[1] or 0))[:count]) for h, places in found.items()}
+
