@@ -5,7 +5,7 @@
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
-        [--scale-rows 1000000,10000000]
+        [--scale-rows 1000000,10000000] [--sequence-memory-rows 10000000]
 
 Prints one table per suite: wall seconds, rows/s, input MB/s, peak RSS of
 the largest process, and ratios against baselines measured in the same run
@@ -19,7 +19,10 @@ imports. The data is generated deterministically (and kept in --workdir).
   (CPU seconds of reading, encoding, framing and deflating, measured here,
   spread over the cores); TFX CsvExampleGen when `tfx` imports.
 * sequences: an event log (users x events, rows shuffled); one Example per
-  row vs one SequenceExample per user (group_by user, order_by ts).
+  row vs one SequenceExample per user (group_by user, order_by ts), with
+  10 events per user (against the seed-style loop) and with 1,000 (long
+  groups); with --sequence-memory-rows N, the same at N rows, for peak
+  memory (the seed loop cannot hold 10M rows' groups).
 * accounting: the 12-column CSV clean, with 1% and with 10% bad rows (each
   bad row goes to errors/ with its reason and is counted); the same build
   with Beam's WriteToTFRecord sink for comparison.
@@ -248,11 +251,11 @@ def _cli(results, name, workdir, schema, src, extra=()):
   _timed_cmd(results, name, _cli_cmd(workdir, schema, src, extra))
 
 
-def _baseline_cmd(kind: str, src: str, dst: str) -> List[str]:
+def _baseline_cmd(kind: str, src: str, dst: str, *more: str) -> List[str]:
   """A baseline in a fresh interpreter (it pays its own imports, as the
   `build` runs do)."""
   return [sys.executable, os.path.abspath(__file__), "--run-seed", kind, src,
-          dst]
+          dst, *more]
 
 
 def _table(title: str, rows: int, src: str, results, bases,
@@ -276,31 +279,57 @@ def _table(title: str, rows: int, src: str, results, bases,
     print(line)
 
 
-def sequences_suite(args) -> None:
-  src = os.path.join(args.workdir, f"events-{args.rows}.csv")
+def _events(args, rows: int, per_user: int) -> str:
+  src = os.path.join(args.workdir, f"events-{rows}" + (
+      f"-per{per_user}" if per_user != 10 else "") + ".csv")
   if not os.path.exists(src):
-    _run(_baseline_cmd("make-events", src, str(args.rows)))
+    _run(_baseline_cmd("make-events", src, str(rows), str(per_user)))
+  return src
+
+
+def sequences_suite(args) -> None:
   schemas = {}
   for name, text in (("rows", EVENTS_AS_EXAMPLES),
                      ("seq", EVENTS_AS_SEQUENCES)):
     schemas[name] = os.path.join(args.workdir, f"events-{name}.yaml")
     with open(schemas[name], "w") as f:
       f.write(text)
-  results = []
-  _timed_cmd(results, "seed-style loop: group in a dict, sort, "
-             "SequenceExample protos, TFRecordWriter GZIP",
-             _baseline_cmd("sequences", src, os.path.join(
-                 args.workdir, "seed-seq.tfrecord.gz")))
-  _cli(results, "build, one Example per row", args.workdir, schemas["rows"],
-       src)
-  _cli(results, "build, SequenceExample per user: group_by + order_by",
-       args.workdir, schemas["seq"], src)
-  _cli(results, "build, SequenceExample per user, 2 worker processes",
-       args.workdir, schemas["seq"], src,
-       ["--direct_num_workers=2", "--direct_running_mode=multi_processing"])
-  _table("sequences (10 events per user on average; build = DirectRunner "
-         "defaults unless said)", args.rows, src, results,
-         [("seed loop", results[0].seconds)])
+  two = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
+  for per_user in (10, 1000):
+    src = _events(args, args.rows, per_user)
+    results = []
+    if per_user == 10:
+      _timed_cmd(results, "seed-style loop: group in a dict, sort, "
+                 "SequenceExample protos, TFRecordWriter GZIP",
+                 _baseline_cmd("sequences", src, os.path.join(
+                     args.workdir, "seed-seq.tfrecord.gz")))
+    _cli(results, "build, one Example per row", args.workdir,
+         schemas["rows"], src)
+    example = results[-1].seconds
+    _cli(results, "build, SequenceExample per user: group_by + order_by",
+         args.workdir, schemas["seq"], src)
+    _cli(results, "build, SequenceExample per user, 2 worker processes",
+         args.workdir, schemas["seq"], src, two)
+    bases = [("seed loop", results[0].seconds)] if per_user == 10 else []
+    _table(f"sequences ({per_user:,} events per user on average, "
+           f"{max(1, args.rows // per_user):,} users; build = DirectRunner "
+           "defaults unless said)", args.rows, src, results, bases,
+           [("Example build", example)])
+  if args.sequence_memory_rows:
+    # The seed loop holds every group in memory: it is not run here.
+    rows = args.sequence_memory_rows
+    src = _events(args, rows, 10)
+    results = []
+    _cli(results, "build, one Example per row", args.workdir,
+         schemas["rows"], src)
+    example = results[-1].seconds
+    _cli(results, "build, SequenceExample per user: group_by + order_by",
+         args.workdir, schemas["seq"], src)
+    _cli(results, "build, SequenceExample per user, 2 worker processes",
+         args.workdir, schemas["seq"], src, two)
+    _table(f"sequences at scale ({rows // 10:,} users; the DirectRunner "
+           "groups in the launcher's memory)", rows, src, results, [],
+           [("Example build", example)])
 
 
 def _with_bad_rows(src: str, dst: str, every: int) -> None:
@@ -842,7 +871,8 @@ BASELINES = {"examples": seed_loop, "sequences": seed_sequence_loop,
              "beam-rows": beam_row_by_row, "parquet": write_parquet,
              "limits": _write_limit_steps,
              "make-csv": lambda path, rows: make_csv(path, int(rows)),
-             "make-events": lambda path, rows: make_events_csv(path, int(rows)),
+             "make-events": lambda path, rows, per_user="10": make_events_csv(
+                 path, int(rows), int(per_user)),
              "make-images": make_images, "seed-images": seed_image_loop,
              "seed-pixels": seed_pixels_loop, "tf-copy": tf_copy_loop,
              "tf-parse": tf_parse_loop}
@@ -894,6 +924,9 @@ def main():
                  help="rows for the transform suite")
   p.add_argument("--portable-rows", default="100000,1000000",
                  help="row counts for the portable suite, comma-separated")
+  p.add_argument("--sequence-memory-rows", type=int, default=0,
+                 help="sequences suite: also build this many rows (e.g. "
+                 "10000000) and show peak memory; 0: skip")
   p.add_argument("--images", type=int, default=3000,
                  help="image files for the images suite")
   p.add_argument("--workdir", default="/tmp/btr-bench")

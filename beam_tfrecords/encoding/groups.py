@@ -59,12 +59,15 @@ class GroupedRecords:
     steps: the steps in each record.
     errors: (group key, GroupError) of the groups' rows in no record, in
       key order.
+    hashes: the sink's stable hash of each key (sinks.shards.stable_hash),
+      when the producer computed them (in parallel); None: the sink does.
   """
   keys: List[tuple]
   records: wire.Ragged
   offsets: np.ndarray
   steps: np.ndarray
   errors: List[Tuple[tuple, GroupError]]
+  hashes: Optional[np.ndarray] = None
 
   def __len__(self) -> int:
     return len(self.keys)
@@ -171,19 +174,26 @@ class GroupAssembler:
                       for i in range(len(s.group_by)))))
     special = self._special(t, keys, starts, sizes, bad)
     max_len = s.max_length
-    normal = np.flatnonzero(~special)
-    # Pieces of the normal groups: (group, part, first step, steps); more
-    # than one only under overflow: split.
-    pieces = np.ones(len(normal), np.int64) if max_len is None else \
-        np.maximum(1, -(-sizes[normal] // max_len))
-    group = np.repeat(normal, pieces)
-    part = wire.ranges(np.zeros(len(normal), np.int64), pieces)
+    # Pieces: (group, part, first step, steps), covering every step in
+    # order; more than one per group only under overflow: split. A
+    # special group is one piece, whose record is replaced below.
+    pieces = np.ones(len(starts), np.int64)
+    if max_len is not None:
+      pieces = np.where(special, 1, np.maximum(1, -(-sizes // max_len)))
+    group = np.repeat(np.arange(len(starts)), pieces)
+    part = wire.ranges(np.zeros(len(starts), np.int64), pieces)
     if max_len is None:
       begin, length = starts[group], sizes[group]
     else:
-      begin = starts[group] + part * max_len
-      length = np.minimum(max_len, sizes[group] - part * max_len)
+      step = np.where(special[group], sizes[group], max_len)
+      begin = starts[group] + part * step
+      length = np.minimum(step, sizes[group] - part * step)
     records = self._records(t, begin, length, part)
+    if special.any():
+      keep = ~special[group]
+      records = wire.from_arrow(wire.to_arrow(records).filter(
+          pa.array(keep)))
+      group, part, length = group[keep], part[keep], length[keep]
     # The special groups, written by the reference.
     extra: Dict[int, List[bytes]] = {}
     extra_steps: Dict[int, List[int]] = {}
@@ -270,12 +280,12 @@ class GroupAssembler:
 
   def _records(self, t, begin, length, part) -> wire.Ragged:
     """The SequenceExample of each piece (steps begin..begin+length of the
-    sorted table; `part`: its number within its group)."""
+    sorted table, the pieces covering it in order; `part`: its number
+    within its group)."""
     s = self._schema
-    steps = pa.array(wire.ranges(begin, length))
     lists = []
     for i, f in enumerate(s.sequence):
-      features = wire.from_arrow(_column(t, f"{STEP}{i}").take(steps))
+      features = wire.from_arrow(_column(t, f"{STEP}{i}"))
       lists.append((f.name, wire.feature_lists(features, _offsets(length)),
                     np.ones(len(begin), dtype=bool)))
     context = []

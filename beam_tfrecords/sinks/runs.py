@@ -6,8 +6,8 @@ wire.Ragged of every record) and `offsets` (each chunk's first record),
 e.g. `encoding.groups.GroupedRecords`, every group of a bucket. The dealer
 deals each of them exactly as it deals a chunk of its own (vectorized), and
 sends each shard one **run**: that shard's parts of all of them, in key
-order, as columns (`Parts`) pickled in blocks of about `BLOCK_BYTES` and
-compressed (in a part file when large, as other large parts are). The
+order, as columns (`Parts`) pickled in blocks of about `BLOCK_BYTES` (in
+a part file when large, as other large parts are). The
 shard's writer merges its runs with its other parts by key
 (`in_key_order`), holding one block per run, so the file bytes are the
 same as if every chunk had been its own element, with a few elements per
@@ -20,7 +20,6 @@ import struct
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple
 
 import numpy as np
-from isal import isal_zlib
 
 __all__ = ["RUN", "Parts", "pack", "in_key_order", "BLOCK_BYTES"]
 
@@ -85,15 +84,16 @@ class Parts(NamedTuple):
 
 
 def _blocks(parts: Parts) -> Iterator[bytes]:
-  """Compressed pickled Parts of about BLOCK_BYTES each."""
+  """Pickled Parts of about BLOCK_BYTES each (not compressed: a run is
+  written once and read once, on the same machine's disk for a local
+  run; compressing it cost more than it saved)."""
   ends = np.cumsum(parts.size)
   start = 0
   while start < len(parts.keys):
     base = int(ends[start - 1]) if start else 0
     stop = int(np.searchsorted(ends, base + BLOCK_BYTES, side="left")) + 1
     stop = min(max(stop, start + 1), len(parts.keys))
-    yield isal_zlib.compress(pickle.dumps(tuple(parts.cut(start, stop)),
-                                          protocol=5), 0)
+    yield pickle.dumps(tuple(parts.cut(start, stop)), protocol=5)
     start = stop
 
 
@@ -102,8 +102,8 @@ def pack(parts: Parts, expected: int,
          ) -> tuple:
   """A run part `(first key, RUN, data, count, expected)` of `parts`.
   `expected` is what the parts add to the writer's size estimate. When the
-  compressed run is at least `spill_bytes` and `spill` is given, it is
-  written by `spill(bytes)` (a part file; its path travels)."""
+  run is at least `spill_bytes` and `spill` is given, it is written by
+  `spill(bytes)` (a part file; its path travels)."""
   blocks = list(_blocks(parts))
   count = int(parts.count.sum())
   if spill is not None and sum(map(len, blocks)) >= spill_bytes:
@@ -126,7 +126,7 @@ def _parts(run: tuple, open_file: Callable) -> Iterator[tuple]:
   kind, data = run[2]
   blocks = data if kind == _BLOCKS else _file_blocks(data, open_file)
   for block in blocks:
-    yield from Parts(*pickle.loads(isal_zlib.decompress(block))).tuples()
+    yield from Parts(*pickle.loads(block)).tuples()
 
 
 def in_key_order(parts: Iterable[tuple], open_file: Callable

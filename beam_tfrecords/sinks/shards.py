@@ -41,6 +41,7 @@ from typing import (Any, Callable, Dict, Iterator, List, NamedTuple,
 
 import apache_beam as beam
 import numpy as np
+import pyarrow as pa
 from isal import isal_zlib
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -222,20 +223,28 @@ class _DealFn(beam.DoFn):
     offsets = np.asarray(items.offsets, dtype=np.int64)
     counts = np.diff(offsets)
     records = items.records.to_list()
-    first = np.fromiter((stable_hash(k) % n for k in keys), dtype=np.int64,
-                        count=len(keys))
+    hashes = getattr(items, "hashes", None)
+    if hashes is None:
+      hashes = np.fromiter((stable_hash(k) for k in keys), dtype=np.uint64,
+                           count=len(keys))
+    first = (hashes % np.uint64(n)).astype(np.int64)
     group = np.repeat(np.arange(len(keys)), counts)
     rank = np.arange(len(records)) - np.repeat(offsets[:-1], counts)
     shard = (first[group] + rank) % n
-    framed = np.frombuffer(frame_records(records), dtype=np.uint8)
-    ends = np.cumsum(np.fromiter(map(len, records), dtype=np.int64,
-                                 count=len(records)) + 16)
+    framed = frame_records(records)
+    ends = np.zeros(len(records) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, records), dtype=np.int64,
+                          count=len(records)) + 16, out=ends[1:])
     # Records by (shard, chunk, rank): a part is a run of equal (shard,
     # chunk), its bytes the framed records in rank order.
     order = np.lexsort((rank, group, shard))
-    starts = np.concatenate([[0], ends[:-1]])[order]
-    lengths = ends[order] - starts
-    buf = framed[wire.ranges(starts, lengths)]
+    lengths = np.diff(ends)[order]
+    buf = np.frombuffer(framed, dtype=np.uint8)
+    if n > 1:
+      buf = wire.from_arrow(pa.LargeBinaryArray.from_buffers(
+          pa.large_binary(), len(records),
+          [None, pa.py_buffer(ends), pa.py_buffer(framed)]).take(
+              pa.array(order))).buf
     s_o, g_o = shard[order], group[order]
     new = np.ones(len(order), dtype=bool)
     new[1:] = (s_o[1:] != s_o[:-1]) | (g_o[1:] != g_o[:-1])

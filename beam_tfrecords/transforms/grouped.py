@@ -42,7 +42,7 @@ from beam_tfrecords.encoding.passes import plan_passes
 from beam_tfrecords.encoding.steps import StepEncoder, key_hash, keys_hash
 from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.schema.model import OnBadStep
-from beam_tfrecords.sinks.shards import SPILL_BYTES
+from beam_tfrecords.sinks.shards import SPILL_BYTES, stable_hash
 from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.transforms.encode import (ERRORS, FEATURE_STATS, STATS,
                                               _by_split, _remapped,
@@ -247,6 +247,9 @@ class _AssembleFn(_SchemaFn):
     written = rejected = dropped = records = 0
     for i, result in enumerate(results):
       if len(result):
+        # The sink's shard of each group, here in the worker's threads.
+        result.hashes = np.fromiter(map(stable_hash, result.keys),
+                                    dtype=np.uint64, count=len(result))
         outputs.append((split, ("bucket", bucket, i), result))
       written += result.rows_written
       records += len(result.steps)
