@@ -14,14 +14,17 @@ same as if every chunk had been its own element, with a few elements per
 shard instead of one per chunk.
 """
 
+import bisect
 import heapq
 import pickle
 import struct
-from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
+                    Optional, Tuple)
 
 import numpy as np
+import pyarrow as pa
 
-__all__ = ["RUN", "Parts", "pack", "in_key_order", "BLOCK_BYTES"]
+__all__ = ["RUN", "Parts", "pack", "in_key_order", "windows", "BLOCK_BYTES"]
 
 # How a run travels (sinks.shards: INLINE, MEMBER, PART_FILE are 0, 1, 2).
 RUN = 3
@@ -83,17 +86,18 @@ class Parts(NamedTuple):
                   if start <= i < stop})
 
 
-def _blocks(parts: Parts) -> Iterator[bytes]:
-  """Pickled Parts of about BLOCK_BYTES each (not compressed: a run is
-  written once and read once, on the same machine's disk for a local
-  run; compressing it cost more than it saved)."""
+def _blocks(parts: Parts) -> Iterator[Tuple[bytes, Any]]:
+  """(pickled Parts, its last key) of about BLOCK_BYTES each (not
+  compressed: a run is written once and read once, on the same machine's
+  disk for a local run; compressing it cost more than it saved)."""
   ends = np.cumsum(parts.size)
   start = 0
   while start < len(parts.keys):
     base = int(ends[start - 1]) if start else 0
     stop = int(np.searchsorted(ends, base + BLOCK_BYTES, side="left")) + 1
     stop = min(max(stop, start + 1), len(parts.keys))
-    yield pickle.dumps(tuple(parts.cut(start, stop)), protocol=5)
+    yield (pickle.dumps(tuple(parts.cut(start, stop)), protocol=5),
+           parts.keys[stop - 1])
     start = stop
 
 
@@ -104,12 +108,16 @@ def pack(parts: Parts, expected: int,
   `expected` is what the parts add to the writer's size estimate. When the
   run is at least `spill_bytes` and `spill` is given, it is written by
   `spill(bytes)` (a part file; its path travels)."""
-  blocks = list(_blocks(parts))
+  blocks, lasts = [], []
+  for block, last in _blocks(parts):
+    blocks.append(block)
+    lasts.append(last)
   count = int(parts.count.sum())
   if spill is not None and sum(map(len, blocks)) >= spill_bytes:
     data = b"".join(_LENGTH.pack(len(b)) + b for b in blocks)
-    return (parts.keys[0], RUN, (_FILE, spill(data)), count, expected)
-  return (parts.keys[0], RUN, (_BLOCKS, blocks), count, expected)
+    return (parts.keys[0], RUN, (_FILE, spill(data), lasts), count,
+            expected)
+  return (parts.keys[0], RUN, (_BLOCKS, blocks, lasts), count, expected)
 
 
 def _file_blocks(path: str, open_file: Callable) -> Iterator[bytes]:
@@ -122,11 +130,16 @@ def _file_blocks(path: str, open_file: Callable) -> Iterator[bytes]:
       yield f.read(length)
 
 
-def _parts(run: tuple, open_file: Callable) -> Iterator[tuple]:
-  kind, data = run[2]
+def _run_blocks(run: tuple, open_file: Callable) -> Iterator[Parts]:
+  kind, data, _ = run[2]
   blocks = data if kind == _BLOCKS else _file_blocks(data, open_file)
   for block in blocks:
-    yield from Parts(*pickle.loads(block)).tuples()
+    yield Parts(*pickle.loads(block))
+
+
+def _parts(run: tuple, open_file: Callable) -> Iterator[tuple]:
+  for block in _run_blocks(run, open_file):
+    yield from block.tuples()
 
 
 def in_key_order(parts: Iterable[tuple], open_file: Callable
@@ -140,3 +153,84 @@ def in_key_order(parts: Iterable[tuple], open_file: Callable
     return iter(plain)
   return heapq.merge(plain, *(_parts(r, open_file) for r in runs),
                      key=lambda p: p[0])
+
+
+class _Source:
+  """One sorted source of parts, a block at a time."""
+
+  def __init__(self, blocks: Iterator[Parts], lasts: list):
+    self._blocks = blocks
+    self._lasts = list(lasts)
+    self.block: Optional[Parts] = None
+    self.at = 0
+
+  def ready(self) -> bool:
+    """Loads the next block when this one is used up; False at the end."""
+    while self.block is None or self.at >= len(self.block.keys):
+      if not self._lasts:
+        return False
+      self.block, self.at = next(self._blocks), 0
+      self._lasts.pop(0)
+    return True
+
+  def bound(self):
+    """The last key of the current block when more blocks follow (None:
+    this is the last one)."""
+    return self.block.keys[-1] if self._lasts else None
+
+
+def windows(parts: Iterable[tuple], open_file: Callable) -> Iterator[Parts]:
+  """A shard's parts (runs among them), as Parts in key order, a window
+  at a time: each window holds the parts of every source up to the
+  smallest last key of the blocks in memory (one block per run)."""
+  parts = list(parts)
+  plain = sorted((p for p in parts if p[1] != RUN), key=lambda p: p[0])
+  sources = [_Source(_run_blocks(r, open_file), r[2][2])
+             for r in parts if r[1] == RUN]
+  if plain:
+    sources.append(_Source(iter([Parts.of(plain)]), [plain[-1][0]]))
+  while True:
+    sources = [src for src in sources if src.ready()]
+    if not sources:
+      return
+    bounds = [b for b in (src.bound() for src in sources) if b is not None]
+    bound = min(bounds) if bounds else None
+    pieces = []
+    for src in sources:
+      keys = src.block.keys
+      stop = len(keys) if bound is None else bisect.bisect_right(
+          keys, bound, src.at)
+      if stop > src.at:
+        pieces.append(src.block.cut(src.at, stop))
+        src.at = stop
+    yield _merged(pieces)
+
+
+def _merged(pieces: List[Parts]) -> Parts:
+  """Sorted Parts merged into one, in key order."""
+  if len(pieces) == 1:
+    return pieces[0]
+  keys = [k for piece in pieces for k in piece.keys]
+  order = np.array(sorted(range(len(keys)), key=keys.__getitem__),
+                   dtype=np.int64)
+  how = np.concatenate([p.how for p in pieces])
+  count = np.concatenate([p.count for p in pieces])
+  size = np.concatenate([p.size for p in pieces])
+  other, at = {}, 0
+  for piece in pieces:
+    other.update({at + i: d for i, d in piece.other.items()})
+    at += len(piece.keys)
+  inline_size = np.where(how == _INLINE, size, 0)
+  offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+  np.cumsum(inline_size, out=offsets[1:])
+  taken = pa.LargeBinaryArray.from_buffers(
+      pa.large_binary(), len(keys),
+      [None, pa.py_buffer(offsets),
+       pa.py_buffer(b"".join(p.inline for p in pieces))]).take(
+           pa.array(order))
+  total = int(offsets[-1])
+  inline = taken.buffers()[2].to_pybytes()[:total] if total else b""
+  index = order.tolist()
+  return Parts([keys[i] for i in index], how[order], count[order],
+               size[order], inline,
+               {new: other[i] for new, i in enumerate(index) if i in other})

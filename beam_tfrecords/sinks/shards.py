@@ -443,6 +443,29 @@ class _ShardFiles:
     if self._pending_bytes >= INLINE_MEMBER_BYTES:
       self.flush()
 
+  def inline_many(self, data: bytes, sizes: np.ndarray,
+                  counts: np.ndarray) -> None:
+    """inline() of consecutive parts, `data` their bytes back to back:
+    the same members, found with a search per member, not a step per
+    part."""
+    ends = np.cumsum(sizes)
+    first = start = 0
+    while first < len(sizes):
+      base = int(ends[first - 1]) if first else 0
+      last = int(np.searchsorted(
+          ends, base + INLINE_MEMBER_BYTES - self._pending_bytes))
+      if last >= len(sizes):
+        self._pending.append(data[start:])
+        self._pending_bytes += int(ends[-1]) - base
+        self._pending_count += int(counts[first:].sum())
+        return
+      stop = int(ends[last])
+      self._pending.append(data[start:stop])
+      self._pending_bytes += stop - base
+      self._pending_count += int(counts[first:last + 1].sum())
+      self.flush()
+      first, start = last + 1, stop
+
   def flush(self) -> None:
     if not self._pending:
       return
@@ -511,11 +534,16 @@ class _WriteShardFn(beam.DoFn):
     parts = [p for p in parts if p is not None]
     limit = self._max.get(split) if self._codec.gzip else None
     expected = _expected(parts) if limit else 0
+    out = _ShardFiles(self._directory, split, shard, self._n[split],
+                      self._codec, self._level, limit, expected)
+    if self._shuffle is None and self._codec.gzip:
+      for window in runs.windows(parts, _open_part):
+        _write_window(out, window)
+      yield from out.close()
+      return
     parts = runs.in_key_order(parts, _open_part)
     if self._shuffle is not None and self._codec.gzip:
       parts = self._shuffled(split, shard, parts)
-    out = _ShardFiles(self._directory, split, shard, self._n[split],
-                      self._codec, self._level, limit, expected)
     for _, how, data, count, size in parts:
       if how == INLINE:
         out.inline(data, count)
@@ -524,6 +552,26 @@ class _WriteShardFn(beam.DoFn):
       else:
         out.part_file(data, size, count)
     yield from out.close()
+
+
+def _write_window(out: "_ShardFiles", window: "runs.Parts") -> None:
+  """A window of parts in key order; the INLINE parts between two others
+  go to the writer at once."""
+  at = start = 0
+  for i in np.flatnonzero(window.how != INLINE).tolist() + [len(window.how)]:
+    if i > start:
+      size = window.size[start:i]
+      total = int(size.sum())
+      out.inline_many(window.inline[at:at + total], size,
+                      window.count[start:i])
+      at += total
+    if i < len(window.how):
+      count = int(window.count[i])
+      if window.how[i] == MEMBER:
+        out.member(window.other[i], count)
+      else:
+        out.part_file(window.other[i], int(window.size[i]), count)
+    start = i + 1
 
 
 class WriteShards(beam.PTransform):
