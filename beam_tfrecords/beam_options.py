@@ -23,6 +23,7 @@ from apache_beam.runners.runner import create_runner
 from beam_tfrecords.errors import InputError
 
 __all__ = ["check_beam_args", "pipeline_options", "is_direct",
+           "is_local_direct",
            "runner_name", "check_paths_reach_workers", "beam_flags"]
 
 _LOG = logging.getLogger(__name__)
@@ -39,6 +40,11 @@ class _LocalDirectRunner(SwitchingDirectRunner):
   FnApiRunner, which honours --direct_num_workers / --direct_running_mode.
   """
   _is_interactive = True
+
+
+def is_local_direct(runner) -> bool:
+  """Whether `runner` is the local DirectRunner this package makes."""
+  return isinstance(runner, _LocalDirectRunner)
 
 
 def _flag_value(args: Sequence[str], name: str) -> Optional[str]:

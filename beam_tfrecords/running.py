@@ -17,10 +17,22 @@ import threading
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_tfrecords.beam_options import is_direct
+from beam_tfrecords.beam_options import is_direct, is_local_direct
 from beam_tfrecords.progress import ENV_DIR, LocalProgress, poll_metrics
 
 __all__ = ["run_pipeline", "sigint_deferred"]
+
+
+def _start(pipeline: beam.Pipeline):
+  """pipeline.run(), without the proto round trip of a local run.
+
+  Beam's own DirectRunner skips the round trip (to_runner_api and back,
+  a test of the translation) for batch pipelines, by its class name;
+  ours is a subclass of another name, which made every local build pay
+  it: ~0.7 s of each build's fixed cost here."""
+  if is_local_direct(pipeline.runner):
+    return pipeline.run(test_runner_api=False)
+  return pipeline.run()
 
 
 def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
@@ -48,9 +60,9 @@ def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
     previous = signal.signal(signal.SIGINT, on_sigint)
   try:
     if not progress:
-      pipeline.run().wait_until_finish()
+      _start(pipeline).wait_until_finish()
     elif not is_direct(options):
-      poll_metrics(pipeline.run(), input_bytes)
+      poll_metrics(_start(pipeline), input_bytes)
     else:
       _run_with_local_progress(pipeline, input_bytes)
   except BaseException:
@@ -74,7 +86,7 @@ def _run_with_local_progress(pipeline: beam.Pipeline,
   os.environ[ENV_DIR] = folder
   try:
     with LocalProgress(folder, input_bytes):
-      pipeline.run().wait_until_finish()
+      _start(pipeline).wait_until_finish()
   finally:
     if previous is None:
       os.environ.pop(ENV_DIR, None)
