@@ -8,15 +8,17 @@ each group's record(s):
    the `order_by` values and, where those tie, by the step's own values,
    its context values, its file and its row: exactly the order of
    `SequenceAssembler` (the reference, which orders one group at a time);
-2. the groups that need a message (a rejected row under
+2. the groups that need a message of their own (a rejected row under
    `on_bad_step: reject_group`, more steps than `max_length` under
-   reject / keep_first / keep_last, a context value that differs inside
-   the group, a record over `max_record_bytes`) are found with numpy and
-   handed to `SequenceAssembler`: the reference writes them, so their
-   records and messages are the reference's own;
-3. every other group (split by `max_length` under `overflow: split`) is
+   `overflow: reject`, a context value that differs inside the group, a
+   record over `max_record_bytes`) are found with numpy and handed to
+   `SequenceAssembler`: the reference writes them, so their records and
+   messages are the reference's own;
+3. every other group (split by `max_length` under `overflow: split`, cut
+   to its first / last `max_length` steps under `keep_first` /
+   `keep_last`, with the reference's wording of what was left out) is
    written by the vectorized wire encoder over all groups of the bucket at
-   once: no Python object per step or per group.
+   once: no Python object per step.
 
 The result (`GroupedRecords`) lists the groups in key order with their
 records; its bytes equal the reference's, group by group
@@ -173,39 +175,88 @@ class GroupAssembler:
     keys = list(zip(*(_column(t, f"{KEY}{i}").take(first).to_pylist()
                       for i in range(len(s.group_by)))))
     special = self._special(t, keys, starts, sizes, bad)
-    max_len = s.max_length
-    # Pieces: (group, part, first step, steps), covering every step in
-    # order; more than one per group only under overflow: split. A
-    # special group is one piece, whose record is replaced below.
-    pieces = np.ones(len(starts), np.int64)
-    if max_len is not None:
-      pieces = np.where(special, 1, np.maximum(1, -(-sizes // max_len)))
-    group = np.repeat(np.arange(len(starts)), pieces)
-    part = wire.ranges(np.zeros(len(starts), np.int64), pieces)
-    if max_len is None:
-      begin, length = starts[group], sizes[group]
-    else:
-      step = np.where(special[group], sizes[group], max_len)
-      begin = starts[group] + part * step
-      length = np.minimum(step, sizes[group] - part * step)
+    pieces = self._pieces(starts, sizes, special)
+    too_big = self._too_big(t, pieces, len(starts))
+    if (too_big & ~special).any():
+      special |= too_big
+      pieces = self._pieces(starts, sizes, special)
+    group, part, begin, length = pieces
     records = self._records(t, begin, length, part)
     if special.any():
       keep = ~special[group]
       records = wire.from_arrow(wire.to_arrow(records).filter(
           pa.array(keep)))
       group, part, length = group[keep], part[keep], length[keep]
+    errors = self._dropped(t, starts, sizes, special)
     # The special groups, written by the reference.
     extra: Dict[int, List[bytes]] = {}
     extra_steps: Dict[int, List[int]] = {}
-    errors = []
     for g in np.flatnonzero(special).tolist():
       result = self._reference.assemble(
           self._chunks(t, int(starts[g]), int(sizes[g])),
           (bad or {}).get(keys[g], ()))
       extra[g], extra_steps[g] = result.records, result.steps
-      errors += [(keys[g], e) for e in result.errors]
+      errors += [(g, e) for e in result.errors]
+    errors.sort(key=lambda e: e[0])
     return self._collect(keys, group, part, records, length, extra,
-                         extra_steps, errors)
+                         extra_steps, [(keys[g], e) for g, e in errors])
+
+  def _pieces(self, starts, sizes, special) -> tuple:
+    """(group, part, first step, steps) of every record: one per group,
+    or under overflow: split one per max_length steps (keep_first /
+    keep_last: the kept steps). A special group is one piece of all its
+    steps, whose record is replaced by the reference's."""
+    s = self._schema
+    max_len = s.max_length
+    count = np.ones(len(starts), np.int64)
+    if max_len is not None and s.overflow is Overflow.SPLIT:
+      count = np.where(special, 1, np.maximum(1, -(-sizes // max_len)))
+    group = np.repeat(np.arange(len(starts)), count)
+    part = wire.ranges(np.zeros(len(starts), np.int64), count)
+    begin, length = starts[group], sizes[group]
+    if max_len is None or s.overflow is Overflow.REJECT:
+      return group, part, begin, length
+    normal = ~special[group]
+    if s.overflow is Overflow.SPLIT:
+      begin = np.where(normal, begin + part * max_len, begin)
+      length = np.where(normal, np.minimum(max_len, length - part * max_len),
+                        length)
+    else:
+      kept = np.where(normal, np.minimum(length, max_len), length)
+      if s.overflow is Overflow.KEEP_LAST:
+        begin = begin + length - kept
+      length = kept
+    return group, part, begin, length
+
+  def _dropped(self, t, starts, sizes, special) -> List[tuple]:
+    """(group, GroupError) of the groups keep_first / keep_last cut, as
+    SequenceAssembler words them (examples: the left-out steps nearest to
+    the kept ones)."""
+    s = self._schema
+    max_len = s.max_length
+    if max_len is None or s.overflow not in (Overflow.KEEP_FIRST,
+                                             Overflow.KEEP_LAST):
+      return []
+    cut = np.flatnonzero((sizes > max_len) & ~special)
+    if not len(cut):
+      return []
+    paths = t.schema.metadata[b"paths"].decode("utf-8").split("\n")
+    where = _column(t, _PATH).to_numpy()
+    rows = _column(t, ROW)
+    keep_last = s.overflow is Overflow.KEEP_LAST
+    out = []
+    for g in cut.tolist():
+      n, start = int(sizes[g]), int(starts[g])
+      shown = min(SequenceAssembler.EXAMPLES, n - max_len)
+      at = ([start + n - max_len - 1 - k for k in range(shown)] if keep_last
+            else [start + max_len + k for k in range(shown)])
+      out.append((g, GroupError(
+          rows=n - max_len, dropped=True,
+          reason=f"max_length {max_len:,} (overflow: {s.overflow.value}) "
+          f"left out the {'first' if keep_last else 'last'} "
+          f"{n - max_len:,} of {n:,} steps",
+          examples=tuple((paths[where[i]], rows[i].as_py()) for i in at))))
+    return out
 
   def _sorted(self, blocks) -> pa.Table:
     paths = sorted({path for path, table in blocks if table.num_rows})
@@ -232,7 +283,9 @@ class GroupAssembler:
     return t.replace_schema_metadata({"paths": "\n".join(paths)})
 
   def _special(self, t, keys, starts, sizes, bad) -> np.ndarray:
-    """Which groups need SequenceAssembler (see the module's 2.)."""
+    """Which groups need SequenceAssembler for a rejected row, more steps
+    than max_length under overflow: reject, or a context conflict (the
+    size check comes after the pieces are known: _too_big)."""
     s = self._schema
     special = np.zeros(len(starts), dtype=bool)
     if bad and s.on_bad_step is OnBadStep.REJECT_GROUP:
@@ -242,7 +295,7 @@ class GroupAssembler:
           special[where[key]] = True
     over = (np.zeros(len(starts), dtype=bool) if s.max_length is None
             else sizes > s.max_length)
-    if s.overflow is not Overflow.SPLIT:
+    if s.overflow is Overflow.REJECT:
       special |= over
     for j in self._constant:
       values = _column(t, f"{CONTEXT}{j}")
@@ -251,12 +304,13 @@ class GroupAssembler:
       both_missing = pc.and_(pc.is_null(values), pc.is_null(firsts))
       differ = ~pc.or_(same, both_missing).to_numpy(zero_copy_only=False)
       special |= np.add.reduceat(differ.astype(np.int64), starts) > 0
-    special |= self._too_big(t, starts, sizes)
     return special
 
-  def _too_big(self, t, starts, sizes) -> np.ndarray:
-    """Groups with a piece whose size bound is over max_record_bytes."""
+  def _too_big(self, t, pieces, groups: int) -> np.ndarray:
+    """Groups with a piece whose size bound (SequenceAssembler's) is over
+    max_record_bytes."""
     s = self._schema
+    group, _, begin, length = pieces
     per_step = np.full(t.num_rows, _STEP_OVERHEAD * len(s.sequence),
                        dtype=np.int64)
     for i in range(len(s.sequence)):
@@ -266,15 +320,10 @@ class GroupAssembler:
       context += _lengths(_column(t, f"{CONTEXT}{j}"))
     total = np.zeros(t.num_rows + 1, dtype=np.int64)
     np.cumsum(per_step, out=total[1:])
-    step = s.max_length or int(sizes.max())
-    pieces = -(-sizes // step)
-    group = np.repeat(np.arange(len(starts)), pieces)
-    part = wire.ranges(np.zeros(len(starts), np.int64), pieces)
-    begin = starts[group] + part * step
-    end = np.minimum(begin + step, starts[group] + sizes[group])
+    end = begin + length
     bound = (total[end] - total[begin] + context[begin] + context[end - 1]
              + self._fixed_bytes)
-    out = np.zeros(len(starts), dtype=bool)
+    out = np.zeros(groups, dtype=bool)
     out[group[bound > s.max_record_bytes]] = True
     return out
 
@@ -283,9 +332,16 @@ class GroupAssembler:
     sorted table, the pieces covering it in order; `part`: its number
     within its group)."""
     s = self._schema
+    ends = begin + length
+    steps = None  # the pieces cover the table in order: no take
+    if not (begin[0] == 0 and ends[-1] == t.num_rows
+            and np.array_equal(begin[1:], ends[:-1])):
+      steps = pa.array(wire.ranges(begin, length))
     lists = []
     for i, f in enumerate(s.sequence):
-      features = wire.from_arrow(_column(t, f"{STEP}{i}"))
+      column = _column(t, f"{STEP}{i}")
+      features = wire.from_arrow(column if steps is None else
+                                 column.take(steps))
       lists.append((f.name, wire.feature_lists(features, _offsets(length)),
                     np.ones(len(begin), dtype=bool)))
     context = []

@@ -30,7 +30,7 @@ __all__ = ["RUN", "Parts", "pack", "in_key_order", "windows", "BLOCK_BYTES"]
 RUN = 3
 _INLINE = 0
 # Bytes of parts per block of a run.
-BLOCK_BYTES = 1 << 20
+BLOCK_BYTES = 256 << 10
 _BLOCKS, _FILE = "blocks", "file"
 _LENGTH = struct.Struct("<Q")
 
