@@ -9,8 +9,11 @@ import random
 
 import pytest
 
+import pyarrow.compute as pc
+
 import beam_tfrecords as btr
 from beam_tfrecords import pipeline
+from beam_tfrecords.encoding import StepEncoder, passes
 from beam_tfrecords.transforms import grouped
 
 SCHEMA = {
@@ -39,6 +42,17 @@ def skewed(tmp_path_factory):
   return str(path), rows
 
 
+def _bytes_of_user(src, user):
+  """encoding.passes.table_bytes of one user's steps, and of all."""
+  import pyarrow.csv as pcsv
+  table = pcsv.read_csv(src)
+  steps = StepEncoder(SCHEMA).encode_table(
+      {c: table.column(c).combine_chunks() for c in table.column_names},
+      table.num_rows).table
+  mine = steps.filter(pc.equal(steps.column("k0"), user))
+  return passes.table_bytes(mine), passes.table_bytes(steps)
+
+
 def _files(out):
   found = {}
   for name in sorted(os.listdir(out)):
@@ -57,25 +71,28 @@ def test_passes_write_the_same_files(tmp_path, skewed, monkeypatch):
   whole = str(tmp_path / "whole")
   btr.build(SCHEMA, src, whole, num_shards=2)
   # One bucket; every group fits in an assembly, the bucket does not.
+  heavy, total = _bytes_of_user(src, 7)
+  assert total > heavy + 1  # so that it takes passes
   monkeypatch.setattr(pipeline, "buckets_for", lambda _: 1)
-  monkeypatch.setattr(grouped, "ASSEMBLY_BYTES", 70_000)
+  monkeypatch.setattr(grouped, "ASSEMBLY_BYTES", heavy + 1)
   plans = []
   real = grouped.plan_passes
   monkeypatch.setattr(grouped, "plan_passes",
                       lambda *a: plans.append(real(*a)) or plans[-1])
-  monkeypatch.setattr(grouped, "_EXPANSION", 10**6)
-  passes = str(tmp_path / "passes")
-  result = btr.build(SCHEMA, src, passes, num_shards=2)
-  assert _files(passes) == _files(whole)
+  out = str(tmp_path / "passes")
+  result = btr.build(SCHEMA, src, out, num_shards=2)
+  assert _files(out) == _files(whole)
   assert result.metadata["counts"]["rows_written"] == len(rows)
-  assert [(p.passes, p.refused) for p in plans] == [(2, [])]
+  assert [(p.passes, p.refused) for p in plans] == [
+      (-(-total // (heavy + 1)), [])]
+  assert plans[0].passes >= 2
 
 
 def test_a_group_too_large_is_refused_with_its_size(tmp_path, skewed,
                                                    monkeypatch):
   src, rows = skewed
-  monkeypatch.setattr(grouped, "ASSEMBLY_BYTES", 20_000)
-  monkeypatch.setattr(grouped, "_EXPANSION", 10**6)
+  heavy, _ = _bytes_of_user(src, 7)
+  monkeypatch.setattr(grouped, "ASSEMBLY_BYTES", heavy - 1)
   out = str(tmp_path / "out")
   result = btr.build(SCHEMA, src, out, num_shards=2, max_bad_fraction=1.0)
   records = _records(out)
@@ -87,14 +104,16 @@ def test_a_group_too_large_is_refused_with_its_size(tmp_path, skewed,
     steps = r["feature_lists"]
     assert steps["ts"] == [ts for ts, _ in mine]
     assert sorted(zip(steps["ts"], steps["item"])) == mine
-  heavy = sum(1 for u, _, _ in rows if u == 7)
-  assert result.rows_rejected == heavy
-  assert result.metadata["counts"]["rows_written"] == len(rows) - heavy
+  heavy_rows = sum(1 for u, _, _ in rows if u == 7)
+  assert result.rows_rejected == heavy_rows
+  assert result.metadata["counts"]["rows_written"] == len(rows) - heavy_rows
   with open(os.path.join(out, "errors", "errors-00000-of-00001.jsonl")) as f:
     (error,) = [json.loads(line) for line in f]
-  assert error["group"] == {"user": 7} and error["rows"] == heavy
-  assert error["reason"].startswith(f"the group has {heavy:,} rows (")
-  assert "more than one worker assembles at once (20,000 bytes)" in \
-      error["reason"]
+  assert error["group"] == {"user": 7} and error["rows"] == heavy_rows
+  assert error["reason"] == (
+      f"the group has {heavy_rows:,} rows (about {heavy:,} bytes of "
+      "steps), more than one worker assembles at once "
+      f"({heavy - 1:,} bytes), so it is not written; leave such keys "
+      "out, or group by a finer key")
   assert len(error["examples"]) == 3
   assert all(e["source"] == src for e in error["examples"])

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from beam_tfrecords.records import frame_records
-from beam_tfrecords.sinks import runs, shards
+from beam_tfrecords.sinks import runs, shard_files, shards
 
 
 def _part(rng, key):
@@ -17,7 +17,7 @@ def _part(rng, key):
              for _ in range(rng.randint(1, 3))]
   data = frame_records(records)
   if how == shards.MEMBER:
-    data = shards._gzip(data, None)
+    data = shard_files.gzip_member(data, None)
   elif how == shards.PART_FILE:
     data = f"/parts/{key}"
   return (key, how, data, len(records),
@@ -34,8 +34,11 @@ def _parts(seed, sources=5, per_source=120):
 
 @pytest.mark.parametrize("block", [100, 3000, 1 << 20])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_windows_give_the_parts_in_key_order(monkeypatch, block, seed):
+@pytest.mark.parametrize("heap", [False, True])
+def test_windows_give_the_parts_in_key_order(monkeypatch, block, seed, heap):
   monkeypatch.setattr(runs, "BLOCK_BYTES", block)
+  if heap:  # more runs than windows take: merged by a heap
+    monkeypatch.setattr(runs, "MAX_WINDOW_RUNS", 2)
   lists = _parts(seed)
   files = {}
 
@@ -60,22 +63,23 @@ def test_windows_give_the_parts_in_key_order(monkeypatch, block, seed):
 @pytest.mark.parametrize("member_bytes", [50, 700, 1 << 20])
 def test_inline_many_writes_the_same_members(tmp_path, monkeypatch,
                                              member_bytes):
-  monkeypatch.setattr(shards, "INLINE_MEMBER_BYTES", member_bytes)
+  monkeypatch.setattr(shard_files, "INLINE_MEMBER_BYTES", member_bytes)
   rng = random.Random(3)
   parts = [_part(rng, (k,)) for k in range(400)]
   for p in parts:
     if p[1] == shards.PART_FILE:  # a real part file to copy
       path = tmp_path / p[2].strip("/").replace("/", "_")
-      path.write_bytes(shards._gzip(frame_records([b"x" * 10]), None))
+      path.write_bytes(
+          shard_files.gzip_member(frame_records([b"x" * 10]), None))
   parts = [(k, how, str(tmp_path / d.strip("/").replace("/", "_"))
             if how == shards.PART_FILE else d, n, size)
            for k, how, d, n, size in parts]
 
   def write(directory, bulk):
-    out = shards._ShardFiles(str(directory), "train", 0, 1,
-                             shards.TFRECORD_GZIP, None, None)
+    out = shard_files.ShardFiles(str(directory), "train", 0, 1,
+                                 shards.TFRECORD_GZIP, None, None)
     if bulk:
-      shards._write_window(out, runs.Parts.of(parts))
+      shard_files.write_window(out, runs.Parts.of(parts))
     else:
       for _, how, data, count, size in parts:
         if how == shards.INLINE:

@@ -26,6 +26,7 @@ records; its bytes equal the reference's, group by group
 """
 
 import dataclasses
+import json
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -91,11 +92,6 @@ class GroupedRecords:
     return int(self.steps.sum())
 
 
-def _count(table: pa.Table, prefix: str) -> int:
-  return sum(1 for name in table.column_names
-             if name[:len(prefix)] == prefix and name[len(prefix):].isdigit())
-
-
 def _changes(column: pa.Array) -> np.ndarray:
   """Where each value differs from the one before (n - 1 flags)."""
   if len(column) < 2:
@@ -116,7 +112,8 @@ def _column(t: pa.Table, name: str) -> pa.Array:
 
 def _lengths(column: pa.Array) -> np.ndarray:
   """Bytes per value of a large_binary array (0 where null)."""
-  return np.diff(wire.from_arrow(column).offsets)
+  return pc.fill_null(pc.binary_length(column), 0).to_numpy(
+      zero_copy_only=False).astype(np.int64)
 
 
 class GroupAssembler:
@@ -240,7 +237,7 @@ class GroupAssembler:
     cut = np.flatnonzero((sizes > max_len) & ~special)
     if not len(cut):
       return []
-    paths = t.schema.metadata[b"paths"].decode("utf-8").split("\n")
+    paths = json.loads(t.schema.metadata[b"paths"])
     where = _column(t, _PATH).to_numpy()
     rows = _column(t, ROW)
     keep_last = s.overflow is Overflow.KEEP_LAST
@@ -280,7 +277,7 @@ class GroupAssembler:
               f"{_VALUE}{j}", pc.fill_null(values, b""))
     order = pc.sort_indices(keys, sort_keys=self._sort_keys)
     t = t.take(order).combine_chunks()
-    return t.replace_schema_metadata({"paths": "\n".join(paths)})
+    return t.replace_schema_metadata({"paths": json.dumps(paths)})
 
   def _special(self, t, keys, starts, sizes, bad) -> np.ndarray:
     """Which groups need SequenceAssembler for a rejected row, more steps
@@ -365,7 +362,7 @@ class GroupAssembler:
     """One group's steps as SequenceAssembler takes them."""
     s = self._schema
     rows = t.slice(start, size)
-    paths = t.schema.metadata[b"paths"].decode("utf-8").split("\n")
+    paths = json.loads(t.schema.metadata[b"paths"])
 
     def columns(prefix, count):
       return list(zip(*(_column(rows, f"{prefix}{i}").to_pylist()

@@ -6,11 +6,16 @@ user with millions of events lands in one bucket. `plan_passes` looks at
 the bucket one table at a time, never holding it whole:
 
 * a group whose steps take more than `limit` bytes is **refused**: it
-  cannot be sorted in the memory one assembly may use, and it could not be
-  one record under the default max_record_bytes either. Its rows go to
+  cannot be sorted in the memory one assembly may use. Its rows go to
   errors/ as one entry naming the group, its rows and its size;
-* the other groups are assembled in **passes** of about `limit` bytes each,
-  a pass taking the groups whose key hash falls in its share.
+* the other groups are assembled in **passes** of about `limit` bytes
+  each: groups are dealt to passes largest first, in snake order, so the
+  passes come out about even.
+
+Sizes are `table_bytes`: the serialized steps and context values plus 8
+bytes per column and row (keys, order values, offsets), the same measure
+for the bucket (from its blocks' sizes) and for its groups, so a group is
+refused whatever else shares its bucket.
 
 The records do not change: each pass writes whole groups, in key order,
 and the sink merges the passes' records by key like it merges buckets.
@@ -25,7 +30,7 @@ import pyarrow.compute as pc
 
 from beam_tfrecords.encoding.steps import CONTEXT, KEY, ROW, STEP, key_hash
 
-__all__ = ["Refused", "Plan", "plan_passes", "step_bytes"]
+__all__ = ["Refused", "Plan", "plan_passes", "step_bytes", "table_bytes"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,17 +45,18 @@ class Refused:
 
 @dataclasses.dataclass
 class Plan:
-  """passes: how many passes; refused: the groups left out."""
+  """passes: how many passes; refused: the groups left out; hashes (key
+  hashes, sorted) and their pass (-1: refused)."""
   passes: int
   refused: List[Refused]
-  refused_hashes: np.ndarray
+  hashes: np.ndarray
+  pass_of: np.ndarray
 
   def select(self, table: pa.Table, index: int) -> pa.Table:
     """The steps of `table` that pass `index` assembles."""
     h = key_hash(table)
-    keep = ~np.isin(h, self.refused_hashes)
-    if self.passes > 1:
-      keep &= (h >> np.uint64(40)) % np.uint64(self.passes) == index
+    at = np.minimum(np.searchsorted(self.hashes, h), len(self.hashes) - 1)
+    keep = self.pass_of[at] == index
     return table if keep.all() else table.filter(pa.array(keep))
 
 
@@ -60,13 +66,19 @@ def _names(table: pa.Table, prefix: str) -> List[str]:
 
 
 def step_bytes(table: pa.Table) -> np.ndarray:
-  """The serialized bytes each step carries (its features and context)."""
-  out = np.zeros(table.num_rows, dtype=np.int64)
+  """The bytes each step takes: its serialized features and context, and
+  8 per column (fixed-width values, offsets)."""
+  out = np.full(table.num_rows, 8 * table.num_columns, dtype=np.int64)
   for name in _names(table, STEP) + _names(table, CONTEXT):
     column = table.column(name)
     out += pc.fill_null(pc.binary_length(column), 0).to_numpy(
         zero_copy_only=False)
   return out
+
+
+def table_bytes(table: pa.Table) -> int:
+  """step_bytes of a whole table."""
+  return int(step_bytes(table).sum())
 
 
 def plan_passes(tables: Callable[[], Iterable[Tuple[str, pa.Table]]],
@@ -85,26 +97,32 @@ def plan_passes(tables: Callable[[], Iterable[Tuple[str, pa.Table]]],
                                                  ("rows", "sum")]))
     keys = names
   if not sums:
-    return Plan(1, [], np.zeros(0, np.uint64))
+    return Plan(1, [], np.zeros(1, np.uint64), np.zeros(1, np.int64))
   total = pa.concat_tables(
       [t.rename_columns(keys + ["bytes", "rows"]) for t in sums]).group_by(
           keys).aggregate([("bytes", "sum"), ("rows", "sum")])
   size = total.column("bytes_sum").to_numpy()
   rows = total.column("rows_sum").to_numpy()
+  hashes = key_hash(total.select(keys).rename_columns(
+      [f"{KEY}{i}" for i in range(len(keys))]))
   big = np.flatnonzero(size > limit)
   refused = []
   if len(big):
     big_keys = total.select(keys).take(pa.array(big))
     listed = list(zip(*(big_keys.column(k).to_pylist() for k in keys)))
-    hashes = key_hash(big_keys.rename_columns(
-        [f"{KEY}{i}" for i in range(len(keys))]))
-    examples = _examples(tables, hashes)
-    refused = [Refused(key, int(rows[i]), int(size[i]), examples.get(h, ()))
-               for key, i, h in zip(listed, big.tolist(), hashes.tolist())]
-  else:
-    hashes = np.zeros(0, np.uint64)
-  kept = int(size.sum() - size[big].sum())
-  return Plan(max(1, -(-kept // limit)), refused, hashes)
+    examples = _examples(tables, hashes[big])
+    refused = [Refused(key, int(rows[i]), int(size[i]),
+                       examples.get(int(hashes[i]), ()))
+               for key, i in zip(listed, big.tolist())]
+  kept = size <= limit
+  passes = max(1, -(-int(size[kept].sum()) // limit))
+  # Largest first, dealt in snake order: 0, 1, ..., p-1, p-1, ..., 0, ...
+  pass_of = np.full(len(size), -1, dtype=np.int64)
+  order = np.flatnonzero(kept)[np.argsort(-size[kept], kind="stable")]
+  rank = np.arange(len(order)) % (2 * passes)
+  pass_of[order] = np.where(rank < passes, rank, 2 * passes - 1 - rank)
+  by_hash = np.argsort(hashes, kind="stable")
+  return Plan(passes, refused, hashes[by_hash], pass_of[by_hash])
 
 
 def _examples(tables, hashes: np.ndarray, count: int = 3) -> dict:

@@ -99,10 +99,11 @@ def _key_feature(column: str, ftype: FeatureType, what: str) -> Feature:
 
 def _first_values(lists: pa.LargeListArray) -> pa.Array:
   """Each row's first value (null where the row has none)."""
-  if lists.null_count == 0 and len(lists.values) == len(lists):
-    return lists.values if lists.offset == 0 else lists.flatten()
   offsets = np.asarray(lists.offsets, dtype=np.int64)
-  has = np.diff(offsets) > 0
+  lengths = np.diff(offsets)
+  if lists.null_count == 0 and (lengths == 1).all():
+    return lists.flatten()
+  has = lengths > 0
   index = np.where(has, offsets[:-1], 0)
   values = lists.values
   if not len(values):

@@ -17,22 +17,25 @@ shard instead of one per chunk.
 import bisect
 import heapq
 import pickle
-import struct
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
                     Optional, Tuple)
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["RUN", "Parts", "pack", "in_key_order", "windows", "BLOCK_BYTES"]
+from beam_tfrecords.records import frame_records
+
+__all__ = ["RUN", "Parts", "pack", "in_key_order", "windows", "deal_records",
+           "BLOCK_BYTES"]
 
 # How a run travels (sinks.shards: INLINE, MEMBER, PART_FILE are 0, 1, 2).
 RUN = 3
 _INLINE = 0
 # Bytes of parts per block of a run.
 BLOCK_BYTES = 256 << 10
+# More runs per shard than this are merged by a heap, part by part.
+MAX_WINDOW_RUNS = 64
 _BLOCKS, _FILE = "blocks", "file"
-_LENGTH = struct.Struct("<Q")
 
 
 class Parts(NamedTuple):
@@ -114,20 +117,22 @@ def pack(parts: Parts, expected: int,
     lasts.append(last)
   count = int(parts.count.sum())
   if spill is not None and sum(map(len, blocks)) >= spill_bytes:
-    data = b"".join(_LENGTH.pack(len(b)) + b for b in blocks)
-    return (parts.keys[0], RUN, (_FILE, spill(data), lasts), count,
-            expected)
+    # The blocks' places, so that each is read on its own: a shard's
+    # writer may merge hundreds of runs, and keeps no file open.
+    places = np.zeros(len(blocks) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in blocks], out=places[1:])
+    return (parts.keys[0], RUN, (_FILE, (spill(b"".join(blocks)),
+                                         places.tolist()), lasts),
+            count, expected)
   return (parts.keys[0], RUN, (_BLOCKS, blocks, lasts), count, expected)
 
 
-def _file_blocks(path: str, open_file: Callable) -> Iterator[bytes]:
-  with open_file(path) as f:
-    while True:
-      head = f.read(_LENGTH.size)
-      if not head:
-        return
-      (length,) = _LENGTH.unpack(head)
-      yield f.read(length)
+def _file_blocks(where: tuple, open_file: Callable) -> Iterator[bytes]:
+  path, places = where
+  for start, stop in zip(places, places[1:]):
+    with open_file(path) as f:
+      f.seek(start)
+      yield f.read(stop - start)
 
 
 def _run_blocks(run: tuple, open_file: Callable) -> Iterator[Parts]:
@@ -184,9 +189,13 @@ def windows(parts: Iterable[tuple], open_file: Callable) -> Iterator[Parts]:
   at a time: each window holds the parts of every source up to the
   smallest last key of the blocks in memory (one block per run)."""
   parts = list(parts)
+  runs = [r for r in parts if r[1] == RUN]
+  if len(runs) > MAX_WINDOW_RUNS:
+    # A window costs a step per source: with many runs, a heap is cheaper.
+    yield from _windows_of(in_key_order(parts, open_file))
+    return
   plain = sorted((p for p in parts if p[1] != RUN), key=lambda p: p[0])
-  sources = [_Source(_run_blocks(r, open_file), r[2][2])
-             for r in parts if r[1] == RUN]
+  sources = [_Source(_run_blocks(r, open_file), r[2][2]) for r in runs]
   if plain:
     sources.append(_Source(iter([Parts.of(plain)]), [plain[-1][0]]))
   while True:
@@ -204,6 +213,19 @@ def windows(parts: Iterable[tuple], open_file: Callable) -> Iterator[Parts]:
         pieces.append(src.block.cut(src.at, stop))
         src.at = stop
     yield _merged(pieces)
+
+
+def _windows_of(parts: Iterator[tuple]) -> Iterator[Parts]:
+  """Part tuples in order as Parts of about BLOCK_BYTES each."""
+  window, size = [], 0
+  for part in parts:
+    window.append(part)
+    size += part[4]
+    if size >= BLOCK_BYTES:
+      yield Parts.of(window)
+      window, size = [], 0
+  if window:
+    yield Parts.of(window)
 
 
 def _merged(pieces: List[Parts]) -> Parts:
@@ -234,3 +256,70 @@ def _merged(pieces: List[Parts]) -> Parts:
   return Parts([keys[i] for i in index], how[order], count[order],
                size[order], inline,
                {new: other[i] for new, i in enumerate(index) if i in other})
+
+
+def deal_records(items, hashes: np.ndarray, n: int, member_bytes: int,
+                 part_of_framed: Callable[[int, bytes], tuple]
+                 ) -> Dict[int, Parts]:
+  """What sinks.shards deals one chunk at a time, for every chunk of
+  `items` at once (TFRecord framing, no shuffle): shard -> its Parts.
+
+  A chunk's first record goes to shard hashes[i] % n, the next ones
+  round-robin; a chunk's records in one shard are one part; a part of at
+  least `member_bytes` framed bytes is made a gzip member (or part file)
+  by `part_of_framed(shard, data)` -> (how, data, size)."""
+  keys = items.keys
+  offsets = np.asarray(items.offsets, dtype=np.int64)
+  counts = np.diff(offsets)
+  records = items.records.to_list()
+  first = (hashes % np.uint64(n)).astype(np.int64)
+  group = np.repeat(np.arange(len(keys)), counts)
+  rank = np.arange(len(records)) - np.repeat(offsets[:-1], counts)
+  shard = (first[group] + rank) % n
+  framed = frame_records(records)
+  ends = np.zeros(len(records) + 1, dtype=np.int64)
+  np.cumsum(np.fromiter(map(len, records), dtype=np.int64,
+                        count=len(records)) + 16, out=ends[1:])
+  # Records by (shard, chunk, rank): a part is a run of equal (shard,
+  # chunk), its bytes the framed records in rank order.
+  order = np.lexsort((rank, group, shard))
+  lengths = np.diff(ends)[order]
+  buf = np.frombuffer(framed, dtype=np.uint8)
+  if n > 1:
+    buf = np.frombuffer(pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(records),
+        [None, pa.py_buffer(ends), pa.py_buffer(framed)]).take(
+            pa.array(order)).buffers()[2], dtype=np.uint8)
+  s_o, g_o = shard[order], group[order]
+  new = np.ones(len(order), dtype=bool)
+  new[1:] = (s_o[1:] != s_o[:-1]) | (g_o[1:] != g_o[:-1])
+  part_first = np.flatnonzero(new)
+  part_records = np.diff(np.append(part_first, len(order)))
+  part_bytes = np.add.reduceat(lengths, part_first) if len(order) else \
+      np.zeros(0, np.int64)
+  part_shard, part_group = s_o[part_first], g_o[part_first]
+  byte_ends = np.cumsum(part_bytes)
+  out = {}
+  bounds = np.searchsorted(part_shard, np.arange(n + 1))
+  for sh in range(n):
+    lo, hi = int(bounds[sh]), int(bounds[sh + 1])
+    if lo == hi:
+      continue
+    b0 = int(byte_ends[lo - 1]) if lo else 0
+    data = buf[b0:int(byte_ends[hi - 1])].tobytes()
+    size = part_bytes[lo:hi].astype(np.int64)
+    how = np.full(hi - lo, _INLINE, dtype=np.int64)
+    other = {}
+    big = np.flatnonzero(size >= member_bytes)
+    if len(big):  # rare: sequences of 64 KiB or more
+      local = np.concatenate([[0], np.cumsum(size)])
+      keep = np.ones(len(data), dtype=bool)
+      for i in big.tolist():
+        how[i], other[i], size[i] = part_of_framed(
+            sh, data[local[i]:local[i + 1]])
+        keep[local[i]:local[i + 1]] = False
+      data = np.frombuffer(data, np.uint8)[keep].tobytes()
+    out[sh] = Parts(keys=[keys[g] for g in part_group[lo:hi].tolist()],
+                    how=how, count=part_records[lo:hi].astype(np.int64),
+                    size=size, inline=data, other=other)
+  return out

@@ -35,20 +35,22 @@ import itertools
 import random
 import re
 import uuid
-import zlib
-from typing import (Any, Callable, Dict, Iterator, List, NamedTuple,
-                    Optional, Tuple)
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional
 
 import apache_beam as beam
 import numpy as np
-import pyarrow as pa
 from isal import isal_zlib
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.encoding import wire
-from beam_tfrecords.errors import InputError
 from beam_tfrecords.sinks import runs
+from beam_tfrecords.sinks.shard_files import (INLINE, JSON_LINES, MEMBER,
+                                              PART_FILE, SHARD_SUFFIX,
+                                              TFRECORD_GZIP, Codec,
+                                              ShardFiles, gzip_member,
+                                              open_part, read_part,
+                                              rolled_name, shard_name,
+                                              write_window)
 from beam_tfrecords.records import (count_tfrecords, frame_records,
                                     unframe_records)
 
@@ -57,35 +59,12 @@ __all__ = ["WriteShards", "WriteWithBeamSink", "Codec", "Shuffle",
            "TFRECORD_GZIP",
            "JSON_LINES", "stable_hash", "shard_name", "SHARD_SUFFIX"]
 
-SHARD_SUFFIX = ".tfrecord.gz"
 # Parts at least this large are compressed before the shuffle.
 MEMBER_BYTES = 64 * 1024
 # Compressed parts (and uncompressed ones of codecs without gzip) at least
 # this large go to part files (see above).
 SPILL_BYTES = 256 * 1024
 PARTS_DIR = ".parts"
-_COPY_BYTES = 8 * 1024 * 1024
-# Small parts next to each other are compressed together, as gzip members
-# of about this many framed bytes.
-INLINE_MEMBER_BYTES = 1024 * 1024
-# The default deflate: ISA-L (python-isal) at level 2 writes standard gzip.
-# Measured on 57 MB of framed Examples (2 cores): ISA-L 2 at 588 MB/s,
-# ratio 3.72; zlib 1 at 130 MB/s, ratio 3.69; zlib 6 at 55 MB/s, ratio
-# 4.17. A `gzip_level` of 1-9 uses zlib at that level.
-ISAL_LEVEL = 2
-
-
-class Codec(NamedTuple):
-  """How items become file bytes: `frame` turns a list of items into the
-  bytes they take in the file."""
-  suffix: str
-  frame: Callable[[Any], bytes]
-  gzip: bool
-
-
-TFRECORD_GZIP = Codec(SHARD_SUFFIX, frame_records, True)
-JSON_LINES = Codec(".jsonl", lambda lines: "".join(
-    line + "\n" for line in lines).encode("utf-8"), False)
 
 
 def stable_hash(key) -> int:
@@ -94,36 +73,12 @@ def stable_hash(key) -> int:
   return int.from_bytes(digest, "little")
 
 
-def shard_name(prefix: str, shard: int, num_shards: int, suffix: str) -> str:
-  return f"{prefix}-{shard:05d}-of-{num_shards:05d}{suffix}"
-
-
-def compressor(level: Optional[int] = None):
-  """A gzip-member compressor: ISA-L (default) or zlib at `level` 1-9.
-
-  wbits 31 makes a gzip member; both write mtime 0, so the bytes depend
-  only on the data and the level.
-  """
-  if level is None:
-    return isal_zlib.compressobj(ISAL_LEVEL, isal_zlib.DEFLATED, 31)
-  return zlib.compressobj(level, zlib.DEFLATED, 31)
-
-
-def _gzip(data: bytes, level: Optional[int]) -> bytes:
-  comp = compressor(level)
-  return comp.compress(data) + comp.flush()
-
-
 class Shuffle(NamedTuple):
   """A seeded shuffle: each record goes to a random shard and to one of
   `buckets[split]` buckets in it; a shard is written bucket by bucket, each
   bucket's records in a random order. Memory: one bucket at a time."""
   seed: int
   buckets: Dict[str, int]
-
-
-# How a part travels to its shard's writer.
-INLINE, MEMBER, PART_FILE = 0, 1, 2
 
 
 def _write_part(directory: str, shard: int, data: bytes) -> str:
@@ -173,7 +128,7 @@ class _DealFn(beam.DoFn):
     data = self._codec.frame(part)
     how = INLINE
     if self._codec.gzip and len(data) >= MEMBER_BYTES:
-      data, how = _gzip(data, self._level), MEMBER
+      data, how = gzip_member(data, self._level), MEMBER
     size = len(data)
     if self._parts_dir is not None and size >= SPILL_BYTES and (
         how == MEMBER or not self._codec.gzip):
@@ -193,7 +148,8 @@ class _DealFn(beam.DoFn):
 
   def _deal_many(self, split, items):
     """Many chunks (sinks.runs): one run per shard."""
-    if self._shuffle is not None or self._codec.frame is not frame_records:
+    if self._shuffle is not None or not self._codec.gzip or (
+        self._codec.frame is not frame_records):
       by_shard: Dict[int, list] = {}
       for key, records in zip(items.keys, _split_list(
           items.records.to_list(), items.offsets)):
@@ -204,7 +160,13 @@ class _DealFn(beam.DoFn):
       shards = {shard: runs.Parts.of(sorted(parts, key=lambda p: p[0]))
                 for shard, parts in by_shard.items()}
     else:
-      shards = self._deal_records(split, items)
+      hashes = getattr(items, "hashes", None)
+      if hashes is None:
+        hashes = np.fromiter(map(stable_hash, items.keys), dtype=np.uint64,
+                             count=len(items.keys))
+      shards = runs.deal_records(
+          items, hashes, self._n[split], MEMBER_BYTES,
+          lambda shard, data: self._part_of_framed(split, shard, data))
     for shard in sorted(shards):
       parts = shards[shard]
       spill = None
@@ -215,81 +177,15 @@ class _DealFn(beam.DoFn):
                               parts.size).sum())
       yield (split, shard), runs.pack(parts, expected, spill, SPILL_BYTES)
 
-  def _deal_records(self, split, items) -> Dict[int, "runs.Parts"]:
-    """`_deal` and `_part` of every chunk at once (TFRecord framing, key
-    order): shard -> its parts."""
-    n = self._n[split]
-    keys = items.keys
-    offsets = np.asarray(items.offsets, dtype=np.int64)
-    counts = np.diff(offsets)
-    records = items.records.to_list()
-    hashes = getattr(items, "hashes", None)
-    if hashes is None:
-      hashes = np.fromiter((stable_hash(k) for k in keys), dtype=np.uint64,
-                           count=len(keys))
-    first = (hashes % np.uint64(n)).astype(np.int64)
-    group = np.repeat(np.arange(len(keys)), counts)
-    rank = np.arange(len(records)) - np.repeat(offsets[:-1], counts)
-    shard = (first[group] + rank) % n
-    framed = frame_records(records)
-    ends = np.zeros(len(records) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, records), dtype=np.int64,
-                          count=len(records)) + 16, out=ends[1:])
-    # Records by (shard, chunk, rank): a part is a run of equal (shard,
-    # chunk), its bytes the framed records in rank order.
-    order = np.lexsort((rank, group, shard))
-    lengths = np.diff(ends)[order]
-    buf = np.frombuffer(framed, dtype=np.uint8)
-    if n > 1:
-      buf = wire.from_arrow(pa.LargeBinaryArray.from_buffers(
-          pa.large_binary(), len(records),
-          [None, pa.py_buffer(ends), pa.py_buffer(framed)]).take(
-              pa.array(order))).buf
-    s_o, g_o = shard[order], group[order]
-    new = np.ones(len(order), dtype=bool)
-    new[1:] = (s_o[1:] != s_o[:-1]) | (g_o[1:] != g_o[:-1])
-    part_first = np.flatnonzero(new)
-    part_records = np.diff(np.append(part_first, len(order)))
-    part_bytes = np.add.reduceat(lengths, part_first) if len(order) else \
-        np.zeros(0, np.int64)
-    part_shard, part_group = s_o[part_first], g_o[part_first]
-    byte_ends = np.cumsum(part_bytes)
-    out = {}
-    bounds = np.searchsorted(part_shard, np.arange(n + 1))
-    for sh in range(n):
-      lo, hi = int(bounds[sh]), int(bounds[sh + 1])
-      if lo == hi:
-        continue
-      b0 = int(byte_ends[lo - 1]) if lo else 0
-      b1 = int(byte_ends[hi - 1])
-      data = buf[b0:b1].tobytes()
-      size = part_bytes[lo:hi].astype(np.int64)
-      how = np.full(hi - lo, INLINE, dtype=np.int64)
-      other = {}
-      big = np.flatnonzero(size >= MEMBER_BYTES)
-      if len(big):  # rare: sequences of 64 KiB or more
-        local = np.concatenate([[0], np.cumsum(size)])
-        keep = np.ones(len(data), dtype=bool)
-        for i in big.tolist():
-          piece = data[local[i]:local[i + 1]]
-          _, how[i], other[i], _, size[i] = self._part_of_framed(
-              split, sh, piece)
-          keep[local[i]:local[i + 1]] = False
-        data = np.frombuffer(data, np.uint8)[keep].tobytes()
-      out[sh] = runs.Parts(
-          keys=[keys[g] for g in part_group[lo:hi].tolist()], how=how,
-          count=part_records[lo:hi].astype(np.int64), size=size,
-          inline=data, other=other)
-    return out
-
   def _part_of_framed(self, split, shard, data: bytes) -> tuple:
-    """`_part` of framed bytes of at least MEMBER_BYTES."""
-    data, how = _gzip(data, self._level), MEMBER
+    """(how, data, size) of framed bytes of at least MEMBER_BYTES, as
+    `_part` makes them."""
+    data, how = gzip_member(data, self._level), MEMBER
     size = len(data)
     if self._parts_dir is not None and size >= SPILL_BYTES:
       data, how = _write_part(FileSystems.join(self._parts_dir, split),
                               shard, data), PART_FILE
-    return (None, how, data, None, size)
+    return how, data, size
 
 
 def _split_list(items: list, offsets) -> Iterator[list]:
@@ -303,196 +199,6 @@ def _expected(parts) -> int:
   files, their size; framed records, a third of it compressed (the shuffle
   recompresses the same data); runs, what their parts add up to."""
   return sum(p[4] if p[1] != INLINE else p[4] // 3 for p in parts)
-
-
-def _open_part(path: str):
-  return FileSystems.open(path, compression_type=(
-      CompressionTypes.UNCOMPRESSED))
-
-
-def _read_part(path: str) -> bytes:
-  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
-                        ) as f:
-    return f.read()
-
-
-def rolled_name(split: str, shard: int, num_shards: int, roll: int,
-                suffix: str) -> str:
-  """The staged name of a shard's file number `roll`: the shard's own name
-  for the first, a marked one for the files after it (Commit renames them
-  all to final names)."""
-  name = shard_name(split, shard, num_shards, suffix)
-  if roll == 0:
-    return name
-  return f"{name[:-len(suffix)]}-roll{roll:04d}{suffix}"
-
-
-class _ShardFiles:
-  """One shard's bytes as files of at most `limit` bytes each.
-
-  Gzip data arrives as whole members (concatenated members are one valid
-  gzip file), so every file boundary falls between members and each file's
-  size is known before it is written. A member larger than the limit is
-  cut into smaller ones by records; a single record too large for the
-  limit is an error. `limit` None: one file, however large.
-  """
-
-  def __init__(self, directory: str, split: str, shard: int, n: int,
-               codec: Codec, level: Optional[int], limit: Optional[int],
-               expected: int = 0):
-    self._directory, self._split, self._shard, self._n = (directory, split,
-                                                          shard, n)
-    self._codec, self._level, self._limit = codec, level, limit
-    # A shard expected to outgrow the limit is cut into files of about
-    # equal size (not full files and a small last one).
-    self._files = 1 if not limit else max(1, -(-expected // limit))
-    self._target = expected / self._files if limit else None
-    self._file = None
-    self._size = self._records = 0
-    self._pending, self._pending_bytes, self._pending_count = [], 0, 0
-    self.files = []
-
-  def _open(self):
-    name = rolled_name(self._split, self._shard, self._n, len(self.files),
-                       self._codec.suffix)
-    self._file = FileSystems.create(
-        FileSystems.join(self._directory, name),
-        compression_type=CompressionTypes.UNCOMPRESSED)
-    self.files.append({"kind": "shard", "split": self._split, "file": name,
-                       "records": 0, "bytes": 0, "writer": self._shard,
-                       "roll": len(self.files)})
-    self._size = self._records = 0
-
-  def _close(self):
-    if self._file is not None:
-      self._file.close()
-      self.files[-1].update(records=self._records, bytes=self._size)
-      self._file = None
-
-  def _room(self, size: int) -> None:
-    """Opens a file, or the next one if `size` more bytes would not fit,
-    or would take this file well past its share of the shard."""
-    if self._file is None:
-      self._open()
-    elif self._limit is not None and self._size and (
-        self._size + size > self._limit or (
-            len(self.files) < self._files
-            and self._size + size / 2 > self._target)):
-      self._close()
-      self._open()
-
-  def _put(self, data: bytes, count: int) -> None:
-    self._room(len(data))
-    self._file.write(data)
-    self._size += len(data)
-    self._records += count
-
-  def _copy(self, path: str, size: int, count: int) -> None:
-    self._room(size)
-    with FileSystems.open(path, compression_type=(
-        CompressionTypes.UNCOMPRESSED)) as part_file:
-      while True:
-        block = part_file.read(_COPY_BYTES)
-        if not block:
-          break
-        self._file.write(block)
-    self._size += size
-    self._records += count
-
-  def _members(self, records: list) -> Iterator[Tuple[bytes, int]]:
-    """Gzip members of the records, each within the limit."""
-    data = _gzip(frame_records(records), self._level)
-    if self._limit is None or len(data) <= self._limit:
-      yield data, len(records)
-      return
-    if len(records) == 1:
-      raise InputError(
-          f"a record of {len(records[0]):,} bytes ({len(data):,} compressed) "
-          f"does not fit in a shard file of at most {self._limit:,} bytes "
-          f"(split {self._split!r}); raise --max-shard-size")
-    pieces = min(len(records), -(-len(data) * 10 // (self._limit * 9)))
-    step = -(-len(records) // pieces)
-    for i in range(0, len(records), step):
-      yield from self._members(records[i:i + step])
-
-  def member(self, data: bytes, count: int) -> None:
-    """A finished gzip member (or raw bytes of a codec without gzip)."""
-    self.flush()
-    if self._limit is not None and len(data) > self._limit:
-      for piece, n in self._members(
-          list(unframe_records(isal_zlib.decompress(data, wbits=31)))):
-        self._put(piece, n)
-    else:
-      self._put(data, count)
-
-  def part_file(self, path: str, size: int, count: int) -> None:
-    self.flush()
-    if self._limit is not None and size > self._limit:
-      self.member(_read_part(path), count)
-    else:
-      self._copy(path, size, count)
-
-  def inline(self, data: bytes, count: int) -> None:
-    """Framed items, compressed together with the ones next to them."""
-    if not self._codec.gzip:
-      self._put(data, count)
-      return
-    self._pending.append(data)
-    self._pending_bytes += len(data)
-    self._pending_count += count
-    if self._pending_bytes >= INLINE_MEMBER_BYTES:
-      self.flush()
-
-  def inline_many(self, data: bytes, sizes: np.ndarray,
-                  counts: np.ndarray) -> None:
-    """inline() of consecutive parts, `data` their bytes back to back:
-    the same members, found with a search per member, not a step per
-    part."""
-    ends = np.cumsum(sizes)
-    first = start = 0
-    while first < len(sizes):
-      base = int(ends[first - 1]) if first else 0
-      last = int(np.searchsorted(
-          ends, base + INLINE_MEMBER_BYTES - self._pending_bytes))
-      if last >= len(sizes):
-        self._pending.append(data[start:])
-        self._pending_bytes += int(ends[-1]) - base
-        self._pending_count += int(counts[first:].sum())
-        return
-      stop = int(ends[last])
-      self._pending.append(data[start:stop])
-      self._pending_bytes += stop - base
-      self._pending_count += int(counts[first:last + 1].sum())
-      self.flush()
-      first, start = last + 1, stop
-
-  def flush(self) -> None:
-    if not self._pending:
-      return
-    data = b"".join(self._pending)
-    count = self._pending_count
-    self._pending, self._pending_bytes, self._pending_count = [], 0, 0
-    member = _gzip(data, self._level)
-    if self._limit is not None and len(member) > self._limit:
-      for piece, n in self._members(list(unframe_records(data))):
-        self._put(piece, n)
-    else:
-      self._put(member, count)
-
-  def close(self) -> list:
-    """Ends the last file; every gzip shard has at least one (an empty
-    gzip member is a valid empty file). A codec without gzip writes no
-    file for an empty shard: an empty object cannot be uploaded to S3 in
-    Beam 2.77 (a multipart upload without parts), and an empty JSON lines
-    file says nothing. Returns the files' descriptions."""
-    self.flush()
-    if self._file is None and not self.files:
-      if not self._codec.gzip:
-        return []
-      self._open()
-      self._put(_gzip(b"", self._level), 0)
-    self._close()
-    return self.files
 
 
 class _WriteShardFn(beam.DoFn):
@@ -520,13 +226,13 @@ class _WriteShardFn(beam.DoFn):
       records = []
       for _, how, data, _, _ in group:
         if how == PART_FILE:
-          data = _read_part(data)
+          data = read_part(data)
         if how != INLINE:
           data = isal_zlib.decompress(data, wbits=31)
         records.extend(unframe_records(data))
       random.Random(stable_hash((self._shuffle.seed, split, shard, bucket))
                     ).shuffle(records)
-      data = _gzip(frame_records(records), self._level)
+      data = gzip_member(frame_records(records), self._level)
       yield ((bucket,), MEMBER, data, len(records), len(data))
 
   def process(self, element):
@@ -534,14 +240,14 @@ class _WriteShardFn(beam.DoFn):
     parts = [p for p in parts if p is not None]
     limit = self._max.get(split) if self._codec.gzip else None
     expected = _expected(parts) if limit else 0
-    out = _ShardFiles(self._directory, split, shard, self._n[split],
+    out = ShardFiles(self._directory, split, shard, self._n[split],
                       self._codec, self._level, limit, expected)
     if self._shuffle is None and self._codec.gzip:
-      for window in runs.windows(parts, _open_part):
-        _write_window(out, window)
+      for window in runs.windows(parts, open_part):
+        write_window(out, window)
       yield from out.close()
       return
-    parts = runs.in_key_order(parts, _open_part)
+    parts = runs.in_key_order(parts, open_part)
     if self._shuffle is not None and self._codec.gzip:
       parts = self._shuffled(split, shard, parts)
     for _, how, data, count, size in parts:
@@ -552,26 +258,6 @@ class _WriteShardFn(beam.DoFn):
       else:
         out.part_file(data, size, count)
     yield from out.close()
-
-
-def _write_window(out: "_ShardFiles", window: "runs.Parts") -> None:
-  """A window of parts in key order; the INLINE parts between two others
-  go to the writer at once."""
-  at = start = 0
-  for i in np.flatnonzero(window.how != INLINE).tolist() + [len(window.how)]:
-    if i > start:
-      size = window.size[start:i]
-      total = int(size.sum())
-      out.inline_many(window.inline[at:at + total], size,
-                      window.count[start:i])
-      at += total
-    if i < len(window.how):
-      count = int(window.count[i])
-      if window.how[i] == MEMBER:
-        out.member(window.other[i], count)
-      else:
-        out.part_file(window.other[i], int(window.size[i]), count)
-    start = i + 1
 
 
 class WriteShards(beam.PTransform):

@@ -120,9 +120,11 @@ class WriteBatches(beam.PTransform):
 
   def expand(self, batches):
     plan = self._plan
+    # Grouped steps are spilled to local disk only (see Encode).
+    spill = None if "://" in plan.staging else FileSystems.join(
+        plan.staging, PARTS_DIR, "steps")
     encoded = batches | "Encode" >> Encode(
-        self._schema, plan.statistics, plan.buckets,
-        FileSystems.join(plan.staging, PARTS_DIR, "steps"))
+        self._schema, plan.statistics, plan.buckets, spill)
     # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
     parts = self._records(encoded["records"])
     parts.append(encoded["errors"]

@@ -9,12 +9,12 @@
    bytes (or, for a large batch, where they are in a file the batch wrote
    under the staging folder), plus, under `on_bad_step: reject_group`,
    the rows of the bucket's keys that went to errors/.
-2. **GroupSteps**: GroupByKey on (split, bucket). Elements are few (batches
-   x buckets), not one per row or per group, so the runner's per-element
-   costs do not grow with the number of groups.
+2. **GroupSteps**: GroupByKey on (split, bucket). Elements are batches x
+   buckets (at most MAX_BUCKETS per batch), not one per row or per group,
+   so the runner's per-element costs do not grow with the groups.
 3. **Assemble**, per bucket: `encoding.groups.GroupAssembler` orders the
    bucket's steps with one Arrow sort and writes every group's records at
-   once; one element `(split, ("bucket", b), GroupedRecords)`. The
+   once; one element `(split, ("bucket", b, pass), GroupedRecords)`. The
    deterministic sink deals its groups to shards at once and merges the
    buckets back into key order (`sinks.runs`), so the files are the same
    bytes as when each group was its own element.
@@ -38,7 +38,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.encoding.groups import GroupAssembler
-from beam_tfrecords.encoding.passes import plan_passes
+from beam_tfrecords.encoding.passes import plan_passes, table_bytes
 from beam_tfrecords.encoding.steps import StepEncoder, key_hash, keys_hash
 from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.schema.model import OnBadStep
@@ -56,15 +56,16 @@ __all__ = ["EncodeGroupedSequences", "buckets_for", "BUCKET_BYTES",
 # are what the assembly is spread over (workers x threads) and what one
 # assembly holds in memory.
 BUCKET_BYTES = 8 << 20
-MIN_BUCKETS, MAX_BUCKETS = 16, 4096
+# At most MAX_BUCKETS: every batch writes one block per bucket, so blocks
+# grow with batches x buckets; past that, larger buckets are assembled in
+# passes.
+MIN_BUCKETS, MAX_BUCKETS = 16, 256
 # When the input's size is not known (a PCollection).
 DEFAULT_BUCKETS = 64
-# Step bytes one assembly sorts at once (its peak memory is about 3x);
-# a bucket with more is assembled in passes, and a group with more is
-# refused (encoding.passes).
+# Bytes of steps (encoding.passes.table_bytes) one assembly sorts at once
+# (its peak memory is about 3 times that); a bucket with more is
+# assembled in passes, and a group with more is refused.
 ASSEMBLY_BYTES = 256 << 20
-# Compressed steps -> bytes in memory, at most (LZ4 on steps: ~2-3x).
-_EXPANSION = 8
 # Arrow IPC compression of the steps on their way to the GroupByKey:
 # measured on the events benchmark, LZ4 halves them at ~1 GB/s.
 _IPC = pa.ipc.IpcWriteOptions(compression="lz4")
@@ -91,8 +92,9 @@ def _ipc_table(data: bytes) -> pa.Table:
 
 @beam.typehints.with_input_types(SourceBatch)
 class _EncodeStepsFn(_SchemaFn):
-  """One batch -> ((split, bucket), (source path, steps as IPC bytes,
-  bad)) per bucket with steps or bad rows in the batch.
+  """One batch -> ((split, bucket), (source path, steps as IPC bytes or
+  their place in a file, bad, bytes)) per bucket with steps or bad rows in
+  the batch (bytes: encoding.passes.table_bytes of the steps).
 
   `bad` lists, under on_bad_step: reject_group, (key, first row number,
   its reason, rows) of the bucket's keys with rows in errors/ (a group's
@@ -147,15 +149,18 @@ class _EncodeStepsFn(_SchemaFn):
     order = np.argsort(bucket, kind="stable")
     ordered = table.take(pa.array(order))
     bounds = np.searchsorted(bucket[order], np.arange(self._buckets + 1))
-    blocks = []
+    blocks, sizes = [], {}
     for b in range(self._buckets):
       start, stop = int(bounds[b]), int(bounds[b + 1])
       if start < stop or b in bad:
-        blocks.append((b, _ipc_bytes(ordered.slice(start, stop - start))))
+        piece = ordered.slice(start, stop - start)
+        blocks.append((b, _ipc_bytes(piece)))
+        sizes[b] = table_bytes(piece)
     if self._spill_dir is not None and sum(
         len(data) for _, data in blocks) >= SPILL_BYTES:
       blocks = _spilled(self._spill_dir, blocks)
-    return [((split, b), (path, data, bad.get(b, []))) for b, data in blocks]
+    return [((split, b), (path, data, bad.get(b, []), sizes[b]))
+            for b, data in blocks]
 
 
 def _spilled(directory: str, blocks: List[tuple]) -> List[tuple]:
@@ -183,8 +188,9 @@ def _read(data) -> bytes:
     return f.read(length)
 
 
-def _size(data) -> int:
-  return len(data) if isinstance(data, bytes) else data[2]
+def _tables(blocks):
+  """(path, steps table) of a bucket's blocks, read one at a time."""
+  return ((path, _ipc_table(_read(data))) for path, data, _, _ in blocks)
 
 
 def _bad_by_bucket(batch: SourceBatch, steps, index, buckets: int
@@ -208,8 +214,8 @@ def _bad_by_bucket(batch: SourceBatch, steps, index, buckets: int
 
 
 class _AssembleFn(_SchemaFn):
-  """((split, bucket), [(path, steps, bad)]) -> (split, ("bucket", b),
-  GroupedRecords): every group of the bucket.
+  """((split, bucket), [(path, steps, bad, bytes)]) -> (split, ("bucket",
+  b, pass), GroupedRecords): every group of the bucket (of one pass).
 
   Outputs: main: the records; ERRORS: ((file, -1, -1), [dead-letter
   dict]) per rejected or truncated group; STATS.
@@ -223,58 +229,58 @@ class _AssembleFn(_SchemaFn):
   def _build(self, schema):
     return GroupAssembler(schema)
 
-  def _work(self, element):
+  def _elements(self, element) -> list:
+    """The bucket's pieces of work: itself, or one per pass when it is
+    larger than one assembly. The grouped values are read here, in the
+    DoFn's own thread: runners that page them in through the state API
+    serve that thread only."""
     (split, bucket), blocks = element
     blocks = list(blocks)
+    if sum(b[3] for b in blocks) <= ASSEMBLY_BYTES:
+      return [(split, bucket, blocks, None, 0)]
+    # A bucket too large for one assembly (skewed keys).
+    plan = plan_passes(lambda: _tables(blocks), ASSEMBLY_BYTES)
+    return [(split, bucket, blocks, plan, i) for i in range(plan.passes)]
+
+  def _work(self, piece):
+    split, bucket, blocks, plan, index = piece
     bad: Dict[tuple, list] = {}
-    for path, _, marks in blocks:
+    for path, _, marks, _ in blocks:
       for key, number, reason, count in marks:
         bad.setdefault(key, []).append((path, number, reason, count))
-
-    def tables():
-      return ((path, _ipc_table(_read(data))) for path, data, _ in blocks)
-
-    if sum(_size(data) for _, data, _ in blocks) * _EXPANSION <= \
-        ASSEMBLY_BYTES:
-      results, refused = [self._encoder.assemble(list(tables()), bad)], []
-    else:  # a bucket too large for one assembly (skewed keys)
-      plan = plan_passes(tables, ASSEMBLY_BYTES)
-      results = [self._encoder.assemble(
-          [(path, plan.select(t, i)) for path, t in tables()], bad)
-                 for i in range(plan.passes)]
-      refused = plan.refused
+    tables = list(_tables(blocks))
+    if plan is not None:
+      tables = [(path, plan.select(t, index)) for path, t in tables]
+    result = self._encoder.assemble(tables, bad)
     outputs, errors = [], []
-    written = rejected = dropped = records = 0
-    for i, result in enumerate(results):
-      if len(result):
-        # The sink's shard of each group, here in the worker's threads.
-        result.hashes = np.fromiter(map(stable_hash, result.keys),
-                                    dtype=np.uint64, count=len(result))
-        outputs.append((split, ("bucket", bucket, i), result))
-      written += result.rows_written
-      records += len(result.steps)
-      for key, e in result.errors:
-        if e.dropped:
-          dropped += e.rows
-        else:
-          rejected += e.rows
-        errors.append(self._error(key, e.rows, e.reason, e.dropped,
-                                  e.examples))
-    for r in refused:
+    if len(result):
+      # The sink's shard of each group, here in the worker's threads.
+      result.hashes = np.fromiter(map(stable_hash, result.keys),
+                                  dtype=np.uint64, count=len(result))
+      outputs.append((split, ("bucket", bucket, index), result))
+    rejected = dropped = 0
+    for key, e in result.errors:
+      if e.dropped:
+        dropped += e.rows
+      else:
+        rejected += e.rows
+      errors.append(self._error(key, e.rows, e.reason, e.dropped,
+                                e.examples))
+    for r in plan.refused if plan is not None and index == 0 else ():
       rejected += r.rows
       errors.append(self._error(
-          r.key, r.rows, f"the group has {r.rows:,} rows ({r.size:,} bytes "
-          f"of serialized steps), more than one worker assembles at once "
-          f"({ASSEMBLY_BYTES:,} bytes); it could not be one record either: "
-          "leave such keys out, or group by a finer key", False,
-          r.examples))
+          r.key, r.rows, f"the group has {r.rows:,} rows (about {r.size:,} "
+          "bytes of steps), more than one worker assembles at once "
+          f"({ASSEMBLY_BYTES:,} bytes), so it is not written; leave such "
+          "keys out, or group by a finer key", False, r.examples))
     for error in errors:
       # Keyed like a batch's errors; (file, -1, -1) sorts before its rows.
       outputs.append(beam.pvalue.TaggedOutput(
           ERRORS, ((error["source"] or "", -1, -1), [error])))
+    written = result.rows_written
     stats = _stats(rows_written=written, rows_rejected=rejected,
-                   rows_dropped=dropped, records=records, steps=written,
-                   steps_dropped=dropped)
+                   rows_dropped=dropped, records=len(result.steps),
+                   steps=written, steps_dropped=dropped)
     outputs.append(beam.pvalue.TaggedOutput(STATS, stats))
     return outputs, stats, errors
 
@@ -302,7 +308,8 @@ class EncodeGroupedSequences(beam.PTransform):
     spill_dir: where a batch's steps are written when they are at least
       SPILL_BYTES, so that only their place goes through the GroupByKey
       (the DirectRunner holds what it groups in memory, about 3 times);
-      None: they travel in the elements.
+      None: they travel in the elements (a cluster's shuffle is made for
+      that, and reading small ranges of objects in a bucket store is not).
   """
 
   def __init__(self, schema: Schema, statistics: bool = True,
