@@ -6,9 +6,10 @@
    (`encoding.steps.StepEncoder.encode_table`), and every step goes to one
    of `buckets` buckets by a hash of its group key. One element per
    (split, bucket) of the batch: the bucket's steps as compressed Arrow IPC
-   bytes (or, for a large batch, where they are in a file the batch wrote
-   under the staging folder), plus, under `on_bad_step: reject_group`,
-   the rows of the bucket's keys that went to errors/.
+   bytes (or, for a large batch and a local output, where they are in a
+   file the batch wrote under the staging folder), plus, under
+   `on_bad_step: reject_group`, the rows of the bucket's keys that went to
+   errors/.
 2. **GroupSteps**: GroupByKey on (split, bucket). Elements are batches x
    buckets (at most MAX_BUCKETS per batch), not one per row or per group,
    so the runner's per-element costs do not grow with the groups.
@@ -27,9 +28,8 @@ buckets grows with the input (`buckets_for`), so a bucket stays about
 that is refused with its size (`encoding.passes`).
 """
 
-from typing import Any, Dict, List, Optional
-
 import uuid
+from typing import Any, Dict, List, Optional
 
 import apache_beam as beam
 import numpy as np
