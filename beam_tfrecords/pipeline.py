@@ -18,7 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_tfrecords.beam_options import (check_paths_reach_workers,
-                                         pipeline_options)
+                                         pipeline_options, runner_name)
 from beam_tfrecords.errors import InputError, from_worker, is_disk_full
 from beam_tfrecords.options import BuildOptions
 from beam_tfrecords import planning
@@ -179,6 +179,10 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                                   "patterns": patterns,
                                   "files": planning.listed_inputs(plan),
                                   "fingerprint": fingerprint}, user_fn)
+    if user_fn is None:  # (a function may leave no rows: not checked)
+      dataset = dataclasses.replace(dataset, finish=dataset.finish._replace(
+          units=tuple(plan.units), columns=tuple(schema.columns),
+          runner=runner_name(options)))
     _LOG.info("Building %s from %d file(s), %d read unit(s) -> %s",
               schema.name, len(plan.files), len(plan.units), output)
     pipeline = beam.Pipeline(runner=runner, options=options)

@@ -338,3 +338,34 @@ def test_multi_threading_direct_runner_is_refused(tmp_path):
               beam_args=["--direct_num_workers=2",
                          "--direct_running_mode=multi_threading"])
   assert not os.path.exists(tmp_path / "out")
+
+
+def test_a_run_that_loses_the_rows_publishes_nothing(tmp_path, monkeypatch):
+  """A runner that drops a step's outputs (Beam's DaskRunner drops what a
+  DoFn emits in finish_bundle) reads 0 rows: the build fails, naming the
+  runner, instead of publishing an empty dataset."""
+  from beam_tfrecords.transforms import read as read_module
+  src = tmp_path / "in.csv"
+  src.write_text("id\n1\n2\n")
+  monkeypatch.setattr(read_module._ReadUnitFn, "process",
+                      lambda self, element: iter(()))
+  out = tmp_path / "out"
+  with pytest.raises(InputError) as e:
+    btr.build({"name": "n", "features": {"id": {"type": "int64"}}},
+              str(src), str(out))
+  assert str(e.value).startswith(
+      f"the DirectRunner read 0 rows, but the input holds rows ({src} has "
+      "2 in its first batch): the runner lost them, and nothing was "
+      "published")
+  assert not (out / "_SUCCESS").exists()
+  assert not (out / "dataset.json").exists()
+
+
+def test_an_input_without_rows_builds_an_empty_dataset(tmp_path):
+  src = tmp_path / "in.csv"
+  src.write_text("id\n")
+  out = tmp_path / "out"
+  result = btr.build({"name": "n", "features": {"id": {"type": "int64"}}},
+                     str(src), str(out))
+  assert result.metadata["counts"]["rows_read"] == 0
+  assert (out / "_SUCCESS").exists()

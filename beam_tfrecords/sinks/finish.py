@@ -38,6 +38,12 @@ class FinishPlan(NamedTuple):
   producible: Tuple[str, ...]
   # The split TensorFlow Transform analyzes, None without transform:.
   analyze_split: Optional[str] = None
+  # The read units and columns of a build from files (no preprocess
+  # function), and the runner's name: a run that read no rows from them
+  # is checked against them before anything is published.
+  units: Tuple[Any, ...] = ()
+  columns: Tuple[str, ...] = ()
+  runner: str = ""
 
 
 class _Fence:
@@ -98,6 +104,8 @@ def finish(meta: Dict[str, Any], plan: FinishPlan,
           "vocabularies, buckets) would be meaningless; nothing was "
           f"published (see {plan.staging}). Check the split rule and "
           "errors/, or set transform.analyze_split")
+  if plan.units and not meta["counts"]["rows_read"]:
+    _check_nothing_lost(plan)
   check_thresholds(meta, plan.max_bad_rows, plan.max_bad_fraction,
                    plan.staging, plan.producible)
   fence = _Fence(plan, options)
@@ -107,6 +115,25 @@ def finish(meta: Dict[str, Any], plan: FinishPlan,
     fence.renew()
     fence._store.delete(fence.token)  # pylint: disable=protected-access
   return meta
+
+
+def _check_nothing_lost(plan: FinishPlan) -> None:
+  """A run that read no rows, from inputs that hold some, lost them (a
+  runner that drops a step's outputs): raises InputError instead of
+  publishing an empty dataset. Reads the inputs until the first row."""
+  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.sources import read_unit
+  for unit in plan.units:
+    for batch in read_unit(unit, list(plan.columns)):
+      if batch.num_rows or batch.errors:
+        raise InputError(
+            f"the {plan.runner or 'runner'} read 0 rows, but the input "
+            f"holds rows ({unit.path} has "
+            f"{batch.num_rows + len(batch.errors):,} in its first batch): "
+            "the runner lost them, and nothing was published (see "
+            f"{plan.staging}). Run on the DirectRunner, Dataflow, or the "
+            "portable runner (Flink, Spark): see the README's \"Running "
+            "on a cluster\"")
 
 
 class _FinishFn(beam.DoFn):
