@@ -28,7 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tfrecords.encoding.steps import CONTEXT, KEY, ROW, STEP, key_hash
+from beam_tfrecords.encoding.steps import (CONTEXT, KEY, ROW, STEP,
+                                           columns_of, key_hash)
 
 __all__ = ["Refused", "Plan", "plan_passes", "step_bytes", "table_bytes"]
 
@@ -60,16 +61,11 @@ class Plan:
     return table if keep.all() else table.filter(pa.array(keep))
 
 
-def _names(table: pa.Table, prefix: str) -> List[str]:
-  return [n for n in table.column_names
-          if n.startswith(prefix) and n[len(prefix):].isdigit()]
-
-
 def step_bytes(table: pa.Table) -> np.ndarray:
   """The bytes each step takes: its serialized features and context, and
   8 per column (fixed-width values, offsets)."""
   out = np.full(table.num_rows, 8 * table.num_columns, dtype=np.int64)
-  for name in _names(table, STEP) + _names(table, CONTEXT):
+  for name in columns_of(table, STEP) + columns_of(table, CONTEXT):
     column = table.column(name)
     out += pc.fill_null(pc.binary_length(column), 0).to_numpy(
         zero_copy_only=False)
@@ -89,7 +85,7 @@ def plan_passes(tables: Callable[[], Iterable[Tuple[str, pa.Table]]],
   keys = None
   sums = []
   for _, table in tables():
-    names = _names(table, KEY)
+    names = columns_of(table, KEY)
     sizes = table.select(names).append_column(
         "bytes", pa.array(step_bytes(table))).append_column(
             "rows", pa.array(np.ones(table.num_rows, dtype=np.int64)))

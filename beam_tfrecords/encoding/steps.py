@@ -32,6 +32,7 @@ from beam_tfrecords.encoding.stats import column_stats
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
 __all__ = ["StepEncoder", "StepTable", "StepBatch", "key_hash", "keys_hash",
+           "columns_of",
            "KEY", "ORDER", "STEP", "CONTEXT", "ROW"]
 
 # Column names of a StepTable: KEY + i per group_by column, ORDER + i per
@@ -65,7 +66,7 @@ class StepTable:
   def keys(self) -> List[tuple]:
     """Each step's group key, as Python values."""
     return list(zip(*(self.table.column(f"{KEY}{i}").to_pylist()
-                      for i in range(_count(self.table, KEY)))))
+                      for i in range(len(columns_of(self.table, KEY))))))
 
 
 @dataclasses.dataclass
@@ -87,9 +88,10 @@ class StepBatch:
   bad: List[Tuple[tuple, int, str]] = dataclasses.field(default_factory=list)
 
 
-def _count(table: pa.Table, prefix: str) -> int:
-  return sum(1 for name in table.column_names
-             if name[:len(prefix)] == prefix and name[len(prefix):].isdigit())
+def columns_of(table: pa.Table, prefix: str) -> List[str]:
+  """The names of a StepTable's columns of one kind (KEY, ORDER, ...)."""
+  return [name for name in table.column_names
+          if name[:len(prefix)] == prefix and name[len(prefix):].isdigit()]
 
 
 def _key_feature(column: str, ftype: FeatureType, what: str) -> Feature:
@@ -298,7 +300,7 @@ def key_hash(table: pa.Table) -> np.ndarray:
   process and run."""
   out = np.zeros(table.num_rows, dtype=np.uint64)
   with np.errstate(over="ignore"):
-    for i in range(_count(table, KEY)):
+    for i in range(len(columns_of(table, KEY))):
       column = table.column(f"{KEY}{i}").combine_chunks()
       if pa.types.is_integer(column.type):
         h = column.to_numpy(zero_copy_only=False).astype(np.int64).view(
@@ -318,4 +320,4 @@ def keys_hash(keys: Sequence[tuple], like: pa.Table) -> np.ndarray:
   return key_hash(pa.table({
       f"{KEY}{i}": pa.array([key[i] for key in keys],
                             type=like.schema.field(f"{KEY}{i}").type)
-      for i in range(_count(like, KEY))}))
+      for i in range(len(columns_of(like, KEY)))}))

@@ -35,7 +35,7 @@ import itertools
 import random
 import re
 import uuid
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 import apache_beam as beam
 import numpy as np
@@ -151,8 +151,7 @@ class _DealFn(beam.DoFn):
     if self._shuffle is not None or not self._codec.gzip or (
         self._codec.frame is not frame_records):
       by_shard: Dict[int, list] = {}
-      for key, records in zip(items.keys, _split_list(
-          items.records.to_list(), items.offsets)):
+      for key, records in items.chunks():
         for (shard, sort_key), part in self._deal(split, key,
                                                   records).items():
           by_shard.setdefault(shard, []).append(
@@ -173,9 +172,8 @@ class _DealFn(beam.DoFn):
       if self._parts_dir is not None:
         directory = FileSystems.join(self._parts_dir, split)
         spill = lambda data, s=shard: _write_part(directory, s, data)
-      expected = int(np.where(parts.how == INLINE, parts.size // 3,
-                              parts.size).sum())
-      yield (split, shard), runs.pack(parts, expected, spill, SPILL_BYTES)
+      yield (split, shard), runs.pack(parts, _expected(parts.how, parts.size),
+                                      spill, SPILL_BYTES)
 
   def _part_of_framed(self, split, shard, data: bytes) -> tuple:
     """(how, data, size) of framed bytes of at least MEMBER_BYTES, as
@@ -188,17 +186,13 @@ class _DealFn(beam.DoFn):
     return how, data, size
 
 
-def _split_list(items: list, offsets) -> Iterator[list]:
-  o = np.asarray(offsets).tolist()
-  for i in range(len(o) - 1):
-    yield items[o[i]:o[i + 1]]
-
-
-def _expected(parts) -> int:
-  """About the bytes the parts take in the file: gzip members and part
-  files, their size; framed records, a third of it compressed (the shuffle
-  recompresses the same data); runs, what their parts add up to."""
-  return sum(p[4] if p[1] != INLINE else p[4] // 3 for p in parts)
+def _expected(how, size) -> int:
+  """About the bytes parts of these kinds and sizes take in the file: gzip
+  members and part files, their size; framed records, a third of it
+  compressed (the shuffle recompresses the same data); runs, what their
+  parts add up to."""
+  size = np.asarray(size, dtype=np.int64)
+  return int(np.where(np.asarray(how) == INLINE, size // 3, size).sum())
 
 
 class _WriteShardFn(beam.DoFn):
@@ -239,7 +233,8 @@ class _WriteShardFn(beam.DoFn):
     (split, shard), parts = element
     parts = [p for p in parts if p is not None]
     limit = self._max.get(split) if self._codec.gzip else None
-    expected = _expected(parts) if limit else 0
+    expected = _expected([p[1] for p in parts],
+                         [p[4] for p in parts]) if limit else 0
     out = ShardFiles(self._directory, split, shard, self._n[split],
                       self._codec, self._level, limit, expected)
     if self._shuffle is None and self._codec.gzip:
