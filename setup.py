@@ -37,6 +37,9 @@ INSTALL_REQUIRES = [
     "rich>=13,<16",
 ]
 
+DASK_REQUIRES = [f"apache-beam[dask]=={BEAM_VERSION}",
+                 "dask>=2024.4.2,<2027", "distributed>=2024.4.2,<2027"]
+
 setup(
     name="beam-tfrecords",
     version=_version(),
@@ -60,10 +63,13 @@ setup(
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require={
+        # Beam's DaskRunner and a dask.distributed cluster's processes
+        # (`dask scheduler`, `dask worker`): --runner DaskRunner.
+        "dask": DASK_REQUIRES,
         # moto's server mode: a real S3 endpoint on 127.0.0.1 for the
-        # s3:// tests.
+        # s3:// tests; the Dask tests start a cluster on 127.0.0.1.
         "test": ["pytest>=8,<10", "hypothesis>=6.100,<7",
-                 "moto[server]>=5,<6"],
+                 "moto[server]>=5,<6"] + DASK_REQUIRES,
     },
     entry_points={
         "console_scripts": ["beam-tfrecords=beam_tfrecords.cli:main"],

@@ -23,7 +23,7 @@ from apache_beam.runners.runner import create_runner
 from beam_tfrecords.errors import InputError
 
 __all__ = ["check_beam_args", "pipeline_options", "is_direct",
-           "is_local_direct",
+           "is_local_direct", "is_dask", "spread_on_dask", "DASK_RUNNER",
            "runner_name", "check_paths_reach_workers", "beam_flags"]
 
 _LOG = logging.getLogger(__name__)
@@ -47,6 +47,35 @@ def is_local_direct(runner) -> bool:
   return isinstance(runner, _LocalDirectRunner)
 
 
+# Beam registers no short name for its DaskRunner (2.77 refuses
+# --runner DaskRunner); ours are these.
+DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
+_DASK_NAMES = ("dask", "daskrunner")
+
+
+def is_dask(runner) -> bool:
+  """Whether `runner` (an instance, or a --runner name) is Beam's
+  DaskRunner, which runs a pipeline as dask.bag operations (see
+  runner_gaps for what it lacks)."""
+  if isinstance(runner, str):
+    return runner.rsplit(".", 1)[-1].lower() in _DASK_NAMES
+  return type(runner).__name__ == "DaskRunner"
+
+
+def spread_on_dask(options: PipelineOptions, units: int) -> None:
+  """On the DaskRunner, one dask.bag partition per read unit unless
+  --dask_npartitions / --dask_partition_size say otherwise.
+
+  Its Create puts 128 elements in a partition by default and its
+  Reshuffle does nothing, so every read unit of a build would be read in
+  one task, on one worker."""
+  # pylint: disable=import-outside-toplevel
+  from apache_beam.runners.dask.dask_runner import DaskOptions
+  dask = options.view_as(DaskOptions)
+  if dask.npartitions is None and dask.partition_size is None:
+    dask.npartitions = max(1, units)
+
+
 def _flag_value(args: Sequence[str], name: str) -> Optional[str]:
   """The last value of `--name VALUE` / `--name=VALUE` in args."""
   value = None
@@ -67,6 +96,8 @@ def _load_runner(name: str):
   """
   if is_direct_name(name):
     return _LocalDirectRunner()
+  if name.lower() in _DASK_NAMES:
+    name = DASK_RUNNER
   try:
     return create_runner(name)
   except ValueError:

@@ -17,8 +17,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_tfrecords.beam_options import (check_paths_reach_workers,
-                                         pipeline_options, runner_name)
+from beam_tfrecords.beam_options import (check_paths_reach_workers, is_dask,
+                                         pipeline_options, runner_name,
+                                         spread_on_dask)
 from beam_tfrecords.errors import InputError, from_worker, is_disk_full
 from beam_tfrecords.options import BuildOptions
 from beam_tfrecords import planning
@@ -149,6 +150,9 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     output = os.path.abspath(output)
   schema, plan, user_fn = _plan(schema, patterns, output, input_format,
                                 format_options, preprocess, options)
+  if is_dask(runner):
+    _check_dask(schema)
+    spread_on_dask(options, len(plan.units))
   fingerprint = planning.input_fingerprint(plan.files)
   key = planning.build_key(schema, plan, fingerprint, {
       **opts.key(),
@@ -200,6 +204,17 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                        seconds=time.time() - started)
   finally:
     lock.release()
+
+
+def _check_dask(schema: Schema) -> None:
+  """What Beam's DaskRunner cannot run (see runner_gaps)."""
+  if schema.transform is not None:
+    raise InputError(
+        "schemas with transform: cannot run on the DaskRunner: TensorFlow "
+        "Transform's analyzers are multi-output ParDos and side inputs, "
+        "which Beam 2.77's DaskRunner does not translate (it would "
+        "publish wrong data); build them on the DirectRunner, Dataflow or "
+        "a portable runner (Flink, Spark)")
 
 
 def _plan(schema: Schema, patterns: List[str], output: str, input_format,
@@ -321,5 +336,10 @@ def _run(pipeline, options, progress: bool, input_bytes: int, output: str,
           "free space there or write the dataset elsewhere") from e
     typed = from_worker(e)
     if typed is e:
+      _LOG.error("the build's job failed on the runner; nothing was "
+                 "published (%s keeps its previous content; the next build "
+                 "removes this one's staging folder, %s): %s", output,
+                 staging, str(e).strip().splitlines()[-1] if str(e).strip()
+                 else type(e).__name__)
       raise
     raise typed from e

@@ -17,7 +17,7 @@ import threading
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_tfrecords.beam_options import is_direct, is_local_direct
+from beam_tfrecords.beam_options import is_dask, is_direct, is_local_direct
 from beam_tfrecords.progress import ENV_DIR, LocalProgress, poll_metrics
 
 __all__ = ["run_pipeline", "sigint_deferred"]
@@ -59,7 +59,9 @@ def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
   if threading.current_thread() is threading.main_thread():
     previous = signal.signal(signal.SIGINT, on_sigint)
   try:
-    if not progress:
+    if is_dask(pipeline.runner):
+      _run_on_dask(pipeline, progress)
+    elif not progress:
       _start(pipeline).wait_until_finish()
     elif not is_direct(options):
       poll_metrics(_start(pipeline), input_bytes)
@@ -75,6 +77,22 @@ def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
     if interrupted:
       logging.disable(logging.NOTSET)
       threading.excepthook = excepthook
+
+
+def _run_on_dask(pipeline: beam.Pipeline, progress: bool) -> None:
+  """Runs on the DaskRunner, and closes its client (the runner leaves it
+  open, reconnecting to a scheduler that went away)."""
+  if progress:
+    # Its result has no metrics, and a state that changes only in
+    # wait_until_finish.
+    logging.getLogger(__name__).warning(
+        "progress: the DaskRunner reports no metrics while it runs; watch "
+        "the Dask dashboard (the scheduler's port 8787)")
+  result = _start(pipeline)
+  try:
+    result.wait_until_finish()
+  finally:
+    result.client.close()
 
 
 def _run_with_local_progress(pipeline: beam.Pipeline,

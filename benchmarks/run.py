@@ -1,7 +1,8 @@
 """Times `beam-tfrecords build` on generated data against the baselines.
 
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
-                              images|transform|portable|tfrecord|cli|all]
+                              images|transform|portable|tfrecord|cli|
+                              cluster|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
@@ -39,6 +40,8 @@ imports. The data is generated deterministically (and kept in --workdir).
   DirectRunner and on PortableRunner against Beam's job service and a
   worker pool on 127.0.0.1 (the path Flink and Spark use for Python), and
   whether the files are identical.
+* cluster: the 12-column CSV (--rows) with 1 and 2 workers on the
+  DirectRunner, on Dask and on the portable path (benchmarks/cluster.py).
 * cli: start-up of --help, inspect, validate and infer-schema on local
   files, against importing Beam (and TensorFlow) alone.
 * tfrecord: the 12-column CSV built into a dataset, and that dataset's
@@ -57,6 +60,8 @@ import subprocess
 import sys
 import time
 from typing import List, NamedTuple, Optional
+
+from cluster import cluster_suite
 
 SCHEMA = """name: bench
 features:
@@ -913,7 +918,7 @@ def main():
   p = argparse.ArgumentParser()
   p.add_argument("--suite", choices=["examples", "sequences", "accounting",
                                      "scale", "images", "transform", "portable",
-                                     "tfrecord", "cli", "all"],
+                                     "tfrecord", "cli", "cluster", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="1000000,10000000",
@@ -946,7 +951,9 @@ def main():
                       ("transform", transform_suite),
                       ("portable", portable_suite),
                       ("tfrecord", tfrecord_suite),
-                      ("cli", cli_suite)):
+                      ("cli", cli_suite),
+                      ("cluster", lambda a: cluster_suite(
+                          a, _examples_input, _run))):
     if args.suite in (name, "all"):
       suite(args)
 

@@ -59,32 +59,69 @@ def _same_files(a, b):
                        shallow=False), name
 
 
-@pytest.mark.parametrize("case", ["examples_with_splits_and_bad_rows",
-                                  "grouped_sequences"])
-def test_portable_runner_equals_direct_runner(portable, tmp_path, case):
-  src = tmp_path / "in.csv"
+def _case_input(src, case, rows):
+  """Rows with bad values (a bad group key, or unparsable scores)."""
   if case == "grouped_sequences":
     src.write_text("user,t,item\n" + "".join(
-        f"{i % 7},{(i * 37) % 101},{i}\n" for i in range(300)) + "x,1,2\n")
-    schema = ("name: seq\nrecord: sequence_example\ngroup_by: user\n"
-              "order_by: [{column: t, type: int64}]\ncontext:\n"
-              "  user: {type: int64, "
-              "required: true}\n  n: {derive: length}\nsequence:\n"
-              "  item: {type: int64, required: true}\n")
+        f"{i % 7},{(i * 37) % 101},{i}\n" for i in range(rows - 200))
+                   + "x,1,2\n")
   else:
     src.write_text("id,score,split\n" + "".join(
         f"{i},{i / 3 if i % 17 else 'n/a'},{'eval' if i % 4 else 'train'}\n"
-        for i in range(500)))
-    schema = ("name: ex\nsplits: {column: split, values: [train, eval]}\n"
-              "features:\n  id: {type: int64, required: true}\n"
-              "  score: {type: float, required: true}\n")
-  (tmp_path / "s.yaml").write_text(schema)
+        for i in range(rows)))
+
+
+def _case_schema(case):
+  if case == "grouped_sequences":
+    return ("name: seq\nrecord: sequence_example\ngroup_by: user\n"
+            "order_by: [{column: t, type: int64}]\ncontext:\n"
+            "  user: {type: int64, "
+            "required: true}\n  n: {derive: length}\nsequence:\n"
+            "  item: {type: int64, required: true}\n")
+  return ("name: ex\nsplits: {column: split, values: [train, eval]}\n"
+          "features:\n  id: {type: int64, required: true}\n"
+          "  score: {type: float, required: true}\n")
+
+
+@pytest.mark.parametrize("case", ["examples_with_splits_and_bad_rows",
+                                  "grouped_sequences"])
+def test_portable_runner_equals_direct_runner(portable, tmp_path, case):
+  _equal_builds(tmp_path, case, 500, portable)
+
+
+def _equal_builds(tmp_path, case, rows, flags):
+  """The case built on the DirectRunner and with `flags`: the same
+  counts and files."""
+  _case_input(tmp_path / "in.csv", case, rows=rows)
+  (tmp_path / "s.yaml").write_text(_case_schema(case))
   # Relative paths, run from tmp_path: the workers run elsewhere.
   direct = _cli_build("s.yaml", ["in.csv"], "direct", [], tmp_path)
-  port = _cli_build("s.yaml", ["in.csv"], "portable", portable, tmp_path)
+  port = _cli_build("s.yaml", ["in.csv"], "portable", flags, tmp_path)
   assert port["counts"] == direct["counts"]
   assert direct["counts"]["rows_rejected"] > 0
   _same_files(str(tmp_path / "direct"), str(tmp_path / "portable"))
+
+
+@pytest.fixture(scope="module")
+def two_pools(tmp_path_factory):
+  """Two worker-pool processes (as two machines of a Flink or Spark
+  cluster have), each starting SDK workers with the package from the
+  wheel; the job service gives every stage --sdk_worker_parallelism
+  workers, started round-robin on the pools."""
+  with LocalPortable(tmp_path_factory.mktemp("pools"), source=HERE,
+                     pools=2) as cluster:
+    yield cluster
+
+
+@pytest.mark.parametrize("case", ["examples_with_splits_and_bad_rows",
+                                  "grouped_sequences"])
+def test_two_worker_pools_equal_the_direct_runner(two_pools, tmp_path, case):
+  _equal_builds(tmp_path, case, 20000,
+                two_pools.args + ["--sdk_worker_parallelism=2"])
+  with open(os.path.join(two_pools.workdir, "servers.log")) as f:
+    started = re.findall(r"worker (\S+) -> pool (\d)", f.read())
+  # Each job starts its 2 workers, one on each pool.
+  assert {pool for _, pool in started[-2:]} == {"0", "1"}, started
 
 
 USER_MODULE = '''

@@ -15,6 +15,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.errors import BadRowsError, reason_category
+from beam_tfrecords.runner_gaps import gather
 # The transformed shards' folder (beam_tfrecords.transform, which imports
 # TensorFlow Transform: not imported here).
 TRANSFORMED_DIR = "transformed"
@@ -235,7 +236,7 @@ class Commit(beam.PTransform):
     return (parts
             # {"kind": "shard" | "errors" | "stats", ...}; stats carry
             # "counts", a tuple in `stat_fields` order
-            | "Gather" >> beam.combiners.ToList()
+            | "Gather" >> gather()
             # [part, ...] (one element)
             | "WriteMetadata" >> beam.Map(_commit, self._directory,
                                           self._static, self._stat_fields))

@@ -361,6 +361,10 @@ def _shard_info(path: str, split: str) -> dict:
           "records": count_tfrecords(path), "bytes": size}
 
 
+def _records_of(chunk, split):
+  return chunk[2] if chunk[0] == split else ()
+
+
 class WriteWithBeamSink(beam.PTransform):
   """The same chunks written by Beam's own `WriteToTFRecord` (--sink beam).
 
@@ -377,14 +381,13 @@ class WriteWithBeamSink(beam.PTransform):
 
   def expand(self, chunks):
     splits = sorted(self._n)
-    by_split = chunks | "BySplit" >> beam.Partition(
-        lambda chunk, _: splits.index(chunk[0]), len(splits))
     written = []
-    for split, part in zip(splits, by_split):
+    for split in splits:
       written.append(
-          part
-          # (split, key, [record])
-          | f"Records[{split}]" >> beam.FlatMap(lambda chunk: chunk[2])
+          chunks
+          # (split, key, [record]); not beam.Partition: a multi-output
+          # ParDo (see runner_gaps)
+          | f"Records[{split}]" >> beam.FlatMap(_records_of, split)
           # bytes
           | f"Write[{split}]" >> beam.io.WriteToTFRecord(
               FileSystems.join(self._directory, split),

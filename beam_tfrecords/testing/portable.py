@@ -24,6 +24,8 @@ import sysconfig
 import time
 from typing import List, Optional
 
+from beam_tfrecords.testing import LocalServers
+
 __all__ = ["LocalPortable", "free_port", "wait_for_port"]
 
 TIMEOUT = 300
@@ -70,28 +72,83 @@ worker_pool_main.main()
 """
 
 
-class LocalPortable:
+# Beam's local job service (its FnApiRunner), with two changes that make
+# it run as a cluster's job service does: `--sdk_worker_parallelism N`
+# gives each stage N SDK workers (the local service runs every stage on
+# one), and the EXTERNAL environment's address is a dispatcher that starts
+# workers round-robin on several worker pools, as each machine of a Flink
+# or Spark cluster has its own. (What it does not do as a cluster does:
+# notice a worker that died. Its FnApiRunner then waits for the lost
+# worker's answers, sometimes forever; see the README.)
+_JOB_SERVICE = """
+import itertools
+import sys
+from concurrent import futures
+
+import grpc
+from apache_beam.options.pipeline_options import PortableOptions
+from apache_beam.portability.api import beam_fn_api_pb2_grpc
+from apache_beam.portability.api import beam_job_api_pb2
+from apache_beam.runners.portability import local_job_service
+from apache_beam.runners.portability import local_job_service_main
+from apache_beam.runners.portability.fn_api_runner import fn_runner
+
+
+def _invoke_runner(self):
+  self.set_state(beam_job_api_pb2.JobState.RUNNING)
+  runner = fn_runner.FnApiRunner(provision_info=self._provision_info)
+  options = self.pipeline_options()
+  runner._num_workers = max(
+      1, int(options.view_as(PortableOptions).sdk_worker_parallelism or 1))
+  return runner.run_via_runner_api(self._pipeline_proto, options)
+
+
+local_job_service.BeamJob._invoke_runner = _invoke_runner
+
+
+class Dispatcher(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
+  def __init__(self, pools):
+    self._stubs = [beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(
+        grpc.insecure_channel(p)) for p in pools]
+    self._turn = itertools.cycle(range(len(pools)))
+    self._owner = {}
+
+  def StartWorker(self, request, context):
+    i = next(self._turn)
+    self._owner[request.worker_id] = i
+    print(f"worker {request.worker_id} -> pool {i}", flush=True)
+    return self._stubs[i].StartWorker(request)
+
+  def StopWorker(self, request, context):
+    return self._stubs[self._owner.pop(request.worker_id, 0)].StopWorker(
+        request)
+
+
+port, pools = sys.argv[1], sys.argv[2].split(",")
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(
+    Dispatcher(pools), server)
+server.add_insecure_port("127.0.0.1:" + port)
+server.start()
+local_job_service_main.run(sys.argv[3:])
+"""
+
+
+class LocalPortable(LocalServers):
   """A job service + worker pool; `args` are the Beam flags to use them."""
 
   def __init__(self, workdir: str, source: Optional[str] = None,
-               boot: bool = False):
+               boot: bool = False, pools: int = 1):
     self.workdir = os.path.abspath(workdir)
     self.source = source
     self.boot = boot
+    # With pools > 1: that many worker-pool processes behind a dispatcher,
+    # and --sdk_worker_parallelism honoured (see _JOB_SERVICE).
+    self.pools = pools
+    self.pool_procs: List[subprocess.Popen] = []
     self.args: List[str] = []
     self._procs = []
     self._log = None
-
-  def __enter__(self) -> "LocalPortable":
-    try:
-      self.start()
-    except BaseException:
-      self.close()
-      raise
-    return self
-
-  def __exit__(self, *exc):
-    self.close()
 
   def _run(self, cmd, **kwargs):
     return subprocess.run(cmd, check=True, timeout=TIMEOUT,
@@ -132,24 +189,44 @@ class LocalPortable:
                 '"$@"\n')
       os.chmod(boot, 0o755)
       pool_cmd.append(f"--container_executable={boot}")
-    job_port, pool_port = free_port(), free_port()
+    job_port = free_port()
     self._log = open(os.path.join(self.workdir, "servers.log"), "w")
-    pool = subprocess.Popen(pool_cmd + [f"--service_port={pool_port}"],
-                            cwd=cwd, env=env, stdout=self._log,
-                            stderr=subprocess.STDOUT)
-    self._procs.append(pool)
-    jobs = subprocess.Popen(
-        [sys.executable, "-m",
-         "apache_beam.runners.portability.local_job_service_main",
-         f"--port={job_port}"], cwd=cwd, stdout=self._log,
-        stderr=subprocess.STDOUT)
+    pool_ports = [free_port() for _ in range(self.pools)]
+    for port in pool_ports:
+      pool = subprocess.Popen(pool_cmd + [f"--service_port={port}"],
+                              cwd=cwd, env=env, stdout=self._log,
+                              stderr=subprocess.STDOUT)
+      self._procs.append(pool)
+      self.pool_procs.append(pool)
+    if self.pools == 1:
+      pool_port = pool_ports[0]
+      service = [sys.executable, "-m",
+                 "apache_beam.runners.portability.local_job_service_main"]
+    else:
+      pool_port = free_port()  # the dispatcher's
+      service = [sys.executable, "-c", _JOB_SERVICE, str(pool_port),
+                 ",".join(f"127.0.0.1:{p}" for p in pool_ports)]
+    jobs = subprocess.Popen(service + [f"--port={job_port}"], cwd=cwd,
+                            stdout=self._log, stderr=subprocess.STDOUT)
     self._procs.append(jobs)
-    wait_for_port(pool_port, pool, "worker pool")
+    for port, pool in zip(pool_ports, self.pool_procs):
+      wait_for_port(port, pool, "worker pool")
     wait_for_port(job_port, jobs, "job service")
+    if self.pools > 1:
+      wait_for_port(pool_port, jobs, "worker-pool dispatcher")
     self.args = ["--runner=PortableRunner",
                  f"--job_endpoint=localhost:{job_port}",
                  "--environment_type=EXTERNAL",
                  f"--environment_config=localhost:{pool_port}"]
+
+  def sdk_workers(self) -> List[List[int]]:
+    """The pids of the SDK worker processes each pool runs now."""
+    found = []
+    for pool in self.pool_procs:
+      run = subprocess.run(["pgrep", "-P", str(pool.pid)],
+                           capture_output=True, text=True)
+      found.append(sorted(int(p) for p in run.stdout.split()))
+    return found
 
   def install(self, *paths: str) -> None:
     """Installs wheels (or copies .py modules) into the workers' Python,

@@ -131,13 +131,16 @@ class WriteBatches(beam.PTransform):
                  | "WriteErrors" >> WriteErrors(
                      plan.staging, plan.error_shards, dead_letter_json))
     parts.append(encoded["stats"]
-                 | "SumStats" >> beam.CombineGlobally(_sum_columns)
+                 # No defaults: Commit counts a missing part as zeros, and a
+                 # default is a side input (see runner_gaps).
+                 | "SumStats" >> beam.CombineGlobally(
+                     _sum_columns).without_defaults()
                  | "StatsPart" >> beam.Map(lambda s: {"kind": "stats",
                                                       "counts": list(s)}))
     if plan.statistics and FEATURE_STATS in encoded:
       parts.append(encoded[FEATURE_STATS]
                    | "SumFeatureStats" >> beam.CombineGlobally(
-                       merge_split_stats)
+                       merge_split_stats).without_defaults()
                    | "FeatureStatsPart" >> beam.Map(
                        lambda s: {"kind": "statistics", "splits": s}))
     return (tuple(parts)

@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import apache_beam as beam
 import pyarrow as pa
 
+from beam_tfrecords.runner_gaps import par_do
 from beam_tfrecords.sources.base import SourceBatch, row_columns
 
 __all__ = ["ToSourceBatches", "PCOLLECTION", "row_digest"]
@@ -137,10 +138,10 @@ class ToSourceBatches(beam.PTransform):
     self._columns = None if columns is None else list(columns)
 
   def expand(self, elements):
-    routed = elements | "Route" >> beam.ParDo(
-        _Route(self._columns)).with_outputs("batches", main="rows")
-    from_rows = (routed.rows
+    routed = par_do(elements, "Route", _Route(self._columns), ("batches",),
+                    main="rows")
+    from_rows = (routed["rows"]
                  | "GroupRows" >> beam.GroupByKey()
                  | "RowBatches" >> beam.FlatMap(
                      _bucket_batches(self._columns)))
-    return (routed.batches, from_rows) | "Batches" >> beam.Flatten()
+    return (routed["batches"], from_rows) | "Batches" >> beam.Flatten()

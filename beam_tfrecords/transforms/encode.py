@@ -27,6 +27,7 @@ from beam_tfrecords.progress import tally
 from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.sources import SourceBatch
+from beam_tfrecords.runner_gaps import par_do, threads_for
 
 __all__ = ["Encode", "EncodeRows", "ERRORS",
            "FEATURE_STATS",
@@ -349,7 +350,7 @@ class _EncodeBatchFn(_SchemaFn):
 class EncodeRows(beam.PTransform):
   """Encodes SourceBatches row by row (Examples, list-column sequences).
 
-  Returns a DoOutputsTuple: main ((split, batch order, [record])),
+  Returns {"records": (split, batch order, [record]),
   ERRORS ((batch order, [dead-letter dict: source, row, rows, reason,
   problems, raw])) and STATS.
   """
@@ -360,10 +361,10 @@ class EncodeRows(beam.PTransform):
     self._statistics = statistics
 
   def expand(self, batches):
-    return batches | "EncodeBatch" >> beam.ParDo(
-        _EncodeBatchFn(self._schema.to_dict(), threads=None,
-                       statistics=self._statistics)).with_outputs(
-            ERRORS, STATS, FEATURE_STATS, main="records")
+    return par_do(batches, "EncodeBatch", _EncodeBatchFn(
+        self._schema.to_dict(), threads=threads_for(batches.pipeline),
+        statistics=self._statistics), (ERRORS, STATS, FEATURE_STATS),
+                  main="records")
 
 
 class Encode(beam.PTransform):
@@ -389,5 +390,5 @@ class Encode(beam.PTransform):
       return batches | "Grouped" >> EncodeGroupedSequences(
           self._schema, self._statistics, self._buckets, self._spill_dir)
     out = batches | "Rows" >> EncodeRows(self._schema, self._statistics)
-    return {"records": out.records, "errors": out[ERRORS],
+    return {"records": out["records"], "errors": out[ERRORS],
             "stats": out[STATS], FEATURE_STATS: out[FEATURE_STATS]}

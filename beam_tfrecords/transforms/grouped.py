@@ -48,6 +48,7 @@ from beam_tfrecords.transforms.encode import (ERRORS, FEATURE_STATS, STATS,
                                               _by_split, _remapped,
                                               _row_errors, _SchemaFn, _stats,
                                               _take)
+from beam_tfrecords.runner_gaps import par_do, threads_for
 
 __all__ = ["EncodeGroupedSequences", "buckets_for", "BUCKET_BYTES",
            "DEFAULT_BUCKETS", "ASSEMBLY_BYTES"]
@@ -323,18 +324,19 @@ class EncodeGroupedSequences(beam.PTransform):
 
   def expand(self, batches):
     schema_dict = self._schema.to_dict()
-    steps = batches | "EncodeSteps" >> beam.ParDo(
-        _EncodeStepsFn(schema_dict, self._buckets, self._spill_dir,
-                       statistics=self._statistics)).with_outputs(
-            ERRORS, STATS, FEATURE_STATS, main="steps")
-    assembled = (steps.steps
-                 # ((split, bucket), (path, steps, bad))
-                 | "GroupSteps" >> beam.GroupByKey()
-                 # ((split, bucket), [(path, steps, bad), ...])
-                 | "Assemble" >> beam.ParDo(_AssembleFn(schema_dict))
-                 .with_outputs(ERRORS, STATS, main="records"))
+    threads = threads_for(batches.pipeline)
+    steps = par_do(batches, "EncodeSteps", _EncodeStepsFn(
+        schema_dict, self._buckets, self._spill_dir, threads=threads,
+        statistics=self._statistics), (ERRORS, STATS, FEATURE_STATS),
+                   main="steps")
+    grouped = (steps["steps"]
+               # ((split, bucket), (path, steps, bad))
+               | "GroupSteps" >> beam.GroupByKey())
+               # ((split, bucket), [(path, steps, bad), ...])
+    assembled = par_do(grouped, "Assemble", _AssembleFn(
+        schema_dict, threads=threads), (ERRORS, STATS), main="records")
     return {
-        "records": assembled.records,
+        "records": assembled["records"],
         "errors": (steps[ERRORS], assembled[ERRORS])
                   | "Errors" >> beam.Flatten(),
         "stats": (steps[STATS], assembled[STATS]) | "Stats" >> beam.Flatten(),

@@ -1,0 +1,96 @@
+"""The cluster suite of benchmarks/run.py: the same input built with 1 and
+with 2 workers on every engine that runs here, and whether the outputs are
+identical.
+
+* DirectRunner: its default (one worker process that encodes with a
+  thread per core) against --direct_num_workers 2 (multi_processing).
+* Dask: Beam's DaskRunner on a dask.distributed cluster on 127.0.0.1
+  (`dask scheduler` + 1 or 2 `dask worker` processes, one thread each).
+* Portable: PortableRunner against Beam's job service with two EXTERNAL
+  worker pools, --sdk_worker_parallelism 1 and 2 (how Flink and Spark run
+  Python; beam_tfrecords.testing.portable).
+
+Each build is a fresh `beam-tfrecords build` process, timed from start to
+exit (launcher planning and the commit included).
+"""
+
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _build(workdir, name, schema, src, flags):
+  out = os.path.join(workdir, f"cluster-{name}")
+  shutil.rmtree(out, ignore_errors=True)
+  return out, [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
+               schema, "--input", src, "--output", out] + flags
+
+
+def _files(folder):
+  found = {}
+  for root, _, names in os.walk(folder):
+    for name in names:
+      path = os.path.join(root, name)
+      with open(path, "rb") as f:
+        found[os.path.relpath(path, folder)] = f.read()
+  return found
+
+
+def same_outputs(a: str, b: str) -> str:
+  """"N files identical" when every file of the two datasets (shards,
+  errors/, dataset.json, ...) is the same."""
+  first, second = _files(a), _files(b)
+  differ = sorted(n for n in set(first) | set(second)
+                  if first.get(n) != second.get(n))
+  return f"{len(first)} files identical" if not differ else \
+      f"DIFFER: {differ}"
+
+
+def cluster_suite(args, examples_input, run) -> None:
+  """args: run.py's; examples_input(workdir, rows) -> (csv, schema);
+  run(cmd) -> (seconds, peak MB)."""
+  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.testing.dask import LocalDask
+  from beam_tfrecords.testing.portable import LocalPortable
+  src, schema = examples_input(args.workdir, args.rows)
+  rows = []  # (engine, seconds with 1, seconds with 2, same outputs)
+
+  def pair(engine, one, two):
+    out1, cmd1 = _build(args.workdir, "1", schema, src, one)
+    out2, cmd2 = _build(args.workdir, "2", schema, src, two)
+    first, _ = run(cmd1)
+    second, _ = run(cmd2)
+    rows.append((engine, first, second, same_outputs(out1, out2)))
+
+  started = time.time()
+  pair("DirectRunner", [], ["--direct_num_workers=2",
+                            "--direct_running_mode=multi_processing"])
+  results = {}
+  for workers in (1, 2):
+    with LocalDask(os.path.join(args.workdir, f"dask{workers}"),
+                   workers=workers) as cluster:
+      out, cmd = _build(args.workdir, f"dask{workers}", schema, src,
+                        ["--runner", "DaskRunner"] + cluster.args)
+      results[workers] = (run(cmd)[0], out)
+  rows.append(("Dask (DaskRunner, dask.distributed on 127.0.0.1)",
+               results[1][0], results[2][0],
+               same_outputs(results[1][1], results[2][1])))
+  with LocalPortable(os.path.join(args.workdir, "pools"), source=HERE,
+                     pools=2) as cluster:
+    pair("Portable (job service, 2 EXTERNAL worker pools)",
+         cluster.args + ["--sdk_worker_parallelism=1"],
+         cluster.args + ["--sdk_worker_parallelism=2"])
+  mb = os.path.getsize(src) / 1e6
+  print(f"\ncluster: {args.rows:,} rows, {mb:.1f} MB input, "
+        f"{os.cpu_count()} cores (ideal speed-up here: "
+        f"{min(2, os.cpu_count())}x)\n")
+  print("| engine | 1 worker s | 2 workers s | speed-up | outputs of 1 "
+        "and 2 |")
+  print("|---|---|---|---|---|")
+  for engine, one, two, same in rows:
+    print(f"| {engine} | {one:.1f} | {two:.1f} | {one / two:.2f}x | "
+          f"{same} |")
+  print(f"\n(suite: {time.time() - started:.0f} s)")
