@@ -17,6 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tfrecords.errors import InputError
+from beam_tfrecords.schema.paths import parse_path, quote_name
+from beam_tfrecords.sources import NESTED_FORMATS
+from beam_tfrecords.sources.paths import resolve
 
 __all__ = ["infer_schema", "SAMPLE_ROWS"]
 
@@ -196,7 +199,8 @@ def _text_type(values: pa.Array) -> str:
 
 def _describe(column: str, array: pa.ChunkedArray) -> Dict[str, Any]:
   """{type, shape, separator, missing, note} for one column."""
-  array = array.combine_chunks()
+  if isinstance(array, pa.ChunkedArray):
+    array = array.combine_chunks()
   if pa.types.is_dictionary(array.type):
     array = array.dictionary_decode()
   t = array.type
@@ -255,8 +259,9 @@ def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
            f"name: {_yaml_value(name)}", "record: example", "features:"]
   taken: set = set()
   skipped: List[str] = []
-  for column in table.column_names:
-    d = _describe(column, table.column(column))
+  objects: List[str] = []
+  for column, values in _columns(table, fmt, objects):
+    d = _describe(column, values)
     if "type" not in d:
       skipped.append(f"#   {column}: {d['note']}")
       continue
@@ -282,4 +287,53 @@ def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
   if skipped:
     lines.append("# Columns left out:")
     lines += skipped
+  for column in objects:
+    lines.append(
+        f"# {column} holds lists of objects: the features read from it "
+        "are aligned lists (one value per object). For one step per "
+        "object, make this `record: sequence_example` and move them under "
+        "`sequence:` (the other features under `context:`).")
   return "\n".join(lines) + "\n"
+
+
+def _columns(table: pa.Table, fmt: str, objects: List[str]):
+  """(source, values) per column; in JSON and Parquet, objects and lists
+  of objects become one source path per leaf (`user.address.city`,
+  `ratings[].movie_id`); columns holding lists of objects are added to
+  `objects`."""
+  for column in table.column_names:
+    values = table.column(column).combine_chunks()
+    if fmt not in NESTED_FORMATS or not _nests(values.type):
+      yield column, values
+      continue
+    if _is_list(values.type) and pa.types.is_struct(values.type.value_type):
+      objects.append(column)
+    for path in _leaf_paths(quote_name(column), values.type):
+      yield path, resolve(values, parse_path(path))
+
+
+def _is_list(t: pa.DataType) -> bool:
+  return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
+def _nests(t: pa.DataType) -> bool:
+  return pa.types.is_struct(t) or (_is_list(t) and _nests_inside(
+      t.value_type))
+
+
+def _nests_inside(t: pa.DataType) -> bool:
+  return pa.types.is_struct(t) or (_is_list(t) and _nests_inside(
+      t.value_type)) or _is_list(t)
+
+
+def _leaf_paths(prefix: str, t: pa.DataType, inside: bool = False):
+  """Source paths of the leaves under `prefix` (of type `t`); `inside`: a
+  `[]` was crossed, so a list there is flattened into the row's list."""
+  if pa.types.is_struct(t):
+    for i in range(t.num_fields):
+      yield from _leaf_paths(f"{prefix}.{quote_name(t.field(i).name)}",
+                             t.field(i).type, inside)
+  elif _is_list(t) and (inside or _nests_inside(t.value_type)):
+    yield from _leaf_paths(prefix + "[]", t.value_type, True)
+  else:
+    yield prefix

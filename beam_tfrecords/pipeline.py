@@ -29,6 +29,7 @@ from beam_tfrecords.preprocess import resolve_preprocess
 from beam_tfrecords.running import run_pipeline
 from beam_tfrecords.schema import Schema, load_schema, spec_to_json
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
+from beam_tfrecords.schema.spec import aligned_lists
 from beam_tfrecords.schema.tfmd import TFMD_FILE, tfmd_text
 from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, OutputLock,
                                   Shuffle, check_output_files, read_json,
@@ -290,6 +291,10 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
       # The label feature(s) (load(as_supervised=True)); only when named,
       # so that other datasets' dataset.json stays as it was.
       **({"label": list(schema.label)} if schema.label else {}),
+      # Features read from the same list of objects (same length in every
+      # record): {list path: [feature, ...]}; only when there are some.
+      **({"aligned_lists": aligned_lists(schema)}
+         if aligned_lists(schema) else {}),
   }
   return DatasetPlan(
       staging=staging, shards=shards, sink=opts.sink,

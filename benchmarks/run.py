@@ -2,7 +2,7 @@
 
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
                               images|transform|portable|tfrecord|cli|
-                              cluster|all]
+                              cluster|nested|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
@@ -42,6 +42,8 @@ imports. The data is generated deterministically (and kept in --workdir).
   whether the files are identical.
 * cluster: the 12-column CSV (--rows) with 1 and 2 workers on the
   DirectRunner, on Dask and on the portable path (benchmarks/cluster.py).
+* nested: the same values as nested JSON lines (read with paths) and as
+  flat JSON lines, --nested-rows rows (benchmarks/nested.py).
 * cli: start-up of --help, inspect, validate and infer-schema on local
   files, against importing Beam (and TensorFlow) alone.
 * tfrecord: the 12-column CSV built into a dataset, and that dataset's
@@ -62,6 +64,7 @@ import time
 from typing import List, NamedTuple, Optional
 
 from cluster import cluster_suite
+from nested import nested_suite
 
 SCHEMA = """name: bench
 features:
@@ -918,7 +921,8 @@ def main():
   p = argparse.ArgumentParser()
   p.add_argument("--suite", choices=["examples", "sequences", "accounting",
                                      "scale", "images", "transform", "portable",
-                                     "tfrecord", "cli", "cluster", "all"],
+                                     "tfrecord", "cli", "cluster", "nested",
+                                     "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="1000000,10000000",
@@ -934,6 +938,8 @@ def main():
                  "10000000) and show peak memory; 0: skip")
   p.add_argument("--images", type=int, default=3000,
                  help="image files for the images suite")
+  p.add_argument("--nested-rows", type=int, default=300_000,
+                 help="rows for the nested suite")
   p.add_argument("--workdir", default="/tmp/btr-bench")
   p.add_argument("--run-seed", nargs="+", metavar="ARG",
                  help=argparse.SUPPRESS)
@@ -953,7 +959,9 @@ def main():
                       ("tfrecord", tfrecord_suite),
                       ("cli", cli_suite),
                       ("cluster", lambda a: cluster_suite(
-                          a, _examples_input, _run))):
+                          a, _examples_input, _run)),
+                      ("nested", lambda a: nested_suite(
+                          a, _timed_cmd, _table, _cli_cmd, _same_records))):
     if args.suite in (name, "all"):
       suite(args)
 

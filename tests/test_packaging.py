@@ -129,6 +129,8 @@ def test_the_cluster_commands_parse_into_the_beam_options_they_mean(caplog):
       FlinkRunnerOptions, GoogleCloudOptions, PipelineOptions, PortableOptions,
       S3Options, SparkRunnerOptions, StandardOptions, WorkerOptions)
 
+  from apache_beam.runners.dask.dask_runner import DaskOptions
+
   from beam_tfrecords.cli import parser
   image = f"us-docker.pkg.dev/PROJECT/beam/beam-tfrecords:{btr.__version__}"
   by_runner = {}
@@ -142,7 +144,9 @@ def test_the_cluster_commands_parse_into_the_beam_options_they_mean(caplog):
                                                               caplog.text)
     by_runner[options.view_as(StandardOptions).runner] = (args, options)
   assert set(by_runner) == {"DataflowRunner", "FlinkRunner", "SparkRunner",
-                            None}
+                            "DaskRunner", None}
+  args, dask = by_runner["DaskRunner"]
+  assert dask.view_as(DaskOptions).address == "tcp://10.0.0.1:8786"
   args, dataflow = by_runner["DataflowRunner"]
   assert args.output.startswith("gs://")
   cloud = dataflow.view_as(GoogleCloudOptions)

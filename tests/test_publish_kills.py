@@ -214,7 +214,7 @@ RACE = textwrap.dedent("""
 
 
 def test_simultaneous_builds_into_one_output_never_mix(tmp_path):
-  pairs = 50
+  pairs = 20
   ids = {"a": range(0, 200), "b": range(1000, 1200)}
   for name, values in ids.items():
     (tmp_path / f"{name}.csv").write_text(

@@ -18,17 +18,24 @@ SequenceExample sequence features (shape is the shape of one step):
 | [] or [n, ...]     | no                         | RaggedFeature(dtype) -> [steps, (values)]  |
 | [-1]               | either                     | RaggedFeature(dtype) -> [steps, (values)]  |
 
+Example list features read from the same list of objects (sources
+`objects[].label`, `objects[].bbox.xmin`: aligned lists, see
+`aligned_lists`) parse as RaggedFeature(dtype) instead: RaggedTensors
+with the same row lengths, which zip back into the objects.
+
 A fixed feature that may be missing cannot be a FixedLenFeature without a
 default: TensorFlow would fail on the first record that lacks it. A
 sequence whose feature list is absent (a missing list cell) parses as zero
 steps (`allow_missing`).
 """
 
-from typing import NamedTuple
+from typing import Dict, List, NamedTuple
 
 from beam_tfrecords.schema.model import Feature, FeatureType, Schema
+from beam_tfrecords.schema.paths import is_path, parse_path
 
-__all__ = ["feature_spec", "spec_to_json", "dtype_name", "SequenceSpec"]
+__all__ = ["feature_spec", "spec_to_json", "dtype_name", "SequenceSpec",
+           "aligned_lists"]
 
 _DTYPES = {FeatureType.INT64: "int64", FeatureType.FLOAT: "float32",
            FeatureType.BYTES: "string", FeatureType.STRING: "string"}
@@ -53,8 +60,31 @@ def _fixed(feature: Feature) -> bool:
   return not feature.is_variable_length and feature.always_present
 
 
-def _json(feature: Feature, sequence: bool) -> dict:
+def aligned_lists(schema: Schema) -> Dict[str, List[str]]:
+  """{list path: [feature, ...]} of the Example features that read one
+  field of every element of the same list (`objects[]` of
+  `objects[].label` and `objects[].bbox.xmin`): every record holds them
+  with the same length. Only lists that two or more features read."""
+  if schema.is_sequence:
+    return {}
+  groups: Dict[str, List[str]] = {}
+  for f in schema.features:
+    source = f.input_column
+    if source is None or not f.is_variable_length or not is_path(source):
+      continue
+    try:
+      prefix = parse_path(source).list_prefix
+    except ValueError:
+      continue
+    if prefix is not None:
+      groups.setdefault(prefix, []).append(f.name)
+  return {k: v for k, v in sorted(groups.items()) if len(v) > 1}
+
+
+def _json(feature: Feature, sequence: bool, aligned: bool = False) -> dict:
   dtype = dtype_name(feature)
+  if aligned:
+    return {"kind": "RaggedFeature", "dtype": dtype}
   if sequence:
     if _fixed(feature):
       return {"kind": "FixedLenSequenceFeature", "shape": list(feature.shape),
@@ -75,7 +105,9 @@ def spec_to_json(schema: Schema) -> dict:
   if schema.is_sequence:
     return {"context": {f.name: _json(f, False) for f in schema.context},
             "sequence": {f.name: _json(f, True) for f in schema.sequence}}
-  return {f.name: _json(f, False) for f in schema.features}
+  aligned = {n for names in aligned_lists(schema).values() for n in names}
+  return {f.name: _json(f, False, f.name in aligned)
+          for f in schema.features}
 
 
 def _tf_spec(s: dict):

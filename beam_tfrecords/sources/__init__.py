@@ -20,9 +20,12 @@ from beam_tfrecords.sources import tfrecord as _tfrecord  # registers "tfrecord"
 from beam_tfrecords.sources.base import (FORMATS, InputFile, ReadError,
                                          ReadUnit, SourceBatch)
 from beam_tfrecords.sources.files import match_inputs
+from beam_tfrecords.sources.paths import PathError, check_type, resolve
+from beam_tfrecords.schema.paths import Path, is_path, parse_path
 
 __all__ = ["FORMATS", "InputFile", "InputPlan", "ReadError", "ReadUnit",
-           "SourceBatch", "plan_inputs", "read_unit", "resolve_format"]
+           "SourceBatch", "plan_inputs", "read_unit", "resolve_format",
+           "source_paths", "NESTED_FORMATS"]
 
 _COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zst", ".deflate")
 _TF_SHARD = re.compile(r"(?<=\.tfrecord|tfrecords)-\d+-of-\d+$")
@@ -106,11 +109,15 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
   elif options.get("compression") is not None:
     raise InputError(f"--tfrecord-compression is for TFRecord input; these "
                      f"files are {name}")
-  opts = source.check(files, columns, options)
+  paths = source_paths(columns, name)
+  opts = source.check(files, read_columns(columns, paths), options)
   available = opts.get("column_names")
+  if paths and name == "parquet" and files:
+    _check_parquet_paths(files[0].path, paths)
   if available:
     missing = list(dict.fromkeys(c for c in needed_columns
-                                 if c not in available))
+                                 if (paths[c].root if c in paths else c)
+                                 not in available))
     if missing:
       raise InputError(
           f"column(s) {missing} named by the schema are not in the {name} "
@@ -118,6 +125,20 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
           f"{_uses(missing, needed_columns, available)}")
   return InputPlan(format=name, files=files, units=source.plan(files, opts),
                    options=opts)
+
+
+def _check_parquet_paths(path: str, paths: Mapping[str, Path]) -> None:
+  """Each path against the first file's Arrow schema (absent roots are
+  left to the needed-columns check)."""
+  arrow = _parquet.arrow_schema(path)
+  for p in paths.values():
+    index = arrow.get_field_index(p.root)
+    if index < 0:
+      continue
+    try:
+      check_type(p, arrow.field(index).type)
+    except PathError as e:
+      raise InputError(f"{path}: {e}") from None
 
 
 def _uses(missing: Sequence[str],
@@ -134,6 +155,65 @@ def _uses(missing: Sequence[str],
   return "; ".join(out)
 
 
-def read_unit(unit: ReadUnit, columns: Sequence[str]):
-  """Yields the SourceBatches of one read unit."""
-  yield from FORMATS[unit.format].read(unit, columns)
+# Formats whose values nest (objects, structs, lists of them): there a
+# source with an unquoted "." or "[]" is a path (schema.paths). In CSV,
+# TFRecord and image input every source is a plain column name.
+NESTED_FORMATS = ("json", "jsonl", "parquet")
+
+
+def source_paths(columns: Optional[Sequence[str]], fmt: str
+                 ) -> Dict[str, Path]:
+  """{source: Path} of the columns that are paths in this format.
+
+  Raises:
+    InputError: a path is not valid.
+  """
+  if fmt not in NESTED_FORMATS or not columns:
+    return {}
+  paths = {}
+  for c in columns:
+    if is_path(c):
+      try:
+        paths[c] = parse_path(c)
+      except ValueError as e:
+        raise InputError(f"source {c!r}: {e}") from None
+  return paths
+
+
+def read_columns(columns: Optional[Sequence[str]], paths: Mapping[str, Path]
+                 ) -> Optional[List[str]]:
+  """The input columns to read: paths read their root column."""
+  if columns is None:
+    return None
+  return list(dict.fromkeys(paths[c].root if c in paths else c
+                            for c in columns))
+
+
+def read_unit(unit: ReadUnit, columns: Optional[Sequence[str]]):
+  """Yields the SourceBatches of one read unit; a path's values are the
+  column named by the path's text (sources.paths)."""
+  paths = source_paths(columns, unit.format)
+  if not paths:
+    yield from FORMATS[unit.format].read(unit, columns)
+    return
+  for batch in FORMATS[unit.format].read(unit, read_columns(columns, paths)):
+    found = dict(batch.columns)
+    for text, path in paths.items():
+      root = batch.columns.get(path.root)
+      if root is None:
+        continue  # an absent column: every value missing
+      try:
+        found[text] = resolve(root, path)
+      except PathError as e:
+        raise InputError(f"{unit.path}: {_at_row(str(e), batch)}") from None
+    batch.columns = {c: found[c] for c in columns if c in found}
+    yield batch
+
+
+def _at_row(message: str, batch: SourceBatch) -> str:
+  """'row N' of a path error (counted in the batch) as the file's row."""
+  match = re.match(r"row (\d+): ", message)
+  if not match:
+    return message
+  numbers = batch.known_row_numbers()
+  return f"row {numbers[int(match.group(1))]}: " + message[match.end():]

@@ -9,7 +9,7 @@ from beam_tfrecords.sources import files as file_io
 from beam_tfrecords.sources.base import (SPLIT_BYTES, Format, InputFile,
                                          ReadUnit, SourceBatch, register_format)
 
-__all__ = ["ParquetFormat"]
+__all__ = ["ParquetFormat", "arrow_schema"]
 
 BATCH_ROWS = 16384
 
@@ -19,6 +19,11 @@ def _open(path: str) -> pq.ParquetFile:
     return pq.ParquetFile(file_io.open_input(path))
   except Exception as e:
     raise InputError(f"{path}: not a readable Parquet file: {e}") from None
+
+
+def arrow_schema(path: str):
+  """The file's Arrow schema."""
+  return _open(path).schema_arrow
 
 
 class ParquetFormat(Format):

@@ -156,10 +156,37 @@ def shapes(per_class: int = 8, size: int = 32) -> None:
     w.writerows(rows)
 
 
+def detections(per_class: int = 8, size: int = 32) -> None:
+  """Object-detection style annotations of the shapes() images: per image
+  a list of objects, each a box (corners as fractions of the image) and a
+  label. The boxes are the ones shapes() drew: the same random draws,
+  replayed without drawing."""
+  rng = random.Random(2)
+  rows = []
+  for label, shape in enumerate(SHAPES):
+    for i in range(per_class):
+      gray = i % 4 == 3
+      for _ in range(2 if gray else 6):  # background and ink
+        rng.randint(0, 255)
+      a, b = rng.randint(2, 10), rng.randint(22, 30)
+      box = {"xmin": a / size, "ymin": a / size, "xmax": b / size,
+             "ymax": b / size}
+      rows.append({"image": f"shapes/{shape}/{i:02d}."
+                            f"{'jpg' if i % 2 else 'png'}",
+                   "size": {"width": size, "height": size},
+                   "objects": [{"bbox": box, "label": shape,
+                                "label_id": label}]})
+  rows[3]["objects"] = []  # an image without objects
+  with open(os.path.join(HERE, "detections.jsonl"), "w",
+            encoding="utf-8") as f:
+    f.writelines(json.dumps(r) + "\n" for r in rows)
+
+
 if __name__ == "__main__":
   movie_ratings()
   structured()
   tokens_labels()
   user_events()
   shapes()
+  detections()
   ratings()
