@@ -298,3 +298,24 @@ def test_lists_of_lists_flatten_in_order(tmp_path):
   out = str(tmp_path / "out")
   btr.build(schema, str(src), out)
   assert [r["m"] for r in _parsed(out)] == [[1, 2, 3], [], [], [4, 5]]
+
+
+@pytest.mark.parametrize("elements", ["dicts", "record_batches"])
+def test_write_dataset_resolves_paths_in_pcollection_elements(
+    tmp_path, elements):
+  """Nested dicts (or Arrow batches with struct columns) in a Beam
+  pipeline: the same values as the same rows read from a file."""
+  import apache_beam as beam
+  out = str(tmp_path / "out")
+  if elements == "dicts":
+    items = ROWS
+  else:
+    table = pa.Table.from_pylist(ROWS, schema=PARQUET_TYPE)
+    items = table.to_batches(max_chunksize=3)
+  with beam.Pipeline() as p:
+    _ = p | beam.Create(items) | btr.WriteDataset(EXAMPLES, out)
+  got = sorted(_parsed(out), key=lambda r: r["id"])
+  jsonl, _ = _inputs(tmp_path)
+  btr.build(EXAMPLES, jsonl, str(tmp_path / "file"))
+  assert got == sorted(_parsed(str(tmp_path / "file")),
+                       key=lambda r: r["id"])

@@ -25,7 +25,7 @@ from beam_tfrecords.schema.paths import Path, is_path, parse_path
 
 __all__ = ["FORMATS", "InputFile", "InputPlan", "ReadError", "ReadUnit",
            "SourceBatch", "plan_inputs", "read_unit", "resolve_format",
-           "source_paths", "NESTED_FORMATS"]
+           "source_paths", "read_columns", "with_paths", "NESTED_FORMATS"]
 
 _COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zst", ".deflate")
 _TF_SHARD = re.compile(r"(?<=\.tfrecord|tfrecords)-\d+-of-\d+$")
@@ -197,17 +197,27 @@ def read_unit(unit: ReadUnit, columns: Optional[Sequence[str]]):
     yield from FORMATS[unit.format].read(unit, columns)
     return
   for batch in FORMATS[unit.format].read(unit, read_columns(columns, paths)):
-    found = dict(batch.columns)
-    for text, path in paths.items():
-      root = batch.columns.get(path.root)
-      if root is None:
-        continue  # an absent column: every value missing
-      try:
-        found[text] = resolve(root, path)
-      except PathError as e:
-        raise InputError(f"{unit.path}: {_at_row(str(e), batch)}") from None
-    batch.columns = {c: found[c] for c in columns if c in found}
+    try:
+      batch.columns = with_paths(batch.columns, columns, paths)
+    except PathError as e:
+      raise InputError(f"{unit.path}: {_at_row(str(e), batch)}") from None
     yield batch
+
+
+def with_paths(found: Mapping[str, Any], columns: Sequence[str],
+               paths: Mapping[str, Path]) -> Dict[str, Any]:
+  """`columns` of a batch read with read_columns(): each path's values
+  (sources.paths.resolve) under the path's text.
+
+  Raises:
+    PathError: a path meets a value of the wrong kind.
+  """
+  out = dict(found)
+  for text, path in paths.items():
+    root = found.get(path.root)
+    if root is not None:  # else an absent column: every value missing
+      out[text] = resolve(root, path)
+  return {c: out[c] for c in columns if c in out}
 
 
 def _at_row(message: str, batch: SourceBatch) -> str:

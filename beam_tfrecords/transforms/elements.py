@@ -25,6 +25,7 @@ import apache_beam as beam
 import pyarrow as pa
 
 from beam_tfrecords.runner_gaps import par_do
+from beam_tfrecords.sources import read_columns, source_paths, with_paths
 from beam_tfrecords.sources.base import SourceBatch, row_columns
 
 __all__ = ["ToSourceBatches", "PCOLLECTION", "row_digest"]
@@ -64,11 +65,21 @@ def _batch_digest(batch: pa.RecordBatch) -> str:
 
 
 def _columns_of(batch: pa.RecordBatch, columns: Optional[Sequence[str]]):
-  """The batch's columns the schema reads (absent ones: all missing)."""
+  """The batch's columns the schema reads (absent ones: all missing;
+  paths into nested columns resolved, see sources.paths)."""
   names = batch.schema.names
-  wanted = names if columns is None else columns
-  return {c: (batch.column(names.index(c)) if c in names
-              else pa.nulls(batch.num_rows)) for c in wanted}
+  paths = source_paths(columns, "parquet")
+  wanted = names if columns is None else read_columns(columns, paths)
+  found = {c: (batch.column(names.index(c)) if c in names
+               else pa.nulls(batch.num_rows)) for c in wanted}
+  return with_paths(found, columns, paths) if paths else found
+
+
+def _row_columns(rows, columns: Optional[Sequence[str]]):
+  """Dict rows -> the columns the schema reads (paths resolved)."""
+  paths = source_paths(columns, "jsonl")
+  found = row_columns(rows, read_columns(columns, paths))
+  return with_paths(found, columns, paths) if paths else found
 
 
 def _element_error(element: Any) -> TypeError:
@@ -118,7 +129,7 @@ def _bucket_batches(columns: Optional[Sequence[str]]):
       rows = [row for _, row in chunk]
       yield SourceBatch(
           path=PCOLLECTION, first_row=None,
-          columns=row_columns(rows, None if columns is None
+          columns=_row_columns(rows, None if columns is None
                               else list(columns)),
           num_rows=len(rows), order=(PCOLLECTION, f"rows-{bucket:04d}", part),
           elements=[digest for digest, _ in chunk])
