@@ -319,3 +319,44 @@ def test_write_dataset_resolves_paths_in_pcollection_elements(
   btr.build(EXAMPLES, jsonl, str(tmp_path / "file"))
   assert got == sorted(_parsed(str(tmp_path / "file")),
                        key=lambda r: r["id"])
+
+
+@pytest.mark.parametrize("case,reason", [
+    ("object_without_the_field",
+     'In feature "scores": the list has a null at position 1'),
+    ("sequence_lists_of_different_lengths",
+     'In feature "*": the feature lists differ in length: movie has 2 '
+     'steps, v has 1 steps; give them the same length or declare ragged: '
+     'true'),
+])
+def test_rows_whose_lists_cannot_stay_aligned_go_to_errors(
+    tmp_path, case, reason):
+  src = tmp_path / "in.json"  # a JSON array of objects
+  rows = [{"id": 1, "ratings": [{"movie_id": 1, "score": 2.0},
+                                {"movie_id": 2, "score": 3.0}],
+           "other": [{"v": 1}, {"v": 2}]},
+          {"id": 2, "ratings": [{"movie_id": 3, "score": 1.0},
+                                {"movie_id": 4}],
+           "other": [{"v": 3}]}]
+  src.write_text(json.dumps(rows))
+  if case == "object_without_the_field":
+    schema = {"name": "a", "features": {
+        "id": {"type": "int64", "required": True},
+        "movies": {"type": "int64", "shape": [-1],
+                   "source": "ratings[].movie_id"},
+        "scores": {"type": "float", "shape": [-1],
+                   "source": "ratings[].score"}}}
+  else:
+    schema = {"name": "s", "record": "sequence_example",
+              "context": {"id": {"type": "int64", "required": True}},
+              "sequence": {
+                  "movie": {"type": "int64", "source": "ratings[].movie_id",
+                            "required": True},
+                  "v": {"type": "int64", "source": "other[].v",
+                        "required": True}}}
+  out = str(tmp_path / "out")
+  result = btr.build(schema, str(src), out, max_bad_fraction=1.0)
+  assert result.metadata["counts"]["rows_written"] == 1
+  (error,) = list(btr.iter_errors(out))
+  assert error["row"] == 2
+  assert error["reason"] == reason
