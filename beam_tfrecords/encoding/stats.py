@@ -18,6 +18,11 @@ Top values are counted exactly per batch; across batches each description
 keeps the TOP_KEPT most frequent values, so counts of values outside that
 set in some batch are missing from the total (top_exact: false then).
 
+Numbers also carry exact sums of squares, a count of zeros and a
+histogram over fixed logarithmic buckets (`log_buckets`); text the total
+length of its values. dataset.json does not show them; statistics.pb
+(sinks.tfdv) does.
+
 Sums are kept exactly (as Shewchuk's non-overlapping partials, the way
 math.fsum works), so the mean is the same to the last bit whatever order
 the workers' descriptions are merged in: dataset.json is byte-identical
@@ -25,7 +30,7 @@ for any number of workers.
 """
 
 import math
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -34,7 +39,7 @@ import pyarrow.compute as pc
 from beam_tfrecords.schema.model import Feature, FeatureType
 
 __all__ = ["column_stats", "merge", "finish", "exact_sum", "TOP_KEPT",
-           "TOP_SHOWN"]
+           "TOP_SHOWN", "log_buckets", "bucket_bounds"]
 
 TOP_KEPT = 1000
 TOP_SHOWN = 10
@@ -63,11 +68,16 @@ def column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
     if len(finite):
       mm = pc.min_max(finite)
       out["min"], out["max"] = mm["min"].as_py(), mm["max"].as_py()
-      out["sum"] = [float(pc.sum(pc.cast(finite, pa.float64(),
-                                         safe=False)).as_py())]
+      x = pc.cast(finite, pa.float64(), safe=False).to_numpy(
+          zero_copy_only=False)
+      out["sum"] = [float(x.sum())]
+      out["sumsq"] = [float(np.dot(x, x))]
+      out["zeros"] = int(np.count_nonzero(x == 0))
+      out["hist"] = log_buckets(x)
       out["counted"] = len(finite)
     return out
   if feature.type in (FeatureType.STRING, FeatureType.BYTES):
+    out["len_sum"] = int(pc.sum(pc.binary_length(values)).as_py() or 0)
     short = pc.less_equal(pc.binary_length(values), TOP_VALUE_BYTES)
     if not pc.all(short).as_py():
       values = values.filter(short)
@@ -81,6 +91,51 @@ def column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
                         counts.field("counts").to_pylist()))
   out["top_exact"] = exact
   return out
+
+
+# Numeric histograms: fixed buckets, the same for every batch and worker,
+# so that merged counts are exact in any order. Zero has a bucket of its
+# own; a value x != 0 falls in bucket sign(x) * (BUCKET_BASE + e) with
+# e = floor(4 * log2|x|): |x| in [2^(e/4), 2^((e+1)/4)), four buckets per
+# power of two (each about 19% wide). `bucket_bounds` gives a key's range.
+BUCKETS_PER_OCTAVE = 4
+BUCKET_BASE = 5000
+
+
+# The bucket edges within one power of two: 2^(k/4), k = 0..4.
+_EDGES = [2.0 ** (k / BUCKETS_PER_OCTAVE) for k in range(BUCKETS_PER_OCTAVE)]
+
+
+def log_buckets(x: np.ndarray) -> Dict[int, int]:
+  """{bucket key: count} of finite float64 values."""
+  mantissa, exponent = np.frexp(np.abs(x))  # |x| = (2m) * 2^(exponent-1)
+  sub = np.searchsorted(_EDGES, 2 * mantissa, side="right") - 1
+  e = BUCKETS_PER_OCTAVE * (exponent.astype(np.int64) - 1) + sub
+  keys = np.where(x == 0, 0, np.sign(x).astype(np.int64) * (BUCKET_BASE + e))
+  # Keys lie within +-(BUCKET_BASE + 4 * 1024): counted by offset.
+  counts = np.bincount(keys + 2 * BUCKET_BASE)
+  found = np.flatnonzero(counts)
+  return dict(zip((found - 2 * BUCKET_BASE).tolist(),
+                  counts[found].tolist()))
+
+
+def bucket_bounds(key: int) -> Tuple[float, float]:
+  """The [low, high) range of a bucket key (for negatives, (low, high]:
+  the mirror of the positive bucket)."""
+  if key == 0:
+    return 0.0, 0.0
+  octave, sub = divmod(abs(key) - BUCKET_BASE, BUCKETS_PER_OCTAVE)
+  low = math.ldexp(_EDGES[sub], octave)
+  high = _ldexp(_EDGES[sub + 1], octave) if sub + 1 < len(_EDGES) \
+      else _ldexp(1.0, octave + 1)
+  return (low, high) if key > 0 else (-high, -low)
+
+
+def _ldexp(m: float, e: int) -> float:
+  try:
+    return math.ldexp(m, e)
+  except OverflowError:  # the top bucket of float64
+    return math.inf
 
 
 def exact_sum(values: List[float]) -> List[float]:
@@ -114,11 +169,17 @@ def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
     got = [x[k] for x in (a, b) if k in x]
     if got:
       out[k] = pick(got)
-  for k in ("counted", "long_values"):
+  for k in ("counted", "long_values", "zeros", "len_sum"):
     if k in a or k in b:
       out[k] = a.get(k, 0) + b.get(k, 0)
-  if "sum" in a or "sum" in b:
-    out["sum"] = exact_sum(a.get("sum", []) + b.get("sum", []))
+  for k in ("sum", "sumsq"):
+    if k in a or k in b:
+      out[k] = exact_sum(a.get(k, []) + b.get(k, []))
+  if "hist" in a or "hist" in b:
+    hist = dict(a.get("hist", {}))
+    for key, count in b.get("hist", {}).items():
+      hist[key] = hist.get(key, 0) + count
+    out["hist"] = hist
   if "top" in a or "top" in b:
     top = dict(a.get("top", {}))
     for value, count in b.get("top", {}).items():

@@ -16,6 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.errors import BadRowsError, reason_category
 from beam_tfrecords.runner_gaps import gather
+from beam_tfrecords.sinks.tfdv import STATISTICS_FILE, statistics_bytes
 # The transformed shards' folder (beam_tfrecords.transform, which imports
 # TensorFlow Transform: not imported here).
 TRANSFORMED_DIR = "transformed"
@@ -207,6 +208,11 @@ def _commit(parts: List[dict], directory: str, static: Dict[str, Any],
     meta["statistics"] = {
         split: {name: finish(s) for name, s in sorted(features.items())}
         for split, features in sorted(described[0].items())}
+    # TensorFlow Data Validation's format, for TFDV and Facets.
+    with FileSystems.create(FileSystems.join(
+        directory, STATISTICS_FILE)) as f:
+      f.write(statistics_bytes(meta, described[0]))
+    meta["tfdv_statistics"] = STATISTICS_FILE
   meta["errors"] = {
       "rows": error_rows,
       "files": [{"file": e["file"], "lines": e["lines"], "rows": e["rows"]}

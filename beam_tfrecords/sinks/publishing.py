@@ -152,8 +152,9 @@ def listed(meta: Dict[str, Any]) -> List[str]:
   names += [shard["file"] for split in transform.get("splits", {}).values()
             for shard in split.get("shards", [])]
   names += list(transform.get("files", []))
-  if meta.get("tfmd_schema"):
-    names.append(meta["tfmd_schema"])
+  for key in ("tfmd_schema", "tfdv_statistics"):
+    if meta.get(key):
+      names.append(meta[key])
   return names
 
 

@@ -1,0 +1,112 @@
+"""statistics.pb: the build's statistics as TensorFlow Metadata's
+`DatasetFeatureStatisticsList`, one dataset per split, the format
+TensorFlow Data Validation reads (`tfdv.load_stats_binary`) for its
+schema inference, anomaly checks and Facets view.
+
+Everything comes from the build's one statistics pass (encoding.stats):
+counts, value-count ranges, mean and standard deviation from exact sums,
+zeros, min / max, a histogram over fixed logarithmic buckets (exact
+counts, the same on any number of workers), top values of text (exact
+where `top_exact`), average length.
+"""
+
+import math
+from typing import Any, Dict
+
+from beam_tfrecords.encoding.stats import TOP_SHOWN, bucket_bounds
+
+__all__ = ["STATISTICS_FILE", "statistics_bytes"]
+
+STATISTICS_FILE = "statistics.pb"
+
+_NUMERIC = ("int64", "float")
+
+
+def _feature_types(schema: Dict[str, Any]) -> Dict[str, str]:
+  """{feature: schema type} of every feature a schema dict declares."""
+  types = {}
+  for section in ("features", "context", "sequence"):
+    for name, spec in (schema.get(section) or {}).items():
+      kind = spec.get("type") if isinstance(spec, dict) else spec
+      types[name] = kind or ("int64" if isinstance(spec, dict) and
+                             spec.get("derive") == "length" else "float")
+  return types
+
+
+def _common(common, s: dict) -> None:
+  common.num_non_missing = s["present"]
+  common.num_missing = s["missing"]
+  common.tot_num_values = s["values"]
+  if s.get("present"):
+    common.min_num_values = s.get("len_min", 0)
+    common.max_num_values = s.get("len_max", 0)
+    common.avg_num_values = s["values"] / s["present"]
+
+
+def _numbers(num, s: dict) -> None:
+  from tensorflow_metadata.proto.v0 import statistics_pb2
+  _common(num.common_stats, s)
+  counted = s.get("counted", 0)
+  if not counted:
+    return
+  mean = math.fsum(s["sum"]) / counted
+  num.mean = mean
+  num.std_dev = math.sqrt(max(0.0, math.fsum(s["sumsq"]) / counted
+                              - mean * mean))
+  num.num_zeros = s.get("zeros", 0)
+  num.min, num.max = float(s["min"]), float(s["max"])
+  hist = num.histograms.add()
+  hist.type = statistics_pb2.Histogram.STANDARD
+  for key in sorted(s.get("hist", {}), key=lambda k: bucket_bounds(k)[0]):
+    bucket = hist.buckets.add()
+    bucket.low_value, bucket.high_value = bucket_bounds(key)
+    bucket.sample_count = s["hist"][key]
+
+
+def _text(text, s: dict) -> None:
+  _common(text.common_stats, s)
+  top = sorted(s.get("top", {}).items(), key=lambda kv: (-kv[1], kv[0]))
+  if s.get("top_exact", False):
+    text.unique = len(top)
+  for rank, (value, count) in enumerate(top[:TOP_SHOWN]):
+    shown = value.decode("utf-8", "backslashreplace") if isinstance(
+        value, bytes) else str(value)
+    item = text.top_values.add()
+    item.value, item.frequency = shown, count
+    bucket = text.rank_histogram.buckets.add()
+    bucket.low_rank = bucket.high_rank = rank
+    bucket.label, bucket.sample_count = shown, count
+  if s.get("values"):
+    text.avg_length = s.get("len_sum", 0) / s["values"]
+
+
+def statistics_bytes(meta: Dict[str, Any], described: Dict[str, dict]
+                     ) -> bytes:
+  """The serialized DatasetFeatureStatisticsList of a dataset.
+
+  Args:
+    meta: its dataset.json (splits, schema).
+    described: {split: {feature: merged encoding.stats description}}.
+  """
+  from tensorflow_metadata.proto.v0 import statistics_pb2
+  types = _feature_types(meta.get("schema", {}))
+  out = statistics_pb2.DatasetFeatureStatisticsList()
+  for split, features in sorted(described.items()):
+    dataset = out.datasets.add()
+    dataset.name = split
+    dataset.num_examples = meta["splits"].get(split, {}).get("records", 0)
+    for name, s in sorted(features.items()):
+      feature = dataset.features.add()
+      feature.path.step.append(name)
+      kind = types.get(name, "float" if "counted" in s else "string")
+      if kind in _NUMERIC or "counted" in s:
+        feature.type = (statistics_pb2.FeatureNameStatistics.INT
+                        if kind == "int64"
+                        else statistics_pb2.FeatureNameStatistics.FLOAT)
+        _numbers(feature.num_stats, s)
+      else:
+        feature.type = (statistics_pb2.FeatureNameStatistics.BYTES
+                        if kind in ("bytes", "image")
+                        else statistics_pb2.FeatureNameStatistics.STRING)
+        _text(feature.string_stats, s)
+  return out.SerializeToString(deterministic=True)
