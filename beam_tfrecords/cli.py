@@ -77,6 +77,8 @@ def parser() -> argparse.ArgumentParser:
                  metavar="1-9",
                  help="compress with zlib at this level (smaller files, "
                  "slower); default: ISA-L's fast deflate")
+  b.add_argument("--no-report", dest="report", action="store_false",
+                 help="do not write report.html into the dataset")
   b.add_argument("--no-statistics", dest="statistics", action="store_false",
                  help="leave the per-feature statistics out of dataset.json "
                  "(they cost about 7%% of a build's time)")
@@ -156,6 +158,13 @@ def parser() -> argparse.ArgumentParser:
                  help="dataset name (default: from the first file's name)")
   n.add_argument("--sample-rows", type=int, default=10_000,
                  help="rows to look at (from the start of the input)")
+  r = sub.add_parser(
+      "report", help="write a dataset's report: one HTML page with its "
+      "splits, rejected rows and per-feature plots")
+  r.add_argument("path", help="dataset directory")
+  r.add_argument("-o", "--output", default="report.html",
+                 help="the HTML file (default: report.html in the working "
+                 "directory)")
   return p
 
 
@@ -261,6 +270,7 @@ def _build(args, beam_args: List[str]) -> int:
                  max_bad_fraction=args.max_bad_fraction, sink=args.sink,
                  gzip_level=args.gzip_level, shuffle_seed=args.shuffle_seed,
                  statistics=args.statistics, force=args.force,
+                 report=args.report,
                  preprocess=args.preprocess, progress=_shows_progress(args))
   counts = result.metadata["counts"]
   if result.up_to_date:
@@ -517,6 +527,10 @@ def main(argv: Optional[List[str]] = None) -> int:
       return _validate(args)
     if args.command == "infer-schema":
       return _infer_schema(args)
+    if args.command == "report":
+      from beam_tfrecords.report import write_report
+      print(write_report(args.path, args.output))
+      return 0
     return _inspect(args)
   except NoInputError as e:
     print(f"error: {e}", file=sys.stderr)

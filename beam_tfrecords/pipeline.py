@@ -29,6 +29,7 @@ from beam_tfrecords.preprocess import resolve_preprocess
 from beam_tfrecords.running import run_pipeline
 from beam_tfrecords.schema import Schema, load_schema, spec_to_json
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
+from beam_tfrecords.report import REPORT_FILE
 from beam_tfrecords.schema.spec import aligned_lists
 from beam_tfrecords.schema.tfmd import TFMD_FILE, tfmd_text
 from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, OutputLock,
@@ -80,6 +81,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
           gzip_level: Optional[int] = None,
           shuffle_seed: Optional[int] = None,
           statistics: bool = True, force: bool = False,
+          report: bool = True,
           preprocess: Union[None, str, Callable] = None,
           progress: bool = False) -> BuildResult:
   """Builds a TFRecord dataset and waits for it to finish.
@@ -120,6 +122,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       encoding: it gets every column of the input and returns the columns
       the schema reads, for the same rows in order (see
       beam_tfrecords.preprocess). Checked here: it must pickle.
+    report: write report.html into the dataset (beam_tfrecords.report):
+      one HTML page with the splits, rejected rows and per-feature plots.
     progress: show the build's progress on stderr (a live line on a
       terminal, else a line every few seconds); on runners other than the
       DirectRunner, the job's metrics as they report them.
@@ -157,7 +161,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   fingerprint = planning.input_fingerprint(plan.files)
   key = planning.build_key(schema, plan, fingerprint, {
       **opts.key(),
-      **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {})})
+      **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {}),
+      **({} if report else {"report": False})})
   planning.check_output(output)
   # One build at a time per output: the lock is held until the end.
   lock = OutputLock(output, options).acquire()
@@ -184,6 +189,9 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                                   "patterns": patterns,
                                   "files": planning.listed_inputs(plan),
                                   "fingerprint": fingerprint}, user_fn)
+    if report:  # written in the staging folder, published with the rest
+      dataset = dataclasses.replace(dataset, static=dict(
+          dataset.static, report=REPORT_FILE))
     if user_fn is None:  # (a function may leave no rows: not checked)
       dataset = dataclasses.replace(dataset, finish=dataset.finish._replace(
           units=tuple(plan.units), columns=tuple(schema.columns),

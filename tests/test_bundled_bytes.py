@@ -4,7 +4,8 @@ is rebuilt on the public PTransforms; what it writes must not change).
 The manifest holds a SHA-256 per published file. dataset.json is pinned
 without the parts that depend on where and when the inputs are (input
 paths, their modification times, the fingerprint and build key made from
-them); paths under pipelines/data are written as <data>. TensorFlow
+them); paths under pipelines/data are written as <data> (there, in
+errors/ and in report.html). TensorFlow
 Transform's saved model is left out (TensorFlow does not write it
 byte-identically); its transformed shards are pinned.
 
@@ -57,7 +58,7 @@ def manifest_of(output: str, inputs: str = DATA) -> dict:
                            inputs).encode()
       elif rel == "_SUCCESS":
         continue  # holds the build key
-      elif rel.startswith("errors/"):
+      elif rel.startswith("errors/") or rel == "report.html":
         data = _normalized(data.decode("utf-8"), inputs).encode()
       found[rel] = _digest(data)
   return found

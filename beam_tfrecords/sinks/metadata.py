@@ -219,6 +219,10 @@ def _commit(parts: List[dict], directory: str, static: Dict[str, Any],
                 for e in error_files],
       "reasons": _top_reasons(error_files)}
   write_json(FileSystems.join(directory, DATASET_JSON), meta)
+  if meta.get("report"):  # listed: published with the rest
+    from beam_tfrecords.report import write_report  # no cycle at import
+    write_report(directory, FileSystems.join(directory, meta["report"]),
+                 meta)
   return meta
 
 

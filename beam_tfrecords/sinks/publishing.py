@@ -152,7 +152,7 @@ def listed(meta: Dict[str, Any]) -> List[str]:
   names += [shard["file"] for split in transform.get("splits", {}).values()
             for shard in split.get("shards", [])]
   names += list(transform.get("files", []))
-  for key in ("tfmd_schema", "tfdv_statistics"):
+  for key in ("tfmd_schema", "tfdv_statistics", "report"):
     if meta.get(key):
       names.append(meta[key])
   return names

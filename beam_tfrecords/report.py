@@ -1,0 +1,267 @@
+"""A dataset's report: one self-contained HTML page (inline CSS and SVG, no
+scripts, nothing fetched) from its dataset.json and statistics.pb.
+
+    beam-tfrecords report out/movies -o report.html
+
+Header: name, record kind, splits (records, bytes, shards), inputs, tool
+version, rows rejected with the top reasons and links to errors/. Then a
+section per feature (id "feature-<name>") with one column per split: type
+and spec, present / missing, values per record, for numbers the moments
+and a histogram (statistics.pb's fixed logarithmic buckets, drawn as bars;
+every bar carries its bucket's range and exact count as data- attributes),
+for text the top values as bars, for image features a strip of thumbnails
+from the first records. Where a feature's distribution differs between a
+split and the first split, the section is flagged with the distance:
+Jensen-Shannon divergence of the histograms (numbers) or the L-infinity
+distance of the top values' shares (text), over DIFFERENCE_FLAG.
+"""
+
+import base64
+import html
+import math
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+from apache_beam.io.filesystems import FileSystems
+
+__all__ = ["render_report", "write_report", "DIFFERENCE_FLAG", "REPORT_FILE"]
+
+REPORT_FILE = "report.html"
+DIFFERENCE_FLAG = 0.1
+THUMBNAILS = 8
+_BARS = 24
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
+h1{margin:0 0 4px}h2{margin:28px 0 6px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:6px 0}td,th{padding:3px 10px;
+border:1px solid #e3e3e3;text-align:left;vertical-align:top}
+.splits{display:flex;gap:16px;flex-wrap:wrap}.split{flex:1;min-width:260px}
+.flag{background:#fff3cd;border:1px solid #e0b000;padding:4px 8px}
+.muted{color:#777}svg{display:block}img{margin:2px;image-rendering:pixelated}
+"""
+
+
+def _e(value: Any) -> str:
+  return html.escape(str(value), quote=True)
+
+
+def _load_statistics(path: str) -> Dict[str, Dict[str, Any]]:
+  """{split: {feature: FeatureNameStatistics}} of statistics.pb."""
+  from tensorflow_metadata.proto.v0 import statistics_pb2
+  stats = statistics_pb2.DatasetFeatureStatisticsList()
+  with FileSystems.open(path) as f:
+    stats.ParseFromString(f.read())
+  return {d.name: {".".join(f.path.step): f for f in d.features}
+          for d in stats.datasets}
+
+
+def _bars(buckets: List[Tuple[float, float, int]]) -> List[Tuple]:
+  """At most _BARS bars: neighbouring buckets merged, exact counts."""
+  if len(buckets) <= _BARS:
+    return buckets
+  per = math.ceil(len(buckets) / _BARS)
+  out = []
+  for i in range(0, len(buckets), per):
+    group = buckets[i:i + per]
+    out.append((group[0][0], group[-1][1], sum(c for _, _, c in group)))
+  return out
+
+
+def _histogram_svg(buckets) -> str:
+  bars = _bars([(b.low_value, b.high_value, int(b.sample_count))
+                for b in buckets])
+  if not bars:
+    return ""
+  top = max(c for _, _, c in bars) or 1
+  width, height, gap = 320, 90, 2
+  w = max(2, (width - gap * len(bars)) // len(bars))
+  rects = []
+  for i, (low, high, count) in enumerate(bars):
+    h = round(height * count / top)
+    rects.append(
+        f'<rect class="bar" x="{i * (w + gap)}" y="{height - h}" '
+        f'width="{w}" height="{h}" fill="#4a7bd0" data-low="{low!r}" '
+        f'data-high="{high!r}" data-count="{count}"><title>[{low:.4g}, '
+        f'{high:.4g}): {count:,}</title></rect>')
+  return (f'<svg width="{width}" height="{height + 14}" role="img">'
+          + "".join(rects)
+          + f'<text x="0" y="{height + 12}" font-size="10">{bars[0][0]:.4g}'
+          f'</text><text x="{width}" y="{height + 12}" font-size="10" '
+          f'text-anchor="end">{bars[-1][1]:.4g}</text></svg>')
+
+
+def _top_svg(values) -> str:
+  if not values:
+    return ""
+  top = max(v.frequency for v in values) or 1
+  rows = []
+  for i, v in enumerate(values):
+    w = round(180 * v.frequency / top)
+    rows.append(f'<text x="0" y="{i * 16 + 11}" font-size="11">'
+                f'{_e(v.value[:24])}</text><rect class="top" x="130" '
+                f'y="{i * 16 + 2}" width="{w}" height="12" fill="#5aa469" '
+                f'data-value="{_e(v.value)}" data-count="{int(v.frequency)}">'
+                f'</rect><text x="{134 + w}" y="{i * 16 + 11}" '
+                f'font-size="10">{int(v.frequency):,}</text>')
+  return (f'<svg width="380" height="{len(values) * 16 + 4}" role="img">'
+          + "".join(rows) + "</svg>")
+
+
+def _shares(feature) -> Tuple[Optional[str], Dict[Any, float]]:
+  """("numbers" | "text", {bucket or value: share}) of one split."""
+  if feature.HasField("num_stats") and feature.num_stats.histograms:
+    buckets = feature.num_stats.histograms[0].buckets
+    total = sum(b.sample_count for b in buckets) or 1
+    return "numbers", {(b.low_value, b.high_value): b.sample_count / total
+                       for b in buckets}
+  if feature.HasField("string_stats") and feature.string_stats.top_values:
+    total = feature.string_stats.common_stats.tot_num_values or 1
+    return "text", {v.value: v.frequency / total
+                    for v in feature.string_stats.top_values}
+  return None, {}
+
+
+def difference(a, b) -> Optional[Tuple[str, float]]:
+  """How much one feature's distribution differs between two splits:
+  ("Jensen-Shannon", d) for numbers, ("L-infinity", d) for text."""
+  kind, p = _shares(a)
+  other, q = _shares(b)
+  if kind is None or kind != other:
+    return None
+  keys = set(p) | set(q)
+  if kind == "text":
+    return "L-infinity", max(abs(p.get(k, 0) - q.get(k, 0)) for k in keys)
+  js = 0.0
+  for k in keys:
+    x, y = p.get(k, 0.0), q.get(k, 0.0)
+    m = (x + y) / 2
+    js += (x * math.log2(x / m) if x else 0) / 2 + \
+        (y * math.log2(y / m) if y else 0) / 2
+  return "Jensen-Shannon", js
+
+
+def _cell(feature, spec: dict, image: bool = False) -> str:
+  parts = [f'<div class="muted">{_e(spec.get("kind", ""))} '
+           f'{_e(spec.get("dtype", ""))}</div>']
+  stats = feature.num_stats if feature.HasField("num_stats") else \
+      feature.string_stats
+  common = stats.common_stats
+  total = common.num_non_missing + common.num_missing
+  present = 100 * common.num_non_missing / total if total else 0
+  parts.append(f"<div>present {common.num_non_missing:,} ({present:.1f}%), "
+               f"missing {common.num_missing:,}</div><div>values per record"
+               f" {common.min_num_values}–{common.max_num_values} (avg "
+               f"{common.avg_num_values:.2f})</div>")
+  if feature.HasField("num_stats"):
+    n = feature.num_stats
+    parts.append(f"<div>mean {n.mean:.4g}, std {n.std_dev:.4g}, min "
+                 f"{n.min:.4g}, max {n.max:.4g}, zeros {n.num_zeros:,}"
+                 "</div>")
+    if n.histograms:
+      parts.append(_histogram_svg(n.histograms[0].buckets))
+  else:
+    s = feature.string_stats
+    if s.unique:
+      parts.append(f"<div>{s.unique:,} distinct values</div>")
+    parts.append(f"<div>average length {s.avg_length:.1f}</div>")
+    if not image:  # an image's bytes: thumbnails instead
+      parts.append(_top_svg(list(s.top_values)))
+  return "".join(parts)
+
+
+def _thumbnails(path: str, meta: dict, split: str, name: str) -> str:
+  from beam_tfrecords.read import shard_files
+  from beam_tfrecords.records import decode_example, iter_tfrecords
+  images = []
+  for shard in shard_files(path, split, meta):
+    for record in iter_tfrecords(shard):
+      _, values = decode_example(record).get(name, (None, []))
+      if values and isinstance(values[0], bytes):
+        images.append(values[0])
+      if len(images) >= THUMBNAILS:
+        break
+    if len(images) >= THUMBNAILS:
+      break
+  return "".join(
+      f'<img class="thumb" width="48" height="48" alt="{_e(name)}" '
+      f'src="data:image;base64,{base64.b64encode(v).decode()}">'
+      for v in images)
+
+
+def render_report(path: str, meta: Optional[Dict[str, Any]] = None) -> str:
+  """The report of the dataset at `path` (`meta`: its dataset.json, given
+  while it is staged, before it is finished), as HTML text."""
+  from beam_tfrecords.read import dataset_info
+  meta = meta or dataset_info(path)
+  stats = _load_statistics(FileSystems.join(
+      path, meta["tfdv_statistics"])) if meta.get("tfdv_statistics") else {}
+  splits = sorted(meta["splits"])
+  spec = meta["feature_spec"]
+  if meta["record"] == "sequence_example":
+    spec = dict(spec.get("context", {}), **spec.get("sequence", {}))
+  images = {n for n, f in meta["schema"].get("features", {}).items()
+            if isinstance(f, dict) and f.get("type") == "image"}
+  counts = meta["counts"]
+  out = [f"<!doctype html><html><head><meta charset='utf-8'><title>"
+         f"{_e(meta['name'])}</title><style>{_CSS}</style></head><body>",
+         f"<h1>{_e(meta['name'])}</h1><div class='muted'>"
+         f"{_e(meta['record'])} · {_e(meta['tool']['name'])} "
+         f"{_e(meta['tool']['version'])} · inputs: "
+         f"{_e(', '.join(meta['inputs'].get('patterns', [])) or '-')}"
+         "</div>", "<table><tr><th>split</th><th>records</th><th>bytes</th>"
+         "<th>shards</th></tr>"]
+  for split in splits:
+    s = meta["splits"][split]
+    out.append(f"<tr><td>{_e(split)}</td><td>{s['records']:,}</td><td>"
+               f"{s['bytes']:,}</td><td>{len(s['shards'])}</td></tr>")
+  out.append("</table>")
+  out.append(f"<p>rows read {counts['rows_read']:,}; in records "
+             f"{counts['rows_written']:,}; rejected "
+             f"{counts['rows_rejected']:,}; dropped "
+             f"{counts['rows_dropped']:,}</p>")
+  reasons = meta["errors"].get("reasons", [])
+  if reasons:
+    out.append("<table id='rejected'><tr><th>rows</th><th>reason</th></tr>")
+    out += [f"<tr><td>{r['rows']:,}</td><td>{_e(r['reason'])}</td></tr>"
+            for r in reasons[:10]]
+    out.append("</table><p>" + " ".join(
+        f"<a href='{_e(e['file'])}'>{_e(e['file'])}</a>"
+        for e in meta["errors"]["files"]) + "</p>")
+  labels = meta.get("label") or []
+  for name in sorted(spec):
+    flag = ""
+    per_split = [stats.get(split, {}).get(name) for split in splits]
+    base = per_split[0]
+    for split, feature in zip(splits[1:], per_split[1:]):
+      d = difference(base, feature) if base and feature else None
+      if d and d[1] > DIFFERENCE_FLAG:
+        flag += (f"<div class='flag'>{_e(split)} differs from "
+                 f"{_e(splits[0])}: {d[0]} {d[1]:.3f} (flagged over "
+                 f"{DIFFERENCE_FLAG})</div>")
+    title = " (label)" if name in labels else ""
+    out.append(f"<section id='feature-{_e(name)}'><h2>{_e(name)}{title}"
+               f"</h2>{flag}<div class='splits'>")
+    for split, feature in zip(splits, per_split):
+      body = _cell(feature, spec[name], name in images) \
+          if feature is not None else \
+          "<div class='muted'>no statistics</div>"
+      if name in images:
+        body += _thumbnails(path, meta, split, name)
+      out.append(f"<div class='split' data-split='{_e(split)}'><h3>"
+                 f"{_e(split)}</h3>{body}</div>")
+    out.append("</div></section>")
+  out.append("</body></html>\n")
+  return "".join(out)
+
+
+def write_report(path: str, target: Optional[str] = None,
+                 meta: Optional[Dict[str, Any]] = None) -> str:
+  """Writes the report (default: REPORT_FILE inside the dataset)."""
+  target = target or FileSystems.join(path, REPORT_FILE)
+  text = render_report(path, meta)
+  if "://" not in target:
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+  with FileSystems.create(target) as f:
+    f.write(text.encode("utf-8"))
+  return target
