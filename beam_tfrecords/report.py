@@ -24,6 +24,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords.sinks.tfdv import STEPS_STAT
+
 __all__ = ["render_report", "write_report", "DIFFERENCE_FLAG", "REPORT_FILE"]
 
 REPORT_FILE = "report.html"
@@ -153,6 +155,14 @@ def _cell(feature, spec: dict, image: bool = False) -> str:
                f"missing {common.num_missing:,}</div><div>values per record"
                f" {common.min_num_values}–{common.max_num_values} (avg "
                f"{common.avg_num_values:.2f})</div>")
+  for custom in feature.custom_stats:
+    if custom.name == STEPS_STAT and custom.histogram.buckets:
+      parts.append("<div class='steps'>steps per record"
+                   + _histogram_svg(custom.histogram.buckets) + "</div>")
+  if common.num_values_histogram.buckets:
+    parts.append("<div class='lengths'>list lengths"
+                 + _histogram_svg(common.num_values_histogram.buckets)
+                 + "</div>")
   if feature.HasField("num_stats"):
     n = feature.num_stats
     parts.append(f"<div>mean {n.mean:.4g}, std {n.std_dev:.4g}, min "
@@ -229,6 +239,19 @@ def render_report(path: str, meta: Optional[Dict[str, Any]] = None) -> str:
         f"<a href='{_e(e['file'])}'>{_e(e['file'])}</a>"
         for e in meta["errors"]["files"]) + "</p>")
   labels = meta.get("label") or []
+  for label in labels:
+    out.append(f"<h2 id='label-balance'>label balance: {_e(label)}</h2>"
+               "<div class='splits'>")
+    for split in splits:
+      feature = stats.get(split, {}).get(label)
+      if feature is not None and feature.HasField("string_stats"):
+        chart = _top_svg(list(feature.string_stats.top_values))
+      elif feature is not None and feature.num_stats.histograms:
+        chart = _histogram_svg(feature.num_stats.histograms[0].buckets)
+      else:
+        chart = "<div class='muted'>no statistics</div>"
+      out.append(f"<div class='split'><h3>{_e(split)}</h3>{chart}</div>")
+    out.append("</div>")
   for name in sorted(spec):
     flag = ""
     per_split = [stats.get(split, {}).get(name) for split in splits]

@@ -505,6 +505,8 @@ def examples_suite(args) -> None:
        args.workdir, schema, src)
   _cli(results, "build, --no-statistics", args.workdir, schema, src,
        ["--no-statistics"])
+  _cli(results, "build, --no-report", args.workdir, schema, src,
+       ["--no-report"])
   _cli(results, "build, --shuffle-seed 1", args.workdir, schema, src,
        ["--shuffle-seed", "1"])
   _cli(results, "build, --max-shard-size 16MB", args.workdir, schema, src,

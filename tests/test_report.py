@@ -15,7 +15,9 @@ SCHEMA = {"name": "rep", "splits": {"column": "split",
                                     "values": ["train", "eval"]},
           "label": "c",
           "features": {"x": "float", "n": "int64",
-                       "c": {"type": "string", "required": True}}}
+                       "c": {"type": "string", "required": True},
+                       "l": {"type": "int64", "shape": [-1],
+                             "separator": "|"}}}
 
 
 def _build(tmp_path):
@@ -26,11 +28,12 @@ def _build(tmp_path):
     # x is shifted in eval: the report flags it; c is alike in both.
     x = rng.lognormvariate(0, 1) * (40 if split == "eval" else 1)
     rows.append({"x": x, "n": rng.randint(0, 9) if i % 7 else None,
-                 "c": rng.choice(["a", "b", "b"]), "split": split})
+                 "c": rng.choice(["a", "b", "b"]), "split": split,
+                 "l": [rng.randint(0, 5) for _ in range(rng.randint(1, 9))]})
   src = tmp_path / "in.csv"
-  src.write_text("x,n,c,split\n" + "".join(
+  src.write_text("x,n,c,l,split\n" + "".join(
       f"{r['x']!r},{'' if r['n'] is None else r['n']},{r['c']},"
-      f"{r['split']}\n" for r in rows))
+      f"{'|'.join(map(str, r['l']))},{r['split']}\n" for r in rows))
   out = str(tmp_path / "out")
   btr.build(SCHEMA, str(src), out)
   return out, rows
@@ -52,7 +55,7 @@ def test_the_report_shows_each_feature_with_the_source_data_counts(
   out, rows = _build(tmp_path)
   page = render_report(out)
   assert "<script" not in page and "http" not in page  # self-contained
-  for name in ("x", "n", "c"):
+  for name in ("x", "n", "c", "l"):
     assert f"<section id='feature-{name}'>" in page
   section, cells = _split_cells(page, "x")
   assert set(cells) == {"train", "eval"}
@@ -66,6 +69,17 @@ def test_the_report_shows_each_feature_with_the_source_data_counts(
       want = ((values >= float(low)) & (values < float(high))).sum()
       assert int(count) == want, (split, low, high)
   assert "train differs from eval: Jensen-Shannon" in section
+  _, l_cells = _split_cells(page, "l")
+  for split, cell in l_cells.items():
+    lengths = np.array([len(r["l"]) for r in rows if r["split"] == split])
+    chart = cell.split("<div class='lengths'>list lengths", 1)[1]
+    bars = re.findall(r'data-low="([^"]+)" data-high="([^"]+)" '
+                      r'data-count="(\d+)"', chart.split("</svg>")[0])
+    assert sum(int(c) for _, _, c in bars) == len(lengths)
+    for low, high, count in bars:
+      assert int(count) == ((lengths >= float(low))
+                            & (lengths < float(high))).sum()
+  assert "<h2 id='label-balance'>label balance: c</h2>" in page
   c_section, c_cells = _split_cells(page, "c")
   assert "differs" not in c_section  # alike in both splits
   assert "c (label)" in c_section
@@ -152,3 +166,22 @@ def _schema_file(tmp_path):
   path = tmp_path / "s.json.yaml"
   path.write_text(json.dumps(SCHEMA))
   return str(path)
+
+
+def test_a_sequence_report_shows_steps_per_record(tmp_path):
+  import json
+  import os
+  from pipelines import tokens_labels
+  out = str(tmp_path / "seq")
+  tokens_labels.run(["--output", out])
+  here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  with open(os.path.join(here, "pipelines", "data",
+                         "tokens_labels.jsonl")) as f:
+    steps = np.array([len(json.loads(line)["tokens"]) for line in f])
+  _, cells = _split_cells(render_report(out), "tokens")
+  chart = cells["train"].split("<div class='steps'>steps per record", 1)[1]
+  bars = re.findall(r'data-low="([^"]+)" data-high="([^"]+)" '
+                    r'data-count="(\d+)"', chart.split("</svg>")[0])
+  assert sum(int(c) for _, _, c in bars) == len(steps)
+  for low, high, count in bars:
+    assert int(count) == ((steps >= float(low)) & (steps < float(high))).sum()

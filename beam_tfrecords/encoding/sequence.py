@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from beam_tfrecords.encoding import columns as col
 from beam_tfrecords.encoding import wire
-from beam_tfrecords.encoding.stats import column_stats
+from beam_tfrecords.encoding.stats import column_stats, log_buckets
 from beam_tfrecords.encoding.example import (EncodedBatch, RowError,
                                              _feature_bytes)
 from beam_tfrecords.schema import (Derive, Feature, Overflow, Schema,
@@ -274,6 +274,7 @@ def sequence_stats(feature: Feature, lists, n_steps: Optional[np.ndarray]
     had = n_steps[lists.is_valid().to_numpy(zero_copy_only=False)]
     if len(had):
       out["steps_min"], out["steps_max"] = int(had.min()), int(had.max())
+      out["steps_hist"] = log_buckets(had.astype(np.float64))
   return out
 
 

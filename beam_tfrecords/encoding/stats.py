@@ -58,6 +58,10 @@ def column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
   if present:
     mm = pc.min_max(lengths)
     out["len_min"], out["len_max"] = mm["min"].as_py(), mm["max"].as_py()
+    if feature.is_variable_length:
+      # Values per record (present records), in the numeric buckets.
+      out["len_hist"] = log_buckets(lengths.drop_null().to_numpy(
+          zero_copy_only=False).astype(np.float64))
   if not len(values):
     return out
   if feature.type in (FeatureType.INT64, FeatureType.FLOAT):
@@ -175,11 +179,12 @@ def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
   for k in ("sum", "sumsq"):
     if k in a or k in b:
       out[k] = exact_sum(a.get(k, []) + b.get(k, []))
-  if "hist" in a or "hist" in b:
-    hist = dict(a.get("hist", {}))
-    for key, count in b.get("hist", {}).items():
-      hist[key] = hist.get(key, 0) + count
-    out["hist"] = hist
+  for k in ("hist", "len_hist", "steps_hist"):
+    if k in a or k in b:
+      hist = dict(a.get(k, {}))
+      for key, count in b.get(k, {}).items():
+        hist[key] = hist.get(key, 0) + count
+      out[k] = hist
   if "top" in a or "top" in b:
     top = dict(a.get("top", {}))
     for value, count in b.get("top", {}).items():

@@ -15,9 +15,12 @@ from typing import Any, Dict
 
 from beam_tfrecords.encoding.stats import TOP_SHOWN, bucket_bounds
 
-__all__ = ["STATISTICS_FILE", "statistics_bytes"]
+__all__ = ["STATISTICS_FILE", "STEPS_STAT", "statistics_bytes"]
 
 STATISTICS_FILE = "statistics.pb"
+# The custom statistic of a SequenceExample feature list: a histogram of
+# its steps per record.
+STEPS_STAT = "steps per record"
 
 _NUMERIC = ("int64", "float")
 
@@ -41,10 +44,28 @@ def _common(common, s: dict) -> None:
     common.min_num_values = s.get("len_min", 0)
     common.max_num_values = s.get("len_max", 0)
     common.avg_num_values = s["values"] / s["present"]
+  if s.get("len_hist"):
+    _histogram(common.num_values_histogram, s["len_hist"])
+
+
+def _steps(feature, s: dict) -> None:
+  """A feature list's steps per record, as a custom statistic."""
+  if s.get("steps_hist"):
+    custom = feature.custom_stats.add()
+    custom.name = STEPS_STAT
+    _histogram(custom.histogram, s["steps_hist"])
+
+
+def _histogram(hist, counts: Dict[int, int]) -> None:
+  from tensorflow_metadata.proto.v0 import statistics_pb2
+  hist.type = statistics_pb2.Histogram.STANDARD
+  for key in sorted(counts, key=lambda k: bucket_bounds(k)[0]):
+    bucket = hist.buckets.add()
+    bucket.low_value, bucket.high_value = bucket_bounds(key)
+    bucket.sample_count = counts[key]
 
 
 def _numbers(num, s: dict) -> None:
-  from tensorflow_metadata.proto.v0 import statistics_pb2
   _common(num.common_stats, s)
   counted = s.get("counted", 0)
   if not counted:
@@ -55,12 +76,7 @@ def _numbers(num, s: dict) -> None:
                               - mean * mean))
   num.num_zeros = s.get("zeros", 0)
   num.min, num.max = float(s["min"]), float(s["max"])
-  hist = num.histograms.add()
-  hist.type = statistics_pb2.Histogram.STANDARD
-  for key in sorted(s.get("hist", {}), key=lambda k: bucket_bounds(k)[0]):
-    bucket = hist.buckets.add()
-    bucket.low_value, bucket.high_value = bucket_bounds(key)
-    bucket.sample_count = s["hist"][key]
+  _histogram(num.histograms.add(), s.get("hist", {}))
 
 
 def _text(text, s: dict) -> None:
@@ -99,6 +115,7 @@ def statistics_bytes(meta: Dict[str, Any], described: Dict[str, dict]
       feature = dataset.features.add()
       feature.path.step.append(name)
       kind = types.get(name, "float" if "counted" in s else "string")
+      _steps(feature, s)
       if kind in _NUMERIC or "counted" in s:
         feature.type = (statistics_pb2.FeatureNameStatistics.INT
                         if kind == "int64"
