@@ -144,8 +144,9 @@ def difference(a, b) -> Optional[Tuple[str, float]]:
 
 
 def _cell(feature, spec: dict, image: bool = False) -> str:
+  shape = f' shape {spec["shape"]}' if "shape" in spec else ""
   parts = [f'<div class="muted">{_e(spec.get("kind", ""))} '
-           f'{_e(spec.get("dtype", ""))}</div>']
+           f'{_e(spec.get("dtype", ""))}{_e(shape)}</div>']
   stats = feature.num_stats if feature.HasField("num_stats") else \
       feature.string_stats
   common = stats.common_stats
