@@ -207,7 +207,9 @@ def render_report(path: str, meta: Optional[Dict[str, Any]] = None) -> str:
   meta = meta or dataset_info(path)
   stats = _load_statistics(FileSystems.join(
       path, meta["tfdv_statistics"])) if meta.get("tfdv_statistics") else {}
-  splits = sorted(meta["splits"])
+  # The record splits; a transformed-only dataset has none of its own:
+  # the described ones.
+  splits = sorted(meta["splits"]) or sorted(stats)
   spec = meta["feature_spec"]
   if meta["record"] == "sequence_example":
     spec = dict(spec.get("context", {}), **spec.get("sequence", {}))
@@ -222,7 +224,7 @@ def render_report(path: str, meta: Optional[Dict[str, Any]] = None) -> str:
          f"{_e(', '.join(meta['inputs'].get('patterns', [])) or '-')}"
          "</div>", "<table><tr><th>split</th><th>records</th><th>bytes</th>"
          "<th>shards</th></tr>"]
-  for split in splits:
+  for split in sorted(meta["splits"]):
     s = meta["splits"][split]
     out.append(f"<tr><td>{_e(split)}</td><td>{s['records']:,}</td><td>"
                f"{s['bytes']:,}</td><td>{len(s['shards'])}</td></tr>")
@@ -256,7 +258,7 @@ def render_report(path: str, meta: Optional[Dict[str, Any]] = None) -> str:
   for name in sorted(spec):
     flag = ""
     per_split = [stats.get(split, {}).get(name) for split in splits]
-    base = per_split[0]
+    base = per_split[0] if per_split else None
     for split, feature in zip(splits[1:], per_split[1:]):
       d = difference(base, feature) if base and feature else None
       if d and d[1] > DIFFERENCE_FLAG:

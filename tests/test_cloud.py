@@ -38,7 +38,8 @@ def test_build_from_and_to_s3(s3, tmp_path):
       Bucket="datasets")["Contents"])
   assert keys == ["events/_SUCCESS", "events/dataset.json",
                   "events/errors/errors-00000-of-00001.jsonl",
-                  "events/schema.pbtxt",
+                  "events/report.html", "events/schema.pbtxt",
+                  "events/statistics.pb",
                   "events/train-00000-of-00001.tfrecord.gz"]
   # No staging or part files are left on the bucket.
   shard = client.get_object(

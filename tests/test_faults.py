@@ -125,8 +125,9 @@ def test_part_files_give_the_same_bytes_and_are_cleaned_up(tmp_path,
                          for p in written)
   assert not any(os.path.exists(p) for p in written)
   assert dataset_files(spilled.output) == [
-      "_SUCCESS", "dataset.json", "schema.pbtxt",
-      "train-00000-of-00002.tfrecord.gz", "train-00001-of-00002.tfrecord.gz"]
+      "_SUCCESS", "dataset.json", "report.html", "schema.pbtxt",
+      "statistics.pb", "train-00000-of-00002.tfrecord.gz",
+      "train-00001-of-00002.tfrecord.gz"]
   monkeypatch.setattr(shards, "SPILL_BYTES", 1 << 40)
   count = len(written)
   inline = btr.build(SCHEMA, src, str(tmp_path / "inline"), num_shards=2)
@@ -174,8 +175,8 @@ def test_threshold_failure_publishes_nothing(tmp_path):
   assert len(staging) == 1 and staging[0] in message
   # ... without the records' part files (the shard holds them).
   assert dataset_files(os.path.join(out, staging[0])) == [
-      "dataset.json", "errors/errors-00000-of-00001.jsonl", "schema.pbtxt",
-      "train-00000-of-00001.tfrecord.gz"]
+      "dataset.json", "errors/errors-00000-of-00001.jsonl", "report.html",
+      "schema.pbtxt", "statistics.pb", "train-00000-of-00001.tfrecord.gz"]
   # Under the limit it publishes; dataset.json lists the reasons.
   result = btr.build(SCHEMA, src, out, overwrite=True, max_bad_rows=20)
   (reason,) = result.metadata["errors"]["reasons"]
@@ -305,7 +306,8 @@ def test_publish_leaves_files_it_did_not_make(tmp_path):
   btr.build(SCHEMA, src, str(out), num_shards=1, overwrite=True)
   assert sorted(os.listdir(out)) == [
       "_SUCCESS", "dataset.json", "errors", "mine.tfrecord.gz", "notes.txt",
-      "schema.pbtxt", "train-00000-of-00001.tfrecord.gz"]
+      "report.html", "schema.pbtxt", "statistics.pb",
+      "train-00000-of-00001.tfrecord.gz"]
   assert (out / "mine.tfrecord.gz").read_bytes() == b"not ours"
   assert os.listdir(out / "errors") == []  # no errors: no errors file
 

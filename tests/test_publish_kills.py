@@ -103,10 +103,11 @@ def test_a_kill_before_any_file_operation_ends_in_a_whole_dataset(
   publishing.publish(staging, out, meta, success)
   _expect(out, datasets)
   operations = count[0]
-  # The journal; moves of _SUCCESS and of the 6 old files (3 shards, the
-  # errors file, schema.pbtxt, dataset.json); the marker; moves of the 5
-  # new files; _SUCCESS; the journal's removal, the staging folder's.
-  assert operations == 17
+  # The journal; moves of _SUCCESS and of the 8 old files (3 shards, the
+  # errors file, schema.pbtxt, statistics.pb, report.html, dataset.json);
+  # the marker; moves of the 7 new files; _SUCCESS; the journal's removal,
+  # the staging folder's.
+  assert operations == 21
   old = datasets["old"]["files"]
   for k in range(operations):
     out, staging, meta, success = _prepared(tmp_path, datasets)
@@ -245,7 +246,7 @@ def test_simultaneous_builds_into_one_output_never_mix(tmp_path):
 def test_an_interrupted_publish_missing_new_files_is_left_for_a_person(
     tmp_path, monkeypatch, datasets):
   out, staging, meta, success = _prepared(tmp_path, datasets)
-  monkeypatch.setattr(publishing, "before_operation", _kill_at(10)[0])
+  monkeypatch.setattr(publishing, "before_operation", _kill_at(12)[0])
   with pytest.raises(Killed):  # after the old files went aside
     publishing.publish(staging, out, meta, success)
   monkeypatch.setattr(publishing, "before_operation", None)

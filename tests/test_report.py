@@ -185,3 +185,18 @@ def test_a_sequence_report_shows_steps_per_record(tmp_path):
   assert sum(int(c) for _, _, c in bars) == len(steps)
   for low, high, count in bars:
     assert int(count) == ((steps >= float(low)) & (steps < float(high))).sum()
+
+
+def test_a_report_that_cannot_be_made_does_not_cost_the_dataset(
+    tmp_path, monkeypatch, caplog):
+  from beam_tfrecords import report
+
+  def broken(path, meta=None):
+    raise ValueError("broken on purpose")
+  monkeypatch.setattr(report, "render_report", broken)
+  out, _ = _build(tmp_path)
+  assert "report" not in btr.dataset_info(out)
+  assert not (tmp_path / "out" / "report.html").exists()
+  assert "the dataset's report could not be made (ValueError: broken on " \
+         "purpose); the dataset is published without report.html" in \
+         caplog.text

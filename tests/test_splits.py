@@ -71,8 +71,8 @@ def test_hash_split_keeps_each_key_in_one_split_with_the_ratios(tmp_path):
   # Each split's files are named by it and read by TensorFlow.
   assert sorted(os.listdir(result.output)) == [
       "_SUCCESS", "dataset.json", "errors", "eval-00000-of-00001.tfrecord.gz",
-      "schema.pbtxt", "test-00000-of-00001.tfrecord.gz",
-      "train-00000-of-00001.tfrecord.gz"]
+      "report.html", "schema.pbtxt", "statistics.pb",
+      "test-00000-of-00001.tfrecord.gz", "train-00000-of-00001.tfrecord.gz"]
 
 
 def test_hash_split_is_the_same_bytes_across_runs_and_workers(tmp_path):

@@ -9,6 +9,7 @@ output to the new dataset (`_SUCCESS` last).
 """
 
 import json
+import logging
 from typing import Any, Dict, List, Optional, Sequence
 
 import apache_beam as beam
@@ -218,12 +219,26 @@ def _commit(parts: List[dict], directory: str, static: Dict[str, Any],
       "files": [{"file": e["file"], "lines": e["lines"], "rows": e["rows"]}
                 for e in error_files],
       "reasons": _top_reasons(error_files)}
+  page = _report(directory, meta) if meta.get("report") else None
   write_json(FileSystems.join(directory, DATASET_JSON), meta)
-  if meta.get("report"):  # listed: published with the rest
-    from beam_tfrecords.report import write_report  # no cycle at import
-    write_report(directory, FileSystems.join(directory, meta["report"]),
-                 meta)
+  if page is not None:  # listed: published with the rest
+    with FileSystems.create(FileSystems.join(directory, meta["report"])) as f:
+      f.write(page.encode("utf-8"))
   return meta
+
+
+def _report(directory: str, meta: Dict[str, Any]) -> Optional[str]:
+  """The report page of the staged dataset; a failure to render it is
+  logged and the dataset goes without (its data is not at stake)."""
+  from beam_tfrecords.report import render_report  # no cycle at import
+  try:
+    return render_report(directory, meta)
+  except Exception as e:  # pylint: disable=broad-except
+    logging.getLogger(__name__).warning(
+        "the dataset's report could not be made (%s: %s); the dataset is "
+        "published without report.html", type(e).__name__, e)
+    meta.pop("report")
+    return None
 
 
 class Commit(beam.PTransform):
