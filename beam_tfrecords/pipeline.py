@@ -264,6 +264,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
   opts.check_shuffle_seed()
   shuffle = None if opts.shuffle_seed is None else Shuffle(
       opts.shuffle_seed, shuffle_buckets(schema, shards.shards, input_bytes))
+  aligned = aligned_lists(schema)
   static = {
       "name": schema.name,
       "record": schema.record.value,
@@ -301,8 +302,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
       **({"label": list(schema.label)} if schema.label else {}),
       # Features read from the same list of objects (same length in every
       # record): {list path: [feature, ...]}; only when there are some.
-      **({"aligned_lists": aligned_lists(schema)}
-         if aligned_lists(schema) else {}),
+      **({"aligned_lists": aligned} if aligned else {}),
   }
   return DatasetPlan(
       staging=staging, shards=shards, sink=opts.sink,

@@ -200,7 +200,7 @@ def read_unit(unit: ReadUnit, columns: Optional[Sequence[str]]):
     try:
       batch.columns = with_paths(batch.columns, columns, paths)
     except PathError as e:
-      raise InputError(f"{unit.path}: {_at_row(str(e), batch)}") from None
+      raise InputError(f"{unit.path}: {_at_row(e, batch)}") from None
     yield batch
 
 
@@ -220,10 +220,8 @@ def with_paths(found: Mapping[str, Any], columns: Sequence[str],
   return {c: out[c] for c in columns if c in out}
 
 
-def _at_row(message: str, batch: SourceBatch) -> str:
-  """'row N' of a path error (counted in the batch) as the file's row."""
-  match = re.match(r"row (\d+): ", message)
-  if not match:
-    return message
-  numbers = batch.known_row_numbers()
-  return f"row {numbers[int(match.group(1))]}: " + message[match.end():]
+def _at_row(error: PathError, batch: SourceBatch) -> str:
+  """A path error with its row as the file's row number."""
+  if error.row is None:
+    return str(error)
+  return f"row {batch.known_row_numbers()[error.row]}: {error}"

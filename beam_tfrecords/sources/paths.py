@@ -26,7 +26,12 @@ __all__ = ["resolve", "PathError", "check_type"]
 
 
 class PathError(ValueError):
-  """A path meets a value of the wrong kind."""
+  """A path meets a value of the wrong kind; `row`: the row of the column
+  it met it in (counted from 0), or None for a column's type."""
+
+  def __init__(self, message: str, row: Optional[int] = None):
+    super().__init__(message)
+    self.row = row
 
 
 def _where(path: Path, upto: int) -> str:
@@ -136,14 +141,15 @@ def _walk(value, path: Path, step: int, row: int, top: bool):
     if kind == "field":
       if not isinstance(value, dict):
         raise PathError(
-            f"row {row}: the path {path.text!r} reads .{name} of "
-            f"{_where(path, i)}, which is {_preview(value)}, not an object")
+            f"the path {path.text!r} reads .{name} of "
+            f"{_where(path, i)}, which is {_preview(value)}, not an object",
+            row)
       value = value.get(name)
       continue
     if not isinstance(value, list):
       raise PathError(
-          f"row {row}: the path {path.text!r} takes every element of "
-          f"{_where(path, i)}, which is {_preview(value)}, not a list")
+          f"the path {path.text!r} takes every element of "
+          f"{_where(path, i)}, which is {_preview(value)}, not a list", row)
     flat = []
     for item in value:
       got = _walk(item, path, i + 1, row, top=False)
