@@ -201,7 +201,7 @@ def _problems(schema: Schema, data: bytes) -> List[str]:
 
 def validate(path: str, schema: Schema, show: int = 10) -> ValidationReport:
   """Checks every record of a built dataset against `schema`."""
-  from beam_tfrecords.read import dataset_info  # no cycle at import
+  from beam_tfrecords.reader import dataset_info  # no cycle at import
   info = dataset_info(path)
   report = ValidationReport()
   held, described = info.get("record"), schema.record.value

@@ -400,7 +400,7 @@ def _validate(args) -> int:
     for line in report.failures:
       print(f"  {line}")
   ok = report.ok
-  from beam_tfrecords.read import dataset_info
+  from beam_tfrecords.reader import dataset_info
   if _is_dataset(args.path) and dataset_info(args.path).get("transform"):
     ok = _validate_transformed(args.path) and ok
   return 0 if ok else 1
@@ -411,7 +411,7 @@ def _validate_transformed(path: str) -> bool:
   (TensorFlow's own parser)."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from beam_tfrecords import fs
-  from beam_tfrecords.read import dataset_info
+  from beam_tfrecords.reader import dataset_info
   from beam_tfrecords.schema.spec import _tf_spec
   transform = dataset_info(path)["transform"]
   spec = {k: _tf_spec(v) for k, v in transform["feature_spec"].items()}
@@ -454,7 +454,7 @@ def _infer_schema(args) -> int:
 
 
 def _inspect(args) -> int:
-  from beam_tfrecords.read import dataset_info, iter_records
+  from beam_tfrecords.reader import dataset_info, iter_records
   if not _is_dataset(args.path):
     return _inspect_files(args)
   info = dataset_info(args.path)

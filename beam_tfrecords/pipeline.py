@@ -42,7 +42,7 @@ from beam_tfrecords.splits import producible_splits
 from beam_tfrecords.transforms import ReadInputs
 from beam_tfrecords.transforms.dataset import DatasetPlan, WriteBatches
 from beam_tfrecords.transforms.grouped import buckets_for
-from beam_tfrecords.transforms.read import unit_bytes
+from beam_tfrecords.transforms.inputs import unit_bytes
 from beam_tfrecords.version import __version__
 
 __all__ = ["build", "BuildResult", "DEFAULT_SPLIT", "shard_plan"]

@@ -182,7 +182,7 @@ def _cell(feature, spec: dict, image: bool = False) -> str:
 
 
 def _thumbnails(path: str, meta: dict, split: str, name: str) -> str:
-  from beam_tfrecords.read import shard_files
+  from beam_tfrecords.reader import shard_files
   from beam_tfrecords.records import decode_example, iter_tfrecords
   images = []
   for shard in shard_files(path, split, meta):
@@ -203,7 +203,7 @@ def _thumbnails(path: str, meta: dict, split: str, name: str) -> str:
 def render_report(path: str, meta: Optional[Dict[str, Any]] = None) -> str:
   """The report of the dataset at `path` (`meta`: its dataset.json, given
   while it is staged, before it is finished), as HTML text."""
-  from beam_tfrecords.read import dataset_info
+  from beam_tfrecords.reader import dataset_info
   meta = meta or dataset_info(path)
   stats = _load_statistics(FileSystems.join(
       path, meta["tfdv_statistics"])) if meta.get("tfdv_statistics") else {}

@@ -296,7 +296,7 @@ def test_byte_range_units_number_rows_like_whole_files(tmp_path, monkeypatch):
       + ("\n" if i == 30 else "") for i in range(1, 201))
   src = _write(tmp_path, "r.csv", text)
   whole = btr.build(SCHEMA, src, str(tmp_path / "whole"), max_bad_fraction=1.0)
-  monkeypatch.setattr(base, "SPLIT_BYTES", 500)
+  monkeypatch.setattr(base, "CHUNK_BYTES", 500)
   split = btr.build(SCHEMA, src, str(tmp_path / "split"), max_bad_fraction=1.0)
   assert split.metadata["inputs"]["files"] == whole.metadata["inputs"][
       "files"]

@@ -269,7 +269,7 @@ class _BytesCoder(beam.coders.Coder):
 
 
 def _records_of(path):
-  from beam_tfrecords.read import shard_files
+  from beam_tfrecords.reader import shard_files
   from beam_tfrecords.records import iter_tfrecords
   return [r for shard in shard_files(path, "train")
           for r in iter_tfrecords(shard)]

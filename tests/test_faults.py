@@ -346,7 +346,7 @@ def test_a_run_that_loses_the_rows_publishes_nothing(tmp_path, monkeypatch):
   """A runner that drops a step's outputs (Beam's DaskRunner drops what a
   DoFn emits in finish_bundle) reads 0 rows: the build fails, naming the
   runner, instead of publishing an empty dataset."""
-  from beam_tfrecords.transforms import read as read_module
+  from beam_tfrecords.transforms import inputs as read_module
   src = tmp_path / "in.csv"
   src.write_text("id\n1\n2\n")
   monkeypatch.setattr(read_module._ReadUnitFn, "process",

@@ -261,7 +261,7 @@ class _Checker:
     return schema
 
   def transform(self, raw: Any, schema: Schema) -> TransformSpec:
-    """The `transform:` section (see beam_tfrecords.transform)."""
+    """The `transform:` section (see beam_tfrecords.tft)."""
     if not isinstance(raw, dict):
       self.fail("transform", "must be a mapping: {features: {rating_z: "
                 "{scale_to_z_score: rating}, ...}, keep_raw: true}")

@@ -18,7 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecords.errors import BadRowsError, reason_category
 from beam_tfrecords.runner_gaps import gather
 from beam_tfrecords.sinks.tfdv import STATISTICS_FILE, statistics_bytes
-# The transformed shards' folder (beam_tfrecords.transform, which imports
+# The transformed shards' folder (beam_tfrecords.tft, which imports
 # TensorFlow Transform: not imported here).
 TRANSFORMED_DIR = "transformed"
 # TensorFlow Transform's scratch space in the staging directory.

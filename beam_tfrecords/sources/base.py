@@ -15,12 +15,12 @@ from beam_tfrecords.encoding.columns import python_values
 
 __all__ = ["ReadUnit", "ReadError", "SourceBatch", "InputFile", "Format",
            "row_columns",
-           "register_format", "FORMATS", "SPLIT_BYTES"]
+           "register_format", "FORMATS", "CHUNK_BYTES"]
 
 # Byte ranges of uncompressed line-based files are this large. Big enough
 # that per-unit overhead (open, seek, a Beam element) is negligible, small
 # enough that a 1 GB file keeps 2-16 workers busy.
-SPLIT_BYTES = 64 * 1024 * 1024
+CHUNK_BYTES = 64 * 1024 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +184,7 @@ class Format:
   """A source format. Subclasses set `name`, `extensions` and read units."""
   name = ""
   extensions: Sequence[str] = ()
-  splittable = True
+  chunkable = True
 
   def check(self, files: Sequence[InputFile], columns: Sequence[str],
             options: Mapping[str, Any]) -> Dict[str, Any]:
@@ -194,20 +194,20 @@ class Format:
   def plan(self, files: Sequence[InputFile], options: Mapping[str, Any]
            ) -> List[ReadUnit]:
     opts = tuple(sorted(options.items()))
-    splittable = self.splittable_with(options)
+    chunkable = self.chunkable_with(options)
     units = []
     for f in files:
-      if not splittable or _compressed(f.path) or f.size <= SPLIT_BYTES:
+      if not chunkable or _compressed(f.path) or f.size <= CHUNK_BYTES:
         units.append(ReadUnit(f.path, self.name, 0, None, opts))
       else:
-        for start in range(0, f.size, SPLIT_BYTES):
+        for start in range(0, f.size, CHUNK_BYTES):
           units.append(ReadUnit(f.path, self.name, start,
-                                min(start + SPLIT_BYTES, f.size), opts))
+                                min(start + CHUNK_BYTES, f.size), opts))
     return units
 
-  def splittable_with(self, options: Mapping[str, Any]) -> bool:
+  def chunkable_with(self, options: Mapping[str, Any]) -> bool:
     """Whether big uncompressed files may be read as byte ranges."""
-    return self.splittable
+    return self.chunkable
 
   def read(self, unit: ReadUnit, columns: Optional[Sequence[str]]
            ) -> Iterator[SourceBatch]:

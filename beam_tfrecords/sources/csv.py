@@ -5,7 +5,7 @@ Every column is read as text; the schema decides types, so "007" stays
 its reason instead of failing a whole block. An unquoted empty cell is
 missing (null); a quoted empty cell ("") is the empty string.
 
-Uncompressed files larger than SPLIT_BYTES are read as newline-aligned byte
+Uncompressed files larger than CHUNK_BYTES are read as newline-aligned byte
 ranges in parallel. That is only correct when no quoted value holds a line
 break, which is pyarrow's default assumption too; `newlines_in_values: true`
 reads each file whole and allows them.
@@ -127,7 +127,7 @@ class CsvFormat(Format):
     opts["column_names"] = tuple(names)
     return opts
 
-  def splittable_with(self, options):
+  def chunkable_with(self, options):
     return not options.get("newlines_in_values")
 
   def columns(self, options: Mapping[str, Any]) -> List[str]:

@@ -101,7 +101,7 @@ class JsonArrayFormat(Format):
   """A .json file: a JSON array of objects, or JSON lines."""
   name = "json"
   extensions = (".json",)
-  splittable = False
+  chunkable = False
 
   def read(self, unit: ReadUnit, columns: Sequence[str]
            ) -> Iterator[SourceBatch]:

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources import files as file_io
-from beam_tfrecords.sources.base import (SPLIT_BYTES, Format, InputFile,
+from beam_tfrecords.sources.base import (CHUNK_BYTES, Format, InputFile,
                                          ReadUnit, SourceBatch, register_format)
 
 __all__ = ["ParquetFormat", "arrow_schema"]
@@ -44,7 +44,7 @@ class ParquetFormat(Format):
     opts = tuple(sorted(options.items()))
     units = []
     for f in files:
-      groups = _open(f.path).num_row_groups if f.size > SPLIT_BYTES else 0
+      groups = _open(f.path).num_row_groups if f.size > CHUNK_BYTES else 0
       if groups > 1:
         units.extend(ReadUnit(f.path, self.name, g, g + 1, opts)
                      for g in range(groups))

@@ -185,7 +185,7 @@ def unwrap_scalars(batch: SourceBatch, scalar: Sequence[str]) -> SourceBatch:
 class TFRecordFormat(Format):
   name = "tfrecord"
   extensions = (".tfrecord", ".tfrecords", ".tfr")
-  splittable = False
+  chunkable = False
 
   def check(self, files: Sequence[InputFile], columns: Sequence[str],
             options: Mapping[str, Any]) -> Dict[str, Any]:
@@ -201,7 +201,7 @@ class TFRecordFormat(Format):
            ) -> Iterator[SourceBatch]:
     opts = unit.option_dict
     # With --preprocess (columns None) the function gets the lists, and
-    # the single values are taken from what it returns (read.py).
+    # the single values are taken from what it returns (reader.py).
     scalar = () if columns is None else set(opts.get("scalar_columns", ()))
     records: List[bytes] = []
     first, size = 1, 0

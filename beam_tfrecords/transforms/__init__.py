@@ -4,7 +4,7 @@ from beam_tfrecords.transforms.encode import (ERRORS, STAT_FIELDS, STATS,
                                               Encode, EncodeRows,
                                               dead_letter_json)
 from beam_tfrecords.transforms.grouped import EncodeGroupedSequences
-from beam_tfrecords.transforms.read import ReadInputs
+from beam_tfrecords.transforms.inputs import ReadInputs
 
 __all__ = ["ERRORS", "STATS", "STAT_FIELDS", "Encode",
            "EncodeGroupedSequences", "EncodeRows", "ReadInputs",

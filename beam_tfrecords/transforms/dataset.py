@@ -103,7 +103,7 @@ class WriteBatches(beam.PTransform):
                        plan.staging, plan.shards, plan.gzip_level,
                        plan.shuffle))
     if schema.transform is not None:
-      from beam_tfrecords.transform import TransformRecords
+      from beam_tfrecords.tft import TransformRecords
       parts.append(
           records
           | "Transform" >> TransformRecords(

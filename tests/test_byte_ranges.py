@@ -14,7 +14,7 @@ SCHEMA = {"name": "t", "features": {"id": {"type": "int64", "required": True},
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
 def test_byte_range_units_keep_every_row_once(tmp_path, monkeypatch, fmt):
-  monkeypatch.setattr(base, "SPLIT_BYTES", 997)  # many units, odd boundaries
+  monkeypatch.setattr(base, "CHUNK_BYTES", 997)  # many units, odd boundaries
   path = tmp_path / f"in.{fmt}"
   with open(path, "w") as f:
     if fmt == "csv":

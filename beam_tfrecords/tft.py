@@ -20,7 +20,7 @@ columns, so the transformed records are regrouped into the same chunks, in
 the same order: the transformed shards are as deterministic as the raw
 ones. The transform graph is written in TFT's layout (transform_fn/,
 transformed_metadata/), which `tft.TFTransformOutput(dataset_dir)` reads;
-`beam_tfrecords.read.transform_output` returns it.
+`beam_tfrecords.reader.transform_output` returns it.
 """
 
 import glob
