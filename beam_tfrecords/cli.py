@@ -412,9 +412,9 @@ def _validate_transformed(path: str) -> bool:
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from beam_tfrecords import fs
   from beam_tfrecords.reader import dataset_info
-  from beam_tfrecords.schema.spec import _tf_spec
+  from beam_tfrecords.schema.spec import tf_spec
   transform = dataset_info(path)["transform"]
-  spec = {k: _tf_spec(v) for k, v in transform["feature_spec"].items()}
+  spec = {k: tf_spec(v) for k, v in transform["feature_spec"].items()}
   records = bad = listed = 0
   first = []
   for split, s in sorted(transform["splits"].items()):

@@ -15,7 +15,7 @@ from beam_tfrecords.records import (decode_example, decode_sequence_example,
 from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
                                    schema_from_dict)
 from beam_tfrecords.schema import feature_spec as _schema_feature_spec
-from beam_tfrecords.schema.spec import _tf_spec
+from beam_tfrecords.schema.spec import tf_spec
 from beam_tfrecords.schema.model import MediaKind
 
 __all__ = ["dataset_info", "dataset_schema", "shard_files", "load",
@@ -140,7 +140,7 @@ def _load_transformed(path: str, split: str, batch_size: Optional[int]):
                      f"{sorted(transform['splits'])}")
   files = [fs.join(path.rstrip("/"), s["file"])
            for s in transform["splits"][split]["shards"]]
-  spec = {k: _tf_spec(v) for k, v in transform["feature_spec"].items()}
+  spec = {k: tf_spec(v) for k, v in transform["feature_spec"].items()}
   ds = tf.data.TFRecordDataset(files, compression_type="GZIP")
   if batch_size:
     return ds.batch(batch_size).map(lambda x: tf.io.parse_example(x, spec))

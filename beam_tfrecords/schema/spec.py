@@ -110,7 +110,7 @@ def spec_to_json(schema: Schema) -> dict:
           for f in schema.features}
 
 
-def _tf_spec(s: dict):
+def tf_spec(s: dict):
   import tensorflow as tf  # Imported here: only readers need TensorFlow.
   dtype = tf.as_dtype(s["dtype"])
   if s["kind"] == "FixedLenFeature":
@@ -136,6 +136,6 @@ def feature_spec(schema: Schema):
   spec = spec_to_json(schema)
   if schema.is_sequence:
     return SequenceSpec(
-        {k: _tf_spec(v) for k, v in spec["context"].items()},
-        {k: _tf_spec(v) for k, v in spec["sequence"].items()})
-  return {k: _tf_spec(v) for k, v in spec.items()}
+        {k: tf_spec(v) for k, v in spec["context"].items()},
+        {k: tf_spec(v) for k, v in spec["sequence"].items()})
+  return {k: tf_spec(v) for k, v in spec.items()}
