@@ -10,11 +10,13 @@ records hold each, and the fewest / most values (or steps) per record.
 `tf.io.parse_example` / `parse_sequence_example` with the schema's spec
 would: each feature's kind, fixed value counts, required features present,
 and for SequenceExamples equal feature-list lengths unless `ragged`.
+`validate_transformed` parses a dataset's TensorFlow Transform output with
+the transformed spec (TensorFlow's own parser: it needs TensorFlow).
 """
 
 import dataclasses
 import glob as _glob
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 
 from beam_tfrecords import fs
@@ -24,7 +26,8 @@ from beam_tfrecords.records import (decode_example, decode_sequence_example,
 from beam_tfrecords.schema.model import Derive, Feature, Schema
 
 __all__ = ["FeatureSummary", "FileSummary", "inspect_files", "validate",
-           "ValidationReport", "is_gzip"]
+           "ValidationReport", "TransformedReport", "validate_transformed",
+           "is_gzip"]
 
 
 def is_gzip(path: str) -> bool:
@@ -239,4 +242,43 @@ def validate(path: str, schema: Schema, show: int = 10) -> ValidationReport:
         report.failures.append(f"{shard['file']} after record {index}: "
                                f"{problem}")
         report.counts[problem] = report.counts.get(problem, 0) + 1
+  return report
+
+
+@dataclasses.dataclass
+class TransformedReport:
+  """What `validate_transformed` found."""
+  records: int = 0          # transformed records read
+  bad_records: int = 0      # records the transformed spec does not parse
+  listed_records: int = 0   # what dataset.json says the splits hold
+  failures: List[str] = dataclasses.field(default_factory=list)
+
+  @property
+  def ok(self) -> bool:
+    return self.bad_records == 0 and self.records == self.listed_records
+
+
+def validate_transformed(path: str, show: int = 5) -> TransformedReport:
+  """Every transformed record parses with the transformed feature spec
+  (`tf.io.parse_single_example`); the first `show` failures are listed."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.reader import dataset_info  # no cycle at import
+  from beam_tfrecords.schema.spec import tf_spec
+  transform = dataset_info(path)["transform"]
+  spec = {k: tf_spec(v) for k, v in transform["feature_spec"].items()}
+  report = TransformedReport()
+  for split, s in sorted(transform["splits"].items()):
+    report.listed_records += s["records"]
+    files = [fs.join(path.rstrip("/"), shard["file"])
+             for shard in s["shards"]]
+    for i, raw in enumerate(tf.data.TFRecordDataset(
+        files, compression_type="GZIP").as_numpy_iterator()):
+      report.records += 1
+      try:
+        tf.io.parse_single_example(raw, spec)
+      except (tf.errors.InvalidArgumentError, ValueError) as e:
+        report.bad_records += 1
+        if len(report.failures) < show:
+          report.failures.append(
+              f"{split} record {i}: {str(e).splitlines()[0]}")
   return report

@@ -10,6 +10,7 @@ how many were missing otherwise). Columns it cannot map are listed as
 comments with the reason. Every choice is a suggestion: check it.
 """
 
+import os
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -18,10 +19,11 @@ import pyarrow.compute as pc
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.schema.paths import parse_path, quote_name
-from beam_tfrecords.sources import NESTED_FORMATS
+from beam_tfrecords.sources import (NESTED_FORMATS, match_inputs,
+                                    resolve_format)
 from beam_tfrecords.sources.paths import resolve
 
-__all__ = ["infer_schema", "SAMPLE_ROWS"]
+__all__ = ["infer_schema", "infer_schema_for", "SAMPLE_ROWS"]
 
 SAMPLE_ROWS = 10_000
 _SEPARATORS = ("|", ";")
@@ -294,6 +296,18 @@ def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
         "object, make this `record: sequence_example` and move them under "
         "`sequence:` (the other features under `context:`).")
   return "\n".join(lines) + "\n"
+
+
+def infer_schema_for(patterns: Sequence[str], fmt: Optional[str] = None,
+                     name: Optional[str] = None, rows: int = SAMPLE_ROWS
+                     ) -> str:
+  """`infer_schema` for input files or globs, the format from their
+  extensions unless given, the name from the first file's unless given."""
+  paths = [f.path for f in match_inputs(list(patterns))]
+  fmt = resolve_format(paths, fmt)
+  name = name or _NAME_RE.sub("_", os.path.basename(paths[0]).split(".")[0]
+                              ).strip("_") or "dataset"
+  return infer_schema(paths, fmt, name, rows)
 
 
 def _columns(table: pa.Table, fmt: str, objects: List[str]):

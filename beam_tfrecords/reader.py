@@ -19,7 +19,14 @@ from beam_tfrecords.schema.spec import tf_spec
 from beam_tfrecords.schema.model import MediaKind
 
 __all__ = ["dataset_info", "dataset_schema", "shard_files", "load",
-           "feature_spec", "iter_records", "iter_errors", "transform_output"]
+           "feature_spec", "iter_records", "iter_errors", "transform_output",
+           "is_dataset", "iter_transformed"]
+
+
+def is_dataset(path: str) -> bool:
+  """Whether `path` is a dataset folder (has a dataset.json), finished or
+  not; TFRecord files made by anything else are not."""
+  return fs.exists(fs.join(path.rstrip("/"), "dataset.json"))
 
 
 def dataset_info(path: str) -> Dict[str, Any]:
@@ -279,6 +286,15 @@ def iter_records(path: str, split: str = "train") -> Iterator[Dict[str, Any]]:
                "feature_lists": _steps_to_python(schema.sequence, lists)}
       else:
         yield _to_python(schema.features, decode_example(record))
+
+
+def iter_transformed(path: str, split: str, shard: Dict[str, Any]
+                     ) -> Iterator[Dict[str, list]]:
+  """The records of one transformed shard (an entry of dataset.json's
+  transform.splits[split].shards) as {feature: [values]}, in plain Python."""
+  del split  # the shard entry names its file
+  for record in iter_tfrecords(fs.join(path.rstrip("/"), shard["file"])):
+    yield {k: list(v) for k, (_, v) in sorted(decode_example(record).items())}
 
 
 def iter_errors(path: str) -> Iterator[Dict[str, Any]]:

@@ -59,8 +59,13 @@ def test_the_sdist_setup_file_builds_holds_everything(tmp_path):
 
 
 def _wheel(source, out):
+  """Builds from a copy: an in-place build leaves build/lib behind, and a
+  stale build/lib (files since renamed) would end up in the next wheel."""
+  clean = out / "src"
+  shutil.copytree(source, clean, ignore=shutil.ignore_patterns(
+      "build", ".venv", ".git", "*.egg-info", "__pycache__", "out", "site"))
   subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                  "-w", str(out), str(source)], check=True, timeout=600)
+                  "-w", str(out), str(clean)], check=True, timeout=600)
   return next(out.glob("*.whl"))
 
 

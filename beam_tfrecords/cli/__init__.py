@@ -1,0 +1,181 @@
+"""The beam-tfrecords command line.
+
+    beam-tfrecords build --schema S.yaml --input 'data/*.csv' --output out/ds \
+        [--format csv] [--num-shards N | --max-shard-size 256MB] [any Beam pipeline option]
+    beam-tfrecords inspect out/ds [--split train] [--records 3]
+    beam-tfrecords inspect "other/*.tfrecord"     # any TFRecord files
+    beam-tfrecords validate --schema S.yaml out/ds
+    beam-tfrecords infer-schema --input data.csv > S.yaml
+
+Flags this program does not know pass through to Beam's PipelineOptions, so
+every runner option (--runner, --project, --region, --temp_location,
+--flink_master, --direct_num_workers, ...) works unchanged. A flag that
+neither this program nor Beam's options take is refused (exit 2), never
+dropped.
+
+Exit codes: 0 built or up to date; 1 the pipeline failed; 2 a schema,
+input or argument error; 3 too many rejected rows (nothing published);
+4 no input for the requested date / span; 130 interrupted (Ctrl-C).
+"""
+
+import json
+import logging
+import sys
+import threading
+from typing import List, Optional
+
+from beam_tfrecords.errors import (BadRowsError, BeamTFRecordsError,
+                                   NoInputError, OutputBusyError)
+from beam_tfrecords.cli import show
+from beam_tfrecords.cli.args import build_flags, format_options, parser
+from beam_tfrecords.progress import human_bytes
+
+__all__ = ["main", "parser", "EXIT_OK", "EXIT_FAILED", "EXIT_INPUT",
+           "EXIT_BAD_ROWS", "EXIT_NO_INPUT", "EXIT_INTERRUPTED"]
+
+
+# Exit codes (for schedulers): 0 built or up to date; 1 the pipeline failed;
+# 2 a schema, input or argument error; 3 more bad rows than allowed (nothing
+# published); 4 no input for the requested date / span (nothing to do);
+# 130 interrupted (128 + SIGINT, as shells report it).
+EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_BAD_ROWS, EXIT_NO_INPUT = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130
+
+
+def _summary(args, status: str, code: int, result=None, error=None,
+             chosen=None) -> None:
+  if not getattr(args, "summary_json", False):
+    return
+  out = {"status": status, "exit_code": code,
+         "output": result.output if result else getattr(args, "output", None)}
+  if chosen:
+    out["schedule"] = chosen
+  if result is not None:
+    c = result.metadata["counts"]
+    out.update(seconds=round(result.seconds, 3),
+               records=c["records_written"], rows_read=c["rows_read"],
+               rows_rejected=c["rows_rejected"],
+               rows_dropped=c.get("rows_dropped", 0),
+               splits={k: v["records"] for k, v in result.splits.items()})
+  if error is not None:
+    out["error"] = str(error).splitlines()[0][:500]
+  print(json.dumps(out, sort_keys=True))
+
+
+def _shows_progress(args) -> bool:
+  if args.quiet or args.summary_json:
+    return False
+  return bool(args.progress) or sys.stderr.isatty()
+
+
+def _build(args, beam_args: List[str]) -> int:
+  from beam_tfrecords.beam_options import check_beam_args
+  from beam_tfrecords.pipeline import build
+  from beam_tfrecords.schedule import (Schedule, has_placeholders,
+                                      resolve_patterns)
+  check_beam_args(beam_args, build_flags("build"))
+  # Checked here with our flags for the suggestions; build() takes the
+  # options as they are (no second check).
+  from apache_beam.options.pipeline_options import PipelineOptions
+  options = PipelineOptions(beam_args)
+  schedule = Schedule(args.date, args.span, args.version)
+  chosen = None
+  inputs, output = args.input, args.output
+  if any(v is not None for v in (args.date, args.span, args.version)) or \
+      any(has_placeholders(p) for p in list(inputs) + [output]):
+    inputs, output, chosen = resolve_patterns(inputs, output, schedule)
+  args.output = output
+  result = build(args.schema, inputs, output,
+                 input_format=args.format, num_shards=args.num_shards,
+                 max_shard_size=args.max_shard_size,
+                 format_options=format_options(args), beam_args=options,
+                 overwrite=args.overwrite, max_bad_rows=args.max_bad_rows,
+                 max_bad_fraction=args.max_bad_fraction, sink=args.sink,
+                 gzip_level=args.gzip_level, shuffle_seed=args.shuffle_seed,
+                 statistics=args.statistics, force=args.force,
+                 report=args.report,
+                 preprocess=args.preprocess, progress=_shows_progress(args))
+  counts = result.metadata["counts"]
+  if result.up_to_date:
+    _summary(args, "up_to_date", EXIT_OK, result, chosen=chosen)
+    if not args.summary_json:
+      print(f"{result.output} is up to date (same inputs, schema and "
+            "options as its last build); nothing to do (--force rebuilds)")
+    return EXIT_OK
+  if args.summary_json:
+    _summary(args, "built", EXIT_OK, result, chosen=chosen)
+    return EXIT_OK
+  print(f"Built {result.metadata['name']} in {result.seconds:.1f} s -> "
+        f"{result.output}")
+  for name, split in sorted(result.splits.items()):
+    print(f"  {name}: {split['records']:,} records in "
+          f"{len(split['shards'])} shard(s), {human_bytes(split['bytes'])}")
+  transformed = result.metadata.get("transform", {}).get("splits", {})
+  for name, split in sorted(transformed.items()):
+    print(f"  {name} (transformed): {split['records']:,} records in "
+          f"{len(split['shards'])} shard(s), {human_bytes(split['bytes'])}")
+  steps = (f" as {counts['steps_written']:,} steps"
+           if "steps_written" in counts else "")
+  dropped = (f"; dropped by max_length: {counts['rows_dropped']:,}"
+             if "steps_written" in counts else "")
+  print(f"  rows read: {counts['rows_read']:,}; in records: "
+        f"{counts['rows_written']:,}{steps}; rejected: "
+        f"{counts['rows_rejected']:,}{dropped}"
+        + (f" (see {result.output}/errors/)"
+           if counts["rows_rejected"] or counts["rows_dropped"] else ""))
+  if counts["rows_rejected"]:
+    from beam_tfrecords.sinks import rejection_lines
+    print("  top reasons for rejected rows:")
+    for line in rejection_lines(result.metadata):
+      print("  " + line.replace("\n", "\n  "))
+  return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+  args, rest = parser().parse_known_args(argv)
+  logging.basicConfig(
+      level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+      format="%(levelname)s %(name)s: %(message)s")
+  if args.command != "build" and rest:
+    parser().error(f"unrecognized arguments: {' '.join(rest)}")
+  try:
+    if args.command == "build":
+      return _build(args, rest)
+    if args.command == "validate":
+      return show.validate_command(args)
+    if args.command == "infer-schema":
+      return show.infer_schema_command(args)
+    if args.command == "report":
+      return show.report_command(args)
+    return show.inspect_command(args)
+  except NoInputError as e:
+    print(f"error: {e}", file=sys.stderr)
+    _summary(args, "no_input", EXIT_NO_INPUT, error=e)
+    return EXIT_NO_INPUT
+  except BadRowsError as e:
+    print(f"error: {e}", file=sys.stderr)
+    _summary(args, "too_many_bad_rows", EXIT_BAD_ROWS, error=e)
+    return EXIT_BAD_ROWS
+  except OutputBusyError as e:
+    print(f"error: {e}", file=sys.stderr)
+    _summary(args, "busy", EXIT_INPUT, error=e)
+    return EXIT_INPUT
+  except BeamTFRecordsError as e:
+    print(f"error: {e}", file=sys.stderr)
+    _summary(args, "error", EXIT_INPUT, error=e)
+    return EXIT_INPUT
+  except KeyboardInterrupt:
+    # Beam's runner threads die of the interruption on their way out;
+    # what they would print says nothing more than this line.
+    threading.excepthook = lambda hook_args: None
+    print("interrupted: nothing was published"
+          + (" (this build's staging folder was removed)"
+             if args.command == "build" else ""), file=sys.stderr)
+    _summary(args, "interrupted", EXIT_INTERRUPTED)
+    return EXIT_INTERRUPTED
+  except Exception as e:  # pylint: disable=broad-except
+    if not getattr(args, "summary_json", False):
+      raise
+    print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+    _summary(args, "failed", EXIT_FAILED, error=e)
+    return EXIT_FAILED

@@ -1,0 +1,189 @@
+"""The command line's arguments: `parser()` and the build's own flags."""
+
+import argparse
+from typing import List
+
+from beam_tfrecords.version import __version__
+
+__all__ = ["build_flags", "format_options", "parser"]
+
+
+def _csv_names(text: str) -> List[str]:
+  return [n.strip() for n in text.split(",")]
+
+
+def parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(
+      prog="beam-tfrecords",
+      description="Build TFRecord datasets from raw data with Apache Beam.")
+  p.add_argument("--version", action="version", version=__version__)
+  sub = p.add_subparsers(dest="command", required=True)
+
+  # No abbreviations: an unknown flag goes to Beam, never to a flag of ours
+  # that it happens to start.
+  b = sub.add_parser(
+      "build", help="build a dataset", allow_abbrev=False,
+      description="Build a dataset. Other --flags go to Beam's "
+      "PipelineOptions (--runner, --direct_num_workers, --project, ...); "
+      "a flag that neither takes is refused.")
+  b.add_argument("--schema", required=True, help="schema YAML file")
+  b.add_argument("--input", required=True, action="append",
+                 help="input file or glob (repeatable)")
+  b.add_argument("--output", required=True, help="dataset directory")
+  b.add_argument("--format", choices=["csv", "jsonl", "json", "parquet",
+                                      "tfrecord", "images"],
+                 help="input format (default: from the file extensions)")
+  b.add_argument("--num-shards", type=_num_shards, default=None,
+                 help="shard files per split: exactly N for every split, or "
+                 "train=8,eval=1 (default: as many as --max-shard-size "
+                 "needs)")
+  b.add_argument("--max-shard-size", type=_size, default=None,
+                 help="the largest shard file, e.g. 256MB or 1GiB, for the "
+                 "splits --num-shards does not fix (default: 256MiB)")
+  b.add_argument("--shuffle-seed", type=int, default=None,
+                 help="shuffle the records (seeded: the same seed gives the "
+                 "same files); default: input order")
+  b.add_argument("--sink", choices=["deterministic", "beam"],
+                 default="deterministic",
+                 help="deterministic: byte-identical shard files on every "
+                 "run (default); beam: Beam's WriteToTFRecord (same format, "
+                 "the runner places the records)")
+  b.add_argument("--gzip-level", type=int, default=None, choices=range(1, 10),
+                 metavar="1-9",
+                 help="compress with zlib at this level (smaller files, "
+                 "slower); default: ISA-L's fast deflate")
+  b.add_argument("--no-report", dest="report", action="store_false",
+                 help="do not write report.html into the dataset")
+  b.add_argument("--no-statistics", dest="statistics", action="store_false",
+                 help="leave the per-feature statistics out of dataset.json "
+                 "(they cost about 7%% of a build's time)")
+  b.add_argument("--max-bad-rows", type=int, default=None,
+                 help="fail (publish nothing) when more rows are rejected")
+  b.add_argument("--max-bad-fraction", type=float, default=None,
+                 help="fail when a larger fraction of the rows read is "
+                 "rejected, e.g. 0.05 (1 publishes whatever is rejected). "
+                 "Default, with neither flag nor schema key: fail above "
+                 "0.01, or when rows were rejected and a split got no "
+                 "records")
+  b.add_argument("--overwrite", action="store_true",
+                 help="replace an existing finished dataset")
+  b.add_argument("--force", action="store_true",
+                 help="build even if the output is up to date (same "
+                 "inputs, schema and options as its last build)")
+  b.add_argument("--date", default=None,
+                 help="fill {YYYY} {MM} {DD} in --input/--output: "
+                 "2026-11-21, a range 2026-11-01..2026-11-07, or latest")
+  b.add_argument("--span", default=None,
+                 help="fill {SPAN}: a number, a range 10..12, or latest")
+  b.add_argument("--version", dest="version", default=None,
+                 help="fill {VERSION}: a number or latest (of the span)")
+  b.add_argument("--preprocess", metavar="MODULE:FUNCTION", default=None,
+                 help="a function pyarrow.RecordBatch -> RecordBatch run on "
+                 "the workers on every batch read, before encoding: it gets "
+                 "every input column and returns those the schema reads "
+                 "(README: Preprocessing in Python)")
+  b.add_argument("--summary-json", action="store_true",
+                 help="print one line of JSON (status, exit_code, output, "
+                 "records, ...) for schedulers instead of the report")
+  b.add_argument("--csv-delimiter", help="CSV delimiter (default ',')")
+  b.add_argument("--csv-quote-char", help="CSV quote character (default '\"')")
+  b.add_argument("--csv-no-header", action="store_true",
+                 help="CSV files have no header line (give --csv-column-names)")
+  b.add_argument("--csv-column-names", type=_csv_names,
+                 help="comma-separated column names (replace the header)")
+  b.add_argument("--csv-newlines-in-values", action="store_true",
+                 help="quoted CSV values may hold line breaks (files are then "
+                 "read whole, not split)")
+  b.add_argument("--tfrecord-compression", choices=["gzip", "none"],
+                 help="TFRecord input: gzip or not (default: gzip for "
+                 "names ending in .gz)")
+  b.add_argument("--encoding", help="text encoding of CSV input (default utf-8)")
+  b.add_argument("-v", "--verbose", action="store_true",
+                 help="log what the build does")
+  shown = b.add_mutually_exclusive_group()
+  shown.add_argument("--progress", action="store_true", default=None,
+                     help="show progress on stderr even when it is not a "
+                     "terminal (default: only on a terminal)")
+  shown.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress line")
+
+  i = sub.add_parser(
+      "inspect", help="summarize a dataset (or any TFRecord files) and show "
+      "records")
+  i.add_argument("path", help="dataset directory, or TFRecord files / a "
+                 "glob / a directory of them (gzip or not) made by anything")
+  i.add_argument("--split", default=None, help="split to show (default: all)")
+  i.add_argument("--records", type=int, default=3,
+                 help="records to show per split")
+  v = sub.add_parser(
+      "validate", help="check that every record parses as a schema says")
+  v.add_argument("--schema", required=True, help="schema YAML file")
+  v.add_argument("path", help="dataset directory")
+  v.add_argument("--show", type=int, default=10,
+                 help="failures to list (the counts cover all)")
+  n = sub.add_parser(
+      "infer-schema", help="print a schema file guessed from a sample of "
+      "the input, to edit")
+  n.add_argument("--input", required=True, action="append",
+                 help="input file or glob (repeatable)")
+  n.add_argument("--format", choices=["csv", "jsonl", "json", "parquet",
+                                      "tfrecord"],
+                 help="input format (default: from the file extensions)")
+  n.add_argument("--name", default=None,
+                 help="dataset name (default: from the first file's name)")
+  n.add_argument("--sample-rows", type=int, default=10_000,
+                 help="rows to look at (from the start of the input)")
+  r = sub.add_parser(
+      "report", help="write a dataset's report: one HTML page with its "
+      "splits, rejected rows and per-feature plots")
+  r.add_argument("path", help="dataset directory")
+  r.add_argument("-o", "--output", default="report.html",
+                 help="the HTML file (default: report.html in the working "
+                 "directory)")
+  return p
+
+
+def _size(text: str) -> int:
+  from beam_tfrecords.schema.loader import parse_size
+  size = parse_size(text)
+  if size is None:
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: give a size such as 256MB, 1GiB or 1000000 (bytes)")
+  return size
+
+
+def _num_shards(text: str):
+  """"8" -> 8; "train=8,eval=1" -> {"train": 8, "eval": 1}."""
+  try:
+    if "=" not in text:
+      return int(text)
+    out = {}
+    for item in text.split(","):
+      name, _, n = item.partition("=")
+      out[name.strip()] = int(n)
+    return out
+  except ValueError:
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: give a number (8) or split=number pairs "
+        "(train=8,eval=1)") from None
+
+
+def format_options(args) -> dict:
+  """The --csv-* / --encoding / --tfrecord-compression flags as the
+  sources' format options."""
+  opts = {"delimiter": args.csv_delimiter, "quote_char": args.csv_quote_char,
+          "column_names": args.csv_column_names, "encoding": args.encoding,
+          "compression": getattr(args, "tfrecord_compression", None)}
+  if args.csv_no_header:
+    opts["header"] = False
+  if args.csv_newlines_in_values:
+    opts["newlines_in_values"] = True
+  return {k: v for k, v in opts.items() if v is not None}
+
+
+def build_flags(command: str = "build") -> List[str]:
+  """The --flags a subcommand takes (the rest of a build's go to Beam)."""
+  sub = next(a for a in parser()._actions  # pylint: disable=protected-access
+             if isinstance(a, argparse._SubParsersAction)).choices[command]
+  return [s for a in sub._actions for s in a.option_strings  # pylint: disable=protected-access
+          if s.startswith("--")]

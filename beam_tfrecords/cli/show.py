@@ -1,0 +1,189 @@
+"""What the inspect, validate, infer-schema and report commands print.
+
+The reading and checking is done by the library (reader, check, infer,
+report); this module only formats it for a terminal.
+"""
+
+import json
+
+from beam_tfrecords.progress import human_bytes
+
+__all__ = ["infer_schema_command", "inspect_command", "report_command",
+           "validate_command"]
+
+
+def _print_spec(spec: dict, indent: str = "  ") -> None:
+  for name, s in sorted(spec.items()):
+    shape = f" shape {s['shape']}" if "shape" in s else ""
+    print(f"{indent}{name}: {s['kind']} {s['dtype']}{shape}")
+
+
+# Bytes values longer than this are shown cut, with their length.
+SHOWN_BYTES = 64
+
+
+def _bytes_text(value: bytes) -> str:
+  if len(value) > SHOWN_BYTES:
+    return (value[:SHOWN_BYTES].decode("utf-8", "backslashreplace")
+            + f"... ({len(value):,} bytes)")
+  return value.decode("utf-8", "backslashreplace")
+
+
+def _float32_text(value):
+  """Floats of a record as float32 prints them: 0.24, not the float64
+  widening 0.23999999463558197 (every float in a TFRecord feature is a
+  float32)."""
+  if isinstance(value, float):
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    return float(str(np.float32(value)))
+  if isinstance(value, dict):
+    return {k: _float32_text(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_float32_text(v) for v in value]
+  return value
+
+
+def _show(value) -> str:
+  return json.dumps(_float32_text(value), default=_bytes_text,
+                    ensure_ascii=False, sort_keys=True)
+
+
+def _inspect_files(args) -> int:
+  from beam_tfrecords.check import inspect_files
+  files, kind, features, lists, first = inspect_files([args.path],
+                                                      args.records)
+  total = sum(f.records for f in files)
+  print(f"{len(files)} TFRecord file(s), {total:,} records "
+        f"({kind.replace('_', '')}s)" if kind != "empty" else
+        f"{len(files)} TFRecord file(s), no records")
+  failed = 0
+  for f in files:
+    status = f"  ERROR: {f.error}" if f.error else ""
+    failed += bool(f.error)
+    print(f"  {f.path}: {f.records:,} records, {human_bytes(f.bytes)}, "
+          f"{'gzip' if f.compression == 'gzip' else 'uncompressed'}{status}")
+  for title, table in (("context features" if lists else "features",
+                        features), ("feature lists (steps per record)",
+                                    lists)):
+    if not table:
+      continue
+    print(f"{title}:")
+    for name, s in sorted(table.items()):
+      kinds = "/".join(s.kinds_seen) or "empty"
+      counts = (f"{s.fewest}" if s.fewest == s.most
+                else f"{s.fewest}-{s.most}")
+      print(f"  {name}: {kinds}, in {s.records:,} of {total:,} records, "
+            f"{counts} per record")
+  for n, record in enumerate(first):
+    print(f"  record {n}: {_show(record)}")
+  return 1 if failed else 0
+
+
+def inspect_command(args) -> int:
+  """beam-tfrecords inspect: a dataset, or TFRecord files made by anything."""
+  from beam_tfrecords.reader import (dataset_info, is_dataset, iter_records,
+                                     iter_transformed)
+  if not is_dataset(args.path):
+    return _inspect_files(args)
+  info = dataset_info(args.path)
+  print(f"dataset {info['name']} ({info['record']}), built by beam-tfrecords "
+        f"{info['tool']['version']}")
+  c = info["counts"]
+  steps = (f" ({c['steps_written']:,} steps)" if "steps_written" in c
+           else "")
+  print(f"rows read {c['rows_read']:,}, records {c['records_written']:,}"
+        f"{steps}, rejected {c['rows_rejected']:,}, dropped "
+        f"{c.get('rows_dropped', 0):,}")
+  spec = info["feature_spec"]
+  if info["record"] == "sequence_example":
+    print("context features:")
+    _print_spec(spec["context"])
+    print("sequence features (per step):")
+    _print_spec(spec["sequence"])
+  else:
+    print("features:")
+    _print_spec(spec)
+  for split, s in sorted(info["splits"].items()):
+    if args.split and split != args.split:
+      continue
+    print(f"split {split}: {s['records']:,} records, {len(s['shards'])} "
+          f"shard(s), {human_bytes(s['bytes'])}")
+    for shard in s["shards"]:
+      print(f"  {shard['file']}: {shard['records']:,} records, "
+            f"{human_bytes(shard['bytes'])}")
+    for n, row in enumerate(iter_records(args.path, split)):
+      if n >= args.records:
+        break
+      print(f"  record {n}: {_show(row)}")
+  transform = info.get("transform")
+  if transform:
+    print("transformed features (TensorFlow Transform; transform_fn/):")
+    _print_spec(transform["feature_spec"])
+    for split, s in sorted(transform["splits"].items()):
+      if args.split and split != args.split:
+        continue
+      print(f"transformed split {split}: {s['records']:,} records, "
+            f"{len(s['shards'])} shard(s), {human_bytes(s['bytes'])}")
+      shown = 0
+      for shard in s["shards"]:
+        print(f"  {shard['file']}: {shard['records']:,} records, "
+              f"{human_bytes(shard['bytes'])}")
+        for row in iter_transformed(args.path, split, shard):
+          if shown >= args.records:
+            break
+          print(f"  record {shown}: {_show(row)}")
+          shown += 1
+  return 0
+
+
+def validate_command(args) -> int:
+  """beam-tfrecords validate."""
+  from beam_tfrecords.check import validate, validate_transformed
+  from beam_tfrecords.reader import dataset_info, is_dataset
+  from beam_tfrecords.schema import load_schema
+  report = validate(args.path, load_schema(args.schema), args.show)
+  if report.kind_mismatch:
+    print(report.kind_mismatch)
+    return 1
+  print(f"{report.records:,} records in {report.files} file(s) checked "
+        f"against {args.schema}: {report.bad_records:,} do not parse as it "
+        "says")
+  if report.records != report.listed_records:
+    print(f"  dataset.json lists {report.listed_records:,} records, the "
+          f"files hold {report.records:,}")
+  for problem, n in sorted(report.counts.items(), key=lambda kv: -kv[1]):
+    print(f"  {n:,} records: {problem}")
+  if report.failures:
+    print("first failures:")
+    for line in report.failures:
+      print(f"  {line}")
+  ok = report.ok
+  if is_dataset(args.path) and dataset_info(args.path).get("transform"):
+    ok = _transformed(validate_transformed(args.path)) and ok
+  return 0 if ok else 1
+
+
+def _transformed(report) -> bool:
+  print(f"{report.records:,} transformed records checked against the "
+        f"transformed feature spec: {report.bad_records:,} do not parse")
+  if report.records != report.listed_records:
+    print(f"  dataset.json lists {report.listed_records:,} transformed "
+          f"records, the files hold {report.records:,}")
+  for line in report.failures:
+    print(f"  {line}")
+  return report.ok
+
+
+def infer_schema_command(args) -> int:
+  """beam-tfrecords infer-schema: the schema text on stdout."""
+  from beam_tfrecords.infer import infer_schema_for
+  print(infer_schema_for(args.input, args.format, args.name,
+                         args.sample_rows), end="")
+  return 0
+
+
+def report_command(args) -> int:
+  """beam-tfrecords report: writes the HTML page, prints its path."""
+  from beam_tfrecords.report import write_report
+  print(write_report(args.path, args.output))
+  return 0
