@@ -1,11 +1,12 @@
 # The two commands of the README:
 #   make demo   sets up a virtualenv and builds the bundled sample dataset
 #   make test   sets up the same virtualenv and runs the test suite
+# make docs regenerates docs/cli.md and builds the documentation into site/.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench docs clean
 
 $(VENV)/.installed: setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +26,10 @@ test: setup
 
 bench: setup
 	$(BIN)/python benchmarks/run.py
+
+docs: setup
+	$(BIN)/python docs/gen_cli.py docs/cli.md
+	$(BIN)/mkdocs build --strict -d site
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

@@ -69,8 +69,10 @@ setup(
         # moto's server mode: a real S3 endpoint on 127.0.0.1 for the
         # s3:// tests; the Dask tests start a cluster on 127.0.0.1.
         # mypy: `make test` type-checks the library first (mypy.ini).
+        # mkdocs: tests/test_docs.py builds the documentation site.
         "test": ["pytest>=8,<10", "hypothesis>=6.100,<7",
-                 "moto[server]>=5,<6", "mypy>=1.10,<2"] + DASK_REQUIRES,
+                 "moto[server]>=5,<6", "mypy>=1.10,<2",
+                 "mkdocs>=1.6,<2"] + DASK_REQUIRES,
     },
     entry_points={
         "console_scripts": ["beam-tfrecords=beam_tfrecords.cli:main"],

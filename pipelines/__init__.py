@@ -1,1 +1,1 @@
-"""Runnable pipelines for the use cases this tool grew from."""
+"""Runnable pipelines for the bundled use cases (docs/index.md lists them)."""

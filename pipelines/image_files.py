@@ -1,9 +1,9 @@
-"""Seed 003: a table of image names and labels -> encoded image bytes +
+"""A table of image names and labels -> encoded image bytes +
 label Examples; the missing file goes to errors/.
 
     python -m pipelines.image_files [--input TABLE] [--output out/image_files]
 
-Read back as the seed does, with make_batched_features_dataset over the
+Read back with TensorFlow alone, make_batched_features_dataset over the
 GZIP files, then decode the images:
 
     ds = tf.data.experimental.make_batched_features_dataset(

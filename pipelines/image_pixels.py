@@ -1,8 +1,8 @@
-"""Seed 002: image folder -> raw pixels + shape + label Examples.
+"""An image folder -> raw pixels + shape + label Examples.
 
     python -m pipelines.image_pixels [--input FOLDER] [--output out/image_pixels]
 
-Read back as the seed does (decode_raw + reshape), or with btr.load(),
+Read back with TensorFlow alone (decode_raw + reshape), or with btr.load(),
 which does it for you:
 
     x = tf.io.parse_single_example(record, btr.feature_spec(out))

@@ -1,9 +1,10 @@
-"""Seed 001: movie ratings CSV -> tf.train.Example TFRecords.
+"""Movie ratings CSV (one user per row, lists of movies and ratings) ->
+tf.train.Example TFRecords.
 
     python -m pipelines.movie_ratings [--input data.csv] [--output out/movies]
         [any Beam pipeline option]
 
-Then read it as the seed does, with TensorFlow's own parser:
+Then read it with TensorFlow's own parser:
 
     spec = {"age": tf.io.FixedLenFeature([], tf.int64),
             "movies": tf.io.VarLenFeature(tf.string), ...}

@@ -1,8 +1,8 @@
-"""Seed 003: structured int / bytes / float columns (JSON lines) -> Examples.
+"""Structured int / bytes / float columns (JSON lines) -> Examples.
 
     python -m pipelines.structured_columns [--output out/structured]
 
-Read back as the seed does:
+Read back with TensorFlow alone:
 
     tf.data.experimental.make_batched_features_dataset(
         file_pattern="out/structured/train-*.tfrecord.gz", batch_size=64,

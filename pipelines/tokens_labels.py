@@ -1,9 +1,9 @@
-"""Seed 000: token / label sequences (JSON lists) -> tf.train.SequenceExample.
+"""Token / label sequences (JSON lists) -> tf.train.SequenceExample.
 
     python -m pipelines.tokens_labels [--input data.jsonl]
         [--output out/tokens_labels] [any Beam pipeline option]
 
-Then read it as the seed does, with TensorFlow's own parser:
+Then read it with TensorFlow's own parser:
 
     context = {"length": tf.io.FixedLenFeature([], tf.int64)}
     sequence = {"tokens": tf.io.FixedLenSequenceFeature([], tf.int64),

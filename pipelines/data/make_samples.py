@@ -14,7 +14,8 @@ MOVIES = ["The Shawshank Redemption", "Fight Club", "Inception", "Heat",
 
 
 def movie_ratings(rows: int = 200) -> None:
-  """Seed 001's movie recommendation rows: one user per row."""
+  """Movie recommendation rows: one user per row, lists of movies and
+  their ratings."""
   rng = random.Random(1)
   path = os.path.join(HERE, "movie_ratings.csv")
   with open(path, "w", newline="", encoding="utf-8") as f:
@@ -33,7 +34,7 @@ def movie_ratings(rows: int = 200) -> None:
 
 
 def structured(rows: int = 300) -> None:
-  """Seed 003's structured int / bytes / float columns with a label."""
+  """Structured int / bytes / float columns with a label."""
   rng = random.Random(3)
   path = os.path.join(HERE, "structured.jsonl")
   with open(path, "w", encoding="utf-8") as f:
@@ -48,9 +49,9 @@ def structured(rows: int = 300) -> None:
 
 
 def tokens_labels(rows: int = 300) -> None:
-  """Seed 000's token sequences with one label per token, as JSON lists.
+  """Token sequences with one label per token, as JSON lists.
 
-  The first three are the seed's own: [1, 2, 3] / [0, 1, 0], [4, 5, 1] /
+  The first three are fixed: [1, 2, 3] / [0, 1, 0], [4, 5, 1] /
   [1, 0, 0], [1, 2] / [1, 1].
   """
   rng = random.Random(0)
@@ -116,7 +117,7 @@ SHAPES = ("circle", "square", "triangle")
 
 
 def shapes(per_class: int = 8, size: int = 32) -> None:
-  """Seeds 002 / 003: small drawn images in one folder per class (PNG and
+  """Small drawn images in one folder per class (PNG and
   JPEG, colour and grayscale; made here, so under this repository's
   licence), and a table of file names with integer labels that names one
   file that does not exist.
@@ -148,7 +149,7 @@ def shapes(per_class: int = 8, size: int = 32) -> None:
       img.save(os.path.join(root, name), "JPEG" if ext == "jpg" else "PNG",
                **({"quality": 90} if ext == "jpg" else {}))
       rows.append((f"shapes/{name}", label))
-  rows.insert(5, ("shapes/circle/lost.png", 0))  # seed 003's missing file
+  rows.insert(5, ("shapes/circle/lost.png", 0))  # a file that does not exist
   with open(os.path.join(HERE, "image_labels.csv"), "w", newline="",
             encoding="utf-8") as f:
     w = csv.writer(f)
