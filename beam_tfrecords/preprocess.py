@@ -9,9 +9,9 @@ for an empty cell; Parquet and JSON as typed), and returns the columns the
 schema reads, for the same rows in the same order. It runs on the workers,
 so it travels there pickled: a function defined in `__main__` goes by
 value, one from a module by reference, and the workers must be able to
-import that module (README: "Shipping code to workers"). Both failures are
-caught early and named: one that does not pickle on the launcher, one that
-does not load on a worker before it reads any row.
+import that module (docs/operations.md: "Shipping code to workers"). Both
+failures are caught early and named: one that does not pickle on the
+launcher, one that does not load on a worker before it reads any row.
 """
 
 import dataclasses
@@ -37,8 +37,8 @@ __all__ = ["Preprocess", "resolve_preprocess", "Versions", "check_versions"]
 
 SHIPPING = ('workers must be able to import it: install your package on the '
             'workers with --setup_file ./setup.py or --extra_package '
-            'dist/PACKAGE.whl, or build it into the worker container (README: '
-            '"Shipping code to workers")')
+            'dist/PACKAGE.whl, or build it into the worker container '
+            '(docs/operations.md: "Shipping code to workers")')
 
 
 @dataclasses.dataclass(frozen=True)

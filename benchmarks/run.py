@@ -14,16 +14,16 @@ on the same file. Every run is a fresh interpreter that pays its own
 imports. The data is generated deterministically (and kept in --workdir).
 
 * examples: a 12-column CSV (and the same rows as Parquet), one Example per
-  row. Baselines: the seeds' loop (csv + tf.train.Example built in Python
+  row. Baselines: a plain Python loop (csv + tf.train.Example built in Python
   + one tf.io.TFRecordWriter(GZIP)); a row-by-row Beam pipeline (Map
   building protos -> WriteToTFRecord, DirectRunner); the physical limit
   (CPU seconds of reading, encoding, framing and deflating, measured here,
   spread over the cores); TFX CsvExampleGen when `tfx` imports.
 * sequences: an event log (users x events, rows shuffled); one Example per
   row vs one SequenceExample per user (group_by user, order_by ts), with
-  10 events per user (against the seed-style loop) and with 1,000 (long
+  10 events per user (against the plain Python loop) and with 1,000 (long
   groups); with --sequence-memory-rows N, the same at N rows, for peak
-  memory (the seed loop cannot hold 10M rows' groups).
+  memory (the plain loop cannot hold 10M rows' groups).
 * accounting: the 12-column CSV clean, with 1% and with 10% bad rows (each
   bad row goes to errors/ with its reason and is counted); the same build
   with Beam's WriteToTFRecord sink for comparison.
@@ -31,8 +31,8 @@ imports. The data is generated deterministically (and kept in --workdir).
   linearly and peak memory stays flat.
 * images: --images small files (JPEG and PNG, colour and grayscale) in 10
   class folders, built as they are, unverified, resized to 64x64 JPEG and
-  as raw pixels, against seed 003's loop (file bytes + label) and seed
-  002's loop (decoded pixels + shape + label). Images/s, and the stored
+  as raw pixels, against a plain image-file loop (file bytes + label) and a
+  plain raw-pixels loop (decoded pixels + shape + label). Images/s, and the stored
   bytes against the input bytes.
 * transform: --transform-rows of the 12-column CSV built plain and with a
   `transform:` section (TensorFlow Transform: analyze + transform).
@@ -102,7 +102,7 @@ def make_csv(path: str, rows: int) -> None:
 
 
 def row_to_example(tf, row: dict) -> bytes:
-  """The seeds' way to build one Example: a proto per row, in Python."""
+  """The plain way to build one Example: a proto per row, in Python."""
   floats, ints = {"score", "ratio"}, {"user_id", "age", "label"}
   lists = {"tags": bytes, "ratings": float, "clicks": int}
   feature = {}
@@ -129,8 +129,8 @@ def row_to_example(tf, row: dict) -> bytes:
       feature=feature)).SerializeToString()
 
 
-def seed_loop(src: str, dst: str) -> None:
-  """The seeds' way: one proto per row in Python, one GZIP writer."""
+def plain_loop(src: str, dst: str) -> None:
+  """The plain way: one proto per row in Python, one GZIP writer."""
   import tensorflow as tf
   with tf.io.TFRecordWriter(dst, options="GZIP") as writer, \
       open(src, newline="") as f:
@@ -181,8 +181,8 @@ def make_events_csv(path: str, rows: int, per_user: int = 10) -> None:
     w.writerows(data)
 
 
-def seed_sequence_loop(src: str, dst: str) -> None:
-  """Seed 000's way, grouped by hand: dict of lists, sort, protos, writer."""
+def plain_sequence_loop(src: str, dst: str) -> None:
+  """A plain loop for sequences, grouped by hand: dict of lists, sort, protos, writer."""
   import tensorflow as tf
   users = {}
   with open(src, newline="") as f:
@@ -262,7 +262,7 @@ def _cli(results, name, workdir, schema, src, extra=()):
 def _baseline_cmd(kind: str, src: str, dst: str, *more: str) -> List[str]:
   """A baseline in a fresh interpreter (it pays its own imports, as the
   `build` runs do)."""
-  return [sys.executable, os.path.abspath(__file__), "--run-seed", kind, src,
+  return [sys.executable, os.path.abspath(__file__), "--run-baseline", kind, src,
           dst, *more]
 
 
@@ -307,10 +307,10 @@ def sequences_suite(args) -> None:
     src = _events(args, args.rows, per_user)
     results = []
     if per_user == 10:
-      _timed_cmd(results, "seed-style loop: group in a dict, sort, "
+      _timed_cmd(results, "plain Python loop: group in a dict, sort, "
                  "SequenceExample protos, TFRecordWriter GZIP",
                  _baseline_cmd("sequences", src, os.path.join(
-                     args.workdir, "seed-seq.tfrecord.gz")))
+                     args.workdir, "plain-seq.tfrecord.gz")))
     _cli(results, "build, one Example per row", args.workdir,
          schemas["rows"], src)
     example = results[-1].seconds
@@ -318,13 +318,13 @@ def sequences_suite(args) -> None:
          args.workdir, schemas["seq"], src)
     _cli(results, "build, SequenceExample per user, 2 worker processes",
          args.workdir, schemas["seq"], src, two)
-    bases = [("seed loop", results[0].seconds)] if per_user == 10 else []
+    bases = [("plain loop", results[0].seconds)] if per_user == 10 else []
     _table(f"sequences ({per_user:,} events per user on average, "
            f"{max(1, args.rows // per_user):,} users; build = DirectRunner "
            "defaults unless said)", args.rows, src, results, bases,
            [("Example build", example)])
   if args.sequence_memory_rows:
-    # The seed loop holds every group in memory: it is not run here.
+    # The plain loop holds every group in memory: it is not run here.
     rows = args.sequence_memory_rows
     src = _events(args, rows, 10)
     results = []
@@ -493,9 +493,9 @@ def examples_suite(args) -> None:
   src, schema = _examples_input(args.workdir, args.rows)
   parquet = _parquet_copy(src)
   results = []
-  _timed_cmd(results, "seed loop (csv + tf.train.Example + TFRecordWriter "
+  _timed_cmd(results, "plain loop (csv + tf.train.Example + TFRecordWriter "
              "GZIP)", _baseline_cmd("examples", src, os.path.join(
-                 args.workdir, "seed.tfrecord.gz")))
+                 args.workdir, "plain.tfrecord.gz")))
   if not args.skip_row_by_row:
     _timed_cmd(results, "Beam row by row (ReadFromText, Map to proto, "
                "WriteToTFRecord), DirectRunner",
@@ -539,7 +539,7 @@ def examples_suite(args) -> None:
   names = {k: ("the issue's limit" if "issue's" in k else "our limit")
            for k in limits}
   _table("examples (12 columns)", args.rows, src, results,
-         [("seed loop", results[0].seconds)],
+         [("plain loop", results[0].seconds)],
          [(names[k], v) for k, v in limits.items()][::-1])
   print(f"\nThe limit: CPU seconds per step on the whole file, measured in "
         f"this process, over {os.cpu_count()} cores\n")
@@ -571,7 +571,7 @@ IMAGE_SCHEMAS = {
     "verify: false": "    verify: false\n",
     "resize 64x64, jpeg q90": "    resize: [64, 64]\n    encode: jpeg\n"
                               "    quality: 90\n",
-    "raw pixels (seed 002)": "    encode: raw\n",
+    "raw pixels": "    encode: raw\n",
 }
 IMAGE_SCHEMA = """name: bench_images
 features:
@@ -612,8 +612,8 @@ def _image_files(root: str) -> List[str]:
                 for f in files)
 
 
-def seed_image_loop(root: str, dst: str) -> None:
-  """Seed 003's loop: tf.io.read_file, an Example of the bytes and an int
+def plain_image_loop(root: str, dst: str) -> None:
+  """A plain image-file loop: tf.io.read_file, an Example of the bytes and an int
   label, one TFRecordWriter(GZIP). It records no shape and checks nothing."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   classes = sorted(os.listdir(root))
@@ -628,8 +628,8 @@ def seed_image_loop(root: str, dst: str) -> None:
               value=[label]))})).SerializeToString())
 
 
-def seed_pixels_loop(root: str, dst: str) -> None:
-  """Seed 002's loop: PIL -> np.uint8 array -> raw bytes + shape bytes +
+def plain_pixels_loop(root: str, dst: str) -> None:
+  """A plain raw-pixels loop: PIL -> np.uint8 array -> raw bytes + shape bytes +
   label, one TFRecordWriter(GZIP)."""
   import numpy as np  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
@@ -663,9 +663,9 @@ def images_suite(args) -> None:
   files = _image_files(root)
   in_mb = sum(os.path.getsize(f) for f in files) / 1e6
   rows = []  # (name, seconds, peak MB, output MB)
-  for kind, name in (("seed-images", "seed 003 loop (read_file, bytes + "
+  for kind, name in (("plain-images", "plain image-file loop (read_file, bytes + "
                       "label, TFRecordWriter GZIP; no shape, no checks)"),
-                     ("seed-pixels", "seed 002 loop (PIL -> uint8 raw bytes "
+                     ("plain-pixels", "plain raw-pixels loop (PIL -> uint8 raw bytes "
                       "+ shape + label, TFRecordWriter GZIP)")):
     dst = os.path.join(args.workdir, f"{kind}.tfrecord.gz")
     seconds, peak = _run(_baseline_cmd(kind, root, dst))
@@ -682,7 +682,7 @@ def images_suite(args) -> None:
         f"{in_mb:.1f} MB, {os.cpu_count()} cores (build = DirectRunner "
         "defaults, verify on unless said)\n")
   print("| approach | wall s | images/s | peak RSS MB | stored MB | stored / "
-        "input | speed-up vs seed 003 loop |")
+        "input | speed-up vs plain image-file loop |")
   print("|---|---|---|---|---|---|---|")
   for name, seconds, peak, mb in rows:
     print(f"| {name} | {seconds:.1f} | {len(files) / seconds:,.0f} | "
@@ -876,15 +876,15 @@ def write_dataset_from_parquet(src: str, schema: str, dst: str) -> None:
          | btr.WriteDataset(schema, dst, num_shards=2))
 
 
-BASELINES = {"examples": seed_loop, "sequences": seed_sequence_loop,
+BASELINES = {"examples": plain_loop, "sequences": plain_sequence_loop,
              "write-dataset-parquet": write_dataset_from_parquet,
              "beam-rows": beam_row_by_row, "parquet": write_parquet,
              "limits": _write_limit_steps,
              "make-csv": lambda path, rows: make_csv(path, int(rows)),
              "make-events": lambda path, rows, per_user="10": make_events_csv(
                  path, int(rows), int(per_user)),
-             "make-images": make_images, "seed-images": seed_image_loop,
-             "seed-pixels": seed_pixels_loop, "tf-copy": tf_copy_loop,
+             "make-images": make_images, "plain-images": plain_image_loop,
+             "plain-pixels": plain_pixels_loop, "tf-copy": tf_copy_loop,
              "tf-parse": tf_parse_loop}
 
 
@@ -943,11 +943,11 @@ def main():
   p.add_argument("--nested-rows", type=int, default=300_000,
                  help="rows for the nested suite")
   p.add_argument("--workdir", default="/tmp/btr-bench")
-  p.add_argument("--run-seed", nargs="+", metavar="ARG",
+  p.add_argument("--run-baseline", nargs="+", metavar="ARG",
                  help=argparse.SUPPRESS)
   args = p.parse_args()
-  if args.run_seed:
-    kind, *rest = args.run_seed
+  if args.run_baseline:
+    kind, *rest = args.run_baseline
     BASELINES[kind](*rest)
     return
   os.makedirs(args.workdir, exist_ok=True)

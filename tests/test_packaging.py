@@ -111,8 +111,8 @@ def test_the_dockerfile_build_context_is_enough_for_the_package(tmp_path):
     assert sorted(a.namelist()) == sorted(b.namelist())
 
 
-def _readme_section(title):
-  with open(os.path.join(HERE, "README.md")) as f:
+def _docs_section(title):
+  with open(os.path.join(HERE, "docs", "operations.md")) as f:
     text = f.read()
   start = text.index(f"\n## {title}\n")
   end = text.find("\n## ", start + 1)
@@ -139,7 +139,7 @@ def test_the_cluster_commands_parse_into_the_beam_options_they_mean(caplog):
   from beam_tfrecords.cli import parser
   image = f"us-docker.pkg.dev/PROJECT/beam/beam-tfrecords:{btr.__version__}"
   by_runner = {}
-  for argv in _commands(_readme_section("Running on a cluster")):
+  for argv in _commands(_docs_section("Running on a cluster")):
     args, rest = parser().parse_known_args(argv)
     assert args.command == "build" and args.schema and args.output
     caplog.clear()
@@ -176,7 +176,7 @@ def test_the_cluster_commands_parse_into_the_beam_options_they_mean(caplog):
 
 
 def test_the_documented_images_carry_the_pinned_versions():
-  section = _readme_section("Running on a cluster")
+  section = _docs_section("Running on a cluster")
   for tag in re.findall(r"beam-tfrecords:(\S+?)[\s`]", section):
     assert tag == btr.__version__
   flink = re.findall(r"apache/beam_flink(\S+?)_job_server:(\S+?)[\s`]",

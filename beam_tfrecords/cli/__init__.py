@@ -41,6 +41,13 @@ __all__ = ["main", "parser", "EXIT_OK", "EXIT_FAILED", "EXIT_INPUT",
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_BAD_ROWS, EXIT_NO_INPUT = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130
 
+# Errors the user can act on: (kind, --summary-json status, exit code), the
+# first kind that matches.
+USER_ERRORS = ((NoInputError, "no_input", EXIT_NO_INPUT),
+               (BadRowsError, "too_many_bad_rows", EXIT_BAD_ROWS),
+               (OutputBusyError, "busy", EXIT_INPUT),
+               (BeamTFRecordsError, "error", EXIT_INPUT))
+
 
 def _summary(args, status: str, code: int, result=None, error=None,
              chosen=None) -> None:
@@ -148,22 +155,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "report":
       return show.report_command(args)
     return show.inspect_command(args)
-  except NoInputError as e:
-    print(f"error: {e}", file=sys.stderr)
-    _summary(args, "no_input", EXIT_NO_INPUT, error=e)
-    return EXIT_NO_INPUT
-  except BadRowsError as e:
-    print(f"error: {e}", file=sys.stderr)
-    _summary(args, "too_many_bad_rows", EXIT_BAD_ROWS, error=e)
-    return EXIT_BAD_ROWS
-  except OutputBusyError as e:
-    print(f"error: {e}", file=sys.stderr)
-    _summary(args, "busy", EXIT_INPUT, error=e)
-    return EXIT_INPUT
   except BeamTFRecordsError as e:
+    status, code = next((status, code) for kind, status, code in USER_ERRORS
+                        if isinstance(e, kind))
     print(f"error: {e}", file=sys.stderr)
-    _summary(args, "error", EXIT_INPUT, error=e)
-    return EXIT_INPUT
+    _summary(args, status, code, error=e)
+    return code
   except KeyboardInterrupt:
     # Beam's runner threads die of the interruption on their way out;
     # what they would print says nothing more than this line.

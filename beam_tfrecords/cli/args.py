@@ -81,7 +81,7 @@ def parser() -> argparse.ArgumentParser:
                  help="a function pyarrow.RecordBatch -> RecordBatch run on "
                  "the workers on every batch read, before encoding: it gets "
                  "every input column and returns those the schema reads "
-                 "(README: Preprocessing in Python)")
+                 "(docs/schema.md: Preprocessing in Python)")
   b.add_argument("--summary-json", action="store_true",
                  help="print one line of JSON (status, exit_code, output, "
                  "records, ...) for schedulers instead of the report")

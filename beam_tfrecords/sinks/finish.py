@@ -132,8 +132,8 @@ def _check_nothing_lost(plan: FinishPlan) -> None:
             f"{batch.num_rows + len(batch.errors):,} in its first batch): "
             "the runner lost them, and nothing was published (see "
             f"{plan.staging}). Run on the DirectRunner, Dataflow, or the "
-            "portable runner (Flink, Spark): see the README's \"Running "
-            "on a cluster\"")
+            "portable runner (Flink, Spark): see docs/operations.md, "
+            "\"Running on a cluster\"")
 
 
 class _FinishFn(beam.DoFn):

@@ -1,6 +1,7 @@
 """A dask.distributed cluster on this machine: a scheduler and worker
 processes, each its own `dask scheduler` / `dask worker` process listening
-on 127.0.0.1 (what the README's two-machine recipe runs, on one machine).
+on 127.0.0.1 (what docs/operations.md's two-machine Dask recipe runs, on
+one machine).
 
     with LocalDask(workdir, workers=2) as cluster:
       btr.build(..., beam_args=["--runner", "DaskRunner"] + cluster.args)

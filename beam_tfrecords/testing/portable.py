@@ -79,7 +79,7 @@ worker_pool_main.main()
 # workers round-robin on several worker pools, as each machine of a Flink
 # or Spark cluster has its own. (What it does not do as a cluster does:
 # notice a worker that died. Its FnApiRunner then waits for the lost
-# worker's answers, sometimes forever; see the README.)
+# worker's answers, sometimes forever; see docs/operations.md.)
 _JOB_SERVICE = """
 import itertools
 import sys
