@@ -13,7 +13,7 @@ as one dask.bag map over each partition, and:
 the runner separates outputs, and elsewhere as one ParDo emitting
 (tag, value) pairs with a FlatMap per tag picking its own. `gather` is
 `combiners.ToList()` without a side input. `threads_for` tells DoFns with
-a thread pool (transforms.encode._SchemaFn) to work synchronously where
+a thread pool (transforms.batch_fn.SchemaFn) to work synchronously where
 finish_bundle outputs would be lost.
 """
 

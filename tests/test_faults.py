@@ -60,8 +60,8 @@ def test_same_bytes_with_different_worker_counts(tmp_path, monkeypatch):
                   max_bad_fraction=1.0, beam_args=["--direct_num_workers=2",
                              "--direct_running_mode=multi_processing"])
   # One encoding thread instead of one per core.
-  from beam_tfrecords.transforms import encode
-  monkeypatch.setattr(encode, "ENCODE_THREADS_MAX", 1)
+  from beam_tfrecords.transforms import batch_fn
+  monkeypatch.setattr(batch_fn, "ENCODE_THREADS_MAX", 1)
   three = btr.build(SCHEMA, srcs, str(tmp_path / "three"), num_shards=3,
                     max_bad_fraction=1.0)
   assert one.metadata["counts"]["rows_rejected"] == 3 * 150

@@ -1,8 +1,8 @@
 """Beam composites that wire sources, encoders and sinks."""
 
+from beam_tfrecords.transforms.dead_letters import dead_letter_json
 from beam_tfrecords.transforms.encode import (ERRORS, STAT_FIELDS, STATS,
-                                              Encode, EncodeRows,
-                                              dead_letter_json)
+                                              Encode, EncodeRows)
 from beam_tfrecords.transforms.grouped import EncodeGroupedSequences
 from beam_tfrecords.transforms.inputs import ReadInputs
 

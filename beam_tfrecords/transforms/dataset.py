@@ -20,8 +20,9 @@ from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
                                   WriteShards, WriteWithBeamSink)
 from beam_tfrecords.sinks.shards import PARTS_DIR
 from beam_tfrecords.sinks.finish import Finish, FinishPlan
+from beam_tfrecords.transforms.dead_letters import dead_letter_json
 from beam_tfrecords.transforms.encode import (FEATURE_STATS, STAT_FIELDS,
-                                              Encode, dead_letter_json)
+                                              Encode)
 
 __all__ = ["WriteBatches", "DatasetPlan", "SINKS"]
 

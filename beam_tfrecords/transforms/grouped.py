@@ -44,10 +44,10 @@ from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.schema.model import OnBadStep
 from beam_tfrecords.sinks.shards import SPILL_BYTES, stable_hash
 from beam_tfrecords.sources import SourceBatch
-from beam_tfrecords.transforms.encode import (ERRORS, FEATURE_STATS, STATS,
-                                              _by_split, _remapped,
-                                              _row_errors, _SchemaFn, _stats,
-                                              _take)
+from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
+                                                STATS, SchemaFn, by_split,
+                                                stats, take)
+from beam_tfrecords.transforms.dead_letters import remapped, row_errors
 from beam_tfrecords.runner_gaps import par_do, threads_for
 
 __all__ = ["EncodeGroupedSequences", "buckets_for", "BUCKET_BYTES",
@@ -92,7 +92,7 @@ def _ipc_table(data: bytes) -> pa.Table:
 
 
 @beam.typehints.with_input_types(SourceBatch)
-class _EncodeStepsFn(_SchemaFn):
+class _EncodeStepsFn(SchemaFn):
   """One batch -> ((split, bucket), (source path, steps as IPC bytes or
   their place in a file, bad, bytes)) per bucket with steps or bad rows in
   the batch (bytes: encoding.passes.table_bytes of the steps).
@@ -115,7 +115,7 @@ class _EncodeStepsFn(_SchemaFn):
     return StepEncoder(schema)
 
   def _work(self, batch: SourceBatch):
-    parts, row_errors = _by_split(self._splits, batch)
+    parts, found = by_split(self._splits, batch)
     marks = self._encoder.schema.on_bad_step is OnBadStep.REJECT_GROUP
     known = None
     outputs = []
@@ -127,23 +127,23 @@ class _EncodeStepsFn(_SchemaFn):
             batch.columns, batch.num_rows, known, stats=self._statistics)
       else:
         steps = self._encoder.encode_table(
-            _take(batch.columns, index), len(index),
+            take(batch.columns, index), len(index),
             [known[i] for i in index.tolist()], stats=self._statistics)
       bad = _bad_by_bucket(batch, steps, index, self._buckets) \
           if marks else {}
       outputs += self._buckets_of(split, batch.path, steps.table, bad)
-      row_errors += _remapped(steps.errors, index)
+      found += remapped(steps.errors, index)
       if steps.stats is not None:
         described[split] = steps.stats
-    errors = _row_errors(batch, row_errors)
+    errors = row_errors(batch, found)
     if errors:
       outputs.append(beam.pvalue.TaggedOutput(ERRORS, (batch.order, errors)))
     if described:
       outputs.append(beam.pvalue.TaggedOutput(FEATURE_STATS, described))
-    stats = _stats(rows_read=batch.num_rows + len(batch.errors),
+    counts = stats(rows_read=batch.num_rows + len(batch.errors),
                    rows_rejected=len(errors))
-    outputs.append(beam.pvalue.TaggedOutput(STATS, stats))
-    return outputs, stats, errors
+    outputs.append(beam.pvalue.TaggedOutput(STATS, counts))
+    return outputs, counts, errors
 
   def _buckets_of(self, split, path, table: pa.Table, bad) -> list:
     bucket = (key_hash(table) % np.uint64(self._buckets)).astype(np.int64)
@@ -214,7 +214,7 @@ def _bad_by_bucket(batch: SourceBatch, steps, index, buckets: int
   return out
 
 
-class _AssembleFn(_SchemaFn):
+class _AssembleFn(SchemaFn):
   """((split, bucket), [(path, steps, bad, bytes)]) -> (split, ("bucket",
   b, pass), GroupedRecords): every group of the bucket (of one pass).
 
@@ -279,11 +279,11 @@ class _AssembleFn(_SchemaFn):
       outputs.append(beam.pvalue.TaggedOutput(
           ERRORS, ((error["source"] or "", -1, -1), [error])))
     written = result.rows_written
-    stats = _stats(rows_written=written, rows_rejected=rejected,
+    counts = stats(rows_written=written, rows_rejected=rejected,
                    rows_dropped=dropped, records=len(result.steps),
                    steps=written, steps_dropped=dropped)
-    outputs.append(beam.pvalue.TaggedOutput(STATS, stats))
-    return outputs, stats, errors
+    outputs.append(beam.pvalue.TaggedOutput(STATS, counts))
+    return outputs, counts, errors
 
   def _error(self, key, rows, reason, dropped, examples) -> dict:
     return {"source": examples[0][0] if examples else None, "row": None,
