@@ -22,7 +22,7 @@ from beam_tfrecords import fs
 __all__ = ["iter_tfrecords", "count_tfrecords", "masked_crc32c",
            "decode_example", "decode_sequence_example", "decode_feature",
            "decode_features", "frame_record", "frame_records",
-           "unframe_records"]
+           "unframe_records", "proto_fields", "read_varint"]
 
 _MASK_DELTA = 0xA282EAD8
 # Fewer records than this are framed one by one (see frame_records).
@@ -208,7 +208,8 @@ def count_tfrecords(path: str) -> int:
 # Protobuf wire decoding of Example / SequenceExample / Features / Feature.
 
 
-def _varint(buf: bytes, pos: int) -> Tuple[int, int]:
+def read_varint(buf: bytes, pos: int) -> Tuple[int, int]:
+  """(the varint at `pos`, the position after it)."""
   result = shift = 0
   while True:
     b = buf[pos]
@@ -219,16 +220,16 @@ def _varint(buf: bytes, pos: int) -> Tuple[int, int]:
     shift += 7
 
 
-def _fields(buf: bytes) -> Iterator[Tuple[int, int, object]]:
+def proto_fields(buf: bytes) -> Iterator[Tuple[int, int, object]]:
   """(field number, wire type, value) of a message; LEN values as bytes."""
   pos, end = 0, len(buf)
   while pos < end:
-    key, pos = _varint(buf, pos)
+    key, pos = read_varint(buf, pos)
     field, wire_type = key >> 3, key & 7
     if wire_type == 0:
-      value, pos = _varint(buf, pos)
+      value, pos = read_varint(buf, pos)
     elif wire_type == 2:
-      length, pos = _varint(buf, pos)
+      length, pos = read_varint(buf, pos)
       value, pos = buf[pos:pos + length], pos + length
     elif wire_type == 5:
       value, pos = buf[pos:pos + 4], pos + 4
@@ -245,12 +246,12 @@ def _signed64(v: int) -> int:
 
 def decode_feature(buf: bytes) -> Tuple[Optional[str], list]:
   """A serialized tf.train.Feature -> (kind, values); kind None if unset."""
-  for field, _, value in _fields(buf):
+  for field, _, value in proto_fields(buf):
     if field == 1:
-      return "bytes_list", [v for f, _, v in _fields(value) if f == 1]
+      return "bytes_list", [v for f, _, v in proto_fields(value) if f == 1]
     if field == 2:
       out: List[float] = []
-      for f, wt, v in _fields(value):
+      for f, wt, v in proto_fields(value):
         if f == 1 and wt == 2:
           out.extend(struct.unpack(f"<{len(v) // 4}f", v))
         elif f == 1:
@@ -258,11 +259,11 @@ def decode_feature(buf: bytes) -> Tuple[Optional[str], list]:
       return "float_list", out
     if field == 3:
       out_i: List[int] = []
-      for f, wt, v in _fields(value):
+      for f, wt, v in proto_fields(value):
         if f == 1 and wt == 2:
           pos = 0
           while pos < len(v):
-            n, pos = _varint(v, pos)
+            n, pos = read_varint(v, pos)
             out_i.append(_signed64(n))
         elif f == 1:
           out_i.append(_signed64(v))
@@ -273,11 +274,11 @@ def decode_feature(buf: bytes) -> Tuple[Optional[str], list]:
 def decode_features(buf: bytes) -> Dict[str, Tuple[Optional[str], list]]:
   """A serialized tf.train.Features -> {name: (kind, values)}."""
   out = {}
-  for field, _, entry in _fields(buf):
+  for field, _, entry in proto_fields(buf):
     if field != 1:
       continue
     key, feature = "", b""
-    for f, _, v in _fields(entry):
+    for f, _, v in proto_fields(entry):
       if f == 1:
         key = v.decode("utf-8")
       elif f == 2:
@@ -288,7 +289,7 @@ def decode_features(buf: bytes) -> Dict[str, Tuple[Optional[str], list]]:
 
 def decode_example(buf: bytes) -> Dict[str, Tuple[Optional[str], list]]:
   """A serialized tf.train.Example -> {name: (kind, values)}."""
-  for field, _, value in _fields(buf):
+  for field, _, value in proto_fields(buf):
     if field == 1:
       return decode_features(value)
   return {}
@@ -301,19 +302,19 @@ def decode_sequence_example(buf: bytes):
   {name: [(kind, values) per step]}.
   """
   context, lists = {}, {}
-  for field, _, value in _fields(buf):
+  for field, _, value in proto_fields(buf):
     if field == 1:
       context.update(decode_features(value))
     elif field == 2:
-      for f, _, entry in _fields(value):
+      for f, _, entry in proto_fields(value):
         if f != 1:
           continue
         key, steps = "", []
-        for k, _, v in _fields(entry):
+        for k, _, v in proto_fields(entry):
           if k == 1:
             key = v.decode("utf-8")
           elif k == 2:
-            steps = [decode_feature(step) for sf, _, step in _fields(v)
+            steps = [decode_feature(step) for sf, _, step in proto_fields(v)
                      if sf == 1]
         lists[key] = steps
   return context, lists

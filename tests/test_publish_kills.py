@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 import beam_tfrecords as btr
-from beam_tfrecords.sinks import publishing
+from beam_tfrecords.sinks import file_ops, publishing
 from beam_tfrecords.sinks.lock import LOCK_FILE, OutputLock
 
 SCHEMA = {"name": "k", "features": {"id": {"type": "int64",
@@ -99,7 +99,7 @@ def test_a_kill_before_any_file_operation_ends_in_a_whole_dataset(
   # Count the operations of one publish.
   out, staging, meta, success = _prepared(tmp_path, datasets)
   hook, count = _kill_at(-1)
-  monkeypatch.setattr(publishing, "before_operation", hook)
+  monkeypatch.setattr(file_ops, "before_operation", hook)
   publishing.publish(staging, out, meta, success)
   _expect(out, datasets)
   operations = count[0]
@@ -111,7 +111,7 @@ def test_a_kill_before_any_file_operation_ends_in_a_whole_dataset(
   old = datasets["old"]["files"]
   for k in range(operations):
     out, staging, meta, success = _prepared(tmp_path, datasets)
-    monkeypatch.setattr(publishing, "before_operation", _kill_at(k)[0])
+    monkeypatch.setattr(file_ops, "before_operation", _kill_at(k)[0])
     with pytest.raises(Killed):
       publishing.publish(staging, out, meta, success)
     now = _files(out)
@@ -126,7 +126,7 @@ def test_a_kill_before_any_file_operation_ends_in_a_whole_dataset(
     # A later build (holding the lock) finishes the switch; killed again
     # while it does, the one after finishes it.
     for j in (0, 2, None):
-      monkeypatch.setattr(publishing, "before_operation",
+      monkeypatch.setattr(file_ops, "before_operation",
                           _kill_at(j)[0] if j is not None else None)
       try:
         _recover(out)
@@ -141,13 +141,13 @@ def test_a_kill_before_any_file_operation_ends_in_a_whole_dataset(
 KILLED_BUILD = textwrap.dedent("""
     import json, os, signal, sys
     import beam_tfrecords as btr
-    from beam_tfrecords.sinks import publishing
+    from beam_tfrecords.sinks import file_ops
     k, count = int(sys.argv[1]), [0]
     def hook(operation, paths):
       if count[0] == k:
         os.kill(os.getpid(), signal.SIGKILL)
       count[0] += 1
-    publishing.before_operation = hook
+    file_ops.before_operation = hook
     btr.build(json.loads(sys.argv[2]), sys.argv[3], sys.argv[4],
               overwrite=True, num_shards=2, max_bad_fraction=1.0)
 """)
@@ -246,10 +246,10 @@ def test_simultaneous_builds_into_one_output_never_mix(tmp_path):
 def test_an_interrupted_publish_missing_new_files_is_left_for_a_person(
     tmp_path, monkeypatch, datasets):
   out, staging, meta, success = _prepared(tmp_path, datasets)
-  monkeypatch.setattr(publishing, "before_operation", _kill_at(12)[0])
+  monkeypatch.setattr(file_ops, "before_operation", _kill_at(12)[0])
   with pytest.raises(Killed):  # after the old files went aside
     publishing.publish(staging, out, meta, success)
-  monkeypatch.setattr(publishing, "before_operation", None)
+  monkeypatch.setattr(file_ops, "before_operation", None)
   os.remove(os.path.join(staging, "dataset.json"))  # lost, somehow
   with pytest.raises(btr.InputError) as e:
     _recover(out)
@@ -310,23 +310,23 @@ def test_an_overwrite_on_s3_killed_anywhere_ends_whole(s3, datasets,
       publishing.recover(out, keep="")
 
   # A move cut short after its copy (both copies there), for every file.
-  real_move = publishing._move
+  real_move = file_ops.move
 
   # Every other operation (the local test above takes every one).
   for k in range(0, 17, 2):
     _s3_prepared(client, datasets, "ds")
-    monkeypatch.setattr(publishing, "before_operation", _kill_at(k)[0])
+    monkeypatch.setattr(file_ops, "before_operation", _kill_at(k)[0])
     with pytest.raises(Killed):
       publishing.publish(f"{out}/{STAGING}", out, meta, success)
-    monkeypatch.setattr(publishing, "before_operation", None)
+    monkeypatch.setattr(file_ops, "before_operation", None)
     if k % 4 == 2 and k <= 12:  # then a move that copied and was killed
       def half(src, dst):
         FileSystems.copy([src], [dst])
         raise Killed(src)
-      monkeypatch.setattr(publishing, "_move", half)
+      monkeypatch.setattr(file_ops, "move", half)
       with pytest.raises(Killed):
         recover()
-      monkeypatch.setattr(publishing, "_move", real_move)
+      monkeypatch.setattr(file_ops, "move", real_move)
     recover()
     assert _s3_files(client, "ds") == (
         expected if k else dict(datasets["old"]["files"],
@@ -338,10 +338,10 @@ def test_a_retried_last_step_finishes_its_own_publish(tmp_path, monkeypatch,
   """Runners retry a failed bundle: the last step run again after its
   publish began (or ended) finishes it instead of failing."""
   out, staging, meta, success = _prepared(tmp_path, datasets)
-  monkeypatch.setattr(publishing, "before_operation", _kill_at(9)[0])
+  monkeypatch.setattr(file_ops, "before_operation", _kill_at(9)[0])
   with pytest.raises(Killed):
     publishing.publish(staging, out, meta, success)
-  monkeypatch.setattr(publishing, "before_operation", None)
+  monkeypatch.setattr(file_ops, "before_operation", None)
   publishing.publish(staging, out, meta, success)  # the retry
   _expect(out, datasets)
   publishing.publish(staging, out, meta, success)  # and once more

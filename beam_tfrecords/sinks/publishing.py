@@ -22,7 +22,6 @@ touched: a file that the new dataset would overwrite and the old one does
 not list stops the publish before the first rename.
 """
 
-import functools
 import glob
 import json
 import logging
@@ -36,6 +35,7 @@ from beam_tfrecords.errors import InputError
 from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
                                            STAGING_PREFIX, SUCCESS,
                                            TFT_TEMP_DIR, TRANSFORMED_DIR)
+from beam_tfrecords.sinks import file_ops as ops
 from beam_tfrecords.sinks.shards import PARTS_DIR
 
 __all__ = ["publish", "recover", "remove_staging", "remove_parts",
@@ -48,100 +48,6 @@ ASIDE_DONE = "ASIDE_DONE"
 _LOG = logging.getLogger(__name__)
 # Our staging folders' names (a run id of 12 hex digits).
 _STAGING_NAME = re.compile(re.escape(STAGING_PREFIX) + "[0-9a-f]{12}")
-
-# Called before each file operation of a publish with (operation, paths):
-# tests set it to kill the process there.
-before_operation: Optional[Callable[[str, tuple], None]] = None
-
-
-def _local(path: str) -> bool:
-  return "://" not in path
-
-
-def _join(base: str, name: str) -> str:
-  return FileSystems.join(base, *name.split("/"))
-
-
-@functools.lru_cache(maxsize=2)
-def _s3io_for(options):
-  from apache_beam.io.aws import s3io  # pylint: disable=import-outside-toplevel
-  return s3io.S3IO(options=options)
-
-
-def _s3(path: str):
-  """One S3 client for s3:// paths (Beam's S3 file system makes a new
-  boto3 client, ~0.2 s, for every call), None for other paths."""
-  if not path.startswith("s3://"):
-    return None
-  # The options the build gave FileSystems (endpoint, credentials).
-  return _s3io_for(FileSystems._pipeline_options)  # pylint: disable=protected-access
-
-
-def _exists(path: str) -> bool:
-  if _local(path):
-    return os.path.exists(path)
-  s3 = _s3(path)
-  return s3.exists(path) if s3 else FileSystems.exists(path)
-
-
-# The publish in progress checks, before each file operation, that its
-# build still holds the output's lock (renewing it): `publish(guard=...)`.
-_guard: Optional[Callable[[], None]] = None
-
-
-def _op(name: str, *paths: str) -> None:
-  if before_operation is not None:
-    before_operation(name, paths)
-  if _guard is not None:
-    _guard()
-
-
-def _move(src: str, dst: str) -> None:
-  _op("move", src, dst)
-  if _local(src):
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    os.rename(src, dst)  # atomic (both are inside the output folder)
-  elif _s3(src):
-    _s3(src).rename(src, dst)  # copy, then delete
-  else:
-    FileSystems.rename([src], [dst])  # copy, then delete
-
-
-def _remove(path: str) -> None:
-  _op("delete", path)
-  if _s3(path):
-    _s3(path).delete(path)
-    return
-  # FileSystems.delete matches its arguments as globs: escape [, *, ?.
-  FileSystems.delete([glob.escape(path)])
-
-
-def _write(path: str, text: str) -> None:
-  _op("write", path)
-  if _local(path):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-      f.write(text)
-    os.replace(tmp, path)  # whole or absent
-  else:
-    s3 = _s3(path)
-    with (s3.open(path, "wb") if s3 else FileSystems.create(path)) as f:
-      f.write(text.encode("utf-8"))  # object stores: whole or absent
-
-
-def _read(path: str, limit: int = -1) -> bytes:
-  if _local(path):
-    with open(path, "rb") as f:
-      return f.read(limit)
-  s3 = _s3(path)
-  with (s3.open(path, "rb") if s3 else FileSystems.open(path)) as f:
-    return f.read(limit)
-
-
-def _read_json(path: str) -> Any:
-  return json.loads(_read(path).decode("utf-8"))
-
 
 def listed(meta: Dict[str, Any]) -> List[str]:
   """The files a dataset.json says its dataset has (relative paths)."""
@@ -160,8 +66,8 @@ def listed(meta: Dict[str, Any]) -> List[str]:
 
 def _sized_files_under(directory: str) -> List[tuple]:
   """(path, size) of every file under a directory, sorted."""
-  if _s3(directory):
-    return sorted(_s3(directory).list_files(directory.rstrip("/") + "/"))
+  if ops.s3_client(directory):
+    return sorted(ops.s3_client(directory).list_files(directory.rstrip("/") + "/"))
   pattern = FileSystems.join(glob.escape(directory), "**")
   return sorted((m.path, m.size_in_bytes)
                 for r in FileSystems.match([pattern])
@@ -174,7 +80,7 @@ def _files_under(directory: str) -> List[str]:
 
 def _relative(output: str) -> List[str]:
   """Every file in `output`, relative to it."""
-  if _local(output):
+  if ops.local(output):
     if not os.path.isdir(output):
       return []
     return sorted(os.path.relpath(os.path.join(root, f), output)
@@ -188,10 +94,10 @@ def _relative(output: str) -> List[str]:
 def previous_dataset(output: str) -> Optional[Dict[str, Any]]:
   """The dataset.json in `output` if a build of ours wrote it."""
   path = FileSystems.join(output, DATASET_JSON)
-  if not _exists(path):
+  if not ops.exists(path):
     return None
   try:
-    meta = _read_json(path)
+    meta = ops.read_json(path)
   except (ValueError, OSError):
     return None
   if not isinstance(meta, dict) or meta.get("tool", {}).get(
@@ -210,10 +116,10 @@ def _old_files(meta: Optional[Dict[str, Any]], present) -> List[str]:
 
 def _ours_success(output: str) -> bool:
   path = FileSystems.join(output, SUCCESS)
-  if not _exists(path):
+  if not ops.exists(path):
     return False
   try:
-    return _read(path, 64).startswith(b"beam-tfrecords")
+    return ops.read(path, 64).startswith(b"beam-tfrecords")
   except OSError:
     return False
 
@@ -221,7 +127,7 @@ def _ours_success(output: str) -> bool:
 def _success_matches(output: str, text: str) -> bool:
   path = FileSystems.join(output, SUCCESS)
   try:
-    return _exists(path) and _read(path).decode("utf-8", "replace") == text
+    return ops.exists(path) and ops.read(path).decode("utf-8", "replace") == text
   except OSError:
     return False
 
@@ -255,16 +161,15 @@ def publish(staging: str, output: str, meta: Dict[str, Any],
     InputError: a file of the new dataset exists in `output` and the
       previous dataset does not list it (nothing was changed).
   """
-  global _guard
   journal_path = FileSystems.join(staging, JOURNAL)
-  if _exists(journal_path):
+  if ops.exists(journal_path):
     # A retried last step (runners retry a failed bundle): this build's
     # own publish began; finish it.
-    _guard = guard
+    ops.guard = guard
     try:
-      _advance(staging, output, _read_json(journal_path))
+      _advance(staging, output, ops.read_json(journal_path))
     finally:
-      _guard = None
+      ops.guard = None
     return
   if not _relative(staging) and _success_matches(output, success_text):
     return  # a retry after this build's publish ended
@@ -289,12 +194,12 @@ def publish(staging: str, output: str, meta: Dict[str, Any],
         f"{'it' if len(foreign) == 1 else 'them'} away and build again")
   journal = {"old": old, "old_success": _ours_success(output), "new": new,
              "success": success_text}
-  _guard = guard
+  ops.guard = guard
   try:
-    _write(FileSystems.join(staging, JOURNAL), _dumps(journal))
+    ops.write(FileSystems.join(staging, JOURNAL), _dumps(journal))
     _advance(staging, output, journal)
   finally:
-    _guard = None
+    ops.guard = None
 
 
 def _dumps(value: Any) -> str:
@@ -306,21 +211,21 @@ def _advance(staging: str, output: str, journal: Dict[str, Any]) -> None:
   previous = FileSystems.join(staging, PREVIOUS)
   aside_done = FileSystems.join(previous, ASIDE_DONE)
   success = FileSystems.join(output, SUCCESS)
-  if not _exists(aside_done):
-    if not all(_exists(_join(staging, n)) for n in journal["new"]):
+  if not ops.exists(aside_done):
+    if not all(ops.exists(ops.join(staging, n)) for n in journal["new"]):
       raise InputError(
           f"an interrupted publish into {output} cannot be finished: "
           f"files of the new dataset are missing from {staging}; the "
           "previous dataset is untouched or kept whole in "
           f"{previous}: restore it from there, then remove {staging}")
-    if _exists(success):
+    if ops.exists(success):
       _move_once(success, FileSystems.join(previous, SUCCESS))
     for name in journal["old"]:
-      _move_once(_join(output, name), _join(previous, name))
-    _write(aside_done, "done\n")  # not empty: Beam cannot upload that to S3
+      _move_once(ops.join(output, name), ops.join(previous, name))
+    ops.write(aside_done, "done\n")  # not empty: Beam cannot upload that to S3
     _remove_empty_folders(output, journal["old"])
-  lost = [n for n in journal["new"] if not _exists(_join(staging, n))
-          and not _exists(_join(output, n))]
+  lost = [n for n in journal["new"] if not ops.exists(ops.join(staging, n))
+          and not ops.exists(ops.join(output, n))]
   if lost:
     raise InputError(
         f"an interrupted publish into {output} cannot be finished: "
@@ -328,32 +233,32 @@ def _advance(staging: str, output: str, journal: Dict[str, Any]) -> None:
         f"dataset is kept whole in {previous}: restore it from there, then "
         f"remove {staging}")
   for name in journal["new"]:
-    _move_once(_join(staging, name), _join(output, name))
+    _move_once(ops.join(staging, name), ops.join(output, name))
   errors = FileSystems.join(output, ERRORS_DIR)
-  if _local(errors):  # errors/ is there even without errors (local disk)
+  if ops.local(errors):  # errors/ is there even without errors (local disk)
     os.makedirs(errors, exist_ok=True)
-  _write(success, journal["success"])
+  ops.write(success, journal["success"])
   # The journal goes first: a kill while the staging folder is removed
   # leaves a leftover, not a publish to finish.
-  _remove(FileSystems.join(staging, JOURNAL))
+  ops.remove(FileSystems.join(staging, JOURNAL))
   remove_staging(staging)
 
 
 def _move_once(src: str, dst: str) -> None:
   """Moves src to dst unless that is done; on an object store, a move cut
   short after its copy leaves both (the same bytes): the source goes."""
-  if not _exists(src):
+  if not ops.exists(src):
     return
-  if _exists(dst):
-    if _local(src):
+  if ops.exists(dst):
+    if ops.local(src):
       raise RuntimeError(f"cannot move {src}: {dst} exists")
-    _remove(src)
+    ops.remove(src)
     return
-  _move(src, dst)
+  ops.move(src, dst)
 
 
 def _remove_empty_folders(output: str, names: List[str]) -> None:
-  if not _local(output):
+  if not ops.local(output):
     return  # object stores have no folders
   folders = {os.path.dirname(n) for n in names if "/" in n}
   for folder in sorted(folders, key=len, reverse=True):
@@ -374,8 +279,8 @@ def recover(output: str, keep: str) -> List[str]:
     if staging.rstrip("/") == keep.rstrip("/"):
       continue
     journal_path = FileSystems.join(staging, JOURNAL)
-    if _exists(journal_path):
-      _advance(staging, output, _read_json(journal_path))
+    if ops.exists(journal_path):
+      _advance(staging, output, ops.read_json(journal_path))
       line = (f"finished the publish of an earlier build that was "
               f"interrupted ({name})")
     else:
@@ -388,7 +293,7 @@ def recover(output: str, keep: str) -> List[str]:
 
 
 def _staging_folders(output: str) -> List[str]:
-  if _local(output):
+  if ops.local(output):
     if not os.path.isdir(output):
       return []
     return sorted(n for n in os.listdir(output)
@@ -421,13 +326,13 @@ def remove_staging(staging: str) -> int:
   size = sum(size for _, size in found)
   files = [path for path, _ in found]
   if files:
-    _op("delete", staging)
-    if _s3(staging):
-      failed = [(p, e) for p, e in _s3(staging).delete_files(files) if e]
+    ops.op("delete", staging)
+    if ops.s3_client(staging):
+      failed = [(p, e) for p, e in ops.s3_client(staging).delete_files(files) if e]
       if failed:
         raise OSError(f"could not delete {failed[0][0]}: {failed[0][1]}")
     else:
       FileSystems.delete(files)
-  if _exists(staging):  # a directory on local disk
+  if ops.exists(staging):  # a directory on local disk
     FileSystems.delete([glob.escape(staging)])
   return size

@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tfrecords.errors import InputError
-from beam_tfrecords.records import (  # pylint: disable=protected-access
-    _fields, _varint, iter_tfrecords)
+from beam_tfrecords.records import (iter_tfrecords, proto_fields,
+                                    read_varint)
 from beam_tfrecords.sources.base import (Format, InputFile, ReadError,
                                          ReadUnit, SourceBatch,
                                          register_format, row_columns)
@@ -48,11 +48,11 @@ def _has_feature_lists(record: bytes) -> bool:
   the decoder."""
   try:
     if record and record[0] == 0x0A:  # the usual Example: one field 1
-      length, pos = _varint(record, 1)
+      length, pos = read_varint(record, 1)
       if pos + length == len(record):
         return False
     return any(field == 2 and wire == 2
-               for field, wire, _ in _fields(record))
+               for field, wire, _ in proto_fields(record))
   except (IndexError, ValueError):
     return False
 
