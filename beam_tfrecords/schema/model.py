@@ -7,7 +7,10 @@ files or data.
 
 import dataclasses
 import enum
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
+
+from beam_tfrecords.schema.split_rule import (DEFAULT_SPLIT, SplitKind,
+                                             SplitRule)
 
 __all__ = ["FeatureType", "RecordKind", "Derive", "Overflow", "OnBadStep",
            "Feature", "OrderKey", "SplitKind", "SplitRule", "Schema", "Media",
@@ -19,8 +22,6 @@ __all__ = ["FeatureType", "RecordKind", "Derive", "Overflow", "OnBadStep",
 # Protobuf refuses messages over 2 GiB; TensorFlow readers slow down long
 # before that, so the default stays far below.
 DEFAULT_MAX_RECORD_BYTES = 256 * 1024 * 1024
-# The one split of a schema without `splits:`.
-DEFAULT_SPLIT = "train"
 # Columns that a Media feature makes (no input has them) start with this.
 MADE = "\x00"
 
@@ -135,8 +136,8 @@ class Feature:
     return (self.required or self.default is not None
             or self.derive in (Derive.LENGTH, Derive.PART))
 
-  def to_dict(self) -> dict:
-    out = {"type": self.type.value}
+  def to_dict(self) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"type": self.type.value}
     if self.shape:
       out["shape"] = list(self.shape)
     if self.source is not None:
@@ -222,7 +223,7 @@ class Transform:
   source: str
   params: Tuple[Tuple[str, Any], ...] = ()
 
-  def to_dict(self) -> dict:
+  def to_dict(self) -> Dict[str, Any]:
     return {self.op: self.source, **dict(self.params)}
 
 
@@ -235,8 +236,8 @@ class TransformSpec:
   keep_raw: bool = True
   analyze_split: str = DEFAULT_SPLIT
 
-  def to_dict(self) -> dict:
-    out = {"features": {t.name: t.to_dict() for t in self.features}}
+  def to_dict(self) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"features": {t.name: t.to_dict() for t in self.features}}
     if not self.keep_raw:
       out["keep_raw"] = False
     if self.analyze_split != DEFAULT_SPLIT:
@@ -251,58 +252,10 @@ class OrderKey:
   type: FeatureType
   descending: bool = False
 
-  def to_dict(self):
-    out = {"column": self.column, "type": self.type.value}
+  def to_dict(self) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"column": self.column, "type": self.type.value}
     if self.descending:
       out["descending"] = True
-    return out
-
-
-class SplitKind(enum.Enum):
-  """How rows are assigned to splits (see beam_tfrecords.splits)."""
-  NONE = "none"      # one split, "train"
-  HASH = "hash"      # a stable hash of key columns, with weights
-  VALUES = "values"  # a column's value names the split
-  BELOW = "below"    # a column's value against ordered bounds
-
-
-@dataclasses.dataclass(frozen=True)
-class SplitRule:
-  """The schema's `splits:` section.
-
-  Attributes:
-    kind: the rule.
-    names: the split names, in the order declared.
-    columns: HASH: the key columns; VALUES / BELOW: the one column read.
-    weights: HASH: one weight per name (percent or bucket count).
-    values: VALUES: (column value, split name) pairs.
-    bounds: BELOW: one bound per name except `rest` (numbers or text).
-    rest: BELOW: the split of rows not below any bound (None: an error).
-  """
-  kind: SplitKind = SplitKind.NONE
-  names: Tuple[str, ...] = (DEFAULT_SPLIT,)
-  columns: Tuple[str, ...] = ()
-  weights: Tuple[float, ...] = ()
-  values: Tuple[Tuple[bytes, str], ...] = ()
-  bounds: Tuple[Any, ...] = ()
-  rest: Optional[str] = None
-
-  def to_dict(self) -> dict:
-    if self.kind is SplitKind.NONE:
-      return {}
-    # Ordered mappings as lists of one-key mappings: JSON with sorted keys
-    # (dataset.json) keeps their order.
-    if self.kind is SplitKind.HASH:
-      return {"hash": list(self.columns),
-              "weights": [{n: w} for n, w in zip(self.names, self.weights)]}
-    if self.kind is SplitKind.VALUES:
-      return {"column": self.columns[0],
-              "values": [{split: [v.decode("utf-8") for v, s in self.values
-                                  if s == split]} for split in self.names]}
-    out = {"column": self.columns[0],
-           "below": [{n: b} for n, b in zip(self.names, self.bounds)]}
-    if self.rest is not None:
-      out["rest"] = self.rest
     return out
 
 
@@ -363,8 +316,8 @@ class Schema:
     names += list(self.splits.columns)
     return tuple(dict.fromkeys(names))
 
-  def to_dict(self) -> dict:
-    out = {"name": self.name, "record": self.record.value}
+  def to_dict(self) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"name": self.name, "record": self.record.value}
     if self.description:
       out["description"] = self.description
     if self.max_bad_rows is not None:

@@ -16,7 +16,7 @@ column names from CSV headers (which have no nesting) are never paths.
 """
 
 import re
-from typing import NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, NoReturn, Optional, Tuple
 
 __all__ = ["Path", "parse_path", "is_path", "quote_name"]
 
@@ -72,7 +72,7 @@ def _unquoted(text: str) -> str:
   return re.sub(r"`(?:[^`]|``)*`", "", text)
 
 
-def _fail(text: str, where: str, why: str):
+def _fail(text: str, where: str, why: str) -> NoReturn:
   raise ValueError(f"the path {text!r} is not valid: {why} (at character "
                    f"{where}); write names holding dots or brackets in "
                    "backticks, e.g. `user.id`.name")
@@ -84,7 +84,8 @@ def parse_path(text: str) -> Path:
   Raises:
     ValueError: an empty name, an unclosed backtick, `[` without `]`.
   """
-  names, kinds = [], []
+  names: List[Optional[str]] = []
+  kinds: List[str] = []
   i, n = 0, len(text)
   expect_name = True
   while i < n:
@@ -124,5 +125,7 @@ def parse_path(text: str) -> Path:
       _fail(text, str(i + 1), f"expected '.' or '[]', found {text[i]!r}")
   if expect_name:
     _fail(text, str(n), "a name is empty")
+  root = names[0]
+  assert root is not None  # the loop reads a name first
   steps = tuple(zip(kinds[1:], names[1:]))
-  return Path(text=text, root=names[0], steps=steps)
+  return Path(text=text, root=root, steps=steps)

@@ -26,7 +26,7 @@ import decimal
 import json
 import math
 import re
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Sequence
 
 from beam_tfrecords.schema.model import Feature, FeatureType
 
@@ -230,7 +230,7 @@ def convert_value(ftype: FeatureType, value: Any) -> Any:
   return _CONVERTERS[ftype](value)
 
 
-def _flatten(cell: list, depth: int) -> list:
+def _flatten(cell: Sequence[Any], depth: int) -> list:
   out = []
   for item in cell:
     if isinstance(item, (list, tuple)):
@@ -249,9 +249,11 @@ def _as_list(feature: Feature, cell: Any) -> list:
   if isinstance(cell, (str, bytes)):
     text = cell.decode("utf-8", "replace") if isinstance(cell, bytes) else cell
     if feature.separator is not None:
-      return [] if text == "" else cell.split(
-          feature.separator if isinstance(cell, str)
-          else feature.separator.encode("utf-8"))
+      if text == "":
+        return []
+      if isinstance(cell, str):
+        return cell.split(feature.separator)
+      return cell.split(feature.separator.encode("utf-8"))
     if text.startswith("["):
       try:
         # An int64 list's numbers as exact decimals, as any other text
