@@ -12,6 +12,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import InputError, SchemaError
+from beam_tfrecords import reader as btr_reader
 from beam_tfrecords.splits import hash_columns, key_hash
 
 from conftest import tf_records
@@ -64,7 +65,7 @@ def test_hash_split_keeps_each_key_in_one_split_with_the_ratios(tmp_path):
       "kind": "hash", "splits": ["train", "eval", "test"], "hash": ["user"],
       "weights": [{"train": 80.0}, {"eval": 10.0}, {"test": 10.0}]}
   # The schema in dataset.json loads back to the same rule.
-  assert btr.read.dataset_schema(result.output).splits == \
+  assert btr_reader.dataset_schema(result.output).splits == \
       btr.load_schema(schema(HASH)).splits
   assert {s: v["records"] for s, v in result.splits.items()} == {
       s: len(u) for s, u in got.items()}

@@ -32,7 +32,7 @@ from beam_tfrecords.schema.sequence import (SEQUENCE_TOP_KEYS,
                                             sequence_schema)
 from beam_tfrecords.schema.sizes import parse_size
 from beam_tfrecords.schema.splits import check_split_types, parse_splits
-from beam_tfrecords.schema.transform import parse_transform
+from beam_tfrecords.schema.tft import parse_transform
 
 # parse_size lives in schema.sizes; it stays importable from here.
 __all__ = ["load_schema", "schema_from_dict", "FEATURE_TYPES", "parse_size"]
