@@ -15,7 +15,7 @@ import csv
 import dataclasses
 import functools
 import io
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +26,8 @@ from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources import files as file_io
 from beam_tfrecords.sources.base import (Format, InputFile, ReadError, ReadUnit,
                                          SourceBatch, register_format)
+from beam_tfrecords.sources.csv_rows import (MAX_BLOCK, RowNumbering,
+                                             first_row, row_at)
 
 __all__ = ["CsvFormat", "CSV_DEFAULTS"]
 
@@ -43,7 +45,7 @@ CSV_DEFAULTS = {
 
 # The longest column name a header may hold: the csv module's default
 # field limit. Checked here, not by csv.field_size_limit(), which is
-# process-wide and raised by the reader (_Numbering) to read huge data
+# process-wide and raised by the reader (csv_rows.RowNumbering) to read huge data
 # cells: a header must not pass or fail by what ran before it.
 MAX_COLUMN_NAME = 131_072
 
@@ -145,10 +147,10 @@ class CsvFormat(Format):
         yield from self._read(unit, columns, block, done)
         return
       except _BlockTooSmall:
-        if block >= _MAX_BLOCK:
+        if block >= MAX_BLOCK:
           raise InputError(
               f"{unit.path}: a row after data row {sum(done)} is larger "
-              f"than {_MAX_BLOCK >> 20} MiB; such a value cannot be read as "
+              f"than {MAX_BLOCK >> 20} MiB; such a value cannot be read as "
               "CSV here (store it in Parquet or a separate file)") from None
         block *= 4  # read the unit again; what was handed on is skipped
 
@@ -188,12 +190,12 @@ class CsvFormat(Format):
         null_values=[""])
     if unit.end is None:
       stream = file_io.open_input(unit.path)
-      numbering = _Numbering(unit, opts, len(names), lambda: 1)
+      numbering = RowNumbering(unit, opts, len(names), lambda: 1)
     else:
       data, offset = file_io.read_range(unit.path, unit.start, unit.end)
       stream = io.BytesIO(data)
-      numbering = _Numbering(unit, opts, len(names), functools.partial(
-          _first_row, unit.path, offset, 1 if opts["header"] else 0))
+      numbering = RowNumbering(unit, opts, len(names), functools.partial(
+          first_row, unit.path, offset, 1 if opts["header"] else 0))
     skip_good, skip_bad = done
     good = bad = 0  # seen in this attempt
     with stream:
@@ -242,7 +244,7 @@ class CsvFormat(Format):
               first_row=None if numbers is not None or unit.end is not None
               else 1 + first,
               locate=None if numbers is not None or unit.end is None
-              else functools.partial(_offset, numbering, first),
+              else functools.partial(row_at, numbering, first),
               columns={c: a.slice(lo_good) for c, a in columns_.items()}
               if columns_ else {c: pa.array([], pa.binary()) for c in wanted},
               errors=errors[lo_bad:],
@@ -295,115 +297,11 @@ class _BlockTooSmall(Exception):
   """A row is longer than pyarrow's block size."""
 
 
-# Block sizes grow from 4 MiB up to this when a row does not fit.
-_MAX_BLOCK = 1 << 30
-
-
 def _raise_read_error(path: str, done: int, e: Exception):
   if "straddling object straddles two block boundaries" in str(e):
     raise _BlockTooSmall() from None
   raise InputError(f"{path}: cannot read as CSV after data row {done}: "
                    f"{e}") from None
-
-
-class _Numbering:
-  """Row numbers of a unit's good and malformed records.
-
-  Consecutive while no malformed record has been seen. After the first
-  one, the unit is parsed once with Python's csv module to find which
-  records are malformed; good row g is then the g-th record that is not.
-  If the two parsers disagree on the count, malformed rows get no number.
-  """
-
-  def __init__(self, unit: ReadUnit, opts: Mapping[str, Any], expected: int,
-               first_row):
-    self._unit = unit
-    self._opts = opts
-    self._expected = expected
-    self._first_row = first_row  # callable: the unit's first row number
-    self._base = None
-    self._bad = None  # sorted record indexes of malformed records
-    self._walk = (0, 0, 0)  # (good rows, malformed rows, records) passed
-
-  @property
-  def irregular(self) -> bool:
-    """Whether malformed records make the good rows' numbers skip."""
-    return bool(self._bad)
-
-  @property
-  def base(self) -> Optional[int]:
-    if self._base is None:
-      self._base = self._first_row()
-    return self._base
-
-  def saw_malformed(self, count: int) -> None:
-    if count and self._bad is None:
-      try:
-        counts = self._field_counts()
-        self._bad = [k for k, c in enumerate(counts) if c != self._expected]
-      except Exception:  # pylint: disable=broad-except
-        self._bad = []
-
-  def malformed_row(self, k: int) -> Optional[int]:
-    if self._bad is None or k >= len(self._bad) or self.base is None:
-      return None
-    return self.base + self._bad[k]
-
-  def good_rows(self, start: int, n: int) -> List[Optional[int]]:
-    """Row numbers of good rows start .. start + n - 1 of the unit."""
-    if n == 0:
-      return []
-    if not self._bad:  # None or [] (unknown: consecutive)
-      base = self.base
-      return ([None] * n if base is None
-              else list(range(base + start, base + start + n)))
-    base = self.base
-    # Walk records, skipping malformed ones; calls come in order, so the
-    # walk goes on from where the last one stopped.
-    g, b, record = self._walk if self._walk[0] <= start else (0, 0, 0)
-    bad = self._bad
-    out = []
-    while g < start + n:
-      if b < len(bad) and bad[b] == record:
-        b += 1
-      else:
-        if g >= start:
-          out.append(None if base is None else base + record)
-        g += 1
-      record += 1
-    self._walk = (g, b, record)
-    return out
-
-  def _field_counts(self) -> List[int]:
-    unit, opts = self._unit, self._opts
-    if unit.end is None:
-      with file_io.open_input(unit.path) as f:
-        data = f.read()
-    else:
-      data, _ = file_io.read_range(unit.path, unit.start, unit.end)
-    text = data.decode(opts["encoding"], "replace")
-    csv.field_size_limit(max(csv.field_size_limit(), _MAX_BLOCK))
-    quote = opts["quote_char"] or None
-    rows = csv.reader(io.StringIO(text, newline=""),
-                      delimiter=opts["delimiter"], quotechar=quote,
-                      quoting=csv.QUOTE_MINIMAL if quote else csv.QUOTE_NONE)
-    counts = [len(r) for r in rows if r]  # pyarrow skips empty lines
-    if opts["header"] and unit.start == 0:
-      counts = counts[1:]
-    return counts
-
-
-def _offset(numbering: "_Numbering", good: int) -> Optional[int]:
-  base = numbering.base
-  return None if base is None else base + good
-
-
-def _first_row(path: str, start: int, header_lines: int) -> int:
-  """The data row number of the first record at or after byte `start`."""
-  if start == 0:
-    return 1  # the header, if any, is skipped by the reader
-  # Records, like pyarrow counts them: empty lines do not count.
-  return file_io.count_records_before(path, start) - header_lines + 1
 
 
 register_format(CsvFormat())

@@ -6,7 +6,6 @@ column mixing numbers and text is passed on as Python values; the schema's
 rules judge each one). A key absent from a line is a missing value.
 """
 
-import io
 import json
 from typing import Iterator, Sequence
 

@@ -31,7 +31,7 @@ from beam_tfrecords.records import (iter_tfrecords, proto_fields,
                                     read_varint)
 from beam_tfrecords.sources.base import (Format, InputFile, ReadError,
                                          ReadUnit, SourceBatch,
-                                         register_format, row_columns)
+                                         register_format)
 
 __all__ = ["TFRecordFormat", "decode_examples", "scalars", "unwrap_scalars"]
 
