@@ -6,7 +6,8 @@ and the height, width and channel count that
 `tf.io.decode_image(data, channels=0, expand_animations=False)` gives for
 them, so a schema can declare the shape without TensorFlow at build time.
 `probe(data)` reads the same (format, height, width, channels) from the
-header alone.
+header alone. What TensorFlow makes of each format stored as it is lives in
+encoding.image_formats; this module decides what to store and re-encodes.
 
 With no resize / convert / encode the file is stored byte for byte when
 TensorFlow decodes it as it is (jpeg, png, gif, bmp; see FORMATS); the
@@ -20,9 +21,9 @@ set instead. A TIFF, WEBP, ... is stored only re-encoded (`encode`, or
 `resize` / `convert`, which re-encode it as png).
 
 `encode: "raw"` stores the decoded pixels instead (uint8, row-major
-height x width x channels; 16-bit gray reduced to 8 bits), as seed 002
-does: read back with tf.io.decode_raw + reshape. Bigger than png / jpeg,
-but no decoding at training time.
+height x width x channels; 16-bit gray reduced to 8 bits): the raw-pixels
+layout, read back with tf.io.decode_raw + reshape to (height, width,
+channels). Bigger than png / jpeg, but no decoding at training time.
 
 Otherwise the first frame is decoded, converted, resized and re-encoded
 deterministically (same input and options -> same bytes): PNG without
@@ -59,25 +60,23 @@ its DecompressionBombWarning for them. Everything here is safe to call from
 several threads at once.
 """
 
-import contextlib
 import dataclasses
 import io
-import re
-import struct
-import threading
-from typing import Iterator, List, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 from PIL import Image
 
+from beam_tfrecords.encoding.image_formats import (FORMATS, ImageError,
+                                                   check_container,
+                                                   open_image, pillow_errors,
+                                                   stored_shape, verify_gif)
 from beam_tfrecords.schema.model import (IMAGE_CONVERTS, IMAGE_ENCODES,
                                          IMAGE_METHODS)
 
 __all__ = ["ImageOptions", "ImageInfo", "ImageError", "process_image",
            "probe", "FORMATS", "METHODS", "CONVERTS", "ENCODES"]
 
-# Formats stored as they are: tf.io.decode_image reads them.
-FORMATS = ("jpeg", "png", "gif", "bmp")
 METHODS, CONVERTS, ENCODES = IMAGE_METHODS, IMAGE_CONVERTS, IMAGE_ENCODES
 
 _FILTERS = {
@@ -88,27 +87,13 @@ _FILTERS = {
     "box": Image.Resampling.BOX,
     "hamming": Image.Resampling.HAMMING,
 }
-# Pillow format name -> ours. MPO (multi-picture JPEG from cameras) is a
-# JPEG with more images appended; TensorFlow decodes the first.
-_PILLOW_FORMATS = {"JPEG": "jpeg", "MPO": "jpeg", "PNG": "png", "GIF": "gif",
-                   "BMP": "bmp"}
-_SIGNATURES = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG\r\n\x1a\n", "PNG"),
-               (b"GIF87a", "GIF"), (b"GIF89a", "GIF"), (b"BM", "BMP"))
-# PNG colour type -> channels TensorFlow decodes (palette: 3, or 4 with a
-# tRNS chunk).
-_PNG_CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}
-_PNG_END = b"\0\0\0\0IEND\xaeB`\x82"
 _MODE_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "I;16": 1}
 _TO_RGB = ("CMYK", "YCbCr", "RGBX", "LAB", "HSV")
 _INT_GRAY = ("I", "I;16", "I;16L", "I;16B", "I;16N")
 
 
-def _is_int(value) -> bool:
+def _is_int(value: Any) -> bool:
   return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-_init_lock = threading.Lock()
-_initialized = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +118,7 @@ class ImageOptions:
   quality: int = 95
   verify: bool = True
 
-  def __post_init__(self):
+  def __post_init__(self) -> None:
     if self.resize is not None:
       size = self.resize
       if (not isinstance(size, (tuple, list)) or len(size) != 2 or
@@ -180,10 +165,6 @@ class ImageInfo:
   format: str
 
 
-class ImageError(ValueError):
-  """Why an image cannot be stored; str(e) is a reason for a person (what
-  is wrong and what to do)."""
-
 
 def process_image(data: bytes,
                   options: ImageOptions = ImageOptions()) -> ImageInfo:
@@ -195,20 +176,20 @@ def process_image(data: bytes,
       decode them as they are and the options do not re-encode them.
   """
   data = bytes(data)
-  im, fmt = _open(data)
+  im, fmt = open_image(data)
   if options.changes:
     return _reencode(data, im, fmt, options)
-  _, height, width, channels = _stored_shape(data, im, fmt)
+  _, height, width, channels = stored_shape(data, im, fmt)
   if options.verify:
     if fmt == "jpeg":
       # Reduced DCT scale: every scan is still entropy-decoded, so a
       # truncated stream still fails, at a fraction of the cost.
       im.draft("L", (1, 1))
-    with _reading():
+    with pillow_errors():
       im.load()
-    _check_container(data, fmt)
+    check_container(data, fmt)
     if fmt == "gif":
-      _verify_gif(data, im)
+      verify_gif(data, im)
   return ImageInfo(data, height, width, channels, fmt)
 
 
@@ -220,259 +201,21 @@ def probe(data: bytes) -> Tuple[str, int, int, int]:
   would, e.g. for formats TensorFlow does not decode.
   """
   data = bytes(data)
-  im, fmt = _open(data)
-  return _stored_shape(data, im, fmt)
+  im, fmt = open_image(data)
+  return stored_shape(data, im, fmt)
 
 
-def _init_pillow():
-  """Registers every Pillow plugin once, before the first open, so threads
-  never race on the plugin tables."""
-  global _initialized
-  if not _initialized:
-    with _init_lock:
-      if not _initialized:
-        Image.init()
-        _initialized = True
-
-
-def _bomb(pixels, limit=None) -> ImageError:
-  limit = Image.MAX_IMAGE_PIXELS if limit is None else limit
-  return ImageError(
-      f"the image has {pixels} pixels, more than Pillow's decompression-bomb "
-      f"limit of {limit} (PIL.Image.MAX_IMAGE_PIXELS); resize the file, or "
-      f"raise that limit if the image is genuine")
-
-
-@contextlib.contextmanager
-def _reading() -> Iterator[None]:
-  """Turns whatever Pillow raises on bad bytes into an ImageError."""
-  try:
-    yield
-  except ImageError:
-    raise
-  except MemoryError:
-    raise
-  except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
-    found = re.search(r"(\d+) pixels\).*?(\d+) pixels", str(e))
-    if found:
-      raise _bomb(int(found.group(1)), int(found.group(2))) from e
-    raise ImageError(f"the image is too large ({e})") from e
-  except Exception as e:  # pylint: disable=broad-except
-    reason = str(e) or type(e).__name__
-    raise ImageError(f"truncated or corrupt image data ({reason})") from e
-
-
-def _open(data: bytes):
-  """The lazily opened image (header read, no pixels) and its format."""
-  if not data:
-    raise ImageError("the file is empty")
-  _init_pillow()
-  try:
-    with _reading():
-      im = Image.open(io.BytesIO(data))
-  except ImageError as e:
-    if not isinstance(e.__cause__, Image.UnidentifiedImageError):
-      raise
-    raise _unidentified(data) from e.__cause__
-  width, height = im.size
-  if width <= 0 or height <= 0:
-    raise ImageError(f"the image has zero size ({width}x{height} pixels)")
-  if Image.MAX_IMAGE_PIXELS and width * height > Image.MAX_IMAGE_PIXELS:
-    raise _bomb(width * height)
-  fmt = _PILLOW_FORMATS.get(im.format, str(im.format).lower())
-  return im, fmt
-
-
-def _unidentified(data: bytes) -> ImageError:
-  for signature, name in _SIGNATURES:
-    if data.startswith(signature):
-      size = _header_size(data, name)
-      if size and 0 in size:
-        return ImageError(f"the image has zero size ({size[1]}x{size[0]} "
-                          f"pixels)")
-      return ImageError(f"truncated or corrupt image data (a {name} "
-                        f"signature, but Pillow cannot read the header)")
-  return ImageError(f"not an image Pillow recognizes (the file starts with "
-                    f"{data[:8]!r}); store jpeg, png, gif or bmp files")
-
-
-def _header_size(data: bytes, name: str) -> Optional[Tuple[int, int]]:
-  """(height, width) from a PNG / GIF / BMP header Pillow refused, to tell
-  a zero-size image from a corrupt one."""
-  try:
-    if name == "PNG":
-      width, height = struct.unpack_from(">II", data, 16)
-    elif name == "GIF":
-      width, height = struct.unpack_from("<HH", data, 6)
-    elif name == "BMP":
-      width, height = struct.unpack_from("<ii", data, 18)
-    else:
-      return None
-  except struct.error:
-    return None
-  return height, width
-
-
-def _not_decodable(im) -> ImageError:
-  return ImageError(
-      f"format {im.format} is not one TensorFlow decodes (jpeg, png, gif, "
-      f"bmp); set encode: png (or jpeg) to store it re-encoded")
-
-
-def _stored_shape(data: bytes, im, fmt: str) -> Tuple[str, int, int, int]:
-  """(format, height, width, channels) TensorFlow decodes the unchanged
-  bytes to; ImageError where it would fail or misread them."""
-  if fmt not in FORMATS:
-    raise _not_decodable(im)
-  height, width = im.height, im.width
-  if fmt == "jpeg":
-    # TensorFlow decodes min(components, 3): CMYK / YCCK become RGB.
-    channels = {"L": 1, "RGB": 3, "CMYK": 3}.get(im.mode)
-    if channels is None:
-      raise ImageError(f"a JPEG with {im.mode} pixels is not one TensorFlow "
-                       f"decodes reliably; set convert: rgb or encode: png")
-  elif fmt == "png":
-    colour_type = data[25]
-    if colour_type == 3:
-      channels = 4 if "transparency" in im.info else 3
-    else:
-      channels = _PNG_CHANNELS[colour_type]
-  elif fmt == "gif":
-    height, width, channels = _gif_shape(data)
-  else:
-    channels = _bmp_channels(data, im)
-  return fmt, height, width, channels
-
-
-def _gif_frames(data: bytes) -> Tuple[List[Tuple[int, ...]], bool]:
-  """(left, top, width, height, colour-table entries or 0) of each frame
-  of a GIF, from its block structure (no pixels are decoded), and whether
-  the file holds every block it starts (False when it ends inside one)."""
-  flags = data[10]
-  colours = (2 << (flags & 7)) if flags & 0x80 else 0
-  pos = 13 + 3 * colours
-  frames = []
-  while pos < len(data) and data[pos] != 0x3B:
-    if data[pos] == 0x21:    # extension: label, then sub-blocks
-      pos += 2
-    elif data[pos] == 0x2C:  # image descriptor, then the LZW code size
-      if pos + 11 > len(data):
-        return frames, False
-      left, top, w, h = struct.unpack_from("<HHHH", data, pos + 1)
-      local = data[pos + 9]
-      entries = (2 << (local & 7)) if local & 0x80 else colours
-      frames.append((left, top, w, h, entries))
-      pos += 11 + (3 * entries if local & 0x80 else 0)
-    else:
-      break
-    while pos < len(data) and data[pos]:
-      pos += data[pos] + 1
-    if pos >= len(data):
-      return frames, False
-    pos += 1
-  return frames, True
-
-
-def _gif_shape(data: bytes) -> Tuple[int, int, int]:
-  """(height, width, 3) as TensorFlow decodes a GIF: the largest frame
-  size over all frames (not the logical screen size Pillow reports), and
-  always RGB."""
-  frames, _ = _gif_frames(data)
-  if not frames or not all(f[2] and f[3] for f in frames):
-    raise ImageError("truncated or corrupt image data (a GIF without a "
-                     "complete frame, or with an empty one)")
-  if not frames[0][4]:
-    raise ImageError("a GIF without a colour table is not one TensorFlow "
-                     "decodes; set encode: png to store it re-encoded")
-  return (max(f[3] for f in frames), max(f[2] for f in frames), 3)
-
-
-def _verify_gif(data: bytes, im):
-  """What TensorFlow rejects in a GIF whose first frame Pillow decoded:
-  colour indices past the colour table in that frame, and (as it reads
-  every frame) a truncated or corrupt later frame."""
-  frames, complete = _gif_frames(data)
-  if not complete:
-    raise ImageError("truncated or corrupt image data (the GIF ends inside "
-                     "a block)")
-  left, top, w, h, entries = frames[0]
-  with _reading():
-    frame = im.crop((left, top, left + w, top + h))
-    highest = frame.getextrema()[1]
-  if highest >= entries:
-    raise ImageError(f"truncated or corrupt image data (colour index "
-                     f"{highest} in a GIF colour table of {entries})")
-  if len(frames) > 1:
-    with _reading():
-      for index in range(1, len(frames)):
-        im.seek(index)
-        im.load()
-
-
-def _bmp_channels(data: bytes, im) -> int:
-  """Channels TensorFlow decodes a BMP to (bits per pixel / 8). Its reader
-  takes uncompressed 8, 24 and 32-bit pixels at the header's offset, ignores
-  the palette, and requires the file to end right after the last row."""
-  def refuse(what):
-    return ImageError(f"a BMP with {what} is not one TensorFlow decodes as "
-                      f"it is; set encode: png (or convert: rgb) to store it "
-                      f"re-encoded")
-  try:
-    offset, header = struct.unpack_from("<II", data, 10)
-    width, height = struct.unpack_from("<ii", data, 18)
-    bits, compression = struct.unpack_from("<HI", data, 28)
-    masks = struct.unpack_from("<III", data, 54) if compression in (3, 6) \
-        else None
-  except struct.error as e:
-    raise ImageError(f"truncated or corrupt image data ({e})") from e
-  if header < 40:
-    raise refuse("an OS/2 version 1 header")
-  if bits not in (8, 24, 32):
-    raise refuse(f"{bits} bits per pixel")
-  if masks is not None:
-    if bits != 32 or masks != (0xFF0000, 0xFF00, 0xFF):
-      raise refuse("custom colour bit masks")
-  elif compression:
-    raise refuse("compressed pixels (RLE, JPEG or PNG)")
-  if bits == 8 and im.mode != "L":
-    raise refuse("a colour palette (TensorFlow reads the palette indices "
-                 "as gray levels)")
-  row = (bits // 8 * width + 3) // 4 * 4
-  expected = offset + row * abs(height)
-  if len(data) < expected:
-    raise ImageError(f"truncated or corrupt image data (the BMP has "
-                     f"{len(data)} bytes where its header implies "
-                     f"{expected})")
-  if len(data) > expected:
-    raise refuse(f"{len(data) - expected} bytes after its pixels")
-  return bits // 8
-
-
-def _check_container(data: bytes, fmt: str):
-  """What TensorFlow checks beyond the pixels Pillow decoded: PNG chunk
-  checksums and the end chunk, the JPEG end-of-image marker."""
-  if fmt == "png":
-    with _reading():
-      Image.open(io.BytesIO(data)).verify()  # not the end chunk's checksum
-    if _PNG_END not in data:
-      raise ImageError("truncated or corrupt image data (the PNG end chunk "
-                       "is incomplete)")
-  elif fmt == "jpeg" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
-    raise ImageError("truncated or corrupt image data (the JPEG "
-                     "end-of-image marker is missing)")
-
-
-def _reencode(data: bytes, im, fmt: str,
+def _reencode(data: bytes, im: Image.Image, fmt: str,
               options: ImageOptions) -> ImageInfo:
   """Decodes the first frame, converts, resizes and re-encodes it."""
   out_format = options.encode or (fmt if fmt in ("png", "jpeg") else "png")
   if options.verify:
-    _check_container(data, fmt)
+    check_container(data, fmt)
   if fmt == "jpeg" and options.resize:
     height, width = options.resize
     im.draft("L" if options.convert == "grayscale" else None,
              (width, height))
-  with _reading():
+  with pillow_errors():
     im.load()
   im = _working_mode(im, data, fmt)
   if options.convert:
@@ -489,7 +232,7 @@ def _reencode(data: bytes, im, fmt: str,
   return _encode(im, out_format, options.quality)
 
 
-def _working_mode(im, data: bytes, fmt: str):
+def _working_mode(im: Image.Image, data: bytes, fmt: str) -> Image.Image:
   """The image in L, LA, RGB, RGBA or I (16-bit gray), matching what
   TensorFlow decodes the original as (see the module docstring)."""
   mode = im.mode
@@ -516,21 +259,21 @@ def _working_mode(im, data: bytes, fmt: str):
                    f"16-bit form to store; convert the file before")
 
 
-def _to_8bit(im):
+def _to_8bit(im: Image.Image) -> Image.Image:
   """16-bit gray (mode I) -> L by the top 8 bits, as TensorFlow converts
   uint16 to uint8."""
   pixels = np.clip(np.asarray(im), 0, 65535).astype(np.uint32) >> 8
   return Image.fromarray(pixels.astype(np.uint8))
 
 
-def _convert(im, target: str):
+def _convert(im: Image.Image, target: str) -> Image.Image:
   if im.mode == "I":
     im = _to_8bit(im)
   mode = "RGB" if target == "rgb" else "L"
   return im if im.mode == mode else im.convert(mode)
 
 
-def _encode(im, out_format: str, quality: int) -> ImageInfo:
+def _encode(im: Image.Image, out_format: str, quality: int) -> ImageInfo:
   """Deterministic PNG / JPEG bytes of `im`, without metadata; or "raw":
   its uint8 pixels, row-major (height, width, channels)."""
   if out_format == "raw":

@@ -15,6 +15,7 @@ from beam_tfrecords.encoding.media import MediaPreparer
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.sources import SourceBatch
+from beam_tfrecords.sources.fetch import fetch_files
 from beam_tfrecords.runner_gaps import par_do, threads_for
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
                                                 STAT_FIELDS, STATS, SchemaFn,
@@ -47,7 +48,8 @@ class _EncodeBatchFn(SchemaFn):
   def setup(self):
     super().setup()
     schema = self._encoder.schema
-    self._media = MediaPreparer(schema) if schema.media else None
+    self._media = MediaPreparer(schema, fetch_files) \
+        if schema.media else None
     # Batches of a schema that reads files are worked on in slices, so
     # that a batch of a million paths never holds a million images.
     self._slice_rows = MEDIA_SLICE_ROWS if any(
