@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make demo   sets up a virtualenv and builds the bundled sample dataset
-#   make test   sets up the same virtualenv and runs the test suite
+#   make test   sets up the same virtualenv, type-checks the library (mypy.ini)
+#               and runs the test suite
 # make docs regenerates docs/cli.md and builds the documentation into site/.
 PYTHON ?= python3
 VENV ?= .venv
@@ -22,6 +23,7 @@ demo: setup
 	$(BIN)/beam-tfrecords inspect out/movie_ratings --records 2
 
 test: setup
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q tests
 
 bench: setup
@@ -32,4 +34,4 @@ docs: setup
 	$(BIN)/mkdocs build --strict -d site
 
 clean:
-	rm -rf $(VENV) out build *.egg-info
+	rm -rf $(VENV) out build site *.egg-info
