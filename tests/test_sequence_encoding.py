@@ -339,6 +339,7 @@ def test_encoders_pickle_as_their_schema(encoder):
 def test_wire_helpers_agree_with_protobuf(tf):
   """The vectorized and the one-record writers give protobuf's bytes."""
   from beam_tfrecords.encoding import wire
+  from beam_tfrecords.encoding.ragged import Ragged
   f1 = tf.train.Feature(int64_list=tf.train.Int64List(value=[1, -2]))
   f2 = tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"", b"z"]))
   expected = tf.train.SequenceExample(
@@ -351,16 +352,17 @@ def test_wire_helpers_agree_with_protobuf(tf):
       [("a", f1.SerializeToString())],
       [("b", [f2.SerializeToString()] * 2), ("c", [])])
   assert got == expected
-  steps = wire.Ragged(np.frombuffer(f2.SerializeToString() * 2, np.uint8),
-                      np.array([0, len(f2.SerializeToString()),
-                                2 * len(f2.SerializeToString())]))
-  ctx = wire.Ragged(np.frombuffer(f1.SerializeToString(), np.uint8),
-                    np.array([0, len(f1.SerializeToString())]))
+  steps = Ragged(np.frombuffer(f2.SerializeToString() * 2, np.uint8),
+                 np.array([0, len(f2.SerializeToString()),
+                           2 * len(f2.SerializeToString())]))
+  ctx = Ragged(np.frombuffer(f1.SerializeToString(), np.uint8),
+               np.array([0, len(f1.SerializeToString())]))
   lists_b = wire.feature_lists(steps, np.array([0, 2]))
   lists_c = wire.feature_lists(steps, np.array([0, 0]))
   one = np.ones(1, dtype=bool)
   vec = wire.sequence_example_message(
-      [("a", ctx, one)], [("b", lists_b, one), ("c", lists_c, one)], 1)
+      [wire.Entry("a", ctx, one)],
+      [wire.Entry("b", lists_b, one), wire.Entry("c", lists_c, one)], 1)
   assert vec.to_list() == [expected]
 
 

@@ -1,76 +1,29 @@
 """One group's steps -> its SequenceExample(s), in Python. No Beam here.
 
-`SequenceAssembler.assemble` orders the steps of one group (Python tuples,
-`Step`), checks the context, applies `max_length` and writes the record(s),
-or says why the group is not written (`GroupError`). It is the reference
+`SequenceAssembler.assemble` orders the steps of one group (Python
+values, `encoding.grouped_sequences.Step`), checks the context, applies
+`max_length` and writes the record(s), or says why the group is not
+written (`GroupError`). It is the reference
 for `encoding.groups.GroupAssembler`, which does the same for many groups
 at once with Arrow and numpy, and hands it the groups that need an error
 message (the rare ones: rejected, truncated, too large, conflicting).
 """
 
-import dataclasses
 import heapq
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from beam_tfrecords.encoding import wire
-from beam_tfrecords.encoding.sequence import _check_sequence
+from beam_tfrecords.encoding.grouped_sequences import (
+    ENTRY_OVERHEAD, GROUP_REJECTED, STEP_OVERHEAD, BadRows, GroupError,
+    GroupResult, Step, StepEntry)
+from beam_tfrecords.encoding.sequences import SchemaSource, check_sequence
 from beam_tfrecords.schema import Derive, Overflow
 from beam_tfrecords.schema.model import OnBadStep
 
-__all__ = ["SequenceAssembler", "GroupResult", "GroupError", "Step",
-           "BadRows", "GROUP_REJECTED"]
+__all__ = ["SequenceAssembler"]
 
-# One step of a grouped sequence, as it travels through GroupByKey:
-#   (order values, step Feature bytes per sequence feature (schema order),
-#    context Feature bytes or None per row-read context feature, row number)
-Step = Tuple[tuple, Tuple[bytes, ...], Tuple[Optional[bytes], ...],
-             Optional[int]]
-# Rows of a group that could not become steps, as one batch reports them:
-#   (source path, row number of the first, its reason, how many rows)
-BadRows = Tuple[str, Optional[int], str, int]
-# How the reason of a group rejected for one of its rows starts.
-GROUP_REJECTED = "group_rejected_because_of_row"
-
-# Upper bounds of the framing bytes around a step's Feature (tag + length)
-# and around a map entry (tags, lengths), for the record size check.
-_STEP_OVERHEAD = 11
-_ENTRY_OVERHEAD = 33
-
-
-@dataclasses.dataclass(frozen=True)
-class GroupError:
-  """Rows of a group that are not in a record, and why.
-
-  Attributes:
-    rows: how many input rows this accounts for.
-    reason: what happened, for a person.
-    dropped: True when a declared policy (keep_first / keep_last) left the
-      rows out; False when they were rejected.
-    examples: up to a few (source, row) of the rows concerned.
-  """
-  rows: int
-  reason: str
-  dropped: bool = False
-  examples: Tuple[Tuple[str, Optional[int]], ...] = ()
-
-
-@dataclasses.dataclass
-class GroupResult:
-  """What one group became.
-
-  Attributes:
-    records: serialized SequenceExamples (several with overflow: split).
-    steps: the number of steps in each record.
-    errors: the group's rows that are in no record.
-  """
-  records: List[bytes]
-  steps: List[int]
-  errors: List[GroupError]
-
-  @property
-  def rows_written(self) -> int:
-    return sum(self.steps)
-
+# A group's steps as they come: (source path, steps) per chunk.
+Chunks = Iterable[Tuple[str, Sequence[Step]]]
 
 def _show_feature(value: Optional[bytes]) -> str:
   from beam_tfrecords.records import decode_feature  # only for messages
@@ -82,8 +35,8 @@ def _show_feature(value: Optional[bytes]) -> str:
   return repr(shown[0]) if len(shown) == 1 else repr(shown)
 
 
-def _where(entry) -> Tuple[str, Optional[int]]:
-  return (entry[4], entry[3])
+def _where(entry: StepEntry) -> Tuple[str, Optional[int]]:
+  return (entry.path, entry.row)
 
 
 class SequenceAssembler:
@@ -95,49 +48,55 @@ class SequenceAssembler:
 
   EXAMPLES = 3  # (source, row) examples kept per group error
 
-  def __init__(self, schema):
-    self._schema = _check_sequence(schema)
+  def __init__(self, schema: SchemaSource):
+    self._schema = check_sequence(schema)
     s = self._schema
     row_read = [f for f in s.context if f.column is not None]
     self._ctx_index = {f.name: i for i, f in enumerate(row_read)}
     self._constant = [f for f in row_read if f.derive is None]
     descending = [k.descending for k in s.order_by]
 
-    def key(e):
-      order = e[0] if not any(descending) else tuple(
-          _descending(v) if d else v for v, d in zip(e[0], descending))
+    def key(entry: StepEntry) -> tuple:
+      # Unpacked, not entry.order: this runs once per step of every sort.
+      order, features, context, row, path = entry
+      if any(descending):
+        order = tuple(_descending(v) if d else v
+                      for v, d in zip(order, descending))
       # Ties: the step's serialized values, then its context values
       # (missing sorts first), so no record depends on input order; last
       # the row's place (steps equal in all values write the same bytes
       # either way; this only fixes which rows errors/ names).
-      return (order, e[1], tuple((c is not None, c or b"") for c in e[2]),
-              e[4], -1 if e[3] is None else e[3])
+      return (order, features, tuple((c is not None, c or b"")
+                                     for c in context),
+              path, -1 if row is None else row)
     # Steps sort by the order_by values, then (ties) by their own values.
     self._key = key
 
   def __reduce__(self):
     return (SequenceAssembler, (self._schema.to_dict(),))
 
-  def assemble(self, chunks: Iterable[Tuple[str, Sequence[Step]]],
-               bad: Sequence[BadRows] = ()) -> GroupResult:
+  def assemble(self, chunks: Chunks, bad: Sequence[BadRows] = ()
+               ) -> GroupResult:
     """One group's steps, in chunks of (source path, steps).
 
     `bad` are the group's rows that could not become steps (they are in
-    errors/ already); under on_bad_step: reject_group, any of them rejects
-    the group's other rows too.
+    errors/ already), as BadRows or tuples of its fields; under
+    on_bad_step: reject_group, any of them rejects the group's other rows
+    too.
     `chunks` is iterated more than once (Beam's grouped values allow it).
     Under overflow reject / keep_first / keep_last, memory stays bounded
     by max_length steps (plus what the runner holds); without max_length
     or with split, the group's steps are held and sorted in memory.
     """
     s = self._schema
-    max_len = s.max_length
     n = sum(len(steps) for _, steps in chunks)
     if n == 0:
       return GroupResult([], [], [])
     if bad and s.on_bad_step is OnBadStep.REJECT_GROUP:
       return GroupResult([], [], [self._rejected_for(chunks, bad, n)])
-    over = max_len is not None and n > max_len
+    # The steps one record may hold (all of them without max_length).
+    max_len = n if s.max_length is None else s.max_length
+    over = n > max_len
     if over and s.overflow is Overflow.REJECT:
       first = heapq.nsmallest(self.EXAMPLES, self._entries(chunks),
                               key=self._key)
@@ -190,14 +149,15 @@ class SequenceAssembler:
       steps.append(len(piece))
     return GroupResult(records, steps, errors)
 
-  def _rejected_for(self, chunks, bad: Sequence[BadRows], n: int
+  def _rejected_for(self, chunks: Chunks, bad: Sequence[BadRows], n: int
                     ) -> GroupError:
     """The error of a group rejected because some of its rows were."""
+    marks = [BadRows._make(b) for b in bad]  # plain tuples too
     # The smallest (source, row) names the group's bad row, whatever order
     # the batches came in.
-    path, row, reason, _ = min(bad, key=lambda b: (
-        b[0], b[1] is None, b[1] or 0, b[2]))
-    count = sum(b[3] for b in bad)
+    path, row, reason, _ = min(marks, key=lambda b: (
+        b.path, b.row is None, b.row or 0, b.reason))
+    count = sum(b.rows for b in marks)
     more = f"{count:,} of its rows were rejected; " if count > 1 else ""
     first = heapq.nsmallest(self.EXAMPLES, self._entries(chunks),
                             key=self._key)
@@ -207,69 +167,69 @@ class SequenceAssembler:
         f"{'them' if count > 1 else 'it'})",
         examples=tuple(_where(e) for e in first))
 
-  def _size_bound(self, piece: list) -> int:
+  def _size_bound(self, piece: List[StepEntry]) -> int:
     """At least the serialized size of the record `piece` makes."""
     s = self._schema
-    size = sum(len(f) + _STEP_OVERHEAD for e in piece for f in e[1])
-    size += sum(len(c) for c in piece[0][2] if c is not None)
-    size += sum(len(c) for c in piece[-1][2] if c is not None)
-    size += sum(len(f.name.encode("utf-8")) + _ENTRY_OVERHEAD
+    size = sum(len(f) + STEP_OVERHEAD for e in piece for f in e.features)
+    size += sum(len(c) for c in piece[0].context if c is not None)
+    size += sum(len(c) for c in piece[-1].context if c is not None)
+    size += sum(len(f.name.encode("utf-8")) + ENTRY_OVERHEAD
                 for f in s.context + s.sequence)
-    return size + 2 * _ENTRY_OVERHEAD
+    return size + 2 * ENTRY_OVERHEAD
 
   @staticmethod
-  def _entries(chunks):
-    """Each step with its source path appended (a fresh pass each call)."""
+  def _entries(chunks: Chunks) -> Iterator[StepEntry]:
+    """Each step with its source path (a fresh pass each call)."""
     for path, steps in chunks:
       for step in steps:
-        yield step + (path,)
+        yield StepEntry._make(step + (path,))  # faster than StepEntry(...)
 
-  def _varies(self, entries) -> bool:
+  def _varies(self, entries: Iterable[StepEntry]) -> bool:
     """Whether a context value that must be constant is not (one pass)."""
     columns = [self._ctx_index[f.name] for f in self._constant]
     first = None
     for e in entries:
-      values = [e[2][j] for j in columns]
+      values = [e.context[j] for j in columns]
       if first is None:
         first = values
       elif values != first:
         return True
     return False
 
-  def _context_conflict(self, entries: list) -> Optional[GroupError]:
+  def _context_conflict(self, entries: List[StepEntry]) -> GroupError:
+    """The error of a group whose context values differ (`_varies`)."""
     for f in self._constant:
       j = self._ctx_index[f.name]
-      first = entries[0][2][j]
+      first = entries[0].context[j]
       for e in entries:
-        if e[2][j] != first:
+        if e.context[j] != first:
           return GroupError(
               rows=len(entries),
               reason=f'context feature "{f.name}" differs inside the group: '
               f"{_show_feature(first)} ({_where_text(entries[0])}) vs "
-              f"{_show_feature(e[2][j])} ({_where_text(e)}); make it a "
+              f"{_show_feature(e.context[j])} ({_where_text(e)}); make it a "
               "sequence feature, or declare derive: first / last to take "
               "the value of the first / last step",
               examples=(_where(entries[0]), _where(e)))
-    return None
+    raise ValueError("the group's context values do not differ")
 
-  def _record(self, piece: list, part: int) -> bytes:
+  def _record(self, piece: List[StepEntry], part: int) -> bytes:
     s = self._schema
-    context = []
+    context: List[Tuple[str, bytes]] = []
     for f in s.context:
       if f.derive is Derive.LENGTH or f.derive is Derive.PART:
-        value = len(piece) if f.derive is Derive.LENGTH else part
+        number = len(piece) if f.derive is Derive.LENGTH else part
         context.append((f.name, wire.frame(0x1A, wire.frame(
-            0x0A, wire._varint_bytes(value)))))
+            0x0A, wire.varint_bytes(number)))))
         continue
       j = self._ctx_index[f.name]
-      step = piece[-1] if f.derive is Derive.LAST else piece[0]
-      if step[2][j] is not None:
-        context.append((f.name, step[2][j]))
-    lists = [(f.name, [e[1][i] for e in piece])
+      value = (piece[-1] if f.derive is Derive.LAST else piece[0]).context[j]
+      if value is not None:
+        context.append((f.name, value))
+    lists = [(f.name, [e.features[i] for e in piece])
              for i, f in enumerate(s.sequence)]
-    context.sort(key=lambda p: p[0].encode("utf-8"))
-    lists.sort(key=lambda p: p[0].encode("utf-8"))
-    return wire.sequence_example_bytes(context, lists)
+    return wire.sequence_example_bytes(wire.sorted_by_name(context),
+                                       wire.sorted_by_name(lists))
 
 
 class _Reversed:
@@ -290,8 +250,8 @@ def _descending(value):
   return -value if isinstance(value, (int, float)) else _Reversed(value)
 
 
-def _where_text(entry) -> str:
-  return _place(entry[4], entry[3])
+def _where_text(entry: StepEntry) -> str:
+  return _place(entry.path, entry.row)
 
 
 def _place(path: str, row: Optional[int]) -> str:

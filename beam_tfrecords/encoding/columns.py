@@ -12,9 +12,7 @@ rules in `beam_tfrecords.schema.values`, value by value, which also produce
 the per-row reasons. Both give the same arrays (tests/test_encoding_paths.py).
 """
 
-import dataclasses
-import json
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -23,8 +21,9 @@ import pyarrow.compute as pc
 from beam_tfrecords.schema import values as value_rules
 from beam_tfrecords.schema.model import Feature, FeatureType
 
-__all__ = ["VALUE_TYPES", "convert_column", "convert_cells", "apply_missing",
-           "convert_steps", "Steps"]
+__all__ = ["VALUE_TYPES", "RowErrors", "list_type", "batch_columns", "input_of",
+           "convert_input", "convert_column", "convert_cells", "apply_missing",
+           "python_values", "is_text", "is_list", "as_utf8"]
 
 # The Arrow type a feature's values are held in before serialization.
 VALUE_TYPES = {
@@ -58,6 +57,27 @@ def convert_cells(feature: Feature, cells: Sequence[Any]
       errors[row] = str(e)
       out.append(None)
   return pa.array(out, type=list_type(feature)), errors
+
+
+def batch_columns(batch: Any) -> Dict[str, Any]:
+  """An Arrow RecordBatch's (or Table's) columns by name."""
+  return {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
+
+
+def input_of(feature: Feature, columns: Mapping[str, Any]) -> Any:
+  """What `feature` reads from `columns` (column name -> values): None
+  when the column is absent or the feature is computed (no column)."""
+  return None if feature.column is None else columns.get(feature.column)
+
+
+def convert_input(feature: Feature, columns: Mapping[str, Any], num_rows: int
+                  ) -> Tuple[pa.LargeListArray, RowErrors]:
+  """Converts the column `feature` reads: Python cells (a list) value by
+  value, an Arrow column by `convert_column`."""
+  array = input_of(feature, columns)
+  if isinstance(array, list):
+    return convert_cells(feature, array)
+  return convert_column(feature, array, num_rows)
 
 
 def convert_column(feature: Feature, array: Optional[pa.Array],
@@ -99,10 +119,10 @@ def _fast_rows(feature: Feature, array: pa.Array) -> Optional[np.ndarray]:
   if not feature.is_scalar or feature.type not in (FeatureType.INT64,
                                                    FeatureType.FLOAT):
     return None
-  if not isinstance(array, pa.Array) or not _is_text(array.type):
+  if not isinstance(array, pa.Array) or not is_text(array.type):
     return None
   try:
-    text = _as_utf8(array)
+    text = as_utf8(array)
   except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
     return None  # not UTF-8: the reference rules say which row
   pattern = (value_rules.INT_TEXT if feature.type is FeatureType.INT64
@@ -159,146 +179,21 @@ def apply_missing(feature: Feature, lists: pa.LargeListArray,
   return lists
 
 
-@dataclasses.dataclass
-class Steps:
-  """One sequence feature of n rows, each row's cell a list of steps.
-
-  Attributes:
-    values: one entry per step (all rows back to back), the step's values;
-      null where the step's value is missing.
-    offsets: n+1 offsets of each row's first step in `values`.
-    present: per row, whether the cell held a list (False: missing).
-    errors: row -> reason.
-  """
-  values: pa.LargeListArray
-  offsets: np.ndarray
-  present: np.ndarray
-  errors: RowErrors
-
-  @property
-  def counts(self) -> np.ndarray:
-    return np.diff(self.offsets)
-
-
-def _step_list(feature: Feature, cell: Any) -> list:
-  """The steps one cell holds (Python path)."""
-  if isinstance(cell, (list, tuple)):
-    return list(cell)
-  if isinstance(cell, (str, bytes)):
-    if feature.separator is not None:
-      # Bytes are split as bytes: each step is then judged by the value
-      # rules (a `string` step that is not UTF-8 is an error, not U+FFFD).
-      sep = feature.separator if isinstance(cell, str) else \
-          feature.separator.encode("utf-8")
-      return [] if len(cell) == 0 else cell.split(sep)
-    try:
-      text = cell.decode("utf-8") if isinstance(cell, bytes) else cell
-    except UnicodeDecodeError as e:
-      raise ValueError(f"the cell is not valid UTF-8 (byte {e.start}) and "
-                       "so not a JSON list of steps") from None
-    if text.strip().startswith("["):
-      try:
-        parsed = json.loads(text)
-      except ValueError as e:
-        raise ValueError(f"could not parse {text[:60]!r} as a JSON list of "
-                         f"steps: {e}") from None
-      if isinstance(parsed, list):
-        return parsed
-  raise ValueError(f"expected a list of steps (a JSON or Parquet list, or "
-                   f"text split by `separator`), got {type(cell).__name__} "
-                   f"{str(cell)[:60]!r}")
-
-
-def _flat_cells(cells: list) -> Any:
-  """An Arrow array of step cells when the types allow, else the list."""
-  try:
-    array = pa.array(cells)
-    array.validate(full=True)  # e.g. bytes that are not UTF-8 in a string
-    return array
-  except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
-    return cells
-
-
-def convert_steps(feature: Feature, array: Any, num_rows: int) -> Steps:
-  """Converts a column whose cells are lists of steps (a sequence feature
-  without group_by): JSON lists, Parquet lists, lists of lists, JSON text or
-  text split by the feature's separator.
-
-  Each step is converted like an Example cell of the feature's (step) shape;
-  a missing step takes the default, is an error when required, and is
-  otherwise an empty step.
-  """
-  step_feature = dataclasses.replace(feature, separator=None)
-  errors: RowErrors = {}
-  if array is None:
-    return Steps(pa.nulls(0, list_type(feature)),
-                 np.zeros(num_rows + 1, dtype=np.int64),
-                 np.zeros(num_rows, dtype=bool), errors)
-  if isinstance(array, pa.ChunkedArray):
-    array = array.combine_chunks()
-  if isinstance(array, pa.Array) and pa.types.is_dictionary(array.type):
-    array = array.dictionary_decode()
-  if (isinstance(array, pa.Array) and _is_text(array.type)
-      and feature.separator is not None
-      and not pc.any(pc.equal(pc.binary_length(array), 0)).as_py()):
-    try:
-      text = array if feature.type is FeatureType.BYTES else _as_utf8(array)
-      array = pc.split_pattern(text, feature.separator)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-      pass  # e.g. invalid UTF-8: the Python path says which row
-  cells = None
-  if isinstance(array, pa.Array) and _is_list(array.type):
-    if pa.types.is_fixed_size_list(array.type):
-      array = pc.cast(array, pa.large_list(array.type.value_type))
-    offsets = np.asarray(array.offsets, dtype=np.int64)
-    present = array.is_valid().to_numpy(zero_copy_only=False)
-    if not (array.null_count and np.any(np.diff(offsets)[~present])):
-      start, end = int(offsets[0]), int(offsets[-1])
-      cells = array.values.slice(start, end - start)
-      offsets = offsets - start
-  if cells is None:  # the Python path: text cells, mixed types
-    pylist = array.to_pylist() if isinstance(array, pa.Array) else list(array)
-    flat: list = []
-    offsets = np.zeros(num_rows + 1, dtype=np.int64)
-    present = np.zeros(num_rows, dtype=bool)
-    for row, cell in enumerate(pylist):
-      if cell is not None:
-        try:
-          flat.extend(_step_list(feature, cell))
-          present[row] = True
-        except ValueError as e:
-          errors[row] = str(e)
-      offsets[row + 1] = len(flat)
-    cells = _flat_cells(flat)
-  if isinstance(cells, list):
-    values, step_errors = convert_cells(step_feature, cells)
-  else:
-    values, step_errors = convert_column(step_feature, cells, len(cells))
-  values = apply_missing(step_feature, values, step_errors)
-  if step_errors:
-    steps = np.fromiter(step_errors, dtype=np.int64)
-    rows = np.searchsorted(offsets, steps, side="right") - 1
-    for step, row in sorted(zip(steps.tolist(), rows.tolist())):
-      errors.setdefault(row, f"at step {step - int(offsets[row])}: "
-                        f"{step_errors[step]}")
-  return Steps(values, offsets, present, errors)
-
-
 # ---------------------------------------------------------------------------
 # The fast path.
 
 
-def _is_text(t: pa.DataType) -> bool:
+def is_text(t: pa.DataType) -> bool:
   return (pa.types.is_string(t) or pa.types.is_large_string(t)
           or pa.types.is_binary(t) or pa.types.is_large_binary(t))
 
 
-def _is_list(t: pa.DataType) -> bool:
+def is_list(t: pa.DataType) -> bool:
   return (pa.types.is_list(t) or pa.types.is_large_list(t)
           or pa.types.is_fixed_size_list(t))
 
 
-def _as_utf8(array: pa.Array) -> pa.Array:
+def as_utf8(array: pa.Array) -> pa.Array:
   if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type):
     return pc.cast(array, pa.large_string())  # raises on invalid UTF-8
   return array
@@ -326,8 +221,8 @@ def _fast_values(ftype: FeatureType, array: pa.Array) -> pa.Array:
   if pa.types.is_null(t):
     return pa.nulls(len(array), VALUE_TYPES[ftype])
   if ftype in (FeatureType.INT64, FeatureType.FLOAT):
-    if _is_text(t):
-      text = pc.utf8_trim_whitespace(_as_utf8(array))
+    if is_text(t):
+      text = pc.utf8_trim_whitespace(as_utf8(array))
       pattern = (value_rules.INT_TEXT if ftype is FeatureType.INT64
                  else value_rules.FLOAT_TEXT)
       if not _all_match(text, pattern):
@@ -346,9 +241,9 @@ def _fast_values(ftype: FeatureType, array: pa.Array) -> pa.Array:
         raise _Fallback()
       return pc.cast(array, pa.int64())  # safe: raises on overflow/fractions
     return _to_float32(pc.cast(array, pa.float64()))
-  if _is_text(t):
+  if is_text(t):
     if ftype is FeatureType.STRING:
-      array = _as_utf8(array)
+      array = as_utf8(array)
     return pc.cast(array, pa.large_binary())
   if ftype is FeatureType.STRING and (pa.types.is_integer(t)
                                       or pa.types.is_date(t)):
@@ -380,7 +275,7 @@ def _fast_lists(feature: Feature, array: pa.Array) -> pa.LargeListArray:
   """Converts a list column (Arrow lists) value by value."""
   if pa.types.is_fixed_size_list(array.type):
     array = pc.cast(array, pa.large_list(array.type.value_type))
-  if _is_list(array.type.value_type):
+  if is_list(array.type.value_type):
     raise _Fallback()  # nested lists: flattening rules live in values.py
   offsets = np.asarray(array.offsets, dtype=np.int64)
   start, end = int(offsets[0]), int(offsets[-1])
@@ -399,7 +294,7 @@ def _fast_split(feature: Feature, array: pa.Array) -> pa.LargeListArray:
   """Splits delimited text cells ("" is the empty list)."""
   if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type):
     if feature.type is not FeatureType.BYTES:
-      array = _as_utf8(array)
+      array = as_utf8(array)
   if pc.any(pc.equal(pc.binary_length(array), 0)).as_py():
     raise _Fallback()
   return _fast_lists(feature, pc.split_pattern(array, feature.separator))
@@ -411,16 +306,16 @@ def _fast_column(feature: Feature, array: pa.Array) -> pa.LargeListArray:
     array = array.dictionary_decode()
     t = array.type
   if feature.is_scalar:
-    if _is_list(t):
+    if is_list(t):
       raise _Fallback()
     return _wrap_scalars(_fast_values(feature.type, array))
-  if _is_list(t):
+  if is_list(t):
     lists = _fast_lists(feature, array)
-  elif _is_text(t) and feature.separator is not None:
+  elif is_text(t) and feature.separator is not None:
     lists = _fast_split(feature, array)
-  elif _is_text(t):
+  elif is_text(t):
     # A cell holding a JSON list, or an empty cell, follows the text rules.
-    if pc.any(pc.starts_with(_as_utf8(array), "[")).as_py() or pc.any(
+    if pc.any(pc.starts_with(as_utf8(array), "[")).as_py() or pc.any(
         pc.equal(pc.binary_length(array), 0)).as_py():
       raise _Fallback()
     lists = _wrap_scalars(_fast_values(feature.type, array))

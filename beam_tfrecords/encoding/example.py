@@ -13,10 +13,12 @@ import pyarrow as pa
 
 from beam_tfrecords.encoding import columns as col
 from beam_tfrecords.encoding import wire
+from beam_tfrecords.encoding.ragged import Ragged
 from beam_tfrecords.encoding.stats import column_stats
 from beam_tfrecords.schema import Feature, FeatureType, Schema, load_schema
 
-__all__ = ["RowError", "EncodedBatch", "ExampleEncoder"]
+__all__ = ["RowError", "EncodedBatch", "ExampleEncoder", "row_errors",
+           "feature_bytes"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +37,12 @@ class RowError:
     return "; ".join(f'In feature "{f}": {r}' for f, r in self.problems)
 
 
+def row_errors(problems: Dict[int, List[Tuple[str, str]]]) -> List[RowError]:
+  """RowErrors from row -> [(feature, reason)], in row order."""
+  return [RowError(row=r, problems=tuple(p))
+          for r, p in sorted(problems.items())]
+
+
 @dataclasses.dataclass
 class EncodedBatch:
   """The result of encoding one batch.
@@ -46,7 +54,7 @@ class EncodedBatch:
     steps: for SequenceExamples, the number of steps of each record.
     dropped_steps: steps left out by a max_length policy (keep_first/last).
   """
-  records: wire.Ragged
+  records: Ragged
   rows: np.ndarray
   errors: List[RowError]
   steps: Optional[np.ndarray] = None
@@ -65,8 +73,8 @@ class EncodedBatch:
     return self.records.to_list()
 
 
-def _feature_bytes(feature: Feature, lists: pa.LargeListArray,
-                   present: Optional[np.ndarray] = None):
+def feature_bytes(feature: Feature, lists: pa.LargeListArray,
+                  present: Optional[np.ndarray] = None) -> wire.Pieces:
   """The serialized tf.train.Feature of every row of one converted column
   (wire.Pieces); nothing for the rows where `present` is False."""
   offsets = np.asarray(lists.offsets, dtype=np.int64)
@@ -104,36 +112,28 @@ class ExampleEncoder:
 
   def encode(self, batch: pa.RecordBatch) -> EncodedBatch:
     """Encodes an Arrow RecordBatch (or Table) whose columns are the sources."""
-    return self.encode_columns(
-        {name: batch.column(i) for i, name in enumerate(batch.schema.names)},
-        batch.num_rows)
+    return self.encode_columns(col.batch_columns(batch), batch.num_rows)
 
   def encode_columns(self, columns: Mapping[str, Any], num_rows: int,
                      stats: bool = False) -> EncodedBatch:
     """Encodes columns (pa.Array, or lists of Python values) by name;
     with `stats`, also describes each feature of the written records."""
-    converted = []
-    for feature in self._schema.features:
-      array = columns.get(feature.column)
-      if isinstance(array, list):
-        converted.append((feature,) + col.convert_cells(feature, array))
-      else:
-        converted.append(
-            (feature,) + col.convert_column(feature, array, num_rows))
+    converted = [(feature,) + col.convert_input(feature, columns, num_rows)
+                 for feature in self._schema.features]
     return self._assemble(converted, num_rows, stats)
 
   def encode_rows(self, rows: Sequence[Mapping[str, Any]]) -> EncodedBatch:
     """Encodes Python dicts (column -> value) value by value."""
     converted = []
     for feature in self._schema.features:
-      cells = [row.get(feature.column) for row in rows]
+      cells = [col.input_of(feature, row) for row in rows]
       converted.append((feature,) + col.convert_cells(feature, cells))
     return self._assemble(converted, len(rows))
 
   def _assemble(self, converted, n: int, stats: bool = False
                 ) -> EncodedBatch:
     problems: Dict[int, List[Tuple[str, str]]] = {}
-    finished = []
+    finished: List[Tuple[Feature, pa.LargeListArray]] = []
     for feature, lists, errors in converted:
       lists = col.apply_missing(feature, lists, errors)
       for row, reason in errors.items():
@@ -145,18 +145,16 @@ class ExampleEncoder:
     rows = np.nonzero(good)[0]
     keep = None if good.all() else pa.array(good)
     parts = []
-    described = {} if stats else None
+    described: Dict[str, dict] = {}
     for feature, lists in finished:
       if keep is not None:
         lists = lists.filter(keep)
       if stats:
         described[feature.name] = column_stats(feature, lists)
       present = lists.is_valid().to_numpy(zero_copy_only=False)
-      parts.append((feature.name, _feature_bytes(feature, lists, present),
-                    present))
-    parts.sort(key=lambda p: p[0].encode("utf-8"))
-    records = wire.example_message(parts, len(rows))
-    errors = [RowError(row=r, problems=tuple(p))
-              for r, p in sorted(problems.items())]
-    return EncodedBatch(records=records, rows=rows, errors=errors,
-                        stats=described)
+      parts.append(wire.Entry(feature.name,
+                              feature_bytes(feature, lists, present), present))
+    records = wire.example_message(wire.sorted_by_name(parts), len(rows))
+    return EncodedBatch(records=records, rows=rows,
+                        errors=row_errors(problems),
+                        stats=described if stats else None)

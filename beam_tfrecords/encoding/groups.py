@@ -20,28 +20,30 @@ each group's record(s):
    written by the vectorized wire encoder over all groups of the bucket at
    once: no Python object per step.
 
-The result (`GroupedRecords`) lists the groups in key order with their
-records; its bytes equal the reference's, group by group
-(tests/test_grouped_fast.py).
+The result (`encoding.grouped_sequences.GroupedRecords`) lists the groups
+in key order with their records; its bytes equal the reference's, group
+by group (tests/test_grouped_fast.py).
 """
 
-import dataclasses
 import json
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tfrecords.encoding import wire
-from beam_tfrecords.encoding.assembler import (_ENTRY_OVERHEAD, _STEP_OVERHEAD,
-                                               BadRows, GroupError,
-                                               SequenceAssembler)
-from beam_tfrecords.encoding.sequence import _check_sequence, _offsets
+from beam_tfrecords.encoding.assembler import SequenceAssembler
+from beam_tfrecords.encoding.grouped_sequences import (
+    ENTRY_OVERHEAD, STEP_OVERHEAD, BadRows, GroupedRecords, GroupError, Step)
+from beam_tfrecords.encoding.ragged import (Ragged, from_arrow, offsets_of,
+                                            ranges, to_arrow)
+from beam_tfrecords.encoding.sequences import SchemaSource, check_sequence
 from beam_tfrecords.encoding.steps import CONTEXT, KEY, ORDER, ROW, STEP
-from beam_tfrecords.schema import Derive, Overflow
+from beam_tfrecords.schema import Derive, Overflow, Schema
 from beam_tfrecords.schema.model import OnBadStep
 
+# GroupedRecords is what GroupAssembler.assemble returns.
 __all__ = ["GroupAssembler", "GroupedRecords"]
 
 # Sort-only columns: the file's place among the files, the row number
@@ -51,45 +53,14 @@ __all__ = ["GroupAssembler", "GroupedRecords"]
 _PATH, _ROW_SORT, _HAS, _VALUE = "path", "row_sort", "has", "value"
 
 
-@dataclasses.dataclass
-class GroupedRecords:
-  """The records of many groups, in group key order.
-
-  Attributes:
-    keys: the group key of each group with records, ascending.
-    records: every record, group after group (wire.Ragged).
-    offsets: len(keys) + 1 offsets of each group's first record.
-    steps: the steps in each record.
-    errors: (group key, GroupError) of the groups' rows in no record, in
-      key order.
-    hashes: the sink's stable hash of each key (sinks.shards.stable_hash),
-      when the producer computed them (in parallel); None: the sink does.
-  """
-  keys: List[tuple]
-  records: wire.Ragged
-  offsets: np.ndarray
-  steps: np.ndarray
-  errors: List[Tuple[tuple, GroupError]]
-  hashes: Optional[np.ndarray] = None
-
-  def __len__(self) -> int:
-    return len(self.keys)
-
-  def __iter__(self) -> Iterator[bytes]:
-    """The records, as bytes (a chunk's items, for sinks that take them
-    one by one)."""
-    return iter(self.records.to_list())
-
-  def chunks(self) -> Iterator[Tuple[tuple, List[bytes]]]:
-    """(key, [record]) per group."""
-    records = self.records.to_list()
-    o = self.offsets.tolist()
-    for i, key in enumerate(self.keys):
-      yield key, records[o[i]:o[i + 1]]
-
-  @property
-  def rows_written(self) -> int:
-    return int(self.steps.sum())
+class _Pieces(NamedTuple):
+  """The records to write, as ranges of the sorted steps: per record its
+  group (index), its part number in the group, its first step and its
+  number of steps."""
+  group: np.ndarray
+  part: np.ndarray
+  begin: np.ndarray
+  length: np.ndarray
 
 
 def _changes(column: pa.Array) -> np.ndarray:
@@ -123,8 +94,8 @@ class GroupAssembler:
     schema: the SequenceExample schema with group_by.
   """
 
-  def __init__(self, schema):
-    self._schema = s = _check_sequence(schema)
+  def __init__(self, schema: SchemaSource):
+    self._schema = s = check_sequence(schema)
     self._reference = SequenceAssembler(s)
     self._row_read = [f for f in s.context if f.column is not None]
     self._constant = [i for i, f in enumerate(self._row_read)
@@ -138,15 +109,15 @@ class GroupAssembler:
            for name in (_HAS, _VALUE)]
         + [(_PATH, "ascending"), (_ROW_SORT, "ascending")])
     # The record size bound's constant part (SequenceAssembler._size_bound).
-    self._fixed_bytes = sum(len(f.name.encode("utf-8")) + _ENTRY_OVERHEAD
+    self._fixed_bytes = sum(len(f.name.encode("utf-8")) + ENTRY_OVERHEAD
                             for f in s.context + s.sequence
-                            ) + 2 * _ENTRY_OVERHEAD
+                            ) + 2 * ENTRY_OVERHEAD
 
   def __reduce__(self):
     return (GroupAssembler, (self._schema.to_dict(),))
 
   @property
-  def schema(self):
+  def schema(self) -> Schema:
     return self._schema
 
   def assemble(self, blocks: Sequence[Tuple[str, pa.Table]],
@@ -159,8 +130,8 @@ class GroupAssembler:
     t = self._sorted(blocks)
     n = t.num_rows
     if n == 0:
-      return GroupedRecords([], wire.Ragged(np.empty(0, np.uint8),
-                                            np.zeros(1, np.int64)),
+      return GroupedRecords([], Ragged(np.empty(0, np.uint8),
+                                       np.zeros(1, np.int64)),
                             np.zeros(1, np.int64), np.zeros(0, np.int64), [])
     new = np.zeros(n, dtype=bool)
     new[0] = True
@@ -181,8 +152,7 @@ class GroupAssembler:
     records = self._records(t, begin, length, part)
     if special.any():
       keep = ~special[group]
-      records = wire.from_arrow(wire.to_arrow(records).filter(
-          pa.array(keep)))
+      records = from_arrow(to_arrow(records).filter(pa.array(keep)))
       group, part, length = group[keep], part[keep], length[keep]
     errors = self._dropped(t, starts, sizes, special)
     # The special groups, written by the reference.
@@ -198,7 +168,8 @@ class GroupAssembler:
     return self._collect(keys, group, part, records, length, extra,
                          extra_steps, [(keys[g], e) for g, e in errors])
 
-  def _pieces(self, starts, sizes, special) -> tuple:
+  def _pieces(self, starts: np.ndarray, sizes: np.ndarray,
+              special: np.ndarray) -> _Pieces:
     """(group, part, first step, steps) of every record: one per group,
     or under overflow: split one per max_length steps (keep_first /
     keep_last: the kept steps). A special group is one piece of all its
@@ -209,10 +180,10 @@ class GroupAssembler:
     if max_len is not None and s.overflow is Overflow.SPLIT:
       count = np.where(special, 1, np.maximum(1, -(-sizes // max_len)))
     group = np.repeat(np.arange(len(starts)), count)
-    part = wire.ranges(np.zeros(len(starts), np.int64), count)
+    part = ranges(np.zeros(len(starts), np.int64), count)
     begin, length = starts[group], sizes[group]
     if max_len is None or s.overflow is Overflow.REJECT:
-      return group, part, begin, length
+      return _Pieces(group, part, begin, length)
     normal = ~special[group]
     if s.overflow is Overflow.SPLIT:
       begin = np.where(normal, begin + part * max_len, begin)
@@ -223,7 +194,7 @@ class GroupAssembler:
       if s.overflow is Overflow.KEEP_LAST:
         begin = begin + length - kept
       length = kept
-    return group, part, begin, length
+    return _Pieces(group, part, begin, length)
 
   def _dropped(self, t, starts, sizes, special) -> List[tuple]:
     """(group, GroupError) of the groups keep_first / keep_last cut, as
@@ -303,12 +274,13 @@ class GroupAssembler:
       special |= np.add.reduceat(differ.astype(np.int64), starts) > 0
     return special
 
-  def _too_big(self, t, pieces, groups: int) -> np.ndarray:
+  def _too_big(self, t: pa.Table, pieces: _Pieces, groups: int
+               ) -> np.ndarray:
     """Groups with a piece whose size bound (SequenceAssembler's) is over
     max_record_bytes."""
     s = self._schema
-    group, _, begin, length = pieces
-    per_step = np.full(t.num_rows, _STEP_OVERHEAD * len(s.sequence),
+    begin, length = pieces.begin, pieces.length
+    per_step = np.full(t.num_rows, STEP_OVERHEAD * len(s.sequence),
                        dtype=np.int64)
     for i in range(len(s.sequence)):
       per_step += _lengths(_column(t, f"{STEP}{i}"))
@@ -321,10 +293,11 @@ class GroupAssembler:
     bound = (total[end] - total[begin] + context[begin] + context[end - 1]
              + self._fixed_bytes)
     out = np.zeros(groups, dtype=bool)
-    out[group[bound > s.max_record_bytes]] = True
+    out[pieces.group[bound > s.max_record_bytes]] = True
     return out
 
-  def _records(self, t, begin, length, part) -> wire.Ragged:
+  def _records(self, t: pa.Table, begin: np.ndarray, length: np.ndarray,
+               part: np.ndarray) -> Ragged:
     """The SequenceExample of each piece (steps begin..begin+length of the
     sorted table, the pieces covering it in order; `part`: its number
     within its group)."""
@@ -333,32 +306,34 @@ class GroupAssembler:
     steps = None  # the pieces cover the table in order: no take
     if not (begin[0] == 0 and ends[-1] == t.num_rows
             and np.array_equal(begin[1:], ends[:-1])):
-      steps = pa.array(wire.ranges(begin, length))
-    lists = []
+      steps = pa.array(ranges(begin, length))
+    lists: List[wire.Entry] = []
     for i, f in enumerate(s.sequence):
       column = _column(t, f"{STEP}{i}")
-      features = wire.from_arrow(column if steps is None else
-                                 column.take(steps))
-      lists.append((f.name, wire.feature_lists(features, _offsets(length)),
-                    np.ones(len(begin), dtype=bool)))
-    context = []
+      features = from_arrow(column if steps is None else column.take(steps))
+      lists.append(wire.Entry(
+          f.name, wire.feature_lists(features, offsets_of(length)),
+          np.ones(len(begin), dtype=bool)))
+    context: List[wire.Entry] = []
     every = np.arange(len(begin) + 1)
     for f in s.context:
       if f.derive is Derive.LENGTH or f.derive is Derive.PART:
         value = (part if f.derive is Derive.PART else length).astype(np.int64)
-        context.append((f.name, wire.int64_feature(value, every),
-                        np.ones(len(begin), dtype=bool)))
+        context.append(wire.Entry(f.name, wire.int64_feature(value, every),
+                                  np.ones(len(begin), dtype=bool)))
         continue
       j = self._row_read.index(f)
       at = begin + length - 1 if f.derive is Derive.LAST else begin
       values = _column(t, f"{CONTEXT}{j}").take(pa.array(at))
-      context.append((f.name, wire.from_arrow(values),
-                      values.is_valid().to_numpy(zero_copy_only=False)))
-    context.sort(key=lambda p: p[0].encode("utf-8"))
-    lists.sort(key=lambda p: p[0].encode("utf-8"))
-    return wire.sequence_example_message(context, lists, len(begin))
+      context.append(wire.Entry(
+          f.name, from_arrow(values),
+          values.is_valid().to_numpy(zero_copy_only=False)))
+    return wire.sequence_example_message(wire.sorted_by_name(context),
+                                         wire.sorted_by_name(lists),
+                                         len(begin))
 
-  def _chunks(self, t, start: int, size: int):
+  def _chunks(self, t: pa.Table, start: int, size: int
+              ) -> List[Tuple[str, List[Step]]]:
     """One group's steps as SequenceAssembler takes them."""
     s = self._schema
     rows = t.slice(start, size)
@@ -372,10 +347,10 @@ class GroupAssembler:
     features = columns(STEP, len(s.sequence))
     context = columns(CONTEXT, len(self._row_read))
     numbers = _column(rows, ROW).to_pylist()
-    chunks: Dict[str, list] = {}
-    for i, path in enumerate(_column(rows, _PATH).to_pylist()):
-      chunks.setdefault(paths[path], []).append(
-          (orders[i], features[i], context[i], numbers[i]))
+    chunks: Dict[str, List[Step]] = {}
+    for path, step in zip(_column(rows, _PATH).to_pylist(), map(
+        Step._make, zip(orders, features, context, numbers))):
+      chunks.setdefault(paths[path], []).append(step)
     return list(chunks.items())
 
   @staticmethod
@@ -388,7 +363,7 @@ class GroupAssembler:
       for g, found in extra.items():
         counts[g] = len(found)
       # Where each vectorized piece and each reference record goes.
-      offsets = _offsets(counts)
+      offsets = offsets_of(counts)
       source = np.empty(int(offsets[-1]), dtype=np.int64)
       steps = np.empty(int(offsets[-1]), dtype=np.int64)
       position = offsets[group] + part
@@ -402,11 +377,11 @@ class GroupAssembler:
           steps[at + i] = n
           extra_records.append(record)
       every = pa.concat_arrays([
-          wire.to_arrow(records),
+          to_arrow(records),
           pa.array(extra_records, type=pa.large_binary())])
-      records = wire.from_arrow(every.take(pa.array(source)))
+      records = from_arrow(every.take(pa.array(source)))
       length = steps
     keep = counts > 0
     return GroupedRecords([k for k, w in zip(keys, keep.tolist()) if w],
-                          records, _offsets(counts[keep]),
+                          records, offsets_of(counts[keep]),
                           length.astype(np.int64), errors)

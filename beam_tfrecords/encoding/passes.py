@@ -22,7 +22,7 @@ and the sink merges the passes' records by key like it merges buckets.
 """
 
 import dataclasses
-from typing import Callable, Iterable, List, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -82,7 +82,7 @@ def plan_passes(tables: Callable[[], Iterable[Tuple[str, pa.Table]]],
   """How to assemble a bucket whose (source, StepTable.table) pairs
   `tables()` yields (called more than once), in passes of about `limit`
   step bytes."""
-  keys = None
+  keys: List[str] = []
   sums = []
   for _, table in tables():
     names = columns_of(table, KEY)
@@ -123,7 +123,7 @@ def plan_passes(tables: Callable[[], Iterable[Tuple[str, pa.Table]]],
 
 def _examples(tables, hashes: np.ndarray, count: int = 3) -> dict:
   """hash -> the first `count` (source, row) of each refused group."""
-  found = {}
+  found: Dict[int, List[Tuple[str, Optional[int]]]] = {}
   for path, table in tables():
     h = key_hash(table)
     for i in np.flatnonzero(np.isin(h, hashes)).tolist():

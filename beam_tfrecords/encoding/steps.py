@@ -11,8 +11,9 @@ together and writes the records.
 `key_hash` spreads keys over buckets the same way in every process (Python's
 own `hash` of bytes differs between processes).
 
-`StepEncoder.encode_columns` gives the same steps as Python tuples per
-group (`StepBatch`), for `SequenceAssembler` (one group at a time).
+`StepEncoder.encode_columns` gives the same steps as Python values per
+group (`StepBatch` of `encoding.grouped_sequences.Step`), for
+`SequenceAssembler` (one group at a time).
 """
 
 import dataclasses
@@ -24,10 +25,12 @@ import pyarrow.compute as pc
 
 from beam_tfrecords.encoding import columns as col
 from beam_tfrecords.encoding import wire
-from beam_tfrecords.encoding.example import RowError, _feature_bytes
-from beam_tfrecords.encoding.assembler import Step
-from beam_tfrecords.encoding.sequence import (_check_sequence, _convert,
-                                              _row_errors)
+from beam_tfrecords.encoding.example import (RowError, feature_bytes,
+                                             row_errors)
+from beam_tfrecords.encoding.grouped_sequences import BadStep, Step
+from beam_tfrecords.encoding.ragged import from_arrow, to_arrow
+from beam_tfrecords.encoding.sequences import (SchemaSource, check_sequence,
+                                               convert_feature)
 from beam_tfrecords.encoding.stats import column_stats
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
@@ -52,15 +55,15 @@ class StepTable:
       serialized Feature), CONTEXT<i> (large_binary, null where missing),
       ROW (int64: the row's number in its file, null where not known).
     errors: the rows that could not become steps.
-    bad: the rows of `errors` whose group key was read, as (key, row index,
-      reason), in row order: their groups are incomplete.
+    bad: the rows of `errors` whose group key was read, in row order:
+      their groups are incomplete.
     stats: feature name -> column_stats over the rows that became steps
       (when asked for): context features per row, sequence features per
       step.
   """
   table: pa.Table
   errors: List[RowError]
-  bad: List[Tuple[tuple, int, str]]
+  bad: List[BadStep]
   stats: Optional[Dict[str, dict]] = None
 
   def keys(self) -> List[tuple]:
@@ -77,15 +80,15 @@ class StepBatch:
     groups: (key, steps) per key, in first-seen order; the key is a tuple
       of stored values (int, float or bytes) in group_by order.
     errors: rows that could not become a step.
-    bad: the rows of `errors` whose group key was read, as (key, row,
-      reason), in row order: their groups are incomplete.
+    bad: the rows of `errors` whose group key was read, in row order:
+      their groups are incomplete.
   """
   groups: List[Tuple[tuple, List[Step]]]
   errors: List[RowError]
   # feature name -> column_stats over the rows that became steps (when
   # asked for): context features per row, sequence features per step.
   stats: Optional[Dict[str, dict]] = None
-  bad: List[Tuple[tuple, int, str]] = dataclasses.field(default_factory=list)
+  bad: List[BadStep] = dataclasses.field(default_factory=list)
 
 
 def columns_of(table: pa.Table, prefix: str) -> List[str]:
@@ -130,8 +133,8 @@ class StepEncoder:
     schema: a SequenceExample schema with group_by.
   """
 
-  def __init__(self, schema):
-    self._schema = _check_sequence(schema)
+  def __init__(self, schema: SchemaSource):
+    self._schema = check_sequence(schema)
     s = self._schema
     if not s.group_by:
       raise ValueError("a schema without group_by is encoded by "
@@ -159,15 +162,15 @@ class StepEncoder:
     problems: Dict[int, List[Tuple[str, str]]] = {}
     # A column read by several features (key, step, context) is converted
     # once per kind of value: conversion depends on type, shape, separator.
-    done: Dict[Feature, tuple] = {}
+    done: Dict[Feature, Tuple[pa.LargeListArray, col.RowErrors]] = {}
 
-    def converted(feature):
+    def converted(feature: Feature) -> pa.LargeListArray:
       how = dataclasses.replace(feature, name="", source=feature.column,
                                 required=False,
                                 default=None, description="", derive=None,
                                 of=None)
       if how not in done:
-        done[how] = _convert(how, columns, n)
+        done[how] = convert_feature(how, columns, n)
       lists, errors = done[how]
       errors = dict(errors)
       lists = col.apply_missing(feature, lists, errors)
@@ -195,20 +198,19 @@ class StepEncoder:
     for i, f in enumerate(s.sequence):
       lists = converted(f)
       # A missing step value (no default, not required) is an empty step.
-      out[f"{STEP}{i}"] = wire.to_arrow(wire.materialize(
-          _feature_bytes(f, lists)))
+      out[f"{STEP}{i}"] = to_arrow(wire.materialize(feature_bytes(f, lists)))
       described.append((f, lists))
     for i, f in enumerate(self._context):
       lists = converted(f)
       present = lists.is_valid().to_numpy(zero_copy_only=False)
-      out[f"{CONTEXT}{i}"] = wire.to_arrow(
-          wire.materialize(_feature_bytes(f, lists)),
+      out[f"{CONTEXT}{i}"] = to_arrow(
+          wire.materialize(feature_bytes(f, lists)),
           None if present.all() else present)
       described.append((f, lists))
     numbers = row_numbers if row_numbers is not None else [None] * n
     out[ROW] = pa.array(numbers, type=pa.int64())
     table = pa.table(out)
-    errors = _row_errors(problems)
+    errors = row_errors(problems)
     good = None
     if problems:
       good = np.ones(n, dtype=bool)
@@ -225,12 +227,12 @@ class StepEncoder:
     key_names = {f.name for f in self._keys}
     bad_rows = [e for e in errors
                 if not any(name in key_names for name, _ in e.problems)]
-    bad = []
+    bad: List[BadStep] = []
     if bad_rows:
       index = pa.array([e.row for e in bad_rows], type=pa.int64())
       keys = list(zip(*(scalars[f].take(index).to_pylist()
                         for f in self._keys)))
-      bad = [(key, e.row, e.reason) for key, e in zip(keys, bad_rows)]
+      bad = [BadStep(key, e.row, e.reason) for key, e in zip(keys, bad_rows)]
     return StepTable(table=table, errors=errors, bad=bad, stats=stat)
 
   def encode_rows(self, rows: Sequence[Mapping[str, Any]]) -> StepBatch:
@@ -240,12 +242,12 @@ class StepEncoder:
   def encode_columns(self, columns: Mapping[str, Any], n: int,
                      row_numbers: Optional[Sequence[Optional[int]]] = None,
                      stats: bool = False) -> StepBatch:
-    """`encode_table`'s steps as Python tuples, by group key."""
+    """`encode_table`'s steps as Python values, by group key."""
     steps = self.encode_table(columns, n, row_numbers, stats)
     t = steps.table
     s = self._schema
 
-    def rows(prefix, count):
+    def rows(prefix: str, count: int) -> List[tuple]:
       return list(zip(*(t.column(f"{prefix}{i}").to_pylist()
                         for i in range(count)))) or [()] * t.num_rows
 
@@ -254,9 +256,10 @@ class StepEncoder:
     context = rows(CONTEXT, len(self._context))
     numbers = t.column(ROW).to_pylist()
     groups: Dict[tuple, List[Step]] = {}
-    for i, key in enumerate(steps.keys()):
-      groups.setdefault(key, []).append(
-          (orders[i], features[i], context[i], numbers[i]))
+    # Step._make over zip: a third of the cost of Step(...) per row.
+    for key, step in zip(steps.keys(), map(Step._make, zip(
+        orders, features, context, numbers))):
+      groups.setdefault(key, []).append(step)
     return StepBatch(groups=list(groups.items()), errors=steps.errors,
                      stats=steps.stats, bad=steps.bad)
 
@@ -279,7 +282,7 @@ def _mix(z: np.ndarray) -> np.ndarray:
 
 def _bytes_hash(array: pa.Array) -> np.ndarray:
   """A polynomial hash of each value's bytes (and its length)."""
-  ragged = wire.from_arrow(array.cast(pa.large_binary()))
+  ragged = from_arrow(array.cast(pa.large_binary()))
   offsets = ragged.offsets - ragged.offsets[0]
   lengths = np.diff(offsets)
   data = ragged.buf[ragged.offsets[0]:ragged.offsets[-1]].astype(np.uint64)

@@ -6,10 +6,10 @@ record in hash-map order, and that order changes from one process to the next
 with tfx-bsl 1.21). The product guarantees byte-identical output for the same
 input, so records are built here with keys in sorted (bytewise) order.
 
-Everything works on `Ragged` columns: one contiguous uint8 buffer plus n+1
-offsets, the bytes of row i being buf[offsets[i]:offsets[i+1]]. A message is
-built by concatenating pieces row by row (`concat`), each piece a Ragged
-column; headers come from `varints` of lengths computed beforehand.
+Everything works on `encoding.ragged.Ragged` columns: one contiguous uint8
+buffer plus n+1 offsets, the bytes of row i being buf[offsets[i]:offsets[i+1]].
+A message is built as `Pieces` (parts joined row by row, once, by
+`materialize`); headers come from `varints` of lengths computed beforehand.
 
 Wire layout (field numbers from tensorflow/core/example/*.proto):
 
@@ -31,53 +31,24 @@ as a Feature holding an empty list (TensorFlow reads both as "no values" for
 VarLenFeature; FixedLenFeature with a default fills only the missing one).
 """
 
-from typing import List, Optional, Sequence, Union
+from typing import (Any, Iterable, List, NamedTuple, Optional, Sequence,
+                    Tuple, TypeVar, Union)
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Ragged", "ranges", "varints", "materialize", "to_arrow", "from_arrow", "const", "int64_feature",
-           "float_feature", "bytes_feature", "features_message",
-           "example_message", "feature_lists", "sequence_example_message",
-           "frame", "map_entries", "sequence_example_bytes"]
+from beam_tfrecords.encoding.ragged import (Ragged, const, from_arrow, masked,
+                                            offsets_of, to_arrow)
+
+__all__ = ["Entry", "sorted_by_name", "varints", "varint_bytes", "Pieces",
+           "materialize", "int64_feature", "float_feature", "bytes_feature",
+           "features_message", "example_message", "feature_lists",
+           "sequence_example_message", "frame", "map_entries",
+           "sequence_example_bytes"]
 
 _UINT8 = np.uint8
-
-
-class Ragged:
-  """n byte strings stored as one buffer and n+1 offsets (int64)."""
-
-  __slots__ = ("buf", "offsets")
-
-  def __init__(self, buf: np.ndarray, offsets: np.ndarray):
-    self.buf = buf
-    self.offsets = offsets
-
-  def __len__(self):
-    return len(self.offsets) - 1
-
-  @property
-  def lengths(self) -> np.ndarray:
-    return np.diff(self.offsets)
-
-  def regroup(self, offsets: np.ndarray) -> "Ragged":
-    """Groups consecutive rows: row i becomes rows offsets[i]..offsets[i+1]."""
-    return Ragged(self.buf, self.offsets[offsets])
-
-  def to_list(self) -> List[bytes]:
-    data = self.buf.tobytes()
-    o = self.offsets.tolist()
-    return [data[o[i]:o[i + 1]] for i in range(len(o) - 1)]
-
-
-def ranges(begins: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-  """Concatenated aranges: begins[i] .. begins[i] + lengths[i]."""
-  total = int(lengths.sum())
-  if total == 0:
-    return np.empty(0, dtype=np.int64)
-  starts = np.repeat(begins - np.cumsum(lengths) + lengths, lengths)
-  return starts + np.arange(total, dtype=np.int64)
+_Named = TypeVar("_Named", bound=Tuple[Any, ...])
 
 
 def _varint_lengths(values: np.ndarray) -> np.ndarray:
@@ -88,10 +59,11 @@ def _varint_lengths(values: np.ndarray) -> np.ndarray:
 
 
 def _varint_length(value: int) -> int:
-  return len(_varint_bytes(value))
+  return len(varint_bytes(value))
 
 
-def varints(values: np.ndarray, present: np.ndarray = None) -> Ragged:
+def varints(values: np.ndarray, present: Optional[np.ndarray] = None
+            ) -> Ragged:
   """The varint encoding of int64/uint64 values (negatives take 10 bytes).
 
   Args:
@@ -103,14 +75,11 @@ def varints(values: np.ndarray, present: np.ndarray = None) -> Ragged:
   if len(v) and v.max() < 128:  # one byte each: the common case of lengths
     if present is None:
       return Ragged(v.astype(_UINT8), np.arange(len(v) + 1, dtype=np.int64))
-    offsets = np.zeros(len(v) + 1, dtype=np.int64)
-    np.cumsum(present, out=offsets[1:])
-    return Ragged(v[present].astype(_UINT8), offsets)
+    return Ragged(v[present].astype(_UINT8), offsets_of(present))
   lengths = _varint_lengths(v)
   if present is not None:
     lengths = np.where(present, lengths, 0)
-  offsets = np.zeros(len(v) + 1, dtype=np.int64)
-  np.cumsum(lengths, out=offsets[1:])
+  offsets = offsets_of(lengths)
   buf = np.empty(int(offsets[-1]), dtype=_UINT8)
   starts = offsets[:-1]
   for k in range(10):
@@ -121,18 +90,6 @@ def varints(values: np.ndarray, present: np.ndarray = None) -> Ragged:
     more = lengths[rows] > k + 1
     buf[starts[rows] + k] = (byte | np.where(more, 0x80, 0).astype(np.uint64)
                             ).astype(_UINT8)
-  return Ragged(buf, offsets)
-
-
-def const(data: bytes, present: np.ndarray) -> Ragged:
-  """The same bytes in every row where `present` is True, nothing elsewhere."""
-  present = np.asarray(present, dtype=bool)
-  lengths = present.astype(np.int64) * len(data)
-  offsets = np.zeros(len(present) + 1, dtype=np.int64)
-  np.cumsum(lengths, out=offsets[1:])
-  count = int(present.sum())
-  buf = np.tile(np.frombuffer(data, dtype=_UINT8), count) if data else \
-      np.empty(0, dtype=_UINT8)
   return Ragged(buf, offsets)
 
 
@@ -155,7 +112,7 @@ class Pieces:
 
   __slots__ = ("parts", "lengths")
 
-  def __init__(self, parts: list, lengths: np.ndarray):
+  def __init__(self, parts: List["Part"], lengths: np.ndarray):
     self.parts = parts
     self.lengths = lengths
 
@@ -166,31 +123,29 @@ class Pieces:
     return materialize(self).to_list()
 
 
+# One part of a message: a column, or the same bytes in (some) rows.
+Part = Union[Ragged, _Const]
+# A message per row: joined (Ragged) or not yet (Pieces).
+Message = Union[Ragged, Pieces]
+
+
+class Entry(NamedTuple):
+  """One feature (or feature list) of every row of a message."""
+  name: str
+  value: Message       # its serialized Feature (FeatureList body) per row
+  present: np.ndarray  # bool per row: False leaves the entry out
+
+
+def sorted_by_name(entries: Iterable[_Named]) -> List[_Named]:
+  """Entries ((name, ...) tuples) in the order a message holds them: by
+  the name's UTF-8 bytes, as protobuf serializes map keys."""
+  return sorted(entries, key=lambda entry: entry[0].encode("utf-8"))
+
+
 _EMPTY = pa.scalar(b"", pa.large_binary())
 
 
-def to_arrow(piece: Ragged, present: Optional[np.ndarray] = None
-             ) -> pa.LargeBinaryArray:
-  """The rows as an Arrow array (null where `present` is False), no copy."""
-  first, last = int(piece.offsets[0]), int(piece.offsets[-1])
-  return pa.LargeBinaryArray.from_buffers(
-      pa.large_binary(), len(piece),
-      [None if present is None else pa.array(present).buffers()[1],
-       pa.py_buffer(piece.offsets - first),
-       pa.py_buffer(piece.buf[first:last])])
-
-
-def from_arrow(array: pa.LargeBinaryArray) -> Ragged:
-  """An Arrow large_binary array's bytes, no copy (a null row is empty)."""
-  _, offsets, data = array.buffers()
-  start = array.offset
-  offsets = np.frombuffer(offsets, dtype=np.int64)[start:start + len(array) + 1]
-  buf = (np.frombuffer(data, dtype=_UINT8) if data is not None
-         else np.empty(0, dtype=_UINT8))
-  return Ragged(buf, offsets)
-
-
-def materialize(message: Union[Ragged, Pieces]) -> Ragged:
+def materialize(message: Message) -> Ragged:
   """The bytes of every row, joined in one pass (Arrow's
   binary_join_element_wise; constants present in every row are passed as
   scalars)."""
@@ -201,7 +156,7 @@ def materialize(message: Union[Ragged, Pieces]) -> Ragged:
     return Ragged(np.empty(0, dtype=_UINT8), np.zeros(n + 1, dtype=np.int64))
   if len(message.parts) == 1 and isinstance(message.parts[0], Ragged):
     return message.parts[0]
-  args = []
+  args: List[Any] = []
   for part in message.parts:
     if isinstance(part, Ragged):
       args.append(to_arrow(part))
@@ -211,17 +166,19 @@ def materialize(message: Union[Ragged, Pieces]) -> Ragged:
       args.append(to_arrow(const(part.data, part.present)))
   if not any(isinstance(a, pa.Array) for a in args):
     # Only constants: give Arrow one column to set the length.
-    args[0] = to_arrow(const(message.parts[0].data, np.ones(n, dtype=bool)))
+    first = message.parts[0]
+    assert isinstance(first, _Const)  # no column among the parts
+    args[0] = to_arrow(const(first.data, np.ones(n, dtype=bool)))
   return from_arrow(pc.binary_join_element_wise(*args, _EMPTY))
 
 
-def _parts(message) -> list:
+def _parts(message: Message) -> List[Part]:
   return message.parts if isinstance(message, Pieces) else [message]
 
 
-def _merged(parts: list) -> list:
+def _merged(parts: List[Part]) -> List[Part]:
   """Adjacent constants with the same rows become one."""
-  out = []
+  out: List[Part] = []
   for part in parts:
     last = out[-1] if out else None
     if (isinstance(part, _Const) and isinstance(last, _Const)
@@ -232,22 +189,23 @@ def _merged(parts: list) -> list:
   return out
 
 
-def _masked_message(message, present: np.ndarray) -> Pieces:
+def _masked_message(message: Message, present: np.ndarray) -> Pieces:
   """`message` with the rows where present is False emptied."""
-  parts = []
+  parts: List[Part] = []
   absent = ~present
   for part in _parts(message):
     if isinstance(part, _Const):
       parts.append(_Const(part.data, present if part.present is None
                           else part.present & present))
     elif part.lengths[absent].any():
-      parts.append(_masked(part, present))
+      parts.append(masked(part, present))
     else:
       parts.append(part)
   return Pieces(parts, np.where(present, message.lengths, 0))
 
 
-def _length_delimited(tag: int, payload, present=None) -> Pieces:
+def _length_delimited(tag: int, payload: Message,
+                      present: Optional[np.ndarray] = None) -> Pieces:
   """tag + varint(len) + payload per row (nothing where present is False).
 
   Not joined yet: the result is Pieces.
@@ -260,8 +218,10 @@ def _length_delimited(tag: int, payload, present=None) -> Pieces:
     elif lengths[~present].any():
       payload = _masked_message(payload, present)
       lengths = payload.lengths
+  header: List[Part]
+  header_lengths: Union[int, np.ndarray]
   if len(lengths) and lengths.min() == lengths.max() and present is None:
-    header = [_Const(bytes([tag]) + _varint_bytes(int(lengths[0])), None)]
+    header = [_Const(bytes([tag]) + varint_bytes(int(lengths[0])), None)]
     header_lengths = 1 + _varint_length(int(lengths[0]))
   else:
     header = [_Const(bytes([tag]), present), varints(lengths, present)]
@@ -312,6 +272,7 @@ def bytes_feature(data: np.ndarray, value_offsets: np.ndarray,
   offsets = np.asarray(offsets, dtype=np.int64)
   values = Ragged(data, value_offsets.astype(np.int64))
   items = _length_delimited(0x0A, values)      # one BytesList item per value
+  bytes_list: Message
   if _is_one_per_row(offsets, len(values)):
     bytes_list = items                         # a scalar column: no regroup
   else:
@@ -319,37 +280,41 @@ def bytes_feature(data: np.ndarray, value_offsets: np.ndarray,
   return _length_delimited(0x0A, bytes_list, present)
 
 
-def features_message(features: Sequence[tuple]) -> Pieces:
+def features_message(features: Sequence[Entry]) -> Pieces:
   """The Features message body per row.
 
   Args:
-    features: (name, feature, present: bool array) in the order they
-      are written; callers sort them by name.
+    features: at least one Entry, in the order they are written; callers
+      sort them by name (`sorted_by_name`).
   """
-  parts, lengths = [], None
+  parts: List[Part] = []
+  lengths: Optional[np.ndarray] = None
   for name, feature, present in features:
     present = np.asarray(present, dtype=bool)
     mask = None if present.all() else present
     key = name.encode("utf-8")
-    key_field = _Const(b"\x0a" + _varint_bytes(len(key)) + key, mask)
+    key_field = _Const(b"\x0a" + varint_bytes(len(key)) + key, mask)
     value = _length_delimited(0x12, feature, mask)
     key_lengths = len(key_field.data) if mask is None else \
         mask * len(key_field.data)
-    entry = _length_delimited(0x0A, Pieces([key_field] + value.parts,
+    entry_parts: List[Part] = [key_field, *value.parts]
+    entry = _length_delimited(0x0A, Pieces(entry_parts,
                                            value.lengths + key_lengths), mask)
     parts += entry.parts
     lengths = entry.lengths if lengths is None else lengths + entry.lengths
+  if lengths is None:
+    raise ValueError("a Features message needs at least one entry")
   return Pieces(_merged(parts), lengths)
 
 
-def example_message(features: Sequence[tuple], n: int) -> Ragged:
+def example_message(features: Sequence[Entry], n: int) -> Ragged:
   """Serialized tf.train.Example per row (see `features_message`)."""
   if not features:
     return const(b"\x0a\x00", np.ones(n, dtype=bool))
   return materialize(_length_delimited(0x0A, features_message(features)))
 
 
-def feature_lists(step_features, step_offsets: np.ndarray) -> Ragged:
+def feature_lists(step_features: Message, step_offsets: np.ndarray) -> Ragged:
   """The FeatureList body per row.
 
   Args:
@@ -360,16 +325,17 @@ def feature_lists(step_features, step_offsets: np.ndarray) -> Ragged:
   return framed.regroup(np.asarray(step_offsets, dtype=np.int64))
 
 
-def sequence_example_message(context: Sequence[tuple], lists: Sequence[tuple],
+def sequence_example_message(context: Sequence[Entry], lists: Sequence[Entry],
                              n: int) -> Ragged:
   """Serialized tf.train.SequenceExample per row.
 
   Args:
-    context: (name, Feature, present) as for `features_message`.
-    lists: (name, FeatureList body: Ragged, present), sorted by name.
+    context: Feature entries as for `features_message`, sorted by name.
+    lists: FeatureList body entries, sorted by name.
     n: rows.
   """
-  parts, lengths = [], np.zeros(n, dtype=np.int64)
+  parts: List[Part] = []
+  lengths = np.zeros(n, dtype=np.int64)
   for tag, entries in ((0x0A, context), (0x12, lists)):
     if entries:
       body = features_message(entries)
@@ -388,7 +354,7 @@ def sequence_example_message(context: Sequence[tuple], lists: Sequence[tuple],
 
 def frame(tag: int, payload: bytes) -> bytes:
   """tag + varint(len) + payload."""
-  return bytes([tag]) + _varint_bytes(len(payload)) + payload
+  return bytes([tag]) + varint_bytes(len(payload)) + payload
 
 
 # 0x0A + one-byte length: the header of most steps, precomputed.
@@ -397,24 +363,25 @@ _STEP_HEADERS = [bytes([0x0A, n]) for n in range(128)]
 
 def _feature_list(steps: Sequence[bytes]) -> bytes:
   """FeatureList body: each step's Feature as repeated field 1."""
-  out = []
+  out: List[bytes] = []
   for f in steps:
     n = len(f)
-    out.append(_STEP_HEADERS[n] if n < 128 else b"\x0a" + _varint_bytes(n))
+    out.append(_STEP_HEADERS[n] if n < 128 else b"\x0a" + varint_bytes(n))
     out.append(f)
   return b"".join(out)
 
 
-def map_entries(entries: Sequence[tuple]) -> bytes:
+def map_entries(entries: Sequence[Tuple[str, bytes]]) -> bytes:
   """Features / FeatureLists body from (name, value bytes), sorted by name."""
-  out = []
+  out: List[bytes] = []
   for name, value in entries:
     key = name.encode("utf-8")
     out.append(frame(0x0A, frame(0x0A, key) + frame(0x12, value)))
   return b"".join(out)
 
 
-def sequence_example_bytes(context: Sequence[tuple], lists: Sequence[tuple]
+def sequence_example_bytes(context: Sequence[Tuple[str, bytes]],
+                           lists: Sequence[Tuple[str, Sequence[bytes]]]
                            ) -> bytes:
   """One SequenceExample from (name, Feature bytes) context entries and
   (name, [step Feature bytes]) feature lists, each sorted by name."""
@@ -426,20 +393,7 @@ def sequence_example_bytes(context: Sequence[tuple], lists: Sequence[tuple]
   return b"".join(out)
 
 
-def _masked(piece: Ragged, present: np.ndarray) -> Ragged:
-  """`piece` with the rows where present is False emptied."""
-  if present.all():
-    return piece
-  lengths = np.where(present, piece.lengths, 0)
-  keep = np.repeat(present, piece.lengths)
-  first, last = int(piece.offsets[0]), int(piece.offsets[-1])
-  buf = piece.buf[first:last][keep]
-  offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-  np.cumsum(lengths, out=offsets[1:])
-  return Ragged(buf, offsets)
-
-
-def _varint_bytes(value: int) -> bytes:
+def varint_bytes(value: int) -> bytes:
   out = bytearray()
   while True:
     byte = value & 0x7F

@@ -1,30 +1,10 @@
-"""Rows -> serialized tf.train.SequenceExample. No Beam here.
+"""Rows whose cells hold lists -> serialized tf.train.SequenceExample.
 
-Two ways rows become sequences, as the schema says:
-
-* **List columns** (no `group_by`): `SequenceEncoder` (here) turns each row
-  into one sequence (or several, with `overflow: split`); each sequence
-  feature's cell holds the list of steps. Vectorized over a whole batch,
-  like Examples.
-* **Grouped rows** (`group_by`): `encoding.steps.StepEncoder` turns each row
-  into one step, keyed by the group key; after the rows of a key are
-  brought together, `encoding.groups.GroupAssembler` orders the steps of
-  many groups at once, checks the context, applies `max_length` and writes
-  the records (`encoding.assembler.SequenceAssembler` does the same for
-  one group, and writes the groups that need an error message).
-
-Steps inside a group are ordered by the `order_by` values, then, where
-those tie, by the step's own serialized values: the result depends only on
-the rows, not on file order, runner or worker count.
-
-A group with a rejected row (one that could not become a step, though its
-group key was read) is rejected whole unless the schema says
-`on_bad_step: drop_step`: a sequence with a gap in it is not written.
-
-Context values must be the same on every row of a group. When they are not,
-the whole group goes to the dead-letter output with both values and where
-they came from; a feature declared `derive: first` / `derive: last` takes
-the value of the first / last step instead.
+A SequenceExample schema without `group_by`: each sequence feature's cell
+holds the list of the row's steps (`encoding.step_lists`), and each row
+becomes one sequence, or, past `max_length` steps, what `overflow` says:
+the row is rejected, cut to its first / last steps, or split into several
+sequences. Vectorized over a whole batch, like Examples. No Beam here.
 """
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -35,42 +15,22 @@ import pyarrow.compute as pc
 
 from beam_tfrecords.encoding import columns as col
 from beam_tfrecords.encoding import wire
+from beam_tfrecords.encoding.example import (EncodedBatch, feature_bytes,
+                                             row_errors)
+from beam_tfrecords.encoding.ragged import offsets_of, ranges
+from beam_tfrecords.encoding.sequences import (SchemaSource, check_sequence,
+                                               convert_feature)
 from beam_tfrecords.encoding.stats import column_stats, log_buckets
-from beam_tfrecords.encoding.example import (EncodedBatch, RowError,
-                                             _feature_bytes)
-from beam_tfrecords.schema import (Derive, Feature, Overflow, Schema,
-                                   load_schema)
+from beam_tfrecords.encoding.step_lists import Steps, convert_steps
+from beam_tfrecords.schema import Derive, Feature, Overflow, Schema
 
 __all__ = ["SequenceEncoder", "sequence_stats"]
 
-
-def _check_sequence(schema: Schema) -> Schema:
-  schema = load_schema(schema)
-  if not schema.is_sequence:
-    raise ValueError(f"schema {schema.name!r} describes {schema.record.value} "
-                     "records, not sequence_example")
-  return schema
-
-
-def _row_errors(problems: Dict[int, List[Tuple[str, str]]]) -> List[RowError]:
-  return [RowError(row=r, problems=tuple(p)) for r, p in sorted(problems.items())]
-
-
-def _convert(feature: Feature, columns: Mapping[str, Any], n: int):
-  """Converted column (defaults applied) and row errors of one feature."""
-  array = columns.get(feature.column)
-  if isinstance(array, list):
-    lists, errors = col.convert_cells(feature, array)
-  else:
-    lists, errors = col.convert_column(feature, array, n)
-  return col.apply_missing(feature, lists, errors), errors
-
-
-
-def _offsets(lengths: np.ndarray) -> np.ndarray:
-  out = np.zeros(len(lengths) + 1, dtype=np.int64)
-  np.cumsum(lengths, out=out[1:])
-  return out
+# row -> [(feature name, reason)]
+_Problems = Dict[int, List[Tuple[str, str]]]
+# What the statistics describe: (feature, its lists per record, and for a
+# feature list the steps per record).
+_Described = List[Tuple[Feature, pa.LargeListArray, Optional[np.ndarray]]]
 
 
 class SequenceEncoder:
@@ -85,8 +45,8 @@ class SequenceEncoder:
     schema: a SequenceExample schema (Schema, dict or path) without group_by.
   """
 
-  def __init__(self, schema):
-    self._schema = _check_sequence(schema)
+  def __init__(self, schema: SchemaSource):
+    self._schema = check_sequence(schema)
     if self._schema.group_by:
       raise ValueError("a schema with group_by is encoded by StepEncoder and "
                        "SequenceAssembler")
@@ -99,9 +59,7 @@ class SequenceEncoder:
     return (SequenceEncoder, (self._schema.to_dict(),))
 
   def encode(self, batch: pa.RecordBatch) -> EncodedBatch:
-    return self.encode_columns(
-        {name: batch.column(i) for i, name in enumerate(batch.schema.names)},
-        batch.num_rows)
+    return self.encode_columns(col.batch_columns(batch), batch.num_rows)
 
   def encode_rows(self, rows: Sequence[Mapping[str, Any]]) -> EncodedBatch:
     columns = {c: [row.get(c) for row in rows] for c in self._schema.columns}
@@ -113,23 +71,22 @@ class SequenceEncoder:
     written records (a sequence feature: its values over all steps, and
     `steps_min` / `steps_max` per sequence)."""
     s = self._schema
-    problems: Dict[int, List[Tuple[str, str]]] = {}
+    problems: _Problems = {}
 
-    def note(name, errors):
+    def note(name: str, errors: col.RowErrors) -> None:
       for row, reason in errors.items():
         problems.setdefault(row, []).append((name, reason))
 
-    context = []
+    context: List[Tuple[Feature, pa.LargeListArray]] = []
     for f in s.context:
       if f.column is None:
         continue
-      lists, errors = _convert(f, columns, n)
+      lists, errors = convert_feature(f, columns, n)
       note(f.name, errors)
       context.append((f, lists))
-    steps = []
+    steps: List[Tuple[Feature, Steps]] = []
     for f in s.sequence:
-      array = columns.get(f.column)
-      st = col.convert_steps(f, array, n)
+      st = convert_steps(f, col.input_of(f, columns), n)
       if f.required:
         for row in np.nonzero(~st.present)[0].tolist():
           st.errors.setdefault(int(row), f'required list is missing (column '
@@ -171,7 +128,7 @@ class SequenceEncoder:
       if s.overflow is Overflow.SPLIT:
         pieces = np.maximum(1, -(-length // max_len))
         rows = np.repeat(rows, pieces)
-        part = wire.ranges(np.zeros(len(pieces), dtype=np.int64), pieces)
+        part = ranges(np.zeros(len(pieces), dtype=np.int64), pieces)
         total = np.repeat(length, pieces)
         begin = part * max_len
         length = np.minimum(max_len, total - begin)
@@ -184,29 +141,34 @@ class SequenceEncoder:
     return self._assemble(rows, begin, length, part, context, steps,
                           problems, dropped, stats)
 
-  def _assemble(self, rows, begin, length, part, context, steps, problems,
-                dropped, stats=False) -> EncodedBatch:
+  def _assemble(self, rows: np.ndarray, begin: np.ndarray,
+                length: np.ndarray, part: np.ndarray,
+                context: List[Tuple[Feature, pa.LargeListArray]],
+                steps: List[Tuple[Feature, Steps]], problems: _Problems,
+                dropped: np.ndarray, stats: bool = False) -> EncodedBatch:
+    """The records of the pieces (rows[i]'s steps begin[i] ..
+    begin[i] + length[i], its part[i]-th piece)."""
     s = self._schema
     take = pa.array(rows)
-    described = [] if stats else None  # (feature, lists, steps or None)
-    ctx_parts = []
+    described: _Described = []
+    ctx_parts: List[wire.Entry] = []
     by_name = dict(context)
-    lengths_of = {}
-    list_parts = []
+    lengths_of: Dict[str, np.ndarray] = {}
+    list_parts: List[wire.Entry] = []
     for f, st in steps:
       row_steps = st.counts[rows]
       # This piece's steps of this feature (fewer when ragged).
       # Step i of every feature list is the same time step, so a piece
       # covers the same step indices in each (fewer where a list is short).
       n_steps = np.clip(row_steps - begin, 0, length)
-      index = wire.ranges(st.offsets[rows] + begin, n_steps)
+      index = ranges(st.offsets[rows] + begin, n_steps)
       values = st.values.take(pa.array(index)) if len(index) else \
           st.values.slice(0, 0)
-      feats = _feature_bytes(f, values)
-      body = wire.feature_lists(feats, _offsets(n_steps))
+      feats = feature_bytes(f, values)
+      body = wire.feature_lists(feats, offsets_of(n_steps))
       present = st.present[rows]
       lengths_of[f.name] = n_steps
-      list_parts.append((f.name, body, present))
+      list_parts.append(wire.Entry(f.name, body, present))
       if stats:
         described.append((f, _per_sequence(values, n_steps, present),
                           n_steps))
@@ -214,21 +176,22 @@ class SequenceEncoder:
       if f.derive is Derive.LENGTH or f.derive is Derive.PART:
         value = part if f.derive is Derive.PART else (
             lengths_of[f.of] if f.of else length).astype(np.int64)
-        ctx_parts.append((f.name, wire.int64_feature(
+        ctx_parts.append(wire.Entry(f.name, wire.int64_feature(
             value, np.arange(len(value) + 1)),
-                          np.ones(len(value), dtype=bool)))
+                                    np.ones(len(value), dtype=bool)))
         if stats:
           described.append((f, pa.LargeListArray.from_arrays(
               pa.array(np.arange(len(value) + 1)), pa.array(value)), None))
       else:
         lists = by_name[f].take(take)
-        ctx_parts.append((f.name, _feature_bytes(f, lists),
-                          lists.is_valid().to_numpy(zero_copy_only=False)))
+        ctx_parts.append(wire.Entry(
+            f.name, feature_bytes(f, lists),
+            lists.is_valid().to_numpy(zero_copy_only=False)))
         if stats:
           described.append((f, lists, None))
-    ctx_parts.sort(key=lambda p: p[0].encode("utf-8"))
-    list_parts.sort(key=lambda p: p[0].encode("utf-8"))
-    records = wire.sequence_example_message(ctx_parts, list_parts, len(rows))
+    records = wire.sequence_example_message(
+        wire.sorted_by_name(ctx_parts), wire.sorted_by_name(list_parts),
+        len(rows))
     too_big = records.lengths > s.max_record_bytes
     if too_big.any():
       for i in np.nonzero(too_big)[0].tolist():
@@ -238,35 +201,35 @@ class SequenceEncoder:
             "with overflow: split"))
       # A row split into pieces is rejected whole.
       keep = np.nonzero(~np.isin(rows, rows[too_big]))[0]
-      records = _take_ragged(records, keep)
+      records = records.take(keep)
       rows, length, dropped = rows[keep], length[keep], dropped[keep]
       if stats:
         described = [(f, lists.take(pa.array(keep)),
                       None if n_steps is None else n_steps[keep])
                      for f, lists, n_steps in described]
-    errors = _row_errors(problems)
-    return EncodedBatch(records=records, rows=rows, errors=errors,
+    return EncodedBatch(records=records, rows=rows,
+                        errors=row_errors(problems),
                         steps=length.astype(np.int64),
                         dropped_steps=int(dropped.sum()),
-                        stats=None if described is None else {
-                            f.name: sequence_stats(f, lists, n_steps)
-                            for f, lists, n_steps in described})
+                        stats={f.name: sequence_stats(f, lists, n_steps)
+                               for f, lists, n_steps in described}
+                        if stats else None)
 
 
-def _per_sequence(values, n_steps: np.ndarray, present: np.ndarray
-                  ) -> pa.LargeListArray:
+def _per_sequence(values: pa.LargeListArray, n_steps: np.ndarray,
+                  present: np.ndarray) -> pa.LargeListArray:
   """Per-step lists -> one list per sequence of all its steps' values
   (null where the sequence has no such feature list)."""
   per_step = pc.fill_null(pc.list_value_length(values), 0).to_numpy(
       zero_copy_only=False).astype(np.int64)
-  offsets = _offsets(per_step)[_offsets(n_steps.astype(np.int64))]
+  offsets = offsets_of(per_step)[offsets_of(n_steps.astype(np.int64))]
   return pa.LargeListArray.from_arrays(
       pa.array(offsets), pc.list_flatten(values),
       mask=pa.array(~present.astype(bool)))
 
 
-def sequence_stats(feature: Feature, lists, n_steps: Optional[np.ndarray]
-                   ) -> dict:
+def sequence_stats(feature: Feature, lists: pa.LargeListArray,
+                   n_steps: Optional[np.ndarray]) -> dict:
   """column_stats of a feature's values per record; for a feature list,
   also the steps per record that has it (steps_min / steps_max)."""
   out = column_stats(feature, lists)
@@ -276,12 +239,3 @@ def sequence_stats(feature: Feature, lists, n_steps: Optional[np.ndarray]
       out["steps_min"], out["steps_max"] = int(had.min()), int(had.max())
       out["steps_hist"] = log_buckets(had.astype(np.float64))
   return out
-
-
-def _take_ragged(r: wire.Ragged, index: np.ndarray) -> wire.Ragged:
-  lengths = r.lengths[index]
-  out_offsets = _offsets(lengths)
-  src = wire.ranges(r.offsets[:-1][index], lengths)
-  return wire.Ragged(r.buf[src], out_offsets)
-
-
