@@ -23,8 +23,13 @@ def _name(path: pathlib.Path) -> str:
   return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+# NamedTuple's public methods carry an underscore (no clash with fields).
+NAMEDTUPLE_API = {"_make", "_replace", "_asdict", "_fields", "_field_defaults"}
+
+
 def _private(name: str) -> bool:
-  return name.startswith("_") and not name.startswith("__")
+  return (name.startswith("_") and not name.startswith("__")
+          and name not in NAMEDTUPLE_API)
 
 
 def private_imports(path: pathlib.Path):

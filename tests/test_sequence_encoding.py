@@ -338,7 +338,7 @@ def test_encoders_pickle_as_their_schema(encoder):
 
 def test_wire_helpers_agree_with_protobuf(tf):
   """The vectorized and the one-record writers give protobuf's bytes."""
-  from beam_tfrecords.encoding import wire
+  from beam_tfrecords.encoding import record_bytes, wire
   from beam_tfrecords.encoding.ragged import Ragged
   f1 = tf.train.Feature(int64_list=tf.train.Int64List(value=[1, -2]))
   f2 = tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"", b"z"]))
@@ -348,7 +348,7 @@ def test_wire_helpers_agree_with_protobuf(tf):
           "b": tf.train.FeatureList(feature=[f2, f2]),
           "c": tf.train.FeatureList(feature=[])})).SerializeToString(
               deterministic=True)
-  got = wire.sequence_example_bytes(
+  got = record_bytes.sequence_example_bytes(
       [("a", f1.SerializeToString())],
       [("b", [f2.SerializeToString()] * 2), ("c", [])])
   assert got == expected

@@ -12,7 +12,7 @@ message (the rare ones: rejected, truncated, too large, conflicting).
 import heapq
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from beam_tfrecords.encoding import wire
+from beam_tfrecords.encoding import record_bytes, wire
 from beam_tfrecords.encoding.grouped_sequences import (
     ENTRY_OVERHEAD, GROUP_REJECTED, STEP_OVERHEAD, BadRows, GroupError,
     GroupResult, Step, StepEntry)
@@ -219,8 +219,8 @@ class SequenceAssembler:
     for f in s.context:
       if f.derive is Derive.LENGTH or f.derive is Derive.PART:
         number = len(piece) if f.derive is Derive.LENGTH else part
-        context.append((f.name, wire.frame(0x1A, wire.frame(
-            0x0A, wire.varint_bytes(number)))))
+        context.append((f.name, record_bytes.frame(
+            0x1A, record_bytes.frame(0x0A, wire.varint_bytes(number)))))
         continue
       j = self._ctx_index[f.name]
       value = (piece[-1] if f.derive is Derive.LAST else piece[0]).context[j]
@@ -228,8 +228,8 @@ class SequenceAssembler:
         context.append((f.name, value))
     lists = [(f.name, [e.features[i] for e in piece])
              for i, f in enumerate(s.sequence)]
-    return wire.sequence_example_bytes(wire.sorted_by_name(context),
-                                       wire.sorted_by_name(lists))
+    return record_bytes.sequence_example_bytes(
+        wire.sorted_by_name(context), wire.sorted_by_name(lists))
 
 
 class _Reversed:

@@ -44,8 +44,7 @@ from beam_tfrecords.encoding.ragged import (Ragged, const, from_arrow, masked,
 __all__ = ["Entry", "sorted_by_name", "varints", "varint_bytes", "Pieces",
            "materialize", "int64_feature", "float_feature", "bytes_feature",
            "features_message", "example_message", "feature_lists",
-           "sequence_example_message", "frame", "map_entries",
-           "sequence_example_bytes"]
+           "sequence_example_message"]
 
 _UINT8 = np.uint8
 _Named = TypeVar("_Named", bound=Tuple[Any, ...])
@@ -345,52 +344,6 @@ def sequence_example_message(context: Sequence[Entry], lists: Sequence[Entry],
   if not parts:
     return Ragged(np.empty(0, dtype=_UINT8), np.zeros(n + 1, dtype=np.int64))
   return materialize(Pieces(_merged(parts), lengths))
-
-
-# ---------------------------------------------------------------------------
-# The same layout for one record at a time, for sequences assembled from
-# grouped rows (one group per call; the steps are already serialized).
-
-
-def frame(tag: int, payload: bytes) -> bytes:
-  """tag + varint(len) + payload."""
-  return bytes([tag]) + varint_bytes(len(payload)) + payload
-
-
-# 0x0A + one-byte length: the header of most steps, precomputed.
-_STEP_HEADERS = [bytes([0x0A, n]) for n in range(128)]
-
-
-def _feature_list(steps: Sequence[bytes]) -> bytes:
-  """FeatureList body: each step's Feature as repeated field 1."""
-  out: List[bytes] = []
-  for f in steps:
-    n = len(f)
-    out.append(_STEP_HEADERS[n] if n < 128 else b"\x0a" + varint_bytes(n))
-    out.append(f)
-  return b"".join(out)
-
-
-def map_entries(entries: Sequence[Tuple[str, bytes]]) -> bytes:
-  """Features / FeatureLists body from (name, value bytes), sorted by name."""
-  out: List[bytes] = []
-  for name, value in entries:
-    key = name.encode("utf-8")
-    out.append(frame(0x0A, frame(0x0A, key) + frame(0x12, value)))
-  return b"".join(out)
-
-
-def sequence_example_bytes(context: Sequence[Tuple[str, bytes]],
-                           lists: Sequence[Tuple[str, Sequence[bytes]]]
-                           ) -> bytes:
-  """One SequenceExample from (name, Feature bytes) context entries and
-  (name, [step Feature bytes]) feature lists, each sorted by name."""
-  body = map_entries(context)
-  out = [frame(0x0A, body)] if body else []
-  fl = map_entries([(name, _feature_list(steps)) for name, steps in lists])
-  if fl:
-    out.append(frame(0x12, fl))
-  return b"".join(out)
 
 
 def varint_bytes(value: int) -> bytes:
