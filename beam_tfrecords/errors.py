@@ -9,6 +9,7 @@ becomes a dead-letter row instead of failing the job.
 
 import errno
 import re
+from typing import Optional
 
 __all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "NoInputError",
            "OutputBusyError",
@@ -138,11 +139,12 @@ def is_disk_full(error: BaseException) -> bool:
   """Whether a failure is a full disk: an OSError ENOSPC here, or its text
   in a worker's traceback (runners report those as text)."""
   seen = set()
-  while error is not None and id(error) not in seen:
-    seen.add(id(error))
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+  link: Optional[BaseException] = error
+  while link is not None and id(link) not in seen:
+    seen.add(id(link))
+    if isinstance(link, OSError) and link.errno == errno.ENOSPC:
       return True
-    if "[Errno 28]" in str(error):
+    if "[Errno 28]" in str(link):
       return True
-    error = error.__cause__ or error.__context__
+    link = link.__cause__ or link.__context__
   return False

@@ -13,10 +13,11 @@ so a glob matches the same files here as in a build.
 
 import bz2
 import gzip
+import io
 import lzma
 import os
 import re
-from typing import BinaryIO, List, NamedTuple
+from typing import Callable, Dict, List, NamedTuple
 
 __all__ = ["FileInfo", "is_local", "join", "exists", "open_read", "match",
            "AUTO", "GZIP", "UNCOMPRESSED"]
@@ -25,8 +26,9 @@ __all__ = ["FileInfo", "is_local", "join", "exists", "open_read", "match",
 AUTO, GZIP, UNCOMPRESSED = "auto", "gzip", "uncompressed"
 # Local files whose suffix names a compression the standard library reads
 # (Beam also knows .deflate and .zst: those go through Beam).
-_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open,
-            ".lzma": lzma.open}
+_OPENERS: Dict[str, Callable[..., io.BufferedIOBase]] = {
+    ".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open,
+    ".lzma": lzma.open}
 _BEAM_ONLY_SUFFIXES = (".deflate", ".zst", ".zstd")
 
 
@@ -58,7 +60,8 @@ def exists(path: str) -> bool:
   return _beam().exists(path)
 
 
-def open_read(path: str, compression: str = AUTO) -> BinaryIO:
+def open_read(path: str,
+              compression: str = AUTO) -> io.BufferedIOBase:
   """A binary reader; `compression` auto (by the suffix), gzip or
   uncompressed."""
   lower = path.lower()
@@ -115,7 +118,9 @@ def match(pattern: str) -> List[FileInfo]:
                    for m in result.metadata_list), key=lambda f: f.path)
   if pattern.endswith("/"):
     pattern += "*"
-  prefix = re.match(r"[^[*?]*", pattern).group(0)
+  literal = re.match(r"[^[*?]*", pattern)
+  assert literal is not None  # the regex matches the empty string too
+  prefix = literal.group(0)
   if prefix == pattern:
     if not os.path.exists(pattern):
       return []

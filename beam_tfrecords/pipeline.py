@@ -11,7 +11,8 @@ import dataclasses
 import logging
 import os
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
+                    Tuple, Union)
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -25,7 +26,7 @@ from beam_tfrecords.options import BuildOptions
 from beam_tfrecords import planning
 from beam_tfrecords.planning import (ERRORS_INPUT_BYTES, ShardPlan,
                                      shard_plan, shuffle_buckets)
-from beam_tfrecords.preprocess import resolve_preprocess
+from beam_tfrecords.preprocess import Preprocess, resolve_preprocess
 from beam_tfrecords.running import run_pipeline
 from beam_tfrecords.schema import Schema, load_schema, spec_to_json
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
@@ -37,7 +38,7 @@ from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, OutputLock,
                                   recover, remove_staging)
 from beam_tfrecords.sinks.finish import FinishPlan
 from beam_tfrecords.sinks.publishing import JOURNAL
-from beam_tfrecords.sources import plan_inputs
+from beam_tfrecords.sources import InputPlan, plan_inputs
 from beam_tfrecords.splits import producible_splits
 from beam_tfrecords.transforms import ReadInputs
 from beam_tfrecords.transforms.dataset import DatasetPlan, WriteBatches
@@ -227,7 +228,8 @@ def _check_dask(schema: Schema) -> None:
 
 
 def _plan(schema: Schema, patterns: List[str], output: str, input_format,
-          format_options, preprocess, options):
+          format_options, preprocess, options
+          ) -> Tuple[Schema, InputPlan, Optional[Preprocess]]:
   """The inputs (files, read units, format options), the schema with its
   media settings resolved, and the preprocess function (checked)."""
   needed = planning.needed_columns(schema)

@@ -93,7 +93,8 @@ def scalar_columns(schema: Schema) -> List[str]:
   features = list(schema.features) + list(schema.context)
   if schema.group_by:
     features += list(schema.sequence)
-  one, many = {}, {}
+  one: Dict[str, str] = {}
+  many: Dict[str, str] = {}
   for f in features:
     if f.input_column is not None:
       (one if f.is_scalar else many).setdefault(f.input_column, f.name)
@@ -238,14 +239,16 @@ def shard_plan(schema: Schema,
         "counts for some splits (train=8) and --max-shard-size for the rest")
   limit = DEFAULT_MAX_SHARD_BYTES
   if max_shard_size is not None:
-    limit = parse_size(max_shard_size)
-    if limit is None or limit < MIN_SHARD_BYTES:
+    parsed = parse_size(max_shard_size)
+    if parsed is None or parsed < MIN_SHARD_BYTES:
       raise InputError(f"--max-shard-size must be a size of at least 1KiB "
                        f"such as 256MB or 1GiB; got {max_shard_size!r}")
+    limit = parsed
   share = expected_shares(schema)
   ratio = OUTPUT_BYTES_PER_INPUT_BYTE.get(input_format,
                                           DEFAULT_OUTPUT_BYTES_PER_INPUT_BYTE)
-  shards, max_bytes = {}, {}
+  shards: Dict[str, int] = {}
+  max_bytes: Dict[str, Optional[int]] = {}
   for name in names:
     n = given.get(name)
     if n is None:

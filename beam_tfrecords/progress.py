@@ -127,7 +127,7 @@ class LocalProgress:
     self._every = every or LOG_SECONDS
     self._stream = stream
     self._stop = threading.Event()
-    self._thread = None
+    self._thread: Optional[threading.Thread] = None
     self._started = 0.0
 
   def counts(self) -> Dict[str, int]:

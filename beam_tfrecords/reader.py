@@ -5,7 +5,7 @@ decodes the records in plain Python), for tools and quick looks.
 """
 
 import json
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 
 from beam_tfrecords import fs
@@ -75,7 +75,8 @@ def feature_spec(path: str):
 def _media_decoders(schema: Schema) -> list:
   """Functions that turn parsed image / tensor features into tensors."""
   import tensorflow as tf
-  out = []
+  # Each takes the parsed features and returns them with one decoded.
+  out: List[Callable[[Dict[str, Any]], Dict[str, Any]]] = []
   for m in schema.media:
     o = m.options
     if m.kind is MediaKind.IMAGE:
@@ -103,8 +104,9 @@ def _media_decoders(schema: Schema) -> list:
       dtype = tf.as_dtype(o["dtype"])
       shape = list(o["shape"])
       if o["storage"] == "list":
-        out.append(lambda x, name=m.name, dtype=dtype: dict(
-            x, **{name: tf.cast(x[name], dtype)}))
+        def cast(x, name=m.name, dtype=dtype):
+          return dict(x, **{name: tf.cast(x[name], dtype)})
+        out.append(cast)
         continue
 
       def tensor(x, name=m.name, dtype=dtype, shape=shape):
@@ -245,7 +247,7 @@ def _values(feature: Feature, values: list):
 
 
 def _to_python(features, decoded: Dict[str, tuple]) -> Dict[str, Any]:
-  row = {}
+  row: Dict[str, Any] = {}
   for f in features:
     kind, values = decoded.get(f.name, (None, None))
     if values is None:
@@ -257,7 +259,7 @@ def _to_python(features, decoded: Dict[str, tuple]) -> Dict[str, Any]:
 
 
 def _steps_to_python(features, lists: Dict[str, list]) -> Dict[str, Any]:
-  out = {}
+  out: Dict[str, Optional[list]] = {}
   for f in features:
     steps = lists.get(f.name)
     if steps is None:

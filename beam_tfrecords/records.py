@@ -10,7 +10,7 @@ name -> ("int64_list" | "float_list" | "bytes_list", values).
 """
 
 import struct
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import google_crc32c
 import numpy as np
@@ -220,12 +220,19 @@ def read_varint(buf: bytes, pos: int) -> Tuple[int, int]:
     shift += 7
 
 
-def proto_fields(buf: bytes) -> Iterator[Tuple[int, int, object]]:
+# A field's value: an int for a varint (wire type 0), else its bytes. Any,
+# not Union[int, bytes]: a caller knows which from the field number and
+# reads it as such; a record of the wrong shape fails there as it is.
+_WireValue = Any
+
+
+def proto_fields(buf: bytes) -> Iterator[Tuple[int, int, _WireValue]]:
   """(field number, wire type, value) of a message; LEN values as bytes."""
   pos, end = 0, len(buf)
   while pos < end:
     key, pos = read_varint(buf, pos)
     field, wire_type = key >> 3, key & 7
+    value: Union[int, bytes]
     if wire_type == 0:
       value, pos = read_varint(buf, pos)
     elif wire_type == 2:

@@ -16,7 +16,7 @@ in it in one build; output placeholders take the range's last value.
 import dataclasses
 import datetime
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -108,9 +108,9 @@ def _found(pattern: str, fields: Sequence[str],
   full = re.compile("".join(regex) + "$")
   out = []
   for meta in matched:
-    m = full.match(meta.path)
-    if m:
-      out.append({k: int(v) for k, v in m.groupdict().items()
+    hit = full.match(meta.path)
+    if hit:
+      out.append({k: int(v) for k, v in hit.groupdict().items()
                   if k in fields})
   return out
 
@@ -143,7 +143,11 @@ def _latest_number(patterns: Sequence[str], name: str,
   return best
 
 
-def _range(text: str, parse) -> Tuple[object, object]:
+# What a range's ends are: dates (--date) or numbers (--span).
+_End = TypeVar("_End", datetime.date, int)
+
+
+def _range(text: str, parse: Callable[[str], _End]) -> Tuple[_End, _End]:
   lo, _, hi = text.partition("..")
   a, b = parse(lo), parse(hi)
   if b < a:
@@ -189,8 +193,8 @@ def resolve_patterns(inputs: Sequence[str], output: str,
     if text == "latest":
       spans = [_latest_number(inputs, "SPAN", combos[-1])]
     elif ".." in text:
-      lo, hi = _range(text, lambda t: _number(t, "--span"))
-      spans = list(range(lo, hi + 1))
+      first, last = _range(text, lambda t: _number(t, "--span"))
+      spans = list(range(first, last + 1))
     else:
       spans = [_number(text, "--span")]
     chosen["span"] = spans if len(spans) > 1 else spans[0]

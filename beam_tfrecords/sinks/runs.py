@@ -44,14 +44,14 @@ class Parts(NamedTuple):
   Attributes:
     keys: each part's sort key.
     how: INLINE, MEMBER or PART_FILE per part.
-    count: items per part.
+    counts: items per part.
     size: bytes per part.
     inline: the data of the INLINE parts, back to back in order.
     other: part index -> data of a MEMBER / PART_FILE part.
   """
   keys: List[Any]
   how: np.ndarray
-  count: np.ndarray
+  counts: np.ndarray
   size: np.ndarray
   inline: bytes
   other: Dict[int, Any]
@@ -61,7 +61,7 @@ class Parts(NamedTuple):
     """From part tuples (key, how, data, count, size)."""
     how = np.array([p[1] for p in parts], dtype=np.int64)
     return cls(keys=[p[0] for p in parts], how=how,
-               count=np.array([p[3] for p in parts], dtype=np.int64),
+               counts=np.array([p[3] for p in parts], dtype=np.int64),
                size=np.array([p[4] for p in parts], dtype=np.int64),
                inline=b"".join(p[2] for p in parts if p[1] == _INLINE),
                other={i: p[2] for i, p in enumerate(parts)
@@ -70,7 +70,7 @@ class Parts(NamedTuple):
   def tuples(self) -> Iterator[tuple]:
     at = 0
     for i, (key, how, count, size) in enumerate(zip(
-        self.keys, self.how.tolist(), self.count.tolist(),
+        self.keys, self.how.tolist(), self.counts.tolist(),
         self.size.tolist())):
       if how == _INLINE:
         yield (key, how, self.inline[at:at + size], count, size)
@@ -83,7 +83,7 @@ class Parts(NamedTuple):
     first = int(inline_size[:start].sum())
     last = first + int(inline_size[start:stop].sum())
     return Parts(self.keys[start:stop], self.how[start:stop],
-                 self.count[start:stop], self.size[start:stop],
+                 self.counts[start:stop], self.size[start:stop],
                  self.inline[first:last],
                  {i - start: d for i, d in self.other.items()
                   if start <= i < stop})
@@ -105,7 +105,7 @@ def _blocks(parts: Parts) -> Iterator[Tuple[bytes, Any]]:
 
 
 def pack(parts: Parts, expected: int,
-         spill: Callable[[bytes], str] = None, spill_bytes: int = 0
+         spill: Optional[Callable[[bytes], str]] = None, spill_bytes: int = 0
          ) -> tuple:
   """A run part `(first key, RUN, data, count, expected)` of `parts`.
   `expected` is what the parts add to the writer's size estimate. When the
@@ -115,7 +115,7 @@ def pack(parts: Parts, expected: int,
   for block, last in _blocks(parts):
     blocks.append(block)
     lasts.append(last)
-  count = int(parts.count.sum())
+  count = int(parts.counts.sum())
   if spill is not None and sum(map(len, blocks)) >= spill_bytes:
     # The blocks' places, so that each is read on its own: a shard's
     # writer may merge hundreds of runs, and keeps no file open.
@@ -181,6 +181,7 @@ class _Source:
   def bound(self):
     """The last key of the current block when more blocks follow (None:
     this is the last one)."""
+    assert self.block is not None  # called after ready()
     return self.block.keys[-1] if self._lasts else None
 
 
@@ -206,11 +207,13 @@ def windows(parts: Iterable[tuple], open_file: Callable) -> Iterator[Parts]:
     bound = min(bounds) if bounds else None
     pieces = []
     for src in sources:
-      keys = src.block.keys
+      block = src.block
+      assert block is not None  # src.ready()
+      keys = block.keys
       stop = len(keys) if bound is None else bisect.bisect_right(
           keys, bound, src.at)
       if stop > src.at:
-        pieces.append(src.block.cut(src.at, stop))
+        pieces.append(block.cut(src.at, stop))
         src.at = stop
     yield _merged(pieces)
 
@@ -236,7 +239,7 @@ def _merged(pieces: List[Parts]) -> Parts:
   order = np.array(sorted(range(len(keys)), key=keys.__getitem__),
                    dtype=np.int64)
   how = np.concatenate([p.how for p in pieces])
-  count = np.concatenate([p.count for p in pieces])
+  count = np.concatenate([p.counts for p in pieces])
   size = np.concatenate([p.size for p in pieces])
   other, at = {}, 0
   for piece in pieces:
@@ -320,6 +323,6 @@ def deal_records(items, hashes: np.ndarray, n: int, member_bytes: int,
         keep[local[i]:local[i + 1]] = False
       data = np.frombuffer(data, np.uint8)[keep].tobytes()
     out[sh] = Parts(keys=[keys[g] for g in part_group[lo:hi].tolist()],
-                    how=how, count=part_records[lo:hi].astype(np.int64),
+                    how=how, counts=part_records[lo:hi].astype(np.int64),
                     size=size, inline=data, other=other)
   return out

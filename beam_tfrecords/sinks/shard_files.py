@@ -10,7 +10,8 @@ file's size is known before it is written.
 """
 
 import zlib
-from typing import Any, Callable, Iterator, NamedTuple, Optional, Tuple
+from typing import (Any, BinaryIO, Callable, Dict, Iterator, List, NamedTuple,
+                    Optional, Tuple)
 
 import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
@@ -115,10 +116,11 @@ class ShardFiles:
     # equal size (not full files and a small last one).
     self._files = 1 if not limit else max(1, -(-expected // limit))
     self._target = expected / self._files if limit else None
-    self._file = None
+    self._file: Optional[BinaryIO] = None
     self._size = self._records = 0
-    self._pending, self._pending_bytes, self._pending_count = [], 0, 0
-    self.files = []
+    self._pending: List[bytes] = []
+    self._pending_bytes = self._pending_count = 0
+    self.files: List[Dict[str, Any]] = []
 
   def _open(self):
     name = rolled_name(self._split, self._shard, self._n, len(self.files),
@@ -144,19 +146,21 @@ class ShardFiles:
       self._open()
     elif self._limit is not None and self._size and (
         self._size + size > self._limit or (
-            len(self.files) < self._files
+            len(self.files) < self._files and self._target is not None
             and self._size + size / 2 > self._target)):
       self._close()
       self._open()
 
   def _put(self, data: bytes, count: int) -> None:
     self._room(len(data))
+    assert self._file is not None  # _room() opened it
     self._file.write(data)
     self._size += len(data)
     self._records += count
 
   def _copy(self, path: str, size: int, count: int) -> None:
     self._room(size)
+    assert self._file is not None  # _room() opened it
     with FileSystems.open(path, compression_type=(
         CompressionTypes.UNCOMPRESSED)) as part_file:
       while True:
@@ -272,10 +276,10 @@ def write_window(out: "ShardFiles", window) -> None:
       size = window.size[start:i]
       total = int(size.sum())
       out.inline_many(window.inline[at:at + total], size,
-                      window.count[start:i])
+                      window.counts[start:i])
       at += total
     if i < len(window.how):
-      count = int(window.count[i])
+      count = int(window.counts[i])
       if window.how[i] == MEMBER:
         out.member(window.other[i], count)
       else:

@@ -35,7 +35,7 @@ import itertools
 import random
 import re
 import uuid
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -111,7 +111,7 @@ class _DealFn(beam.DoFn):
     """{(shard, sort key): [item]}: round-robin from a hashed start; when
     shuffling, each item to a random (seeded) shard and bucket."""
     n = self._n[split]
-    parts = {}
+    parts: Dict[Tuple[int, Any], list] = {}
     if self._shuffle is None:
       first = stable_hash(key) % n
       for j, item in enumerate(items):
@@ -132,8 +132,9 @@ class _DealFn(beam.DoFn):
     size = len(data)
     if self._parts_dir is not None and size >= SPILL_BYTES and (
         how == MEMBER or not self._codec.gzip):
-      data, how = _write_part(FileSystems.join(self._parts_dir, split),
-                              shard, data), PART_FILE
+      return (key, PART_FILE,
+              _write_part(FileSystems.join(self._parts_dir, split), shard,
+                          data), len(part), size)
     return (key, how, data, len(part), size)
 
   def process(self, chunk):
@@ -178,12 +179,12 @@ class _DealFn(beam.DoFn):
   def _part_of_framed(self, split, shard, data: bytes) -> tuple:
     """(how, data, size) of framed bytes of at least MEMBER_BYTES, as
     `_part` makes them."""
-    data, how = gzip_member(data, self._level), MEMBER
-    size = len(data)
+    member = gzip_member(data, self._level)
+    size = len(member)
     if self._parts_dir is not None and size >= SPILL_BYTES:
-      data, how = _write_part(FileSystems.join(self._parts_dir, split),
-                              shard, data), PART_FILE
-    return how, data, size
+      return PART_FILE, _write_part(FileSystems.join(self._parts_dir, split),
+                                    shard, member), size
+    return MEMBER, member, size
 
 
 def _expected(how, size) -> int:
@@ -216,6 +217,7 @@ class _WriteShardFn(beam.DoFn):
   def _shuffled(self, split, shard, parts):
     """One part per bucket: the bucket's records (from every chunk) in a
     seeded random order, as one gzip member. Memory: one bucket."""
+    assert self._shuffle is not None  # only called when shuffling
     for bucket, group in itertools.groupby(parts, key=lambda p: p[0][0]):
       records = []
       for _, how, data, _, _ in group:
@@ -328,18 +330,20 @@ def finish_shard_names(directory: str, files: List[dict]) -> List[dict]:
   GCS and S3 a rename is a copy, which the file systems batch. A rename
   already done is skipped, so a retried commit works. Returns the
   descriptions with the final names."""
-  out = []
-  for split, group in itertools.groupby(
+  out: List[dict] = []
+  for split, grouped in itertools.groupby(
       sorted(files, key=lambda f: (f["split"], f.get("writer", 0),
                                    f.get("roll", 0), f["file"])),
       key=lambda f: f["split"]):
-    group = list(group)
+    group = list(grouped)
     if all(f.get("roll", 0) == 0 for f in group):
       out.extend(group)
       continue
     total = len(group)
     # group[0] is a shard's first file: shard_name(split, i, n, suffix)
-    suffix = re.match(r".*-of-[0-9]+(.*)$", group[0]["file"], re.S).group(1)
+    first = re.match(r".*-of-[0-9]+(.*)$", group[0]["file"], re.S)
+    assert first is not None  # as shard_name() makes it
+    suffix = first.group(1)
     present = {m.path.rsplit("/", 1)[-1] for m in FileSystems.match(
         [FileSystems.join(directory, f"{split}-*")])[0].metadata_list}
     olds, news = [], []

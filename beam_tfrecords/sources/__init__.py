@@ -9,7 +9,7 @@ import difflib
 import os
 import re
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
-                    Union)
+                    Union, overload)
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources import csv as _csv  # registers "csv"
@@ -96,6 +96,7 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
   if fmt == "images":
     files, where, classes = _images.list_image_folders(patterns)
     source = FORMATS["images"]
+    assert isinstance(source, _images.ImageFolder)  # registered there
     opts = source.check(files, columns, dict(options or {}))
     return InputPlan(format="images", files=files,
                      units=source.plan_folders(where, opts),
@@ -180,6 +181,15 @@ def source_paths(columns: Optional[Sequence[str]], fmt: str
   return paths
 
 
+@overload
+def read_columns(columns: None, paths: Mapping[str, Path]) -> None: ...
+
+
+@overload
+def read_columns(columns: Sequence[str], paths: Mapping[str, Path]
+                 ) -> List[str]: ...
+
+
 def read_columns(columns: Optional[Sequence[str]], paths: Mapping[str, Path]
                  ) -> Optional[List[str]]:
   """The input columns to read: paths read their root column."""
@@ -196,6 +206,7 @@ def read_unit(unit: ReadUnit, columns: Optional[Sequence[str]]):
   if not paths:
     yield from FORMATS[unit.format].read(unit, columns)
     return
+  assert columns is not None  # the paths are among them
   for batch in FORMATS[unit.format].read(unit, read_columns(columns, paths)):
     try:
       batch.columns = with_paths(batch.columns, columns, paths)

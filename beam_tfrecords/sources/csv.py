@@ -15,7 +15,7 @@ import csv
 import dataclasses
 import functools
 import io
-from typing import Any, Dict, Iterator, List, Mapping, Sequence
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -135,7 +135,7 @@ class CsvFormat(Format):
   def columns(self, options: Mapping[str, Any]) -> List[str]:
     return list(options["column_names"])
 
-  def read(self, unit: ReadUnit, columns: Sequence[str]
+  def read(self, unit: ReadUnit, columns: Optional[Sequence[str]]
            ) -> Iterator[SourceBatch]:
     opts = unit.option_dict
     if not opts["column_names"]:

@@ -22,7 +22,8 @@ IMAGES_PER_UNIT.
 
 import logging
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Sequence, Tuple
+from typing import (Any, Dict, Iterator, List, Mapping, Optional, Sequence,
+                    Tuple)
 
 import pyarrow as pa
 
@@ -124,7 +125,7 @@ class ImageFolder(Format):
                               base + (("files", chunk),)))
     return units
 
-  def read(self, unit: ReadUnit, columns: Sequence[str]
+  def read(self, unit: ReadUnit, columns: Optional[Sequence[str]]
            ) -> Iterator[SourceBatch]:
     names = unit.option_dict["files"]
     root = unit.path

@@ -7,7 +7,7 @@ rules judge each one). A key absent from a line is a missing value.
 """
 
 import json
-from typing import Iterator, Sequence
+from typing import Iterator, Optional, Sequence
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources import files as file_io
@@ -78,7 +78,7 @@ class JsonLinesFormat(Format):
   name = "jsonl"
   extensions = (".jsonl", ".ndjson")
 
-  def read(self, unit: ReadUnit, columns: Sequence[str]
+  def read(self, unit: ReadUnit, columns: Optional[Sequence[str]]
            ) -> Iterator[SourceBatch]:
     if unit.end is None:
       with file_io.open_input(unit.path) as f:
@@ -102,7 +102,7 @@ class JsonArrayFormat(Format):
   extensions = (".json",)
   chunkable = False
 
-  def read(self, unit: ReadUnit, columns: Sequence[str]
+  def read(self, unit: ReadUnit, columns: Optional[Sequence[str]]
            ) -> Iterator[SourceBatch]:
     with file_io.open_input(unit.path) as f:
       data = f.read()

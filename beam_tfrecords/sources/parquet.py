@@ -1,6 +1,6 @@
 """Parquet -> Arrow batches, one read unit per row group of large files."""
 
-from typing import Any, Dict, Iterator, List, Mapping, Sequence
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 import pyarrow.parquet as pq
 
@@ -52,7 +52,7 @@ class ParquetFormat(Format):
         units.append(ReadUnit(f.path, self.name, 0, None, opts))
     return units
 
-  def read(self, unit: ReadUnit, columns: Sequence[str]
+  def read(self, unit: ReadUnit, columns: Optional[Sequence[str]]
            ) -> Iterator[SourceBatch]:
     pf = _open(unit.path)
     names = pf.schema_arrow.names

@@ -20,7 +20,8 @@ worker reads each. Batches hold up to 8,192 records and 16 MiB.
 """
 
 import zlib
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import (Any, Collection, Dict, Iterator, List, Mapping, Optional,
+                    Sequence)
 
 import numpy as np
 import pyarrow as pa
@@ -173,7 +174,8 @@ def scalars(column):
   return flat.take(pa.array(index, mask=lengths != 1))
 
 
-def unwrap_scalars(batch: SourceBatch, scalar: Sequence[str]) -> SourceBatch:
+def unwrap_scalars(batch: SourceBatch,
+                   scalar: Collection[str]) -> SourceBatch:
   """The batch with its `scalar` columns holding single values."""
   if not scalar:
     return batch

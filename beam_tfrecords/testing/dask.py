@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import List
+from typing import List, TextIO
 
 from beam_tfrecords.testing import LocalServers
 
@@ -38,7 +38,7 @@ class LocalDask(LocalServers):
     self.address = ""
     self.args: List[str] = []
     self._procs: List[subprocess.Popen] = []
-    self._logs = []
+    self._logs: List[TextIO] = []
 
   def _spawn(self, name: str, args: List[str]) -> subprocess.Popen:
     log = open(os.path.join(self.workdir, f"{name}.log"), "w")

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from typing import List, Optional
+from typing import List, Optional, TextIO
 
 from beam_tfrecords.testing import LocalServers
 
@@ -147,8 +147,8 @@ class LocalPortable(LocalServers):
     self.pools = pools
     self.pool_procs: List[subprocess.Popen] = []
     self.args: List[str] = []
-    self._procs = []
-    self._log = None
+    self._procs: List[subprocess.Popen] = []
+    self._log: Optional[TextIO] = None
 
   def _run(self, cmd, **kwargs):
     return subprocess.run(cmd, check=True, timeout=TIMEOUT,

@@ -6,11 +6,13 @@ that rebuilds its encoder from a schema dict and works on a thread pool.
 import collections
 import concurrent.futures
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, Tuple, Union
 
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+from apache_beam.transforms.window import BoundedWindow
+from apache_beam.utils.timestamp import Timestamp
 from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_tfrecords.encoding.example import RowError
@@ -21,7 +23,8 @@ from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.splits import SplitAssigner, key_types
 
 __all__ = ["ERRORS", "STATS", "FEATURE_STATS", "STAT_FIELDS",
-           "ENCODE_THREADS_MAX", "SchemaFn", "by_split", "stats", "take"]
+           "ENCODE_THREADS_MAX", "Output", "SchemaFn", "by_split", "stats",
+           "take"]
 
 ERRORS = "errors"
 STATS = "stats"
@@ -38,6 +41,9 @@ _NAMESPACE = "beam_tfrecords"
 # most this many). Measured on 1M rows, 2 cores: 8.7 s with one, 7.0 s
 # with two.
 ENCODE_THREADS_MAX = 2
+# One output of SchemaFn._work(): a main-output element, or a TaggedOutput
+# (ERRORS, STATS, FEATURE_STATS).
+Output = Union[tuple, beam.pvalue.TaggedOutput]
 
 
 def stats(**counts) -> tuple:
@@ -90,18 +96,18 @@ def by_split(assigner: SplitAssigner, batch: SourceBatch,
   rejected = rejected or {}
   if len(names) == 1 and not assigner.rule.columns:
     split = np.zeros(batch.num_rows, dtype=np.int32)
-    problems = {}
+    problems: Dict[int, str] = {}
   else:
     split, problems = assigner.assign(batch.columns, batch.num_rows)
   ok = np.ones(batch.num_rows, dtype=bool)
   if problems or rejected:
     ok[list(problems) + list(rejected)] = False
-  parts = []
+  parts: List[Tuple[str, Optional[np.ndarray]]] = []
   for i, name in enumerate(names):
     index = np.nonzero((split == i) & ok)[0]
     if len(index) == batch.num_rows:
-      index = None
-    if index is None or len(index):
+      parts.append((name, None))
+    elif len(index):
       parts.append((name, index))
   errors = [RowError(row=r, problems=tuple(rejected.get(r, ())) + (
       (("splits", problems[r]),) if r in problems else ()))
@@ -125,15 +131,17 @@ class SchemaFn(beam.DoFn):
     self._schema_dict = schema_dict
     self._threads = threads
     self._statistics = statistics
-    self._encoder = None
-    self._pool = None
-    self._pending = collections.deque()
+    self._encoder: Any = None  # what _build() makes, in setup()
+    self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+    # (the element's outputs to come, its window, its timestamp)
+    self._pending: Deque[Tuple[concurrent.futures.Future, BoundedWindow,
+                               Timestamp]] = collections.deque()
     self._counters = _Counters()
 
   def _build(self, schema: Schema):
     raise NotImplementedError
 
-  def _work(self, element) -> Tuple[list, tuple, list]:
+  def _work(self, element) -> Tuple[List[Output], tuple, list]:
     """(outputs, STAT_FIELDS tuple, dead-letter dicts); no Beam calls."""
     raise NotImplementedError
 
@@ -173,6 +181,7 @@ class SchemaFn(beam.DoFn):
         continue
       self._pending.append((self._pool.submit(self._work, piece), window,
                             timestamp))
+      assert self._threads is not None  # setup() decided it
       while self._pending and (len(self._pending) > self._threads
                                or self._pending[0][0].done()):
         yield from self._emit_windowed(*self._pending.popleft())
@@ -187,7 +196,7 @@ class SchemaFn(beam.DoFn):
     for out in self._emit(future.result()):
       if isinstance(out, beam.pvalue.TaggedOutput):
         yield beam.pvalue.TaggedOutput(out.tag, WindowedValue(
-            out.value, timestamp, [window]))
+            out.value, timestamp, (window,)))
       else:
-        yield WindowedValue(out, timestamp, [window])
+        yield WindowedValue(out, timestamp, (window,))
 

@@ -72,14 +72,20 @@ def _columns_of(batch: pa.RecordBatch, columns: Optional[Sequence[str]]):
   wanted = names if columns is None else read_columns(columns, paths)
   found = {c: (batch.column(names.index(c)) if c in names
                else pa.nulls(batch.num_rows)) for c in wanted}
-  return with_paths(found, columns, paths) if paths else found
+  if not paths:
+    return found
+  assert columns is not None  # the paths are among them
+  return with_paths(found, columns, paths)
 
 
 def _row_columns(rows, columns: Optional[Sequence[str]]):
   """Dict rows -> the columns the schema reads (paths resolved)."""
   paths = source_paths(columns, "jsonl")
   found = row_columns(rows, read_columns(columns, paths))
-  return with_paths(found, columns, paths) if paths else found
+  if not paths:
+    return found
+  assert columns is not None  # the paths are among them
+  return with_paths(found, columns, paths)
 
 
 def _element_error(element: Any) -> TypeError:

@@ -6,7 +6,7 @@ Examples and list-column SequenceExamples are encoded batch by batch
 GroupByKey, then one assembly per bucket.
 """
 
-from typing import Optional
+from typing import List, Optional, Union
 
 import apache_beam as beam
 
@@ -18,8 +18,9 @@ from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.sources.fetch import fetch_files
 from beam_tfrecords.runner_gaps import par_do, threads_for
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
-                                                STAT_FIELDS, STATS, SchemaFn,
-                                                by_split, stats, take)
+                                                STAT_FIELDS, STATS, Output,
+                                                SchemaFn, by_split, stats,
+                                                take)
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors
 
 __all__ = ["Encode", "EncodeRows", "ERRORS", "FEATURE_STATS", "STATS",
@@ -40,6 +41,8 @@ class _EncodeBatchFn(SchemaFn):
   Counters (namespace beam_tfrecords): rows_read, rows_written,
   rows_rejected, rows_dropped, records, steps, steps_dropped.
   """
+
+  _encoder: Union[ExampleEncoder, SequenceEncoder]
 
   def _build(self, schema):
     return SequenceEncoder(schema) if schema.is_sequence else \
@@ -70,7 +73,7 @@ class _EncodeBatchFn(SchemaFn):
         self._media.prepare(batch.columns, batch.num_rows, batch.path)
     parts, found = by_split(self._splits, batch, rejected)
     every = dict(batch.columns, **made) if made else batch.columns
-    outputs = []
+    outputs: List[Output] = []
     rows_written = records = steps = dropped = 0
     described = {}
     for split, index in parts:

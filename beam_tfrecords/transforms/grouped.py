@@ -45,8 +45,8 @@ from beam_tfrecords.schema.model import OnBadStep
 from beam_tfrecords.sinks.shards import SPILL_BYTES, stable_hash
 from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
-                                                STATS, SchemaFn, by_split,
-                                                stats, take)
+                                                STATS, Output, SchemaFn,
+                                                by_split, stats, take)
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors
 from beam_tfrecords.runner_gaps import par_do, threads_for
 
@@ -111,6 +111,8 @@ class _EncodeStepsFn(SchemaFn):
     self._buckets = buckets
     self._spill_dir = spill_dir
 
+  _encoder: StepEncoder
+
   def _build(self, schema):
     return StepEncoder(schema)
 
@@ -118,7 +120,7 @@ class _EncodeStepsFn(SchemaFn):
     parts, found = by_split(self._splits, batch)
     marks = self._encoder.schema.on_bad_step is OnBadStep.REJECT_GROUP
     known = None
-    outputs = []
+    outputs: List[Output] = []
     described = {}
     for split, index in parts:
       known = batch.known_row_numbers() if known is None else known
@@ -227,6 +229,8 @@ class _AssembleFn(SchemaFn):
     super().__init__(schema_dict, threads=threads)
     self._columns = [c for c, _ in schema_from_dict(schema_dict).group_by]
 
+  _encoder: GroupAssembler
+
   def _build(self, schema):
     return GroupAssembler(schema)
 
@@ -253,7 +257,8 @@ class _AssembleFn(SchemaFn):
     if plan is not None:
       tables = [(path, plan.select(t, index)) for path, t in tables]
     result = self._encoder.assemble(tables, bad)
-    outputs, errors = [], []
+    outputs: List[Output] = []
+    errors: List[dict] = []
     if len(result):
       # The sink's shard of each group, here in the worker's threads.
       result.hashes = np.fromiter(map(stable_hash, result.keys),

@@ -1,7 +1,7 @@
 """ReadInputs: read units -> SourceBatches, spread over the workers."""
 
 import collections
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 
@@ -33,7 +33,8 @@ def unit_bytes(units: Sequence[ReadUnit],
     for root in roots:  # files inside an image folder
       if path.startswith(root.rstrip("/") + "/"):
         sizes[root] += size
-  return [u.end - u.start if r else sizes[u.path] // shares[u.path]
+  return [u.end - u.start if r and u.end is not None
+          else sizes[u.path] // shares[u.path]
           for u, r in zip(units, ranged)]
 
 
@@ -55,7 +56,7 @@ class _ReadUnitFn(beam.DoFn):
     self._columns = list(columns)
     self._preprocess = preprocess
     self._versions = Versions()
-    self._fn = None
+    self._fn: Optional[Callable[[Any], Any]] = None  # in setup()
     self._units = beam.metrics.Metrics.counter("beam_tfrecords", "read_units")
     self._batches = beam.metrics.Metrics.counter("beam_tfrecords",
                                                  "read_batches")
