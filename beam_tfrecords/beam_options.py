@@ -11,7 +11,7 @@ of them takes is refused with a "did you mean".
 
 import difflib
 import logging
-from typing import Iterable, List, Optional, Sequence, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 from apache_beam.options.pipeline_options import (DirectOptions,
                                                   PipelineOptions,
@@ -139,7 +139,7 @@ def _normalized(flag: str) -> str:
 
 def _suggestion(flag: str, ours: Iterable[str], beams: Iterable[str]) -> str:
   """' (did you mean --x?)' among our flags and Beam's, or ''."""
-  candidates = {}
+  candidates: Dict[str, str] = {}
   for f in list(ours) + list(beams):
     candidates.setdefault(_normalized(f), f)
   name = _normalized(flag.split("=", 1)[0])

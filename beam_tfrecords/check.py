@@ -39,7 +39,8 @@ def is_gzip(path: str) -> bool:
 @dataclasses.dataclass
 class FeatureSummary:
   """What the records hold under one feature name."""
-  kind: str                      # int64_list / float_list / bytes_list
+  kind: Optional[str]            # int64_list / float_list / bytes_list
+                                 # (None: a feature with no kind set)
   records: int = 0               # records holding it
   fewest: Optional[int] = None   # values (or steps, for feature lists)
   most: Optional[int] = None

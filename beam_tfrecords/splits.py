@@ -330,7 +330,8 @@ def _numbers(array: pa.Array, n: int) -> Tuple[pa.Array, List[int]]:
                    pa.float64()), []
   except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
     pass
-  out, bad = [], []
+  out: List[Optional[float]] = []
+  bad: List[int] = []
   for row, value in enumerate(text.to_pylist()):
     if value is None:
       out.append(None)

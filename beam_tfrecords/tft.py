@@ -91,7 +91,8 @@ class _ToRecordBatchFn(beam.DoFn):
 
   def __init__(self, tfmd_schema: bytes):
     self._tfmd_schema = tfmd_schema
-    self._decoder = None
+    # tfx_bsl's ExamplesToRecordBatchDecoder, made in setup() (no stubs)
+    self._decoder: Any = None
 
   def setup(self):
     from tfx_bsl.coders import example_coder  # pylint: disable=import-outside-toplevel
@@ -188,6 +189,7 @@ class TransformRecords(beam.PTransform):
     from tfx_bsl.public import tfxio  # pylint: disable=import-outside-toplevel
     from beam_tfrecords.schema.tfmd import to_tfmd  # pylint: disable=import-outside-toplevel
     spec = self._schema.transform
+    assert spec is not None  # a schema with a transform section (see Args)
     tfmd = to_tfmd(self._schema)
     source = tfxio.TFExampleBeamRecord(
         physical_format="inmem", telemetry_descriptors=["beam_tfrecords"],

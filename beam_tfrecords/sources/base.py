@@ -64,7 +64,7 @@ class ReadError:
     reason: what is wrong.
   """
   row: Optional[int]
-  raw: str
+  raw: Union[str, Dict[str, Any]]
   reason: str
 
 

@@ -154,7 +154,7 @@ class CsvFormat(Format):
               "CSV here (store it in Parquet or a separate file)") from None
         block *= 4  # read the unit again; what was handed on is skipped
 
-  def _read(self, unit: ReadUnit, columns: Sequence[str], block: int,
+  def _read(self, unit: ReadUnit, columns: Optional[Sequence[str]], block: int,
             done: List[int]) -> Iterator[SourceBatch]:
     """The unit's batches, leaving out the first done[0] good rows and
     done[1] malformed rows (handed on by an earlier attempt); updates

@@ -35,7 +35,8 @@ class RowNumbering:
     self._expected = expected
     self._first_row = first_row  # callable: the unit's first row number
     self._base = None
-    self._bad = None  # sorted record indexes of malformed records
+    # sorted record indexes of malformed records
+    self._bad: Optional[List[int]] = None
     self._walk = (0, 0, 0)  # (good rows, malformed rows, records) passed
 
   @property

@@ -51,7 +51,7 @@ def list_image_folders(roots: Sequence[str]
     InputError: a root is not a folder with images.
   """
   files, where, classes = [], [], set()
-  seen = []
+  seen: List[str] = []
   for pattern in roots:
     root = pattern.rstrip("/") or "/"
     if any(c in root for c in "*?["):

@@ -23,7 +23,7 @@ BATCH_ROWS = 8192
 
 
 
-def _batches(path: str, items, columns: Sequence[str]
+def _batches(path: str, items, columns: Optional[Sequence[str]]
              ) -> Iterator[SourceBatch]:
   """Groups (line_number, raw, parsed-or-error) into SourceBatches.
 

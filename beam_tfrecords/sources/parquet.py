@@ -42,7 +42,7 @@ class ParquetFormat(Format):
 
   def plan(self, files, options):
     opts = tuple(sorted(options.items()))
-    units = []
+    units: List[ReadUnit] = []
     for f in files:
       groups = _open(f.path).num_row_groups if f.size > CHUNK_BYTES else 0
       if groups > 1:

@@ -21,7 +21,7 @@ worker reads each. Batches hold up to 8,192 records and 16 MiB.
 
 import zlib
 from typing import (Any, Collection, Dict, Iterator, List, Mapping, Optional,
-                    Sequence)
+                    Sequence, Tuple, Union)
 
 import numpy as np
 import pyarrow as pa
@@ -104,7 +104,7 @@ def _merge(pieces):
   empty lists of another kind take it), else Python values."""
   kinds = {p.type for _, p in pieces if p is not None and _has_values(p)}
   if len(kinds) > 1:
-    values = []
+    values: List[Any] = []
     for n, p in pieces:
       values += [None] * n if p is None else p.to_pylist()
     return values
@@ -136,7 +136,8 @@ def decode_examples(records: Sequence[bytes]):
             if _has_feature_lists(r)}
   candidates = [i for i in range(len(records)) if i not in errors]
   good = [records[i] for i in candidates]
-  parts = []
+  # (lo, hi, RecordBatch or the reason it did not decode)
+  parts: List[Tuple[int, int, Union[pa.RecordBatch, str]]] = []
   _decode_parts(decoder, good, 0, len(good), parts)
   batches = []
   for lo, hi, decoded in parts:
