@@ -221,8 +221,8 @@ def read_varint(buf: bytes, pos: int) -> Tuple[int, int]:
 
 
 # A field's value: an int for a varint (wire type 0), else its bytes. Any,
-# not Union[int, bytes]: a caller knows which from the field number and
-# reads it as such; a record of the wrong shape fails there as it is.
+# not Union[int, bytes]: each caller knows which from the field it reads,
+# and a record of another shape fails in the caller, as it always did.
 _WireValue = Any
 
 

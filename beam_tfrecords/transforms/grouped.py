@@ -104,14 +104,14 @@ class _EncodeStepsFn(SchemaFn):
   Counters: as EncodeRows'.
   """
 
+  _encoder: StepEncoder
+
   def __init__(self, schema_dict: Dict[str, Any], buckets: int,
                spill_dir: Optional[str] = None,
                threads: Optional[int] = None, statistics: bool = True):
     super().__init__(schema_dict, threads=threads, statistics=statistics)
     self._buckets = buckets
     self._spill_dir = spill_dir
-
-  _encoder: StepEncoder
 
   def _build(self, schema):
     return StepEncoder(schema)
@@ -224,12 +224,12 @@ class _AssembleFn(SchemaFn):
   dict]) per rejected or truncated group; STATS.
   """
 
+  _encoder: GroupAssembler
+
   def __init__(self, schema_dict: Dict[str, Any],
                threads: Optional[int] = None):
     super().__init__(schema_dict, threads=threads)
     self._columns = [c for c, _ in schema_from_dict(schema_dict).group_by]
-
-  _encoder: GroupAssembler
 
   def _build(self, schema):
     return GroupAssembler(schema)
