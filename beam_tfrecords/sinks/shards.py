@@ -132,9 +132,8 @@ class _DealFn(beam.DoFn):
     size = len(data)
     if self._parts_dir is not None and size >= SPILL_BYTES and (
         how == MEMBER or not self._codec.gzip):
-      return (key, PART_FILE,
-              _write_part(FileSystems.join(self._parts_dir, split), shard,
-                          data), len(part), size)
+      path = _write_part(FileSystems.join(self._parts_dir, split), shard, data)
+      return (key, PART_FILE, path, len(part), size)
     return (key, how, data, len(part), size)
 
   def process(self, chunk):
@@ -214,10 +213,9 @@ class _WriteShardFn(beam.DoFn):
     self._shuffle = shuffle
     self._max = dict(max_bytes or {})
 
-  def _shuffled(self, split, shard, parts):
+  def _shuffled(self, seed, split, shard, parts):
     """One part per bucket: the bucket's records (from every chunk) in a
     seeded random order, as one gzip member. Memory: one bucket."""
-    assert self._shuffle is not None  # only called when shuffling
     for bucket, group in itertools.groupby(parts, key=lambda p: p[0][0]):
       records = []
       for _, how, data, _, _ in group:
@@ -226,7 +224,7 @@ class _WriteShardFn(beam.DoFn):
         if how != INLINE:
           data = isal_zlib.decompress(data, wbits=31)
         records.extend(unframe_records(data))
-      random.Random(stable_hash((self._shuffle.seed, split, shard, bucket))
+      random.Random(stable_hash((seed, split, shard, bucket))
                     ).shuffle(records)
       data = gzip_member(frame_records(records), self._level)
       yield ((bucket,), MEMBER, data, len(records), len(data))
@@ -246,7 +244,7 @@ class _WriteShardFn(beam.DoFn):
       return
     parts = runs.in_key_order(parts, open_part)
     if self._shuffle is not None and self._codec.gzip:
-      parts = self._shuffled(split, shard, parts)
+      parts = self._shuffled(self._shuffle.seed, split, shard, parts)
     for _, how, data, count, size in parts:
       if how == INLINE:
         out.inline(data, count)
@@ -340,9 +338,8 @@ def finish_shard_names(directory: str, files: List[dict]) -> List[dict]:
       out.extend(group)
       continue
     total = len(group)
-    # group[0] is a shard's first file: shard_name(split, i, n, suffix)
     first = re.match(r".*-of-[0-9]+(.*)$", group[0]["file"], re.S)
-    assert first is not None  # as shard_name() makes it
+    assert first is not None  # shard_name(split, i, n, suffix)
     suffix = first.group(1)
     present = {m.path.rsplit("/", 1)[-1] for m in FileSystems.match(
         [FileSystems.join(directory, f"{split}-*")])[0].metadata_list}
