@@ -68,11 +68,12 @@ setup(
         "dask": DASK_REQUIRES,
         # moto's server mode: a real S3 endpoint on 127.0.0.1 for the
         # s3:// tests; the Dask tests start a cluster on 127.0.0.1.
-        # mypy: `make test` type-checks the library first (mypy.ini).
+        # mypy: `make test` type-checks the library first (mypy.ini),
+        # with PyYAML's type hints (types-PyYAML).
         # mkdocs: tests/test_docs.py builds the documentation site.
         "test": ["pytest>=8,<10", "hypothesis>=6.100,<7",
                  "moto[server]>=5,<6", "mypy>=1.10,<2",
-                 "mkdocs>=1.6,<2"] + DASK_REQUIRES,
+                 "types-PyYAML>=6,<7", "mkdocs>=1.6,<2"] + DASK_REQUIRES,
     },
     entry_points={
         "console_scripts": ["beam-tfrecords=beam_tfrecords.cli:main"],

@@ -18,8 +18,7 @@ import dataclasses
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-# PyYAML ships no type hints (the types-PyYAML stubs are not a dependency).
-import yaml  # type: ignore[import-untyped]
+import yaml
 
 from beam_tfrecords.errors import SchemaError, preview
 from beam_tfrecords.schema.checking import Checker, listed, suggest
