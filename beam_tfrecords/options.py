@@ -6,7 +6,7 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.schema import Schema
-from beam_tfrecords.schema.loader import parse_size
+from beam_tfrecords.schema.sizes import parse_size
 
 __all__ = ["BuildOptions", "SINK_NAMES"]
 

@@ -13,7 +13,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.schema import Schema
-from beam_tfrecords.schema.loader import parse_size
+from beam_tfrecords.schema.sizes import parse_size
 from beam_tfrecords.schema.model import MediaKind, SplitKind
 from beam_tfrecords.sinks import DATASET_JSON, SUCCESS, read_json
 from beam_tfrecords.splits import split_fraction

@@ -290,11 +290,10 @@ def iter_records(path: str, split: str = "train") -> Iterator[Dict[str, Any]]:
         yield _to_python(schema.features, decode_example(record))
 
 
-def iter_transformed(path: str, split: str, shard: Dict[str, Any]
+def iter_transformed(path: str, shard: Dict[str, Any]
                      ) -> Iterator[Dict[str, list]]:
   """The records of one transformed shard (an entry of dataset.json's
   transform.splits[split].shards) as {feature: [values]}, in plain Python."""
-  del split  # the shard entry names its file
   for record in iter_tfrecords(fs.join(path.rstrip("/"), shard["file"])):
     yield {k: list(v) for k, (_, v) in sorted(decode_example(record).items())}
 

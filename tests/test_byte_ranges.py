@@ -57,3 +57,16 @@ def test_record_and_line_counts_before_any_offset(tmp_path, data):
       assert count_records_before(str(path), offset, chunk) == sum(
           1 for line in lines if line.replace(b"\r", b""))
       assert count_lines_before(str(path), offset, chunk) == len(lines)
+
+
+def test_a_format_saying_splittable_is_refused_not_ignored():
+  """Byte ranges are chunks now: a format still saying `splittable =
+  False` would be cut into ranges if the old name were silently ignored."""
+  class OldFormat(base.Format):
+    name = "old-names"
+    splittable = False
+
+  with pytest.raises(TypeError, match=r"format 'old-names' defines "
+                     r"splittable: rename to chunkable / chunkable_with"):
+    base.register_format(OldFormat())
+  assert "old-names" not in base.FORMATS

@@ -144,7 +144,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _size(text: str) -> int:
-  from beam_tfrecords.schema.loader import parse_size
+  from beam_tfrecords.schema.sizes import parse_size
   size = parse_size(text)
   if size is None:
     raise argparse.ArgumentTypeError(

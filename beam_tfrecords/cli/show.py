@@ -128,7 +128,7 @@ def inspect_command(args) -> int:
       for shard in s["shards"]:
         print(f"  {shard['file']}: {shard['records']:,} records, "
               f"{human_bytes(shard['bytes'])}")
-        for row in iter_transformed(args.path, split, shard):
+        for row in iter_transformed(args.path, shard):
           if shown >= args.records:
             break
           print(f"  record {shown}: {_show(row)}")

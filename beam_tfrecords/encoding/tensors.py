@@ -6,8 +6,8 @@ A tensor is read from one of three places (schema `from`):
   flat lists (row-major), JSON list text, or text split by `separator`
   (by commas / whitespace without one);
 * several numeric columns, one value each, in source order;
-* .npy files (the file's bytes go through `npy_array`; encoding.media
-  reads them).
+* .npy files (the file's bytes go through `npy_array`; the fetch that
+  encoding.media is given reads them).
 
 Integer dtypes take whole numbers only, read exactly (text as a decimal,
 never through a float) and range-checked; float16 / float32 refuse finite

@@ -219,6 +219,18 @@ FORMATS: Dict[str, Format] = {}
 
 
 def register_format(fmt: Format) -> Format:
+  """Makes `fmt` the reader of its format name.
+
+  Raises:
+    TypeError: the format says whether it is split with the names used
+      before they became `chunkable` / `chunkable_with` (byte ranges are
+      chunks now); left alone, they would be ignored and a file that must
+      be read whole would be cut.
+  """
+  old = [n for n in ("splittable", "splittable_with") if hasattr(fmt, n)]
+  if old:
+    raise TypeError(f"format {fmt.name!r} defines {', '.join(old)}: "
+                    "rename to chunkable / chunkable_with")
   FORMATS[fmt.name] = fmt
   return fmt
 
