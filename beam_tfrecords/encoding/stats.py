@@ -18,15 +18,17 @@ Top values are counted exactly per batch; across batches each description
 keeps the TOP_KEPT most frequent values, so counts of values outside that
 set in some batch are missing from the total (top_exact: false then).
 
-Numbers also carry exact sums of squares, a count of zeros and a
+Numbers also carry their sum of squares, a count of zeros and a
 histogram over fixed logarithmic buckets (`log_buckets`); text the total
 length of its values. dataset.json does not show them; statistics.pb
 (sinks.tfdv) does.
 
-Sums are kept exactly (as Shewchuk's non-overlapping partials, the way
-math.fsum works), so the mean is the same to the last bit whatever order
-the workers' descriptions are merged in: dataset.json is byte-identical
-for any number of workers.
+Sums and sums of squares are exact integers (encoding.exact_sums), and
+`mean` / `std_dev` round once from them, so every float written is the
+same to the last bit on any CPU, for any batch sizes and whatever order
+the workers' descriptions are merged in. No BLAS, no float reduction:
+statistics.pb, dataset.json and the report are byte-identical on any
+machine and worker count (tests/test_cpu_determinism.py).
 """
 
 import math
@@ -36,10 +38,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_tfrecords.encoding import exact_sums
 from beam_tfrecords.schema.model import Feature, FeatureType
 
-__all__ = ["column_stats", "merge", "finish", "exact_sum", "TOP_KEPT",
-           "TOP_SHOWN", "log_buckets", "bucket_bounds"]
+__all__ = ["column_stats", "merge", "finish", "mean", "std_dev",
+           "TOP_KEPT", "TOP_SHOWN", "log_buckets", "bucket_bounds"]
 
 TOP_KEPT = 1000
 TOP_SHOWN = 10
@@ -72,10 +75,17 @@ def column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
     if len(finite):
       mm = pc.min_max(finite)
       out["min"], out["max"] = mm["min"].as_py(), mm["max"].as_py()
+      if feature.type is FeatureType.FLOAT:
+        # -0.0 as 0.0: which of two equal zeros a min or max returns
+        # depends on the order of the values and of the merges.
+        out["min"], out["max"] = out["min"] + 0.0, out["max"] + 0.0
       x = pc.cast(finite, pa.float64(), safe=False).to_numpy(
           zero_copy_only=False)
-      out["sum"] = [float(x.sum())]
-      out["sumsq"] = [float(np.dot(x, x))]
+      # Exact sums (integers): of the int64 values themselves, not of
+      # their float64 casts (which round past 2**53).
+      out["sum"], out["sumsq"] = exact_sums.sums(
+          finite.to_numpy(zero_copy_only=False)
+          if feature.type is FeatureType.INT64 else x)
       out["zeros"] = int(np.count_nonzero(x == 0))
       out["hist"] = log_buckets(x)
       out["counted"] = len(finite)
@@ -106,8 +116,13 @@ BUCKETS_PER_OCTAVE = 4
 BUCKET_BASE = 5000
 
 
-# The bucket edges within one power of two: 2^(k/4), k = 0..4.
-_EDGES = [2.0 ** (k / BUCKETS_PER_OCTAVE) for k in range(BUCKETS_PER_OCTAVE)]
+# The bucket edges within one power of two: 2^(k/4), k = 0..3, correctly
+# rounded, written out rather than computed: the C library's pow() picks
+# an implementation by CPU feature (FMA or not), and a last-bit difference
+# would move values between buckets.
+_EDGES = [1.0, float.fromhex("0x1.306fe0a31b715p+0"),
+          float.fromhex("0x1.6a09e667f3bcdp+0"),
+          float.fromhex("0x1.ae89f995ad3adp+0")]
 
 
 def log_buckets(x: np.ndarray) -> Dict[int, int]:
@@ -142,26 +157,6 @@ def _ldexp(m: float, e: int) -> float:
     return math.inf
 
 
-def exact_sum(values: List[float]) -> List[float]:
-  """The exact sum of `values` as a few non-overlapping floats (their
-  partials, smallest first): the same exact value in any order, and
-  math.fsum of it is the correctly rounded sum."""
-  partials: List[float] = []
-  for x in values:
-    i = 0
-    for y in partials:
-      if abs(x) < abs(y):
-        x, y = y, x
-      high = x + y
-      low = y - (high - x)
-      if low:
-        partials[i] = low
-        i += 1
-      x = high
-    partials[i:] = [x]
-  return partials
-
-
 def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
   if a is None:
     return b
@@ -173,12 +168,10 @@ def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
     got = [x[k] for x in (a, b) if k in x]
     if got:
       out[k] = pick(got)
-  for k in ("counted", "long_values", "zeros", "len_sum"):
+  # Integers, the sums exact ones (exact_sums): any order, same total.
+  for k in ("counted", "long_values", "zeros", "len_sum", "sum", "sumsq"):
     if k in a or k in b:
       out[k] = a.get(k, 0) + b.get(k, 0)
-  for k in ("sum", "sumsq"):
-    if k in a or k in b:
-      out[k] = exact_sum(a.get(k, []) + b.get(k, []))
   for k in ("hist", "len_hist", "steps_hist"):
     if k in a or k in b:
       hist = dict(a.get(k, {}))
@@ -198,6 +191,16 @@ def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
   return out
 
 
+def mean(stats: dict) -> float:
+  """The mean of a merged description's numbers, correctly rounded."""
+  return exact_sums.mean(stats["sum"], stats["counted"])
+
+
+def std_dev(stats: dict) -> float:
+  """The population standard deviation of its numbers (as TFDV's)."""
+  return exact_sums.std_dev(stats["sum"], stats["sumsq"], stats["counted"])
+
+
 def finish(stats: dict) -> dict:
   out = {k: stats[k] for k in ("present", "missing", "values")}
   if "len_min" in stats:
@@ -205,8 +208,7 @@ def finish(stats: dict) -> dict:
   if "steps_min" in stats:
     out["steps"] = {"min": stats["steps_min"], "max": stats["steps_max"]}
   if stats.get("counted"):
-    out.update(min=stats["min"], max=stats["max"],
-               mean=math.fsum(stats["sum"]) / stats["counted"])
+    out.update(min=stats["min"], max=stats["max"], mean=mean(stats))
   if stats.get("long_values"):
     out["long_values"] = stats["long_values"]
   if stats.get("top"):

@@ -4,16 +4,17 @@ TensorFlow Data Validation reads (`tfdv.load_stats_binary`) for its
 schema inference, anomaly checks and Facets view.
 
 Everything comes from the build's one statistics pass (encoding.stats):
-counts, value-count ranges, mean and standard deviation from exact sums,
+counts, value-count ranges, mean and standard deviation rounded once from
+exact sums,
 zeros, min / max, a histogram over fixed logarithmic buckets (exact
 counts, the same on any number of workers), top values of text (exact
 where `top_exact`), average length.
 """
 
-import math
 from typing import Any, Dict
 
-from beam_tfrecords.encoding.stats import TOP_SHOWN, bucket_bounds
+from beam_tfrecords.encoding.stats import (TOP_SHOWN, bucket_bounds, mean,
+                                            std_dev)
 
 __all__ = ["STATISTICS_FILE", "STEPS_STAT", "statistics_bytes"]
 
@@ -70,10 +71,7 @@ def _numbers(num, s: dict) -> None:
   counted = s.get("counted", 0)
   if not counted:
     return
-  mean = math.fsum(s["sum"]) / counted
-  num.mean = mean
-  num.std_dev = math.sqrt(max(0.0, math.fsum(s["sumsq"]) / counted
-                              - mean * mean))
+  num.mean, num.std_dev = mean(s), std_dev(s)
   num.num_zeros = s.get("zeros", 0)
   num.min, num.max = float(s["min"]), float(s["max"])
   _histogram(num.histograms.add(), s.get("hist", {}))

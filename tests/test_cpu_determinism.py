@@ -1,0 +1,244 @@
+"""Same bytes on every machine (issue 36).
+
+A fresh clone on an AVX-512 CPU once wrote another statistics.pb than the
+pinned one: the sum of squares went through OpenBLAS's dot product, whose
+AVX-512 and AVX2 kernels add in different orders. Now every float the
+build writes comes from exact integer sums rounded once
+(encoding.exact_sums), and these tests hold it there:
+
+* the bundled pipelines (every float statistic: int64, float, lists,
+  feature lists' steps, grouped sequences, images, TensorFlow Transform's
+  transformed records) are built in fresh interpreters under other CPU
+  kernels (OpenBLAS forced to its AVX2 or AVX-512 kernels, NumPy without
+  its AVX-512 or without any dispatched SIMD, Arrow, oneDNN and
+  libjpeg-turbo held to lower instruction sets) and must give the pinned
+  bytes, file for file (tests/golden/bundled_outputs.json);
+* the statistics of the same values cut into other batches and merged in
+  other orders are byte-identical (a property test);
+* the exact sums equal rational arithmetic's, at the float64 extremes too.
+"""
+
+import decimal
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from beam_tfrecords.encoding import exact_sums
+from beam_tfrecords.encoding import stats
+from beam_tfrecords.schema.model import Feature, FeatureType
+from beam_tfrecords.sinks.tfdv import statistics_bytes
+from tests.test_bundled_bytes import MANIFEST, PIPELINES, manifest_of
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _cpu_flags() -> set:
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("flags"):
+          return set(line.split(":", 1)[1].split())
+  except OSError:
+    pass
+  return set()
+
+
+def _numpy_targets(avx512_only: bool) -> str:
+  """NumPy's dispatched SIMD targets this CPU runs (all, or the AVX-512
+  ones), for NPY_DISABLE_CPU_FEATURES."""
+  from numpy._core import _multiarray_umath as umath
+  return " ".join(
+      k for k in umath.__cpu_dispatch__ if umath.__cpu_features__.get(k)
+      and (not avx512_only or "AVX512" in k or k == "X86_V4"))
+
+
+# name -> (environment, the CPU flag it needs or None).
+VARIANTS = {
+    # An AVX2 machine: OpenBLAS's Haswell kernels, NumPy without its
+    # AVX-512 loops, Arrow and oneDNN at AVX2.
+    "avx2": ({"OPENBLAS_CORETYPE": "Haswell",
+              "NPY_DISABLE_CPU_FEATURES": _numpy_targets(True),
+              "ARROW_USER_SIMD_LEVEL": "AVX2",
+              "ONEDNN_MAX_CPU_ISA": "AVX2"}, "avx2"),
+    # OpenBLAS's AVX-512 kernels (only where the CPU has them: forced on
+    # another one they would stop the process with an illegal instruction).
+    "avx512": ({"OPENBLAS_CORETYPE": "SkylakeX"}, "avx512f"),
+    # No dispatched SIMD at all: NumPy at its baseline, Arrow's scalar
+    # kernels, libjpeg-turbo's C code, oneDNN at SSE4.1, OpenBLAS's
+    # Nehalem kernels.
+    "baseline": ({"OPENBLAS_CORETYPE": "Nehalem",
+                  "NPY_DISABLE_CPU_FEATURES": _numpy_targets(False),
+                  "ARROW_USER_SIMD_LEVEL": "NONE",
+                  "JSIMD_FORCENONE": "1",
+                  "ONEDNN_MAX_CPU_ISA": "SSE41"}, None),
+}
+
+# Builds every bundled pipeline in one interpreter, each into OUT/<name>.
+_DRIVER = """
+import importlib, os, sys
+out = sys.argv[1]
+for name in sys.argv[2:]:
+  importlib.import_module("pipelines." + name).run(
+      ["--output", os.path.join(out, name)])
+"""
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_bundled_builds_are_the_pinned_bytes_on_other_cpu_kernels(
+    tmp_path, variant):
+  env_extra, flag = VARIANTS[variant]
+  if flag and flag not in _cpu_flags():
+    pytest.skip(f"this CPU has no {flag}")
+  env = dict(os.environ, **env_extra, TF_CPP_MIN_LOG_LEVEL="2",
+             PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+  done = subprocess.run(
+      [sys.executable, "-c", _DRIVER, str(tmp_path)] + PIPELINES, env=env,
+      cwd=HERE, capture_output=True, text=True, timeout=600)
+  assert done.returncode == 0, done.stderr[-3000:]
+  with open(MANIFEST) as f:
+    pinned = json.load(f)
+  for name in PIPELINES:
+    assert manifest_of(str(tmp_path / name)) == pinned[name], (variant, name)
+
+
+def test_the_variants_change_what_they_claim_to():
+  """The environment really switches the kernels (else the test above
+  would prove nothing): NumPy drops its dispatched targets, Arrow its
+  SIMD level."""
+  env_extra, _ = VARIANTS["baseline"]
+  env = dict(os.environ, **env_extra)
+  code = ("from numpy._core import _multiarray_umath as u; import pyarrow;"
+          "print([k for k in u.__cpu_dispatch__ if u.__cpu_features__[k]],"
+          " pyarrow.runtime_info().simd_level)")
+  out = subprocess.run([sys.executable, "-c", code], env=env,
+                       capture_output=True, text=True, check=True).stdout
+  assert out.strip() == "[] none"
+
+
+# The property: statistics of the same values do not depend on batching
+# or merge order.
+
+_FLOATS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(min_value=-1e6, max_value=1e6),
+    st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1.7976931348623157e308,
+                     -1.7976931348623157e308, 0.1, 1e16, 1.0]),
+    st.floats(allow_nan=True, allow_infinity=True))
+_INTS = st.one_of(st.integers(-2**63, 2**63 - 1),
+                  st.integers(-1000, 1000))
+
+
+def _batch_stats(feature, rows, cuts):
+  kind = pa.float32() if feature.type is FeatureType.FLOAT else pa.int64()
+  parts, start = [], 0
+  for stop in list(cuts) + [len(rows)]:
+    lists = pa.array(rows[start:stop], pa.large_list(kind))
+    parts.append(stats.column_stats(feature, lists))
+    start = stop
+  return parts
+
+
+def _merged(parts, rng):
+  """The parts merged in a random tree, in a random order."""
+  parts = list(parts)
+  rng.shuffle(parts)
+  while len(parts) > 1:
+    i = rng.randrange(len(parts) - 1)
+    parts[i:i + 2] = [stats.merge(parts[i], parts[i + 1])]
+  return parts[0]
+
+
+def _written(feature, merged):
+  """What a build writes of one feature: dataset.json's part and
+  statistics.pb's bytes."""
+  kind = "float" if feature.type is FeatureType.FLOAT else "int64"
+  meta = {"schema": {"features": {feature.name: {"type": kind,
+                                                 "shape": [-1]}}},
+          "splits": {"train": {"records": merged["present"] +
+                               merged["missing"]}}}
+  return (json.dumps(stats.finish(merged), sort_keys=True),
+          statistics_bytes(meta, {"train": {feature.name: merged}}))
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), is_float=st.booleans())
+def test_statistics_do_not_depend_on_batches_or_merge_order(data, is_float):
+  feature = Feature("x", FeatureType.FLOAT if is_float else
+                    FeatureType.INT64, shape=(-1,))
+  values = _FLOATS if is_float else _INTS
+  rows = data.draw(st.lists(st.one_of(st.none(), st.lists(values,
+                                                          max_size=5)),
+                            min_size=1, max_size=40))
+  seed = data.draw(st.integers(0, 2**32))
+  rng = random.Random(seed)
+  written = set()
+  for _ in range(4):
+    cuts = sorted(rng.sample(range(1, len(rows)), rng.randint(
+        0, len(rows) - 1))) if len(rows) > 1 else []
+    written.add(_written(feature, _merged(
+        _batch_stats(feature, rows, cuts), rng)))
+  assert len(written) == 1
+
+
+def _exact(values):
+  total = sum(Fraction(v) for v in values)
+  return total, sum(Fraction(v) ** 2 for v in values)
+
+
+@pytest.mark.parametrize("values", [
+    [0.1, 0.2, -0.3],
+    [5e-324, -5e-324, 1.7976931348623157e308, -1.7976931348623157e308,
+     0.0, 1.0],
+    [1e-300 * (i % 7 - 3) for i in range(1000)],
+    [1e9 + 0.001 * i for i in range(1000)],  # large mean, small spread
+], ids=["tenths", "extremes", "tiny", "offset"])
+def test_float_sums_are_exact_and_round_once(values):
+  x = np.array(values, np.float64)
+  total, squares = exact_sums.sums(x)
+  s, q = _exact(values)
+  assert Fraction(total) * Fraction(2) ** exact_sums.SUM_SCALE == s
+  assert Fraction(squares) * Fraction(2) ** exact_sums.SQUARES_SCALE == q
+  n = len(values)
+  assert exact_sums.mean(total, n) == float(s / n)  # correctly rounded
+  variance = q / n - (s / n) ** 2
+  with decimal.localcontext(decimal.Context(prec=60)):
+    want = float((decimal.Decimal(variance.numerator) /
+                  decimal.Decimal(variance.denominator)).sqrt())
+  assert exact_sums.std_dev(total, squares, n) == want
+
+
+def test_a_large_offset_does_not_cancel_the_spread():
+  # sum(x^2)/n - mean^2 in floats loses every digit here; exact does not.
+  x = np.array([1e9 + 0.001 * i for i in range(1000)])
+  total, squares = exact_sums.sums(x)
+  got = exact_sums.std_dev(total, squares, len(x))
+  assert got == pytest.approx(0.001 * math.sqrt((1000 ** 2 - 1) / 12),
+                              rel=1e-6)
+  naive = math.sqrt(abs(float(np.dot(x, x)) / len(x) - x.mean() ** 2))
+  assert abs(naive - got) > 0.01 * got
+
+
+def test_int64_sums_are_exact_at_the_extremes():
+  v = np.array([2**63 - 1, -2**63, -2**63, 5, -7, 2**53 + 1], np.int64)
+  total, squares = exact_sums.sums(v)
+  ints = [int(i) for i in v]
+  assert total == sum(ints) << -exact_sums.SUM_SCALE
+  assert squares == sum(i * i for i in ints) << -exact_sums.SQUARES_SCALE
+  assert exact_sums.mean(total, len(v)) == float(Fraction(sum(ints),
+                                                          len(v)))
+  # More values than one chunk of the int64 path, all at the top.
+  big = np.full(300_000, 2**63 - 1, np.int64)
+  total, squares = exact_sums.sums(big)
+  assert total == (300_000 * (2**63 - 1)) << -exact_sums.SUM_SCALE
+  assert exact_sums.std_dev(total, squares, len(big)) == 0.0
