@@ -3,17 +3,32 @@
 #   make test   sets up the same virtualenv, type-checks the library (mypy.ini)
 #               and runs the test suite
 # make docs regenerates docs/cli.md and builds the documentation into site/.
+# make lock refreshes the lock of exact versions (requirements/) from
+#             setup.py's ranges.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# The exact versions `make setup` installs (hash-checked), one lock per
+# Python version; setup.py keeps the ranges users install from.
+PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d%d" % sys.version_info[:2])')
+LOCK := requirements/py$(PY_VERSION).txt
+PIP_VERSION := 26.3
+UV_VERSION := 0.13.9
 
-.PHONY: setup demo test bench docs clean
+.PHONY: setup demo test bench docs lock clean
 
-$(VENV)/.installed: setup.py
+$(VENV)/.installed: setup.py $(wildcard $(LOCK))
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $@
+	$(BIN)/pip install --quiet --upgrade 'pip==$(PIP_VERSION)'
+	@if [ -f $(LOCK) ]; then \
+	  echo "installing the locked versions of $(LOCK)"; \
+	  $(BIN)/pip install --quiet --require-hashes --no-deps -r $(LOCK) && \
+	  $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . && \
+	  $(BIN)/pip check && echo $(LOCK) > $@; \
+	else \
+	  echo "warning: no lock for this Python ($(LOCK)): installing from setup.py's ranges" >&2; \
+	  $(BIN)/pip install --quiet -e '.[test]' && echo ranges > $@; \
+	fi
 
 setup: $(VENV)/.installed
 
@@ -33,5 +48,17 @@ docs: setup
 	$(BIN)/python docs/gen_cli.py docs/cli.md
 	$(BIN)/mkdocs build --strict -d site
 
+# Resolves setup.py's requirements (with the [test] extra) for Linux
+# x86_64 and writes the lock with every file's SHA-256; commit the result
+# (tests/test_lock.py checks it still satisfies setup.py).
+# uv runs from a venv of its own: a setup.py that the old lock no longer
+# satisfies must not stop the lock's refresh.
+lock:
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install --quiet 'uv==$(UV_VERSION)'
+	.venv-lock/bin/uv pip compile setup.py --extra test --generate-hashes \
+	  --python-version $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])') \
+	  --python-platform x86_64-manylinux_2_28 --quiet -o $(LOCK)
+
 clean:
-	rm -rf $(VENV) out build site *.egg-info
+	rm -rf $(VENV) .venv-lock out build site *.egg-info

@@ -138,9 +138,30 @@ def difference(a, b) -> Optional[Tuple[str, float]]:
   for k in keys:
     x, y = p.get(k, 0.0), q.get(k, 0.0)
     m = (x + y) / 2
-    js += (x * math.log2(x / m) if x else 0) / 2 + \
-        (y * math.log2(y / m) if y else 0) / 2
+    js += (x * log2(x / m) if x else 0) / 2 + \
+        (y * log2(y / m) if y else 0) / 2
   return "Jensen-Shannon", js
+
+
+def log2(x: float) -> float:
+  """log2 of a positive finite float with +, -, *, / only, so the same to
+  the last bit on every CPU (the C library's log2 picks an implementation
+  by CPU feature, FMA or not): x = m * 2**e with m in [sqrt(1/2), sqrt(2)),
+  ln(m) = 2 atanh(z) = 2 (z + z^3/3 + z^5/5 + ...), z = (m-1)/(m+1),
+  |z| < 0.172: 11 terms reach below 2**-53."""
+  m, e = math.frexp(x)  # exact: x = m * 2**e, m in [0.5, 1)
+  if m < _SQRT_HALF:
+    m, e = m * 2, e - 1
+  z = (m - 1) / (m + 1)
+  z2, term, total = z * z, z, 0.0
+  for k in range(1, 24, 2):
+    total += term / k
+    term *= z2
+  return e + 2 * total / _LN2
+
+
+_SQRT_HALF = float.fromhex("0x1.6a09e667f3bcdp-1")
+_LN2 = float.fromhex("0x1.62e42fefa39efp-1")
 
 
 def _cell(feature, spec: dict, image: bool = False) -> str:

@@ -242,3 +242,54 @@ def test_int64_sums_are_exact_at_the_extremes():
   total, squares = exact_sums.sums(big)
   assert total == (300_000 * (2**63 - 1)) << -exact_sums.SUM_SCALE
   assert exact_sums.std_dev(total, squares, len(big)) == 0.0
+
+
+def test_the_same_input_elsewhere_and_later_differs_only_as_listed(
+    tmp_path):
+  """The contract's exceptions, and nothing else: dataset.json's inputs
+  and build_key, _SUCCESS, and the input paths in errors/ and
+  report.html."""
+  import beam_tfrecords as btr
+  schema = {"name": "ex", "splits": {"column": "split",
+                                     "values": ["train", "eval"]},
+            "features": {"id": {"type": "int64", "required": True},
+                         "score": {"type": "float", "required": True},
+                         "tag": {"type": "string"}}}
+  text = "id,score,split,tag\n" + "".join(
+      f"{i},{i / 7 if i % 13 else 'n/a'},{'eval' if i % 4 else 'train'},"
+      f"t{i % 5}\n" for i in range(400))
+  built = []
+  for name, mtime in (("here", 1_600_000_000), ("there", 1_700_000_000)):
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "in.csv").write_text(text)
+    os.utime(folder / "in.csv", (mtime, mtime))
+    btr.build(schema, str(folder / "in.csv"), str(tmp_path / f"out-{name}"),
+              max_bad_fraction=1.0)
+    built.append((str(folder), tmp_path / f"out-{name}"))
+  (here, a), (there, b) = built
+
+  def files(root):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.is_file())
+
+  assert files(a) == files(b)
+  assert "errors/errors-00000-of-00001.jsonl" in files(a)
+  differing = set()
+  for rel in files(a):
+    x, y = (a / rel).read_bytes(), (b / rel).read_bytes()
+    if x == y:
+      continue
+    differing.add(rel)
+    if rel == "dataset.json":  # the input's path (in errors), the key
+      mx, my = json.loads(x.decode().replace(here, there)), json.loads(y)
+      assert {k for k in mx if mx[k] != my.get(k)} == {"inputs", "build_key"}
+      assert set(mx) == set(my)
+      assert mx["inputs"]["files"][0]["modified"] == 1_600_000_000
+    elif rel == "_SUCCESS":
+      assert x.split()[:-1] == y.split()[:-1]  # the tool, then the key
+    else:  # the input's path, and nothing else
+      assert x.decode().replace(here, there) == y.decode(), rel
+  assert differing <= {"dataset.json", "_SUCCESS", "report.html",
+                       "errors/errors-00000-of-00001.jsonl"}
+  assert {"dataset.json", "_SUCCESS"} <= differing
