@@ -1,7 +1,11 @@
 # The two commands of the README:
 #   make demo   sets up a virtualenv and builds the bundled sample dataset
 #   make test   sets up the same virtualenv, type-checks the library (mypy.ini)
-#               and runs the test suite
+#               and runs the whole test suite on every core
+# make test-fast runs the fast tier (no slow or cluster test): run it
+#             before every commit.
+# make coverage runs the whole suite under coverage.py.
+# Another Python: make test-fast PYTHON=python3.13 VENV=.venv-py313
 # make docs regenerates docs/cli.md and builds the documentation into site/.
 # make lock refreshes the lock of exact versions (requirements/) from
 #             setup.py's ranges.
@@ -15,7 +19,11 @@ LOCK := requirements/py$(PY_VERSION).txt
 PIP_VERSION := 26.3
 UV_VERSION := 0.13.9
 
-.PHONY: setup demo test bench docs lock clean
+# pytest-xdist: one worker per core, a test file's tests on one worker
+# (module fixtures are built once).
+PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadfile
+
+.PHONY: setup demo test test-fast coverage bench docs lock clean
 
 $(VENV)/.installed: setup.py $(wildcard $(LOCK))
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +47,13 @@ demo: setup
 
 test: setup
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q tests
+	$(PYTEST) tests
+
+test-fast: setup
+	$(PYTEST) -m "not slow and not cluster" tests
+
+coverage: setup
+	$(PYTEST) --cov=beam_tfrecords --cov-report=term tests
 
 bench: setup
 	$(BIN)/python benchmarks/run.py
@@ -61,4 +75,4 @@ lock:
 	  --python-platform x86_64-manylinux_2_28 --quiet -o $(LOCK)
 
 clean:
-	rm -rf $(VENV) .venv-lock out build site *.egg-info
+	rm -rf $(VENV) .venv-lock .venv-py3* out build site *.egg-info .coverage

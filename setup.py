@@ -46,7 +46,7 @@ setup(
     description="Declarative schema-driven TFRecord datasets with Apache Beam.",
     long_description=open(os.path.join(_HERE, "README.md")).read(),
     long_description_content_type="text/markdown",
-    python_requires=">=3.10,<3.13",
+    python_requires=">=3.11,<3.14",
     # The bundled pipelines, their sample data and the schemas they name
     # install under this package's name (beam_tfrecords.pipelines, with
     # schemas/ as beam_tfrecords/pipelines/schemas/): no top-level package
@@ -71,7 +71,11 @@ setup(
         # mypy: `make test` type-checks the library first (mypy.ini),
         # with PyYAML's type hints (types-PyYAML).
         # mkdocs: tests/test_docs.py builds the documentation site.
-        "test": ["pytest>=8,<10", "hypothesis>=6.100,<7",
+        # pytest-xdist: make test runs the suite on every core;
+        # coverage / pytest-cov: make coverage.
+        "test": ["pytest>=8,<10", "pytest-xdist>=3.5,<4",
+                 "coverage>=7.4,<8", "pytest-cov>=5,<8",
+                 "hypothesis>=6.100,<7",
                  "moto[server]>=5,<6", "mypy>=1.10,<2",
                  "types-PyYAML>=6,<7", "mkdocs>=1.6,<2"] + DASK_REQUIRES,
     },

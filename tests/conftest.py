@@ -107,3 +107,45 @@ def s3_beam_args(url):
   """Beam's options for the moto server at `url`."""
   return [f"--s3_endpoint_url={url}", "--s3_access_key_id=test",
           "--s3_secret_access_key=test", "--s3_region_name=us-east-1"]
+
+
+# The tiers (pytest.ini). A test is `cluster` when it uses a fixture that
+# starts servers on 127.0.0.1, `unit` in a module of functions on values,
+# else `e2e`; `slow` marks the e2e tests (over about 5 s here) that the fast
+# tier (make test-fast) leaves out. tests/test_layout.py checks that every
+# name below still names a test or fixture.
+CLUSTER_FIXTURES = {"s3", "portable_pool", "portable", "two_pools",
+                    "bare_pool", "cluster"}
+UNIT_MODULES = {"test_encoding", "test_grouped_fast", "test_images_unit",
+                "test_layout", "test_lock", "test_properties", "test_runs",
+                "test_schema", "test_sequence_encoding"}
+SLOW = {
+    "test_determinism.py::test_bundled_builds_are_the_pinned_bytes_on_other_cpu_kernels",
+    "test_docs.py::test_snippets_run",
+    "test_transform.py::test_transformed_only_and_the_same_bytes",
+    "test_transform.py::test_review_cases",
+    "test_transform.py::test_values_match_numpy_on_the_training_split",
+    "test_publish_kills.py::test_simultaneous_builds_into_one_output_never_mix",
+    "test_publish_kills.py::test_a_build_killed_while_publishing_is_finished_by_the_next",
+    "test_grouped_bytes.py::test_grouped_output_is_pinned",
+    "test_beam_transforms.py::test_write_dataset_with_tensorflow_transform",
+    "test_beam_transforms.py::test_write_dataset_bytes_do_not_depend_on_order_or_workers",
+    "test_images.py::test_every_dtype_round_trips",
+    "test_bad_input.py::test_bad_rows",
+    "test_splits.py::test_hash_split_keeps_each_key_in_one_split_with_the_ratios",
+    "test_shuffle.py::test_shuffle_is_seeded_complete_and_the_same_bytes",
+    "test_report.py::test_reports_render_in_a_headless_browser",
+}
+
+
+def pytest_collection_modifyitems(items):
+  for item in items:
+    module = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+    if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())):
+      item.add_marker(pytest.mark.cluster)
+    elif module[:-3] in UNIT_MODULES:
+      item.add_marker(pytest.mark.unit)
+    else:
+      item.add_marker(pytest.mark.e2e)
+    if module + "::" + item.nodeid.split("::", 1)[-1].split("[")[0] in SLOW:
+      item.add_marker(pytest.mark.slow)

@@ -20,6 +20,8 @@ import os
 
 import pytest
 
+from beam_tfrecords.errors import reason_category
+
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(HERE, "pipelines", "data")
 MANIFEST = os.path.join(HERE, "tests", "golden", "bundled_outputs.json")
@@ -33,8 +35,13 @@ def _digest(data: bytes) -> str:
 
 
 def _normalized(text: str, inputs: str = DATA) -> str:
-  return text.replace(json.dumps(inputs)[1:-1], "<data>").replace(
-      inputs, "<data>")
+  """`text` with the inputs' folder written as <data>: as it is, as JSON
+  writes it, and as dataset.json's reason categories write it (numbers
+  as N: a pytest-123 or popen-gw1 of the temporary folder)."""
+  for path in (inputs, reason_category(inputs)):
+    text = text.replace(json.dumps(path)[1:-1], "<data>").replace(
+        path, "<data>")
+  return text
 
 
 def manifest_of(output: str, inputs: str = DATA) -> dict:

@@ -100,3 +100,38 @@ def test_no_two_modules_share_a_word_for_different_things():
               "beam_tfrecords.transforms.read"} & names
   assert {"beam_tfrecords.tft", "beam_tfrecords.reader",
           "beam_tfrecords.transforms.inputs"} <= names
+
+
+def test_every_test_the_code_and_docs_name_exists():
+  """A docstring or page that says `tests/test_x.py` (or
+  `tests/test_x.py::test_y`) names a test file (and function) that is
+  there."""
+  import re
+  root = PACKAGE.parent
+  texts = list(_modules()) + sorted((root / "docs").rglob("*.md")) + [
+      root / "README.md"]
+  missing = []
+  for path in texts:
+    for m in re.finditer(r"tests/(test_\w+\.py)(?:::(\w+))?",
+                         path.read_text()):
+      test = root / "tests" / m.group(1)
+      if not test.exists() or (m.group(2) and f"def {m.group(2)}("
+                               not in test.read_text()):
+        missing.append(f"{path.relative_to(root)}: {m.group(0)}")
+  assert not missing
+
+
+def test_the_tiers_name_tests_and_fixtures_that_exist():
+  """tests/conftest.py's tier tables: every slow test, unit module and
+  cluster fixture they name is there (a rename would silently move a test
+  between tiers)."""
+  from tests import conftest
+  tests = PACKAGE.parent / "tests"
+  for name in conftest.SLOW:
+    module, function = name.split("::")
+    assert f"def {function}(" in (tests / module).read_text(), name
+  for module in conftest.UNIT_MODULES:
+    assert (tests / f"{module}.py").exists(), module
+  sources = "".join(p.read_text() for p in tests.glob("*.py"))
+  for fixture in conftest.CLUSTER_FIXTURES:
+    assert f"def {fixture}(" in sources, fixture
