@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.sinks.tfdv import STEPS_STAT
+from beam_tfrecords.encoding.stats import STEPS_STAT
 
 __all__ = ["render_report", "write_report", "DIFFERENCE_FLAG", "REPORT_FILE"]
 

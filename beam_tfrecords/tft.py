@@ -23,22 +23,20 @@ transformed_metadata/), which `tft.TFTransformOutput(dataset_dir)` reads;
 `beam_tfrecords.reader.transform_output` returns it.
 """
 
-import glob
 import pickle
 from typing import Any, Dict, List
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.schema.model import TransformSpec
 
-__all__ = ["TransformRecords", "preprocessing_fn", "describe_transform",
-           "TRANSFORMED_DIR", "TFT_TEMP_DIR", "TRANSFORM_DIRS"]
+__all__ = ["TransformRecords", "preprocessing_fn", "TRANSFORMED_DIR",
+           "TFT_TEMP_DIR", "TRANSFORM_DIRS"]
 
 from beam_tfrecords.sinks.metadata import (  # noqa: E402
-    DATASET_JSON, TFT_TEMP_DIR, TRANSFORM_DIRS, TRANSFORMED_DIR, write_json)
+    TFT_TEMP_DIR, TRANSFORM_DIRS, TRANSFORMED_DIR)
 
 _KEY, _ROW = "__btr_chunk__", "__btr_row__"
 
@@ -228,38 +226,3 @@ class TransformRecords(beam.PTransform):
             | "GroupChunks" >> beam.GroupByKey()
             | "Chunks" >> beam.Map(_chunk))
             # (split, key, [serialized transformed Example])
-
-
-def _spec_json(spec) -> dict:
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  out = {}
-  for name, f in sorted(spec.items()):
-    if isinstance(f, tf.io.FixedLenFeature):
-      out[name] = {"kind": "FixedLenFeature", "shape": list(f.shape),
-                   "dtype": f.dtype.name}
-    elif isinstance(f, tf.io.VarLenFeature):
-      out[name] = {"kind": "VarLenFeature", "dtype": f.dtype.name}
-    else:
-      raise ValueError(f"transformed feature {name!r}: {f!r} is not a "
-                       "FixedLen / VarLen feature")
-  return out
-
-
-def describe_transform(staging: str, meta: Dict[str, Any]) -> Dict[str, Any]:
-  """After the run: the transform graph's files and the transformed feature
-  spec go into dataset.json (rewritten in the staging directory)."""
-  import tensorflow_transform as tft  # pylint: disable=import-outside-toplevel
-  files = []
-  for d in TRANSFORM_DIRS:
-    pattern = FileSystems.join(glob.escape(FileSystems.join(staging, d)),
-                               "**")
-    for r in FileSystems.match([pattern]):
-      files += [m.path[len(staging.rstrip("/")) + 1:]
-                for m in r.metadata_list if not m.path.endswith("/")]
-  output = tft.TFTransformOutput(staging)
-  meta = dict(meta)
-  meta["transform"] = dict(meta.get("transform", {}), files=sorted(files),
-                           feature_spec=_spec_json(
-                               output.transformed_feature_spec()))
-  write_json(FileSystems.join(staging, DATASET_JSON), meta)
-  return meta

@@ -42,9 +42,13 @@ from beam_tfrecords.encoding import exact_sums
 from beam_tfrecords.schema.model import Feature, FeatureType
 
 __all__ = ["column_stats", "merge", "finish", "mean", "std_dev",
-           "TOP_KEPT", "TOP_SHOWN", "log_buckets", "bucket_bounds"]
+           "TOP_KEPT", "TOP_SHOWN", "STEPS_STAT", "log_buckets",
+           "bucket_bounds"]
 
 TOP_KEPT = 1000
+# statistics.pb's custom statistic of a SequenceExample feature list: a
+# histogram of its steps per record (sinks.tfdv writes it, report reads it).
+STEPS_STAT = "steps per record"
 TOP_SHOWN = 10
 # Top values are counted among values at most this long; longer ones
 # (documents, image bytes, raw tensors) are only counted (long_values).

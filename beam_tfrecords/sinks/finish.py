@@ -94,7 +94,7 @@ def finish(meta: Dict[str, Any], plan: FinishPlan,
                  exc_info=True)
   if plan.analyze_split is not None:
     # pylint: disable=import-outside-toplevel
-    from beam_tfrecords.tft import describe_transform
+    from beam_tfrecords.sinks.transform_files import describe_transform
     meta = describe_transform(plan.staging, meta)
     if not meta["transform"].get("splits", {}).get(
         plan.analyze_split, {}).get("records"):

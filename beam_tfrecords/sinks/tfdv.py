@@ -13,15 +13,12 @@ where `top_exact`), average length.
 
 from typing import Any, Dict
 
-from beam_tfrecords.encoding.stats import (TOP_SHOWN, bucket_bounds, mean,
-                                            std_dev)
+from beam_tfrecords.encoding.stats import (STEPS_STAT, TOP_SHOWN,
+                                            bucket_bounds, mean, std_dev)
 
-__all__ = ["STATISTICS_FILE", "STEPS_STAT", "statistics_bytes"]
+__all__ = ["STATISTICS_FILE", "statistics_bytes"]
 
 STATISTICS_FILE = "statistics.pb"
-# The custom statistic of a SequenceExample feature list: a histogram of
-# its steps per record.
-STEPS_STAT = "steps per record"
 
 _NUMERIC = ("int64", "float")
 
