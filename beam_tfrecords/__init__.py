@@ -22,6 +22,8 @@ _LAZY = {
     "SequenceEncoder": "beam_tfrecords.encoding",
     "StepEncoder": "beam_tfrecords.encoding",
     "BuildResult": "beam_tfrecords.pipeline",
+    "DatasetInfo": "beam_tfrecords.info",
+    "SplitInfo": "beam_tfrecords.info",
     "EncodeRecords": "beam_tfrecords.beam",
     "EncodedRecords": "beam_tfrecords.beam",
     "WriteDataset": "beam_tfrecords.beam",

@@ -208,7 +208,7 @@ def validate(path: str, schema: Schema, show: int = 10) -> ValidationReport:
   from beam_tfrecords.reader import dataset_info  # no cycle at import
   info = dataset_info(path)
   report = ValidationReport()
-  held, described = info.get("record"), schema.record.value
+  held, described = info.record, schema.record.value
   if held and held != described:
     names = {"example": "Examples", "sequence_example": "SequenceExamples"}
     report.kind_mismatch = (
@@ -216,14 +216,13 @@ def validate(path: str, schema: Schema, show: int = 10) -> ValidationReport:
         f"{held}), but the schema {schema.path} describes "
         f"{names.get(described, described)} (record: {described}); "
         "validate it with a schema of its kind")
-    report.listed_records = sum(s["records"]
-                                for s in info["splits"].values())
+    report.listed_records = sum(s.num_records for s in info.splits.values())
     return report
-  for split, s in sorted(info["splits"].items()):
-    report.listed_records += s["records"]
-    for shard in s["shards"]:
+  for split, s in sorted(info.splits.items()):
+    report.listed_records += s.num_records
+    for shard in s.shards:
       report.files += 1
-      file_path = fs.join(path.rstrip("/"), shard["file"])
+      file_path = fs.join(path.rstrip("/"), shard.file)
       index = -1
       try:
         for index, data in enumerate(iter_tfrecords(file_path)):
@@ -234,13 +233,13 @@ def validate(path: str, schema: Schema, show: int = 10) -> ValidationReport:
             for p in problems:
               report.counts[p] = report.counts.get(p, 0) + 1
             if len(report.failures) < show:
-              report.failures.append(f"{shard['file']} record {index}: "
+              report.failures.append(f"{shard.file} record {index}: "
                                      + "; ".join(problems))
       except Exception as e:  # pylint: disable=broad-except
         # A CRC, gzip or protobuf failure ends the file: count it once.
         report.bad_records += 1
         problem = f"{type(e).__name__}: {e}"
-        report.failures.append(f"{shard['file']} after record {index}: "
+        report.failures.append(f"{shard.file} after record {index}: "
                                f"{problem}")
         report.counts[problem] = report.counts.get(problem, 0) + 1
   return report
@@ -265,13 +264,15 @@ def validate_transformed(path: str, show: int = 5) -> TransformedReport:
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from beam_tfrecords.reader import dataset_info  # no cycle at import
   from beam_tfrecords.schema.spec import tf_spec
-  transform = dataset_info(path)["transform"]
-  spec = {k: tf_spec(v) for k, v in transform["feature_spec"].items()}
+  transform = dataset_info(path).transform
+  if transform is None:
+    raise InputError(f"{path} has no transformed records (its schema has no "
+                     "`transform:` section)")
+  spec = {k: tf_spec(v) for k, v in (transform.feature_spec or {}).items()}
   report = TransformedReport()
-  for split, s in sorted(transform["splits"].items()):
-    report.listed_records += s["records"]
-    files = [fs.join(path.rstrip("/"), shard["file"])
-             for shard in s["shards"]]
+  for split, s in sorted(transform.splits.items()):
+    report.listed_records += s.num_records
+    files = [fs.join(path.rstrip("/"), f) for f in s.files]
     for i, raw in enumerate(tf.data.TFRecordDataset(
         files, compression_type="GZIP").as_numpy_iterator()):
       report.records += 1

@@ -37,6 +37,7 @@ from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, OutputLock,
                                   Shuffle, check_output_files, read_json,
                                   recover, remove_staging)
 from beam_tfrecords.sinks.finish import FinishPlan
+from beam_tfrecords.info import DatasetInfo, SplitInfo
 from beam_tfrecords.sinks.publishing import JOURNAL
 from beam_tfrecords.sources import InputPlan, plan_inputs
 from beam_tfrecords.splits import producible_splits
@@ -53,7 +54,8 @@ _LOG = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class BuildResult:
-  """What a finished build wrote (the content of its dataset.json)."""
+  """What a finished build wrote: `info`, its dataset.json typed
+  (`metadata` is the same as a JSON object)."""
   output: str
   metadata: Dict[str, Any]
   seconds: float
@@ -62,12 +64,16 @@ class BuildResult:
   up_to_date: bool = False
 
   @property
-  def splits(self) -> Dict[str, dict]:
-    return self.metadata["splits"]
+  def info(self) -> DatasetInfo:
+    return DatasetInfo.from_json(self.metadata)
+
+  @property
+  def splits(self) -> Dict[str, SplitInfo]:
+    return self.info.splits
 
   @property
   def rows_rejected(self) -> int:
-    return self.metadata["counts"]["rows_rejected"]
+    return self.info.counts.rows_rejected
 
 
 def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]],

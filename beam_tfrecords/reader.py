@@ -5,11 +5,12 @@ decodes the records in plain Python), for tools and quick looks.
 """
 
 import json
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 
 from beam_tfrecords import fs
 from beam_tfrecords.errors import InputError
+from beam_tfrecords.info import DatasetInfo
 from beam_tfrecords.records import (decode_example, decode_sequence_example,
                                     iter_tfrecords)
 from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
@@ -29,8 +30,8 @@ def is_dataset(path: str) -> bool:
   return fs.exists(fs.join(path.rstrip("/"), "dataset.json"))
 
 
-def dataset_info(path: str) -> Dict[str, Any]:
-  """The dataset.json of a finished dataset.
+def dataset_info(path: str) -> DatasetInfo:
+  """The dataset.json of a finished dataset, typed (`btr.DatasetInfo`).
 
   Raises:
     InputError: the directory is not a finished dataset (no _SUCCESS).
@@ -39,27 +40,25 @@ def dataset_info(path: str) -> Dict[str, Any]:
   if not fs.exists(fs.join(path, "_SUCCESS")):
     raise InputError(f"{path} is not a finished dataset (no _SUCCESS file); "
                      "its build failed, was killed or is still running")
-  with fs.open_read(fs.join(path, "dataset.json")) as f:
-    return json.loads(f.read().decode("utf-8"))
+  return DatasetInfo.from_directory(path)
 
 
-def dataset_schema(path: str, info: Optional[Dict[str, Any]] = None
+def dataset_schema(path: str, info: Optional[DatasetInfo] = None
                    ) -> Schema:
   """The schema a dataset was built with (`info`: its dataset.json, when
   read already)."""
-  return schema_from_dict((info or dataset_info(path))["schema"],
+  return schema_from_dict((info or dataset_info(path)).schema,
                           fs.join(path, "dataset.json"))
 
 
 def shard_files(path: str, split: str = "train",
-                info: Optional[Dict[str, Any]] = None) -> List[str]:
+                info: Optional[DatasetInfo] = None) -> List[str]:
   """The shard paths of one split, in order."""
   info = info or dataset_info(path)
-  if split not in info["splits"]:
+  if split not in info.splits:
     raise InputError(f"{path} has no split {split!r}; it has "
-                     f"{sorted(info['splits'])}")
-  return [fs.join(path.rstrip("/"), s["file"])
-          for s in info["splits"][split]["shards"]]
+                     f"{sorted(info.splits)}")
+  return [fs.join(path.rstrip("/"), f) for f in info.splits[split].files]
 
 
 def feature_spec(path: str):
@@ -129,8 +128,7 @@ def transform_output(path: str):
   Raises:
     InputError: the dataset was built without a `transform:` section.
   """
-  info = dataset_info(path)
-  if not info.get("transform"):
+  if dataset_info(path).transform is None:
     raise InputError(f"{path} has no transform (its schema has no "
                      "`transform:` section)")
   import tensorflow_transform as tft  # pylint: disable=import-outside-toplevel
@@ -139,17 +137,16 @@ def transform_output(path: str):
 
 def _load_transformed(path: str, split: str, batch_size: Optional[int]):
   import tensorflow as tf
-  info = dataset_info(path)
-  transform = info.get("transform")
-  if not transform:
+  transform = dataset_info(path).transform
+  if transform is None:
     raise InputError(f"{path} has no transformed records (its schema has no "
                      "`transform:` section)")
-  if split not in transform["splits"]:
+  if split not in transform.splits:
     raise InputError(f"{path} has no transformed split {split!r}; it has "
-                     f"{sorted(transform['splits'])}")
-  files = [fs.join(path.rstrip("/"), s["file"])
-           for s in transform["splits"][split]["shards"]]
-  spec = {k: tf_spec(v) for k, v in transform["feature_spec"].items()}
+                     f"{sorted(transform.splits)}")
+  files = [fs.join(path.rstrip("/"), f)
+           for f in transform.splits[split].files]
+  spec = {k: tf_spec(v) for k, v in (transform.feature_spec or {}).items()}
   ds = tf.data.TFRecordDataset(files, compression_type="GZIP")
   if batch_size:
     return ds.batch(batch_size).map(lambda x: tf.io.parse_example(x, spec))
@@ -290,10 +287,11 @@ def iter_records(path: str, split: str = "train") -> Iterator[Dict[str, Any]]:
         yield _to_python(schema.features, decode_example(record))
 
 
-def iter_transformed(path: str, shard: Dict[str, Any]
+def iter_transformed(path: str, shard: Mapping[str, Any]
                      ) -> Iterator[Dict[str, list]]:
-  """The records of one transformed shard (an entry of dataset.json's
-  transform.splits[split].shards) as {feature: [values]}, in plain Python."""
+  """The records of one transformed shard (a ShardInfo of
+  info.transform.splits[split].shards, or its JSON) as {feature: [values]},
+  in plain Python."""
   for record in iter_tfrecords(fs.join(path.rstrip("/"), shard["file"])):
     yield {k: list(v) for k, (_, v) in sorted(decode_example(record).items())}
 
@@ -301,10 +299,8 @@ def iter_transformed(path: str, shard: Dict[str, Any]
 def iter_errors(path: str) -> Iterator[Dict[str, Any]]:
   """The dead-letter entries of a finished dataset (errors/*.jsonl), in
   file order: dicts with source, row, rows, reason, problems and raw."""
-  info = dataset_info(path)
-  for entry in info.get("errors", {}).get("files", []):
-    with fs.open_read(fs.join(path.rstrip("/"), entry["file"])
-                          ) as f:
+  for entry in dataset_info(path).errors.files:
+    with fs.open_read(fs.join(path.rstrip("/"), entry.file)) as f:
       for line in f:
         if line.strip():
           yield json.loads(line)

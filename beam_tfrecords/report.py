@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.encoding.stats import STEPS_STAT
+from beam_tfrecords.info import DatasetInfo
 
 __all__ = ["render_report", "write_report", "DIFFERENCE_FLAG", "REPORT_FILE"]
 
@@ -202,11 +203,11 @@ def _cell(feature, spec: dict, image: bool = False) -> str:
   return "".join(parts)
 
 
-def _thumbnails(path: str, meta: dict, split: str, name: str) -> str:
+def _thumbnails(path: str, info: DatasetInfo, split: str, name: str) -> str:
   from beam_tfrecords.reader import shard_files
   from beam_tfrecords.records import decode_example, iter_tfrecords
   images = []
-  for shard in shard_files(path, split, meta):
+  for shard in shard_files(path, split, info):
     for record in iter_tfrecords(shard):
       _, values = decode_example(record).get(name, (None, []))
       if values and isinstance(values[0], bytes):
@@ -225,44 +226,44 @@ def render_report(path: str, meta: Optional[Dict[str, Any]] = None) -> str:
   """The report of the dataset at `path` (`meta`: its dataset.json, given
   while it is staged, before it is finished), as HTML text."""
   from beam_tfrecords.reader import dataset_info
-  meta = meta or dataset_info(path)
+  info = dataset_info(path) if meta is None else DatasetInfo.from_json(meta)
   stats = _load_statistics(FileSystems.join(
-      path, meta["tfdv_statistics"])) if meta.get("tfdv_statistics") else {}
+      path, info.tfdv_statistics)) if info.tfdv_statistics else {}
   # The record splits; a transformed-only dataset has none of its own:
   # the described ones.
-  splits = sorted(meta["splits"]) or sorted(stats)
-  spec = meta["feature_spec"]
-  if meta["record"] == "sequence_example":
+  splits = sorted(info.splits) or sorted(stats)
+  spec = info.feature_spec
+  if info.record == "sequence_example":
     spec = dict(spec.get("context", {}), **spec.get("sequence", {}))
-  images = {n for n, f in meta["schema"].get("features", {}).items()
+  images = {n for n, f in info.schema.get("features", {}).items()
             if isinstance(f, dict) and f.get("type") == "image"}
-  counts = meta["counts"]
+  counts = info.counts
   out = [f"<!doctype html><html><head><meta charset='utf-8'><title>"
-         f"{_e(meta['name'])}</title><style>{_CSS}</style></head><body>",
-         f"<h1>{_e(meta['name'])}</h1><div class='muted'>"
-         f"{_e(meta['record'])} · {_e(meta['tool']['name'])} "
-         f"{_e(meta['tool']['version'])} · inputs: "
-         f"{_e(', '.join(meta['inputs'].get('patterns', [])) or '-')}"
+         f"{_e(info.name)}</title><style>{_CSS}</style></head><body>",
+         f"<h1>{_e(info.name)}</h1><div class='muted'>"
+         f"{_e(info.record)} · {_e(info.tool['name'])} "
+         f"{_e(info.tool['version'])} · inputs: "
+         f"{_e(', '.join(info.inputs.get('patterns', [])) or '-')}"
          "</div>", "<table><tr><th>split</th><th>records</th><th>bytes</th>"
          "<th>shards</th></tr>"]
-  for split in sorted(meta["splits"]):
-    s = meta["splits"][split]
-    out.append(f"<tr><td>{_e(split)}</td><td>{s['records']:,}</td><td>"
-               f"{s['bytes']:,}</td><td>{len(s['shards'])}</td></tr>")
+  for split in sorted(info.splits):
+    s = info.splits[split]
+    out.append(f"<tr><td>{_e(split)}</td><td>{s.num_records:,}</td><td>"
+               f"{s.num_bytes:,}</td><td>{s.num_shards}</td></tr>")
   out.append("</table>")
-  out.append(f"<p>rows read {counts['rows_read']:,}; in records "
-             f"{counts['rows_written']:,}; rejected "
-             f"{counts['rows_rejected']:,}; dropped "
-             f"{counts['rows_dropped']:,}</p>")
-  reasons = meta["errors"].get("reasons", [])
+  out.append(f"<p>rows read {counts.rows_read:,}; in records "
+             f"{counts.rows_written:,}; rejected "
+             f"{counts.rows_rejected:,}; dropped "
+             f"{counts.rows_dropped:,}</p>")
+  reasons = info.errors.reasons
   if reasons:
     out.append("<table id='rejected'><tr><th>rows</th><th>reason</th></tr>")
-    out += [f"<tr><td>{r['rows']:,}</td><td>{_e(r['reason'])}</td></tr>"
+    out += [f"<tr><td>{r.rows:,}</td><td>{_e(r.reason)}</td></tr>"
             for r in reasons[:10]]
     out.append("</table><p>" + " ".join(
-        f"<a href='{_e(e['file'])}'>{_e(e['file'])}</a>"
-        for e in meta["errors"]["files"]) + "</p>")
-  labels = meta.get("label") or []
+        f"<a href='{_e(e.file)}'>{_e(e.file)}</a>"
+        for e in info.errors.files) + "</p>")
+  labels = list(info.label or [])
   for label in labels:
     out.append(f"<h2 id='label-balance'>label balance: {_e(label)}</h2>"
                "<div class='splits'>")
@@ -294,7 +295,7 @@ def render_report(path: str, meta: Optional[Dict[str, Any]] = None) -> str:
           if feature is not None else \
           "<div class='muted'>no statistics</div>"
       if name in images:
-        body += _thumbnails(path, meta, split, name)
+        body += _thumbnails(path, info, split, name)
       out.append(f"<div class='split' data-split='{_e(split)}'><h3>"
                  f"{_e(split)}</h3>{body}</div>")
     out.append("</div></section>")

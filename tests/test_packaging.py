@@ -22,12 +22,25 @@ def _setup_beam_version():
 
 
 def test_dockerfile_base_matches_pinned_beam_and_python():
+  """The worker image's Beam is setup.py's and this one; its Python is a
+  build argument (3.11 by default) that names this interpreter's version
+  when built for it, and every supported version has Beam's image."""
   with open(os.path.join(HERE, "Dockerfile")) as f:
-    base = re.search(r"^FROM\s+(\S+)", f.read(), re.M).group(1)
-  m = re.fullmatch(r"apache/beam_python(\d+)\.(\d+)_sdk:(\S+)", base)
+    dockerfile = f.read()
+  default = re.search(r"^ARG PYTHON_VERSION=(\S+)$", dockerfile,
+                      re.M).group(1)
+  base = re.search(r"^FROM\s+(\S+)", dockerfile, re.M).group(1)
+  m = re.fullmatch(r"apache/beam_python\$\{PYTHON_VERSION\}_sdk:(\S+)",
+                   base)
   assert m, f"unexpected base image {base}"
-  assert m.group(3) == _setup_beam_version() == apache_beam.__version__
-  assert (int(m.group(1)), int(m.group(2))) == sys.version_info[:2]
+  assert m.group(1) == _setup_beam_version() == apache_beam.__version__
+  assert default == "3.11"
+  with open(os.path.join(HERE, "setup.py")) as f:
+    requires = re.search(r'python_requires="([^"]+)"', f.read()).group(1)
+  from packaging.specifiers import SpecifierSet
+  this = "%d.%d" % sys.version_info[:2]
+  assert SpecifierSet(requires).contains(this + ".0")
+  assert SpecifierSet(requires).contains(default + ".0")
 
 
 def _source_files(*roots):

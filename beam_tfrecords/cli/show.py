@@ -86,16 +86,16 @@ def inspect_command(args) -> int:
   if not is_dataset(args.path):
     return _inspect_files(args)
   info = dataset_info(args.path)
-  print(f"dataset {info['name']} ({info['record']}), built by beam-tfrecords "
-        f"{info['tool']['version']}")
-  c = info["counts"]
-  steps = (f" ({c['steps_written']:,} steps)" if "steps_written" in c
+  print(f"dataset {info.name} ({info.record}), built by beam-tfrecords "
+        f"{info.tool['version']}")
+  c = info.counts
+  steps = (f" ({c.steps_written:,} steps)" if c.steps_written is not None
            else "")
-  print(f"rows read {c['rows_read']:,}, records {c['records_written']:,}"
-        f"{steps}, rejected {c['rows_rejected']:,}, dropped "
-        f"{c.get('rows_dropped', 0):,}")
-  spec = info["feature_spec"]
-  if info["record"] == "sequence_example":
+  print(f"rows read {c.rows_read:,}, records {c.records_written:,}"
+        f"{steps}, rejected {c.rows_rejected:,}, dropped "
+        f"{c.rows_dropped:,}")
+  spec = info.feature_spec
+  if info.record == "sequence_example":
     print("context features:")
     _print_spec(spec["context"])
     print("sequence features (per step):")
@@ -103,31 +103,31 @@ def inspect_command(args) -> int:
   else:
     print("features:")
     _print_spec(spec)
-  for split, s in sorted(info["splits"].items()):
+  for split, s in sorted(info.splits.items()):
     if args.split and split != args.split:
       continue
-    print(f"split {split}: {s['records']:,} records, {len(s['shards'])} "
-          f"shard(s), {human_bytes(s['bytes'])}")
-    for shard in s["shards"]:
-      print(f"  {shard['file']}: {shard['records']:,} records, "
-            f"{human_bytes(shard['bytes'])}")
+    print(f"split {split}: {s.num_records:,} records, {s.num_shards} "
+          f"shard(s), {human_bytes(s.num_bytes)}")
+    for shard in s.shards:
+      print(f"  {shard.file}: {shard.num_records:,} records, "
+            f"{human_bytes(shard.num_bytes)}")
     for n, row in enumerate(iter_records(args.path, split)):
       if n >= args.records:
         break
       print(f"  record {n}: {_show(row)}")
-  transform = info.get("transform")
-  if transform:
+  transform = info.transform
+  if transform is not None:
     print("transformed features (TensorFlow Transform; transform_fn/):")
-    _print_spec(transform["feature_spec"])
-    for split, s in sorted(transform["splits"].items()):
+    _print_spec(transform.feature_spec or {})
+    for split, s in sorted(transform.splits.items()):
       if args.split and split != args.split:
         continue
-      print(f"transformed split {split}: {s['records']:,} records, "
-            f"{len(s['shards'])} shard(s), {human_bytes(s['bytes'])}")
+      print(f"transformed split {split}: {s.num_records:,} records, "
+            f"{s.num_shards} shard(s), {human_bytes(s.num_bytes)}")
       shown = 0
-      for shard in s["shards"]:
-        print(f"  {shard['file']}: {shard['records']:,} records, "
-              f"{human_bytes(shard['bytes'])}")
+      for shard in s.shards:
+        print(f"  {shard.file}: {shard.num_records:,} records, "
+              f"{human_bytes(shard.num_bytes)}")
         for row in iter_transformed(args.path, shard):
           if shown >= args.records:
             break
@@ -158,7 +158,7 @@ def validate_command(args) -> int:
     for line in report.failures:
       print(f"  {line}")
   ok = report.ok
-  if is_dataset(args.path) and dataset_info(args.path).get("transform"):
+  if is_dataset(args.path) and dataset_info(args.path).transform is not None:
     ok = _transformed(validate_transformed(args.path)) and ok
   return 0 if ok else 1
 
