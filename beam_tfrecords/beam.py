@@ -24,9 +24,8 @@ from beam_tfrecords import planning
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.options import BuildOptions
 from beam_tfrecords.schema import Schema, load_schema
-from beam_tfrecords.schema.tfmd import TFMD_FILE, tfmd_text
-from beam_tfrecords.sinks import (STAGING_PREFIX, OutputLock,
-                                  check_output_files, recover)
+from beam_tfrecords.staging import stage_output
+from beam_tfrecords.transforms.dataset import WriteBatches
 from beam_tfrecords.transforms.elements import PCOLLECTION, ToSourceBatches
 from beam_tfrecords.transforms.encode import Encode
 
@@ -72,9 +71,6 @@ class WriteDataset(beam.PTransform):
                                  overwrite, max_bad_rows, max_bad_fraction)
 
   def expand(self, rows):
-    # pylint: disable=import-outside-toplevel
-    from beam_tfrecords.pipeline import dataset_plan
-    from beam_tfrecords.transforms.dataset import WriteBatches
     schema, opts = self._schema, self._options
     options = rows.pipeline.options
     if options is not None:
@@ -83,27 +79,14 @@ class WriteDataset(beam.PTransform):
     output = self._output.rstrip("/")
     if "://" not in output:
       output = os.path.abspath(output)
-    planning.check_output(output)
     key = planning.build_key(schema, _PCOLLECTION_PLAN, "", opts.key())
-    lock = OutputLock(output, options).acquire()
-    try:
-      recover(output, keep="")
-      check_output_files(output)
-      if planning.success_text(output) is not None and not opts.overwrite:
-        raise InputError(f"{output} already holds a finished dataset; pass "
-                         "overwrite=True to replace it")
-      resolved = opts.resolved(schema)
-      staging = FileSystems.join(output, STAGING_PREFIX + lock.run)
-      plan = dataset_plan(schema, _PCOLLECTION_PLAN, resolved, output,
-                          staging, lock.run, key,
-                          {"format": "pcollection", "source": PCOLLECTION,
-                           "patterns": [], "files": [],
-                           "fingerprint": None}, None)
-      with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
-        f.write(tfmd_text(schema).encode("utf-8"))
-    except BaseException:
-      lock.release()
-      raise
+    # Released by the pipeline's last step, once it has published.
+    plan = stage_output(
+        schema, _PCOLLECTION_PLAN, opts, output, key,
+        {"format": "pcollection", "source": PCOLLECTION, "patterns": [],
+         "files": [], "fingerprint": None}, None, options, force=True,
+        overwrite_hint="overwrite=True").dataset
+    assert plan is not None  # force: never up to date
     return (rows
             | "ToBatches" >> ToSourceBatches(schema.columns)
             | "Write" >> WriteBatches(schema, plan))

@@ -22,30 +22,23 @@ from beam_tfrecords.beam_options import (check_paths_reach_workers, is_dask,
                                          pipeline_options, runner_name,
                                          spread_on_dask)
 from beam_tfrecords.errors import InputError, from_worker, is_disk_full
+from beam_tfrecords.info import DatasetInfo, SplitInfo
 from beam_tfrecords.options import BuildOptions
 from beam_tfrecords import planning
-from beam_tfrecords.planning import (ERRORS_INPUT_BYTES, ShardPlan,
-                                     shard_plan, shuffle_buckets)
+from beam_tfrecords.planning import shard_plan
 from beam_tfrecords.preprocess import Preprocess, resolve_preprocess
-from beam_tfrecords.running import run_pipeline
-from beam_tfrecords.schema import Schema, load_schema, spec_to_json
-from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
 from beam_tfrecords.report import REPORT_FILE
-from beam_tfrecords.schema.spec import aligned_lists
-from beam_tfrecords.schema.tfmd import TFMD_FILE, tfmd_text
-from beam_tfrecords.sinks import (DATASET_JSON, STAGING_PREFIX, OutputLock,
-                                  Shuffle, check_output_files, read_json,
-                                  recover, remove_staging)
-from beam_tfrecords.sinks.finish import FinishPlan
-from beam_tfrecords.info import DatasetInfo, SplitInfo
+from beam_tfrecords.running import run_pipeline
+from beam_tfrecords.schema import Schema, load_schema
+from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
+from beam_tfrecords.sinks import (DATASET_JSON, read_json, recover,
+                                  remove_staging)
 from beam_tfrecords.sinks.publishing import JOURNAL
 from beam_tfrecords.sources import InputPlan, plan_inputs
-from beam_tfrecords.splits import producible_splits
+from beam_tfrecords.staging import no_space_left, stage_output
 from beam_tfrecords.transforms import ReadInputs
-from beam_tfrecords.transforms.dataset import DatasetPlan, WriteBatches
-from beam_tfrecords.transforms.grouped import buckets_for
+from beam_tfrecords.transforms.dataset import WriteBatches
 from beam_tfrecords.transforms.inputs import unit_bytes
-from beam_tfrecords.version import __version__
 
 __all__ = ["build", "BuildResult", "DEFAULT_SPLIT", "shard_plan"]
 
@@ -170,32 +163,21 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       **opts.key(),
       **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {}),
       **({} if report else {"report": False})})
-  planning.check_output(output)
-  # One build at a time per output: the lock is held until the end.
-  lock = OutputLock(output, options).acquire()
+  # Checked and locked (one build at a time per output: the lock is held
+  # until the end), earlier builds recovered, the staging folder made.
+  staged = stage_output(
+      schema, plan, opts, output, key,
+      {"format": plan.format, "patterns": patterns,
+       "files": planning.listed_inputs(plan), "fingerprint": fingerprint},
+      user_fn, options, force=force, overwrite_hint="--overwrite")
   try:
-    # Builds killed before: their publishes are finished, their staging
-    # folders removed.
-    recover(output, keep="")
-    check_output_files(output)
-    published = planning.success_text(output)
-    if not force and published is not None:
-      previous = planning.finished_with_key(output, key)
-      if previous is not None:
-        _LOG.info("%s is up to date (same inputs, schema and options)",
-                  output)
-        return BuildResult(output=output, metadata=previous,
-                           seconds=time.time() - started, up_to_date=True)
-    if published is not None and not overwrite:
-      raise InputError(f"{output} already holds a finished dataset; pass "
-                       "--overwrite to replace it")
-    opts = opts.resolved(schema)
-    staging = FileSystems.join(output, STAGING_PREFIX + lock.run)
-    dataset = dataset_plan(schema, plan, opts, output, staging, lock.run,
-                            key, {"format": plan.format,
-                                  "patterns": patterns,
-                                  "files": planning.listed_inputs(plan),
-                                  "fingerprint": fingerprint}, user_fn)
+    if staged.dataset is None:
+      _LOG.info("%s is up to date (same inputs, schema and options)",
+                output)
+      return BuildResult(output=output, metadata=staged.previous or {},
+                         seconds=time.time() - started, up_to_date=True)
+    dataset = staged.dataset
+    staging = dataset.staging
     if report:  # written in the staging folder, published with the rest
       dataset = dataclasses.replace(dataset, static=dict(
           dataset.static, report=REPORT_FILE))
@@ -219,7 +201,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     return BuildResult(output=output, metadata=metadata,
                        seconds=time.time() - started)
   finally:
-    lock.release()
+    staged.lock.release()
 
 
 def _check_dask(schema: Schema) -> None:
@@ -258,86 +240,11 @@ def _plan(schema: Schema, patterns: List[str], output: str, input_format,
   return schema, plan, user_fn
 
 
-def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
-                  staging: str, run: str, key: str, inputs: Dict[str, Any],
-                  user_fn) -> DatasetPlan:
-  """How the dataset of these inputs is cut and described."""
-  input_bytes = sum(f.size for f in plan.files)
-  shards = shard_plan(schema, opts.num_shards, opts.max_shard_size,
-                      input_bytes, plan.format)
-  opts.check_sink_options()
-  if opts.sink != "deterministic":
-    # WriteToTFRecord writes shards.shards files, however large.
-    shards = ShardPlan(shards.shards, dict.fromkeys(shards.shards))
-  opts.check_shuffle_seed()
-  shuffle = None if opts.shuffle_seed is None else Shuffle(
-      opts.shuffle_seed, shuffle_buckets(schema, shards.shards, input_bytes))
-  aligned = aligned_lists(schema)
-  static = {
-      "name": schema.name,
-      "record": schema.record.value,
-      "schema": schema.to_dict(),
-      "feature_spec": spec_to_json(schema),
-      "compression": "GZIP",
-      "inputs": inputs,
-      "split_rule": {"kind": schema.splits.kind.value,
-                     "splits": list(schema.splits.names),
-                     **schema.splits.to_dict()},
-      "options": {"num_shards": shards.shards,
-                  "max_shard_bytes": shards.max_bytes, "sink": opts.sink,
-                  "shuffle_seed": opts.shuffle_seed,
-                  "shuffle_buckets": shuffle.buckets if shuffle else None,
-                  "gzip_level": opts.gzip_level,
-                  "statistics": opts.statistics,
-                  "max_bad_rows": opts.max_bad_rows,
-                  "max_bad_fraction": opts.max_bad_fraction,
-                  "preprocess": user_fn and user_fn.name,
-                  "format_options": {k: v for k, v in plan.options.items()
-                                     if k not in ("column_names",
-                                                  "scalar_columns",
-                                                  "classes")}},
-      "vocabularies": {m.name: m.options["values"] for m in schema.media
-                       if m.kind is MediaKind.VOCABULARY},
-      "statistics_of": (
-          "rows read into steps (group_by: before max_length policies and "
-          "group rejections, whose rows errors/ lists)"
-          if schema.group_by else "the written records"),
-      "tool": {"name": "beam-tfrecords", "version": __version__},
-      "tfmd_schema": TFMD_FILE,
-      "build_key": key,
-      # The label feature(s) (load(as_supervised=True)); only when named,
-      # so that other datasets' dataset.json stays as it was.
-      **({"label": list(schema.label)} if schema.label else {}),
-      # Features read from the same list of objects (same length in every
-      # record): {list path: [feature, ...]}; only when there are some.
-      **({"aligned_lists": aligned} if aligned else {}),
-  }
-  return DatasetPlan(
-      staging=staging, shards=shards, sink=opts.sink,
-      gzip_level=opts.gzip_level, shuffle=shuffle,
-      statistics=opts.statistics,
-      error_shards=max(1, min(max(shards.shards.values()),
-                              -(-input_bytes // ERRORS_INPUT_BYTES))),
-      static=static,
-      buckets=buckets_for(input_bytes),
-      finish=FinishPlan(
-          output=output, staging=staging, run=run,
-          success_text=f"beam-tfrecords {__version__} {key}\n",
-          max_bad_rows=opts.max_bad_rows,
-          max_bad_fraction=opts.max_bad_fraction,
-          producible=tuple(producible_splits(schema.splits)),
-          analyze_split=(schema.transform.analyze_split
-                         if schema.transform is not None else None)))
-
-
 def _run(pipeline, options, progress: bool, input_bytes: int, output: str,
          staging: str, schema: Schema) -> None:
   """Runs the pipeline; on Ctrl-C or a full disk, removes the staging
   folder (a publish that began is finished instead)."""
   try:
-    # TensorFlow Metadata's schema, for TFDV / TFT / TFX tools.
-    with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
-      f.write(tfmd_text(schema).encode("utf-8"))
     run_pipeline(pipeline, options, progress, input_bytes)
   except KeyboardInterrupt:
     if FileSystems.exists(FileSystems.join(staging, JOURNAL)):
@@ -350,11 +257,7 @@ def _run(pipeline, options, progress: bool, input_bytes: int, output: str,
     raise
   except Exception as e:  # pylint: disable=broad-except
     if is_disk_full(e):
-      remove_staging(staging)
-      raise InputError(
-          f"no space left on the device while writing {output} (the "
-          "build's staging folder was removed; nothing was published); "
-          "free space there or write the dataset elsewhere") from e
+      raise no_space_left(output, staging) from e
     typed = from_worker(e)
     if typed is e:
       _LOG.error("the build's job failed on the runner; nothing was "

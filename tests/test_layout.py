@@ -90,6 +90,7 @@ LAYERS = [
     {"sinks"},
     {"tft", "planning"},
     {"transforms"},
+    {"staging"},
     {"pipeline"},
     {"beam", "testing"},
     {"cli", "__main__", "__init__"},
@@ -187,12 +188,11 @@ def test_the_cycle_finder_finds_cycles():
 
 # Functions longer than this (without their docstring) are to be split.
 MAX_FUNCTION_LINES = 80
-# Known longer ones, at most as long as they are now: parser() and build()
-# go with the one declaration of the build options (issue 30); the others
-# are to be split by what they do.
+# Known longer ones, at most as long as they are now: parser() goes with
+# the one declaration of the build options (issue 30); the others are to
+# be split by what they do.
 LONG_FUNCTIONS = {"cli.args.parser": 129, "sources.csv._read": 97,
-                  "schema.sequence.sequence_schema": 94,
-                  "pipeline.build": 91}
+                  "schema.sequence.sequence_schema": 94}
 
 
 def _function_lengths():

@@ -1,0 +1,172 @@
+"""Everything a build does to its output before the pipeline runs, the
+same for `btr.build` and `btr.WriteDataset`: the output checked and locked,
+the publishes of killed builds finished and their staging folders removed,
+a finished dataset kept unless overwritten (or, for build(), reported up
+to date), the staging folder with TensorFlow Metadata's schema.pbtxt, and
+the dataset's plan (how it is cut and described in dataset.json).
+"""
+
+from typing import Any, Dict, NamedTuple, Optional
+
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecords import planning
+from beam_tfrecords.errors import InputError, is_disk_full
+from beam_tfrecords.options import BuildOptions
+from beam_tfrecords.planning import (ERRORS_INPUT_BYTES, ShardPlan,
+                                     shard_plan, shuffle_buckets)
+from beam_tfrecords.schema import Schema, spec_to_json
+from beam_tfrecords.schema.model import MediaKind
+from beam_tfrecords.schema.spec import aligned_lists
+from beam_tfrecords.schema.tfmd import TFMD_FILE, tfmd_text
+from beam_tfrecords.sinks import (STAGING_PREFIX, OutputLock, Shuffle,
+                                  check_output_files, recover,
+                                  remove_staging)
+from beam_tfrecords.sinks.finish import FinishPlan
+from beam_tfrecords.splits import producible_splits
+from beam_tfrecords.transforms.dataset import DatasetPlan
+from beam_tfrecords.transforms.grouped import buckets_for
+from beam_tfrecords.version import __version__
+
+__all__ = ["Staged", "stage_output", "dataset_plan", "no_space_left"]
+
+
+class Staged(NamedTuple):
+  """A locked output, ready for the pipeline (the caller releases the
+  lock: build() when it returns, WriteDataset's last step when it has
+  published)."""
+  lock: OutputLock
+  # How the dataset is cut and described; None: up to date (build() only).
+  dataset: Optional[DatasetPlan]
+  # The finished dataset.json of the same build key, when up to date.
+  previous: Optional[Dict[str, Any]] = None
+
+
+def stage_output(schema: Schema, plan, opts: BuildOptions, output: str,
+                 key: str, inputs: Dict[str, Any], user_fn, options, *,
+                 force: bool, overwrite_hint: str) -> Staged:
+  """Checks and locks `output` (an absolute path or URL) and prepares its
+  staging folder.
+
+  Args:
+    plan: the inputs' plan (sources.InputPlan).
+    opts: the build's options, before the schema's defaults.
+    key: the build key (planning.build_key).
+    inputs: dataset.json's `inputs`.
+    force: build even when the output holds a finished dataset of the same
+      key (else: Staged with dataset None and that dataset.json).
+    overwrite_hint: how the caller's user says "overwrite" (in the error
+      when the output holds another finished dataset).
+  """
+  planning.check_output(output)
+  lock = OutputLock(output, options).acquire()
+  try:
+    # Builds killed before: their publishes are finished, their staging
+    # folders removed.
+    recover(output, keep="")
+    check_output_files(output)
+    published = planning.success_text(output)
+    if not force and published is not None:
+      previous = planning.finished_with_key(output, key)
+      if previous is not None:
+        return Staged(lock, None, previous)
+    if published is not None and not opts.overwrite:
+      raise InputError(f"{output} already holds a finished dataset; pass "
+                       f"{overwrite_hint} to replace it")
+    staging = FileSystems.join(output, STAGING_PREFIX + lock.run)
+    dataset = dataset_plan(schema, plan, opts.resolved(schema), output,
+                           staging, lock.run, key, inputs, user_fn)
+    # TensorFlow Metadata's schema, for TFDV / TFT / TFX tools.
+    try:
+      with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
+        f.write(tfmd_text(schema).encode("utf-8"))
+    except Exception as e:  # pylint: disable=broad-except
+      if is_disk_full(e):
+        raise no_space_left(output, staging) from e
+      raise
+  except BaseException:
+    lock.release()
+    raise
+  return Staged(lock, dataset)
+
+
+def no_space_left(output: str, staging: str) -> InputError:
+  """A full disk while the build wrote: its staging folder removed, and
+  the error that says so."""
+  remove_staging(staging)
+  return InputError(
+      f"no space left on the device while writing {output} (the build's "
+      "staging folder was removed; nothing was published); free space "
+      "there or write the dataset elsewhere")
+
+
+def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
+                  staging: str, run: str, key: str, inputs: Dict[str, Any],
+                  user_fn) -> DatasetPlan:
+  """How the dataset of these inputs is cut and described."""
+  input_bytes = sum(f.size for f in plan.files)
+  shards = shard_plan(schema, opts.num_shards, opts.max_shard_size,
+                      input_bytes, plan.format)
+  opts.check_sink_options()
+  if opts.sink != "deterministic":
+    # WriteToTFRecord writes shards.shards files, however large.
+    shards = ShardPlan(shards.shards, dict.fromkeys(shards.shards))
+  opts.check_shuffle_seed()
+  shuffle = None if opts.shuffle_seed is None else Shuffle(
+      opts.shuffle_seed, shuffle_buckets(schema, shards.shards, input_bytes))
+  aligned = aligned_lists(schema)
+  static = {
+      "name": schema.name,
+      "record": schema.record.value,
+      "schema": schema.to_dict(),
+      "feature_spec": spec_to_json(schema),
+      "compression": "GZIP",
+      "inputs": inputs,
+      "split_rule": {"kind": schema.splits.kind.value,
+                     "splits": list(schema.splits.names),
+                     **schema.splits.to_dict()},
+      "options": {"num_shards": shards.shards,
+                  "max_shard_bytes": shards.max_bytes, "sink": opts.sink,
+                  "shuffle_seed": opts.shuffle_seed,
+                  "shuffle_buckets": shuffle.buckets if shuffle else None,
+                  "gzip_level": opts.gzip_level,
+                  "statistics": opts.statistics,
+                  "max_bad_rows": opts.max_bad_rows,
+                  "max_bad_fraction": opts.max_bad_fraction,
+                  "preprocess": user_fn and user_fn.name,
+                  "format_options": {k: v for k, v in plan.options.items()
+                                     if k not in ("column_names",
+                                                  "scalar_columns",
+                                                  "classes")}},
+      "vocabularies": {m.name: m.options["values"] for m in schema.media
+                       if m.kind is MediaKind.VOCABULARY},
+      "statistics_of": (
+          "rows read into steps (group_by: before max_length policies and "
+          "group rejections, whose rows errors/ lists)"
+          if schema.group_by else "the written records"),
+      "tool": {"name": "beam-tfrecords", "version": __version__},
+      "tfmd_schema": TFMD_FILE,
+      "build_key": key,
+      # The label feature(s) (load(as_supervised=True)); only when named,
+      # so that other datasets' dataset.json stays as it was.
+      **({"label": list(schema.label)} if schema.label else {}),
+      # Features read from the same list of objects (same length in every
+      # record): {list path: [feature, ...]}; only when there are some.
+      **({"aligned_lists": aligned} if aligned else {}),
+  }
+  return DatasetPlan(
+      staging=staging, shards=shards, sink=opts.sink,
+      gzip_level=opts.gzip_level, shuffle=shuffle,
+      statistics=opts.statistics,
+      error_shards=max(1, min(max(shards.shards.values()),
+                              -(-input_bytes // ERRORS_INPUT_BYTES))),
+      static=static,
+      buckets=buckets_for(input_bytes),
+      finish=FinishPlan(
+          output=output, staging=staging, run=run,
+          success_text=f"beam-tfrecords {__version__} {key}\n",
+          max_bad_rows=opts.max_bad_rows,
+          max_bad_fraction=opts.max_bad_fraction,
+          producible=tuple(producible_splits(schema.splits)),
+          analyze_split=(schema.transform.analyze_split
+                         if schema.transform is not None else None)))
