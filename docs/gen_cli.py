@@ -58,6 +58,17 @@ def _subcommands(p: argparse.ArgumentParser):
         yield name, helps.get(name), sub
 
 
+def _invocation(formatter, action: argparse.Action) -> str:
+  """An option as Python 3.11's argparse writes it ("-o OUTPUT, --output
+  OUTPUT"); 3.13 writes "-o, --output OUTPUT". Written here so that
+  cli.md is the same on every Python."""
+  if not action.option_strings or action.nargs == 0:
+    return formatter._format_action_invocation(action)
+  args = formatter._format_args(
+      action, formatter._get_default_metavar_for_optional(action))
+  return ", ".join(f"{option} {args}" for option in action.option_strings)
+
+
 def _section(p: argparse.ArgumentParser, title: str, summary) -> List[str]:
   p.formatter_class = _formatter
   lines = [f"## {title}", ""]
@@ -73,7 +84,7 @@ def _section(p: argparse.ArgumentParser, title: str, summary) -> List[str]:
     if action.help == argparse.SUPPRESS or isinstance(
         action, argparse._SubParsersAction):
       continue
-    invocation = formatter._format_action_invocation(action)
+    invocation = _invocation(formatter, action)
     help_text = formatter._expand_help(action) if action.help else ""
     if action.required and action.option_strings:
       help_text = "(required) " + help_text
