@@ -15,7 +15,9 @@ Keys this version does not know (written by a later one) are kept in
 A DatasetInfo, a SplitInfo and a ShardInfo also read as the JSON objects
 they stand for (`info["splits"]["train"]["records"]`), as
 `dataset_info()` and `BuildResult.splits` returned before they were
-typed; new code uses the attributes.
+typed, and compare equal to them; the view is read-only, and JSON-encodes
+with `to_json()` (json.dumps of the object itself raises TypeError). New
+code uses the attributes.
 """
 
 import dataclasses
@@ -54,8 +56,18 @@ class _JsonView(Mapping[str, Any]):
   def __len__(self) -> int:
     return len(self._json())
 
+  def __eq__(self, other: object) -> bool:
+    """Equal to the same typed value, or to the JSON object (a dict)."""
+    if isinstance(other, _JsonView):
+      return type(self) is type(other) and self._json() == other._json()
+    if isinstance(other, Mapping):
+      return self._json() == dict(other)
+    return NotImplemented
 
-@dataclasses.dataclass(frozen=True)
+  __hash__ = None  # type: ignore[assignment]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class ShardInfo(_JsonView):
   """One shard file: its path relative to the dataset folder."""
   file: str
@@ -71,7 +83,7 @@ class ShardInfo(_JsonView):
             "bytes": self.num_bytes}
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class SplitInfo(_JsonView):
   """One split: its records, bytes and shards (in order)."""
   name: str
@@ -200,7 +212,7 @@ _TEXT = ("name", "record", "compression", "statistics_of", "tfmd_schema",
          "build_key", "tfdv_statistics", "report")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class DatasetInfo(_JsonView):
   """A dataset's dataset.json, typed.
 

@@ -178,22 +178,12 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                          seconds=time.time() - started, up_to_date=True)
     dataset = staged.dataset
     staging = dataset.staging
-    if report:  # written in the staging folder, published with the rest
-      dataset = dataclasses.replace(dataset, static=dict(
-          dataset.static, report=REPORT_FILE))
-    if user_fn is None:  # (a function may leave no rows: not checked)
-      dataset = dataclasses.replace(dataset, finish=dataset.finish._replace(
-          units=tuple(plan.units), columns=tuple(schema.columns),
-          runner=runner_name(options)))
-    _LOG.info("Building %s from %d file(s), %d read unit(s) -> %s",
-              schema.name, len(plan.files), len(plan.units), output)
-    pipeline = beam.Pipeline(runner=runner, options=options)
-    _ = (pipeline
-         | "ReadInputs" >> ReadInputs(
-             plan.units, schema.columns, user_fn,
-             unit_bytes(plan.units, [(f.path, f.size) for f in plan.files]))
-         # SourceBatch
-         | "WriteDataset" >> WriteBatches(schema, dataset))
+    try:
+      pipeline = _pipeline(schema, plan, user_fn, dataset, report, runner,
+                           options)
+    except BaseException:  # nothing ran: no staging folder left behind
+      remove_staging(staging)
+      raise
     _run(pipeline, options, progress, sum(f.size for f in plan.files),
          output, staging, schema)
     metadata = read_json(FileSystems.join(output, DATASET_JSON))
@@ -202,6 +192,29 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                        seconds=time.time() - started)
   finally:
     staged.lock.release()
+
+
+def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, report: bool,
+              runner, options) -> beam.Pipeline:
+  """The build's pipeline: read the inputs, write the dataset."""
+  if report:  # written in the staging folder, published with the rest
+    dataset = dataclasses.replace(dataset, static=dict(
+        dataset.static, report=REPORT_FILE))
+  if user_fn is None:  # (a function may leave no rows: not checked)
+    dataset = dataclasses.replace(dataset, finish=dataset.finish._replace(
+        units=tuple(plan.units), columns=tuple(schema.columns),
+        runner=runner_name(options)))
+  _LOG.info("Building %s from %d file(s), %d read unit(s) -> %s",
+            schema.name, len(plan.files), len(plan.units),
+            dataset.finish.output)
+  pipeline = beam.Pipeline(runner=runner, options=options)
+  _ = (pipeline
+       | "ReadInputs" >> ReadInputs(
+           plan.units, schema.columns, user_fn,
+           unit_bytes(plan.units, [(f.path, f.size) for f in plan.files]))
+       # SourceBatch
+       | "WriteDataset" >> WriteBatches(schema, dataset))
+  return pipeline
 
 
 def _check_dask(schema: Schema) -> None:

@@ -106,6 +106,10 @@ def test_old_dict_access_still_reads_the_json(built):
   assert info["splits"]["train"]["shards"][0]["file"] == \
       "train-00000-of-00002.tfrecord.gz"
   assert info.get("transform") is None and "splits" in info
+  with open(root / "labelled" / "dataset.json") as f:
+    assert info == json.load(f)  # equal to the JSON object, as before
+  assert result.splits["train"] == result.metadata["splits"]["train"]
+  assert info != {"name": "labelled"}
   assert result.splits["train"]["records"] == \
       result.metadata["splits"]["train"]["records"]
 

@@ -110,8 +110,10 @@ def package_imports():
   for path in _modules():
     unit = _unit(_name(path))
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-      if isinstance(node, ast.ImportFrom) and node.level == 0 and \
-          node.module:
+      if isinstance(node, ast.ImportFrom) and node.level > 0:
+        raise AssertionError(f"{path.name}:{node.lineno}: a relative "
+                             "import (the layer checks read absolute ones)")
+      if isinstance(node, ast.ImportFrom) and node.module:
         targets = ([f"{node.module}.{a.name}" for a in node.names]
                    if node.module == "beam_tfrecords" else [node.module])
       elif isinstance(node, ast.Import):

@@ -236,3 +236,23 @@ def test_schema_errors_show_a_bounded_preview_of_a_value(tmp_path):
   assert "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, " \
       in message
   assert "… (688,890 characters)" in message
+
+
+def test_a_pipeline_that_cannot_be_made_leaves_no_staging_folder(
+    tmp_path, monkeypatch):
+  """The output's set-up (staging.py) makes the staging folder before the
+  pipeline is made; a failure in between removes it again."""
+  from beam_tfrecords import pipeline
+
+  def broken(*args, **kwargs):
+    raise ImportError("a transform's module is missing")
+  monkeypatch.setattr(pipeline, "WriteBatches", broken)
+  (tmp_path / "in.csv").write_text("id\n1\n2\n")
+  out = tmp_path / "out"
+  with pytest.raises(ImportError, match="module is missing"):
+    btr.build({"name": "s", "features": {"id": "int64"}},
+              str(tmp_path / "in.csv"), str(out))
+  # The output folder this build made is removed with its lock, or at
+  # least holds no staging folder.
+  left = os.listdir(out) if out.exists() else []
+  assert [p for p in left if p.startswith(".staging-")] == []

@@ -55,7 +55,9 @@ def sums(values: np.ndarray) -> Tuple[int, int]:
   values, exactly: integers in units of 2**SUM_SCALE and
   2**SQUARES_SCALE."""
   total = squares = 0
-  if values.dtype.kind in "iu":
+  if values.dtype.kind == "u":  # uint64 past 2**63 would wrap in int64
+    raise TypeError(f"exact sums of {values.dtype} are not supported")
+  if values.dtype.kind == "i":
     values = values.astype(np.int64, copy=False)
     for start in range(0, len(values), _INT_CHUNK):
       t, q = _int_sums(values[start:start + _INT_CHUNK])
@@ -77,8 +79,9 @@ def mean(total: int, count: int) -> float:
 def std_dev(total: int, squares: int, count: int) -> float:
   """The population standard deviation of `count` values with these exact
   sums: sqrt(n * sum(x^2) - sum(x)^2) / n, the difference exact, its
-  square root to 64 bits past the float's (math.isqrt), one rounding at
-  the end. No overflow for values near the float64 limit either."""
+  square root to 64 bits more than a float64 holds (math.isqrt), then
+  rounded once (so the same on every machine; correctly rounded but for
+  odds of about 2**-64). No overflow for values near the float64 limit."""
   # n^2 * variance, in units of 2**SQUARES_SCALE; never < 0 (exact).
   spread = count * squares - total * total
   root = math.isqrt(spread << 2 * _STD_EXTRA_BITS)
