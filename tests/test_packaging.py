@@ -75,8 +75,10 @@ def _wheel(source, out):
   """Builds from a copy: an in-place build leaves build/lib behind, and a
   stale build/lib (files since renamed) would end up in the next wheel."""
   clean = out / "src"
+  # Every virtualenv (.venv, .venv-py313, ...: gigabytes) left out.
   shutil.copytree(source, clean, ignore=shutil.ignore_patterns(
-      "build", ".venv", ".git", "*.egg-info", "__pycache__", "out", "site"))
+      "build", ".venv*", ".git", ".mypy_cache", ".pytest_cache",
+      "*.egg-info", "__pycache__", "out", "site"))
   subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                   "-w", str(out), str(clean)], check=True, timeout=600)
   return next(out.glob("*.whl"))
