@@ -21,6 +21,7 @@ _LAZY = {
     "SequenceAssembler": "beam_tfrecords.encoding",
     "SequenceEncoder": "beam_tfrecords.encoding",
     "StepEncoder": "beam_tfrecords.encoding",
+    "BuildOptions": "beam_tfrecords.options",
     "BuildResult": "beam_tfrecords.pipeline",
     "DatasetInfo": "beam_tfrecords.info",
     "SplitInfo": "beam_tfrecords.info",

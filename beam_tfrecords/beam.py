@@ -13,6 +13,7 @@ same bytes on every run and worker count: records are ordered by a digest
 of the rows, not by arrival (see transforms.elements).
 """
 
+import dataclasses
 import os
 import types
 from typing import Any, Mapping, NamedTuple, Optional, Union
@@ -51,24 +52,27 @@ class WriteDataset(beam.PTransform):
   Args:
     schema: a schema file path, dict or Schema.
     output: the dataset folder (local, gs://, s3://, ...).
-    num_shards: files per split (one number, or split -> number); None:
-      one file per split, continued in further files every
-      `max_shard_size` (256 MiB) -- give a count to write in parallel.
-    The other options are build()'s.
+    options: how the dataset is written (btr.BuildOptions, as for
+      build()); each of its fields may also be given as a keyword
+      (`num_shards=3`). With no `num_shards`: one file per split,
+      continued in further files every `max_shard_size` (256 MiB) -- give
+      a count to write in parallel. The sink is the deterministic one, and
+      the dataset is always built (`force` changes nothing here).
   """
 
   def __init__(self, schema: Union[str, Mapping, Schema], output: str, *,
-               num_shards=None, max_shard_size=None,
-               shuffle_seed: Optional[int] = None, overwrite: bool = False,
-               max_bad_rows: Optional[int] = None,
-               max_bad_fraction: Optional[float] = None,
-               statistics: bool = True, gzip_level: Optional[int] = None):
+               options: Optional[BuildOptions] = None,
+               **option_keywords: Any):
     super().__init__()
     self._schema = _schema_for_pcollection(schema)
     self._output = output
-    self._options = BuildOptions(num_shards, max_shard_size, "deterministic",
-                                 gzip_level, shuffle_seed, statistics,
-                                 overwrite, max_bad_rows, max_bad_fraction)
+    self._options = BuildOptions.with_keywords(options, option_keywords,
+                                               "WriteDataset()")
+    if self._options.sink != "deterministic":
+      raise InputError("WriteDataset writes with the deterministic sink; "
+                       "for Beam's WriteToTFRecord use EncodeRecords | "
+                       "beam.io.WriteToTFRecord")
+    self._options = dataclasses.replace(self._options, force=True)
 
   def expand(self, rows):
     schema, opts = self._schema, self._options
@@ -84,7 +88,7 @@ class WriteDataset(beam.PTransform):
     plan = stage_output(
         schema, _PCOLLECTION_PLAN, opts, output, key,
         {"format": "pcollection", "source": PCOLLECTION, "patterns": [],
-         "files": [], "fingerprint": None}, None, options, force=True,
+         "files": [], "fingerprint": None}, None, options,
         overwrite_hint="overwrite=True").dataset
     assert plan is not None  # force: never up to date
     return (rows

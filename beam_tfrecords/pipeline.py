@@ -27,7 +27,6 @@ from beam_tfrecords.options import BuildOptions
 from beam_tfrecords import planning
 from beam_tfrecords.planning import shard_plan
 from beam_tfrecords.preprocess import Preprocess, resolve_preprocess
-from beam_tfrecords.report import REPORT_FILE
 from beam_tfrecords.running import run_pipeline
 from beam_tfrecords.schema import Schema, load_schema
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
@@ -70,60 +69,30 @@ class BuildResult:
 
 
 def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]],
-          output: str, *, input_format: Optional[str] = None,
-          num_shards: Union[None, int, Mapping[str, int]] = None,
-          max_shard_size: Union[None, int, str] = None,
+          output: str, *, options: Optional[BuildOptions] = None,
+          input_format: Optional[str] = None,
           format_options: Optional[Mapping[str, Any]] = None,
           beam_args: Union[None, Sequence[str], PipelineOptions] = None,
-          overwrite: bool = False, max_bad_rows: Optional[int] = None,
-          max_bad_fraction: Optional[float] = None,
-          sink: str = "deterministic",
-          gzip_level: Optional[int] = None,
-          shuffle_seed: Optional[int] = None,
-          statistics: bool = True, force: bool = False,
-          report: bool = True,
           preprocess: Union[None, str, Callable] = None,
-          progress: bool = False) -> BuildResult:
+          progress: bool = False, **option_keywords: Any) -> BuildResult:
   """Builds a TFRecord dataset and waits for it to finish.
 
   Args:
     schema: a schema file path, dict or Schema.
     inputs: file paths or globs (local, gs://, s3://, ...).
     output: the dataset directory.
+    options: how the dataset is written (btr.BuildOptions: shards, sink,
+      shuffle, thresholds, overwrite, force, ...); each of its fields may
+      also be given as a keyword (`num_shards=3`), which replaces the
+      field of `options`.
     input_format: csv, jsonl, json, parquet; None: from the extensions.
-    num_shards: files per split: one number for every split, or a dict
-      split -> number; splits without one get files of at most
-      `max_shard_size` (see shard_plan).
-    max_shard_size: the largest file, in bytes or as text (256MB, 1GiB);
-      None: 256 MiB.
     format_options: source options, e.g. {"delimiter": ";"} for CSV.
     beam_args: Beam pipeline options (list of flags or PipelineOptions).
-    overwrite: replace an existing finished dataset.
-    max_bad_rows, max_bad_fraction: fail instead of publishing when more
-      rows (or a larger fraction of the rows read) are rejected; None: the
-      schema's value. With neither given anywhere, the build fails when
-      more than 1% of the rows read are rejected, or when rows were
-      rejected and a split got no records (give max_bad_fraction=1.0 to
-      publish whatever was rejected).
-    sink: "deterministic" (byte-identical files on every run) or "beam"
-      (Beam's WriteToTFRecord: same format, runner-decided placement).
-    gzip_level: None: ISA-L's fast deflate; 1-9: zlib at that level
-      (smaller files, slower). Every choice writes standard gzip.
-    shuffle_seed: None: records in input order; a number: records spread
-      over the shards at random and written in a random order, the same
-      for the same seed (see sinks.shards.Shuffle).
-    statistics: per-feature statistics in dataset.json (computed in the
-      encoding pass; about 7% of a plain build's time).
-    force: build even when `output` holds a finished dataset of the same
-      inputs (paths, sizes, modification times), schema, options and tool
-      version; without it such a build returns at once, up_to_date.
     preprocess: a function pyarrow.RecordBatch -> RecordBatch, or
       "module:function", run on the workers on every batch read before
       encoding: it gets every column of the input and returns the columns
       the schema reads, for the same rows in order (see
       beam_tfrecords.preprocess). Checked here: it must pickle.
-    report: write report.html into the dataset (beam_tfrecords.report):
-      one HTML page with the splits, rejected rows and per-feature plots.
     progress: show the build's progress on stderr (a live line on a
       terminal, else a line every few seconds); on runners other than the
       DirectRunner, the job's metrics as they report them.
@@ -132,44 +101,43 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     A BuildResult with the dataset.json content.
 
   Raises:
+    TypeError: a keyword that is no option.
     SchemaError, InputError: before anything runs.
     BadRowsError: over a threshold; nothing is published.
     KeyboardInterrupt: the build was interrupted; its staging folder is
       removed and nothing is published.
   """
   started = time.time()
-  options, runner = pipeline_options(beam_args)
+  opts = BuildOptions.with_keywords(options, option_keywords)
+  del options  # the build options are `opts` from here on
+  beam_opts, runner = pipeline_options(beam_args)
   # The launcher reads the schema, lists, reads headers and publishes
   # through FileSystems too: it needs the same file system options as the
   # workers (S3 endpoint and credentials, GCS project, ...).
-  FileSystems.set_options(options)
+  FileSystems.set_options(beam_opts)
   schema = load_schema(schema)
-  opts = BuildOptions(num_shards, max_shard_size, sink, gzip_level,
-                      shuffle_seed, statistics, overwrite, max_bad_rows,
-                      max_bad_fraction)
   patterns = [inputs] if isinstance(inputs, str) else list(inputs)
   planning.check_output_path(output)
   output = output.rstrip("/")
-  check_paths_reach_workers(options, list(patterns) + [output])
+  check_paths_reach_workers(beam_opts, list(patterns) + [output])
   if "://" not in output:  # workers run elsewhere: an absolute path
     output = os.path.abspath(output)
   schema, plan, user_fn = _plan(schema, patterns, output, input_format,
-                                format_options, preprocess, options)
+                                format_options, preprocess, beam_opts)
   if is_dask(runner):
     _check_dask(schema)
-    spread_on_dask(options, len(plan.units))
+    spread_on_dask(beam_opts, len(plan.units))
   fingerprint = planning.input_fingerprint(plan.files)
   key = planning.build_key(schema, plan, fingerprint, {
       **opts.key(),
-      **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {}),
-      **({} if report else {"report": False})})
+      **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {})})
   # Checked and locked (one build at a time per output: the lock is held
   # until the end), earlier builds recovered, the staging folder made.
   staged = stage_output(
       schema, plan, opts, output, key,
       {"format": plan.format, "patterns": patterns,
        "files": planning.listed_inputs(plan), "fingerprint": fingerprint},
-      user_fn, options, force=force, overwrite_hint="--overwrite")
+      user_fn, beam_opts, overwrite_hint="--overwrite")
   try:
     if staged.dataset is None:
       _LOG.info("%s is up to date (same inputs, schema and options)",
@@ -179,12 +147,11 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     dataset = staged.dataset
     staging = dataset.staging
     try:
-      pipeline = _pipeline(schema, plan, user_fn, dataset, report, runner,
-                           options)
+      pipeline = _pipeline(schema, plan, user_fn, dataset, runner, beam_opts)
     except BaseException:  # nothing ran: no staging folder left behind
       remove_staging(staging)
       raise
-    _run(pipeline, options, progress, sum(f.size for f in plan.files),
+    _run(pipeline, beam_opts, progress, sum(f.size for f in plan.files),
          output, staging, schema)
     metadata = read_json(FileSystems.join(output, DATASET_JSON))
     _LOG.info("Published %s", output)
@@ -194,12 +161,9 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     staged.lock.release()
 
 
-def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, report: bool,
-              runner, options) -> beam.Pipeline:
+def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
+              options) -> beam.Pipeline:
   """The build's pipeline: read the inputs, write the dataset."""
-  if report:  # written in the staging folder, published with the rest
-    dataset = dataclasses.replace(dataset, static=dict(
-        dataset.static, report=REPORT_FILE))
   if user_fn is None:  # (a function may leave no rows: not checked)
     dataset = dataclasses.replace(dataset, finish=dataset.finish._replace(
         units=tuple(plan.units), columns=tuple(schema.columns),

@@ -13,6 +13,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecords import planning
 from beam_tfrecords.errors import InputError, is_disk_full
 from beam_tfrecords.options import BuildOptions
+from beam_tfrecords.report import REPORT_FILE
 from beam_tfrecords.planning import (ERRORS_INPUT_BYTES, ShardPlan,
                                      shard_plan, shuffle_buckets)
 from beam_tfrecords.schema import Schema, spec_to_json
@@ -44,7 +45,7 @@ class Staged(NamedTuple):
 
 def stage_output(schema: Schema, plan, opts: BuildOptions, output: str,
                  key: str, inputs: Dict[str, Any], user_fn, options, *,
-                 force: bool, overwrite_hint: str) -> Staged:
+                 overwrite_hint: str) -> Staged:
   """Checks and locks `output` (an absolute path or URL) and prepares its
   staging folder.
 
@@ -53,8 +54,8 @@ def stage_output(schema: Schema, plan, opts: BuildOptions, output: str,
     opts: the build's options, before the schema's defaults.
     key: the build key (planning.build_key).
     inputs: dataset.json's `inputs`.
-    force: build even when the output holds a finished dataset of the same
-      key (else: Staged with dataset None and that dataset.json).
+    opts.force: build even when the output holds a finished dataset of
+      the same key (else: Staged with dataset None and that dataset.json).
     overwrite_hint: how the caller's user says "overwrite" (in the error
       when the output holds another finished dataset).
   """
@@ -66,7 +67,7 @@ def stage_output(schema: Schema, plan, opts: BuildOptions, output: str,
     recover(output, keep="")
     check_output_files(output)
     published = planning.success_text(output)
-    if not force and published is not None:
+    if not opts.force and published is not None:
       previous = planning.finished_with_key(output, key)
       if previous is not None:
         return Staged(lock, None, previous)
@@ -147,6 +148,8 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
       "tool": {"name": "beam-tfrecords", "version": __version__},
       "tfmd_schema": TFMD_FILE,
       "build_key": key,
+      # Written in the staging folder, published with the rest.
+      **({"report": REPORT_FILE} if opts.report else {}),
       # The label feature(s) (load(as_supervised=True)); only when named,
       # so that other datasets' dataset.json stays as it was.
       **({"label": list(schema.label)} if schema.label else {}),

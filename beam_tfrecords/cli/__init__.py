@@ -92,15 +92,11 @@ def _build(args, beam_args: List[str]) -> int:
       any(has_placeholders(p) for p in list(inputs) + [output]):
     inputs, output, chosen = resolve_patterns(inputs, output, schedule)
   args.output = output
+  from beam_tfrecords.options import BuildOptions
   result = build(args.schema, inputs, output,
-                 input_format=args.format, num_shards=args.num_shards,
-                 max_shard_size=args.max_shard_size,
+                 options=BuildOptions.from_args(args),
+                 input_format=args.format,
                  format_options=format_options(args), beam_args=options,
-                 overwrite=args.overwrite, max_bad_rows=args.max_bad_rows,
-                 max_bad_fraction=args.max_bad_fraction, sink=args.sink,
-                 gzip_level=args.gzip_level, shuffle_seed=args.shuffle_seed,
-                 statistics=args.statistics, force=args.force,
-                 report=args.report,
                  preprocess=args.preprocess, progress=_shows_progress(args))
   counts = result.metadata["counts"]
   if result.up_to_date:

@@ -3,6 +3,7 @@
 import argparse
 from typing import List
 
+from beam_tfrecords.options import add_arguments
 from beam_tfrecords.version import __version__
 
 __all__ = ["build_flags", "format_options", "parser"]
@@ -33,43 +34,6 @@ def parser() -> argparse.ArgumentParser:
   b.add_argument("--format", choices=["csv", "jsonl", "json", "parquet",
                                       "tfrecord", "images"],
                  help="input format (default: from the file extensions)")
-  b.add_argument("--num-shards", type=_num_shards, default=None,
-                 help="shard files per split: exactly N for every split, or "
-                 "train=8,eval=1 (default: as many as --max-shard-size "
-                 "needs)")
-  b.add_argument("--max-shard-size", type=_size, default=None,
-                 help="the largest shard file, e.g. 256MB or 1GiB, for the "
-                 "splits --num-shards does not fix (default: 256MiB)")
-  b.add_argument("--shuffle-seed", type=int, default=None,
-                 help="shuffle the records (seeded: the same seed gives the "
-                 "same files); default: input order")
-  b.add_argument("--sink", choices=["deterministic", "beam"],
-                 default="deterministic",
-                 help="deterministic: byte-identical shard files on every "
-                 "run (default); beam: Beam's WriteToTFRecord (same format, "
-                 "the runner places the records)")
-  b.add_argument("--gzip-level", type=int, default=None, choices=range(1, 10),
-                 metavar="1-9",
-                 help="compress with zlib at this level (smaller files, "
-                 "slower); default: ISA-L's fast deflate")
-  b.add_argument("--no-report", dest="report", action="store_false",
-                 help="do not write report.html into the dataset")
-  b.add_argument("--no-statistics", dest="statistics", action="store_false",
-                 help="leave the per-feature statistics out of dataset.json "
-                 "(they cost about 7%% of a build's time)")
-  b.add_argument("--max-bad-rows", type=int, default=None,
-                 help="fail (publish nothing) when more rows are rejected")
-  b.add_argument("--max-bad-fraction", type=float, default=None,
-                 help="fail when a larger fraction of the rows read is "
-                 "rejected, e.g. 0.05 (1 publishes whatever is rejected). "
-                 "Default, with neither flag nor schema key: fail above "
-                 "0.01, or when rows were rejected and a split got no "
-                 "records")
-  b.add_argument("--overwrite", action="store_true",
-                 help="replace an existing finished dataset")
-  b.add_argument("--force", action="store_true",
-                 help="build even if the output is up to date (same "
-                 "inputs, schema and options as its last build)")
   b.add_argument("--date", default=None,
                  help="fill {YYYY} {MM} {DD} in --input/--output: "
                  "2026-11-21, a range 2026-11-01..2026-11-07, or latest")
@@ -100,6 +64,7 @@ def parser() -> argparse.ArgumentParser:
   b.add_argument("--encoding", help="text encoding of CSV input (default utf-8)")
   b.add_argument("-v", "--verbose", action="store_true",
                  help="log what the build does")
+  add_arguments(b)  # BuildOptions' flags
   shown = b.add_mutually_exclusive_group()
   shown.add_argument("--progress", action="store_true", default=None,
                      help="show progress on stderr even when it is not a "
@@ -141,31 +106,6 @@ def parser() -> argparse.ArgumentParser:
                  help="the HTML file (default: report.html in the working "
                  "directory)")
   return p
-
-
-def _size(text: str) -> int:
-  from beam_tfrecords.schema.sizes import parse_size
-  size = parse_size(text)
-  if size is None:
-    raise argparse.ArgumentTypeError(
-        f"{text!r}: give a size such as 256MB, 1GiB or 1000000 (bytes)")
-  return size
-
-
-def _num_shards(text: str):
-  """"8" -> 8; "train=8,eval=1" -> {"train": 8, "eval": 1}."""
-  try:
-    if "=" not in text:
-      return int(text)
-    out = {}
-    for item in text.split(","):
-      name, _, n = item.partition("=")
-      out[name.strip()] = int(n)
-    return out
-  except ValueError:
-    raise argparse.ArgumentTypeError(
-        f"{text!r}: give a number (8) or split=number pairs "
-        "(train=8,eval=1)") from None
 
 
 def format_options(args) -> dict:

@@ -1,0 +1,41 @@
+"""What the pipeline's writing steps tell `Commit`, typed: the shard files
+written, the dead-letter files, the row counts and the feature statistics.
+Commit gathers them into dataset.json (info.DatasetInfo)."""
+
+from typing import Any, Dict, List, NamedTuple, Tuple
+
+__all__ = ["ShardWritten", "ErrorsWritten", "RowCounts", "FeatureStatistics"]
+
+
+class ShardWritten(NamedTuple):
+  """One file of a split's shard (sinks.shards): its name in the folder
+  written to, records and bytes; `writer` is the shard, `roll` the file
+  of that shard (a shard continues in further files past max_shard_size);
+  `transformed`: TensorFlow Transform's output."""
+  split: str
+  file: str
+  records: int
+  bytes: int
+  writer: int = 0
+  roll: int = 0
+  transformed: bool = False
+
+
+class ErrorsWritten(NamedTuple):
+  """One dead-letter file (errors/): lines, the input rows they name, and
+  {reason category: [rows, first example]}."""
+  file: str
+  lines: int
+  rows: int
+  reasons: Dict[str, List[Any]]
+
+
+class RowCounts(NamedTuple):
+  """Where the rows went, in transforms.encode's STAT_FIELDS order."""
+  counts: Tuple[int, ...]
+
+
+class FeatureStatistics(NamedTuple):
+  """{split: {feature: merged statistics}} (encoding.stats)."""
+  splits: Dict[str, Dict[str, Any]]
+
