@@ -222,11 +222,12 @@ def _thumbnails(path: str, info: DatasetInfo, split: str, name: str) -> str:
       for v in images)
 
 
-def render_report(path: str, meta: Optional[Dict[str, Any]] = None) -> str:
-  """The report of the dataset at `path` (`meta`: its dataset.json, given
+def render_report(path: str, info: Optional[DatasetInfo] = None) -> str:
+  """The report of the dataset at `path` (`info`: its dataset.json, given
   while it is staged, before it is finished), as HTML text."""
   from beam_tfrecords.reader import dataset_info
-  info = dataset_info(path) if meta is None else DatasetInfo.from_json(meta)
+  if info is None:
+    info = dataset_info(path)
   stats = _load_statistics(FileSystems.join(
       path, info.tfdv_statistics)) if info.tfdv_statistics else {}
   # The record splits; a transformed-only dataset has none of its own:
@@ -304,10 +305,10 @@ def render_report(path: str, meta: Optional[Dict[str, Any]] = None) -> str:
 
 
 def write_report(path: str, target: Optional[str] = None,
-                 meta: Optional[Dict[str, Any]] = None) -> str:
+                 info: Optional[DatasetInfo] = None) -> str:
   """Writes the report (default: REPORT_FILE inside the dataset)."""
   target = target or FileSystems.join(path, REPORT_FILE)
-  text = render_report(path, meta)
+  text = render_report(path, info)
   if "://" not in target:
     os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
   with FileSystems.create(target) as f:

@@ -12,6 +12,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords import planning
 from beam_tfrecords.errors import InputError, is_disk_full
+from beam_tfrecords.info import Counts, DatasetInfo, Errors
 from beam_tfrecords.options import BuildOptions
 from beam_tfrecords.report import REPORT_FILE
 from beam_tfrecords.planning import (ERRORS_INPUT_BYTES, ShardPlan,
@@ -116,54 +117,55 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
   shuffle = None if opts.shuffle_seed is None else Shuffle(
       opts.shuffle_seed, shuffle_buckets(schema, shards.shards, input_bytes))
   aligned = aligned_lists(schema)
-  static = {
-      "name": schema.name,
-      "record": schema.record.value,
-      "schema": schema.to_dict(),
-      "feature_spec": spec_to_json(schema),
-      "compression": "GZIP",
-      "inputs": inputs,
-      "split_rule": {"kind": schema.splits.kind.value,
-                     "splits": list(schema.splits.names),
-                     **schema.splits.to_dict()},
-      "options": {"num_shards": shards.shards,
-                  "max_shard_bytes": shards.max_bytes, "sink": opts.sink,
-                  "shuffle_seed": opts.shuffle_seed,
-                  "shuffle_buckets": shuffle.buckets if shuffle else None,
-                  "gzip_level": opts.gzip_level,
-                  "statistics": opts.statistics,
-                  "max_bad_rows": opts.max_bad_rows,
-                  "max_bad_fraction": opts.max_bad_fraction,
-                  "preprocess": user_fn and user_fn.name,
-                  "format_options": {k: v for k, v in plan.options.items()
-                                     if k not in ("column_names",
-                                                  "scalar_columns",
-                                                  "classes")}},
-      "vocabularies": {m.name: m.options["values"] for m in schema.media
-                       if m.kind is MediaKind.VOCABULARY},
-      "statistics_of": (
+  planned = DatasetInfo(
+      name=schema.name,
+      record=schema.record.value,
+      schema=schema.to_dict(),
+      feature_spec=spec_to_json(schema),
+      compression="GZIP",
+      inputs=inputs,
+      split_rule={"kind": schema.splits.kind.value,
+                  "splits": list(schema.splits.names),
+                  **schema.splits.to_dict()},
+      options={"num_shards": shards.shards,
+               "max_shard_bytes": shards.max_bytes, "sink": opts.sink,
+               "shuffle_seed": opts.shuffle_seed,
+               "shuffle_buckets": shuffle.buckets if shuffle else None,
+               "gzip_level": opts.gzip_level,
+               "statistics": opts.statistics,
+               "max_bad_rows": opts.max_bad_rows,
+               "max_bad_fraction": opts.max_bad_fraction,
+               "preprocess": user_fn and user_fn.name,
+               "format_options": {k: v for k, v in plan.options.items()
+                                  if k not in ("column_names",
+                                               "scalar_columns",
+                                               "classes")}},
+      vocabularies={m.name: m.options["values"] for m in schema.media
+                    if m.kind is MediaKind.VOCABULARY},
+      statistics_of=(
           "rows read into steps (group_by: before max_length policies and "
           "group rejections, whose rows errors/ lists)"
           if schema.group_by else "the written records"),
-      "tool": {"name": "beam-tfrecords", "version": __version__},
-      "tfmd_schema": TFMD_FILE,
-      "build_key": key,
+      tool={"name": "beam-tfrecords", "version": __version__},
+      tfmd_schema=TFMD_FILE,
+      build_key=key,
       # Written in the staging folder, published with the rest.
-      **({"report": REPORT_FILE} if opts.report else {}),
+      report=REPORT_FILE if opts.report else None,
       # The label feature(s) (load(as_supervised=True)); only when named,
       # so that other datasets' dataset.json stays as it was.
-      **({"label": list(schema.label)} if schema.label else {}),
+      label=tuple(schema.label) if schema.label else None,
       # Features read from the same list of objects (same length in every
       # record): {list path: [feature, ...]}; only when there are some.
-      **({"aligned_lists": aligned} if aligned else {}),
-  }
+      aligned_lists=aligned or None,
+      # Known after the run (sinks.metadata.Commit).
+      splits={}, counts=Counts(0, 0, 0, 0, 0), errors=Errors(0))
   return DatasetPlan(
       staging=staging, shards=shards, sink=opts.sink,
       gzip_level=opts.gzip_level, shuffle=shuffle,
       statistics=opts.statistics,
       error_shards=max(1, min(max(shards.shards.values()),
                               -(-input_bytes // ERRORS_INPUT_BYTES))),
-      static=static,
+      planned=planned,
       buckets=buckets_for(input_bytes),
       finish=FinishPlan(
           output=output, staging=staging, run=run,

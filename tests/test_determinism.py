@@ -25,6 +25,7 @@ import os
 import random
 import subprocess
 import sys
+import types
 from fractions import Fraction
 
 import numpy as np
@@ -33,6 +34,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import beam_tfrecords as btr
 from beam_tfrecords.encoding import exact_sums
 from beam_tfrecords.encoding import stats
 from beam_tfrecords.schema.model import Feature, FeatureType
@@ -162,12 +164,12 @@ def _written(feature, merged):
   """What a build writes of one feature: dataset.json's part and
   statistics.pb's bytes."""
   kind = "float" if feature.type is FeatureType.FLOAT else "int64"
-  meta = {"schema": {"features": {feature.name: {"type": kind,
-                                                 "shape": [-1]}}},
-          "splits": {"train": {"records": merged["present"] +
-                               merged["missing"]}}}
+  info = types.SimpleNamespace(
+      schema={"features": {feature.name: {"type": kind, "shape": [-1]}}},
+      splits={"train": btr.SplitInfo(
+          "train", merged["present"] + merged["missing"], 0, ())})
   return (json.dumps(stats.finish(merged), sort_keys=True),
-          statistics_bytes(meta, {"train": {feature.name: merged}}))
+          statistics_bytes(info, {"train": {feature.name: merged}}))
 
 
 @settings(max_examples=150, deadline=None,

@@ -97,7 +97,7 @@ def test_inline_many_writes_the_same_members(tmp_path, monkeypatch,
   bulk, bulk_bytes = write(tmp_path / "bulk", True)
   assert bulk_bytes == one_bytes
   assert bulk == one
-  assert one[0]["records"] == sum(p[3] for p in parts)
+  assert one[0].records == sum(p[3] for p in parts)
   # Members: one per MEMBER part, and the INLINE parts in between cut
   # into members of member_bytes.
   members = one_bytes.count(b"\x1f\x8b\x08")

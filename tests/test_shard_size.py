@@ -181,6 +181,7 @@ def test_the_beam_sink_records_no_limit(tmp_path):
 
 
 def test_final_names_with_many_shards(tmp_path):
+  from beam_tfrecords.sinks.parts import ShardWritten
   from beam_tfrecords.sinks.shards import finish_shard_names, rolled_name
   n = 100_000
   files = []
@@ -188,22 +189,20 @@ def test_final_names_with_many_shards(tmp_path):
     for roll in range(rolls):
       name = rolled_name("train", writer, n, roll, ".tfrecord.gz")
       (tmp_path / name).write_bytes(b"x")
-      files.append({"kind": "shard", "split": "train", "file": name,
-                    "records": 1, "bytes": 1, "writer": writer,
-                    "roll": roll})
+      files.append(ShardWritten("train", name, 1, 1, writer, roll))
   out = finish_shard_names(str(tmp_path), files)
-  names = [f["file"] for f in out]
+  names = [f.file for f in out]
   assert names == ["train-00000-of-00004.tfrecord.gz",
                    "train-00001-of-00004.tfrecord.gz",
                    "train-00002-of-00004.tfrecord.gz",
                    "train-00003-of-00004.tfrecord.gz"]
   assert sorted(os.listdir(tmp_path)) == names
   # A retried commit finds the files renamed already.
-  assert [f["file"] for f in finish_shard_names(str(tmp_path), files)] == \
+  assert [f.file for f in finish_shard_names(str(tmp_path), files)] == \
       names
   assert sorted(os.listdir(tmp_path)) == names
   # A commit retried after only some renames: the rest are done.
-  os.rename(tmp_path / names[2], tmp_path / files[2]["file"])
-  assert [f["file"] for f in finish_shard_names(str(tmp_path), files)] == \
+  os.rename(tmp_path / names[2], tmp_path / files[2].file)
+  assert [f.file for f in finish_shard_names(str(tmp_path), files)] == \
       names
   assert sorted(os.listdir(tmp_path)) == names

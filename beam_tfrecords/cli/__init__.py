@@ -129,7 +129,7 @@ def _build(args, beam_args: List[str]) -> int:
   if counts["rows_rejected"]:
     from beam_tfrecords.sinks import rejection_lines
     print("  top reasons for rejected rows:")
-    for line in rejection_lines(result.metadata):
+    for line in rejection_lines(result.info):
       print("  " + line.replace("\n", "\n  "))
   return 0
 

@@ -17,6 +17,7 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 import apache_beam as beam
 
 from beam_tfrecords.errors import InputError, OutputBusyError
+from beam_tfrecords.info import DatasetInfo
 from beam_tfrecords.running import sigint_deferred
 from beam_tfrecords.sinks.lock import OutputLock
 from beam_tfrecords.sinks.metadata import check_thresholds
@@ -84,9 +85,9 @@ class _Fence:
         "build; this build publishes nothing")
 
 
-def finish(meta: Dict[str, Any], plan: FinishPlan,
-           options=None) -> Dict[str, Any]:
-  """Thresholds, lock, publish, unlock; returns the published metadata."""
+def finish(info: DatasetInfo, plan: FinishPlan,
+           options=None) -> DatasetInfo:
+  """Thresholds, lock, publish, unlock; returns the published dataset.json."""
   try:
     remove_parts(plan.staging)
   except Exception:  # pylint: disable=broad-except
@@ -95,26 +96,27 @@ def finish(meta: Dict[str, Any], plan: FinishPlan,
   if plan.analyze_split is not None:
     # pylint: disable=import-outside-toplevel
     from beam_tfrecords.sinks.transform_files import describe_transform
-    meta = describe_transform(plan.staging, meta)
-    if not meta["transform"].get("splits", {}).get(
-        plan.analyze_split, {}).get("records"):
+    info = describe_transform(plan.staging, info)
+    analyzed = info.transform.splits.get(plan.analyze_split) \
+        if info.transform else None
+    if analyzed is None or not analyzed.num_records:
       raise InputError(
           f"the split {plan.analyze_split!r} that TensorFlow Transform "
           "analyzes has no records, so its statistics (means, "
           "vocabularies, buckets) would be meaningless; nothing was "
           f"published (see {plan.staging}). Check the split rule and "
           "errors/, or set transform.analyze_split")
-  if plan.units and not meta["counts"]["rows_read"]:
+  if plan.units and not info.counts.rows_read:
     _check_nothing_lost(plan)
-  check_thresholds(meta, plan.max_bad_rows, plan.max_bad_fraction,
+  check_thresholds(info, plan.max_bad_rows, plan.max_bad_fraction,
                    plan.staging, plan.producible)
   fence = _Fence(plan, options)
   with sigint_deferred("publishing"):
-    publish(plan.staging, plan.output, meta, plan.success_text,
+    publish(plan.staging, plan.output, info, plan.success_text,
             guard=fence.renew)
     fence.renew()
     fence._store.delete(fence.token)  # pylint: disable=protected-access
-  return meta
+  return info
 
 
 def _check_nothing_lost(plan: FinishPlan) -> None:
@@ -141,13 +143,13 @@ class _FinishFn(beam.DoFn):
   def __init__(self, plan: FinishPlan):
     self._plan = plan
 
-  def process(self, meta):
+  def process(self, info):
     # pylint: disable=import-outside-toplevel
     from apache_beam.io.filesystems import FileSystems
     # The file system options the worker was started with (S3 endpoint,
     # credentials) reach the lock's store too.
-    yield finish(meta, self._plan,
-                 FileSystems._pipeline_options)  # pylint: disable=protected-access
+    yield finish(info, self._plan,
+                 FileSystems._pipeline_options).to_json()  # pylint: disable=protected-access
 
 
 class Finish(beam.PTransform):

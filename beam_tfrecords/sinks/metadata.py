@@ -8,14 +8,19 @@ staging `dataset.json`. Then, on the launcher, `check_thresholds` applies
 output to the new dataset (`_SUCCESS` last).
 """
 
+import dataclasses
+import itertools
 import json
 import logging
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.errors import BadRowsError, reason_category
+from beam_tfrecords.info import (DATASET_JSON, Counts, DatasetInfo, ErrorFile,
+                                 ErrorReason, Errors, ShardInfo, SplitInfo,
+                                 TransformInfo)
 from beam_tfrecords.runner_gaps import gather
 from beam_tfrecords.sinks.tfdv import STATISTICS_FILE, statistics_bytes
 # The transformed shards' folder (beam_tfrecords.tft, which imports
@@ -25,14 +30,15 @@ TRANSFORMED_DIR = "transformed"
 TFT_TEMP_DIR = ".tft-tmp"
 # What tft_beam.WriteTransformFn writes (tft.TFTransformOutput reads it).
 TRANSFORM_DIRS = ("transform_fn", "transformed_metadata")
+from beam_tfrecords.sinks.parts import (ErrorsWritten, FeatureStatistics,
+                                        RowCounts, ShardWritten)
 from beam_tfrecords.sinks.shards import (JSON_LINES, WriteShards,
                                          finish_shard_names)
 
 __all__ = ["WriteErrors", "Commit", "DATASET_JSON", "SUCCESS", "ERRORS_DIR",
            "STAGING_PREFIX", "check_thresholds", "rejection_lines",
-           "DEFAULT_MAX_BAD_FRACTION", "read_json", "write_json"]
+           "DEFAULT_MAX_BAD_FRACTION", "read_json", "write_info"]
 
-DATASET_JSON = "dataset.json"
 SUCCESS = "_SUCCESS"
 ERRORS_DIR = "errors"
 STAGING_PREFIX = ".staging-"
@@ -51,11 +57,11 @@ def _error_chunk(chunk, to_json) -> tuple:
   return ERRORS_DIR, tuple(key) + (lines[0],), lines
 
 
-def _count_errors(info: dict, directory: str) -> dict:
+def _count_errors(info: ShardWritten, directory: str) -> ErrorsWritten:
   """Lines, the input rows they account for, and rows per reason category."""
   lines = rows = 0
   reasons: Dict[str, list] = {}
-  with FileSystems.open(FileSystems.join(directory, info["file"])) as f:
+  with FileSystems.open(FileSystems.join(directory, info.file)) as f:
     for line in f:
       if not line.strip():
         continue
@@ -71,16 +77,14 @@ def _count_errors(info: dict, directory: str) -> dict:
       if entry[1] is None:
         entry[1] = {k: error.get(k) for k in ("source", "row", "group",
                                               "reason") if k in error}
-  return {"kind": "errors", "file": f"{ERRORS_DIR}/{info['file']}",
-          "lines": lines, "rows": rows, "reasons": reasons}
+  return ErrorsWritten(f"{ERRORS_DIR}/{info.file}", lines, rows, reasons)
 
 
 class WriteErrors(beam.PTransform):
   """Writes chunks (key, [dead-letter dict]) as sorted JSON lines in
   DIR/errors/.
 
-  Outputs one {"kind": "errors", "file", "lines", "rows", "reasons"} per
-  file.
+  Outputs one sinks.parts.ErrorsWritten per file.
   """
 
   def __init__(self, directory: str, num_shards: int, to_json):
@@ -98,7 +102,7 @@ class WriteErrors(beam.PTransform):
             | "Write" >> WriteShards(self._directory,
                                      {ERRORS_DIR: self._num_shards},
                                      JSON_LINES)
-            # {"kind": "shard", "file", "records", ...}
+            # ShardWritten
             | "Count" >> beam.Map(_count_errors, self._directory))
 
 
@@ -107,27 +111,23 @@ def _write_text(path: str, text: str) -> None:
     f.write(text.encode("utf-8"))
 
 
-def write_json(path: str, value: Any) -> None:
-  _write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
-
-
 def read_json(path: str) -> dict:
   with FileSystems.open(path) as f:
     return json.loads(f.read().decode("utf-8"))
 
 
-def _top_reasons(error_files: List[dict]) -> List[dict]:
+def _top_reasons(error_files: List[ErrorsWritten]) -> Tuple[ErrorReason, ...]:
   merged: Dict[str, list] = {}
   for e in error_files:
-    for category, (rows, example) in e["reasons"].items():
+    for category, (rows, example) in e.reasons.items():
       entry = merged.setdefault(category, [0, example])
       entry[0] += rows
       if entry[1] is None or (example is not None and _example_key(
           example) < _example_key(entry[1])):
         entry[1] = example
   ranked = sorted(merged.items(), key=lambda kv: (-kv[1][0], kv[0]))
-  return [{"reason": category, "rows": rows, "example": example}
-          for category, (rows, example) in ranked[:TOP_REASONS]]
+  return tuple(ErrorReason(category, rows, example)
+               for category, (rows, example) in ranked[:TOP_REASONS])
 
 
 def _example_key(example: dict) -> tuple:
@@ -136,50 +136,31 @@ def _example_key(example: dict) -> tuple:
           example.get("reason", ""))
 
 
-def _splits(shards: List[dict], prefix: str = "") -> Dict[str, dict]:
-  """{split: {records, bytes, shards: [{file, records, bytes}]}}."""
-  splits: Dict[str, dict] = {}
-  for s in shards:
-    split = splits.setdefault(s["split"], {"records": 0, "bytes": 0,
-                                           "shards": []})
-    split["records"] += s["records"]
-    split["bytes"] += s["bytes"]
-    split["shards"].append({"file": prefix + s["file"],
-                            "records": s["records"], "bytes": s["bytes"]})
+def _splits(shards: List[ShardWritten], prefix: str = ""
+            ) -> Dict[str, SplitInfo]:
+  """The shards (sorted by split and file) by split."""
+  splits: Dict[str, SplitInfo] = {}
+  for split, group in itertools.groupby(shards, key=lambda s: s.split):
+    files = tuple(ShardInfo(prefix + s.file, s.records, s.bytes)
+                  for s in group)
+    splits[split] = SplitInfo(split, sum(f.num_records for f in files),
+                              sum(f.num_bytes for f in files), files)
   return splits
 
 
-def _commit(parts: List[dict], directory: str, static: Dict[str, Any],
-            stat_fields) -> dict:
-  shards = sorted(finish_shard_names(
-      directory, [p for p in parts if p.get("kind") == "shard"]),
-                  key=lambda p: (p["split"], p["file"]))
-  transformed = sorted(finish_shard_names(
-      FileSystems.join(directory, TRANSFORMED_DIR),
-      [p for p in parts if p.get("kind") == "transformed_shard"]),
-                       key=lambda p: (p["split"], p["file"]))
-  error_files = sorted((p for p in parts if p.get("kind") == "errors"),
-                       key=lambda p: p["file"])
+def _counts(parts: List[Any], stat_fields: Sequence[str],
+            record: str) -> Dict[str, int]:
+  """The rows' and records' counts summed over the RowCounts parts."""
   counts = dict.fromkeys(stat_fields, 0)
   for p in parts:
-    if p.get("kind") == "stats":
-      for k, v in zip(stat_fields, p["counts"]):
+    if isinstance(p, RowCounts):
+      for k, v in zip(stat_fields, p.counts):
         counts[k] += v
-  splits = _splits(shards)
-  written = sum(s["records"] for s in splits.values())
-  transformed_splits = _splits(transformed, TRANSFORMED_DIR + "/")
-  if static.get("schema", {}).get("transform") is not None:
-    # Every encoded record is transformed; the raw ones may not be kept.
-    written_transformed = sum(s["records"]
-                              for s in transformed_splits.values())
-    if written_transformed != counts["records"] or (
-        shards and written != counts["records"]):
-      raise RuntimeError(
-          f"the counts do not add up: records encoded {counts['records']}, "
-          f"{written} raw and {written_transformed} transformed in the "
-          "shard files; not marking the dataset finished")
-    written = counts["records"]
-  error_rows = sum(e["rows"] for e in error_files)
+  return counts
+
+
+def _check_counts(counts: Dict[str, int], written: int,
+                  error_rows: int) -> None:
   accounted = counts["rows_written"] + counts["rows_rejected"] + \
       counts["rows_dropped"]
   if (written != counts["records"]
@@ -191,53 +172,86 @@ def _commit(parts: List[dict], directory: str, static: Dict[str, Any],
         f"{counts['rows_rejected']}, dropped {counts['rows_dropped']} "
         f"({error_rows} in errors/); records encoded {counts['records']}, "
         f"{written} in the shard files; not marking the dataset finished")
-  meta = dict(static)
-  meta["counts"] = {"rows_read": counts["rows_read"],
-                    "rows_written": counts["rows_written"],
-                    "rows_rejected": counts["rows_rejected"],
-                    "rows_dropped": counts["rows_dropped"],
-                    "records_written": written}
-  if static.get("record") == "sequence_example":
-    meta["counts"]["steps_written"] = counts["steps"]
-    meta["counts"]["steps_dropped"] = counts["steps_dropped"]
-  meta["splits"] = splits
-  if transformed_splits:
-    meta["transform"] = {"splits": transformed_splits}
-  described = [p["splits"] for p in parts if p.get("kind") == "statistics"]
+
+
+def _commit(parts: List[Any], directory: str, planned: DatasetInfo,
+            stat_fields: Sequence[str]) -> DatasetInfo:
+  """The parts (sinks.parts) -> the staged dataset.json, written, with
+  statistics.pb and report.html."""
+  shards = sorted(finish_shard_names(directory, [
+      p for p in parts if isinstance(p, ShardWritten) and not p.transformed]),
+                  key=lambda p: (p.split, p.file))
+  transformed = sorted(finish_shard_names(
+      FileSystems.join(directory, TRANSFORMED_DIR),
+      [p for p in parts if isinstance(p, ShardWritten) and p.transformed]),
+                       key=lambda p: (p.split, p.file))
+  error_files = sorted((p for p in parts if isinstance(p, ErrorsWritten)),
+                       key=lambda p: p.file)
+  counts = _counts(parts, stat_fields, planned.record)
+  splits = _splits(shards)
+  written = sum(s.num_records for s in splits.values())
+  transformed_splits = _splits(transformed, TRANSFORMED_DIR + "/")
+  if planned.schema.get("transform") is not None:
+    # Every encoded record is transformed; the raw ones may not be kept.
+    written_transformed = sum(s.num_records
+                              for s in transformed_splits.values())
+    if written_transformed != counts["records"] or (
+        shards and written != counts["records"]):
+      raise RuntimeError(
+          f"the counts do not add up: records encoded {counts['records']}, "
+          f"{written} raw and {written_transformed} transformed in the "
+          "shard files; not marking the dataset finished")
+    written = counts["records"]
+  error_rows = sum(e.rows for e in error_files)
+  _check_counts(counts, written, error_rows)
+  sequences = planned.record == "sequence_example"
+  info = dataclasses.replace(
+      planned, splits=splits,
+      counts=Counts(counts["rows_read"], counts["rows_written"],
+                    counts["rows_rejected"], counts["rows_dropped"], written,
+                    counts["steps"] if sequences else None,
+                    counts["steps_dropped"] if sequences else None),
+      errors=Errors(error_rows, tuple(ErrorFile(e.file, e.lines, e.rows)
+                                      for e in error_files),
+                    _top_reasons(error_files)),
+      transform=(TransformInfo(transformed_splits) if transformed_splits
+                 else None))
+  described = [p.splits for p in parts if isinstance(p, FeatureStatistics)]
   if described:
     from beam_tfrecords.encoding.stats import finish  # no cycle at import
-    meta["statistics"] = {
+    info = dataclasses.replace(info, statistics={
         split: {name: finish(s) for name, s in sorted(features.items())}
-        for split, features in sorted(described[0].items())}
+        for split, features in sorted(described[0].items())},
+                               tfdv_statistics=STATISTICS_FILE)
     # TensorFlow Data Validation's format, for TFDV and Facets.
     with FileSystems.create(FileSystems.join(
         directory, STATISTICS_FILE)) as f:
-      f.write(statistics_bytes(meta, described[0]))
-    meta["tfdv_statistics"] = STATISTICS_FILE
-  meta["errors"] = {
-      "rows": error_rows,
-      "files": [{"file": e["file"], "lines": e["lines"], "rows": e["rows"]}
-                for e in error_files],
-      "reasons": _top_reasons(error_files)}
-  page = _report(directory, meta) if meta.get("report") else None
-  write_json(FileSystems.join(directory, DATASET_JSON), meta)
-  if page is not None:  # listed: published with the rest
-    with FileSystems.create(FileSystems.join(directory, meta["report"])) as f:
+      f.write(statistics_bytes(info, described[0]))
+  page = _report(directory, info) if info.report else None
+  if page is None:
+    info = dataclasses.replace(info, report=None)
+  write_info(directory, info)
+  if page is not None and info.report:  # listed: published with the rest
+    with FileSystems.create(FileSystems.join(directory, info.report)) as f:
       f.write(page.encode("utf-8"))
-  return meta
+  return info
 
 
-def _report(directory: str, meta: Dict[str, Any]) -> Optional[str]:
+def write_info(directory: str, info: DatasetInfo) -> None:
+  """Writes dataset.json into a (staging) folder."""
+  _write_text(FileSystems.join(directory, DATASET_JSON), info.to_text())
+
+
+def _report(directory: str, info: DatasetInfo) -> Optional[str]:
   """The report page of the staged dataset; a failure to render it is
   logged and the dataset goes without (its data is not at stake)."""
   from beam_tfrecords.report import render_report  # no cycle at import
   try:
-    return render_report(directory, meta)
+    return render_report(directory, info)
   except Exception as e:  # pylint: disable=broad-except
     logging.getLogger(__name__).warning(
         "the dataset's report could not be made (%s: %s); the dataset is "
         "published without report.html", type(e).__name__, e)
-    meta.pop("report")
     return None
 
 
@@ -246,25 +260,25 @@ class Commit(beam.PTransform):
 
   Args:
     directory: the staging directory.
-    static: the parts of dataset.json known before the run (schema, spec,
-      inputs, options, version).
-    stat_fields: the names of the counts in each stats part.
+    planned: dataset.json as known before the run (schema, spec, inputs,
+      options, version), with no splits, counts or errors yet.
+    stat_fields: the names of the counts in each RowCounts part.
   """
 
-  def __init__(self, directory: str, static: Dict[str, Any], stat_fields):
+  def __init__(self, directory: str, planned: DatasetInfo, stat_fields):
     super().__init__()
     self._directory = directory
-    self._static = static
+    self._planned = planned
     self._stat_fields = tuple(stat_fields)
 
   def expand(self, parts):
     return (parts
-            # {"kind": "shard" | "errors" | "stats", ...}; stats carry
-            # "counts", a tuple in `stat_fields` order
+            # sinks.parts: ShardWritten, ErrorsWritten, RowCounts (in
+            # `stat_fields` order), FeatureStatistics
             | "Gather" >> gather()
             # [part, ...] (one element)
             | "WriteMetadata" >> beam.Map(_commit, self._directory,
-                                          self._static, self._stat_fields))
+                                          self._planned, self._stat_fields))
 
 
 # With no threshold given (flag, build() argument or schema key), a build
@@ -272,7 +286,7 @@ class Commit(beam.PTransform):
 DEFAULT_MAX_BAD_FRACTION = 0.01
 
 
-def check_thresholds(meta: Dict[str, Any], max_bad_rows: Optional[int],
+def check_thresholds(info: DatasetInfo, max_bad_rows: Optional[int],
                      max_bad_fraction: Optional[float], where: str,
                      producible: Sequence[str] = ()) -> None:
   """Raises BadRowsError when more rows were rejected than allowed.
@@ -283,8 +297,7 @@ def check_thresholds(meta: Dict[str, Any], max_bad_rows: Optional[int],
   rejected. Rows dropped by a declared max_length policy do not count as
   bad.
   """
-  counts = meta["counts"]
-  bad, read = counts["rows_rejected"], counts["rows_read"]
+  bad, read = info.counts.rows_rejected, info.counts.rows_read
   if not bad:
     return
   default = max_bad_rows is None and max_bad_fraction is None
@@ -296,8 +309,8 @@ def check_thresholds(meta: Dict[str, Any], max_bad_rows: Optional[int],
   if max_bad_fraction is not None and read and bad / read > max_bad_fraction:
     over.append(f"--max-bad-fraction {max_bad_fraction:g}"
                 + (" (the default)" if default else ""))
-  empty = [n for n in producible
-           if not meta["splits"].get(n, {}).get("records")] if default else []
+  empty = [n for n in producible if n not in info.splits
+           or not info.splits[n].num_records] if default else []
   if not over and not empty:
     return
   why = []
@@ -312,20 +325,20 @@ def check_thresholds(meta: Dict[str, Any], max_bad_rows: Optional[int],
            + ("To publish anyway, allow it: --max-bad-fraction F / "
               "--max-bad-rows N, or the schema's max_bad_fraction / "
               "max_bad_rows. " if default else "") + "Top reasons:"]
-  lines += rejection_lines(meta)
+  lines += rejection_lines(info)
   raise BadRowsError("\n".join(lines))
 
 
-def rejection_lines(meta: Dict[str, Any], top: int = 5) -> List[str]:
+def rejection_lines(info: DatasetInfo, top: int = 5) -> List[str]:
   """The top rejection reasons of a dataset.json, with counts and one
   example each, as indented lines."""
   lines = []
-  bad_reasons = [r for r in meta["errors"]["reasons"]
-                 if not r["reason"].startswith("dropped: ")]
+  bad_reasons = [r for r in info.errors.reasons
+                 if not r.reason.startswith("dropped: ")]
   for r in bad_reasons[:top]:
-    ex = r["example"] or {}
+    ex = r.example or {}
     at = (f"{ex.get('source')} row {ex['row']}" if ex.get("row") is not None
           else f"{ex.get('source')} group {json.dumps(ex.get('group'))}")
-    lines.append(f"  {r['rows']:,} rows: {r['reason']}\n    e.g. {at}: "
+    lines.append(f"  {r.rows:,} rows: {r.reason}\n    e.g. {at}: "
                  f"{ex.get('reason')}")
   return lines

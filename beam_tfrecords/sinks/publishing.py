@@ -27,7 +27,7 @@ import json
 import logging
 import os
 import re
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -49,8 +49,9 @@ _LOG = logging.getLogger(__name__)
 # Our staging folders' names (a run id of 12 hex digits).
 _STAGING_NAME = re.compile(re.escape(STAGING_PREFIX) + "[0-9a-f]{12}")
 
-def listed(meta: Dict[str, Any]) -> List[str]:
-  """The files a dataset.json says its dataset has (relative paths)."""
+def listed(meta: Mapping[str, Any]) -> List[str]:
+  """The files a dataset.json says its dataset has (relative paths; a
+  DatasetInfo, or the JSON object of any version's dataset.json)."""
   names = [shard["file"] for split in meta.get("splits", {}).values()
            for shard in split.get("shards", [])]
   names += [e["file"] for e in meta.get("errors", {}).get("files", [])]
@@ -151,7 +152,7 @@ def check_output_files(output: str) -> None:
         "files away")
 
 
-def publish(staging: str, output: str, meta: Dict[str, Any],
+def publish(staging: str, output: str, meta: Mapping[str, Any],
             success_text: str,
             guard: Optional[Callable[[], None]] = None) -> None:
   """Switches `output` from its previous dataset (if any) to the one

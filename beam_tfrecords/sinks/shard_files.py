@@ -18,6 +18,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from isal import isal_zlib
 
+from beam_tfrecords.sinks.parts import ShardWritten
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.records import frame_records, unframe_records
 
@@ -120,7 +121,7 @@ class ShardFiles:
     self._size = self._records = 0
     self._pending: List[bytes] = []
     self._pending_bytes = self._pending_count = 0
-    self.files: List[Dict[str, Any]] = []
+    self.files: List[ShardWritten] = []
 
   def _open(self):
     name = rolled_name(self._split, self._shard, self._n, len(self.files),
@@ -128,15 +129,15 @@ class ShardFiles:
     self._file = FileSystems.create(
         FileSystems.join(self._directory, name),
         compression_type=CompressionTypes.UNCOMPRESSED)
-    self.files.append({"kind": "shard", "split": self._split, "file": name,
-                       "records": 0, "bytes": 0, "writer": self._shard,
-                       "roll": len(self.files)})
+    self.files.append(ShardWritten(self._split, name, 0, 0, self._shard,
+                                   len(self.files)))
     self._size = self._records = 0
 
   def _close(self):
     if self._file is not None:
       self._file.close()
-      self.files[-1].update(records=self._records, bytes=self._size)
+      self.files[-1] = self.files[-1]._replace(records=self._records,
+                                               bytes=self._size)
       self._file = None
 
   def _room(self, size: int) -> None:
@@ -251,7 +252,7 @@ class ShardFiles:
     else:
       self._put(member, count)
 
-  def close(self) -> list:
+  def close(self) -> List[ShardWritten]:
     """Ends the last file; every gzip shard has at least one (an empty
     gzip member is a valid empty file). A codec without gzip writes no
     file for an empty shard: an empty object cannot be uploaded to S3 in

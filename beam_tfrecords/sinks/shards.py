@@ -27,7 +27,7 @@ shards at random), so two runs of the same job give different files. Here:
   shards are not written.
 
     chunks | WriteShards(directory, {"train": 4, "eval": 1}, TFRECORD_GZIP)
-    # -> {"kind": "shard", "split", "file", "records", "bytes"} per file
+    # -> a ShardWritten (split, file, records, bytes, ...) per file
 """
 
 import hashlib
@@ -43,6 +43,7 @@ from isal import isal_zlib
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords.sinks.parts import ShardWritten
 from beam_tfrecords.sinks import runs
 from beam_tfrecords.sinks.shard_files import (INLINE, JSON_LINES, MEMBER,
                                               PART_FILE, SHARD_SUFFIX,
@@ -273,8 +274,7 @@ class WriteShards(beam.PTransform):
     max_bytes: split name -> the largest file size, or None for no limit
       (gzip codecs only).
 
-  Outputs {"kind": "shard", "split", "file", "records", "bytes", "writer",
-  "roll"} per file.
+  Outputs a sinks.parts.ShardWritten per file.
   """
 
   def __init__(self, directory: str, num_shards: Dict[str, int],
@@ -316,11 +316,11 @@ class WriteShards(beam.PTransform):
             | "WriteShard" >> beam.ParDo(_WriteShardFn(
                 self._directory, self._n, self._codec, self._level,
                 self._shuffle, self._max)).with_output_types(Any))
-            # {"kind": "shard", "split", "file", "records", "bytes",
-            #  "writer", "roll"}
+            # ShardWritten
 
 
-def finish_shard_names(directory: str, files: List[dict]) -> List[dict]:
+def finish_shard_names(directory: str, files: List[ShardWritten]
+                       ) -> List[ShardWritten]:
   """Final names for the files of WriteShards: a split whose shards all
   stayed within one file keeps its names; a split where some continued in
   further files gets `<split>-i-of-total` in (shard, roll) order. The
@@ -328,17 +328,16 @@ def finish_shard_names(directory: str, files: List[dict]) -> List[dict]:
   GCS and S3 a rename is a copy, which the file systems batch. A rename
   already done is skipped, so a retried commit works. Returns the
   descriptions with the final names."""
-  out: List[dict] = []
+  out: List[ShardWritten] = []
   for split, grouped in itertools.groupby(
-      sorted(files, key=lambda f: (f["split"], f.get("writer", 0),
-                                   f.get("roll", 0), f["file"])),
-      key=lambda f: f["split"]):
+      sorted(files, key=lambda f: (f.split, f.writer, f.roll, f.file)),
+      key=lambda f: f.split):
     group = list(grouped)
-    if all(f.get("roll", 0) == 0 for f in group):
+    if all(f.roll == 0 for f in group):
       out.extend(group)
       continue
     total = len(group)
-    first = re.match(r".*-of-[0-9]+(.*)$", group[0]["file"], re.S)
+    first = re.match(r".*-of-[0-9]+(.*)$", group[0].file, re.S)
     assert first is not None  # shard_name(split, i, n, suffix)
     suffix = first.group(1)
     present = {m.path.rsplit("/", 1)[-1] for m in FileSystems.match(
@@ -346,20 +345,19 @@ def finish_shard_names(directory: str, files: List[dict]) -> List[dict]:
     olds, news = [], []
     for i, f in enumerate(group):
       final = shard_name(split, i, total, suffix)
-      if f["file"] != final and (f["file"] in present or
-                                 final not in present):
-        olds.append(FileSystems.join(directory, f["file"]))
+      if f.file != final and (f.file in present or final not in present):
+        olds.append(FileSystems.join(directory, f.file))
         news.append(FileSystems.join(directory, final))
-      out.append(dict(f, file=final))
+      out.append(f._replace(file=final))
     if olds:
       FileSystems.rename(olds, news)
   return out
 
 
-def _shard_info(path: str, split: str) -> dict:
+def _shard_info(path: str, split: str) -> ShardWritten:
   size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
-  return {"kind": "shard", "split": split, "file": path.rsplit("/", 1)[-1],
-          "records": count_tfrecords(path), "bytes": size}
+  return ShardWritten(split, path.rsplit("/", 1)[-1], count_tfrecords(path),
+                      size)
 
 
 def _records_of(chunk, split):

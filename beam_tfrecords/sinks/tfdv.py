@@ -15,6 +15,7 @@ from typing import Any, Dict
 
 from beam_tfrecords.encoding.stats import (STEPS_STAT, TOP_SHOWN,
                                             bucket_bounds, mean, std_dev)
+from beam_tfrecords.info import DatasetInfo
 
 __all__ = ["STATISTICS_FILE", "statistics_bytes"]
 
@@ -91,21 +92,22 @@ def _text(text, s: dict) -> None:
     text.avg_length = s.get("len_sum", 0) / s["values"]
 
 
-def statistics_bytes(meta: Dict[str, Any], described: Dict[str, dict]
+def statistics_bytes(info: DatasetInfo, described: Dict[str, dict]
                      ) -> bytes:
   """The serialized DatasetFeatureStatisticsList of a dataset.
 
   Args:
-    meta: its dataset.json (splits, schema).
+    info: its dataset.json (splits, schema).
     described: {split: {feature: merged encoding.stats description}}.
   """
   from tensorflow_metadata.proto.v0 import statistics_pb2
-  types = _feature_types(meta.get("schema", {}))
+  types = _feature_types(info.schema or {})
   out = statistics_pb2.DatasetFeatureStatisticsList()
   for split, features in sorted(described.items()):
     dataset = out.datasets.add()
     dataset.name = split
-    dataset.num_examples = meta["splits"].get(split, {}).get("records", 0)
+    dataset.num_examples = (info.splits[split].num_records
+                            if split in info.splits else 0)
     for name, s in sorted(features.items()):
       feature = dataset.features.add()
       feature.path.step.append(name)

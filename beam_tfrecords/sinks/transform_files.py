@@ -4,13 +4,14 @@ run, the transform graph's files (`transform_fn/`,
 staged dataset.json (`transform`). TensorFlow Transform is imported only
 when a build has a `transform:` section."""
 
+import dataclasses
 import glob
-from typing import Any, Dict
+from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.sinks.metadata import (DATASET_JSON, TRANSFORM_DIRS,
-                                           write_json)
+from beam_tfrecords.info import DatasetInfo, TransformInfo
+from beam_tfrecords.sinks.metadata import TRANSFORM_DIRS, write_info
 
 __all__ = ["describe_transform"]
 
@@ -30,7 +31,7 @@ def _spec_json(spec: Any) -> dict:
   return out
 
 
-def describe_transform(staging: str, meta: Dict[str, Any]) -> Dict[str, Any]:
+def describe_transform(staging: str, info: DatasetInfo) -> DatasetInfo:
   """After the run: the transform graph's files and the transformed feature
   spec go into dataset.json (rewritten in the staging directory)."""
   import tensorflow_transform as tft  # pylint: disable=import-outside-toplevel
@@ -42,9 +43,8 @@ def describe_transform(staging: str, meta: Dict[str, Any]) -> Dict[str, Any]:
       files += [m.path[len(staging.rstrip("/")) + 1:]
                 for m in r.metadata_list if not m.path.endswith("/")]
   output = tft.TFTransformOutput(staging)
-  meta = dict(meta)
-  meta["transform"] = dict(meta.get("transform", {}), files=sorted(files),
-                           feature_spec=_spec_json(
-                               output.transformed_feature_spec()))
-  write_json(FileSystems.join(staging, DATASET_JSON), meta)
-  return meta
+  info = dataclasses.replace(info, transform=TransformInfo(
+      info.transform.splits if info.transform else {}, tuple(sorted(files)),
+      _spec_json(output.transformed_feature_spec())))
+  write_info(staging, info)
+  return info

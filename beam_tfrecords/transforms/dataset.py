@@ -15,9 +15,11 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.encoding.stats import merge as merge_stats
+from beam_tfrecords.info import DatasetInfo
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
                                   WriteShards, WriteWithBeamSink)
+from beam_tfrecords.sinks.parts import FeatureStatistics, RowCounts
 from beam_tfrecords.sinks.shards import PARTS_DIR
 from beam_tfrecords.sinks.finish import Finish, FinishPlan
 from beam_tfrecords.transforms.dead_letters import dead_letter_json
@@ -48,7 +50,8 @@ class DatasetPlan:
     shuffle: a seeded Shuffle, or None.
     statistics: whether feature statistics are computed.
     error_shards: how many errors/ files.
-    static: dataset.json's parts known before the run.
+    planned: dataset.json as known before the run (no splits, counts or
+      errors yet).
     finish: what the last step needs (thresholds, lock, publish).
     buckets: grouped sequences: how many buckets the steps are spread
       over (transforms.grouped.buckets_for); None: the default.
@@ -60,7 +63,7 @@ class DatasetPlan:
   shuffle: Optional[Shuffle]
   statistics: bool
   error_shards: int
-  static: Dict[str, Any]
+  planned: DatasetInfo
   finish: FinishPlan
   buckets: Optional[int] = None
 
@@ -116,7 +119,7 @@ class WriteBatches(beam.PTransform):
               plan.shards.shards, TFRECORD_GZIP, gzip_level=plan.gzip_level,
               shuffle=plan.shuffle, max_bytes=plan.shards.max_bytes)
           | "MarkTransformed" >> beam.Map(
-              lambda d: dict(d, kind="transformed_shard")))
+              lambda d: d._replace(transformed=True)))
     return parts
 
   def expand(self, batches):
@@ -136,15 +139,14 @@ class WriteBatches(beam.PTransform):
                  # default is a side input (see runner_gaps).
                  | "SumStats" >> beam.CombineGlobally(
                      _sum_columns).without_defaults()
-                 | "StatsPart" >> beam.Map(lambda s: {"kind": "stats",
-                                                      "counts": list(s)}))
+                 | "StatsPart" >> beam.Map(lambda s: RowCounts(tuple(s))))
     if plan.statistics and FEATURE_STATS in encoded:
       parts.append(encoded[FEATURE_STATS]
                    | "SumFeatureStats" >> beam.CombineGlobally(
                        merge_split_stats).without_defaults()
                    | "FeatureStatsPart" >> beam.Map(
-                       lambda s: {"kind": "statistics", "splits": s}))
+                       FeatureStatistics))
     return (tuple(parts)
             | "Parts" >> beam.Flatten()
-            | "Commit" >> Commit(plan.staging, plan.static, STAT_FIELDS)
+            | "Commit" >> Commit(plan.staging, plan.planned, STAT_FIELDS)
             | "Finish" >> Finish(plan.finish))
