@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from beam_tfrecords import fs
 from beam_tfrecords.errors import InputError
-from beam_tfrecords.records import (decode_example, decode_sequence_example,
+from beam_tfrecords.tfrecord_files import (decode_example, decode_sequence_example,
                                     iter_tfrecords)
 from beam_tfrecords.schema.model import Derive, Feature, Schema
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 from beam_tfrecords import fs
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.info import DatasetInfo
-from beam_tfrecords.records import (decode_example, decode_sequence_example,
+from beam_tfrecords.tfrecord_files import (decode_example, decode_sequence_example,
                                     iter_tfrecords)
 from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
                                    schema_from_dict)

@@ -205,7 +205,7 @@ def _cell(feature, spec: dict, image: bool = False) -> str:
 
 def _thumbnails(path: str, info: DatasetInfo, split: str, name: str) -> str:
   from beam_tfrecords.reader import shard_files
-  from beam_tfrecords.records import decode_example, iter_tfrecords
+  from beam_tfrecords.tfrecord_files import decode_example, iter_tfrecords
   images = []
   for shard in shard_files(path, split, info):
     for record in iter_tfrecords(shard):

@@ -417,7 +417,7 @@ def limit_components(src: str, schema_path: str) -> List[tuple]:
   import zlib
   from isal import isal_zlib
   from beam_tfrecords import ExampleEncoder
-  from beam_tfrecords.records import frame_records
+  from beam_tfrecords.tfrecord_files import frame_records
   steps = []
   read_s, table = _cpu(lambda: pacsv.read_csv(
       src, convert_options=pacsv.ConvertOptions(
@@ -756,7 +756,7 @@ def _same_outputs(a: str, b: str) -> str:
 def _same_records(a: str, b: str) -> str:
   """"identical" when the shards of `a` and `b` hold the same records in
   the same order (their gzip framing may differ)."""
-  from beam_tfrecords.records import iter_tfrecords
+  from beam_tfrecords.tfrecord_files import iter_tfrecords
   with open(os.path.join(a, "dataset.json")) as f:
     info = json.load(f)
   names = [s["file"] for split in info["splits"].values()

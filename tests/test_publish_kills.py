@@ -180,7 +180,7 @@ def test_a_build_killed_while_publishing_is_finished_by_the_next(
 RACE = textwrap.dedent("""
     import json, os, sys, time, traceback
     import beam_tfrecords as btr
-    import beam_tfrecords.pipeline  # imported once, before the forks
+    import beam_tfrecords.building  # imported once, before the forks
     from beam_tfrecords.errors import OutputBusyError, InputError
     root, pairs = sys.argv[1], int(sys.argv[2])
     schema = json.loads(sys.argv[3])

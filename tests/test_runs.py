@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from beam_tfrecords.records import frame_records
-from beam_tfrecords.sinks import runs, shard_files, shards
+from beam_tfrecords.tfrecord_files import frame_records
+from beam_tfrecords.sinks import runs, shards
 
 
 def _part(rng, key):
@@ -17,7 +17,7 @@ def _part(rng, key):
              for _ in range(rng.randint(1, 3))]
   data = frame_records(records)
   if how == shards.MEMBER:
-    data = shard_files.gzip_member(data, None)
+    data = shards.gzip_member(data, None)
   elif how == shards.PART_FILE:
     data = f"/parts/{key}"
   return (key, how, data, len(records),
@@ -63,23 +63,23 @@ def test_windows_give_the_parts_in_key_order(monkeypatch, block, seed, heap):
 @pytest.mark.parametrize("member_bytes", [50, 700, 1 << 20])
 def test_inline_many_writes_the_same_members(tmp_path, monkeypatch,
                                              member_bytes):
-  monkeypatch.setattr(shard_files, "INLINE_MEMBER_BYTES", member_bytes)
+  monkeypatch.setattr(shards, "INLINE_MEMBER_BYTES", member_bytes)
   rng = random.Random(3)
   parts = [_part(rng, (k,)) for k in range(400)]
   for p in parts:
     if p[1] == shards.PART_FILE:  # a real part file to copy
       path = tmp_path / p[2].strip("/").replace("/", "_")
       path.write_bytes(
-          shard_files.gzip_member(frame_records([b"x" * 10]), None))
+          shards.gzip_member(frame_records([b"x" * 10]), None))
   parts = [(k, how, str(tmp_path / d.strip("/").replace("/", "_"))
             if how == shards.PART_FILE else d, n, size)
            for k, how, d, n, size in parts]
 
   def write(directory, bulk):
-    out = shard_files.ShardFiles(str(directory), "train", 0, 1,
+    out = shards.ShardFiles(str(directory), "train", 0, 1,
                                  shards.TFRECORD_GZIP, None, None)
     if bulk:
-      shard_files.write_window(out, runs.Parts.of(parts))
+      shards.write_window(out, runs.Parts.of(parts))
     else:
       for _, how, data, count, size in parts:
         if how == shards.INLINE:

@@ -8,7 +8,7 @@ import pytest
 
 from beam_tfrecords.encoding import (SequenceAssembler, SequenceEncoder,
                                      StepEncoder)
-from beam_tfrecords.records import decode_sequence_example
+from beam_tfrecords.tfrecord_files import decode_sequence_example
 from beam_tfrecords.schema import load_schema
 
 SEED_000 = {

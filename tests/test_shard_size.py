@@ -10,7 +10,7 @@ import pytest
 import beam_tfrecords as btr
 from beam_tfrecords import InputError
 from beam_tfrecords.planning import shard_plan
-from beam_tfrecords.records import count_tfrecords
+from beam_tfrecords.tfrecord_files import count_tfrecords
 from beam_tfrecords.schema import load_schema
 
 from conftest import tf_records

@@ -13,7 +13,7 @@ import beam_tfrecords as btr
 from beam_tfrecords import cli
 from beam_tfrecords.encoding import columns as col
 from beam_tfrecords.errors import InputError
-from beam_tfrecords.records import iter_tfrecords
+from beam_tfrecords.tfrecord_files import iter_tfrecords
 from beam_tfrecords.schema.model import Feature, FeatureType
 from beam_tfrecords.schema.values import convert_cell
 from beam_tfrecords.sources import plan_inputs

@@ -76,8 +76,8 @@ def _shows_progress(args) -> bool:
 
 
 def _build(args, beam_args: List[str]) -> int:
-  from beam_tfrecords.beam_options import check_beam_args
-  from beam_tfrecords.pipeline import build
+  from beam_tfrecords.runners.pipeline_options import check_beam_args
+  from beam_tfrecords.building import build
   from beam_tfrecords.schedule import (Schedule, has_placeholders,
                                       resolve_patterns)
   check_beam_args(beam_args, build_flags("build"))

@@ -19,7 +19,15 @@ def parser() -> argparse.ArgumentParser:
       description="Build TFRecord datasets from raw data with Apache Beam.")
   p.add_argument("--version", action="version", version=__version__)
   sub = p.add_subparsers(dest="command", required=True)
+  _build(sub)
+  _inspect(sub)
+  _validate(sub)
+  _infer_schema(sub)
+  _report(sub)
+  return p
 
+
+def _build(sub) -> None:
   # No abbreviations: an unknown flag goes to Beam, never to a flag of ours
   # that it happens to start.
   b = sub.add_parser(
@@ -34,13 +42,6 @@ def parser() -> argparse.ArgumentParser:
   b.add_argument("--format", choices=["csv", "jsonl", "json", "parquet",
                                       "tfrecord", "images"],
                  help="input format (default: from the file extensions)")
-  b.add_argument("--date", default=None,
-                 help="fill {YYYY} {MM} {DD} in --input/--output: "
-                 "2026-11-21, a range 2026-11-01..2026-11-07, or latest")
-  b.add_argument("--span", default=None,
-                 help="fill {SPAN}: a number, a range 10..12, or latest")
-  b.add_argument("--version", dest="version", default=None,
-                 help="fill {VERSION}: a number or latest (of the span)")
   b.add_argument("--preprocess", metavar="MODULE:FUNCTION", default=None,
                  help="a function pyarrow.RecordBatch -> RecordBatch run on "
                  "the workers on every batch read, before encoding: it gets "
@@ -49,29 +50,44 @@ def parser() -> argparse.ArgumentParser:
   b.add_argument("--summary-json", action="store_true",
                  help="print one line of JSON (status, exit_code, output, "
                  "records, ...) for schedulers instead of the report")
-  b.add_argument("--csv-delimiter", help="CSV delimiter (default ',')")
-  b.add_argument("--csv-quote-char", help="CSV quote character (default '\"')")
-  b.add_argument("--csv-no-header", action="store_true",
-                 help="CSV files have no header line (give --csv-column-names)")
-  b.add_argument("--csv-column-names", type=_csv_names,
-                 help="comma-separated column names (replace the header)")
-  b.add_argument("--csv-newlines-in-values", action="store_true",
-                 help="quoted CSV values may hold line breaks (files are then "
-                 "read whole, not split)")
-  b.add_argument("--tfrecord-compression", choices=["gzip", "none"],
-                 help="TFRecord input: gzip or not (default: gzip for "
-                 "names ending in .gz)")
-  b.add_argument("--encoding", help="text encoding of CSV input (default utf-8)")
   b.add_argument("-v", "--verbose", action="store_true",
                  help="log what the build does")
-  add_arguments(b)  # BuildOptions' flags
   shown = b.add_mutually_exclusive_group()
   shown.add_argument("--progress", action="store_true", default=None,
                      help="show progress on stderr even when it is not a "
                      "terminal (default: only on a terminal)")
   shown.add_argument("-q", "--quiet", action="store_true",
                      help="no progress line")
+  dates = b.add_argument_group("scheduled builds")
+  dates.add_argument("--date", default=None,
+                     help="fill {YYYY} {MM} {DD} in --input/--output: "
+                     "2026-11-21, a range 2026-11-01..2026-11-07, or latest")
+  dates.add_argument("--span", default=None,
+                     help="fill {SPAN}: a number, a range 10..12, or latest")
+  dates.add_argument("--version", dest="version", default=None,
+                     help="fill {VERSION}: a number or latest (of the span)")
+  _input_formats(b.add_argument_group("input formats"))
+  add_arguments(b)  # BuildOptions' flags, in their groups
 
+
+def _input_formats(g) -> None:
+  """The flags that become the sources' format options (format_options)."""
+  g.add_argument("--csv-delimiter", help="CSV delimiter (default ',')")
+  g.add_argument("--csv-quote-char", help="CSV quote character (default '\"')")
+  g.add_argument("--csv-no-header", action="store_true",
+                 help="CSV files have no header line (give --csv-column-names)")
+  g.add_argument("--csv-column-names", type=_csv_names,
+                 help="comma-separated column names (replace the header)")
+  g.add_argument("--csv-newlines-in-values", action="store_true",
+                 help="quoted CSV values may hold line breaks (files are then "
+                 "read whole, not split)")
+  g.add_argument("--tfrecord-compression", choices=["gzip", "none"],
+                 help="TFRecord input: gzip or not (default: gzip for "
+                 "names ending in .gz)")
+  g.add_argument("--encoding", help="text encoding of CSV input (default utf-8)")
+
+
+def _inspect(sub) -> None:
   i = sub.add_parser(
       "inspect", help="summarize a dataset (or any TFRecord files) and show "
       "records")
@@ -80,12 +96,18 @@ def parser() -> argparse.ArgumentParser:
   i.add_argument("--split", default=None, help="split to show (default: all)")
   i.add_argument("--records", type=int, default=3,
                  help="records to show per split")
+
+
+def _validate(sub) -> None:
   v = sub.add_parser(
       "validate", help="check that every record parses as a schema says")
   v.add_argument("--schema", required=True, help="schema YAML file")
   v.add_argument("path", help="dataset directory")
   v.add_argument("--show", type=int, default=10,
                  help="failures to list (the counts cover all)")
+
+
+def _infer_schema(sub) -> None:
   n = sub.add_parser(
       "infer-schema", help="print a schema file guessed from a sample of "
       "the input, to edit")
@@ -98,6 +120,9 @@ def parser() -> argparse.ArgumentParser:
                  help="dataset name (default: from the first file's name)")
   n.add_argument("--sample-rows", type=int, default=10_000,
                  help="rows to look at (from the start of the input)")
+
+
+def _report(sub) -> None:
   r = sub.add_parser(
       "report", help="write a dataset's report: one HTML page with its "
       "splits, rejected rows and per-feature plots")
@@ -105,7 +130,6 @@ def parser() -> argparse.ArgumentParser:
   r.add_argument("-o", "--output", default="report.html",
                  help="the HTML file (default: report.html in the working "
                  "directory)")
-  return p
 
 
 def format_options(args) -> dict:

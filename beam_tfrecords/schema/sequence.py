@@ -8,7 +8,7 @@ rows); without it each row is one sequence whose cells hold lists of steps.
 """
 
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from beam_tfrecords.errors import preview
 from beam_tfrecords.schema.checking import Checker, listed, suggest
@@ -43,22 +43,8 @@ def sequence_schema(check: Checker, raw: dict, name: str,
   context = feature_map(check, "context", raw.get("context", {}), CONTEXT,
                         allow_empty=True)
   sequence = feature_map(check, "sequence", raw.get("sequence"), mode)
-  seq_names = {f.name for f in sequence}
-  for f in context:
-    key = f"context.{f.name}"
-    if f.name in seq_names:
-      check.fail(key,
-                 f"{preview(f.name)} is also a sequence feature; context and "
-                 "sequence keys must differ (TensorFlow parses both into "
-                 "one namespace)")
-    if f.derive in (Derive.FIRST, Derive.LAST) and not group_by:
-      check.fail(f"{key}.derive", f"derive: {f.derive.value} picks a value "
-                 "from the rows of a group; it needs group_by (without it "
-                 "each row is one sequence and its context is constant)")
-    if f.of is not None and f.of not in seq_names:
-      check.fail(f"{key}.of", f"{preview(f.of)} is not a sequence feature; "
-                 f"allowed: {listed(sorted(seq_names))}."
-                 f"{suggest(f.of, seq_names)}")
+  _check_context(check, context, {f.name for f in sequence},
+                 bool(group_by))
   typed: Dict[str, FeatureType] = {}
   for f in context + sequence:
     if f.column is not None and f.is_scalar:
@@ -80,21 +66,7 @@ def sequence_schema(check: Checker, raw: dict, name: str,
     check.fail("order_by", "order_by orders the rows of a group; it needs "
                "group_by (without it each row is one sequence whose list "
                "cells are already in order)")
-  max_length = raw.get("max_length")
-  if max_length is not None and (not isinstance(max_length, int) or
-                                 isinstance(max_length, bool) or
-                                 max_length < 1):
-    check.fail("max_length", f"must be a positive number of steps; got "
-               f"{preview(max_length)}")
-  overflows = [o.value for o in Overflow]
-  overflow = raw.get("overflow")
-  if overflow is not None:
-    if max_length is None:
-      check.fail("overflow", "overflow says what happens to sequences "
-                 "longer than max_length; set max_length too")
-    if overflow not in overflows:
-      check.fail("overflow", f"{preview(overflow)} is not a policy; allowed: "
-                 f"{listed(overflows)}.{suggest(overflow, overflows)}")
+  max_length, overflow = _length_policy(check, raw)
   policies = [p.value for p in OnBadStep]
   on_bad_step = raw.get("on_bad_step")
   if on_bad_step is not None:
@@ -125,6 +97,48 @@ def sequence_schema(check: Checker, raw: dict, name: str,
                 ragged=ragged,
                 max_record_bytes=DEFAULT_MAX_RECORD_BYTES if max_bytes is None
                 else max_bytes)
+
+
+def _check_context(check: Checker, context: Tuple[Feature, ...],
+                   seq_names: Set[str], grouped: bool) -> None:
+  """Context features: names apart from the sequence's, derive: first /
+  last only with group_by, `of:` a sequence feature."""
+  for f in context:
+    key = f"context.{f.name}"
+    if f.name in seq_names:
+      check.fail(key,
+                 f"{preview(f.name)} is also a sequence feature; context and "
+                 "sequence keys must differ (TensorFlow parses both into "
+                 "one namespace)")
+    if f.derive in (Derive.FIRST, Derive.LAST) and not grouped:
+      check.fail(f"{key}.derive", f"derive: {f.derive.value} picks a value "
+                 "from the rows of a group; it needs group_by (without it "
+                 "each row is one sequence and its context is constant)")
+    if f.of is not None and f.of not in seq_names:
+      check.fail(f"{key}.of", f"{preview(f.of)} is not a sequence feature; "
+                 f"allowed: {listed(sorted(seq_names))}."
+                 f"{suggest(f.of, seq_names)}")
+
+
+def _length_policy(check: Checker, raw: dict) -> Tuple[Optional[int], Any]:
+  """`max_length` (a positive number of steps, or None) and `overflow`
+  (what happens past it), checked."""
+  max_length = raw.get("max_length")
+  if max_length is not None and (not isinstance(max_length, int) or
+                                 isinstance(max_length, bool) or
+                                 max_length < 1):
+    check.fail("max_length", f"must be a positive number of steps; got "
+               f"{preview(max_length)}")
+  overflows = [o.value for o in Overflow]
+  overflow = raw.get("overflow")
+  if overflow is not None:
+    if max_length is None:
+      check.fail("overflow", "overflow says what happens to sequences "
+                 "longer than max_length; set max_length too")
+    if overflow not in overflows:
+      check.fail("overflow", f"{preview(overflow)} is not a policy; allowed: "
+                 f"{listed(overflows)}.{suggest(overflow, overflows)}")
+  return max_length, overflow
 
 
 def feature_map(check: Checker, key: str, raw: Any, role: str,

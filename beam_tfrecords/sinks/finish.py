@@ -18,7 +18,7 @@ import apache_beam as beam
 
 from beam_tfrecords.errors import InputError, OutputBusyError
 from beam_tfrecords.info import DatasetInfo
-from beam_tfrecords.running import sigint_deferred
+from beam_tfrecords.runners.run import sigint_deferred
 from beam_tfrecords.sinks.lock import OutputLock
 from beam_tfrecords.sinks.metadata import check_thresholds
 from beam_tfrecords.sinks.publishing import publish, remove_parts

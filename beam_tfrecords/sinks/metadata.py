@@ -21,7 +21,7 @@ from beam_tfrecords.errors import BadRowsError, reason_category
 from beam_tfrecords.info import (DATASET_JSON, Counts, DatasetInfo, ErrorFile,
                                  ErrorReason, Errors, ShardInfo, SplitInfo,
                                  TransformInfo)
-from beam_tfrecords.runner_gaps import gather
+from beam_tfrecords.runners.gaps import gather
 from beam_tfrecords.sinks.tfdv import STATISTICS_FILE, statistics_bytes
 # The transformed shards' folder (beam_tfrecords.tft, which imports
 # TensorFlow Transform: not imported here).

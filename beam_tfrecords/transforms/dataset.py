@@ -136,7 +136,7 @@ class WriteBatches(beam.PTransform):
                      plan.staging, plan.error_shards, dead_letter_json))
     parts.append(encoded["stats"]
                  # No defaults: Commit counts a missing part as zeros, and a
-                 # default is a side input (see runner_gaps).
+                 # default is a side input (see runners.gaps).
                  | "SumStats" >> beam.CombineGlobally(
                      _sum_columns).without_defaults()
                  | "StatsPart" >> beam.Map(lambda s: RowCounts(tuple(s))))

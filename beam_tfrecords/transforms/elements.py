@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import apache_beam as beam
 import pyarrow as pa
 
-from beam_tfrecords.runner_gaps import par_do
+from beam_tfrecords.runners.gaps import par_do
 from beam_tfrecords.sources import read_columns, source_paths, with_paths
 from beam_tfrecords.sources.base import SourceBatch, row_columns
 

@@ -16,7 +16,7 @@ from beam_tfrecords.schema import Schema
 from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.sources.fetch import fetch_files
-from beam_tfrecords.runner_gaps import par_do, threads_for
+from beam_tfrecords.runners.gaps import par_do, threads_for
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
                                                 STAT_FIELDS, STATS, Output,
                                                 SchemaFn, by_split, stats,

@@ -48,7 +48,7 @@ from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
                                                 STATS, Output, SchemaFn,
                                                 by_split, stats, take)
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors
-from beam_tfrecords.runner_gaps import par_do, threads_for
+from beam_tfrecords.runners.gaps import par_do, threads_for
 
 __all__ = ["EncodeGroupedSequences", "buckets_for", "BUCKET_BYTES",
            "DEFAULT_BUCKETS", "ASSEMBLY_BYTES"]

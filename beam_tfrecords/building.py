@@ -18,7 +18,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_tfrecords.beam_options import (check_paths_reach_workers, is_dask,
+from beam_tfrecords.runners.pipeline_options import (check_paths_reach_workers, is_dask,
                                          pipeline_options, runner_name,
                                          spread_on_dask)
 from beam_tfrecords.errors import InputError, from_worker, is_disk_full
@@ -27,7 +27,7 @@ from beam_tfrecords.options import BuildOptions
 from beam_tfrecords import planning
 from beam_tfrecords.planning import shard_plan
 from beam_tfrecords.preprocess import Preprocess, resolve_preprocess
-from beam_tfrecords.running import run_pipeline
+from beam_tfrecords.runners.run import run_pipeline
 from beam_tfrecords.schema import Schema, load_schema
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
 from beam_tfrecords.sinks import (DATASET_JSON, read_json, recover,
@@ -182,7 +182,7 @@ def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
 
 
 def _check_dask(schema: Schema) -> None:
-  """What Beam's DaskRunner cannot run (see runner_gaps)."""
+  """What Beam's DaskRunner cannot run (see runners.gaps)."""
   if schema.transform is not None:
     raise InputError(
         "schemas with transform: cannot run on the DaskRunner: TensorFlow "

@@ -17,7 +17,7 @@ import threading
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_tfrecords.beam_options import is_dask, is_direct, is_local_direct
+from beam_tfrecords.runners.pipeline_options import is_dask, is_direct, is_local_direct
 from beam_tfrecords.progress import ENV_DIR, LocalProgress, poll_metrics
 
 __all__ = ["run_pipeline", "sigint_deferred"]

@@ -55,8 +55,7 @@ _DASK_NAMES = ("dask", "daskrunner")
 
 def is_dask(runner) -> bool:
   """Whether `runner` (an instance, or a --runner name) is Beam's
-  DaskRunner, which runs a pipeline as dask.bag operations (see
-  runner_gaps for what it lacks)."""
+  DaskRunner, which runs a pipeline as dask.bag operations (see runners.gaps for what it lacks)."""
   if isinstance(runner, str):
     return runner.rsplit(".", 1)[-1].lower() in _DASK_NAMES
   return type(runner).__name__ == "DaskRunner"

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import apache_beam as beam
 
-from beam_tfrecords.beam_options import is_dask
+from beam_tfrecords.runners.pipeline_options import is_dask
 
 __all__ = ["par_do", "gather", "separates_outputs", "threads_for"]
 
