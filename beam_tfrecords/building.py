@@ -30,7 +30,7 @@ from beam_tfrecords.preprocess import Preprocess, resolve_preprocess
 from beam_tfrecords.runners.run import run_pipeline
 from beam_tfrecords.schema import Schema, load_schema
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
-from beam_tfrecords.sinks import (DATASET_JSON, read_json, recover,
+from beam_tfrecords.sinks import (recover,
                                   remove_staging)
 from beam_tfrecords.sinks.publishing import JOURNAL
 from beam_tfrecords.sources import InputPlan, plan_inputs
@@ -49,15 +49,15 @@ class BuildResult:
   """What a finished build wrote: `info`, its dataset.json typed
   (`metadata` is the same as a JSON object)."""
   output: str
-  metadata: Dict[str, Any]
+  info: DatasetInfo
   seconds: float
   # True when nothing was built: the output already held a dataset of the
   # same inputs, schema and options (see build(..., force=...)).
   up_to_date: bool = False
 
   @property
-  def info(self) -> DatasetInfo:
-    return DatasetInfo.from_json(self.metadata)
+  def metadata(self) -> Dict[str, Any]:
+    return self.info.to_json()
 
   @property
   def splits(self) -> Dict[str, SplitInfo]:
@@ -142,7 +142,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     if staged.dataset is None:
       _LOG.info("%s is up to date (same inputs, schema and options)",
                 output)
-      return BuildResult(output=output, metadata=staged.previous or {},
+      return BuildResult(output=output,
+                         info=DatasetInfo.from_json(staged.previous or {}),
                          seconds=time.time() - started, up_to_date=True)
     dataset = staged.dataset
     staging = dataset.staging
@@ -153,9 +154,9 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       raise
     _run(pipeline, beam_opts, progress, sum(f.size for f in plan.files),
          output, staging, schema)
-    metadata = read_json(FileSystems.join(output, DATASET_JSON))
+    info = DatasetInfo.from_directory(output)
     _LOG.info("Published %s", output)
-    return BuildResult(output=output, metadata=metadata,
+    return BuildResult(output=output, info=info,
                        seconds=time.time() - started)
   finally:
     staged.lock.release()

@@ -58,12 +58,11 @@ def _summary(args, status: str, code: int, result=None, error=None,
   if chosen:
     out["schedule"] = chosen
   if result is not None:
-    c = result.metadata["counts"]
+    c = result.info.counts
     out.update(seconds=round(result.seconds, 3),
-               records=c["records_written"], rows_read=c["rows_read"],
-               rows_rejected=c["rows_rejected"],
-               rows_dropped=c.get("rows_dropped", 0),
-               splits={k: v["records"] for k, v in result.splits.items()})
+               records=c.records_written, rows_read=c.rows_read,
+               rows_rejected=c.rows_rejected, rows_dropped=c.rows_dropped,
+               splits={k: v.num_records for k, v in result.splits.items()})
   if error is not None:
     out["error"] = str(error).splitlines()[0][:500]
   print(json.dumps(out, sort_keys=True))
@@ -98,7 +97,8 @@ def _build(args, beam_args: List[str]) -> int:
                  input_format=args.format,
                  format_options=format_options(args), beam_args=options,
                  preprocess=args.preprocess, progress=_shows_progress(args))
-  counts = result.metadata["counts"]
+  info = result.info
+  counts = info.counts
   if result.up_to_date:
     _summary(args, "up_to_date", EXIT_OK, result, chosen=chosen)
     if not args.summary_json:
@@ -108,28 +108,25 @@ def _build(args, beam_args: List[str]) -> int:
   if args.summary_json:
     _summary(args, "built", EXIT_OK, result, chosen=chosen)
     return EXIT_OK
-  print(f"Built {result.metadata['name']} in {result.seconds:.1f} s -> "
-        f"{result.output}")
-  for name, split in sorted(result.splits.items()):
-    print(f"  {name}: {split['records']:,} records in "
-          f"{len(split['shards'])} shard(s), {human_bytes(split['bytes'])}")
-  transformed = result.metadata.get("transform", {}).get("splits", {})
-  for name, split in sorted(transformed.items()):
-    print(f"  {name} (transformed): {split['records']:,} records in "
-          f"{len(split['shards'])} shard(s), {human_bytes(split['bytes'])}")
-  steps = (f" as {counts['steps_written']:,} steps"
-           if "steps_written" in counts else "")
-  dropped = (f"; dropped by max_length: {counts['rows_dropped']:,}"
-             if "steps_written" in counts else "")
-  print(f"  rows read: {counts['rows_read']:,}; in records: "
-        f"{counts['rows_written']:,}{steps}; rejected: "
-        f"{counts['rows_rejected']:,}{dropped}"
+  print(f"Built {info.name} in {result.seconds:.1f} s -> {result.output}")
+  transformed = info.transform.splits if info.transform else {}
+  for label, splits in (("", info.splits), (" (transformed)", transformed)):
+    for name, split in sorted(splits.items()):
+      print(f"  {name}{label}: {split.num_records:,} records in "
+            f"{split.num_shards} shard(s), {human_bytes(split.num_bytes)}")
+  sequences = counts.steps_written is not None
+  steps = f" as {counts.steps_written:,} steps" if sequences else ""
+  dropped = (f"; dropped by max_length: {counts.rows_dropped:,}"
+             if sequences else "")
+  print(f"  rows read: {counts.rows_read:,}; in records: "
+        f"{counts.rows_written:,}{steps}; rejected: "
+        f"{counts.rows_rejected:,}{dropped}"
         + (f" (see {result.output}/errors/)"
-           if counts["rows_rejected"] or counts["rows_dropped"] else ""))
-  if counts["rows_rejected"]:
+           if counts.rows_rejected or counts.rows_dropped else ""))
+  if counts.rows_rejected:
     from beam_tfrecords.sinks import rejection_lines
     print("  top reasons for rejected rows:")
-    for line in rejection_lines(result.info):
+    for line in rejection_lines(info):
       print("  " + line.replace("\n", "\n  "))
   return 0
 
