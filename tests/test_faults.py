@@ -342,6 +342,37 @@ def test_multi_threading_direct_runner_is_refused(tmp_path):
   assert not os.path.exists(tmp_path / "out")
 
 
+@pytest.mark.parametrize("flags, master", [
+    (["--runner", "FlinkRunner", "--flink_master", "jobmanager:8081"],
+     "--flink_master jobmanager:8081"),
+    (["--runner=SparkRunner", "--spark_master_url=spark://m:7077"],
+     "--spark_master_url spark://m:7077")])
+def test_a_cluster_without_an_environment_type_is_refused(tmp_path, flags,
+                                                          master):
+  """Beam would pick DOCKER with its stock image for a remote master; the
+  build refuses before anything runs, and says what to give instead."""
+  src = write_rows(tmp_path / "in.csv", 5)
+  with pytest.raises(InputError, match=f"^{master} names a cluster, but no "
+                     "--environment_type says how its workers start "
+                     "Python: Beam would pick DOCKER .* "
+                     "--environment_type=PROCESS"):
+    btr.build(SCHEMA, src, str(tmp_path / "out"), beam_args=flags)
+  assert not os.path.exists(tmp_path / "out")
+
+
+def test_local_flink_and_spark_masters_need_no_environment_type():
+  from apache_beam.options.pipeline_options import PipelineOptions
+  from beam_tfrecords.runners.pipeline_options import check_environment
+  for flags in (["--runner", "FlinkRunner"],
+                ["--runner", "FlinkRunner", "--flink_master", "[local]"],
+                ["--runner", "SparkRunner"],
+                ["--runner", "SparkRunner", "--spark_master_url", "local[2]"],
+                ["--runner", "FlinkRunner", "--flink_master", "h:8081",
+                 "--environment_type", "EXTERNAL",
+                 "--environment_config", "localhost:50000"]):
+    check_environment(PipelineOptions(flags))  # no error
+
+
 def test_a_run_that_loses_the_rows_publishes_nothing(tmp_path, monkeypatch):
   """A runner that drops a step's outputs (Beam's DaskRunner drops what a
   DoFn emits in finish_bundle) reads 0 rows: the build fails, naming the

@@ -11,10 +11,14 @@ of them takes is refused with a "did you mean".
 
 import difflib
 import logging
+import re
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 from apache_beam.options.pipeline_options import (DirectOptions,
+                                                  FlinkRunnerOptions,
                                                   PipelineOptions,
+                                                  PortableOptions,
+                                                  SparkRunnerOptions,
                                                   StandardOptions,
                                                   _BeamArgumentParser)
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
@@ -24,7 +28,8 @@ from beam_tfrecords.errors import InputError
 
 __all__ = ["check_beam_args", "pipeline_options", "is_direct",
            "is_local_direct", "is_dask", "spread_on_dask", "DASK_RUNNER",
-           "runner_name", "check_paths_reach_workers", "beam_flags"]
+           "runner_name", "check_paths_reach_workers", "beam_flags",
+           "check_environment"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -227,7 +232,44 @@ def pipeline_options(beam_args: Union[None, Sequence[str], PipelineOptions]):
         "980,000-995,000 out; benchmarks/beam_multithreading_gbk.py). Use "
         "--direct_running_mode=multi_processing, or the default (one worker, "
         "which encodes with a thread per core itself).")
+  check_environment(options)
   return options, runner
+
+
+def _cluster_master(options: PipelineOptions) -> Optional[str]:
+  """`--flink_master H:P` / `--spark_master_url spark://...` when they name
+  a cluster (not Beam's local ones: [auto], [local], local[N])."""
+  name = runner_name(options).rsplit(".", 1)[-1].lower()
+  if name in ("flinkrunner", "flink"):
+    master = options.view_as(FlinkRunnerOptions).flink_master
+    if master and master not in ("[auto]", "[local]"):
+      return f"--flink_master {master}"
+  elif name in ("sparkrunner", "spark"):
+    master = options.view_as(SparkRunnerOptions).spark_master_url
+    if master and not re.match(r"^local(\[.*\])?$", master):
+      return f"--spark_master_url {master}"
+  return None
+
+
+def check_environment(options: PipelineOptions) -> None:
+  """Refuses a Flink or Spark cluster without --environment_type.
+
+  Beam then picks DOCKER without a word: every TaskManager or executor
+  pulls Beam's stock SDK image (which lacks this package and TensorFlow)
+  and the job fails on the workers, or hangs where there is no Docker.
+  """
+  master = _cluster_master(options)
+  if master is None or options.view_as(PortableOptions).environment_type:
+    return
+  raise InputError(
+      f"{master} names a cluster, but no --environment_type says how its "
+      "workers start Python: Beam would pick DOCKER with its stock SDK "
+      "image, which has neither beam-tfrecords nor TensorFlow. Give "
+      "--environment_type=DOCKER --environment_config=IMAGE (an image "
+      "built from our Dockerfile), --environment_type=PROCESS "
+      "--environment_config='{\"command\": \"/path/to/boot\"}', or "
+      "--environment_type=EXTERNAL --environment_config=HOST:PORT (a Beam "
+      "worker pool); see docs/operations.md, \"Flink\" and \"Spark\"")
 
 
 # Runners whose workers never share the launcher's disk.
