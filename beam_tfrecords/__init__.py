@@ -11,8 +11,8 @@ infer-schema) does not pay for importing Apache Beam or TensorFlow.
 
 import importlib
 
-from beam_tfrecords.errors import (BadRowsError, EncodingError, InputError,
-                                   OutputBusyError, SchemaError)
+from beam_tfrecords.errors import (AnomalyError, BadRowsError, EncodingError,
+                                   InputError, OutputBusyError, SchemaError)
 from beam_tfrecords.version import __version__
 
 # Public name -> the module that defines it.
@@ -42,7 +42,7 @@ _LAZY = {
     "load_schema": "beam_tfrecords.schema",
 }
 
-__all__ = sorted(["BadRowsError", "EncodingError", "InputError",
+__all__ = sorted(["AnomalyError", "BadRowsError", "EncodingError", "InputError",
                   "OutputBusyError", "SchemaError", "__version__", *_LAZY])
 
 

@@ -8,6 +8,7 @@ kept unless overwrite is asked for).
 """
 
 import dataclasses
+import json
 import logging
 import os
 import time
@@ -21,7 +22,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beam_tfrecords.runners.pipeline_options import (check_paths_reach_workers, is_dask,
                                          pipeline_options, runner_name,
                                          spread_on_dask)
-from beam_tfrecords.errors import InputError, from_worker, is_disk_full
+from beam_tfrecords.errors import (AnomalyError, InputError, from_worker,
+                                   is_disk_full)
+from beam_tfrecords.expectations import ANOMALIES_FILE
 from beam_tfrecords.info import DatasetInfo, SplitInfo
 from beam_tfrecords.options import BuildOptions
 from beam_tfrecords import planning
@@ -182,6 +185,15 @@ def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
   return pipeline
 
 
+def _anomalies_in(staging: str) -> List[Dict[str, Any]]:
+  """The anomalies a failed build found (its staged anomalies.json)."""
+  try:
+    with FileSystems.open(FileSystems.join(staging, ANOMALIES_FILE)) as f:
+      return json.loads(f.read().decode("utf-8"))["found"]
+  except Exception:  # pylint: disable=broad-except
+    return []
+
+
 def _check_dask(schema: Schema) -> None:
   """What Beam's DaskRunner cannot run (see runners.gaps)."""
   if schema.transform is not None:
@@ -237,6 +249,8 @@ def _run(pipeline, options, progress: bool, input_bytes: int, output: str,
     if is_disk_full(e):
       raise no_space_left(output, staging) from e
     typed = from_worker(e)
+    if isinstance(typed, AnomalyError):
+      typed.anomalies = _anomalies_in(staging)
     if typed is e:
       _LOG.error("the build's job failed on the runner; nothing was "
                  "published (%s keeps its previous content; the next build "

@@ -14,7 +14,7 @@ from typing import Optional
 __all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "NoInputError",
            "OutputBusyError",
            "EncodingError",
-           "BadRowsError", "reason_category", "from_worker", "is_disk_full",
+           "BadRowsError", "AnomalyError", "reason_category", "from_worker", "is_disk_full",
            "preview"]
 
 
@@ -86,6 +86,19 @@ class BadRowsError(BeamTFRecordsError):
   """
 
 
+class AnomalyError(BeamTFRecordsError):
+  """The data broke the schema's expectations (beam_tfrecords.expectations).
+
+  The message lists every anomaly, one per line; the dataset is not
+  published. `anomalies`: their JSON objects (feature, check, split,
+  observed, expected), when the launcher could read them.
+  """
+
+  def __init__(self, message, anomalies=None):
+    super().__init__(message)
+    self.anomalies = list(anomalies or [])
+
+
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|b'(?:[^'\\]|\\.)*'")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,_.]*(?:e[-+]?\d+)?")
 
@@ -103,7 +116,8 @@ def reason_category(reason: str) -> str:
 # What Beam adds to the message of an exception raised in a step.
 _WHILE_RUNNING = re.compile(r"\s*\[while running '[^']*'\]", re.M)
 _WORKER_ERROR = re.compile(
-    r"^beam_tfrecords\.errors\.(InputError|BadRowsError|OutputBusyError): ",
+    r"^beam_tfrecords\.errors\.(InputError|BadRowsError|OutputBusyError|"
+    r"AnomalyError): ",
     re.M)
 
 
@@ -130,7 +144,8 @@ def from_worker(error: Exception) -> Exception:
     return error
   kind, message = found[-1].group(1), text[found[-1].end():]
   typed = {"InputError": InputError, "BadRowsError": BadRowsError,
-           "OutputBusyError": OutputBusyError}[kind](message.strip())
+           "OutputBusyError": OutputBusyError,
+           "AnomalyError": AnomalyError}[kind](message.strip())
   typed.__cause__ = error
   return typed
 

@@ -10,6 +10,7 @@ how many were missing otherwise). Columns it cannot map are listed as
 comments with the reason. Every choice is a suggestion: check it.
 """
 
+import math
 import os
 import re
 from typing import Any, Dict, List, Optional, Sequence
@@ -17,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_tfrecords.encoding.stats import TOP_SHOWN
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.schema.paths import parse_path, quote_name
 from beam_tfrecords.sources import (NESTED_FORMATS, match_inputs,
@@ -248,9 +250,80 @@ def _yaml_value(value: Any) -> str:
   return json.dumps(value)
 
 
+# A text column with at most this many distinct values in the sample (and
+# at least ten rows per value) gets its values proposed as the allowed ones.
+MAX_PROPOSED_VALUES = 20
+
+
+def _floor2(x: float) -> float:
+  return math.floor(x * 100) / 100
+
+
+def _numbers(array: pa.Array, kind: str) -> Optional[pa.Array]:
+  """The sampled values as numbers (text columns of numbers cast)."""
+  values = array.drop_null()
+  if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+    try:
+      values = pc.cast(pc.utf8_trim_whitespace(values),
+                       pa.int64() if kind == "int64" else pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+      return None
+  return values if len(values) else None
+
+
+def _proposed(array: Any, d: Dict[str, Any]) -> Dict[str, Any]:
+  """An expect: block from the sample: presence, the observed range,
+  the value set of a small category, values per record of a list."""
+  if isinstance(array, pa.ChunkedArray):
+    array = array.combine_chunks()
+  if pa.types.is_dictionary(array.type):
+    array = array.dictionary_decode()
+  out: Dict[str, Any] = {}
+  if d["rows"]:
+    out["presence"] = _floor2((d["rows"] - d["missing"]) / d["rows"])
+  if d.get("shape"):
+    if d.get("separator"):
+      lengths = pc.list_value_length(pc.split_pattern(array.drop_null(),
+                                                      d["separator"]))
+    elif _is_list(array.type):
+      lengths = pc.list_value_length(array).drop_null()
+    else:
+      return out
+    if len(lengths) and d["shape"] == [-1]:
+      out["length"] = {"min": pc.min(lengths).as_py(),
+                       "max": pc.max(lengths).as_py()}
+    return out
+  if d["type"] in ("int64", "float"):
+    numbers = _numbers(array, d["type"])
+    if numbers is not None:
+      mm = pc.min_max(numbers)
+      out.update(min=mm["min"].as_py(), max=mm["max"].as_py())
+  elif d["type"] == "string":
+    distinct = pc.unique(array.drop_null())
+    # (Dates and times are not categories: tomorrow brings new values.)
+    if 0 < len(distinct) <= MAX_PROPOSED_VALUES and \
+        len(array) >= 10 * len(distinct) and not pc.all(
+            pc.match_substring_regex(pc.cast(distinct, pa.string()),
+                                     r"^\d{4}-\d{2}-\d{2}")).as_py():
+      out["values"] = sorted(str(v) for v in distinct.to_pylist())
+  return out
+
+
+def _flow(value: Any) -> str:
+  """A value as YAML flow text."""
+  if isinstance(value, dict):
+    return "{" + ", ".join(f"{k}: {_flow(v)}" for k, v in value.items()) + "}"
+  if isinstance(value, list):
+    return "[" + ", ".join(_flow(v) for v in value) + "]"
+  return _yaml_value(value)
+
+
 def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
-                 rows: int = SAMPLE_ROWS) -> str:
-  """Schema YAML text for the inputs, from their first `rows` rows."""
+                 rows: int = SAMPLE_ROWS, expect: bool = False) -> str:
+  """Schema YAML text for the inputs, from their first `rows` rows; with
+  `expect`, each feature gets an expect: block proposed from the sample
+  (presence, observed ranges, value sets of small categories, list
+  lengths)."""
   if not paths:
     raise InputError("infer-schema needs at least one input file")
   table = _sample(paths, fmt, rows)
@@ -276,6 +349,10 @@ def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
       parts.append(f"shape: {d['shape']}")
     if d.get("separator"):
       parts.append(f"separator: {_yaml_value(d['separator'])}")
+    if expect:
+      proposed = _proposed(values, d)
+      if proposed:
+        parts.append(f"expect: {_flow(proposed)}")
     comment = ""
     if d["missing"] == 0 and d["rows"]:
       parts.append("required: true")
@@ -299,15 +376,81 @@ def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
 
 
 def infer_schema_for(patterns: Sequence[str], fmt: Optional[str] = None,
-                     name: Optional[str] = None, rows: int = SAMPLE_ROWS
-                     ) -> str:
+                     name: Optional[str] = None, rows: int = SAMPLE_ROWS,
+                     expect: bool = False) -> str:
   """`infer_schema` for input files or globs, the format from their
-  extensions unless given, the name from the first file's unless given."""
+  extensions unless given, the name from the first file's unless given;
+  for one finished dataset folder, its schema with expectations proposed
+  from its (exact) statistics."""
+  if len(patterns) == 1 and _is_dataset(patterns[0]):
+    return expectations_from_dataset(patterns[0])
   paths = [f.path for f in match_inputs(list(patterns))]
   fmt = resolve_format(paths, fmt)
   name = name or _NAME_RE.sub("_", os.path.basename(paths[0]).split(".")[0]
                               ).strip("_") or "dataset"
-  return infer_schema(paths, fmt, name, rows)
+  return infer_schema(paths, fmt, name, rows, expect)
+
+
+def _is_dataset(path: str) -> bool:
+  from beam_tfrecords import fs
+  path = path.rstrip("/")
+  return fs.exists(fs.join(path, "dataset.json")) and \
+      fs.exists(fs.join(path, "_SUCCESS"))
+
+
+def _dataset_proposal(s: List[Dict[str, Any]], spec: Dict[str, Any]
+                      ) -> Dict[str, Any]:
+  """An expect: block from one feature's statistics in every split."""
+  records = sum(x["present"] + x["missing"] for x in s)
+  out: Dict[str, Any] = {}
+  if records:
+    out["presence"] = _floor2(min(
+        x["present"] / max(1, x["present"] + x["missing"]) for x in s))
+  lengths = [x["list_length"] for x in s if "list_length" in x]
+  if lengths and spec.get("shape") == [-1]:
+    out["length"] = {"min": min(x["min"] for x in lengths),
+                     "max": max(x["max"] for x in lengths)}
+  ranged = [x for x in s if "min" in x]
+  if ranged:
+    out.update(min=min(x["min"] for x in ranged),
+               max=max(x["max"] for x in ranged))
+  tops = [x for x in s if "top" in x]
+  if tops and spec.get("type") in ("string", "int64") and all(
+      x.get("top_exact") and len(x["top"]) < TOP_SHOWN for x in tops):
+    values = sorted({v for x in tops for v, _ in x["top"]})
+    if len(values) <= MAX_PROPOSED_VALUES:
+      out["values"] = values
+  return out
+
+
+def expectations_from_dataset(path: str) -> str:
+  """The schema of a finished dataset with an expect: block proposed for
+  each feature from its statistics (all rows, every split)."""
+  import yaml
+  from beam_tfrecords.info import DatasetInfo
+  info = DatasetInfo.from_directory(path.rstrip("/"))
+  if not info.statistics:
+    raise InputError(f"{path} was built with --no-statistics: nothing to "
+                     "propose expectations from")
+  schema = dict(info.schema)
+  for section in ("features", "context", "sequence"):
+    features = dict(schema.get(section) or {})
+    for name, spec in features.items():
+      spec = {"type": spec} if isinstance(spec, str) else dict(spec)
+      s = [split[name] for split in info.statistics.values() if name in split]
+      if not s or spec.get("type") in ("image", "tensor") or \
+          "vocabulary" in spec:
+        continue
+      proposed = _dataset_proposal(s, spec)
+      if proposed:
+        features[name] = dict(spec, expect=proposed)
+    if features:
+      schema[section] = features
+  schema.setdefault("expect", {"records_change": 0.5})
+  head = (f"# The schema of {path} with expectations proposed from its "
+          f"statistics ({info.counts.records_written:,} records). Check "
+          "every bound: they are what this data shows, not what it must.\n")
+  return head + yaml.safe_dump(schema, sort_keys=False, allow_unicode=True)
 
 
 def _columns(table: pa.Table, fmt: str, objects: List[str]):

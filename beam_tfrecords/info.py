@@ -207,7 +207,7 @@ class TransformInfo:
 # Keys whose values stay JSON objects (their content is the schema's, the
 # inputs' or the options' own): typed here as dicts.
 _PLAIN = ("schema", "feature_spec", "inputs", "split_rule", "options",
-          "vocabularies", "tool", "aligned_lists", "statistics")
+          "vocabularies", "tool", "aligned_lists", "statistics", "anomalies")
 _TEXT = ("name", "record", "compression", "statistics_of", "tfmd_schema",
          "build_key", "tfdv_statistics", "report")
 
@@ -253,6 +253,9 @@ class DatasetInfo(_JsonView):
   transform: Optional[TransformInfo] = None
   label: Optional[Tuple[str, ...]] = None
   aligned_lists: Optional[Dict[str, Any]] = None
+  # With expect: blocks: {"file", "baseline", "notes", "found": [anomaly]}
+  # (beam_tfrecords.expectations).
+  anomalies: Optional[Dict[str, Any]] = None
   extra: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
   @classmethod

@@ -21,6 +21,7 @@ from typing import (Any, Dict, Mapping, NamedTuple, Optional, Sequence,
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.schema import Schema
+from beam_tfrecords.schema.model import ON_ANOMALY
 from beam_tfrecords.schema.sizes import parse_size
 
 __all__ = ["BuildOptions", "ShardOptions", "Thresholds", "SINK_NAMES",
@@ -31,7 +32,9 @@ SINK_NAMES = ("deterministic", "beam")
 # The groups, in the order the CLI's help shows them: (name, title).
 GROUPS = (("shards", "shards"), ("writing", "writing"),
           ("contents", "contents"),
-          ("thresholds", "rejected rows"), ("publishing", "publishing"))
+          ("thresholds", "rejected rows"),
+          ("checks", "expectations (the schema's expect: blocks)"),
+          ("publishing", "publishing"))
 
 
 def _num_shards(text: str) -> Union[int, Dict[str, int]]:
@@ -116,6 +119,11 @@ class BuildOptions:
       more than 1% of the rows read are rejected, or when rows were
       rejected and a split got no records (give max_bad_fraction=1.0 to
       publish whatever was rejected).
+    baseline: a finished dataset to check drift and records_change
+      against (None: the schema's `baseline:`, else none).
+    on_anomaly: "fail" (an anomaly fails the build; nothing is published)
+      or "warn" (published, the anomalies recorded); None: the schema's
+      `on_anomaly:`, else "fail".
     overwrite: replace an existing finished dataset.
     force: build even when the output holds a finished dataset of the same
       inputs (paths, sizes, modification times), schema, options and tool
@@ -155,6 +163,17 @@ class BuildOptions:
       "rejected, e.g. 0.05 (1 publishes whatever is rejected). Default, "
       "with neither flag nor schema key: fail above 0.01, or when rows were "
       "rejected and a split got no records", type=float)
+  baseline: Optional[str] = _option(
+      None, "checks", "a finished dataset to compare with (drift, "
+      "records_change): its folder, or previous: the newest earlier "
+      "date or span of the output's placeholders; default: the schema's "
+      "baseline:, else none", key="changed", metavar="DIR|previous")
+  on_anomaly: Optional[str] = _option(
+      None, "checks", "fail: an anomaly fails the build, nothing is "
+      "published (the default, or the schema's on_anomaly:); warn: "
+      "publish anyway, the anomalies recorded in dataset.json, "
+      "anomalies.json and the report", key="changed",
+      choices=list(ON_ANOMALY))
   overwrite: bool = _option(
       False, "publishing", "replace an existing finished dataset",
       key="never")
@@ -241,7 +260,26 @@ class BuildOptions:
       raise InputError("a schema with transform: writes with the "
                        "deterministic sink; drop --sink beam")
     return dataclasses.replace(self, max_bad_rows=rows,
-                               max_bad_fraction=fraction)
+                               max_bad_fraction=fraction,
+                               **self._checks(schema))
+
+  def _checks(self, schema: Schema) -> Dict[str, Any]:
+    """baseline and on_anomaly with the schema's defaults, checked."""
+    baseline = self.baseline if self.baseline is not None \
+        else schema.baseline
+    on_anomaly = self.on_anomaly or schema.on_anomaly or "fail"
+    if on_anomaly not in ON_ANOMALY:
+      raise InputError(f"--on-anomaly must be one of {list(ON_ANOMALY)}, "
+                       f"got {on_anomaly!r}")
+    if not schema.expects and (self.baseline or self.on_anomaly):
+      raise InputError(
+          "--baseline / --on-anomaly check the schema's expectations, but "
+          f"{schema.path} has no expect: block; add some "
+          "(docs/schema.md: Expectations) or drop the flag")
+    if schema.expects and not self.statistics:
+      raise InputError("the schema's expect: blocks are checked against "
+                       "the statistics: drop --no-statistics")
+    return {"baseline": baseline, "on_anomaly": on_anomaly}
 
   def check_sink_options(self) -> None:
     """What only the deterministic sink can do (checked after the shard

@@ -24,10 +24,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.encoding.stats import STEPS_STAT
+from beam_tfrecords.encoding.stats import STEPS_STAT, TOP_SHOWN
 from beam_tfrecords.info import DatasetInfo
 
-__all__ = ["render_report", "write_report", "DIFFERENCE_FLAG", "REPORT_FILE"]
+__all__ = ["render_report", "write_report", "DIFFERENCE_FLAG", "REPORT_FILE",
+           "l_infinity", "jensen_shannon", "log2"]
 
 REPORT_FILE = "report.html"
 DIFFERENCE_FLAG = 0.1
@@ -132,16 +133,27 @@ def difference(a, b) -> Optional[Tuple[str, float]]:
   other, q = _shares(b)
   if kind is None or kind != other:
     return None
-  keys = set(p) | set(q)
   if kind == "text":
-    return "L-infinity", max(abs(p.get(k, 0) - q.get(k, 0)) for k in keys)
+    return "L-infinity", l_infinity(p, q)
+  return "Jensen-Shannon", jensen_shannon(p, q)
+
+
+def l_infinity(p: Dict[Any, float], q: Dict[Any, float]) -> float:
+  """The largest difference of two distributions' shares."""
+  return max((abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in set(p) | set(q)),
+             default=0.0)
+
+
+def jensen_shannon(p: Dict[Any, float], q: Dict[Any, float]) -> float:
+  """The Jensen-Shannon divergence, base 2 (0..1), of two distributions'
+  shares (the same on every CPU: log2 below)."""
   js = 0.0
-  for k in keys:
+  for k in set(p) | set(q):
     x, y = p.get(k, 0.0), q.get(k, 0.0)
     m = (x + y) / 2
-    js += (x * log2(x / m) if x else 0) / 2 + \
-        (y * log2(y / m) if y else 0) / 2
-  return "Jensen-Shannon", js
+    js += (x * log2(x / m) if x else 0.0) / 2 + \
+        (y * log2(y / m) if y else 0.0) / 2
+  return min(1.0, max(0.0, js))  # rounding can pass the bounds
 
 
 def log2(x: float) -> float:
@@ -222,6 +234,113 @@ def _thumbnails(path: str, info: DatasetInfo, split: str, name: str) -> str:
       for v in images)
 
 
+def _anomalies_section(info: DatasetInfo) -> List[str]:
+  """The expectations' outcome: every anomaly, the baseline, the notes."""
+  checked = info.anomalies
+  if checked is None:
+    return []
+  found = checked.get("found") or []
+  out = [f"<h2 id='anomalies'>anomalies: {len(found)}</h2>"]
+  if checked.get("baseline"):
+    out.append(f"<p class='muted'>baseline: {_e(checked['baseline'])}</p>")
+  if found:
+    out.append("<table id='anomaly-list'><tr><th>feature</th><th>check</th>"
+               "<th>split</th><th>observed</th><th>expected</th></tr>")
+    out += [f"<tr><td>{_e(a['feature'] or '(dataset)')}</td>"
+            f"<td>{_e(a['check'])}</td><td>{_e(a.get('split') or '')}</td>"
+            f"<td>{_e(a['observed'])}</td><td>{_e(a['expected'])}</td></tr>"
+            for a in found]
+    out.append("</table>")
+  out += [f"<p class='muted'>{_e(n)}</p>" for n in checked.get("notes", [])]
+  return out
+
+
+def _overlay_svg(new: Dict[Any, float], old: Dict[Any, float]) -> str:
+  """Histogram shares of the new data (filled) and the baseline (outlined)
+  over the union of their buckets."""
+  keys = sorted(set(new) | set(old))
+  if not keys:
+    return ""
+  top = max(list(new.values()) + list(old.values())) or 1
+  width, height, gap = 320, 90, 1
+  w = max(2, (width - gap * len(keys)) // len(keys))
+  rects = []
+  for i, key in enumerate(keys):
+    for share, style, kind in ((new.get(key, 0.0), 'fill="#4a7bd0"', "new"),
+                               (old.get(key, 0.0),
+                                'fill="none" stroke="#d0782a"', "baseline")):
+      h = round(height * share / top)
+      rects.append(f'<rect class="{kind}" x="{i * (w + gap)}" '
+                   f'y="{height - h}" width="{w}" height="{h}" {style} '
+                   f'data-low="{key[0]!r}" data-high="{key[1]!r}" '
+                   f'data-share="{share:.6f}"></rect>')
+  return (f'<svg width="{width}" height="{height + 14}" role="img">'
+          + "".join(rects) + f'<text x="0" y="{height + 12}" font-size="10">'
+          f'{keys[0][0]:.4g}</text><text x="{width}" y="{height + 12}" '
+          f'font-size="10" text-anchor="end">{keys[-1][1]:.4g}</text></svg>')
+
+
+def _side_by_side_svg(new: Dict[Any, float], old: Dict[Any, float]) -> str:
+  """Value shares of the new data and the baseline, bars side by side,
+  the values most frequent in either first (at most TOP_SHOWN)."""
+  values = sorted(set(new) | set(old),
+                  key=lambda v: (-max(new.get(v, 0.0), old.get(v, 0.0)),
+                                 v))[:TOP_SHOWN]
+  if not values:
+    return ""
+  top = max(max(new.get(v, 0.0), old.get(v, 0.0)) for v in values) or 1
+  rows = []
+  for i, v in enumerate(values):
+    for j, (share, colour, kind) in enumerate(
+        ((new.get(v, 0.0), "#5aa469", "new"),
+         (old.get(v, 0.0), "#d0782a", "baseline"))):
+      w = round(180 * share / top)
+      rows.append(f'<rect class="{kind}" x="130" y="{i * 22 + 2 + j * 9}" '
+                  f'width="{w}" height="8" fill="{colour}" '
+                  f'data-value="{_e(v)}" data-share="{share:.6f}"></rect>')
+    rows.append(f'<text x="0" y="{i * 22 + 13}" font-size="11">'
+                f'{_e(str(v)[:24])}</text>')
+  return (f'<svg width="380" height="{len(values) * 22 + 4}" role="img">'
+          + "".join(rows) + "</svg>")
+
+
+def _baseline_section(info: DatasetInfo, stats: Dict[str, Dict[str, Any]]
+                      ) -> List[str]:
+  """The training split beside the baseline's, feature by feature: the
+  new data's histogram with the baseline's outlined over it; value
+  frequencies side by side."""
+  baseline = (info.anomalies or {}).get("baseline")
+  if not baseline or not stats:
+    return []
+  try:
+    base_info = DatasetInfo.from_directory(baseline)
+    base = _load_statistics(FileSystems.join(
+        baseline, base_info.tfdv_statistics or "statistics.pb"))
+  except Exception:  # pylint: disable=broad-except
+    return [f"<p class='muted'>the baseline's statistics could not be read "
+            f"({_e(baseline)})</p>"]
+  split = "train" if "train" in stats else min(stats)
+  base_split = split if split in base else (
+      "train" if "train" in base else min(base, default=""))
+  out = [f"<h2 id='baseline'>{_e(split)} beside the baseline's "
+         f"{_e(base_split)}</h2><p class='muted'>{_e(baseline)}; blue / "
+         "green: this build, orange: the baseline</p><div class='splits'>"]
+  for name, feature in sorted(stats[split].items()):
+    old = base.get(base_split, {}).get(name)
+    kind, p = _shares(feature)
+    other, q = _shares(old) if old is not None else (None, {})
+    if kind is None or kind != other:
+      continue
+    d = difference(feature, old)
+    chart = _overlay_svg(p, q) if kind == "numbers" else \
+        _side_by_side_svg(p, q)
+    out.append(f"<div class='split' data-feature='{_e(name)}'><h3>"
+               f"{_e(name)}</h3><div class='muted'>{d[0]} {d[1]:.3f}</div>"
+               f"{chart}</div>" if d else "")
+  out.append("</div>")
+  return out
+
+
 def render_report(path: str, info: Optional[DatasetInfo] = None) -> str:
   """The report of the dataset at `path` (`info`: its dataset.json, given
   while it is staged, before it is finished), as HTML text."""
@@ -264,6 +383,8 @@ def render_report(path: str, info: Optional[DatasetInfo] = None) -> str:
     out.append("</table><p>" + " ".join(
         f"<a href='{_e(e.file)}'>{_e(e.file)}</a>"
         for e in info.errors.files) + "</p>")
+  out += _anomalies_section(info)
+  out += _baseline_section(info, stats)
   labels = list(info.label or [])
   for label in labels:
     out.append(f"<h2 id='label-balance'>label balance: {_e(label)}</h2>"

@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecords.errors import InputError, NoInputError
 
 __all__ = ["Schedule", "resolve_patterns", "has_placeholders", "parse_date",
-           "NoInputError"]
+           "NoInputError", "previous_output"]
 
 _FIELD = re.compile(r"\{(YYYY|MM|DD|SPAN|VERSION)(?::(\d+))?\}")
 _WIDTH = {"YYYY": 4, "MM": 2, "DD": 2}
@@ -234,3 +234,43 @@ def resolve_patterns(inputs: Sequence[str], output: str,
                        f"{', '.join(missing[:5])}"
                        f"{' ...' if len(missing) > 5 else ''}")
   return patterns, _fill(output, combos[-1]), chosen
+
+
+_ORDER = ("YYYY", "MM", "DD", "SPAN", "VERSION")
+
+
+def previous_output(template: str, current: str) -> Optional[str]:
+  """The newest finished dataset (a _SUCCESS in it) among the outputs the
+  placeholders of `template` give that comes before `current` (the
+  output being built), by date, then span, then version; None if none."""
+  fields = [m.group(1) for m in _FIELD.finditer(template)]
+  pattern = re.compile(_values_regex(template) + "$")
+  now = pattern.match(current.rstrip("/"))
+  if now is None:
+    return None
+  now_key = _order_key({k: int(v) for k, v in now.groupdict().items()})
+  best = None
+  for values in _found(template.rstrip("/") + "/_SUCCESS", fields, {}):
+    key = _order_key(values)
+    if key < now_key and (best is None or key > best[0]):
+      best = (key, _fill(template, values).rstrip("/"))
+  return None if best is None else best[1]
+
+
+def _order_key(values: Dict[str, int]) -> Tuple[int, ...]:
+  return tuple(values.get(name, -1) for name in _ORDER)
+
+
+def _values_regex(template: str) -> str:
+  """A regex of the paths `template` gives, a group per placeholder."""
+  out, pos, seen = [], 0, set()
+  for m in _FIELD.finditer(template):
+    out.append(re.escape(template[pos:m.start()]))
+    name, width = m.group(1), m.group(2)
+    w = int(width) if width else _WIDTH.get(name)
+    digits = f"[0-9]{{{w}}}" if w else "[0-9]+"
+    out.append(f"(?P={name})" if name in seen else f"(?P<{name}>{digits})")
+    seen.add(name)
+    pos = m.end()
+  out.append(re.escape(template[pos:].rstrip("/")))
+  return "".join(out)

@@ -12,6 +12,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords import planning
 from beam_tfrecords.errors import InputError, is_disk_full
+from beam_tfrecords.expectations import CheckPlan, load_baseline
 from beam_tfrecords.info import Counts, DatasetInfo, Errors
 from beam_tfrecords.options import BuildOptions
 from beam_tfrecords.report import REPORT_FILE
@@ -174,4 +175,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
           max_bad_fraction=opts.max_bad_fraction,
           producible=tuple(producible_splits(schema.splits)),
           analyze_split=(schema.transform.analyze_split
-                         if schema.transform is not None else None)))
+                         if schema.transform is not None else None),
+          on_anomaly=opts.on_anomaly or "fail"),
+      checks=(CheckPlan(schema, *load_baseline(opts.baseline, schema))
+              if schema.expects else None))

@@ -2,7 +2,7 @@
 
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
                               images|transform|portable|tfrecord|cli|
-                              cluster|nested|all]
+                              cluster|nested|checks|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
@@ -24,6 +24,9 @@ imports. The data is generated deterministically (and kept in --workdir).
   10 events per user (against the plain Python loop) and with 1,000 (long
   groups); with --sequence-memory-rows N, the same at N rows, for peak
   memory (the plain loop cannot hold 10M rows' groups).
+* checks: the 12-column CSV with a hash split, without expectations, with
+  an expect: block on every feature and a baseline, and with
+  disjoint_splits too (benchmarks/checks.py).
 * accounting: the 12-column CSV clean, with 1% and with 10% bad rows (each
   bad row goes to errors/ with its reason and is counted); the same build
   with Beam's WriteToTFRecord sink for comparison.
@@ -63,6 +66,7 @@ import sys
 import time
 from typing import List, NamedTuple, Optional
 
+from checks import checks_suite
 from cluster import cluster_suite
 from nested import nested_suite
 
@@ -924,7 +928,7 @@ def main():
   p.add_argument("--suite", choices=["examples", "sequences", "accounting",
                                      "scale", "images", "transform", "portable",
                                      "tfrecord", "cli", "cluster", "nested",
-                                     "all"],
+                                     "checks", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="1000000,10000000",
@@ -942,6 +946,8 @@ def main():
                  help="image files for the images suite")
   p.add_argument("--nested-rows", type=int, default=300_000,
                  help="rows for the nested suite")
+  p.add_argument("--check-rounds", type=int, default=3,
+                 help="checks suite: alternating rounds (the best counts)")
   p.add_argument("--workdir", default="/tmp/btr-bench")
   p.add_argument("--run-baseline", nargs="+", metavar="ARG",
                  help=argparse.SUPPRESS)
@@ -963,7 +969,10 @@ def main():
                       ("cluster", lambda a: cluster_suite(
                           a, _examples_input, _run)),
                       ("nested", lambda a: nested_suite(
-                          a, _timed_cmd, _table, _cli_cmd, _same_records))):
+                          a, _timed_cmd, _table, _cli_cmd, _same_records)),
+                      ("checks", lambda a: checks_suite(
+                          a, _examples_input, _run, _table, _cli_cmd,
+                          Result))):
     if args.suite in (name, "all"):
       suite(args)
 

@@ -86,7 +86,7 @@ LAYERS = [
     {"tfrecord_files", "schema", "info", "runners", "schedule"},
     {"encoding"},
     {"sources", "splits", "preprocess", "reader", "infer", "check",
-     "options", "report"},
+     "options", "report", "expectations"},
     {"sinks"},
     {"tft", "planning"},
     {"transforms"},

@@ -442,7 +442,8 @@ def test_a_misspelled_schema_key_gets_a_suggestion(tmp_path):
   assert str(e.value) == (
       f"{tmp_path / 's.yaml'}: features.label.vocabluary: unknown key "
       "'vocabluary'; allowed keys: type, shape, source, separator, default, "
-      'required, description, vocabulary. Did you mean "vocabulary"?')
+      'required, description, expect, vocabulary. Did you mean '
+      '"vocabulary"?')
 
 
 def test_a_csv_header_cell_too_long_is_a_clean_error(tmp_path, capsys):

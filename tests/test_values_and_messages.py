@@ -177,7 +177,7 @@ def test_the_same_values_build_the_same_records_in_every_format(tmp_path, tf):
 # --- 2. Unknown schema keys get a "did you mean" ---------------------------
 
 FEATURE_KEYS = ("type, shape, source, separator, default, required, "
-                "description, vocabulary")
+                "description, expect, vocabulary")
 
 
 @pytest.mark.parametrize("feature,message", [
@@ -223,7 +223,7 @@ def test_a_sequence_feature_keeps_its_own_keys():
                      "sequence": {"x": {"type": "int64", "resize": 2}}})
   assert str(e.value) == (
       "<dict>: sequence.x.resize: unknown key 'resize'; allowed keys: type, "
-      "shape, source, separator, default, required, description.")
+      "shape, source, separator, default, required, description, expect.")
 
 
 # --- 3. A CSV header cell over the csv module's limit ----------------------

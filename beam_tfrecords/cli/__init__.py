@@ -18,33 +18,39 @@ input or argument error; 3 too many rejected rows (nothing published);
 4 no input for the requested date / span; 130 interrupted (Ctrl-C).
 """
 
+import dataclasses
 import json
 import logging
 import sys
 import threading
 from typing import List, Optional
 
-from beam_tfrecords.errors import (BadRowsError, BeamTFRecordsError,
+from beam_tfrecords.errors import (AnomalyError, BadRowsError,
+                                   BeamTFRecordsError, InputError,
                                    NoInputError, OutputBusyError)
 from beam_tfrecords.cli import show
 from beam_tfrecords.cli.args import build_flags, format_options, parser
 from beam_tfrecords.progress import human_bytes
 
 __all__ = ["main", "parser", "EXIT_OK", "EXIT_FAILED", "EXIT_INPUT",
-           "EXIT_BAD_ROWS", "EXIT_NO_INPUT", "EXIT_INTERRUPTED"]
+           "EXIT_BAD_ROWS", "EXIT_NO_INPUT", "EXIT_ANOMALY",
+           "EXIT_INTERRUPTED"]
 
 
 # Exit codes (for schedulers): 0 built or up to date; 1 the pipeline failed;
 # 2 a schema, input or argument error; 3 more bad rows than allowed (nothing
 # published); 4 no input for the requested date / span (nothing to do);
+# 5 the data broke the schema's expectations (nothing published);
 # 130 interrupted (128 + SIGINT, as shells report it).
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_BAD_ROWS, EXIT_NO_INPUT = 0, 1, 2, 3, 4
+EXIT_ANOMALY = 5
 EXIT_INTERRUPTED = 130
 
 # Errors the user can act on: (kind, --summary-json status, exit code), the
 # first kind that matches.
 USER_ERRORS = ((NoInputError, "no_input", EXIT_NO_INPUT),
                (BadRowsError, "too_many_bad_rows", EXIT_BAD_ROWS),
+               (AnomalyError, "anomalies", EXIT_ANOMALY),
                (OutputBusyError, "busy", EXIT_INPUT),
                (BeamTFRecordsError, "error", EXIT_INPUT))
 
@@ -63,6 +69,10 @@ def _summary(args, status: str, code: int, result=None, error=None,
                records=c.records_written, rows_read=c.rows_read,
                rows_rejected=c.rows_rejected, rows_dropped=c.rows_dropped,
                splits={k: v.num_records for k, v in result.splits.items()})
+    if result.info.anomalies is not None:
+      out["anomalies"] = result.info.anomalies["found"]
+  if isinstance(error, AnomalyError):
+    out["anomalies"] = error.anomalies
   if error is not None:
     out["error"] = str(error).splitlines()[0][:500]
   print(json.dumps(out, sort_keys=True))
@@ -72,6 +82,30 @@ def _shows_progress(args) -> bool:
   if args.quiet or args.summary_json:
     return False
   return bool(args.progress) or sys.stderr.isatty()
+
+
+def _previous_baseline(args, output: str) -> Optional[str]:
+  """--baseline previous (or the schema's baseline: previous): the newest
+  earlier date or span of the output's placeholders that holds a finished
+  dataset; "" (no baseline) when there is none yet. None: not asked."""
+  from beam_tfrecords.schedule import has_placeholders, previous_output
+  from beam_tfrecords.schema import load_schema
+  asked = args.baseline if args.baseline is not None else \
+      load_schema(args.schema).baseline
+  if asked != "previous":
+    return None
+  if not has_placeholders(args.output_template):
+    raise InputError(
+        "--baseline previous takes the newest earlier date or span of the "
+        f"output, but {args.output_template!r} has no {{YYYY}} {{MM}} "
+        "{DD} / {SPAN} placeholder; give the baseline's folder instead")
+  found = previous_output(args.output_template, output)
+  if found is None:
+    print(f"note: no earlier dataset of {args.output_template} to compare "
+          "with (--baseline previous); only the absolute checks run",
+          file=sys.stderr)
+    return ""
+  return found
 
 
 def _build(args, beam_args: List[str]) -> int:
@@ -90,10 +124,13 @@ def _build(args, beam_args: List[str]) -> int:
   if any(v is not None for v in (args.date, args.span, args.version)) or \
       any(has_placeholders(p) for p in list(inputs) + [output]):
     inputs, output, chosen = resolve_patterns(inputs, output, schedule)
-  args.output = output
+  args.output_template, args.output = args.output, output
   from beam_tfrecords.options import BuildOptions
-  result = build(args.schema, inputs, output,
-                 options=BuildOptions.from_args(args),
+  opts = BuildOptions.from_args(args)
+  baseline = _previous_baseline(args, output)
+  if baseline is not None:
+    opts = dataclasses.replace(opts, baseline=baseline)
+  result = build(args.schema, inputs, output, options=opts,
                  input_format=args.format,
                  format_options=format_options(args), beam_args=options,
                  preprocess=args.preprocess, progress=_shows_progress(args))

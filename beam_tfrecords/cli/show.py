@@ -178,7 +178,7 @@ def infer_schema_command(args) -> int:
   """beam-tfrecords infer-schema: the schema text on stdout."""
   from beam_tfrecords.infer import infer_schema_for
   print(infer_schema_for(args.input, args.format, args.name,
-                         args.sample_rows), end="")
+                         args.sample_rows, args.expect), end="")
   return 0
 
 

@@ -56,6 +56,33 @@ TOP_VALUE_BYTES = 128
 
 
 def column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
+  out = _column_stats(feature, lists)
+  if feature.expect is not None:
+    _expected(feature, pc.list_flatten(lists), out)
+  return out
+
+
+def _expected(feature: Feature, values: pa.Array, out: dict) -> None:
+  """What a feature's expect: block needs beyond the usual description:
+  the values outside `values` (exact), the count of each allowed value,
+  and for drift the full histogram or value counts in dataset.json."""
+  expect = feature.expect
+  assert expect is not None
+  if expect.values is not None:
+    allowed = pa.array(list(expect.values), type=values.type)
+    inside = pc.is_in(values, value_set=allowed)
+    out["unexpected"] = len(values) - int(pc.sum(inside).as_py() or 0)
+    if expect.drift is not None:
+      counts = pc.value_counts(values.filter(inside))
+      out["expected_counts"] = dict(zip(
+          counts.field("values").to_pylist(),
+          counts.field("counts").to_pylist()))
+  elif expect.drift is not None:
+    out["keep"] = "histogram" if feature.type in (
+        FeatureType.INT64, FeatureType.FLOAT) else "frequencies"
+
+
+def _column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
   n = len(lists)
   present = n - lists.null_count
   lengths = pc.list_value_length(lists)
@@ -173,10 +200,13 @@ def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
     if got:
       out[k] = pick(got)
   # Integers, the sums exact ones (exact_sums): any order, same total.
-  for k in ("counted", "long_values", "zeros", "len_sum", "sum", "sumsq"):
+  for k in ("counted", "long_values", "zeros", "len_sum", "sum", "sumsq",
+            "unexpected"):
     if k in a or k in b:
       out[k] = a.get(k, 0) + b.get(k, 0)
-  for k in ("hist", "len_hist", "steps_hist"):
+  if "keep" in a or "keep" in b:
+    out["keep"] = a.get("keep") or b.get("keep")
+  for k in ("hist", "len_hist", "steps_hist", "expected_counts"):
     if k in a or k in b:
       hist = dict(a.get(k, {}))
       for key, count in b.get(k, {}).items():
@@ -221,4 +251,24 @@ def finish(stats: dict) -> dict:
                    if isinstance(v, bytes) else v, c]
                   for v, c in ranked[:TOP_SHOWN]]
     out["top_exact"] = stats["top_exact"]
+  _finish_expected(stats, out)
   return out
+
+
+def _finish_expected(stats: dict, out: dict) -> None:
+  """What the checks of an expect: block read (only for such features)."""
+  if "unexpected" in stats:
+    out["unexpected"] = stats["unexpected"]
+  if "expected_counts" in stats:
+    out["frequencies"] = _ranked(stats["expected_counts"])
+  elif stats.get("keep") == "frequencies":
+    out["frequencies"] = _ranked(stats.get("top", {}))
+  elif stats.get("keep") == "histogram":
+    out["histogram"] = sorted([k, c] for k, c in stats.get("hist", {}).items())
+
+
+def _ranked(counts: dict) -> list:
+  """[[value, count], ...], most frequent first (text as text)."""
+  ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+  return [[v.decode("utf-8", "backslashreplace") if isinstance(v, bytes)
+           else v, c] for v, c in ranked]

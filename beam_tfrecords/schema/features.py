@@ -7,12 +7,14 @@ section are checked in `beam_tfrecords.schema.media`, with the key lists
 kept here so that a plain feature's message can point to them.
 """
 
+import dataclasses
 import re
 from typing import Any, Dict, Optional, Tuple
 
 from beam_tfrecords.errors import preview
 from beam_tfrecords.schema import values as value_rules
 from beam_tfrecords.schema.checking import Checker, listed, suggest
+from beam_tfrecords.schema.expect import parse_feature_expect
 from beam_tfrecords.schema.model import Derive, Feature, FeatureType, MediaKind
 
 __all__ = ["FEATURE_TYPES", "NAME_RE", "EXAMPLE", "CONTEXT", "STEPS", "LISTS",
@@ -29,7 +31,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$")
 # Roles a feature plays; they decide which keys it may use.
 EXAMPLE, CONTEXT, STEPS, LISTS = "example", "context", "steps", "lists"
 FEATURE_KEYS = ("type", "shape", "source", "separator", "default",
-                "required", "description")
+                "required", "description", "expect")
 CONTEXT_KEYS = FEATURE_KEYS + ("derive", "of")
 _MEDIA_KEYS = ("type", "source", "required", "description", "base_dir")
 IMAGE_KEYS = _MEDIA_KEYS + ("resize", "method", "convert", "encode",
@@ -109,6 +111,15 @@ def parse_feature(check: Checker, name: str, raw_name: Any, raw: Any,
                   role: str = EXAMPLE, section: str = "features") -> Feature:
   """One feature declaration (`role` says where it stands); `raw_name` is
   its key as written."""
+  feature = _feature(check, name, raw_name, raw, role, section)
+  if isinstance(raw, dict) and raw.get("expect") is not None:
+    feature = dataclasses.replace(feature, expect=parse_feature_expect(
+        check, f"{section}.{name}.expect", raw["expect"], feature))
+  return feature
+
+
+def _feature(check: Checker, name: str, raw_name: Any, raw: Any,
+             role: str, section: str) -> Feature:
   key = f"{section}.{name}"
   if not isinstance(raw_name, str) or not raw_name:
     check.fail(key, f"feature names must be non-empty text; got "

@@ -22,6 +22,8 @@ import yaml
 
 from beam_tfrecords.errors import SchemaError, preview
 from beam_tfrecords.schema.checking import Checker, listed, suggest
+from beam_tfrecords.schema.expect import (parse_baseline, parse_dataset_expect,
+                                          parse_on_anomaly)
 from beam_tfrecords.schema.features import (FEATURE_TYPES, NAME_RE,
                                             parse_feature)
 from beam_tfrecords.schema.media import media_kind, parse_media
@@ -37,7 +39,8 @@ from beam_tfrecords.schema.tft import parse_transform
 __all__ = ["load_schema", "schema_from_dict", "FEATURE_TYPES", "parse_size"]
 
 _TOP_KEYS = ("name", "record", "description", "features", "label",
-             "max_bad_rows", "max_bad_fraction", "splits", "transform")
+             "max_bad_rows", "max_bad_fraction", "splits", "transform",
+             "expect", "baseline", "on_anomaly")
 
 
 class _UniqueKeySafeLoader(yaml.SafeLoader):
@@ -204,6 +207,12 @@ def _limits(check: Checker, raw: dict) -> Dict[str, Any]:
     out["max_bad_fraction"] = float(fraction)
   if raw.get("splits") is not None:
     out["splits"] = parse_splits(check, raw["splits"])
+  if raw.get("expect") is not None:
+    out["expect"] = parse_dataset_expect(check, raw["expect"])
+  if raw.get("baseline") is not None:
+    out["baseline"] = parse_baseline(check, raw["baseline"])
+  if raw.get("on_anomaly") is not None:
+    out["on_anomaly"] = parse_on_anomaly(check, raw["on_anomaly"])
   return out
 
 

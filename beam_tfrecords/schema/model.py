@@ -16,7 +16,8 @@ __all__ = ["FeatureType", "RecordKind", "Derive", "Overflow", "OnBadStep",
            "Feature", "OrderKey", "SplitKind", "SplitRule", "Schema", "Media",
            "MediaKind", "Transform", "TransformSpec", "TRANSFORMS",
            "DEFAULT_MAX_RECORD_BYTES", "DEFAULT_SPLIT",
-           "MADE", "made_column"]
+           "MADE", "made_column", "FeatureExpect", "DatasetExpect",
+           "ON_ANOMALY"]
 
 # A record larger than this is not written (the dead-letter output says why).
 # Protobuf refuses messages over 2 GiB; TensorFlow readers slow down long
@@ -24,6 +25,86 @@ __all__ = ["FeatureType", "RecordKind", "Derive", "Overflow", "OnBadStep",
 DEFAULT_MAX_RECORD_BYTES = 256 * 1024 * 1024
 # Columns that a Media feature makes (no input has them) start with this.
 MADE = "\x00"
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureExpect:
+  """A feature's `expect:` block: what its statistics must show before the
+  dataset is published (None: not checked).
+
+  Attributes:
+    presence: the least fraction of records that carry the feature.
+    min, max: the least / largest number (int64 and float features).
+    values: the allowed values (string, bytes or int64 features), and
+      max_unexpected, the largest fraction of values outside them.
+    length_min, length_max: values per record (list features).
+    drift: the largest distance from the baseline's training split:
+      L-infinity between value frequencies (text, and int64 features with
+      `values`), else Jensen-Shannon divergence (base 2) over the
+      statistics' histogram buckets.
+  """
+  presence: Optional[float] = None
+  min: Optional[float] = None
+  max: Optional[float] = None
+  values: Optional[Tuple[Any, ...]] = None
+  max_unexpected: float = 0.0
+  length_min: Optional[int] = None
+  length_max: Optional[int] = None
+  drift: Optional[float] = None
+
+  @property
+  def categorical(self) -> bool:
+    """Whether drift compares value frequencies (with `values`)."""
+    return self.values is not None
+
+  def to_dict(self) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for key in ("presence", "min", "max", "drift"):
+      if getattr(self, key) is not None:
+        out[key] = getattr(self, key)
+    if self.values is not None:
+      out["values"] = [v.decode("utf-8", "backslashreplace")
+                       if isinstance(v, bytes) else v for v in self.values]
+      if self.max_unexpected:
+        out["max_unexpected"] = self.max_unexpected
+    if self.length_min is not None or self.length_max is not None:
+      out["length"] = {k: v for k, v in (("min", self.length_min),
+                                         ("max", self.length_max))
+                       if v is not None}
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetExpect:
+  """The schema's top-level `expect:` block.
+
+  Attributes:
+    records_min, records_max: records written (all splits).
+    records_change: the largest relative change of the records written
+      from the baseline's (0.5: half as many or half as many again).
+    disjoint_splits: no identical record in two splits.
+  """
+  records_min: Optional[int] = None
+  records_max: Optional[int] = None
+  records_change: Optional[float] = None
+  disjoint_splits: bool = False
+
+  def to_dict(self) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    if self.records_min is not None or self.records_max is not None:
+      out["records"] = {k: v for k, v in (("min", self.records_min),
+                                          ("max", self.records_max))
+                        if v is not None}
+    if self.records_change is not None:
+      out["records_change"] = self.records_change
+    if self.disjoint_splits:
+      out["disjoint_splits"] = True
+    return out
+
+
+# What an anomaly does: fail the build (nothing published), or publish
+# with the anomalies recorded.
+ON_ANOMALY = ("fail", "warn")
 
 
 def made_column(feature: str, part: str) -> str:
@@ -97,6 +178,7 @@ class Feature:
   description: str = ""
   derive: Optional[Derive] = None
   of: Optional[str] = None
+  expect: Optional[FeatureExpect] = None
 
   @property
   def column(self) -> Optional[str]:
@@ -157,6 +239,8 @@ class Feature:
       out["derive"] = self.derive.value
     if self.of is not None:
       out["of"] = self.of
+    if self.expect is not None:
+      out["expect"] = self.expect.to_dict()
     return out
 
 
@@ -291,6 +375,17 @@ class Schema:
   transform: Optional[TransformSpec] = None
   # The label feature(s), for supervised readers (load(as_supervised=True)).
   label: Tuple[str, ...] = ()
+  # Checks before publishing (expectations.py): the top-level `expect:`,
+  # the dataset to compare with, and what an anomaly does.
+  expect: Optional[DatasetExpect] = None
+  baseline: Optional[str] = None
+  on_anomaly: Optional[str] = None
+
+  @property
+  def expects(self) -> bool:
+    """Whether anything is to be checked before publishing."""
+    return self.expect is not None or any(
+        f.expect is not None for f in self.all_features)
 
   @property
   def is_sequence(self) -> bool:
@@ -329,6 +424,13 @@ class Schema:
     if self.label:
       out["label"] = self.label[0] if len(self.label) == 1 else list(
           self.label)
+    # Only when set: other schemas' dicts (and build keys) stay as they were.
+    if self.expect is not None:
+      out["expect"] = self.expect.to_dict()
+    if self.baseline is not None:
+      out["baseline"] = self.baseline
+    if self.on_anomaly is not None:
+      out["on_anomaly"] = self.on_anomaly
     if not self.is_sequence:
       made = {n for m in self.media for n in m.stored}
       out["features"] = {f.name: f.to_dict() for f in self.features

@@ -25,7 +25,8 @@ __all__ = ["SEQUENCE_TOP_KEYS", "sequence_schema", "check_split_columns"]
 SEQUENCE_TOP_KEYS = ("name", "record", "description", "context", "sequence",
                      "group_by", "order_by", "max_length", "overflow",
                      "on_bad_step", "ragged", "max_record_bytes",
-                     "max_bad_rows", "max_bad_fraction", "splits", "label")
+                     "max_bad_rows", "max_bad_fraction", "splits", "label",
+                     "expect", "baseline", "on_anomaly")
 _ORDER_KEYS = ("column", "type", "descending")
 
 

@@ -16,7 +16,8 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 
-from beam_tfrecords.errors import InputError, OutputBusyError
+from beam_tfrecords.errors import AnomalyError, InputError, OutputBusyError
+from beam_tfrecords.expectations import ANOMALIES_FILE, anomaly_lines
 from beam_tfrecords.info import DatasetInfo
 from beam_tfrecords.runners.run import sigint_deferred
 from beam_tfrecords.sinks.lock import OutputLock
@@ -45,6 +46,8 @@ class FinishPlan(NamedTuple):
   units: Tuple[Any, ...] = ()
   columns: Tuple[str, ...] = ()
   runner: str = ""
+  # What anomalies do (expect: blocks): "fail" or "warn".
+  on_anomaly: str = "fail"
 
 
 class _Fence:
@@ -110,6 +113,7 @@ def finish(info: DatasetInfo, plan: FinishPlan,
     _check_nothing_lost(plan)
   check_thresholds(info, plan.max_bad_rows, plan.max_bad_fraction,
                    plan.staging, plan.producible)
+  _check_anomalies(info, plan)
   fence = _Fence(plan, options)
   with sigint_deferred("publishing"):
     publish(plan.staging, plan.output, info, plan.success_text,
@@ -117,6 +121,26 @@ def finish(info: DatasetInfo, plan: FinishPlan,
     fence.renew()
     fence._store.delete(fence.token)  # pylint: disable=protected-access
   return info
+
+
+def _check_anomalies(info: DatasetInfo, plan: FinishPlan) -> None:
+  """Raises AnomalyError for anomalies, unless they are only to be
+  recorded (on_anomaly: warn)."""
+  found = (info.anomalies or {}).get("found") or []
+  if not found:
+    return
+  lines = anomaly_lines(found)
+  if plan.on_anomaly == "warn":
+    for line in lines:
+      _LOG.warning("anomaly (published anyway, on_anomaly: warn): %s", line)
+    return
+  raise AnomalyError(
+      f"{len(found)} anomal{'y' if len(found) == 1 else 'ies'}: the data "
+      "does not meet the schema's expectations; nothing was published "
+      f"({plan.output} keeps its previous content). What would have been "
+      f"published is in {plan.staging} (report.html, {ANOMALIES_FILE}; "
+      "the next build removes it). To publish anyway: --on-anomaly warn.\n"
+      + "\n".join("  " + line for line in lines), found)
 
 
 def _check_nothing_lost(plan: FinishPlan) -> None:

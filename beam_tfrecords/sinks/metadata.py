@@ -18,6 +18,8 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.errors import BadRowsError, reason_category
+from beam_tfrecords.expectations import (ANOMALIES_FILE, CheckPlan,
+                                         check_dataset)
 from beam_tfrecords.info import (DATASET_JSON, Counts, DatasetInfo, ErrorFile,
                                  ErrorReason, Errors, ShardInfo, SplitInfo,
                                  TransformInfo)
@@ -31,7 +33,7 @@ TFT_TEMP_DIR = ".tft-tmp"
 # What tft_beam.WriteTransformFn writes (tft.TFTransformOutput reads it).
 TRANSFORM_DIRS = ("transform_fn", "transformed_metadata")
 from beam_tfrecords.sinks.parts import (ErrorsWritten, FeatureStatistics,
-                                        RowCounts, ShardWritten)
+                                        RowCounts, ShardWritten, SplitOverlap)
 from beam_tfrecords.sinks.shards import (JSON_LINES, WriteShards,
                                          finish_shard_names)
 
@@ -103,7 +105,8 @@ class WriteErrors(beam.PTransform):
                                      {ERRORS_DIR: self._num_shards},
                                      JSON_LINES)
             # ShardWritten
-            | "Count" >> beam.Map(_count_errors, self._directory))
+            | "Count" >> beam.Map(_errors_step, self._directory
+                                  ).with_output_types(Any))
 
 
 def _write_text(path: str, text: str) -> None:
@@ -175,7 +178,8 @@ def _check_counts(counts: Dict[str, int], written: int,
 
 
 def _commit(parts: List[Any], directory: str, planned: DatasetInfo,
-            stat_fields: Sequence[str]) -> DatasetInfo:
+            stat_fields: Sequence[str],
+            checks: Optional[CheckPlan] = None) -> DatasetInfo:
   """The parts (sinks.parts) -> the staged dataset.json, written, with
   statistics.pb and report.html."""
   shards = sorted(finish_shard_names(directory, [
@@ -227,6 +231,8 @@ def _commit(parts: List[Any], directory: str, planned: DatasetInfo,
     with FileSystems.create(FileSystems.join(
         directory, STATISTICS_FILE)) as f:
       f.write(statistics_bytes(info, described[0]))
+  if checks is not None:
+    info = _checked(directory, info, checks, parts)
   page = _report(directory, info) if info.report else None
   if page is None:
     info = dataclasses.replace(info, report=None)
@@ -235,6 +241,19 @@ def _commit(parts: List[Any], directory: str, planned: DatasetInfo,
     with FileSystems.create(FileSystems.join(directory, info.report)) as f:
       f.write(page.encode("utf-8"))
   return info
+
+
+def _checked(directory: str, info: DatasetInfo, checks: CheckPlan,
+             parts: List[Any]) -> DatasetInfo:
+  """The anomalies of the staged dataset, in dataset.json and
+  anomalies.json (the report shows them too)."""
+  overlaps = [p.records for p in parts if isinstance(p, SplitOverlap)]
+  checked = check_dataset(checks.schema, info, checks.baseline,
+                          sum(overlaps))
+  described = checked.to_json(checks.baseline_path)
+  _write_text(FileSystems.join(directory, ANOMALIES_FILE),
+              json.dumps(described, indent=2, sort_keys=True) + "\n")
+  return dataclasses.replace(info, anomalies=described)
 
 
 def write_info(directory: str, info: DatasetInfo) -> None:
@@ -255,6 +274,18 @@ def _report(directory: str, info: DatasetInfo) -> Optional[str]:
     return None
 
 
+def _commit_step(parts, directory, planned, stat_fields, checks):
+  """_commit, without annotations: Beam reads a step function's
+  annotations as type hints, and makes Beam schemas of the NamedTuples
+  among them (CheckPlan), which fails on their dict fields."""
+  return _commit(parts, directory, planned, stat_fields, checks)
+
+
+def _errors_step(info, directory):
+  """_count_errors, without annotations (see _commit_step)."""
+  return _count_errors(info, directory)
+
+
 class Commit(beam.PTransform):
   """Checks the counts and writes dataset.json into the staging directory.
 
@@ -263,13 +294,18 @@ class Commit(beam.PTransform):
     planned: dataset.json as known before the run (schema, spec, inputs,
       options, version), with no splits, counts or errors yet.
     stat_fields: the names of the counts in each RowCounts part.
+    checks: the schema's expectations and the baseline, when the schema
+      has expect: blocks (anomalies go into dataset.json, anomalies.json
+      and the report).
   """
 
-  def __init__(self, directory: str, planned: DatasetInfo, stat_fields):
+  def __init__(self, directory: str, planned: DatasetInfo, stat_fields,
+               checks: Optional[CheckPlan] = None):
     super().__init__()
     self._directory = directory
     self._planned = planned
     self._stat_fields = tuple(stat_fields)
+    self._checks = checks
 
   def expand(self, parts):
     return (parts
@@ -277,8 +313,10 @@ class Commit(beam.PTransform):
             # `stat_fields` order), FeatureStatistics
             | "Gather" >> gather()
             # [part, ...] (one element)
-            | "WriteMetadata" >> beam.Map(_commit, self._directory,
-                                          self._planned, self._stat_fields))
+            | "WriteMetadata" >> beam.Map(_commit_step, self._directory,
+                                          self._planned, self._stat_fields,
+                                          self._checks
+                                          ).with_output_types(Any))
 
 
 # With no threshold given (flag, build() argument or schema key), a build

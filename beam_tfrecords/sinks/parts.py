@@ -4,7 +4,8 @@ Commit gathers them into dataset.json (info.DatasetInfo)."""
 
 from typing import Any, Dict, List, NamedTuple, Tuple
 
-__all__ = ["ShardWritten", "ErrorsWritten", "RowCounts", "FeatureStatistics"]
+__all__ = ["ShardWritten", "ErrorsWritten", "RowCounts", "FeatureStatistics",
+           "SplitOverlap"]
 
 
 class ShardWritten(NamedTuple):
@@ -39,3 +40,9 @@ class FeatureStatistics(NamedTuple):
   """{split: {feature: merged statistics}} (encoding.stats)."""
   splits: Dict[str, Dict[str, Any]]
 
+
+
+class SplitOverlap(NamedTuple):
+  """Distinct records found in more than one split (transforms.overlap),
+  for `expect: {disjoint_splits: true}`."""
+  records: int

@@ -62,6 +62,8 @@ def listed(meta: Mapping[str, Any]) -> List[str]:
   for key in ("tfmd_schema", "tfdv_statistics", "report"):
     if meta.get(key):
       names.append(meta[key])
+  if meta.get("anomalies"):
+    names.append(meta["anomalies"]["file"])
   return names
 
 

@@ -655,5 +655,7 @@ class WriteWithBeamSink(beam.PTransform):
               shard_name_template="-SSSSS-of-NNNNN",
               compression_type=CompressionTypes.GZIP)
           # final shard path
-          | f"CountShard[{split}]" >> beam.Map(_shard_info, split))
+          | f"CountShard[{split}]" >> beam.Map(
+              lambda path, s: _shard_info(path, s), split
+          ).with_output_types(Any))
     return written | "Shards" >> beam.Flatten()

@@ -15,6 +15,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.encoding.stats import merge as merge_stats
+from beam_tfrecords.expectations import CheckPlan
 from beam_tfrecords.info import DatasetInfo
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
@@ -23,6 +24,7 @@ from beam_tfrecords.sinks.parts import FeatureStatistics, RowCounts
 from beam_tfrecords.sinks.shards import PARTS_DIR
 from beam_tfrecords.sinks.finish import Finish, FinishPlan
 from beam_tfrecords.transforms.dead_letters import dead_letter_json
+from beam_tfrecords.transforms.overlap import CountOverlap
 from beam_tfrecords.transforms.encode import (FEATURE_STATS, STAT_FIELDS,
                                               Encode)
 
@@ -55,6 +57,8 @@ class DatasetPlan:
     finish: what the last step needs (thresholds, lock, publish).
     buckets: grouped sequences: how many buckets the steps are spread
       over (transforms.grouped.buckets_for); None: the default.
+    checks: the schema's expectations and the baseline (None: the
+      schema expects nothing).
   """
   staging: str
   shards: Any
@@ -66,6 +70,7 @@ class DatasetPlan:
   planned: DatasetInfo
   finish: FinishPlan
   buckets: Optional[int] = None
+  checks: Optional[CheckPlan] = None
 
 
 def merge_split_stats(parts) -> dict:
@@ -119,7 +124,7 @@ class WriteBatches(beam.PTransform):
               plan.shards.shards, TFRECORD_GZIP, gzip_level=plan.gzip_level,
               shuffle=plan.shuffle, max_bytes=plan.shards.max_bytes)
           | "MarkTransformed" >> beam.Map(
-              lambda d: d._replace(transformed=True)))
+              lambda d: d._replace(transformed=True)).with_output_types(Any))
     return parts
 
   def expand(self, batches):
@@ -131,6 +136,9 @@ class WriteBatches(beam.PTransform):
         self._schema, plan.statistics, plan.buckets, spill)
     # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
     parts = self._records(encoded["records"])
+    expect = self._schema.expect
+    if expect is not None and expect.disjoint_splits:
+      parts.append(encoded["records"] | "SplitOverlap" >> CountOverlap())
     parts.append(encoded["errors"]
                  | "WriteErrors" >> WriteErrors(
                      plan.staging, plan.error_shards, dead_letter_json))
@@ -139,14 +147,19 @@ class WriteBatches(beam.PTransform):
                  # default is a side input (see runners.gaps).
                  | "SumStats" >> beam.CombineGlobally(
                      _sum_columns).without_defaults()
-                 | "StatsPart" >> beam.Map(lambda s: RowCounts(tuple(s))))
+                 | "StatsPart" >> beam.Map(
+                     lambda s: RowCounts(tuple(s))).with_output_types(Any))
     if plan.statistics and FEATURE_STATS in encoded:
       parts.append(encoded[FEATURE_STATS]
                    | "SumFeatureStats" >> beam.CombineGlobally(
                        merge_split_stats).without_defaults()
+                   # (Typed as Any: Beam would make a Beam schema of the
+                   # NamedTuple parts when they are flattened, and fails
+                   # on their dict fields.)
                    | "FeatureStatsPart" >> beam.Map(
-                       FeatureStatistics))
+                       FeatureStatistics).with_output_types(Any))
     return (tuple(parts)
             | "Parts" >> beam.Flatten()
-            | "Commit" >> Commit(plan.staging, plan.planned, STAT_FIELDS)
+            | "Commit" >> Commit(plan.staging, plan.planned, STAT_FIELDS,
+                                 plan.checks)
             | "Finish" >> Finish(plan.finish))

@@ -1,0 +1,87 @@
+"""Records found in more than one split, counted exactly by digest.
+
+For `expect: {disjoint_splits: true}`: each record's 128-bit BLAKE2b
+digest goes, with its split, to one of BUCKETS buckets (by the digest's
+first bytes); each bucket's digests are sorted per split and intersected
+with numpy. What crosses the shuffle is a few arrays per batch (16 bytes
+a record), not the records, and a worker holds one bucket at a time: the
+memory is bounded by the largest bucket, about 16 bytes x records /
+BUCKETS. (A false match needs two different records with the same 128-bit
+digest: about n^2 / 2^129, nil for any dataset.)
+"""
+
+import hashlib
+from typing import Any, Dict, Iterable, Iterator, List, Tuple
+
+import apache_beam as beam
+import numpy as np
+
+from beam_tfrecords.sinks.parts import SplitOverlap
+
+__all__ = ["CountOverlap", "BUCKETS", "overlap_of"]
+
+BUCKETS = 64
+# A digest as two little-endian uint64s: sortable and comparable as rows.
+_DIGEST = np.dtype([("hi", "<u8"), ("lo", "<u8")])
+
+
+def _digests(chunk) -> Iterator[Tuple[int, Tuple[str, bytes]]]:
+  """(split, key, records) -> (bucket, (split, digests)) per bucket hit."""
+  split, _, records = chunk
+  joined = b"".join(hashlib.blake2b(r, digest_size=16).digest()
+                    for r in records)
+  if not joined:
+    return
+  rows = np.frombuffer(joined, dtype=_DIGEST)
+  bucket = (rows["hi"] % BUCKETS).astype(np.int64)
+  order = np.argsort(bucket, kind="stable")
+  rows, bucket = rows[order], bucket[order]
+  cuts = np.flatnonzero(np.diff(bucket)) + 1
+  for part in np.split(np.arange(len(rows)), cuts):
+    yield int(bucket[part[0]]), (split, rows[part].tobytes())
+
+
+def _runs(rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+  """The digests sorted, and where each run of equal ones starts."""
+  rows = rows[np.lexsort((rows["lo"], rows["hi"]))]
+  starts = np.ones(len(rows), dtype=bool)
+  starts[1:] = (rows["hi"][1:] != rows["hi"][:-1]) | \
+      (rows["lo"][1:] != rows["lo"][:-1])
+  return rows, starts
+
+
+def overlap_of(by_split: Iterable[Tuple[str, bytes]]) -> int:
+  """Distinct digests found in more than one split."""
+  per_split: Dict[str, List[np.ndarray]] = {}
+  for split, data in by_split:
+    per_split.setdefault(split, []).append(np.frombuffer(data, _DIGEST))
+  if len(per_split) < 2:
+    return 0
+  distinct = []
+  for arrays in per_split.values():
+    rows, starts = _runs(np.concatenate(arrays))
+    distinct.append(rows[starts])
+  # Each split's digests are distinct now: a run longer than one is a
+  # digest of several splits.
+  _, starts = _runs(np.concatenate(distinct))
+  lengths = np.diff(np.append(np.flatnonzero(starts), len(starts)))
+  return int(np.count_nonzero(lengths > 1))
+
+
+def _count(keyed) -> int:
+  return overlap_of(keyed[1])
+
+
+class CountOverlap(beam.PTransform):
+  """(split, key, [record]) chunks -> one SplitOverlap (none when there
+  are no records: Commit counts that as 0)."""
+
+  def expand(self, chunks):
+    return (chunks
+            | "Digests" >> beam.FlatMap(_digests)
+            # (bucket, (split, digests))
+            | "ByBucket" >> beam.GroupByKey()
+            | "Count" >> beam.Map(_count)
+            # No defaults: a default is a side input (see runners.gaps).
+            | "Sum" >> beam.CombineGlobally(sum).without_defaults()
+            | "Part" >> beam.Map(SplitOverlap).with_output_types(Any))

