@@ -135,6 +135,14 @@ SLOW = {
     "test_splits.py::test_hash_split_keeps_each_key_in_one_split_with_the_ratios",
     "test_shuffle.py::test_shuffle_is_seeded_complete_and_the_same_bytes",
     "test_report.py::test_reports_render_in_a_headless_browser",
+    # Command-line processes and several workers (the fast tier keeps
+    # in-process builds of the same paths).
+    "test_expectations.py::test_a_scheduled_build_compares_with_the_previous_day",
+    "test_preprocess.py::test_cli_imports_module_function_from_the_working_directory_and_a_changed_function_rebuilds",
+    "test_tfrecord_input.py::test_gzip_without_the_suffix_and_the_cli_flag",
+    "test_sequence_build.py::test_records_are_the_same_with_two_worker_processes",
+    "test_faults.py::test_same_bytes_with_different_worker_counts",
+    "test_packaging.py::test_the_dockerfile_build_context_is_enough_for_the_package",
 }
 
 
