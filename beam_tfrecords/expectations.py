@@ -18,6 +18,7 @@ over the fixed histogram buckets for numbers.
 import dataclasses
 import math
 import os
+from fractions import Fraction
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from beam_tfrecords import fs
@@ -160,17 +161,24 @@ def _feature_checks(feature: Feature, split: str,
   out = []
   name = feature.name
   records = s["present"] + s["missing"]
+  # Fractions compared exactly (0.29 * 100 is 28.999... in floats).
   if expect.presence is not None and records and \
-      s["present"] / records < expect.presence:
+      s["present"] < _exact(expect.presence) * records:
+    needed = math.ceil(_exact(expect.presence) * records)
     out.append(Anomaly(name, "presence", s["present"] / records,
-                       f">= {expect.presence:g} ({math.ceil(expect.presence * records):,} "
-                       f"of {records:,} records)", split))
+                       f">= {expect.presence:g} ({needed:,} of {records:,})",
+                       split))
   if expect.min is not None and "min" in s and s["min"] < expect.min:
     out.append(Anomaly(name, "min", s["min"], f">= {expect.min:g}", split))
   if expect.max is not None and "max" in s and s["max"] > expect.max:
     out.append(Anomaly(name, "max", s["max"], f"<= {expect.max:g}", split))
+  if expect.min is not None or expect.max is not None:
+    if s.get("non_finite"):
+      out.append(Anomaly(name, "finite", s["non_finite"],
+                         "0 NaN or infinite values (min / max hold for "
+                         "numbers)", split))
   if expect.values is not None and s.get("values"):
-    allowed = math.floor(expect.max_unexpected * s["values"])
+    allowed = math.floor(_exact(expect.max_unexpected) * s["values"])
     if s.get("unexpected", 0) > allowed:
       out.append(Anomaly(name, "values", s["unexpected"],
                          f"at most {allowed:,} of {s['values']:,} values "
@@ -187,6 +195,11 @@ def _feature_checks(feature: Feature, split: str,
   return out
 
 
+def _exact(fraction: float) -> Fraction:
+  """A fraction as written in the schema (0.29 is 29/100, not the float)."""
+  return Fraction(repr(fraction))
+
+
 def _dataset_checks(schema: Schema, info: DatasetInfo,
                     baseline: Optional[DatasetInfo],
                     overlap: Optional[int]) -> List[Anomaly]:
@@ -201,11 +214,16 @@ def _dataset_checks(schema: Schema, info: DatasetInfo,
     out.append(Anomaly(None, "records.max", n, f"<= {expect.records_max:,}"))
   if expect.records_change is not None and baseline is not None:
     before = baseline.counts.records_written
-    change = abs(n - before) / before if before else (math.inf if n else 0.0)
-    if change > expect.records_change:
-      out.append(Anomaly(None, "records_change", change,
-                         f"<= {expect.records_change:g} (baseline "
-                         f"{before:,} records, now {n:,})"))
+    if before:
+      change = abs(n - before) / before
+      if change > expect.records_change:
+        out.append(Anomaly(None, "records_change", change,
+                           f"<= {expect.records_change:g} (baseline "
+                           f"{before:,} records, now {n:,})"))
+    elif n:  # (infinite: JSON has no number for it)
+      out.append(Anomaly(None, "records_change", "infinite",
+                         f"<= {expect.records_change:g} (baseline 0 "
+                         f"records, now {n:,})"))
   if expect.disjoint_splits and overlap:
     out.append(Anomaly(None, "disjoint_splits", overlap,
                        "0 records found in more than one split"))
@@ -251,11 +269,15 @@ def _drift_checks(schema: Schema, info: DatasetInfo, baseline: DatasetInfo
                    + ("the new data" if not new.get("values")
                       else "the baseline"))
       continue
+    if new.get("drift_note"):
+      notes.append(f"drift of {feature.name!r} not measured: "
+                   f"{new['drift_note']}")
+      continue
     measured = _distance(new, old)
     if measured is None:
-      notes.append(f"drift of {feature.name!r} not measured: the baseline "
-                   "has no histogram or value counts of it (built without "
-                   "this expect: block)")
+      notes.append(f"drift of {feature.name!r} not measured: the baseline's "
+                   "statistics of it are not comparable (built without "
+                   "this expect: block, or with other values:)")
       continue
     kind, distance = measured
     if distance > expect.drift:
@@ -271,10 +293,14 @@ def _shares(s: Mapping[str, Any]) -> Tuple[Optional[str], Dict[Any, float]]:
     return "Jensen-Shannon", {k: c / total for k, c in s["histogram"]}
   if "frequencies" in s:
     counts = {v: c for v, c in s["frequencies"]}
-    if "unexpected" in s:  # the values outside the allowed set, as one
-      counts[("unexpected",)] = s["unexpected"]
+    # Every value counts: those outside the allowed set (or too long to
+    # be counted one by one) as one bucket.
+    rest = s.get("values", 0) - sum(counts.values())
+    if rest > 0:
+      counts[("other",)] = rest
+    kind = "L-infinity" + (" (values)" if "unexpected" in s else "")
     total = sum(counts.values()) or 1
-    return "L-infinity", {k: c / total for k, c in counts.items()}
+    return kind, {k: c / total for k, c in counts.items()}
   return None, {}
 
 
@@ -284,6 +310,6 @@ def _distance(new: Mapping[str, Any], old: Mapping[str, Any]
   other, q = _shares(old)
   if kind is None or kind != other:
     return None
-  if kind == "L-infinity":
-    return kind, l_infinity(p, q)
+  if kind.startswith("L-infinity"):
+    return "L-infinity", l_infinity(p, q)
   return kind, jensen_shannon(p, q)

@@ -415,7 +415,7 @@ def _dataset_proposal(s: List[Dict[str, Any]], spec: Dict[str, Any]
     out.update(min=min(x["min"] for x in ranged),
                max=max(x["max"] for x in ranged))
   tops = [x for x in s if "top" in x]
-  if tops and spec.get("type") in ("string", "int64") and all(
+  if tops and spec.get("type") == "string" and all(
       x.get("top_exact") and len(x["top"]) < TOP_SHOWN for x in tops):
     values = sorted({v for x in tops for v, _ in x["top"]})
     if len(values) <= MAX_PROPOSED_VALUES:
@@ -442,8 +442,9 @@ def expectations_from_dataset(path: str) -> str:
           "vocabulary" in spec:
         continue
       proposed = _dataset_proposal(s, spec)
-      if proposed:
-        features[name] = dict(spec, expect=proposed)
+      if proposed:  # (the expectations already there are kept)
+        features[name] = dict(spec, expect={**proposed,
+                                            **spec.get("expect", {})})
     if features:
       schema[section] = features
   schema.setdefault("expect", {"records_change": 0.5})

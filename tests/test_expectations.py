@@ -310,8 +310,55 @@ def test_infer_schema_proposes_expectations_from_a_dataset(baseline,
   proposed = __import__("yaml").safe_load(infer_schema_for([baseline]))
   assert proposed["features"]["origin"]["expect"]["values"] == [
       "EWR", "JFK", "LGA"]
-  assert proposed["features"]["distance"]["expect"]["min"] == min(
-      r["distance"] for r in _rows(DAY1))
+  assert proposed["features"]["flight"]["expect"]["min"] == min(
+      r["flight"] for r in _rows(DAY1))
+  # The expectations the schema had are kept as they were.
+  assert proposed["features"]["distance"]["expect"]["min"] == 1
   result = btr.build(proposed, DAY1, str(tmp_path / "again"),
                      baseline=baseline)
   assert result.info.anomalies["found"] == []
+
+
+def _flat(tmp_path, values, expect, kind="float"):
+  """A one-feature build of these values, with this expect: block."""
+  schema = {"name": "t", "features": {"x": {"type": kind,
+                                            "expect": expect}}}
+  src = _write(tmp_path / "in.jsonl", [{"x": v} for v in values])
+  return schema, src
+
+
+def test_fractions_are_compared_exactly(tmp_path):
+  """0.29 * 100 is 28.999... in floats: 29 of 100 is still allowed."""
+  values = ["a"] * 71 + ["z"] * 29
+  schema, src = _flat(tmp_path, values, {"values": ["a"],
+                                         "max_unexpected": 0.29}, "string")
+  assert btr.build(schema, src, str(tmp_path / "ok")).info.anomalies[
+      "found"] == []
+  schema, src = _flat(tmp_path, values + ["z"], {
+      "values": ["a"], "max_unexpected": 0.29}, "string")
+  with pytest.raises(btr.AnomalyError, match="observed 30, expected at "
+                     "most 29 of 101 values"):
+    btr.build(schema, src, str(tmp_path / "over"))
+
+
+def test_infinities_break_min_and_max(tmp_path):
+  schema, src = _flat(tmp_path, [1.0, 2.0, "inf"], {"max": 10})
+  with pytest.raises(btr.AnomalyError) as e:
+    btr.build(schema, src, str(tmp_path / "out"))
+  assert [(a["check"], a["observed"]) for a in e.value.anomalies] == [
+      ("finite", 1)]
+
+
+def test_drift_of_many_distinct_texts_is_noted_not_guessed(tmp_path):
+  """Over 1,000 distinct values the kept counts depend on the merge
+  order: no frequencies in dataset.json, and a note instead of a
+  number."""
+  values = [f"v{i}" for i in range(1500)]
+  schema, src = _flat(tmp_path, values, {"drift": 0.1}, "string")
+  base = btr.build(schema, src, str(tmp_path / "base"))
+  assert "frequencies" not in base.info.statistics["train"]["x"]
+  again = btr.build(schema, src, str(tmp_path / "again"),
+                    baseline=str(tmp_path / "base"))
+  assert again.info.anomalies["found"] == []
+  assert any("more than 1,000 distinct values" in n
+             for n in again.info.anomalies["notes"])

@@ -84,16 +84,27 @@ def _shows_progress(args) -> bool:
   return bool(args.progress) or sys.stderr.isatty()
 
 
-def _previous_baseline(args, output: str) -> Optional[str]:
+def _previous_baseline(args, output: str, options) -> Optional[str]:
   """--baseline previous (or the schema's baseline: previous): the newest
   earlier date or span of the output's placeholders that holds a finished
   dataset; "" (no baseline) when there is none yet. None: not asked."""
+  from apache_beam.io.filesystems import FileSystems
   from beam_tfrecords.schedule import has_placeholders, previous_output
   from beam_tfrecords.schema import load_schema
-  asked = args.baseline if args.baseline is not None else \
-      load_schema(args.schema).baseline
+  if args.baseline is not None and args.baseline != "previous":
+    return None
+  # The schema and the outputs may be on gs:// or s3://: the file systems
+  # need the Beam options (endpoint, credentials) first.
+  FileSystems.set_options(options)
+  schema = load_schema(args.schema)
+  asked = args.baseline if args.baseline is not None else schema.baseline
   if asked != "previous":
     return None
+  if not schema.expects:
+    raise InputError(
+        "--baseline previous compares with the schema's expectations, but "
+        f"{args.schema} has no expect: block; add some (docs/schema.md: "
+        "Expectations) or drop the flag")
   if not has_placeholders(args.output_template):
     raise InputError(
         "--baseline previous takes the newest earlier date or span of the "
@@ -127,7 +138,7 @@ def _build(args, beam_args: List[str]) -> int:
   args.output_template, args.output = args.output, output
   from beam_tfrecords.options import BuildOptions
   opts = BuildOptions.from_args(args)
-  baseline = _previous_baseline(args, output)
+  baseline = _previous_baseline(args, output, options)
   if baseline is not None:
     opts = dataclasses.replace(opts, baseline=baseline)
   result = build(args.schema, inputs, output, options=opts,

@@ -68,6 +68,11 @@ def _expected(feature: Feature, values: pa.Array, out: dict) -> None:
   and for drift the full histogram or value counts in dataset.json."""
   expect = feature.expect
   assert expect is not None
+  if feature.type is FeatureType.FLOAT and (
+      expect.min is not None or expect.max is not None):
+    # min / max describe finite values: NaN and infinities are counted.
+    out["non_finite"] = len(values) - int(
+        pc.sum(pc.is_finite(values)).as_py() or 0)
   if expect.values is not None:
     allowed = pa.array(list(expect.values), type=values.type)
     inside = pc.is_in(values, value_set=allowed)
@@ -201,7 +206,7 @@ def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
       out[k] = pick(got)
   # Integers, the sums exact ones (exact_sums): any order, same total.
   for k in ("counted", "long_values", "zeros", "len_sum", "sum", "sumsq",
-            "unexpected"):
+            "unexpected", "non_finite"):
     if k in a or k in b:
       out[k] = a.get(k, 0) + b.get(k, 0)
   if "keep" in a or "keep" in b:
@@ -257,12 +262,17 @@ def finish(stats: dict) -> dict:
 
 def _finish_expected(stats: dict, out: dict) -> None:
   """What the checks of an expect: block read (only for such features)."""
-  if "unexpected" in stats:
-    out["unexpected"] = stats["unexpected"]
+  for key in ("unexpected", "non_finite"):
+    if key in stats:
+      out[key] = stats[key]
   if "expected_counts" in stats:
     out["frequencies"] = _ranked(stats["expected_counts"])
   elif stats.get("keep") == "frequencies":
-    out["frequencies"] = _ranked(stats.get("top", {}))
+    if stats.get("top_exact", True):
+      out["frequencies"] = _ranked(stats.get("top", {}))
+    else:  # the kept values would depend on the order of the merges
+      out["drift_note"] = (f"more than {TOP_KEPT:,} distinct values; give "
+                           "values: to measure drift over them")
   elif stats.get("keep") == "histogram":
     out["histogram"] = sorted([k, c] for k, c in stats.get("hist", {}).items())
 

@@ -77,7 +77,8 @@ def _values(check: Checker, key: str, raw: Any,
   out = []
   for v in raw:
     if feature.type is FeatureType.INT64:
-      if isinstance(v, bool) or not isinstance(v, int):
+      if isinstance(v, bool) or not isinstance(v, int) or \
+          not -2**63 <= v < 2**63:
         check.fail(key, f"{preview(v)} is not an int64 value")
       out.append(v)
     else:

@@ -138,8 +138,9 @@ def _check_anomalies(info: DatasetInfo, plan: FinishPlan) -> None:
       f"{len(found)} anomal{'y' if len(found) == 1 else 'ies'}: the data "
       "does not meet the schema's expectations; nothing was published "
       f"({plan.output} keeps its previous content). What would have been "
-      f"published is in {plan.staging} (report.html, {ANOMALIES_FILE}; "
-      "the next build removes it). To publish anyway: --on-anomaly warn.\n"
+      f"published is in {plan.staging} ({ANOMALIES_FILE}, and report.html "
+      "unless --no-report; the next build removes it). To publish anyway: "
+      "--on-anomaly warn.\n"
       + "\n".join("  " + line for line in lines), found)
 
 

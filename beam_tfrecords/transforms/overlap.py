@@ -4,9 +4,8 @@ For `expect: {disjoint_splits: true}`: each record's 128-bit BLAKE2b
 digest goes, with its split, to one of BUCKETS buckets (by the digest's
 first bytes); each bucket's digests are sorted per split and intersected
 with numpy. What crosses the shuffle is a few arrays per batch (16 bytes
-a record), not the records, and a worker holds one bucket at a time: the
-memory is bounded by the largest bucket, about 16 bytes x records /
-BUCKETS. (A false match needs two different records with the same 128-bit
+a record), not the records, and a worker holds one bucket at a time:
+about 16 bytes x records / BUCKETS (and a few copies while sorting). (A false match needs two different records with the same 128-bit
 digest: about n^2 / 2^129, nil for any dataset.)
 """
 
