@@ -122,7 +122,8 @@ def anomaly_lines(found: List[Mapping[str, Any]]) -> List[str]:
 
 def check_dataset(schema: Schema, info: DatasetInfo,
                   baseline: Optional[DatasetInfo] = None,
-                  overlap: Optional[int] = None) -> Checked:
+                  overlap: Optional[int] = None,
+                  key_overlap: Optional[int] = None) -> Checked:
   """The anomalies of a built (staged) dataset.
 
   Args:
@@ -131,6 +132,8 @@ def check_dataset(schema: Schema, info: DatasetInfo,
     baseline: a finished dataset to compare with (drift, records_change).
     overlap: distinct records found in more than one split (when the
       schema expects disjoint splits).
+    key_overlap: distinct values of the disjoint_keys columns found in
+      more than one split.
   """
   found: List[Anomaly] = []
   notes: List[str] = []
@@ -142,6 +145,11 @@ def check_dataset(schema: Schema, info: DatasetInfo,
       if feature.name in features:
         found += _feature_checks(feature, split, features[feature.name])
   found += _dataset_checks(schema, info, baseline, overlap)
+  if schema.expect is not None and schema.expect.disjoint_keys and \
+      key_overlap:
+    found.append(Anomaly(None, "disjoint_keys", key_overlap,
+                         f"0 values of {', '.join(schema.expect.disjoint_keys)}"
+                         " found in more than one split"))
   if baseline is not None:
     drift, drift_notes = _drift_checks(schema, info, baseline)
     found += drift

@@ -362,3 +362,31 @@ def test_drift_of_many_distinct_texts_is_noted_not_guessed(tmp_path):
   assert again.info.anomalies["found"] == []
   assert any("more than 1,000 distinct values" in n
              for n in again.info.anomalies["notes"])
+
+
+def test_key_values_in_two_splits_are_counted_exactly(tmp_path):
+  """disjoint_keys: the same aircraft (tailnum) flies on both days, so a
+  split by day leaks it; a hash split on the key cannot."""
+  train = [dict(r, extract="train") for r in _rows(DAY1)]
+  evals = [dict(r, extract="eval") for r in _rows(DAY2)]
+  src = _write(tmp_path / "days.jsonl", train + evals)
+  by_day = dict(LEAKY, expect={"disjoint_keys": ["tailnum"]})
+  with pytest.raises(btr.AnomalyError) as e:
+    btr.build(by_day, src, str(tmp_path / "by_day"))
+  both = {r["tailnum"] for r in train if "tailnum" in r} & {
+      r["tailnum"] for r in evals if "tailnum" in r}
+  [a] = e.value.anomalies
+  assert (a["check"], a["observed"]) == ("disjoint_keys", len(both))
+  assert len(both) > 100
+  hashed = dict(SCHEMA, expect={"disjoint_keys": ["carrier", "flight"]})
+  result = btr.build(hashed, src, str(tmp_path / "hashed"))
+  assert result.info.anomalies["found"] == []
+
+
+def test_disjoint_keys_needs_row_by_row_builds():
+  with pytest.raises(btr.SchemaError, match="expect.disjoint_keys: works on "
+                     "builds that encode row by row"):
+    btr.load_schema({
+        "name": "s", "record": "sequence_example", "group_by": "user",
+        "context": {"user": "string"}, "sequence": {"item": "string"},
+        "expect": {"disjoint_keys": ["user"]}})

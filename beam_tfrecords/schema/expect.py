@@ -22,11 +22,13 @@ from beam_tfrecords.schema.model import (ON_ANOMALY, DatasetExpect, Feature,
                                          FeatureExpect, FeatureType)
 
 __all__ = ["parse_feature_expect", "parse_dataset_expect", "parse_baseline",
+           "check_disjoint_keys",
            "parse_on_anomaly", "FEATURE_EXPECT_KEYS", "DATASET_EXPECT_KEYS"]
 
 FEATURE_EXPECT_KEYS = ("presence", "min", "max", "values", "max_unexpected",
                        "length", "drift")
-DATASET_EXPECT_KEYS = ("records", "records_change", "disjoint_splits")
+DATASET_EXPECT_KEYS = ("records", "records_change", "disjoint_splits",
+                       "disjoint_keys")
 _NUMBERS = (FeatureType.INT64, FeatureType.FLOAT)
 _CATEGORIES = (FeatureType.STRING, FeatureType.BYTES, FeatureType.INT64)
 
@@ -155,7 +157,23 @@ def parse_dataset_expect(check: Checker, raw: Any) -> DatasetExpect:
   if not isinstance(disjoint, bool):
     check.fail("expect.disjoint_splits", f"must be true or false; got "
                f"{preview(disjoint)}")
-  return DatasetExpect(low, high, change, disjoint)
+  keys = raw.get("disjoint_keys")
+  if keys is not None:
+    keys = [keys] if isinstance(keys, str) else keys
+    if not isinstance(keys, list) or not keys or not all(
+        isinstance(k, str) and k for k in keys):
+      check.fail("expect.disjoint_keys", f"must be a column name or a list "
+                 f"of them; got {preview(raw['disjoint_keys'])}")
+  return DatasetExpect(low, high, change, disjoint, tuple(keys or ()))
+
+
+def check_disjoint_keys(check: Checker, grouped: bool) -> None:
+  """disjoint_keys reads the rows' columns: builds that encode row by
+  row (Examples, sequences from list columns)."""
+  if grouped:
+    check.fail("expect.disjoint_keys", "works on builds that encode row by "
+               "row; with group_by, split by a hash of the group key "
+               "(splits: {hash: ...}): one key, one split")
 
 
 def parse_baseline(check: Checker, raw: Any) -> str:

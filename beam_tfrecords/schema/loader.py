@@ -22,7 +22,9 @@ import yaml
 
 from beam_tfrecords.errors import SchemaError, preview
 from beam_tfrecords.schema.checking import Checker, listed, suggest
-from beam_tfrecords.schema.expect import (parse_baseline, parse_dataset_expect,
+from beam_tfrecords.schema.expect import (check_disjoint_keys,
+                                          parse_baseline,
+                                          parse_dataset_expect,
                                           parse_on_anomaly)
 from beam_tfrecords.schema.features import (FEATURE_TYPES, NAME_RE,
                                             parse_feature)
@@ -116,6 +118,8 @@ def _schema(check: Checker, raw: Any) -> Schema:
   if record == RecordKind.SEQUENCE_EXAMPLE.value:
     schema = dataclasses.replace(
         sequence_schema(check, raw, name, description), **limits)
+    if schema.expect is not None and schema.expect.disjoint_keys:
+      check_disjoint_keys(check, bool(schema.group_by))
     check_split_columns(check, schema)
     return check_split_types(check, schema)
   for k in raw:

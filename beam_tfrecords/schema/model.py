@@ -83,11 +83,14 @@ class DatasetExpect:
     records_change: the largest relative change of the records written
       from the baseline's (0.5: half as many or half as many again).
     disjoint_splits: no identical record in two splits.
+    disjoint_keys: input columns whose values (together) must not appear
+      in two splits.
   """
   records_min: Optional[int] = None
   records_max: Optional[int] = None
   records_change: Optional[float] = None
   disjoint_splits: bool = False
+  disjoint_keys: Tuple[str, ...] = ()
 
   def to_dict(self) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
@@ -99,6 +102,8 @@ class DatasetExpect:
       out["records_change"] = self.records_change
     if self.disjoint_splits:
       out["disjoint_splits"] = True
+    if self.disjoint_keys:
+      out["disjoint_keys"] = list(self.disjoint_keys)
     return out
 
 
@@ -409,6 +414,8 @@ class Schema:
     names += [c for m in self.media for c in m.sources]
     names += [c for c, _ in self.group_by] + [k.column for k in self.order_by]
     names += list(self.splits.columns)
+    if self.expect is not None:
+      names += list(self.expect.disjoint_keys)
     return tuple(dict.fromkeys(names))
 
   def to_dict(self) -> Dict[str, Any]:

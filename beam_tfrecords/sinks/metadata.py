@@ -247,9 +247,11 @@ def _checked(directory: str, info: DatasetInfo, checks: CheckPlan,
              parts: List[Any]) -> DatasetInfo:
   """The anomalies of the staged dataset, in dataset.json and
   anomalies.json (the report shows them too)."""
-  overlaps = [p.records for p in parts if isinstance(p, SplitOverlap)]
-  checked = check_dataset(checks.schema, info, checks.baseline,
-                          sum(overlaps))
+  overlaps = [p for p in parts if isinstance(p, SplitOverlap)]
+  checked = check_dataset(
+      checks.schema, info, checks.baseline,
+      sum(p.records for p in overlaps if p.kind == "records"),
+      sum(p.records for p in overlaps if p.kind == "keys"))
   described = checked.to_json(checks.baseline_path)
   _write_text(FileSystems.join(directory, ANOMALIES_FILE),
               json.dumps(described, indent=2, sort_keys=True) + "\n")

@@ -43,6 +43,8 @@ class FeatureStatistics(NamedTuple):
 
 
 class SplitOverlap(NamedTuple):
-  """Distinct records found in more than one split (transforms.overlap),
-  for `expect: {disjoint_splits: true}`."""
+  """Distinct records (kind "records": `disjoint_splits`) or key values
+  (kind "keys": `disjoint_keys`) found in more than one split
+  (transforms.overlap)."""
   records: int
+  kind: str = "records"

@@ -22,7 +22,7 @@ from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.splits import SplitAssigner, key_types
 
-__all__ = ["ERRORS", "STATS", "FEATURE_STATS", "STAT_FIELDS",
+__all__ = ["ERRORS", "STATS", "FEATURE_STATS", "KEY_DIGESTS", "STAT_FIELDS",
            "ENCODE_THREADS_MAX", "Output", "SchemaFn", "by_split", "stats",
            "take"]
 
@@ -30,6 +30,8 @@ ERRORS = "errors"
 STATS = "stats"
 # Per-split, per-feature statistics of the written Examples.
 FEATURE_STATS = "feature_stats"
+# (split, digests of the expect.disjoint_keys values of its written rows).
+KEY_DIGESTS = "key_digests"
 # Each STATS element is a tuple of these counts (summed for dataset.json).
 # rows_read = rows_written + rows_rejected + rows_dropped always holds.
 STAT_FIELDS = ("rows_read", "rows_written", "rows_rejected", "rows_dropped",

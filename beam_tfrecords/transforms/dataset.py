@@ -25,8 +25,8 @@ from beam_tfrecords.sinks.shards import PARTS_DIR
 from beam_tfrecords.sinks.finish import Finish, FinishPlan
 from beam_tfrecords.transforms.dead_letters import dead_letter_json
 from beam_tfrecords.transforms.overlap import CountOverlap
-from beam_tfrecords.transforms.encode import (FEATURE_STATS, STAT_FIELDS,
-                                              Encode)
+from beam_tfrecords.transforms.encode import (FEATURE_STATS, KEY_DIGESTS,
+                                              STAT_FIELDS, Encode)
 
 __all__ = ["WriteBatches", "DatasetPlan", "SINKS"]
 
@@ -139,6 +139,9 @@ class WriteBatches(beam.PTransform):
     expect = self._schema.expect
     if expect is not None and expect.disjoint_splits:
       parts.append(encoded["records"] | "SplitOverlap" >> CountOverlap())
+    if expect is not None and expect.disjoint_keys:
+      parts.append(encoded[KEY_DIGESTS]
+                   | "KeyOverlap" >> CountOverlap(keys=True))
     parts.append(encoded["errors"]
                  | "WriteErrors" >> WriteErrors(
                      plan.staging, plan.error_shards, dead_letter_json))

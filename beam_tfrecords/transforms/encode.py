@@ -9,6 +9,7 @@ GroupByKey, then one assembly per bucket.
 from typing import List, Optional, Union
 
 import apache_beam as beam
+import numpy as np
 
 from beam_tfrecords.encoding import ExampleEncoder, SequenceEncoder
 from beam_tfrecords.encoding.media import MediaPreparer
@@ -18,13 +19,14 @@ from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.sources.fetch import fetch_files
 from beam_tfrecords.runners.gaps import par_do, threads_for
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
-                                                STAT_FIELDS, STATS, Output,
-                                                SchemaFn, by_split, stats,
-                                                take)
+                                                KEY_DIGESTS, STAT_FIELDS,
+                                                STATS, Output, SchemaFn,
+                                                by_split, stats, take)
+from beam_tfrecords.transforms.overlap import digest
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors
 
-__all__ = ["Encode", "EncodeRows", "ERRORS", "FEATURE_STATS", "STATS",
-           "STAT_FIELDS"]
+__all__ = ["Encode", "EncodeRows", "ERRORS", "FEATURE_STATS", "KEY_DIGESTS",
+           "STATS", "STAT_FIELDS", "key_digests"]
 
 # Rows per piece of a batch whose schema reads files (images, .npy): the
 # most files one piece holds in memory.
@@ -51,6 +53,7 @@ class _EncodeBatchFn(SchemaFn):
   def setup(self):
     super().setup()
     schema = self._encoder.schema
+    self._keys = schema.expect.disjoint_keys if schema.expect else ()
     self._media = MediaPreparer(schema, fetch_files) \
         if schema.media else None
     # Batches of a schema that reads files are worked on in slices, so
@@ -85,6 +88,9 @@ class _EncodeBatchFn(SchemaFn):
         described[split] = result.stats
       if len(result.rows):
         outputs.append((split, batch.order, result.record_list()))
+        if self._keys:
+          outputs.append(beam.pvalue.TaggedOutput(KEY_DIGESTS, (
+              split, key_digests(columns, self._keys, result.rows))))
       found += remapped(result.errors, index)
       rows_written += result.rows_written
       records += len(result.rows)
@@ -103,6 +109,17 @@ class _EncodeBatchFn(SchemaFn):
     return outputs, counts, errors
 
 
+def key_digests(columns, keys, rows: np.ndarray) -> bytes:
+  """The digests of the key columns' values (together) of these rows, back
+  to back; rows without a value in some key column are left out (they
+  cannot share a key with another split)."""
+  taken = take({k: columns[k] for k in keys}, np.unique(rows))
+  lists = [v.to_pylist() if hasattr(v, "to_pylist") else list(v)
+           for v in (taken[k] for k in keys)]
+  return b"".join(digest(repr(key).encode("utf-8"))
+                  for key in zip(*lists) if None not in key)
+
+
 class EncodeRows(beam.PTransform):
   """Encodes SourceBatches row by row (Examples, list-column sequences).
 
@@ -119,7 +136,8 @@ class EncodeRows(beam.PTransform):
   def expand(self, batches):
     return par_do(batches, "EncodeBatch", _EncodeBatchFn(
         self._schema.to_dict(), threads=threads_for(batches.pipeline),
-        statistics=self._statistics), (ERRORS, STATS, FEATURE_STATS),
+        statistics=self._statistics),
+                  (ERRORS, STATS, FEATURE_STATS, KEY_DIGESTS),
                   main="records")
 
 
@@ -147,4 +165,5 @@ class Encode(beam.PTransform):
           self._schema, self._statistics, self._buckets, self._spill_dir)
     out = batches | "Rows" >> EncodeRows(self._schema, self._statistics)
     return {"records": out["records"], "errors": out[ERRORS],
-            "stats": out[STATS], FEATURE_STATS: out[FEATURE_STATS]}
+            "stats": out[STATS], FEATURE_STATS: out[FEATURE_STATS],
+            KEY_DIGESTS: out[KEY_DIGESTS]}

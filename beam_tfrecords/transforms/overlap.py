@@ -17,18 +17,26 @@ import numpy as np
 
 from beam_tfrecords.sinks.parts import SplitOverlap
 
-__all__ = ["CountOverlap", "BUCKETS", "overlap_of"]
+__all__ = ["CountOverlap", "BUCKETS", "overlap_of", "digest"]
 
 BUCKETS = 64
 # A digest as two little-endian uint64s: sortable and comparable as rows.
 _DIGEST = np.dtype([("hi", "<u8"), ("lo", "<u8")])
 
 
+def digest(value: bytes) -> bytes:
+  return hashlib.blake2b(value, digest_size=16).digest()
+
+
 def _digests(chunk) -> Iterator[Tuple[int, Tuple[str, bytes]]]:
   """(split, key, records) -> (bucket, (split, digests)) per bucket hit."""
   split, _, records = chunk
-  joined = b"".join(hashlib.blake2b(r, digest_size=16).digest()
-                    for r in records)
+  return _bucketed((split, b"".join(digest(r) for r in records)))
+
+
+def _bucketed(digested) -> Iterator[Tuple[int, Tuple[str, bytes]]]:
+  """(split, digests back to back) -> (bucket, (split, digests))."""
+  split, joined = digested
   if not joined:
     return
   rows = np.frombuffer(joined, dtype=_DIGEST)
@@ -73,14 +81,21 @@ def _count(keyed) -> int:
 
 class CountOverlap(beam.PTransform):
   """(split, key, [record]) chunks -> one SplitOverlap (none when there
-  are no records: Commit counts that as 0)."""
+  are no records: Commit counts that as 0); with `keys`, (split, digests
+  of key values) -> one SplitOverlap of kind "keys"."""
+
+  def __init__(self, keys: bool = False):
+    super().__init__()
+    self._keys = keys
 
   def expand(self, chunks):
+    kind = "keys" if self._keys else "records"
     return (chunks
-            | "Digests" >> beam.FlatMap(_digests)
+            | "Digests" >> beam.FlatMap(_bucketed if self._keys
+                                        else _digests)
             # (bucket, (split, digests))
             | "ByBucket" >> beam.GroupByKey()
             | "Count" >> beam.Map(_count)
             # No defaults: a default is a side input (see runners.gaps).
             | "Sum" >> beam.CombineGlobally(sum).without_defaults()
-            | "Part" >> beam.Map(SplitOverlap).with_output_types(Any))
+            | "Part" >> beam.Map(SplitOverlap, kind).with_output_types(Any))
