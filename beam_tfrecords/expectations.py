@@ -21,15 +21,16 @@ import os
 from fractions import Fraction
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-from beam_tfrecords import fs
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.info import DatasetInfo
+from beam_tfrecords.reader import dataset_info
 from beam_tfrecords.report import jensen_shannon, l_infinity
 from beam_tfrecords.schema import Schema
-from beam_tfrecords.schema.model import DEFAULT_SPLIT, Feature
+from beam_tfrecords.schema.model import Feature
+from beam_tfrecords.schema.split_rule import training_split
 
 __all__ = ["Anomaly", "Checked", "CheckPlan", "check_dataset", "load_baseline",
-           "ANOMALIES_FILE", "anomaly_lines", "training_split"]
+           "ANOMALIES_FILE", "anomaly_lines"]
 
 ANOMALIES_FILE = "anomalies.json"
 
@@ -103,11 +104,11 @@ def load_baseline(path: Optional[str], schema: Schema
   path = path.rstrip("/")
   if "://" not in path:  # as the output: workers may run elsewhere
     path = os.path.abspath(path)
-  if not fs.exists(fs.join(path, "_SUCCESS")):
-    raise InputError(f"the baseline {path} is not a finished dataset (no "
-                     "_SUCCESS); give a dataset this tool built, or leave "
-                     "the baseline out")
-  info = DatasetInfo.from_directory(path)
+  try:
+    info = dataset_info(path)
+  except InputError as e:
+    raise InputError(f"the baseline: {e}; give a finished dataset this "
+                     "tool built, or leave the baseline out") from None
   if info.record != schema.record.value:
     raise InputError(f"the baseline {path} holds {info.record} records; "
                      f"this schema writes {schema.record.value}")
@@ -236,13 +237,6 @@ def _dataset_checks(schema: Schema, info: DatasetInfo,
     out.append(Anomaly(None, "disjoint_splits", overlap,
                        "0 records found in more than one split"))
   return out
-
-
-def training_split(stats: Mapping[str, Any]) -> Optional[str]:
-  """The split drift is measured on: train, else the first one."""
-  if DEFAULT_SPLIT in stats:
-    return DEFAULT_SPLIT
-  return min(stats) if stats else None
 
 
 def _drift_checks(schema: Schema, info: DatasetInfo, baseline: DatasetInfo

@@ -427,8 +427,8 @@ def expectations_from_dataset(path: str) -> str:
   """The schema of a finished dataset with an expect: block proposed for
   each feature from its statistics (all rows, every split)."""
   import yaml
-  from beam_tfrecords.info import DatasetInfo
-  info = DatasetInfo.from_directory(path.rstrip("/"))
+  from beam_tfrecords.reader import dataset_info
+  info = dataset_info(path)
   if not info.statistics:
     raise InputError(f"{path} was built with --no-statistics: nothing to "
                      "propose expectations from")

@@ -26,6 +26,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.encoding.stats import STEPS_STAT, TOP_SHOWN
 from beam_tfrecords.info import DatasetInfo
+from beam_tfrecords.schema.split_rule import training_split
 
 __all__ = ["render_report", "write_report", "DIFFERENCE_FLAG", "REPORT_FILE",
            "l_infinity", "jensen_shannon", "log2"]
@@ -319,9 +320,8 @@ def _baseline_section(info: DatasetInfo, stats: Dict[str, Dict[str, Any]]
   except Exception:  # pylint: disable=broad-except
     return [f"<p class='muted'>the baseline's statistics could not be read "
             f"({_e(baseline)})</p>"]
-  split = "train" if "train" in stats else min(stats)
-  base_split = split if split in base else (
-      "train" if "train" in base else min(base, default=""))
+  split = training_split(stats) or ""
+  base_split = split if split in base else (training_split(base) or "")
   out = [f"<h2 id='baseline'>{_e(split)} beside the baseline's "
          f"{_e(base_split)}</h2><p class='muted'>{_e(baseline)}; blue / "
          "green: this build, orange: the baseline</p><div class='splits'>"]

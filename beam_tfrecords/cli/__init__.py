@@ -84,19 +84,11 @@ def _shows_progress(args) -> bool:
   return bool(args.progress) or sys.stderr.isatty()
 
 
-def _previous_baseline(args, output: str, options) -> Optional[str]:
+def _previous_baseline(args, output: str, schema) -> Optional[str]:
   """--baseline previous (or the schema's baseline: previous): the newest
   earlier date or span of the output's placeholders that holds a finished
   dataset; "" (no baseline) when there is none yet. None: not asked."""
-  from apache_beam.io.filesystems import FileSystems
   from beam_tfrecords.schedule import has_placeholders, previous_output
-  from beam_tfrecords.schema import load_schema
-  if args.baseline is not None and args.baseline != "previous":
-    return None
-  # The schema and the outputs may be on gs:// or s3://: the file systems
-  # need the Beam options (endpoint, credentials) first.
-  FileSystems.set_options(options)
-  schema = load_schema(args.schema)
   asked = args.baseline if args.baseline is not None else schema.baseline
   if asked != "previous":
     return None
@@ -138,10 +130,17 @@ def _build(args, beam_args: List[str]) -> int:
   args.output_template, args.output = args.output, output
   from beam_tfrecords.options import BuildOptions
   opts = BuildOptions.from_args(args)
-  baseline = _previous_baseline(args, output, options)
+  # Loaded once, here (for --baseline previous) and for build(); the
+  # schema and the outputs may be on gs:// or s3://: the file systems need
+  # the Beam options (endpoint, credentials) first.
+  from apache_beam.io.filesystems import FileSystems
+  from beam_tfrecords.schema import load_schema
+  FileSystems.set_options(options)
+  schema = load_schema(args.schema)
+  baseline = _previous_baseline(args, output, schema)
   if baseline is not None:
     opts = dataclasses.replace(opts, baseline=baseline)
-  result = build(args.schema, inputs, output, options=opts,
+  result = build(schema, inputs, output, options=opts,
                  input_format=args.format,
                  format_options=format_options(args), beam_args=options,
                  preprocess=args.preprocess, progress=_shows_progress(args))

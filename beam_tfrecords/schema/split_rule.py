@@ -8,10 +8,19 @@ import dataclasses
 import enum
 from typing import Any, Dict, Optional, Tuple
 
-__all__ = ["DEFAULT_SPLIT", "SplitKind", "SplitRule"]
+__all__ = ["DEFAULT_SPLIT", "SplitKind", "SplitRule", "training_split"]
 
 # The one split of a schema without `splits:`.
 DEFAULT_SPLIT = "train"
+
+
+def training_split(names) -> Optional[str]:
+  """The split that stands for training among these (drift and the
+  report's baseline comparison): train, else the first by name."""
+  names = list(names)
+  if DEFAULT_SPLIT in names:
+    return DEFAULT_SPLIT
+  return min(names) if names else None
 
 
 class SplitKind(enum.Enum):

@@ -134,11 +134,15 @@ class EncodeRows(beam.PTransform):
     self._statistics = statistics
 
   def expand(self, batches):
+    expect = self._schema.expect
+    # (An output only when asked: on runners without tagged outputs each
+    # one is another pass over every output; see runners.gaps.)
+    keys = (KEY_DIGESTS,) if expect is not None and expect.disjoint_keys \
+        else ()
     return par_do(batches, "EncodeBatch", _EncodeBatchFn(
         self._schema.to_dict(), threads=threads_for(batches.pipeline),
         statistics=self._statistics),
-                  (ERRORS, STATS, FEATURE_STATS, KEY_DIGESTS),
-                  main="records")
+                  (ERRORS, STATS, FEATURE_STATS) + keys, main="records")
 
 
 class Encode(beam.PTransform):
@@ -164,6 +168,8 @@ class Encode(beam.PTransform):
       return batches | "Grouped" >> EncodeGroupedSequences(
           self._schema, self._statistics, self._buckets, self._spill_dir)
     out = batches | "Rows" >> EncodeRows(self._schema, self._statistics)
-    return {"records": out["records"], "errors": out[ERRORS],
-            "stats": out[STATS], FEATURE_STATS: out[FEATURE_STATS],
-            KEY_DIGESTS: out[KEY_DIGESTS]}
+    encoded = {"records": out["records"], "errors": out[ERRORS],
+               "stats": out[STATS], FEATURE_STATS: out[FEATURE_STATS]}
+    if KEY_DIGESTS in out:  # (expect: {disjoint_keys: ...})
+      encoded[KEY_DIGESTS] = out[KEY_DIGESTS]
+    return encoded
