@@ -12,7 +12,9 @@ the records of two splits are compared by digest (transforms.overlap).
 Drift is measured on the training split against the baseline's:
 L-infinity distance between value frequencies for categories (text, and
 int64 features with `values`), Jensen-Shannon divergence (base 2, 0..1)
-over the fixed histogram buckets for numbers.
+for numbers, over the two fine histograms put on common buckets
+(encoding.histogram.comparable: the finest at which the two have at
+most DRIFT_KEYS non-empty buckets together).
 """
 
 import dataclasses
@@ -24,6 +26,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.info import DatasetInfo
 from beam_tfrecords.reader import dataset_info
+from beam_tfrecords.encoding import histogram
 from beam_tfrecords.report import jensen_shannon, l_infinity
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.schema.model import Feature
@@ -290,9 +293,6 @@ def _drift_checks(schema: Schema, info: DatasetInfo, baseline: DatasetInfo
 
 
 def _shares(s: Mapping[str, Any]) -> Tuple[Optional[str], Dict[Any, float]]:
-  if "histogram" in s:
-    total = sum(c for _, c in s["histogram"]) or 1
-    return "Jensen-Shannon", {k: c / total for k, c in s["histogram"]}
   if "frequencies" in s:
     counts = {v: c for v, c in s["frequencies"]}
     # Every value counts: those outside the allowed set (or too long to
@@ -308,6 +308,12 @@ def _shares(s: Mapping[str, Any]) -> Tuple[Optional[str], Dict[Any, float]]:
 
 def _distance(new: Mapping[str, Any], old: Mapping[str, Any]
               ) -> Optional[Tuple[str, float]]:
+  if isinstance(new.get("histogram"), dict) and \
+      isinstance(old.get("histogram"), dict):
+    # Both on common buckets: at most histogram.DRIFT_KEYS of them.
+    _, p, q = histogram.comparable(histogram.from_json(new["histogram"]),
+                                   histogram.from_json(old["histogram"]))
+    return "Jensen-Shannon", jensen_shannon(p, q)
   kind, p = _shares(new)
   other, q = _shares(old)
   if kind is None or kind != other:

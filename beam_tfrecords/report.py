@@ -7,12 +7,14 @@ Header: name, record kind, splits (records, bytes, shards), inputs, tool
 version, rows rejected with the top reasons and links to errors/. Then a
 section per feature (id "feature-<name>") with one column per split: type
 and spec, present / missing, values per record, for numbers the moments
-and a histogram (statistics.pb's fixed logarithmic buckets, drawn as bars;
-every bar carries its bucket's range and exact count as data- attributes),
+and a histogram (statistics.pb's standard one: bars of a round width drawn
+where they lie on a linear axis with round labels; every bar carries its
+range and exact count as data- attributes),
 for text the top values as bars, for image features a strip of thumbnails
 from the first records. Where a feature's distribution differs between a
 split and the first split, the section is flagged with the distance:
-Jensen-Shannon divergence of the histograms (numbers) or the L-infinity
+Jensen-Shannon divergence of the fine histograms on common buckets
+(numbers; encoding.histogram.comparable) or the L-infinity
 distance of the top values' shares (text), over DIFFERENCE_FLAG.
 """
 
@@ -24,7 +26,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.encoding.stats import STEPS_STAT, TOP_SHOWN
+from beam_tfrecords.encoding import histogram
+from beam_tfrecords.encoding.histogram import round_width
+from beam_tfrecords.encoding.stats import (FINE_LEVEL_STAT, FINE_STAT,
+                                            STEPS_STAT, TOP_SHOWN)
 from beam_tfrecords.info import DatasetInfo
 from beam_tfrecords.schema.split_rule import training_split
 
@@ -34,7 +39,6 @@ __all__ = ["render_report", "write_report", "DIFFERENCE_FLAG", "REPORT_FILE",
 REPORT_FILE = "report.html"
 DIFFERENCE_FLAG = 0.1
 THUMBNAILS = 8
-_BARS = 24
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
@@ -61,39 +65,63 @@ def _load_statistics(path: str) -> Dict[str, Dict[str, Any]]:
           for d in stats.datasets}
 
 
-def _bars(buckets: List[Tuple[float, float, int]]) -> List[Tuple]:
-  """At most _BARS bars: neighbouring buckets merged, exact counts."""
-  if len(buckets) <= _BARS:
-    return buckets
-  per = math.ceil(len(buckets) / _BARS)
+def _ticks(low: float, high: float) -> List[float]:
+  """Round values (1, 2, 2.5 or 5 times a power of ten apart) within
+  [low, high], 2 to 7 of them."""
+  step = round_width(high - low, 6)
+  if not step > 0 or math.isinf(step) or high <= low:
+    return [low]
+  first = math.ceil(low / step)
+  return [float(f"{k * step:.12g}") for k in range(
+      first, math.floor(high / step) + 1)]
+
+
+def _axis(low: float, high: float, width: int, height: int) -> str:
+  """The x axis's round labels, placed where their values lie."""
   out = []
-  for i in range(0, len(buckets), per):
-    group = buckets[i:i + per]
-    out.append((group[0][0], group[-1][1], sum(c for _, _, c in group)))
-  return out
+  for tick in _ticks(low, high):
+    x = 0.0 if high <= low else (tick - low) / (high - low) * width
+    anchor = "start" if x < 12 else "end" if x > width - 12 else "middle"
+    out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{height}" '
+               f'y2="{height + 3}" stroke="#999"></line><text class="tick" '
+               f'x="{x:.1f}" y="{height + 13}" font-size="10" '
+               f'text-anchor="{anchor}">{tick:g}</text>')
+  return "".join(out)
+
+
+def _linear_svg(series: List[Tuple[List[Tuple[float, float, float]], str,
+                                   str]], what: str) -> str:
+  """Bars drawn where their ranges lie on a linear axis with round labels;
+  series: ([(low, high, height value)], class, style); what: the
+  data- attribute of the height value ("count" or "share")."""
+  every = [b for bars, _, _ in series for b in bars]
+  if not every:
+    return ""
+  low = min(b[0] for b in every)
+  high = max(b[1] for b in every)
+  top = max(b[2] for b in every) or 1
+  width, height = 320, 90
+  scale = width / (high - low) if high > low else 0.0
+  rects = []
+  for bars, kind, style in series:
+    for b_low, b_high, value in bars:
+      x = (b_low - low) * scale
+      w = max(1.0, (b_high - b_low) * scale - 1) if scale else width
+      h = round(height * value / top)
+      shown = f"{value:,}" if what == "count" else f"{value:.6f}"
+      rects.append(
+          f'<rect class="{kind}" x="{x:.1f}" y="{height - h}" '
+          f'width="{w:.1f}" height="{h}" {style} data-low="{b_low!r}" '
+          f'data-high="{b_high!r}" data-{what}="{shown.replace(",", "")}">'
+          f'<title>[{b_low:.6g}, {b_high:.6g}): {shown}</title></rect>')
+  return (f'<svg width="{width}" height="{height + 16}" role="img">'
+          + "".join(rects) + _axis(low, high, width, height) + "</svg>")
 
 
 def _histogram_svg(buckets) -> str:
-  bars = _bars([(b.low_value, b.high_value, int(b.sample_count))
-                for b in buckets])
-  if not bars:
-    return ""
-  top = max(c for _, _, c in bars) or 1
-  width, height, gap = 320, 90, 2
-  w = max(2, (width - gap * len(bars)) // len(bars))
-  rects = []
-  for i, (low, high, count) in enumerate(bars):
-    h = round(height * count / top)
-    rects.append(
-        f'<rect class="bar" x="{i * (w + gap)}" y="{height - h}" '
-        f'width="{w}" height="{h}" fill="#4a7bd0" data-low="{low!r}" '
-        f'data-high="{high!r}" data-count="{count}"><title>[{low:.4g}, '
-        f'{high:.4g}): {count:,}</title></rect>')
-  return (f'<svg width="{width}" height="{height + 14}" role="img">'
-          + "".join(rects)
-          + f'<text x="0" y="{height + 12}" font-size="10">{bars[0][0]:.4g}'
-          f'</text><text x="{width}" y="{height + 12}" font-size="10" '
-          f'text-anchor="end">{bars[-1][1]:.4g}</text></svg>')
+  return _linear_svg([([(b.low_value, b.high_value, int(b.sample_count))
+                        for b in buckets], "bar", 'fill="#4a7bd0"')],
+                     "count")
 
 
 def _top_svg(values) -> str:
@@ -113,26 +141,45 @@ def _top_svg(values) -> str:
           + "".join(rows) + "</svg>")
 
 
-def _shares(feature) -> Tuple[Optional[str], Dict[Any, float]]:
-  """("numbers" | "text", {bucket or value: share}) of one split."""
-  if feature.HasField("num_stats") and feature.num_stats.histograms:
-    buckets = feature.num_stats.histograms[0].buckets
-    total = sum(b.sample_count for b in buckets) or 1
-    return "numbers", {(b.low_value, b.high_value): b.sample_count / total
-                       for b in buckets}
-  if feature.HasField("string_stats") and feature.string_stats.top_values:
-    total = feature.string_stats.common_stats.tot_num_values or 1
-    return "text", {v.value: v.frequency / total
-                    for v in feature.string_stats.top_values}
-  return None, {}
+def _fine(feature) -> Optional[histogram.Histogram]:
+  """A number's fine histogram (statistics.pb's custom statistics)."""
+  level = fine = None
+  for custom in feature.custom_stats:
+    if custom.name == FINE_LEVEL_STAT:
+      level = int(custom.num)
+    elif custom.name == FINE_STAT:
+      fine = [(b.low_value, b.high_value, int(b.sample_count))
+              for b in custom.histogram.buckets]
+  if level is None or fine is None:
+    return None
+  return histogram.from_buckets(level, fine)
+
+
+def _shares(a, b) -> Tuple[Optional[str], Dict[Any, Any], Dict[Any, Any]]:
+  """("numbers" | "text", shares of a, shares of b): numbers on common
+  buckets ({(low, high): share}), text by value."""
+  if a.HasField("num_stats") and b.HasField("num_stats"):
+    fa, fb = _fine(a), _fine(b)
+    if fa is None or fb is None or not fa.total or not fb.total:
+      return None, {}, {}
+    level, p, q = histogram.comparable(fa, fb)
+    return ("numbers",) + tuple({histogram.bounds(k, level): v
+                                 for k, v in x.items()} for x in (p, q))
+  if a.HasField("string_stats") and b.HasField("string_stats") and \
+      a.string_stats.top_values and b.string_stats.top_values:
+    return ("text",) + tuple(
+        {v.value: v.frequency / (f.string_stats.common_stats.tot_num_values
+                                 or 1) for v in f.string_stats.top_values}
+        for f in (a, b))
+  return None, {}, {}
 
 
 def difference(a, b) -> Optional[Tuple[str, float]]:
   """How much one feature's distribution differs between two splits:
-  ("Jensen-Shannon", d) for numbers, ("L-infinity", d) for text."""
-  kind, p = _shares(a)
-  other, q = _shares(b)
-  if kind is None or kind != other:
+  ("Jensen-Shannon", d) for numbers (over at most
+  histogram.DRIFT_KEYS common buckets), ("L-infinity", d) for text."""
+  kind, p, q = _shares(a, b)
+  if kind is None:
     return None
   if kind == "text":
     return "L-infinity", l_infinity(p, q)
@@ -258,27 +305,12 @@ def _anomalies_section(info: DatasetInfo) -> List[str]:
 
 def _overlay_svg(new: Dict[Any, float], old: Dict[Any, float]) -> str:
   """Histogram shares of the new data (filled) and the baseline (outlined)
-  over the union of their buckets."""
+  on their common buckets ({(low, high): share})."""
   keys = sorted(set(new) | set(old))
-  if not keys:
-    return ""
-  top = max(list(new.values()) + list(old.values())) or 1
-  width, height, gap = 320, 90, 1
-  w = max(2, (width - gap * len(keys)) // len(keys))
-  rects = []
-  for i, key in enumerate(keys):
-    for share, style, kind in ((new.get(key, 0.0), 'fill="#4a7bd0"', "new"),
-                               (old.get(key, 0.0),
-                                'fill="none" stroke="#d0782a"', "baseline")):
-      h = round(height * share / top)
-      rects.append(f'<rect class="{kind}" x="{i * (w + gap)}" '
-                   f'y="{height - h}" width="{w}" height="{h}" {style} '
-                   f'data-low="{key[0]!r}" data-high="{key[1]!r}" '
-                   f'data-share="{share:.6f}"></rect>')
-  return (f'<svg width="{width}" height="{height + 14}" role="img">'
-          + "".join(rects) + f'<text x="0" y="{height + 12}" font-size="10">'
-          f'{keys[0][0]:.4g}</text><text x="{width}" y="{height + 12}" '
-          f'font-size="10" text-anchor="end">{keys[-1][1]:.4g}</text></svg>')
+  return _linear_svg([([k + (new.get(k, 0.0),) for k in keys], "new",
+                       'fill="#4a7bd0"'),
+                      ([k + (old.get(k, 0.0),) for k in keys], "baseline",
+                       'fill="none" stroke="#d0782a"')], "share")
 
 
 def _side_by_side_svg(new: Dict[Any, float], old: Dict[Any, float]) -> str:
@@ -327,9 +359,9 @@ def _baseline_section(info: DatasetInfo, stats: Dict[str, Dict[str, Any]]
          "green: this build, orange: the baseline</p><div class='splits'>"]
   for name, feature in sorted(stats[split].items()):
     old = base.get(base_split, {}).get(name)
-    kind, p = _shares(feature)
-    other, q = _shares(old) if old is not None else (None, {})
-    if kind is None or kind != other:
+    kind, p, q = _shares(feature, old) if old is not None else \
+        (None, {}, {})
+    if kind is None:
       continue
     d = difference(feature, old)
     chart = _overlay_svg(p, q) if kind == "numbers" else \

@@ -98,7 +98,7 @@ def test_the_next_day_passes_against_the_first(baseline, tmp_path):
   # histogram and value counts that drift compares.
   assert stats["carrier"]["unexpected"] == 0
   assert stats["origin"]["unexpected"] == 0
-  assert sum(c for _, c in stats["dep_delay"]["histogram"]) == \
+  assert sum(c for _, c in stats["dep_delay"]["histogram"]["counts"]) == \
       stats["dep_delay"]["values"]
   assert sum(c for _, c in stats["carrier"]["frequencies"]) == \
       stats["carrier"]["values"]

@@ -10,6 +10,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords.encoding import stats as st
+from beam_tfrecords.encoding.stats import FINE_LEVEL_STAT, FINE_STAT
 
 
 def test_statistics_match_values_computed_here(tmp_path):
@@ -165,6 +166,16 @@ def test_statistics_can_be_left_out(tmp_path):
   assert "statistics" not in btr.dataset_info(str(tmp_path / "cli"))
 
 
+def _inside(values: np.ndarray, low: float, high: float) -> int:
+  """The values in a histogram bucket: [low, high) above zero, (low,
+  high] below (the mirror), (low, high) across it, [0, 0] for zero."""
+  if low == high:
+    return int((values == low).sum())
+  above = values >= low if low >= 0 else values > low
+  below = values <= high if high <= 0 else values < high
+  return int((above & below).sum())
+
+
 def test_statistics_pb_is_tfdv_format_with_exact_histograms(tmp_path):
   """statistics.pb parses as TensorFlow Metadata's
   DatasetFeatureStatisticsList (what tfdv.load_stats_binary reads); its
@@ -211,18 +222,18 @@ def test_statistics_pb_is_tfdv_format_with_exact_histograms(tmp_path):
       assert num.std_dev == pytest.approx(values.std(), rel=1e-9)
       assert num.num_zeros == int((values == 0).sum())
       assert (num.min, num.max) == (values.min(), values.max())
-      (hist,) = num.histograms
-      assert sum(b.sample_count for b in hist.buckets) == len(values)
-      for b in hist.buckets:
-        if b.low_value == b.high_value:  # the zero bucket
-          want = int((values == 0).sum())
-        elif b.low_value > 0:
-          want = int(((values >= b.low_value) & (values < b.high_value))
-                     .sum())
-        else:
-          want = int(((values > b.low_value) & (values <= b.high_value))
-                     .sum())
-        assert b.sample_count == want, (name, b)
+      standard, quantiles = num.histograms
+      assert (standard.type, quantiles.type) == (
+          statistics_pb2.Histogram.STANDARD,
+          statistics_pb2.Histogram.QUANTILES)
+      fine = {c.name: c for c in features[name].custom_stats}
+      assert fine[FINE_LEVEL_STAT].num > 0
+      for hist in (standard, quantiles, fine[FINE_STAT].histogram):
+        assert sum(b.sample_count for b in hist.buckets) == len(values)
+        for b in hist.buckets:
+          assert b.sample_count == _inside(values, b.low_value,
+                                           b.high_value), (name, b)
+      assert len(quantiles.buckets) == 10
     text = features["c"].string_stats
     counts = collections.Counter(r["c"] for r in part)
     assert text.unique == len(counts)

@@ -59,6 +59,11 @@ def sums(values: np.ndarray) -> Tuple[int, int]:
     raise TypeError(f"exact sums of {values.dtype} are not supported")
   if values.dtype.kind == "i":
     values = values.astype(np.int64, copy=False)
+    if _small(values):
+      # Every square and both sums fit int64: NumPy's own sums are exact
+      # (integer addition; no order can change them).
+      return (int(np.sum(values)) << -SUM_SCALE,
+              int(np.sum(values * values)) << -SQUARES_SCALE)
     for start in range(0, len(values), _INT_CHUNK):
       t, q = _int_sums(values[start:start + _INT_CHUNK])
       total, squares = total + t, squares + q
@@ -68,6 +73,15 @@ def sums(values: np.ndarray) -> Tuple[int, int]:
     t, q = _float_sums(values[start:start + _FLOAT_CHUNK])
     total, squares = total + t, squares + q
   return total, squares
+
+
+def _small(values: np.ndarray) -> bool:
+  """Whether n * max|v|**2 < 2**63: then no int64 sum of the values or
+  of their squares overflows."""
+  if not len(values):
+    return True
+  top = max(-int(values.min()), int(values.max()))
+  return top < 1 << 31 and len(values) * top * top < 1 << 63
 
 
 def mean(total: int, count: int) -> float:

@@ -22,7 +22,8 @@ from beam_tfrecords.encoding.example import (EncodedBatch, feature_bytes,
 from beam_tfrecords.encoding.ragged import offsets_of, ranges
 from beam_tfrecords.encoding.sequences import (SchemaSource, check_sequence,
                                                convert_feature)
-from beam_tfrecords.encoding.stats import column_stats, log_buckets
+from beam_tfrecords.encoding import histogram
+from beam_tfrecords.encoding.stats import column_stats
 from beam_tfrecords.schema import Derive, Feature, Overflow, Schema
 from beam_tfrecords.schema.model import FeatureType
 
@@ -369,5 +370,5 @@ def sequence_stats(feature: Feature, lists: pa.LargeListArray,
     had = n_steps[lists.is_valid().to_numpy(zero_copy_only=False)]
     if len(had):
       out["steps_min"], out["steps_max"] = int(had.min()), int(had.max())
-      out["steps_hist"] = log_buckets(had.astype(np.float64))
+      out["steps_hist"] = histogram.of_values(had.astype(np.float64))
   return out

@@ -19,7 +19,7 @@ keeps the TOP_KEPT most frequent values, so counts of values outside that
 set in some batch are missing from the total (top_exact: false then).
 
 Numbers also carry their sum of squares, a count of zeros and a
-histogram over fixed logarithmic buckets (`log_buckets`); text the total
+histogram (encoding.histogram: exact, in any merge order); text the total
 length of its values. dataset.json does not show them; statistics.pb
 (sinks.tfdv) does.
 
@@ -31,24 +31,27 @@ statistics.pb, dataset.json and the report are byte-identical on any
 machine and worker count (tests/test_determinism.py).
 """
 
-import math
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tfrecords.encoding import exact_sums
+from beam_tfrecords.encoding import exact_sums, histogram
 from beam_tfrecords.schema.model import Feature, FeatureType
 
 __all__ = ["column_stats", "merge", "finish", "mean", "std_dev",
-           "TOP_KEPT", "TOP_SHOWN", "STEPS_STAT", "log_buckets",
-           "bucket_bounds"]
+           "TOP_KEPT", "TOP_SHOWN", "STEPS_STAT", "FINE_STAT",
+           "FINE_LEVEL_STAT"]
 
 TOP_KEPT = 1000
 # statistics.pb's custom statistic of a SequenceExample feature list: a
 # histogram of its steps per record (sinks.tfdv writes it, report reads it).
 STEPS_STAT = "steps per record"
+# ... and of a number: its fine histogram's buckets and level
+# (encoding.histogram), what the report compares splits and baselines on.
+FINE_STAT = "fine histogram"
+FINE_LEVEL_STAT = "fine histogram level"
 TOP_SHOWN = 10
 # Top values are counted among values at most this long; longer ones
 # (documents, image bytes, raw tensors) are only counted (long_values).
@@ -99,7 +102,7 @@ def _column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
     out["len_min"], out["len_max"] = mm["min"].as_py(), mm["max"].as_py()
     if feature.is_variable_length:
       # Values per record (present records), in the numeric buckets.
-      out["len_hist"] = log_buckets(lengths.drop_null().to_numpy(
+      out["len_hist"] = histogram.of_values(lengths.drop_null().to_numpy(
           zero_copy_only=False).astype(np.float64))
   if not len(values):
     return out
@@ -123,7 +126,7 @@ def _column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
           finite.to_numpy(zero_copy_only=False)
           if feature.type is FeatureType.INT64 else x)
       out["zeros"] = int(np.count_nonzero(x == 0))
-      out["hist"] = log_buckets(x)
+      out["hist"] = histogram.of_values(x)
       out["counted"] = len(finite)
     return out
   if feature.type in (FeatureType.STRING, FeatureType.BYTES):
@@ -141,56 +144,6 @@ def _column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
                         counts.field("counts").to_pylist()))
   out["top_exact"] = exact
   return out
-
-
-# Numeric histograms: fixed buckets, the same for every batch and worker,
-# so that merged counts are exact in any order. Zero has a bucket of its
-# own; a value x != 0 falls in bucket sign(x) * (BUCKET_BASE + e) with
-# e = floor(4 * log2|x|): |x| in [2^(e/4), 2^((e+1)/4)), four buckets per
-# power of two (each about 19% wide). `bucket_bounds` gives a key's range.
-BUCKETS_PER_OCTAVE = 4
-BUCKET_BASE = 5000
-
-
-# The bucket edges within one power of two: 2^(k/4), k = 0..3, correctly
-# rounded, written out rather than computed: the C library's pow() picks
-# an implementation by CPU feature (FMA or not), and a last-bit difference
-# would move values between buckets.
-_EDGES = [1.0, float.fromhex("0x1.306fe0a31b715p+0"),
-          float.fromhex("0x1.6a09e667f3bcdp+0"),
-          float.fromhex("0x1.ae89f995ad3adp+0")]
-
-
-def log_buckets(x: np.ndarray) -> Dict[int, int]:
-  """{bucket key: count} of finite float64 values."""
-  mantissa, exponent = np.frexp(np.abs(x))  # |x| = (2m) * 2^(exponent-1)
-  sub = np.searchsorted(_EDGES, 2 * mantissa, side="right") - 1
-  e = BUCKETS_PER_OCTAVE * (exponent.astype(np.int64) - 1) + sub
-  keys = np.where(x == 0, 0, np.sign(x).astype(np.int64) * (BUCKET_BASE + e))
-  # Keys lie within +-(BUCKET_BASE + 4 * 1024): counted by offset.
-  counts = np.bincount(keys + 2 * BUCKET_BASE)
-  found = np.flatnonzero(counts)
-  return dict(zip((found - 2 * BUCKET_BASE).tolist(),
-                  counts[found].tolist()))
-
-
-def bucket_bounds(key: int) -> Tuple[float, float]:
-  """The [low, high) range of a bucket key (for negatives, (low, high]:
-  the mirror of the positive bucket)."""
-  if key == 0:
-    return 0.0, 0.0
-  octave, sub = divmod(abs(key) - BUCKET_BASE, BUCKETS_PER_OCTAVE)
-  low = math.ldexp(_EDGES[sub], octave)
-  high = _ldexp(_EDGES[sub + 1], octave) if sub + 1 < len(_EDGES) \
-      else _ldexp(1.0, octave + 1)
-  return (low, high) if key > 0 else (-high, -low)
-
-
-def _ldexp(m: float, e: int) -> float:
-  try:
-    return math.ldexp(m, e)
-  except OverflowError:  # the top bucket of float64
-    return math.inf
 
 
 def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
@@ -211,7 +164,10 @@ def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
       out[k] = a.get(k, 0) + b.get(k, 0)
   if "keep" in a or "keep" in b:
     out["keep"] = a.get("keep") or b.get("keep")
-  for k in ("hist", "len_hist", "steps_hist", "expected_counts"):
+  for k in ("hist", "len_hist", "steps_hist"):
+    if k in a or k in b:
+      out[k] = histogram.merge(a.get(k), b.get(k))
+  for k in ("expected_counts",):
     if k in a or k in b:
       hist = dict(a.get(k, {}))
       for key, count in b.get(k, {}).items():
@@ -274,7 +230,8 @@ def _finish_expected(stats: dict, out: dict) -> None:
       out["drift_note"] = (f"more than {TOP_KEPT:,} distinct values; give "
                            "values: to measure drift over them")
   elif stats.get("keep") == "histogram":
-    out["histogram"] = sorted([k, c] for k, c in stats.get("hist", {}).items())
+    if stats.get("hist") is not None:
+      out["histogram"] = histogram.to_json(stats["hist"])
 
 
 def _ranked(counts: dict) -> list:

@@ -6,15 +6,24 @@ schema inference, anomaly checks and Facets view.
 Everything comes from the build's one statistics pass (encoding.stats):
 counts, value-count ranges, mean and standard deviation rounded once from
 exact sums,
-zeros, min / max, a histogram over fixed logarithmic buckets (exact
-counts, the same on any number of workers), top values of text (exact
-where `top_exact`), average length.
+zeros, min / max, histograms, top values of text (exact where
+`top_exact`), average length.
+
+A number's histograms (encoding.histogram; exact counts, the same on any
+number of workers) are TFDV's two: a STANDARD one of about 20 bars of a
+round width and a QUANTILES one of 10 bars of about equal counts (each
+bar a union of fine buckets: exact counts, edges that are bucket edges),
+and the fine buckets themselves as the custom statistic FINE_STAT (its
+level as FINE_LEVEL_STAT), which the report compares splits and
+baselines on.
 """
 
 from typing import Any, Dict
 
-from beam_tfrecords.encoding.stats import (STEPS_STAT, TOP_SHOWN,
-                                            bucket_bounds, mean, std_dev)
+from beam_tfrecords.encoding import histogram
+from beam_tfrecords.encoding.stats import (FINE_LEVEL_STAT, FINE_STAT,
+                                            STEPS_STAT, TOP_SHOWN, mean,
+                                            std_dev)
 from beam_tfrecords.info import DatasetInfo
 
 __all__ = ["STATISTICS_FILE", "statistics_bytes"]
@@ -55,16 +64,33 @@ def _steps(feature, s: dict) -> None:
     _histogram(custom.histogram, s["steps_hist"])
 
 
-def _histogram(hist, counts: Dict[int, int]) -> None:
+def _histogram(hist, counts: histogram.Histogram, quantiles: bool = False
+               ) -> None:
   from tensorflow_metadata.proto.v0 import statistics_pb2
-  hist.type = statistics_pb2.Histogram.STANDARD
-  for key in sorted(counts, key=lambda k: bucket_bounds(k)[0]):
+  hist.type = statistics_pb2.Histogram.QUANTILES if quantiles else \
+      statistics_pb2.Histogram.STANDARD
+  _buckets(hist, histogram.quantile_bars(counts) if quantiles
+           else histogram.bars(counts)[0])
+
+
+def _buckets(hist, bars) -> None:
+  for low, high, count in bars:
     bucket = hist.buckets.add()
-    bucket.low_value, bucket.high_value = bucket_bounds(key)
-    bucket.sample_count = counts[key]
+    bucket.low_value, bucket.high_value = low, high
+    bucket.sample_count = count
 
 
-def _numbers(num, s: dict) -> None:
+def _fine(feature, counts: histogram.Histogram) -> None:
+  """The fine buckets, for comparisons (custom statistics)."""
+  level = feature.custom_stats.add()
+  level.name, level.num = FINE_LEVEL_STAT, counts.level
+  fine = feature.custom_stats.add()
+  fine.name = FINE_STAT
+  _buckets(fine.histogram, histogram.buckets(counts))
+
+
+def _numbers(feature, s: dict) -> None:
+  num = feature.num_stats
   _common(num.common_stats, s)
   counted = s.get("counted", 0)
   if not counted:
@@ -72,7 +98,9 @@ def _numbers(num, s: dict) -> None:
   num.mean, num.std_dev = mean(s), std_dev(s)
   num.num_zeros = s.get("zeros", 0)
   num.min, num.max = float(s["min"]), float(s["max"])
-  _histogram(num.histograms.add(), s.get("hist", {}))
+  _histogram(num.histograms.add(), s["hist"])
+  _histogram(num.histograms.add(), s["hist"], quantiles=True)
+  _fine(feature, s["hist"])
 
 
 def _text(text, s: dict) -> None:
@@ -117,7 +145,7 @@ def statistics_bytes(info: DatasetInfo, described: Dict[str, dict]
         feature.type = (statistics_pb2.FeatureNameStatistics.INT
                         if kind == "int64"
                         else statistics_pb2.FeatureNameStatistics.FLOAT)
-        _numbers(feature.num_stats, s)
+        _numbers(feature, s)
       else:
         feature.type = (statistics_pb2.FeatureNameStatistics.BYTES
                         if kind in ("bytes", "image")

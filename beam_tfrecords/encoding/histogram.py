@@ -1,0 +1,311 @@
+"""Exact, mergeable histograms of numbers, fine enough for any range.
+
+A value x != 0 falls in a bucket of its power of two, [2**e, 2**(e+1)),
+cut into 2**level equal parts: bucket (e, j) holds
+[2**e * (1 + j / 2**level), 2**e * (1 + (j + 1) / 2**level)). Its key is
+(e + _BIAS) * 2**level + j (negated for negative x); zero has the key 0.
+Computing a key takes np.frexp and integer steps only, so it is the same
+on every CPU, and a key at a finer level becomes its coarser key by a
+right shift.
+
+The level is chosen from the values: the finest (at most FINEST, 2**40
+buckets per power of two) at which the keys of the positive
+values and those of the negative values together span at most SPAN
+buckets. It depends only on the smallest and largest key of each sign
+at level FINEST, which a merge combines by min and max; so a batch's
+histogram, a merge of any parts in any order and a histogram of all the
+values at once are the same. A feature of values within a narrow range
+(epoch seconds of one day, latitudes) gets SPAN / 2 buckets or more
+between its smallest and largest value; a feature over many powers of
+two gets the same number of buckets in each.
+
+`bars` re-bins a histogram into about BARS buckets of a round width
+(1, 2, 2.5 or 5 times a power of ten) for the report and statistics.pb's
+standard histogram; `quantile_bars` into ten of about equal counts.
+Every fine bucket goes whole into one bar, so their counts stay exact and
+their edges are bucket edges. `comparable` puts two histograms on common
+buckets (drift, a split beside another).
+"""
+
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+__all__ = ["Histogram", "of_values", "merge", "bounds", "buckets", "bars",
+           "quantile_bars", "comparable", "to_json", "from_json",
+           "FINEST", "SPAN", "BARS", "DRIFT_KEYS"]
+
+FINEST = 40
+SPAN = 1024
+BARS = 20
+# Drift and the comparison of two histograms: at most this many common
+# non-empty buckets (fewer would blur a shift, more would count noise).
+DRIFT_KEYS = 64
+# np.frexp's exponents of finite float64 lie in [-1073, 1024]: + _BIAS
+# makes them positive.
+_BIAS = 1075
+_NO_KEYS = np.zeros(0, dtype=np.int64)
+# (smallest, largest) key at level FINEST of the positive, then of the
+# negative values' magnitudes; None for a sign without values.
+Ranges = Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]]
+
+
+class Histogram:
+  """Counts per key at one level (see the module docstring).
+
+  Attributes:
+    level: buckets per power of two: 2**level.
+    keys: sorted int64 keys of the non-empty buckets.
+    counts: int64 counts, one per key.
+    ranges: what chose the level (merged by min / max).
+  """
+  __slots__ = ("level", "keys", "counts", "ranges")
+
+  def __init__(self, level: int, keys: np.ndarray, counts: np.ndarray,
+               ranges: Ranges):
+    self.level, self.keys, self.counts, self.ranges = (level, keys, counts,
+                                                       ranges)
+
+  def __getstate__(self):
+    return self.level, self.keys, self.counts, self.ranges
+
+  def __setstate__(self, state):
+    self.level, self.keys, self.counts, self.ranges = state
+
+  def __eq__(self, other):
+    return isinstance(other, Histogram) and self.level == other.level and \
+        self.ranges == other.ranges and \
+        np.array_equal(self.keys, other.keys) and \
+        np.array_equal(self.counts, other.counts)
+
+  def __repr__(self):
+    return (f"Histogram(level={self.level}, "
+            f"{dict(zip(self.keys.tolist(), self.counts.tolist()))})")
+
+  @property
+  def total(self) -> int:
+    return int(self.counts.sum())
+
+
+def _span(ranges: Ranges, shift: int) -> int:
+  return sum((hi >> shift) - (lo >> shift) + 1
+             for lo, hi in (r for r in ranges if r is not None))
+
+
+def _level(ranges: Ranges) -> int:
+  """The finest level at which the ranges span at most SPAN keys."""
+  shift = 0
+  while shift < FINEST and _span(ranges, shift) > SPAN:
+    shift += 1
+  return FINEST - shift
+
+
+def _combined(a: Ranges, b: Ranges) -> Ranges:
+  return tuple(x if y is None else y if x is None else
+               (min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(a, b))
+
+
+def _finest_keys(magnitudes: np.ndarray) -> np.ndarray:
+  """Keys at level FINEST of positive finite float64 values."""
+  mantissa, exponent = np.frexp(magnitudes)  # m in [0.5, 1)
+  # (2m - 1) * 2**FINEST is exact (2m - 1 has at most 52 fraction bits);
+  # its floor is the bucket within the power of two.
+  sub = ((2 * mantissa - 1) * float(1 << FINEST)).astype(np.int64)
+  return ((exponent.astype(np.int64) + _BIAS) << FINEST) + sub
+
+
+def _count(keys: np.ndarray, shift: int) -> Tuple[np.ndarray, np.ndarray]:
+  """(sorted keys >> shift, counts) of non-negative keys spanning at
+  most about SPAN after the shift."""
+  if not len(keys):
+    return _NO_KEYS, _NO_KEYS
+  keys = keys >> shift
+  low = int(keys.min())
+  counts = np.bincount(keys - low)
+  found = np.flatnonzero(counts)
+  return found.astype(np.int64) + low, counts[found].astype(np.int64)
+
+
+def of_values(x: np.ndarray) -> Histogram:
+  """The histogram of finite float64 values."""
+  positive = x[x > 0]
+  negative = -x[x < 0]
+  zeros = len(x) - len(positive) - len(negative)
+  pos = _finest_keys(positive)
+  neg = _finest_keys(negative)
+  ranges = tuple((int(k.min()), int(k.max())) if len(k) else None
+                 for k in (pos, neg))
+  level = _level(ranges)
+  pk, pc = _count(pos, FINEST - level)
+  nk, nc = _count(neg, FINEST - level)
+  keys = [-nk[::-1], np.zeros(1 if zeros else 0, np.int64), pk]
+  counts = [nc[::-1], np.full(1 if zeros else 0, zeros, np.int64), pc]
+  return Histogram(level, np.concatenate(keys), np.concatenate(counts),
+                   ranges)
+
+
+def _coarser(keys: np.ndarray, shift: int) -> np.ndarray:
+  """Keys `shift` levels coarser (the sign kept, 0 stays 0)."""
+  if not shift:
+    return keys
+  return np.sign(keys) * (np.abs(keys) >> shift)
+
+
+def _summed(keys: np.ndarray, counts: np.ndarray
+            ) -> Tuple[np.ndarray, np.ndarray]:
+  unique, where = np.unique(keys, return_inverse=True)
+  # Counts below 2**53 add exactly in float64.
+  return unique, np.bincount(where, weights=counts,
+                             minlength=len(unique)).astype(np.int64)
+
+
+def merge(a: Optional[Histogram], b: Optional[Histogram]
+          ) -> Optional[Histogram]:
+  """The histogram of both parts' values (exact; any order)."""
+  if a is None or b is None:
+    return a if b is None else b
+  ranges = _combined(a.ranges, b.ranges)
+  level = _level(ranges)
+  keys, counts = _summed(
+      np.concatenate([_coarser(a.keys, a.level - level),
+                      _coarser(b.keys, b.level - level)]),
+      np.concatenate([a.counts, b.counts]))
+  return Histogram(level, keys, counts, ranges)
+
+
+def bounds(key: int, level: int) -> Tuple[float, float]:
+  """The [low, high) range of a key (for a negative key, (low, high]:
+  the mirror of the positive bucket); (0, 0) for zero."""
+  if key == 0:
+    return 0.0, 0.0
+  magnitude = abs(key)
+  power = (magnitude >> level) - _BIAS - 1 - level
+  j = (1 << level) + (magnitude & ((1 << level) - 1))
+  low, high = _ldexp(j, power), _ldexp(j + 1, power)
+  return (low, high) if key > 0 else (-high, -low)
+
+
+def _ldexp(m: int, e: int) -> float:
+  try:
+    return math.ldexp(float(m), e)
+  except OverflowError:  # the top bucket of float64
+    return math.inf
+
+
+def buckets(h: Histogram) -> List[Tuple[float, float, int]]:
+  """[(low, high, count)] of the non-empty buckets, lowest first."""
+  return [bounds(k, h.level) + (c,)
+          for k, c in zip(h.keys.tolist(), h.counts.tolist())]
+
+
+def round_width(span: float, parts: int) -> float:
+  """The smallest of 1, 2, 2.5, 5 times a power of ten that cuts `span`
+  into at most `parts` pieces (from the decimal text of the floats, so
+  the same on every CPU)."""
+  wanted = span / parts
+  if not wanted > 0 or math.isinf(wanted):
+    return 1.0 if not wanted > 0 else wanted
+  power = int(f"{wanted:.17e}".split("e")[1])
+  for digits in ("1", "2", "2.5", "5", "10"):
+    width = float(f"{digits}e{power}")
+    if width >= wanted:
+      return width
+  return float(f"1e{power + 1}")
+
+
+def _grouped(fine: Sequence[Tuple[float, float, int]], group: Sequence[int]
+             ) -> List[Tuple[float, float, int]]:
+  out: List[List] = []
+  last = None
+  for (low, high, count), g in zip(fine, group):
+    if out and g == last:
+      out[-1][1] = high
+      out[-1][2] += count
+    else:
+      out.append([low, high, count])
+    last = g
+  return [tuple(b) for b in out]
+
+
+def bars(h: Histogram, parts: int = BARS
+         ) -> Tuple[List[Tuple[float, float, int]], float]:
+  """(bars, width): the buckets re-binned into bars of a round width, at
+  most about `parts` over the values' range; each bar (low, high, count)
+  is the union of the fine buckets whose low edge lies in its
+  [i * width, (i + 1) * width)."""
+  fine = buckets(h)
+  if not fine:
+    return [], 1.0
+  low, high = fine[0][0], fine[-1][1]
+  width = round_width(high - low, parts)
+  if math.isinf(width):
+    return fine, width
+  return _grouped(fine, [math.floor(b[0] / width) for b in fine]), width
+
+
+def quantile_bars(h: Histogram, parts: int = 10
+                  ) -> List[Tuple[float, float, int]]:
+  """The buckets re-binned into `parts` bars of about equal counts: a bar
+  ends with the first bucket whose running count reaches its share
+  (exact counts; bar edges are bucket edges)."""
+  fine = buckets(h)
+  total = sum(c for _, _, c in fine)
+  running, group, bar = 0, [], 0
+  for _, _, count in fine:
+    group.append(bar)
+    running += count
+    while bar < parts - 1 and running * parts >= (bar + 1) * total:
+      bar += 1
+  return _grouped(fine, group)
+
+
+def comparable(a: Histogram, b: Histogram, most: int = DRIFT_KEYS
+               ) -> Tuple[int, Dict[int, float], Dict[int, float]]:
+  """(level, shares of a, shares of b) on common keys: both at the
+  finest level at which they have at most `most` non-empty keys together
+  (a function of the two histograms alone: the same in any order)."""
+  level = min(a.level, b.level)
+  keys = [_coarser(h.keys, h.level - level) for h in (a, b)]
+  while level > 0 and len(np.union1d(*keys)) > most:
+    level -= 1
+    keys = [_coarser(k, 1) for k in keys]
+  shares = []
+  for k, h in zip(keys, (a, b)):
+    unique, total = _summed(k, h.counts)
+    whole = h.total or 1
+    shares.append({int(key): c / whole
+                   for key, c in zip(unique.tolist(), total.tolist())})
+  return level, shares[0], shares[1]
+
+
+def to_json(h: Histogram) -> dict:
+  """{"level", "counts": [[key, count], ...]} (dataset.json)."""
+  return {"level": h.level, "counts": [[k, c] for k, c in zip(
+      h.keys.tolist(), h.counts.tolist())]}
+
+
+def from_json(data: dict) -> Histogram:
+  """A histogram from to_json's form (for comparisons: no ranges)."""
+  pairs = data.get("counts") or []
+  return Histogram(int(data["level"]),
+                   np.array([k for k, _ in pairs], dtype=np.int64),
+                   np.array([c for _, c in pairs], dtype=np.int64),
+                   (None, None))
+
+
+def from_buckets(level: int, fine: Sequence[Tuple[float, float, int]]
+                 ) -> Histogram:
+  """A histogram from its buckets' (low, high, count) (statistics.pb's
+  fine histogram; for comparisons: no ranges)."""
+  keys = []
+  for low, high, _ in fine:
+    if low == 0 and high == 0:
+      keys.append(0)
+      continue
+    magnitude = low if low > 0 else -high
+    key = int(_finest_keys(np.array([magnitude]))[0]) >> (FINEST - level)
+    keys.append(key if low > 0 else -key)
+  return Histogram(level, np.array(keys, dtype=np.int64),
+                   np.array([c for _, _, c in fine], dtype=np.int64),
+                   (None, None))
