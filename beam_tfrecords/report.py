@@ -163,15 +163,18 @@ def _shares(a, b) -> Tuple[Optional[str], Dict[Any, Any], Dict[Any, Any]]:
     if fa is None or fb is None or not fa.total or not fb.total:
       return None, {}, {}
     level, p, q = histogram.comparable(fa, fb)
-    return ("numbers",) + tuple({histogram.bounds(k, level): v
-                                 for k, v in x.items()} for x in (p, q))
+    return ("numbers", {histogram.bounds(k, level): v for k, v in p.items()},
+            {histogram.bounds(k, level): v for k, v in q.items()})
   if a.HasField("string_stats") and b.HasField("string_stats") and \
       a.string_stats.top_values and b.string_stats.top_values:
-    return ("text",) + tuple(
-        {v.value: v.frequency / (f.string_stats.common_stats.tot_num_values
-                                 or 1) for v in f.string_stats.top_values}
-        for f in (a, b))
+    return "text", _top_shares(a), _top_shares(b)
   return None, {}, {}
+
+
+def _top_shares(feature) -> Dict[Any, float]:
+  total = feature.string_stats.common_stats.tot_num_values or 1
+  return {v.value: v.frequency / total
+          for v in feature.string_stats.top_values}
 
 
 def difference(a, b) -> Optional[Tuple[str, float]]:

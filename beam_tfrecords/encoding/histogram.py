@@ -101,9 +101,19 @@ def _level(ranges: Ranges) -> int:
   return FINEST - shift
 
 
+def _either(x: Optional[Tuple[int, int]], y: Optional[Tuple[int, int]]
+            ) -> Optional[Tuple[int, int]]:
+  if x is None or y is None:
+    return x if y is None else y
+  return min(x[0], y[0]), max(x[1], y[1])
+
+
 def _combined(a: Ranges, b: Ranges) -> Ranges:
-  return tuple(x if y is None else y if x is None else
-               (min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(a, b))
+  return _either(a[0], b[0]), _either(a[1], b[1])
+
+
+def _range(keys: np.ndarray) -> Optional[Tuple[int, int]]:
+  return (int(keys.min()), int(keys.max())) if len(keys) else None
 
 
 def _finest_keys(magnitudes: np.ndarray) -> np.ndarray:
@@ -134,8 +144,7 @@ def of_values(x: np.ndarray) -> Histogram:
   zeros = len(x) - len(positive) - len(negative)
   pos = _finest_keys(positive)
   neg = _finest_keys(negative)
-  ranges = tuple((int(k.min()), int(k.max())) if len(k) else None
-                 for k in (pos, neg))
+  ranges = (_range(pos), _range(neg))
   level = _level(ranges)
   pk, pc = _count(pos, FINEST - level)
   nk, nc = _count(neg, FINEST - level)
