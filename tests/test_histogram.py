@@ -164,3 +164,15 @@ def test_histograms_round_trip_through_json_and_statistics_buckets():
   again = H.from_buckets(h.level, H.buckets(h))
   assert np.array_equal(again.keys, h.keys)
   assert np.array_equal(again.counts, h.counts)
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=st.lists(st.one_of(st.integers(-2**63, 2**63 - 1),
+                                 st.integers(-300, 70000)),
+                       min_size=1, max_size=80))
+def test_ints_by_value_are_the_same_as_by_float(values):
+  """of_ints counts a small range by value first: the same histogram as
+  every value cast to float64 (what the general path does)."""
+  v = np.array(values, dtype=np.int64)
+  assert H.of_ints(v, int(v.min()), int(v.max())) == \
+      H.of_values(v.astype(np.float64))

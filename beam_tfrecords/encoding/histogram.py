@@ -32,7 +32,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["Histogram", "of_values", "merge", "bounds", "buckets", "bars",
+__all__ = ["Histogram", "of_values", "of_ints", "merge", "bounds", "buckets", "bars",
            "quantile_bars", "comparable", "to_json", "from_json",
            "FINEST", "SPAN", "BARS", "DRIFT_KEYS"]
 
@@ -125,33 +125,59 @@ def _finest_keys(magnitudes: np.ndarray) -> np.ndarray:
   return ((exponent.astype(np.int64) + _BIAS) << FINEST) + sub
 
 
-def _count(keys: np.ndarray, shift: int) -> Tuple[np.ndarray, np.ndarray]:
+def _count(keys: np.ndarray, shift: int, weights: Optional[np.ndarray]
+           ) -> Tuple[np.ndarray, np.ndarray]:
   """(sorted keys >> shift, counts) of non-negative keys spanning at
-  most about SPAN after the shift."""
+  most about SPAN after the shift (each counted `weights` times)."""
   if not len(keys):
     return _NO_KEYS, _NO_KEYS
   keys = keys >> shift
   low = int(keys.min())
-  counts = np.bincount(keys - low)
+  # Counts below 2**53 add exactly in float64.
+  counts = np.bincount(keys - low, weights=weights)
   found = np.flatnonzero(counts)
   return found.astype(np.int64) + low, counts[found].astype(np.int64)
 
 
-def of_values(x: np.ndarray) -> Histogram:
-  """The histogram of finite float64 values."""
-  positive = x[x > 0]
-  negative = -x[x < 0]
-  zeros = len(x) - len(positive) - len(negative)
+def of_values(x: np.ndarray, weights: Optional[np.ndarray] = None
+              ) -> Histogram:
+  """The histogram of finite float64 values (each counted `weights`
+  times: int64, when given)."""
+  up, down = x > 0, x < 0
+  positive, negative = x[up], -x[down]
+  w_pos = w_neg = None
+  if weights is None:
+    zeros = len(x) - len(positive) - len(negative)
+  else:
+    w_pos, w_neg = weights[up], weights[down]
+    zeros = int(weights.sum()) - int(w_pos.sum()) - int(w_neg.sum())
   pos = _finest_keys(positive)
   neg = _finest_keys(negative)
   ranges = (_range(pos), _range(neg))
   level = _level(ranges)
-  pk, pc = _count(pos, FINEST - level)
-  nk, nc = _count(neg, FINEST - level)
+  pk, pc = _count(pos, FINEST - level, w_pos)
+  nk, nc = _count(neg, FINEST - level, w_neg)
   keys = [-nk[::-1], np.zeros(1 if zeros else 0, np.int64), pk]
   counts = [nc[::-1], np.full(1 if zeros else 0, zeros, np.int64), pc]
   return Histogram(level, np.concatenate(keys), np.concatenate(counts),
                    ranges)
+
+
+# int64 values within this range are counted by value first (one
+# np.bincount), then the distinct values are put in their buckets.
+_BY_VALUE = 1 << 16
+
+
+def of_ints(v: np.ndarray, low: int, high: int) -> Histogram:
+  """The histogram of int64 values `v` (smallest `low`, largest `high`)
+  as float64 values: of_values(v.astype(np.float64)), faster for
+  values within a small range (most int64 features)."""
+  if high - low >= _BY_VALUE:
+    return of_values(v.astype(np.float64))
+  counts = np.bincount(v - low)
+  found = np.flatnonzero(counts)
+  return of_values((found + low).astype(np.float64),
+                   counts[found].astype(np.int64))
 
 
 def _coarser(keys: np.ndarray, shift: int) -> np.ndarray:

@@ -370,5 +370,6 @@ def sequence_stats(feature: Feature, lists: pa.LargeListArray,
     had = n_steps[lists.is_valid().to_numpy(zero_copy_only=False)]
     if len(had):
       out["steps_min"], out["steps_max"] = int(had.min()), int(had.max())
-      out["steps_hist"] = histogram.of_values(had.astype(np.float64))
+      out["steps_hist"] = histogram.of_ints(
+          had.astype(np.int64), out["steps_min"], out["steps_max"])
   return out

@@ -102,32 +102,16 @@ def _column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
     out["len_min"], out["len_max"] = mm["min"].as_py(), mm["max"].as_py()
     if feature.is_variable_length:
       # Values per record (present records), in the numeric buckets.
-      out["len_hist"] = histogram.of_values(lengths.drop_null().to_numpy(
-          zero_copy_only=False).astype(np.float64))
+      counts = lengths.drop_null().to_numpy(zero_copy_only=False)
+      out["len_hist"] = histogram.of_ints(counts, out["len_min"],
+                                          out["len_max"])
   if not len(values):
     return out
-  if feature.type in (FeatureType.INT64, FeatureType.FLOAT):
-    numbers = values if feature.type is FeatureType.INT64 else \
-        pc.cast(values, pa.float64())
-    finite = numbers if feature.type is FeatureType.INT64 else \
-        numbers.filter(pc.is_finite(numbers))
-    if len(finite):
-      mm = pc.min_max(finite)
-      out["min"], out["max"] = mm["min"].as_py(), mm["max"].as_py()
-      if feature.type is FeatureType.FLOAT:
-        # -0.0 as 0.0: which of two equal zeros a min or max returns
-        # depends on the order of the values and of the merges.
-        out["min"], out["max"] = out["min"] + 0.0, out["max"] + 0.0
-      x = pc.cast(finite, pa.float64(), safe=False).to_numpy(
-          zero_copy_only=False)
-      # Exact sums (integers): of the int64 values themselves, not of
-      # their float64 casts (which round past 2**53).
-      out["sum"], out["sumsq"] = exact_sums.sums(
-          finite.to_numpy(zero_copy_only=False)
-          if feature.type is FeatureType.INT64 else x)
-      out["zeros"] = int(np.count_nonzero(x == 0))
-      out["hist"] = histogram.of_values(x)
-      out["counted"] = len(finite)
+  if feature.type is FeatureType.INT64:
+    _int_stats(values.to_numpy(zero_copy_only=False), out)
+    return out
+  if feature.type is FeatureType.FLOAT:
+    _float_stats(pc.cast(values, pa.float64()), out)
     return out
   if feature.type in (FeatureType.STRING, FeatureType.BYTES):
     out["len_sum"] = int(pc.sum(pc.binary_length(values)).as_py() or 0)
@@ -144,6 +128,35 @@ def _column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
                         counts.field("counts").to_pylist()))
   out["top_exact"] = exact
   return out
+
+
+def _int_stats(v: np.ndarray, out: dict) -> None:
+  """min / max, exact sums, zeros and the histogram of int64 values."""
+  low, high = int(v.min()), int(v.max())
+  out["min"], out["max"] = low, high
+  # Exact sums (integers) of the int64 values themselves, not of their
+  # float64 casts (which round past 2**53).
+  out["sum"], out["sumsq"] = exact_sums.sums(v)
+  out["zeros"] = int(np.count_nonzero(v == 0))
+  out["hist"] = histogram.of_ints(v, low, high)
+  out["counted"] = len(v)
+
+
+def _float_stats(numbers: pa.Array, out: dict) -> None:
+  """The same of the finite ones of float values (NaN and infinities
+  are in no sum, min, max or histogram)."""
+  finite = numbers.filter(pc.is_finite(numbers))
+  if not len(finite):
+    return
+  mm = pc.min_max(finite)
+  # -0.0 as 0.0: which of two equal zeros a min or max returns depends
+  # on the order of the values and of the merges.
+  out["min"], out["max"] = mm["min"].as_py() + 0.0, mm["max"].as_py() + 0.0
+  x = finite.to_numpy(zero_copy_only=False)
+  out["sum"], out["sumsq"] = exact_sums.sums(x)
+  out["zeros"] = int(np.count_nonzero(x == 0))
+  out["hist"] = histogram.of_values(x)
+  out["counted"] = len(finite)
 
 
 def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:

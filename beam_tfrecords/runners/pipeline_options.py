@@ -20,6 +20,7 @@ from apache_beam.options.pipeline_options import (DirectOptions,
                                                   PortableOptions,
                                                   SparkRunnerOptions,
                                                   StandardOptions,
+                                                  TypeOptions,
                                                   _BeamArgumentParser)
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 from apache_beam.runners.runner import create_runner
@@ -35,16 +36,31 @@ _LOG = logging.getLogger(__name__)
 
 
 class _LocalDirectRunner(SwitchingDirectRunner):
-  """The DirectRunner without its first attempt at Prism.
+  """The DirectRunner, straight to its FnApiRunner.
 
   Beam 2.77's DirectRunner first downloads a Prism binary from the internet
   and falls back to the in-process FnApiRunner when that fails: a delay and
-  a page of warnings on machines without internet. In 2.77 the
-  `_is_interactive` flag only gates that attempt (direct_runner.py,
-  _PrismRunnerSupportVisitor), so setting it goes straight to the
-  FnApiRunner, which honours --direct_num_workers / --direct_running_mode.
+  a page of warnings on machines without internet. Then it walks the
+  pipeline twice to see whether the FnApiRunner supports it (no streaming
+  sources, TestStream or real-time timers: a build has none). This runner
+  goes to the FnApiRunner as Beam's does once those walks say yes
+  (direct_runner.py, SwitchingDirectRunner.run_pipeline), with the same
+  provision info; it honours --direct_num_workers / --direct_running_mode.
   """
   _is_interactive = True
+
+  def run_pipeline(self, pipeline, options):
+    # pylint: disable=import-outside-toplevel
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.runners.portability.portable_runner import \
+        JobServiceHandle
+    encoded = JobServiceHandle.encode_pipeline_options(
+        options.get_all_options())
+    return fn_runner.FnApiRunner(
+        provision_info=fn_runner.ExtendedProvisionInfo(
+            beam_provision_api_pb2.ProvisionInfo(
+                pipeline_options=encoded))).run_pipeline(pipeline, options)
 
 
 def is_local_direct(runner) -> bool:
@@ -222,6 +238,11 @@ def pipeline_options(beam_args: Union[None, Sequence[str], PipelineOptions]):
     args = list(beam_args or [])
     runner = check_beam_args(args, input_flag=None)
     options = PipelineOptions(args)
+    if not {"--pipeline_type_check", "--no_pipeline_type_check"} & set(args):
+      # The build's own graph (tested): Beam's construction-time check of
+      # its type hints re-parses every option per transform (a tenth of
+      # a second of each build). --pipeline_type_check brings it back.
+      options.view_as(TypeOptions).pipeline_type_check = False
   if is_direct(options) and options.view_as(
       DirectOptions).direct_running_mode == "multi_threading" and \
       options.view_as(DirectOptions).direct_num_workers != 1:

