@@ -124,6 +124,25 @@ def _histogram_svg(buckets) -> str:
                      "count")
 
 
+def _deciles(feature) -> str:
+  """Where 10%, 50% and 90% of the values are reached: the fine bucket
+  (statistics.pb's custom statistic) in which the running count reaches
+  each share, as its lower edge (a value of that bucket: for integers
+  the value itself)."""
+  fine = _fine(feature)
+  if fine is None or not fine.total:
+    return ""
+  points: Dict[int, float] = {}
+  running = 0
+  for low, high, count in histogram.buckets(fine):
+    running += count
+    for share in (10, 50, 90):
+      if share not in points and running * 100 >= share * fine.total:
+        points[share] = low if low >= 0 else high
+  return ("<div class='deciles muted'>10%: ~{:.4g}, median: ~{:.4g}, "
+          "90%: ~{:.4g}</div>").format(points[10], points[50], points[90])
+
+
 def _top_svg(values) -> str:
   if not values:
     return ""
@@ -256,6 +275,7 @@ def _cell(feature, spec: dict, image: bool = False) -> str:
                  "</div>")
     if n.histograms:
       parts.append(_histogram_svg(n.histograms[0].buckets))
+    parts.append(_deciles(feature))
   else:
     s = feature.string_stats
     if s.unique:

@@ -176,3 +176,16 @@ def test_ints_by_value_are_the_same_as_by_float(values):
   v = np.array(values, dtype=np.int64)
   assert H.of_ints(v, int(v.min()), int(v.max())) == \
       H.of_values(v.astype(np.float64))
+
+
+def test_the_report_says_where_the_deciles_are(penguins):
+  """10%, median and 90% of the flipper lengths (integers): the values
+  numpy's inverted-CDF percentiles give."""
+  out, _ = penguins
+  page = (out / "report.html").read_text()
+  section = page[page.index("id='feature-flipper_length_mm'"):]
+  line = re.search(r"<div class='deciles muted'>([^<]*)</div>", section)
+  want = np.percentile(_column("flipper_length_mm"), [10, 50, 90],
+                       method="inverted_cdf")
+  assert line.group(1) == "10%: ~{:g}, median: ~{:g}, 90%: ~{:g}".format(
+      *want)
