@@ -89,24 +89,45 @@ def _axis(low: float, high: float, width: int, height: int) -> str:
   return "".join(out)
 
 
+def _slots(bars: List[Tuple[float, float, float]]
+           ) -> List[Tuple[float, float]]:
+  """Where to draw each bar: the slot of the round width that
+  histogram.bars cut (its bars are unions of fine buckets starting in
+  [i * width, (i + 1) * width)); the exact ranges of other bars."""
+  exact = [(b[0], b[1]) for b in bars]
+  if not bars:
+    return exact
+  step = round_width(bars[-1][1] - bars[0][0], histogram.BARS)
+  if not step > 0 or math.isinf(step):
+    return exact
+  index = [math.floor(b[0] / step) for b in bars]
+  if any(a >= b for a, b in zip(index, index[1:])):
+    return exact  # not cut so (an older statistics.pb)
+  return [(i * step, (i + 1) * step) for i in index]
+
+
 def _linear_svg(series: List[Tuple[List[Tuple[float, float, float]], str,
-                                   str]], what: str) -> str:
-  """Bars drawn where their ranges lie on a linear axis with round labels;
-  series: ([(low, high, height value)], class, style); what: the
-  data- attribute of the height value ("count" or "share")."""
+                                   str]], what: str, snap: bool = False
+                ) -> str:
+  """Bars drawn where their ranges lie on a linear axis with round labels
+  (snap: in their slots of a round width, see _slots); series: ([(low,
+  high, height value)], class, style); what: the data- attribute of the
+  height value ("count" or "share")."""
   every = [b for bars, _, _ in series for b in bars]
   if not every:
     return ""
-  low = min(b[0] for b in every)
-  high = max(b[1] for b in every)
+  drawn = [_slots(bars) if snap else [(b[0], b[1]) for b in bars]
+           for bars, _, _ in series]
+  low = min(d[0] for ds in drawn for d in ds)
+  high = max(d[1] for ds in drawn for d in ds)
   top = max(b[2] for b in every) or 1
   width, height = 320, 90
   scale = width / (high - low) if high > low else 0.0
   rects = []
-  for bars, kind, style in series:
-    for b_low, b_high, value in bars:
-      x = (b_low - low) * scale
-      w = max(1.0, (b_high - b_low) * scale - 1) if scale else width
+  for (bars, kind, style), places in zip(series, drawn):
+    for (b_low, b_high, value), (d_low, d_high) in zip(bars, places):
+      x = (d_low - low) * scale
+      w = max(1.0, (d_high - d_low) * scale - 1) if scale else width
       h = round(height * value / top)
       shown = f"{value:,}" if what == "count" else f"{value:.6f}"
       rects.append(
@@ -121,7 +142,7 @@ def _linear_svg(series: List[Tuple[List[Tuple[float, float, float]], str,
 def _histogram_svg(buckets) -> str:
   return _linear_svg([([(b.low_value, b.high_value, int(b.sample_count))
                         for b in buckets], "bar", 'fill="#4a7bd0"')],
-                     "count")
+                     "count", snap=True)
 
 
 def _deciles(feature) -> str:
