@@ -16,7 +16,7 @@ of the rows, not by arrival (see transforms.elements).
 import dataclasses
 import os
 import types
-from typing import Any, Mapping, NamedTuple, Optional, Union
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Union
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -29,6 +29,8 @@ from beam_tfrecords.staging import stage_output
 from beam_tfrecords.transforms.dataset import WriteBatches
 from beam_tfrecords.transforms.elements import PCOLLECTION, ToSourceBatches
 from beam_tfrecords.transforms.encode import Encode
+from beam_tfrecords.tft import (check_traces, fn_digest,
+                                with_preprocessing_fn)
 
 __all__ = ["WriteDataset", "EncodeRecords", "EncodedRecords"]
 
@@ -58,13 +60,18 @@ class WriteDataset(beam.PTransform):
       continued in further files every `max_shard_size` (256 MiB) -- give
       a count to write in parallel. The sink is the deterministic one, and
       the dataset is always built (`force` changes nothing here).
+    preprocessing_fn: a TensorFlow Transform preprocessing_fn (or
+      "module:function"), as for build(); traced here first.
   """
 
   def __init__(self, schema: Union[str, Mapping, Schema], output: str, *,
                options: Optional[BuildOptions] = None,
+               preprocessing_fn: Union[None, str, Callable[..., Any]] = None,
                **option_keywords: Any):
     super().__init__()
-    self._schema = _schema_for_pcollection(schema)
+    self._schema = with_preprocessing_fn(_schema_for_pcollection(schema),
+                                         preprocessing_fn)
+    check_traces(self._schema)
     self._output = output
     self._options = BuildOptions.with_keywords(options, option_keywords,
                                                "WriteDataset()")
@@ -83,7 +90,9 @@ class WriteDataset(beam.PTransform):
     output = self._output.rstrip("/")
     if "://" not in output:
       output = os.path.abspath(output)
-    key = planning.build_key(schema, _PCOLLECTION_PLAN, "", opts.key())
+    digest = fn_digest(schema)
+    key = planning.build_key(schema, _PCOLLECTION_PLAN, "", {
+        **opts.key(), **({"preprocessing_fn": digest} if digest else {})})
     # Released by the pipeline's last step, once it has published.
     plan = stage_output(
         schema, _PCOLLECTION_PLAN, opts, output, key,

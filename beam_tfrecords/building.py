@@ -42,6 +42,8 @@ from beam_tfrecords.staging import no_space_left, stage_output
 from beam_tfrecords.transforms import ReadInputs
 from beam_tfrecords.transforms.dataset import WriteBatches
 from beam_tfrecords.transforms.inputs import unit_bytes
+from beam_tfrecords.tft import (check_traces, fn_digest,
+                                with_preprocessing_fn)
 
 __all__ = ["build", "BuildResult", "DEFAULT_SPLIT", "shard_plan"]
 
@@ -78,6 +80,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
           format_options: Optional[Mapping[str, Any]] = None,
           beam_args: Union[None, Sequence[str], PipelineOptions] = None,
           preprocess: Union[None, str, Callable] = None,
+          preprocessing_fn: Union[None, str, Callable] = None,
           progress: bool = False, **option_keywords: Any) -> BuildResult:
   """Builds a TFRecord dataset and waits for it to finish.
 
@@ -97,6 +100,11 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       encoding: it gets every column of the input and returns the columns
       the schema reads, for the same rows in order (see
       beam_tfrecords.preprocess). Checked here: it must pickle.
+    preprocessing_fn: a TensorFlow Transform preprocessing_fn (or
+      "module:function"), analyzed on the training split and applied to
+      every split, alongside or instead of the schema's transform:
+      features (it replaces the schema's transform.preprocessing_fn; see
+      beam_tfrecords.tft). Traced here first.
     progress: show the build's progress on stderr (a live line on a
       terminal, else a line every few seconds); on runners other than the
       DirectRunner, the job's metrics as they report them.
@@ -126,15 +134,19 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   check_paths_reach_workers(beam_opts, list(patterns) + [output])
   if "://" not in output:  # workers run elsewhere: an absolute path
     output = os.path.abspath(output)
+  schema = with_preprocessing_fn(schema, preprocessing_fn)
   schema, plan, user_fn = _plan(schema, patterns, output, input_format,
                                 format_options, preprocess, beam_opts)
+  check_traces(schema)
+  tft_digest = fn_digest(schema)
   if is_dask(runner):
     _check_dask(schema)
     spread_on_dask(beam_opts, len(plan.units))
   fingerprint = planning.input_fingerprint(plan.files)
   key = planning.build_key(schema, plan, fingerprint, {
       **opts.key(),
-      **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {})})
+      **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {}),
+      **({"preprocessing_fn": tft_digest} if tft_digest else {})})
   # Checked and locked (one build at a time per output: the lock is held
   # until the end), earlier builds recovered, the staging folder made.
   staged = stage_output(

@@ -33,7 +33,8 @@ from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources.base import SourceBatch
 from beam_tfrecords.version import __version__
 
-__all__ = ["Preprocess", "resolve_preprocess", "Versions", "check_versions"]
+__all__ = ["Preprocess", "resolve_preprocess", "Versions", "check_versions",
+           "import_function", "function_digest", "function_name"]
 
 SHIPPING = ('workers must be able to import it: install your package on the '
             'workers with --setup_file ./setup.py or --extra_package '
@@ -153,10 +154,10 @@ def resolve_preprocess(spec: Union[str, Callable, None]
   if spec is None:
     return None
   if isinstance(spec, str):
-    fn, name = _import(spec), spec
+    fn, name = import_function(spec), spec
   else:
     fn = spec
-    name = _name(fn)
+    name = function_name(fn)
   if not callable(fn):
     raise InputError(f"the preprocess {name} is a {type(fn).__name__}, not "
                      "a function")
@@ -170,7 +171,7 @@ def resolve_preprocess(spec: Union[str, Callable, None]
         "level of a module and create what it uses (clients, locks, open "
         "files) inside it or when the module is imported, not in a closure "
         "or a default argument") from e
-  return Preprocess(name=name, pickled=pickled, digest=_digest(fn))
+  return Preprocess(name=name, pickled=pickled, digest=function_digest(fn))
 
 
 def _stable_class_id(cls) -> str:
@@ -178,7 +179,7 @@ def _stable_class_id(cls) -> str:
       "utf-8")).hexdigest()[:32]
 
 
-def _digest(fn) -> str:
+def function_digest(fn) -> str:
   """What the build key sees of the function: its source text, and what
   the workers get of it (closure values, a bound instance, a partial's
   arguments), pickled with class ids that are the same in every process
@@ -208,9 +209,9 @@ def _digest(fn) -> str:
   return hashlib.sha256(source + b"\0" + shipped).hexdigest()[:16]
 
 
-def _name(fn) -> str:
+def function_name(fn) -> str:
   if isinstance(fn, functools.partial):
-    return f"functools.partial({_name(fn.func)})"
+    return f"functools.partial({function_name(fn.func)})"
   if not hasattr(fn, "__qualname__"):  # a callable instance
     fn = type(fn)
   return f"{getattr(fn, '__module__', '?')}:{fn.__qualname__}"
@@ -228,7 +229,14 @@ def _dotted(path: str) -> Optional[str]:
   return ".".join(parts) if all(p.isidentifier() for p in parts) else None
 
 
-def _import(spec: str) -> Callable:
+def import_function(spec: str, setting: str = "--preprocess") -> Callable:
+  """The function "module:function" names (`setting`: how messages name
+  where it was given), imported as `python -m` would from the current folder.
+
+  Raises:
+    InputError: not MODULE:FUNCTION, the module does not import, or it
+      has no such name.
+  """
   module_name, sep, attr = spec.partition(":")
   if not sep or not module_name or not attr:
     if not sep:
@@ -237,7 +245,7 @@ def _import(spec: str) -> Callable:
       missing = "the module before the colon is missing"
     else:
       missing = "the function after the colon is missing"
-    raise InputError(f"--preprocess takes MODULE:FUNCTION (e.g. "
+    raise InputError(f"{setting} takes MODULE:FUNCTION (e.g. "
                      f"mypackage.features:clean), got {spec!r}: {missing}")
   # A file path, a relative import or a stray character is no module name
   # (importlib would raise TypeError or worse on some of them).
@@ -245,7 +253,7 @@ def _import(spec: str) -> Callable:
     if not all(part.isidentifier() for part in dotted.split(".")):
       module = _dotted(module_name) if what == "module" else None
       raise InputError(
-          f"--preprocess {spec}: {dotted!r} is not a Python {what} name; "
+          f"{setting} {spec}: {dotted!r} is not a Python {what} name; "
           "give MODULE:FUNCTION with dotted names, as you would import them "
           "(e.g. mypackage.features:clean), not a file path"
           + (f"; for the file {module_name} give {module}:{attr} (modules "
@@ -261,7 +269,7 @@ def _import(spec: str) -> Callable:
     hint = (f"; {module_name} looks like a file name: give the module, "
             f"{module_name[:-3]}:{attr}" if module_name.endswith(".py")
             else "")
-    raise InputError(f"--preprocess {spec}: cannot import {module_name!r} "
+    raise InputError(f"{setting} {spec}: cannot import {module_name!r} "
                      f"({e}); run from the folder that holds it, or install "
                      f"it{hint}") from e
   finally:
@@ -269,7 +277,7 @@ def _import(spec: str) -> Callable:
       sys.path.remove(os.getcwd())
   for part in attr.split("."):
     if not hasattr(obj, part):
-      raise InputError(f"--preprocess {spec}: {module_name} has no "
+      raise InputError(f"{setting} {spec}: {module_name} has no "
                        f"{attr!r}")
     obj = getattr(obj, part)
   return obj

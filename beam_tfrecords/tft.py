@@ -20,23 +20,51 @@ columns, so the transformed records are regrouped into the same chunks, in
 the same order: the transformed shards are as deterministic as the raw
 ones. The transform graph is written in TFT's layout (transform_fn/,
 transformed_metadata/), which `tft.TFTransformOutput(dataset_dir)` reads;
-`beam_tfrecords.reader.transform_output` returns it.
+`beam_tfrecords.reader.transform_output` returns it, and the raw schema
+beside it (`metadata/`, as TFX's Transform writes it), so TFX's serving
+recipe works: `raw_feature_spec()`, then `transform_features_layer()`.
+
+The user's own `preprocessing_fn`, as TFX's Transform component takes it
+(a module file's function):
+
+    transform:
+      preprocessing_fn: my_package.transform:preprocessing_fn
+
+    btr.build(schema, inputs, output, preprocessing_fn=preprocessing_fn)
+
+It gets the stored features as TFT gives them (a dense tensor for a
+feature every record has, a SparseTensor otherwise) and returns the
+transformed features; any `tft.*` analyzer and any TensorFlow op may be
+in it. With declared `features:` too, both run on the same inputs and
+their outputs are merged (a name in both is refused). TFT traces the
+function on the launcher, when the pipeline is made, and ships the traced
+graph (a SavedModel) to the workers: the function itself is never
+pickled, and its module need only import on the launcher. It is traced
+once more before anything runs (`check_traces`), so a function that
+fails to build its graph fails the build before the pipeline, naming the
+function and the error.
 """
 
+import dataclasses
+import os
 import pickle
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import apache_beam as beam
 import pyarrow as pa
 
+from beam_tfrecords.errors import InputError
+from beam_tfrecords.preprocess import (function_digest, function_name,
+                                       import_function)
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.schema.model import TransformSpec
 
 __all__ = ["TransformRecords", "preprocessing_fn", "TRANSFORMED_DIR",
-           "TFT_TEMP_DIR", "TRANSFORM_DIRS"]
+           "TFT_TEMP_DIR", "TRANSFORM_DIRS", "with_preprocessing_fn",
+           "combined_fn", "check_traces", "fn_digest"]
 
 from beam_tfrecords.sinks.metadata import (  # noqa: E402
-    TFT_TEMP_DIR, TRANSFORM_DIRS, TRANSFORMED_DIR)
+    RAW_METADATA_DIR, TFT_TEMP_DIR, TRANSFORM_DIRS, TRANSFORMED_DIR)
 
 _KEY, _ROW = "__btr_chunk__", "__btr_row__"
 
@@ -81,6 +109,100 @@ def preprocessing_fn(spec: TransformSpec):
             tf.identity(x)
     return out
   return fn
+
+
+_SETTING = "transform.preprocessing_fn"
+
+
+def with_preprocessing_fn(schema: Schema,
+                          given: Union[None, str, Callable[..., Any]]
+                          ) -> Schema:
+  """The schema with its preprocessing_fn resolved: `given` (a function
+  or "module:function", which replaces the schema's), else the schema's
+  own "module:function", imported here.
+
+  Raises:
+    InputError: the function does not import or is not callable.
+  """
+  spec = schema.transform
+  if given is None and (spec is None or spec.preprocessing_fn is None):
+    return schema
+  if given is None:
+    assert spec is not None and spec.preprocessing_fn is not None
+    fn, name = import_function(spec.preprocessing_fn, _SETTING), \
+        spec.preprocessing_fn
+  elif isinstance(given, str):
+    fn, name = import_function(given, "preprocessing_fn"), given
+  else:
+    fn, name = given, function_name(given)
+  if not callable(fn):
+    raise InputError(f"the preprocessing_fn {name} is a {type(fn).__name__}"
+                     ", not a function")
+  if spec is None:
+    spec = TransformSpec(features=())
+  return dataclasses.replace(schema, transform=dataclasses.replace(
+      spec, preprocessing_fn=name, fn=fn))
+
+
+def fn_digest(schema: Schema) -> Optional[str]:
+  """What the build key sees of the user's function (its source and what
+  it closes over), or None."""
+  spec = schema.transform
+  return function_digest(spec.fn) if spec is not None and spec.fn else None
+
+
+def combined_fn(spec: TransformSpec) -> Callable[[Dict[str, Any]],
+                                                 Dict[str, Any]]:
+  """The preprocessing_fn TFT runs: the declared analyzers' and the
+  user's, on the same inputs, their outputs merged."""
+  declared = preprocessing_fn(spec) if spec.features else None
+  user, name = spec.fn, spec.preprocessing_fn
+  if user is None:
+    assert declared is not None
+    return declared
+
+  def fn(inputs: Dict[str, Any]) -> Dict[str, Any]:
+    out = dict(declared(dict(inputs))) if declared else {}
+    theirs = user(dict(inputs))
+    if not isinstance(theirs, dict):
+      raise TypeError(f"the preprocessing_fn {name} returned a "
+                      f"{type(theirs).__name__}, not a dict of tensors")
+    both = sorted(set(out) & set(theirs))
+    if both:
+      raise ValueError(f"the preprocessing_fn {name} returns {both}, which "
+                       "transform.features also declares; rename one")
+    out.update(theirs)
+    return out
+  return fn
+
+
+def check_traces(schema: Schema) -> None:
+  """Traces the preprocessing_fn on the schema's raw feature spec, as TFT
+  will when the pipeline is made.
+
+  Raises:
+    InputError: it fails (naming the function and the error).
+  """
+  spec = schema.transform
+  if spec is None or spec.fn is None:
+    return
+  # pylint: disable=import-outside-toplevel
+  import tensorflow_transform as tft
+  from tfx_bsl.public import tfxio
+  from beam_tfrecords.schema.tfmd import to_tfmd
+  # The type specs TransformRecords feeds TFT (the same TFXIO source).
+  specs = tfxio.TFExampleBeamRecord(
+      physical_format="inmem", telemetry_descriptors=["beam_tfrecords"],
+      schema=to_tfmd(schema)).TensorAdapter().TypeSpecs()
+  try:
+    tft.get_analyze_input_columns(combined_fn(spec),  # type: ignore[arg-type]
+                                  specs)
+  except Exception as e:  # pylint: disable=broad-except
+    raise InputError(
+        f"the preprocessing_fn {spec.preprocessing_fn} fails when TensorFlow "
+        f"Transform traces it on the stored features "
+        f"({', '.join(sorted(specs))}): {type(e).__name__}: "
+        f"{str(e).strip()[:800]}") from e
 
 
 class _ToRecordBatchFn(beam.DoFn):
@@ -184,6 +306,7 @@ class TransformRecords(beam.PTransform):
 
   def expand(self, chunks):
     import tensorflow_transform.beam as tft_beam  # pylint: disable=import-outside-toplevel
+    from tensorflow_transform.tf_metadata import dataset_metadata  # pylint: disable=import-outside-toplevel
     from tfx_bsl.public import tfxio  # pylint: disable=import-outside-toplevel
     from beam_tfrecords.schema.tfmd import to_tfmd  # pylint: disable=import-outside-toplevel
     spec = self._schema.transform
@@ -212,13 +335,19 @@ class TransformRecords(beam.PTransform):
                           passthrough_keys={_KEY, _ROW}):
       transform_fn = ((train, config)
                       | "Analyze" >> tft_beam.AnalyzeDataset(
-                          preprocessing_fn(spec)))
+                          combined_fn(spec)))
       transformed, _ = (((every, config), transform_fn)
                         | "Transform" >> tft_beam.TransformDataset(
                             output_record_batches=True))
       _ = (transform_fn
            | "WriteTransformFn" >> tft_beam.WriteTransformFn(
                self._transform_dir))
+      # The raw schema beside them, as TFX's Transform writes it: what
+      # tft.TFTransformOutput(dir).raw_feature_spec() reads (serving).
+      _ = (dataset_metadata.DatasetMetadata(tfmd)
+           | "WriteRawMetadata" >> tft_beam.WriteMetadata(
+               os.path.join(self._transform_dir, RAW_METADATA_DIR),
+               chunks.pipeline))
     return (transformed
             # (RecordBatch, passthrough dict)
             | "Encode" >> beam.ParDo(_EncodeTransformedFn())

@@ -7,7 +7,7 @@ files or data.
 
 import dataclasses
 import enum
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from beam_tfrecords.schema.split_rule import (DEFAULT_SPLIT, SplitKind,
                                              SplitRule)
@@ -320,13 +320,28 @@ class Transform:
 class TransformSpec:
   """The schema's `transform:` section: TensorFlow Transform features,
   analyzed on the training split (`analyze_split`) and applied to every
-  split; `keep_raw` also writes the untransformed records."""
+  split; `keep_raw` also writes the untransformed records.
+
+  Attributes:
+    features: the declared analyzers (may be empty with a
+      preprocessing_fn).
+    preprocessing_fn: the user's TFT preprocessing_fn as
+      "module:function" (its name when given as a function).
+    fn: that function, once resolved on the launcher (not in to_dict).
+  """
   features: Tuple[Transform, ...]
   keep_raw: bool = True
   analyze_split: str = DEFAULT_SPLIT
+  preprocessing_fn: Optional[str] = None
+  fn: Optional[Callable[..., Any]] = dataclasses.field(
+      default=None, compare=False, repr=False)
 
   def to_dict(self) -> Dict[str, Any]:
-    out: Dict[str, Any] = {"features": {t.name: t.to_dict() for t in self.features}}
+    out: Dict[str, Any] = {}
+    if self.features:
+      out["features"] = {t.name: t.to_dict() for t in self.features}
+    if self.preprocessing_fn is not None:
+      out["preprocessing_fn"] = self.preprocessing_fn
     if not self.keep_raw:
       out["keep_raw"] = False
     if self.analyze_split != DEFAULT_SPLIT:

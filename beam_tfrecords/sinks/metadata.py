@@ -30,8 +30,10 @@ from beam_tfrecords.sinks.tfdv import STATISTICS_FILE, statistics_bytes
 TRANSFORMED_DIR = "transformed"
 # TensorFlow Transform's scratch space in the staging directory.
 TFT_TEMP_DIR = ".tft-tmp"
-# What tft_beam.WriteTransformFn writes (tft.TFTransformOutput reads it).
-TRANSFORM_DIRS = ("transform_fn", "transformed_metadata")
+# What tft_beam.WriteTransformFn writes (tft.TFTransformOutput reads it),
+# and the raw schema TFX writes beside it (raw_feature_spec() reads it).
+RAW_METADATA_DIR = "metadata"
+TRANSFORM_DIRS = ("transform_fn", "transformed_metadata", RAW_METADATA_DIR)
 from beam_tfrecords.sinks.parts import (ErrorsWritten, FeatureStatistics,
                                         RowCounts, ShardWritten, SplitOverlap)
 from beam_tfrecords.sinks.shards import (JSON_LINES, WriteShards,

@@ -1,0 +1,222 @@
+"""The user's own TensorFlow Transform preprocessing_fn (issue 33, part):
+on real data (the Palmer penguins, CC0) the written records equal TFT's
+own AnalyzeDataset on the training split and TransformDataset on the
+others; TFX's serving recipe (raw_feature_spec, then
+transform_features_layer) reproduces them; a function that cannot be
+traced fails before anything runs."""
+
+import csv
+import json
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import beam_tfrecords as btr
+from beam_tfrecords import InputError
+
+import tft_penguins
+
+PENGUINS = pathlib.Path(__file__).resolve().parent / "data" / "penguins" / \
+    "penguins.csv"
+USED = ("species", "island", "bill_length_mm", "flipper_length_mm",
+        "body_mass_g", "sex")
+SCHEMA = {
+    "name": "penguins",
+    "splits": {"hash": "row", "weights": {"train": 0.7, "eval": 0.3}},
+    "features": {
+        "row": {"type": "int64", "required": True},
+        "species": {"type": "string", "required": True},
+        "island": {"type": "string", "required": True},
+        "bill_length_mm": {"type": "float", "required": True},
+        "flipper_length_mm": {"type": "int64", "required": True},
+        "body_mass_g": {"type": "int64", "required": True},
+        "sex": {"type": "string", "required": True},
+    },
+}
+
+
+def _rows():
+  """The penguins with every used value, numbered."""
+  with open(PENGUINS) as f:
+    rows = [r for r in csv.DictReader(f) if all(r[k] for k in USED)]
+  return [dict({k: r[k] for k in USED}, row=i) for i, r in enumerate(rows)]
+
+
+def _serialized(out, split, transformed=False):
+  """The serialized records of a split's shards, in shard order."""
+  import glob
+  import tensorflow as tf
+  folder = os.path.join(out, "transformed") if transformed else out
+  files = sorted(glob.glob(os.path.join(folder, f"{split}-*.tfrecord.gz")))
+  assert files, (folder, split)
+  return [r.numpy() for r in tf.data.TFRecordDataset(
+      files, compression_type="GZIP")]
+
+
+def _parsed(records, spec):
+  import tensorflow as tf
+  parsed = tf.io.parse_example(tf.constant(records), spec)
+  return {k: (tf.sparse.to_dense(v) if isinstance(v, tf.SparseTensor)
+              else v).numpy() for k, v in parsed.items()}
+
+
+def _by_row(columns):
+  rows = columns["row"].reshape(-1)
+  return {k: {int(r): np.asarray(v[i]).reshape(-1) for i, r in
+              enumerate(rows)} for k, v in columns.items()}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+  tmp = tmp_path_factory.mktemp("penguins_tft")
+  rows = _rows()
+  src = tmp / "penguins.csv"
+  with open(src, "w", newline="") as f:
+    w = csv.DictWriter(f, ["row"] + list(USED))
+    w.writeheader()
+    w.writerows(rows)
+  out = str(tmp / "out")
+  btr.build(SCHEMA, str(src), out,
+            preprocessing_fn=tft_penguins.preprocessing_fn)
+  return rows, out, tmp
+
+
+def _reference(rows, train_ids, eval_ids, tmp):
+  """TFT itself: AnalyzeDataset on the training rows, TransformDataset
+  on the others (instance dicts, TFT's in-memory input)."""
+  import apache_beam as beam
+  import tensorflow as tf
+  import tensorflow_transform.beam as tft_beam
+  from tensorflow_transform.tf_metadata import dataset_metadata, \
+      schema_utils
+  spec = {"row": tf.io.FixedLenFeature([], tf.int64),
+          "species": tf.io.FixedLenFeature([], tf.string),
+          "island": tf.io.FixedLenFeature([], tf.string),
+          "bill_length_mm": tf.io.FixedLenFeature([], tf.float32),
+          "flipper_length_mm": tf.io.FixedLenFeature([], tf.int64),
+          "body_mass_g": tf.io.FixedLenFeature([], tf.int64),
+          "sex": tf.io.FixedLenFeature([], tf.string)}
+  metadata = dataset_metadata.DatasetMetadata(
+      schema_utils.schema_from_feature_spec(spec))
+
+  def instance(r):
+    return {"row": r["row"], "species": r["species"].encode(),
+            "island": r["island"].encode(),
+            "bill_length_mm": np.float32(r["bill_length_mm"]),
+            "flipper_length_mm": int(r["flipper_length_mm"]),
+            "body_mass_g": int(r["body_mass_g"]),
+            "sex": r["sex"].encode()}
+  train = [instance(r) for r in rows if r["row"] in train_ids]
+  other = [instance(r) for r in rows if r["row"] in eval_ids]
+  with beam.Pipeline() as p, tft_beam.Context(temp_dir=str(tmp / "ref")):
+    fn = ((p | "Train" >> beam.Create(train), metadata)
+          | tft_beam.AnalyzeDataset(tft_penguins.preprocessing_fn))
+    for name, data in (("train", train), ("eval", other)):
+      (out, _) = (((p | f"Data{name}" >> beam.Create(data), metadata), fn)
+                  | f"Transform{name}" >> tft_beam.TransformDataset())
+      _ = (out
+           | f"Json{name}" >> beam.Map(lambda x: json.dumps(
+               {k: np.asarray(v).reshape(-1).tolist() for k, v in x.items()}))
+           | f"Write{name}" >> beam.io.WriteToText(
+               str(tmp / "ref" / name), shard_name_template=""))
+  got = {}
+  for name in ("train", "eval"):
+    with open(tmp / "ref" / name) as f:
+      got[name] = [json.loads(line) for line in f]
+  return got
+
+
+def test_the_records_are_tfts_own_values(built):
+  rows, out, tmp = built
+  import tensorflow_transform as tft
+  spec = tft.TFTransformOutput(out).transformed_feature_spec()
+  ours = {split: _by_row(_parsed(_serialized(out, split, True), spec))
+          for split in ("train", "eval")}
+  ids = {split: set(ours[split]["row"]) for split in ours}
+  assert ids["train"] and ids["eval"]
+  assert ids["train"] | ids["eval"] == {r["row"] for r in rows}
+  reference = _reference(rows, ids["train"], ids["eval"], tmp)
+  for split in ("train", "eval"):
+    want = {int(x["row"][0]): {k: np.asarray(v) for k, v in x.items()}
+            for x in reference[split]}
+    assert set(want) == ids[split]
+    for name in ("bill_z", "mass_centered"):
+      for row, value in ours[split][name].items():
+        np.testing.assert_allclose(value, want[row][name], rtol=1e-6,
+                                   atol=1e-6, err_msg=f"{split} {name}")
+    for name in ("island_id", "flipper_bucket", "species_island"):
+      for row, value in ours[split][name].items():
+        assert int(value[0]) == int(want[row][name][0]), (split, name, row)
+  # tft.mean used as a constant: the training rows' mean, as numpy says.
+  train_mass = np.array([r["body_mass_g"] for r in rows
+                         if r["row"] in ids["train"]], np.float64)
+  some = next(iter(ids["train"]))
+  mass = {r["row"]: int(r["body_mass_g"]) for r in rows}[some]
+  assert ours["train"]["mass_centered"][some][0] == pytest.approx(
+      mass - train_mass.mean(), abs=1e-3)
+
+
+def test_tfx_serving_recipe_reproduces_the_records(built):
+  """raw_feature_spec() minus the label, parse serialized raw Examples,
+  transform_features_layer(): exactly the written transformed records."""
+  import tensorflow as tf
+  import tensorflow_transform as tft
+  rows, out, _ = built
+  output = tft.TFTransformOutput(out)
+  raw_spec = output.raw_feature_spec()
+  raw_spec.pop("sex")  # the label: not there when serving
+  layer = output.transform_features_layer()
+  served = layer(tf.io.parse_example(tf.constant(
+      _serialized(out, "eval")), raw_spec))
+  served = _by_row({k: (tf.sparse.to_dense(v) if isinstance(
+      v, tf.SparseTensor) else v).numpy() for k, v in served.items()})
+  written = _by_row(_parsed(_serialized(out, "eval", True),
+                            output.transformed_feature_spec()))
+  assert set(served) == set(written)
+  for name in written:
+    for row, value in written[name].items():
+      np.testing.assert_array_equal(served[name][row], value,
+                                    err_msg=name)
+
+
+def test_a_function_that_cannot_be_traced_fails_before_the_pipeline(
+    tmp_path):
+  src = tmp_path / "p.csv"
+  src.write_text("row,species,island,bill_length_mm,flipper_length_mm,"
+                 "body_mass_g,sex\n1,Adelie,Dream,39.1,181,3750,male\n")
+  out = tmp_path / "out"
+  with pytest.raises(InputError) as e:
+    btr.build(SCHEMA, str(src), str(out),
+              preprocessing_fn=tft_penguins.fails_to_trace)
+  message = str(e.value)
+  assert "tft_penguins:fails_to_trace" in message
+  assert "no_such_feature" in message
+  assert not out.exists() or not any(out.iterdir())
+
+
+def test_the_schema_names_the_function_and_merges_declared_features(
+    tmp_path):
+  src = tmp_path / "p.csv"
+  rows = _rows()[:60]
+  with open(src, "w", newline="") as f:
+    w = csv.DictWriter(f, ["row"] + list(USED))
+    w.writeheader()
+    w.writerows(rows)
+  schema = dict(SCHEMA, transform={
+      "preprocessing_fn": "tft_penguins:preprocessing_fn",
+      "features": {"sex_id": {"compute_and_apply_vocabulary": "sex"}}})
+  result = btr.build(schema, str(src), str(tmp_path / "out"))
+  spec = result.info.transform.feature_spec
+  assert {"bill_z", "island_id", "sex_id", "row"} <= set(spec)
+  assert btr.dataset_info(str(tmp_path / "out")).schema["transform"][
+      "preprocessing_fn"] == "tft_penguins:preprocessing_fn"
+  clash = dict(SCHEMA, transform={
+      "preprocessing_fn": "tft_penguins:preprocessing_fn",
+      "features": {"bill_z": {"scale_to_z_score": "bill_length_mm"}}})
+  with pytest.raises(InputError, match="bill_z.*rename one"):
+    btr.build(clash, str(src), str(tmp_path / "clash"))
+  with pytest.raises(btr.SchemaError, match="MODULE:FUNCTION"):
+    btr.build(dict(SCHEMA, transform={"preprocessing_fn": "a/b.py"}),
+              str(src), str(tmp_path / "bad"))
