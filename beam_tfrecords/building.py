@@ -11,6 +11,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import time
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
                     Tuple, Union)
@@ -209,6 +210,27 @@ def _anomalies_in(staging: str) -> List[Dict[str, Any]]:
     return []
 
 
+def _summary(error: Exception) -> str:
+  """A failed job's error in a line or two: TensorFlow's own message
+  where there is one (a failed assertion, or the line after "Graph
+  execution error"), else the last line naming an error and the one
+  after it, else the first line."""
+  lines = [line.strip() for line in str(error).strip().splitlines()
+           if line.strip()]
+  if not lines:
+    return type(error).__name__
+  for i, line in enumerate(lines):
+    if line.startswith("assertion failed") or (
+        "Graph execution error" in lines[i - 1] and i and
+        not line.startswith(("Detected at node", "<stack traces"))):
+      return f"{lines[0][:200]} ... {line[:300]}"
+  named = [i for i, line in enumerate(lines)
+           if re.search(r"\w(Error|Exception): ", line)]
+  if named:
+    return " ".join(lines[named[-1]:named[-1] + 2])[:500]
+  return f"{type(error).__name__}: {lines[0][:500]}"
+
+
 def _check_dask(schema: Schema) -> None:
   """What Beam's DaskRunner cannot run (see runners.gaps)."""
   if schema.transform is not None:
@@ -270,7 +292,6 @@ def _run(pipeline, options, progress: bool, input_bytes: int, output: str,
       _LOG.error("the build's job failed on the runner; nothing was "
                  "published (%s keeps its previous content; the next build "
                  "removes this one's staging folder, %s): %s", output,
-                 staging, str(e).strip().splitlines()[-1] if str(e).strip()
-                 else type(e).__name__)
+                 staging, _summary(e))
       raise
     raise typed from e

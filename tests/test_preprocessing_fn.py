@@ -15,6 +15,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import InputError
+from beam_tfrecords.reader import is_dataset
 
 import tft_penguins
 
@@ -220,3 +221,23 @@ def test_the_schema_names_the_function_and_merges_declared_features(
   with pytest.raises(btr.SchemaError, match="MODULE:FUNCTION"):
     btr.build(dict(SCHEMA, transform={"preprocessing_fn": "a/b.py"}),
               str(src), str(tmp_path / "bad"))
+
+
+def test_a_function_that_fails_on_a_batch_fails_the_build(tmp_path,
+                                                          caplog):
+  """Traced fine, fails on the data: the build fails with TensorFlow's
+  message and nothing is published."""
+  src = tmp_path / "p.csv"
+  with open(src, "w", newline="") as f:
+    w = csv.DictWriter(f, ["row"] + list(USED))
+    w.writeheader()
+    w.writerows(_rows())
+  out = tmp_path / "out"
+  with pytest.raises(Exception, match="too heavy"):
+    btr.build(SCHEMA, str(src), str(out),
+              preprocessing_fn=tft_penguins.fails_on_a_batch)
+  assert not (out / "_SUCCESS").exists()
+  assert not is_dataset(str(out))
+  # The log's one-line summary carries TensorFlow's message.
+  assert any("nothing was published" in r.message and "too heavy" in
+             r.message for r in caplog.records)

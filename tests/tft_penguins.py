@@ -27,3 +27,12 @@ def preprocessing_fn(inputs):
 
 def fails_to_trace(inputs):
   return {"x": inputs["no_such_feature"] * 2}
+
+
+def fails_on_a_batch(inputs):
+  """Traces, then fails on the first batch holding a heavy penguin."""
+  mass = inputs["body_mass_g"]
+  with tf.control_dependencies([tf.debugging.assert_less(
+      mass, tf.constant(6000, tf.int64), message="too heavy")]):
+    return {"mass_z": tft.scale_to_z_score(tf.cast(mass, tf.float32)),
+            "row": tf.identity(inputs["row"])}
