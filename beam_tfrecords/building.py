@@ -30,7 +30,8 @@ from beam_tfrecords.info import DatasetInfo, SplitInfo
 from beam_tfrecords.options import BuildOptions
 from beam_tfrecords import planning
 from beam_tfrecords.planning import shard_plan
-from beam_tfrecords.preprocess import Preprocess, resolve_preprocess
+from beam_tfrecords.preprocess import (SHIPPING, Preprocess,
+                                       resolve_preprocess)
 from beam_tfrecords.runners.dofn_specs import memoized_dofn_specs
 from beam_tfrecords.runners.run import run_pipeline
 from beam_tfrecords.schema import Schema, load_schema
@@ -210,6 +211,24 @@ def _anomalies_in(staging: str) -> List[Dict[str, Any]]:
     return []
 
 
+def _unshipped_transform(error: Exception, schema: Schema
+                         ) -> Optional[InputError]:
+  """The user's preprocessing_fn whose module a worker could not import
+  (TFT traces it again on a worker to save the final graph), said so."""
+  spec = schema.transform
+  if spec is None or spec.fn is None:
+    return None
+  module = getattr(spec.fn, "__module__", None) or ""
+  found = re.search(r"No module named '([\w.]+)'", str(error))
+  if not found or not module or not (
+      module == found.group(1) or module.startswith(found.group(1) + ".")):
+    return None
+  return InputError(
+      f"the preprocessing_fn {spec.preprocessing_fn} cannot be loaded on a "
+      f"worker (ModuleNotFoundError: No module named '{found.group(1)}'): "
+      f"TensorFlow Transform traces it again there; the {SHIPPING}")
+
+
 def _summary(error: Exception) -> str:
   """A failed job's error in a line or two: TensorFlow's own message
   where there is one (a failed assertion, or the line after "Graph
@@ -285,6 +304,9 @@ def _run(pipeline, options, progress: bool, input_bytes: int, output: str,
   except Exception as e:  # pylint: disable=broad-except
     if is_disk_full(e):
       raise no_space_left(output, staging) from e
+    unshipped = _unshipped_transform(e, schema)
+    if unshipped is not None:
+      raise unshipped from e
     typed = from_worker(e)
     if isinstance(typed, AnomalyError):
       typed.anomalies = _anomalies_in(staging)

@@ -34,6 +34,7 @@ from beam_tfrecords.sources.base import SourceBatch
 from beam_tfrecords.version import __version__
 
 __all__ = ["Preprocess", "resolve_preprocess", "Versions", "check_versions",
+           "SHIPPING",
            "import_function", "function_digest", "function_name"]
 
 SHIPPING = ('workers must be able to import it: install your package on the '

@@ -37,12 +37,13 @@ feature every record has, a SparseTensor otherwise) and returns the
 transformed features; any `tft.*` analyzer and any TensorFlow op may be
 in it. With declared `features:` too, both run on the same inputs and
 their outputs are merged (a name in both is refused). TFT traces the
-function on the launcher, when the pipeline is made, and ships the traced
-graph (a SavedModel) to the workers: the function itself is never
-pickled, and its module need only import on the launcher. It is traced
-once more before anything runs (`check_traces`), so a function that
-fails to build its graph fails the build before the pipeline, naming the
-function and the error.
+function on the launcher when the pipeline is made, and again on a
+worker to save the final graph (the analyzers' results as constants):
+the workers must import its module, as for `--preprocess` code
+(building names the function and how to ship it when they cannot). It
+is traced once before anything runs (`check_traces`), so a function
+that fails to build its graph fails the build before the pipeline,
+naming the function and the error.
 """
 
 import dataclasses

@@ -290,3 +290,65 @@ def test_the_wheel_runs_the_bundled_pipelines_from_anywhere(portable_pool,
   assert info["schema"]["name"] == "movie_ratings"
   assert info["inputs"]["files"][0]["path"].startswith(portable_pool.purelib)
   assert info["counts"]["records_written"] > 0
+
+
+TRANSFORM_MODULE = '''
+import tensorflow as tf
+import tensorflow_transform as tft
+
+
+def preprocessing_fn(inputs):
+  return {"score_bucket": tft.bucketize(inputs["score"], num_buckets=4),
+          "parity_id": tft.compute_and_apply_vocabulary(
+              tf.strings.as_string(inputs["id"] % 3)),
+          "id": tf.identity(inputs["id"])}
+'''
+
+
+def _transform_job(tmp_path, module):
+  (tmp_path / f"{module}.py").write_text(TRANSFORM_MODULE)
+  (tmp_path / "in.csv").write_text("id,score,split\n" + "".join(
+      f"{i},{(i * 7919) % 1000 / 10},{'eval' if i % 4 else 'train'}\n"
+      for i in range(400)))
+  (tmp_path / "s.yaml").write_text(
+      "name: ex\nsplits: {column: split, values: [train, eval]}\n"
+      "features:\n  id: {type: int64, required: true}\n"
+      "  score: {type: float, required: true}\n"
+      f"transform: {{preprocessing_fn: '{module}:preprocessing_fn'}}\n")
+
+
+def test_a_preprocessing_fn_the_workers_cannot_import_says_how_to_ship_it(
+    portable, tmp_path):
+  """TFT traces the user's preprocessing_fn again on a worker (to save
+  the final graph), so its module must import there, as --preprocess
+  code: a module only the launcher has fails the build, naming it and
+  how to ship it."""
+  _transform_job(tmp_path, "unshipped_transform")
+  cmd = [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
+         "s.yaml", "--input", "in.csv", "--output", "out"] + portable
+  run = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+  assert run.returncode == 2, run.stderr[-3000:]
+  last = run.stderr.strip().splitlines()[-1]
+  assert "the preprocessing_fn unshipped_transform:preprocessing_fn " \
+         "cannot be loaded on a worker (ModuleNotFoundError: No module " \
+         "named 'unshipped_transform')" in last, run.stderr[-3000:]
+  assert "--setup_file ./setup.py or --extra_package" in last
+  assert not (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_a_preprocessing_fn_installed_on_the_workers_builds_as_direct(
+    portable_pool, portable, tmp_path):
+  """Its module installed in the workers' Python: transformed shards
+  byte for byte those of the DirectRunner."""
+  _transform_job(tmp_path, "shipped_transform")
+  portable_pool.install(tmp_path / "shipped_transform.py")
+  direct = _cli_build("s.yaml", ["in.csv"], "direct", [], tmp_path)
+  port = _cli_build("s.yaml", ["in.csv"], "portable", portable, tmp_path)
+  assert port["counts"] == direct["counts"]
+  names = [s["file"] for split in direct["transform"]["splits"].values()
+           for s in split["shards"]]
+  assert names
+  for name in names:
+    assert filecmp.cmp(tmp_path / "direct" / name,
+                       tmp_path / "portable" / name, shallow=False), name

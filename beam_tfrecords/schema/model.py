@@ -336,6 +336,15 @@ class TransformSpec:
   fn: Optional[Callable[..., Any]] = dataclasses.field(
       default=None, compare=False, repr=False)
 
+  def __getstate__(self) -> Dict[str, Any]:
+    # A schema travels to many steps; the function only to TFT's own
+    # (which pickles it itself), so no other step needs its module.
+    return dict(self.__dict__, fn=None)
+
+  def __setstate__(self, state: Dict[str, Any]) -> None:
+    for key, value in state.items():
+      object.__setattr__(self, key, value)
+
   def to_dict(self) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     if self.features:
