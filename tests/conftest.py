@@ -143,6 +143,7 @@ SLOW = {
     "test_sequence_build.py::test_records_are_the_same_with_two_worker_processes",
     "test_faults.py::test_same_bytes_with_different_worker_counts",
     "test_packaging.py::test_the_dockerfile_build_context_is_enough_for_the_package",
+    "test_preprocessing_fn.py::test_the_records_are_tfts_own_values",
 }
 
 
