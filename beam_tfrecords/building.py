@@ -231,17 +231,19 @@ def _unshipped_transform(error: Exception, schema: Schema
 
 def _summary(error: Exception) -> str:
   """A failed job's error in a line or two: TensorFlow's own message
-  where there is one (a failed assertion, or the line after "Graph
-  execution error"), else the last line naming an error and the one
-  after it, else the first line."""
+  where there is one (the line before its "[[{{node" line, or a failed
+  assertion), else the last line naming an error and the one after it,
+  else the first line."""
   lines = [line.strip() for line in str(error).strip().splitlines()
            if line.strip()]
   if not lines:
     return type(error).__name__
   for i, line in enumerate(lines):
-    if line.startswith("assertion failed") or (
-        "Graph execution error" in lines[i - 1] and i and
-        not line.startswith(("Detected at node", "<stack traces"))):
+    # TensorFlow's message sits right before the "[[{{node ...}}]]" line.
+    if i and line.startswith("[[{{node"):
+      return f"{lines[0][:200]} ... {lines[i - 1][:300]}"
+  for line in lines:
+    if line.startswith("assertion failed"):
       return f"{lines[0][:200]} ... {line[:300]}"
   named = [i for i, line in enumerate(lines)
            if re.search(r"\w(Error|Exception): ", line)]

@@ -101,9 +101,16 @@ def _slots(bars: List[Tuple[float, float, float]]
   if not step > 0 or math.isinf(step):
     return exact
   index = [math.floor(b[0] / step) for b in bars]
-  if any(a >= b for a, b in zip(index, index[1:])):
-    return exact  # not cut so (an older statistics.pb)
-  return [(i * step, (i + 1) * step) for i in index]
+  slots = [(i * step, (i + 1) * step) for i in index]
+  # Each bar must lie in its slot, but for its last fine bucket, which
+  # may pass the slot's edge (far less than half a slot): else the bars
+  # were not cut so (an older statistics.pb, or fine buckets wider than
+  # the round width) and are drawn where they lie.
+  if any(a >= b for a, b in zip(index, index[1:])) or any(
+      high > slot_high + step / 2
+      for (_, high, _), (_, slot_high) in zip(bars, slots)):
+    return exact
+  return slots
 
 
 def _linear_svg(series: List[Tuple[List[Tuple[float, float, float]], str,
@@ -148,8 +155,8 @@ def _histogram_svg(buckets) -> str:
 def _deciles(feature) -> str:
   """Where 10%, 50% and 90% of the values are reached: the fine bucket
   (statistics.pb's custom statistic) in which the running count reaches
-  each share, as its lower edge (a value of that bucket: for integers
-  the value itself)."""
+  each share, as its edge nearer zero (a value of that bucket: for
+  integers the value itself)."""
   fine = _fine(feature)
   if fine is None or not fine.total:
     return ""

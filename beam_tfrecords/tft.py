@@ -47,6 +47,8 @@ naming the function and the error.
 """
 
 import dataclasses
+import hashlib
+import inspect
 import os
 import pickle
 from typing import Any, Callable, Dict, List, Optional, Union
@@ -55,9 +57,8 @@ import apache_beam as beam
 import pyarrow as pa
 
 from beam_tfrecords.errors import InputError
-from beam_tfrecords.preprocess import (function_digest, function_name,
-                                       import_function)
-from beam_tfrecords.schema import Schema
+from beam_tfrecords.preprocess import function_digest, import_function
+from beam_tfrecords.schema import Schema, load_schema
 from beam_tfrecords.schema.model import TransformSpec
 
 __all__ = ["TransformRecords", "preprocessing_fn", "TRANSFORMED_DIR",
@@ -123,11 +124,17 @@ def with_preprocessing_fn(schema: Schema,
   own "module:function", imported here.
 
   Raises:
-    InputError: the function does not import or is not callable.
+    InputError: the function does not import or is not callable, or the
+      schema cannot take one (a SequenceExample schema; a transform
+      section its splits or names refuse: SchemaError).
   """
   spec = schema.transform
   if given is None and (spec is None or spec.preprocessing_fn is None):
     return schema
+  if schema.is_sequence:
+    raise InputError("a preprocessing_fn (TensorFlow Transform) is for "
+                     "Example schemas; SequenceExample schemas cannot take "
+                     "one yet")
   if given is None:
     assert spec is not None and spec.preprocessing_fn is not None
     fn, name = import_function(spec.preprocessing_fn, _SETTING), \
@@ -135,21 +142,58 @@ def with_preprocessing_fn(schema: Schema,
   elif isinstance(given, str):
     fn, name = import_function(given, "preprocessing_fn"), given
   else:
-    fn, name = given, function_name(given)
+    fn, name = given, _display_name(given)
   if not callable(fn):
     raise InputError(f"the preprocessing_fn {name} is a {type(fn).__name__}"
                      ", not a function")
   if spec is None:
     spec = TransformSpec(features=())
-  return dataclasses.replace(schema, transform=dataclasses.replace(
+  out = dataclasses.replace(schema, transform=dataclasses.replace(
       spec, preprocessing_fn=name, fn=fn))
+  # The steps re-read the schema from its dict: it must read back (a
+  # transform section needs the analyzed split, names not reserved...).
+  load_schema(out.to_dict())
+  return out
+
+
+def _display_name(fn: Callable[..., Any]) -> str:
+  """module:qualname of a function given as an object (a closure's or a
+  lambda's too; "(partial)" after a functools.partial's function)."""
+  base = getattr(fn, "func", fn)
+  if not hasattr(base, "__qualname__"):  # a callable instance
+    base = type(base)
+  name = f"{getattr(base, '__module__', None) or 'unknown'}:" \
+      f"{base.__qualname__}"
+  return name + "(partial)" if base is not fn and hasattr(fn, "func") \
+      else name
 
 
 def fn_digest(schema: Schema) -> Optional[str]:
-  """What the build key sees of the user's function (its source and what
-  it closes over), or None."""
+  """What the build key sees of the user's function: its source and what
+  it closes over, and the source of its whole module (TFX modules keep
+  constants and helpers beside the function); None without one.
+
+  Raises:
+    InputError: the function cannot be pickled (TFT ships it to the
+      workers, which trace it again).
+  """
   spec = schema.transform
-  return function_digest(spec.fn) if spec is not None and spec.fn else None
+  if spec is None or spec.fn is None:
+    return None
+  try:
+    digest = function_digest(spec.fn)
+  except Exception as e:  # pylint: disable=broad-except
+    raise InputError(
+        f"the preprocessing_fn {spec.preprocessing_fn} cannot be pickled to "
+        f"ship it to the workers ({type(e).__name__}: {e}); define it at "
+        "the top level of a module") from e
+  try:
+    module = inspect.getsource(inspect.getmodule(
+        getattr(spec.fn, "func", spec.fn)))  # type: ignore[arg-type]
+  except (OSError, TypeError):
+    module = ""
+  return hashlib.sha256(f"{digest}\0{module}".encode("utf-8")).hexdigest(
+  )[:16]
 
 
 def combined_fn(spec: TransformSpec) -> Callable[[Dict[str, Any]],
@@ -191,11 +235,12 @@ def check_traces(schema: Schema) -> None:
   import tensorflow_transform as tft
   from tfx_bsl.public import tfxio
   from beam_tfrecords.schema.tfmd import to_tfmd
-  # The type specs TransformRecords feeds TFT (the same TFXIO source).
-  specs = tfxio.TFExampleBeamRecord(
-      physical_format="inmem", telemetry_descriptors=["beam_tfrecords"],
-      schema=to_tfmd(schema)).TensorAdapter().TypeSpecs()
+  specs: Dict[str, Any] = {}
   try:
+    # The type specs TransformRecords feeds TFT (the same TFXIO source).
+    specs = tfxio.TFExampleBeamRecord(
+        physical_format="inmem", telemetry_descriptors=["beam_tfrecords"],
+        schema=to_tfmd(schema)).TensorAdapter().TypeSpecs()
     tft.get_analyze_input_columns(combined_fn(spec),  # type: ignore[arg-type]
                                   specs)
   except Exception as e:  # pylint: disable=broad-except

@@ -57,3 +57,27 @@ def test_views_share_their_values_inside_and_after():
   assert options.view_as(DirectOptions).direct_num_workers == 5
   assert options.view_as(StandardOptions).runner == "DirectRunner"
   assert options.view_as(DirectOptions) is not options.view_as(DirectOptions)
+
+
+def test_other_threads_get_beams_own_answers():
+  """While a build is inside the context, another thread's look-ups are
+  Beam's own (no shared cache, nothing of theirs kept alive)."""
+  import threading
+  inside, done = threading.Event(), threading.Event()
+
+  def build():
+    with memoized_dofn_specs():
+      inside.set()
+      done.wait(30)
+
+  worker = threading.Thread(target=build)
+  worker.start()
+  assert inside.wait(30)
+  try:
+    options = PipelineOptions(["--direct_num_workers=3"])
+    assert options.view_as(DirectOptions) is not \
+        options.view_as(DirectOptions)
+    assert userstate.is_stateful_dofn(_Stateful())
+  finally:
+    done.set()
+    worker.join()

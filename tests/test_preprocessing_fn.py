@@ -241,3 +241,41 @@ def test_a_function_that_fails_on_a_batch_fails_the_build(tmp_path,
   # The log's one-line summary carries TensorFlow's message.
   assert any("nothing was published" in r.message and "too heavy" in
              r.message for r in caplog.records)
+
+
+def test_a_closure_builds_and_what_cannot_take_one_is_refused(tmp_path):
+  """A function given as an object need not have an importable name (a
+  closure, as a notebook makes); a SequenceExample schema and a
+  transform without the analyzed split are refused before anything
+  runs."""
+  src = tmp_path / "p.csv"
+  with open(src, "w", newline="") as f:
+    w = csv.DictWriter(f, ["row"] + list(USED))
+    w.writeheader()
+    w.writerows(_rows()[:60])
+
+  def make(scale):
+    def fn(inputs):
+      out = tft_penguins.preprocessing_fn(inputs)
+      out["bill_scaled"] = inputs["bill_length_mm"] * scale
+      return out
+    return fn
+
+  result = btr.build(SCHEMA, str(src), str(tmp_path / "out"),
+                     preprocessing_fn=make(2.0))
+  assert "bill_scaled" in result.info.transform.feature_spec
+  assert result.info.schema["transform"]["preprocessing_fn"].endswith(
+      ":test_a_closure_builds_and_what_cannot_take_one_is_refused."
+      "<locals>.make.<locals>.fn")
+  sequences = {"name": "s", "record": "sequence_example",
+               "context": {"row": {"type": "int64"}},
+               "sequence": {"x": {"type": "float"}}}
+  with pytest.raises(InputError, match="Example schemas"):
+    btr.build(sequences, str(src), str(tmp_path / "seq"),
+              preprocessing_fn=make(1.0))
+  no_train = dict(SCHEMA, splits={"hash": "row",
+                                  "weights": {"a": 0.5, "b": 0.5}})
+  with pytest.raises(btr.SchemaError, match="analyze_split"):
+    btr.build(no_train, str(src), str(tmp_path / "no_train"),
+              preprocessing_fn=make(1.0))
+  assert not (tmp_path / "no_train").exists()

@@ -1,9 +1,10 @@
 """Exact, mergeable histograms of numbers, fine enough for any range.
 
-A value x != 0 falls in a bucket of its power of two, [2**e, 2**(e+1)),
-cut into 2**level equal parts: bucket (e, j) holds
-[2**e * (1 + j / 2**level), 2**e * (1 + (j + 1) / 2**level)). Its key is
-(e + _BIAS) * 2**level + j (negated for negative x); zero has the key 0.
+A value x != 0 falls in a bucket of its power of two, [2**(e-1), 2**e)
+(e: np.frexp's exponent of |x|), cut into 2**level equal parts: bucket
+(e, j) holds [2**(e-1) * (1 + j / 2**level),
+2**(e-1) * (1 + (j + 1) / 2**level)). Its key is (e + _BIAS) * 2**level +
+j (negated for negative x); zero has the key 0.
 Computing a key takes np.frexp and integer steps only, so it is the same
 on every CPU, and a key at a finer level becomes its coarser key by a
 right shift.

@@ -20,7 +20,6 @@ from apache_beam.options.pipeline_options import (DirectOptions,
                                                   PortableOptions,
                                                   SparkRunnerOptions,
                                                   StandardOptions,
-                                                  TypeOptions,
                                                   _BeamArgumentParser)
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 from apache_beam.runners.runner import create_runner
@@ -238,11 +237,6 @@ def pipeline_options(beam_args: Union[None, Sequence[str], PipelineOptions]):
     args = list(beam_args or [])
     runner = check_beam_args(args, input_flag=None)
     options = PipelineOptions(args)
-    if not {"--pipeline_type_check", "--no_pipeline_type_check"} & set(args):
-      # The build's own graph (tested): Beam's construction-time check of
-      # its type hints re-parses every option per transform (a tenth of
-      # a second of each build). --pipeline_type_check brings it back.
-      options.view_as(TypeOptions).pipeline_type_check = False
   if is_direct(options) and options.view_as(
       DirectOptions).direct_running_mode == "multi_threading" and \
       options.view_as(DirectOptions).direct_num_workers != 1:

@@ -37,7 +37,7 @@ def parse_transform(check: Checker, raw: Any, schema: Schema) -> TransformSpec:
                f"{preview(split)} is not a split of "
                f"this schema; its splits: {list(schema.splits.names)}")
   features = raw.get("features")
-  if fn is not None and features is None:
+  if fn is not None and not features:
     features = {}
   elif not isinstance(features, dict) or not features:
     check.fail("transform.features", "must map output feature names to "
@@ -108,7 +108,10 @@ def _transform(check: Checker, name: Any, spec: Any,
 
 
 def _is_module_function(spec: str) -> bool:
+  """MODULE:FUNCTION: a dotted module name, and a name in it (a
+  function given as an object may be named "mod:make.<locals>.fn": only
+  a name to import is checked further, when it is imported)."""
   module, sep, attr = spec.partition(":")
-  return bool(sep) and all(
-      part.isidentifier() for dotted in (module, attr)
-      for part in dotted.split("."))
+  return bool(sep) and bool(attr) and not any(
+      c.isspace() or c in ":/\\" for c in attr) and all(
+          part.isidentifier() for part in module.split("."))
