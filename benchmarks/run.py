@@ -2,7 +2,7 @@
 
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
                               images|transform|portable|tfrecord|cli|
-                              cluster|nested|checks|stats|all]
+                              cluster|nested|checks|stats|tft|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
@@ -31,6 +31,9 @@ imports. The data is generated deterministically (and kept in --workdir).
   --stats-rows: the default build against --no-statistics --no-report,
   the floor and a plain loop; and a 200-row build against the Beam
   import (benchmarks/stats.py).
+* tft: the flights at --transform-rows with four TFT analyzers, against
+  the same transform written by hand as TFT's census example is
+  (benchmarks/tft_suite.py).
 * accounting: the 12-column CSV clean, with 1% and with 10% bad rows (each
   bad row goes to errors/ with its reason and is counted); the same build
   with Beam's WriteToTFRecord sink for comparison.
@@ -74,6 +77,7 @@ from checks import checks_suite
 from cluster import cluster_suite
 from nested import nested_suite
 from stats import floor_steps, plain_flights_loop, stats_suite
+from tft_suite import hand_written_tft, tft_suite
 
 SCHEMA = """name: bench
 features:
@@ -895,7 +899,7 @@ BASELINES = {"examples": plain_loop, "sequences": plain_sequence_loop,
              "make-images": make_images, "plain-images": plain_image_loop,
              "plain-pixels": plain_pixels_loop, "tf-copy": tf_copy_loop,
              "tf-parse": tf_parse_loop, "flights-loop": plain_flights_loop,
-             "flights-floor": floor_steps}
+             "flights-floor": floor_steps, "tft-hand": hand_written_tft}
 
 
 def cli_suite(args) -> None:
@@ -934,7 +938,7 @@ def main():
   p.add_argument("--suite", choices=["examples", "sequences", "accounting",
                                      "scale", "images", "transform", "portable",
                                      "tfrecord", "cli", "cluster", "nested",
-                                     "checks", "stats", "all"],
+                                     "checks", "stats", "tft", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="1000000,10000000",
@@ -982,6 +986,9 @@ def main():
                           a, _examples_input, _run, _table, _cli_cmd,
                           Result)),
                       ("stats", lambda a: stats_suite(
+                          a, _run, _table, _cli_cmd, _baseline_cmd,
+                          Result)),
+                      ("tft", lambda a: tft_suite(
                           a, _run, _table, _cli_cmd, _baseline_cmd,
                           Result))):
     if args.suite in (name, "all"):
