@@ -76,7 +76,8 @@ from typing import List, NamedTuple, Optional
 from checks import checks_suite
 from cluster import cluster_suite
 from nested import nested_suite
-from stats import floor_steps, plain_flights_loop, stats_suite
+from stats import (floor_steps, plain_flights_loop, plain_grouped_loop,
+                   stats_suite)
 from tft_suite import hand_written_tft, tft_suite
 
 SCHEMA = """name: bench
@@ -899,7 +900,8 @@ BASELINES = {"examples": plain_loop, "sequences": plain_sequence_loop,
              "make-images": make_images, "plain-images": plain_image_loop,
              "plain-pixels": plain_pixels_loop, "tf-copy": tf_copy_loop,
              "tf-parse": tf_parse_loop, "flights-loop": plain_flights_loop,
-             "flights-floor": floor_steps, "tft-hand": hand_written_tft}
+             "flights-floor": floor_steps, "tft-hand": hand_written_tft,
+             "flights-grouped-loop": plain_grouped_loop}
 
 
 def cli_suite(args) -> None:

@@ -11,7 +11,9 @@ cell, repeated to each of --stats-rows. At each size, from one run:
     over the cores, plus the Beam import;
   - a plain loop: csv + tf.train.Example built in Python + one
     tf.io.TFRecordWriter(GZIP).
-Then the fixed cost: a 200-row build as a whole process beside
+Then the first size's rows grouped per tailnum and month into
+SequenceExamples, against a plain Python loop doing the same; and the
+fixed cost: a 200-row build as a whole process beside
 `python -c "import apache_beam, apache_beam.runners.direct"`, best of 5.
 """
 
@@ -145,6 +147,82 @@ def floor_steps(src: str, schema: str, dst: str) -> None:
     json.dump(spent, f)
 
 
+GROUPED = """name: flight_sequences
+record: sequence_example
+group_by: [tailnum, month]
+order_by: [day, sched_dep_time]
+context:
+  tailnum: {type: string}
+  month: {type: int64}
+  length: {derive: length}
+sequence:
+  day: {type: int64, required: true}
+  sched_dep_time: {type: int64, required: true}
+  dep_delay: {type: int64, default: 0}
+  arr_delay: {type: int64, default: 0}
+  carrier: {type: string, required: true}
+  origin: {type: string, required: true}
+  dest: {type: string, required: true}
+  distance: {type: int64, required: true}
+"""
+_STEP_INTS = ("day", "sched_dep_time", "dep_delay", "arr_delay",
+              "distance")
+_STEP_TEXTS = ("carrier", "origin", "dest")
+
+
+def plain_grouped_loop(src: str, dst: str) -> None:
+  """The grouped flights the way a tutorial does it: rows into a dict of
+  lists per (tailnum, month), each sorted by (day, sched_dep_time), one
+  tf.train.SequenceExample per group, TFRecordWriter(GZIP); rows without
+  a tailnum left out (the build rejects them)."""
+  import tensorflow as tf
+  groups: Dict[tuple, list] = {}
+  with open(src, newline="") as f:
+    for row in csv.DictReader(f):
+      if row["tailnum"]:
+        groups.setdefault((row["tailnum"], int(row["month"])), []).append(
+            row)
+  with tf.io.TFRecordWriter(dst, tf.io.TFRecordOptions(
+      compression_type="GZIP")) as w:
+    for (tailnum, month), rows in sorted(groups.items()):
+      rows.sort(key=lambda r: (int(r["day"]), int(r["sched_dep_time"])))
+      ex = tf.train.SequenceExample()
+      ctx = ex.context.feature
+      ctx["tailnum"].bytes_list.value.append(tailnum.encode())
+      ctx["month"].int64_list.value.append(month)
+      ctx["length"].int64_list.value.append(len(rows))
+      lists = ex.feature_lists.feature_list
+      for r in rows:
+        for name in _STEP_INTS:
+          lists[name].feature.add().int64_list.value.append(
+              int(r[name]) if r[name] else 0)
+        for name in _STEP_TEXTS:
+          lists[name].feature.add().bytes_list.value.append(
+              r[name].encode())
+      w.write(ex.SerializeToString())
+
+
+def _grouped(args, run: Callable, table: Callable, cli_cmd: Callable,
+             baseline_cmd: Callable, result_type, rows: int) -> None:
+  """The flights grouped per tailnum and month into SequenceExamples:
+  the build against the plain loop."""
+  src, _ = flights_input(args.workdir, rows)
+  schema = os.path.join(args.workdir, "flights-grouped.yaml")
+  with open(schema, "w") as f:
+    f.write(GROUPED)
+  build = _best(run, cli_cmd(args.workdir, schema, src, [
+      "-q", "--force", "--overwrite", "--max-bad-fraction", "1"]),
+                args.check_rounds)
+  plain = run(baseline_cmd("flights-grouped-loop", src, os.path.join(
+      args.workdir, "plain-grouped.tfrecord.gz")))
+  table("stats: the same rows grouped per tailnum and month into "
+        "SequenceExamples", rows, src,
+        [result_type("**build, defaults**", *build),
+         result_type("plain loop (csv, dict of lists, "
+                     "tf.train.SequenceExample, TFRecordWriter GZIP)",
+                     *plain)], [("plain loop", plain[0])])
+
+
 def _best(run: Callable, cmd: List[str], rounds: int):
   return min((run(cmd) for _ in range(rounds)), key=lambda r: r[0])
 
@@ -181,6 +259,8 @@ def stats_suite(args, run: Callable, table: Callable, cli_cmd: Callable,
           [("--no-statistics --no-report", results[1].seconds),
            ("floor", floor)])
     print(f"\nfloor: {floor:.1f} s = ({' + '.join(f'{k} {v:.1f}' for k, v in steps.items())}) CPU s / {os.cpu_count()} cores + Beam import {beam_import:.1f} s")
+  _grouped(args, run, table, cli_cmd, baseline_cmd, result_type,
+           int(args.stats_rows.split(",")[0]))
   src, schema = flights_input(args.workdir, 200)
   tiny = _best(run, cli_cmd(args.workdir, schema, src, [
       "-q", "--force", "--overwrite"]), 5)[0]
