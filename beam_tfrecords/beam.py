@@ -29,8 +29,7 @@ from beam_tfrecords.staging import stage_output
 from beam_tfrecords.transforms.dataset import WriteBatches
 from beam_tfrecords.transforms.elements import PCOLLECTION, ToSourceBatches
 from beam_tfrecords.transforms.encode import Encode
-from beam_tfrecords.tft import (check_traces, fn_digest,
-                                with_preprocessing_fn)
+from beam_tfrecords import tft
 
 __all__ = ["WriteDataset", "EncodeRecords", "EncodedRecords"]
 
@@ -69,9 +68,9 @@ class WriteDataset(beam.PTransform):
                preprocessing_fn: Union[None, str, Callable[..., Any]] = None,
                **option_keywords: Any):
     super().__init__()
-    self._schema = with_preprocessing_fn(_schema_for_pcollection(schema),
-                                         preprocessing_fn)
-    check_traces(self._schema)
+    self._schema = tft.with_preprocessing_fn(
+        _schema_for_pcollection(schema), preprocessing_fn)
+    self._tft_key = tft.traced_key(self._schema)
     self._output = output
     self._options = BuildOptions.with_keywords(options, option_keywords,
                                                "WriteDataset()")
@@ -90,9 +89,8 @@ class WriteDataset(beam.PTransform):
     output = self._output.rstrip("/")
     if "://" not in output:
       output = os.path.abspath(output)
-    digest = fn_digest(schema)
     key = planning.build_key(schema, _PCOLLECTION_PLAN, "", {
-        **opts.key(), **({"preprocessing_fn": digest} if digest else {})})
+        **opts.key(), **self._tft_key})
     # Released by the pipeline's last step, once it has published.
     plan = stage_output(
         schema, _PCOLLECTION_PLAN, opts, output, key,

@@ -44,8 +44,7 @@ from beam_tfrecords.staging import no_space_left, stage_output
 from beam_tfrecords.transforms import ReadInputs
 from beam_tfrecords.transforms.dataset import WriteBatches
 from beam_tfrecords.transforms.inputs import unit_bytes
-from beam_tfrecords.tft import (check_traces, fn_digest,
-                                with_preprocessing_fn)
+from beam_tfrecords import tft
 
 __all__ = ["build", "BuildResult", "DEFAULT_SPLIT", "shard_plan"]
 
@@ -136,11 +135,10 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   check_paths_reach_workers(beam_opts, list(patterns) + [output])
   if "://" not in output:  # workers run elsewhere: an absolute path
     output = os.path.abspath(output)
-  schema = with_preprocessing_fn(schema, preprocessing_fn)
+  schema = tft.with_preprocessing_fn(schema, preprocessing_fn)
   schema, plan, user_fn = _plan(schema, patterns, output, input_format,
                                 format_options, preprocess, beam_opts)
-  check_traces(schema)
-  tft_digest = fn_digest(schema)
+  tft_key = tft.traced_key(schema)
   if is_dask(runner):
     _check_dask(schema)
     spread_on_dask(beam_opts, len(plan.units))
@@ -148,7 +146,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   key = planning.build_key(schema, plan, fingerprint, {
       **opts.key(),
       **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {}),
-      **({"preprocessing_fn": tft_digest} if tft_digest else {})})
+      **tft_key})
   # Checked and locked (one build at a time per output: the lock is held
   # until the end), earlier builds recovered, the staging folder made.
   staged = stage_output(

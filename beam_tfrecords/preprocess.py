@@ -35,7 +35,7 @@ from beam_tfrecords.version import __version__
 
 __all__ = ["Preprocess", "resolve_preprocess", "Versions", "check_versions",
            "SHIPPING",
-           "import_function", "function_digest", "function_name"]
+           "import_function", "function_digest"]
 
 SHIPPING = ('workers must be able to import it: install your package on the '
             'workers with --setup_file ./setup.py or --extra_package '
@@ -158,7 +158,7 @@ def resolve_preprocess(spec: Union[str, Callable, None]
     fn, name = import_function(spec), spec
   else:
     fn = spec
-    name = function_name(fn)
+    name = _name(fn)
   if not callable(fn):
     raise InputError(f"the preprocess {name} is a {type(fn).__name__}, not "
                      "a function")
@@ -210,9 +210,9 @@ def function_digest(fn) -> str:
   return hashlib.sha256(source + b"\0" + shipped).hexdigest()[:16]
 
 
-def function_name(fn) -> str:
+def _name(fn) -> str:
   if isinstance(fn, functools.partial):
-    return f"functools.partial({function_name(fn.func)})"
+    return f"functools.partial({_name(fn.func)})"
   if not hasattr(fn, "__qualname__"):  # a callable instance
     fn = type(fn)
   return f"{getattr(fn, '__module__', '?')}:{fn.__qualname__}"

@@ -63,7 +63,7 @@ from beam_tfrecords.schema.model import TransformSpec
 
 __all__ = ["TransformRecords", "preprocessing_fn", "TRANSFORMED_DIR",
            "TFT_TEMP_DIR", "TRANSFORM_DIRS", "with_preprocessing_fn",
-           "combined_fn", "check_traces", "fn_digest"]
+           "combined_fn", "check_traces", "fn_digest", "traced_key"]
 
 from beam_tfrecords.sinks.metadata import (  # noqa: E402
     RAW_METADATA_DIR, TFT_TEMP_DIR, TRANSFORM_DIRS, TRANSFORMED_DIR)
@@ -166,6 +166,15 @@ def _display_name(fn: Callable[..., Any]) -> str:
       f"{base.__qualname__}"
   return name + "(partial)" if base is not fn and hasattr(fn, "func") \
       else name
+
+
+def traced_key(schema: Schema) -> Dict[str, str]:
+  """What build() and WriteDataset do with a resolved preprocessing_fn
+  before the pipeline is made: trace it (check_traces), and the build
+  key's entry for it ({} without one)."""
+  check_traces(schema)
+  digest = fn_digest(schema)
+  return {"preprocessing_fn": digest} if digest else {}
 
 
 def fn_digest(schema: Schema) -> Optional[str]:

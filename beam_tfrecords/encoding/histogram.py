@@ -334,14 +334,14 @@ def from_buckets(level: int, fine: Sequence[Tuple[float, float, int]]
                  ) -> Histogram:
   """A histogram from its buckets' (low, high, count) (statistics.pb's
   fine histogram; for comparisons: no ranges)."""
-  keys = []
-  for low, high, _ in fine:
-    if low == 0 and high == 0:
-      keys.append(0)
-      continue
-    magnitude = low if low > 0 else -high
-    key = int(_finest_keys(np.array([magnitude]))[0]) >> (FINEST - level)
-    keys.append(key if low > 0 else -key)
-  return Histogram(level, np.array(keys, dtype=np.int64),
+  low = np.array([b[0] for b in fine], dtype=np.float64)
+  high = np.array([b[1] for b in fine], dtype=np.float64)
+  # A bucket's magnitudes start at its low edge (its mirror's, below 0).
+  magnitude = np.where(low > 0, low, -high)
+  keys = np.zeros(len(fine), dtype=np.int64)
+  nonzero = magnitude > 0
+  keys[nonzero] = _finest_keys(magnitude[nonzero]) >> (FINEST - level)
+  keys = np.where(low > 0, keys, -keys)
+  return Histogram(level, keys.astype(np.int64),
                    np.array([c for _, _, c in fine], dtype=np.int64),
                    (None, None))

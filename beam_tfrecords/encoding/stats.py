@@ -180,12 +180,11 @@ def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
   for k in ("hist", "len_hist", "steps_hist"):
     if k in a or k in b:
       out[k] = histogram.merge(a.get(k), b.get(k))
-  for k in ("expected_counts",):
-    if k in a or k in b:
-      hist = dict(a.get(k, {}))
-      for key, count in b.get(k, {}).items():
-        hist[key] = hist.get(key, 0) + count
-      out[k] = hist
+  if "expected_counts" in a or "expected_counts" in b:
+    counts = dict(a.get("expected_counts", {}))
+    for value, count in b.get("expected_counts", {}).items():
+      counts[value] = counts.get(value, 0) + count
+    out["expected_counts"] = counts
   if "top" in a or "top" in b:
     top = dict(a.get("top", {}))
     for value, count in b.get("top", {}).items():
