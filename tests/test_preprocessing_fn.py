@@ -267,12 +267,6 @@ def test_a_closure_builds_and_what_cannot_take_one_is_refused(tmp_path):
   assert result.info.schema["transform"]["preprocessing_fn"].endswith(
       ":test_a_closure_builds_and_what_cannot_take_one_is_refused."
       "<locals>.make.<locals>.fn")
-  sequences = {"name": "s", "record": "sequence_example",
-               "context": {"row": {"type": "int64"}},
-               "sequence": {"x": {"type": "float"}}}
-  with pytest.raises(InputError, match="Example schemas"):
-    btr.build(sequences, str(src), str(tmp_path / "seq"),
-              preprocessing_fn=make(1.0))
   no_train = dict(SCHEMA, splits={"hash": "row",
                                   "weights": {"a": 0.5, "b": 0.5}})
   with pytest.raises(btr.SchemaError, match="analyze_split"):

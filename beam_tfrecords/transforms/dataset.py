@@ -104,27 +104,26 @@ class WriteBatches(beam.PTransform):
     # pylint: disable=import-outside-toplevel
     from beam_tfrecords.sinks.metadata import TFT_TEMP_DIR, TRANSFORMED_DIR
     schema, plan = self._schema, self._plan
-    parts = []
-    if schema.transform is None or schema.transform.keep_raw:
-      parts.append(records
-                   # (split, key, [record])
-                   | "WriteSplits" >> SINKS[plan.sink](
-                       plan.staging, plan.shards, plan.gzip_level,
-                       plan.shuffle))
-    if schema.transform is not None:
+    transform = schema.transform
+    # Without keep_raw, the raw shards TFT transforms are part files.
+    raw_dir = plan.staging if transform is None or transform.keep_raw \
+        else FileSystems.join(plan.staging, PARTS_DIR, "raw")
+    # (A transform: section is refused with --sink beam: TFT reads back
+    # the deterministic sink's shards, by shard.)
+    raw = (records
+           # (split, key, [record])
+           | "WriteSplits" >> SINKS[plan.sink](
+               raw_dir, plan.shards, plan.gzip_level, plan.shuffle))
+    parts = [raw] if raw_dir == plan.staging else []
+    if transform is not None:
       from beam_tfrecords.tft import TransformRecords
       parts.append(
-          records
+          (records, raw)
           | "Transform" >> TransformRecords(
               schema, plan.staging,
-              FileSystems.join(plan.staging, TFT_TEMP_DIR))
-          # (split, key, [transformed record])
-          | "WriteTransformed" >> WriteShards(
+              FileSystems.join(plan.staging, TFT_TEMP_DIR), raw_dir,
               FileSystems.join(plan.staging, TRANSFORMED_DIR),
-              plan.shards.shards, TFRECORD_GZIP, gzip_level=plan.gzip_level,
-              shuffle=plan.shuffle, max_bytes=plan.shards.max_bytes)
-          | "MarkTransformed" >> beam.Map(
-              lambda d: d._replace(transformed=True)).with_output_types(Any))
+              plan.shards.shards, plan.gzip_level, plan.shards.max_bytes))
     return parts
 
   def expand(self, batches):

@@ -1,0 +1,208 @@
+"""TensorFlow Transform in the build's pipeline: analyze the training
+split, then transform every raw shard file, read back from disk.
+
+    (chunks, raw_files) | TransformRecords(schema, ...)
+    # -> a ShardWritten (transformed=True) per transformed file
+
+* **Analyze:** the analyzed split's raw record chunks are decoded into
+  Arrow RecordBatches by tfx-bsl's decoder (C++) and go through
+  `tft_beam.AnalyzeDataset` (a combine: memory does not grow with the
+  rows), then `WriteTransformFn` writes TFT's layout (transform_fn/,
+  transformed_metadata/) and the raw schema beside it (metadata/, as TFX's
+  Transform writes it).
+* **Transform:** once the transform graph is written (a side input), each
+  raw shard, streamed from the files the build wrote, goes through it in
+  batches and is written as the transformed shard of the same name,
+  record for record in the same order (`--shuffle` included). Nothing is
+  held in memory but a batch: TFT's own `TransformDataset` would keep
+  every raw record until the analysis is done (the DirectRunner holds
+  them in memory). The same graph the serving recipe loads
+  (`TFTransformOutput.transform_raw_features`) makes the values.
+
+With `keep_raw: false` the raw shards are written under the staging
+folder's part files, which are removed when the dataset is published.
+"""
+
+import itertools
+from typing import Any, Dict, List, Optional
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecords.schema import Schema
+from beam_tfrecords.sinks.metadata import RAW_METADATA_DIR
+from beam_tfrecords.sinks.parts import ShardWritten
+from beam_tfrecords.sinks.shards import TFRECORD_GZIP, ShardFiles
+from beam_tfrecords.tfrecord_files import frame_records, iter_tfrecords
+from beam_tfrecords.tft.functions import combined_fn, tfxio_source
+from beam_tfrecords.tft.outputs import TransformedEncoder
+
+__all__ = ["TransformRecords", "BATCH_ROWS"]
+
+# Rows transformed at a time (what a transform holds in memory).
+BATCH_ROWS = 8192
+
+
+def _decoder(schema_bytes: bytes, sequence: bool):
+  """tfx-bsl's serialized records -> RecordBatch decoder."""
+  # pylint: disable=import-outside-toplevel
+  if sequence:
+    from tfx_bsl.coders import sequence_example_coder
+    from beam_tfrecords.schema.tfmd import SEQUENCE_FEATURE
+    return sequence_example_coder.SequenceExamplesToRecordBatchDecoder(
+        SEQUENCE_FEATURE, schema_bytes)
+  from tfx_bsl.coders import example_coder
+  return example_coder.ExamplesToRecordBatchDecoder(schema_bytes)
+
+
+class _ToRecordBatchFn(beam.DoFn):
+  """(split, key, [serialized record]) -> a RecordBatch of the records."""
+
+  def __init__(self, tfmd_schema: bytes, sequence: bool):
+    self._tfmd_schema = tfmd_schema
+    self._sequence = sequence
+    self._decode: Any = None  # made in setup(): not picklable
+
+  def setup(self):
+    self._decode = _decoder(self._tfmd_schema, self._sequence).DecodeBatch
+
+  def process(self, chunk):
+    records = chunk[2]
+    if records:
+      yield self._decode(records)
+
+
+class _TransformShardFn(beam.DoFn):
+  """((split, shard), [ShardWritten of the raw shard's files]) -> the
+  transformed shard's files (ShardWritten, transformed=True).
+
+  Reads the raw files in order, transforms BATCH_ROWS records at a time
+  with the written transform graph and writes the transformed records as
+  the same shard of the transformed folder (a shard past `max_bytes`
+  continues in further files, as WriteShards does)."""
+
+  def __init__(self, schema: Schema, raw_dir: str, out_dir: str,
+               transform_dir: str, num_shards: Dict[str, int],
+               level: Optional[int],
+               max_bytes: Optional[Dict[str, Optional[int]]]):
+    self._schema = schema
+    self._raw_dir, self._out_dir = raw_dir, out_dir
+    self._transform_dir = transform_dir
+    self._n = dict(num_shards)
+    self._level = level
+    self._max = dict(max_bytes or {})
+    self._state: Any = None  # (decode, tensors, transform, encoder)
+
+  def _setup(self):
+    # pylint: disable=import-outside-toplevel
+    import tensorflow_transform as tft
+    from tfx_bsl.public import tfxio
+    from beam_tfrecords.schema.tfmd import to_tfmd
+    source = tfxio_source(self._schema)
+    adapter = tfxio.TensorAdapter(source.TensorAdapterConfig())
+    output = tft.TFTransformOutput(self._transform_dir)
+    self._state = (
+        _decoder(to_tfmd(self._schema).SerializeToString(),
+                 self._schema.is_sequence).DecodeBatch,
+        lambda batch: adapter.ToBatchTensors(batch,
+                                             produce_eager_tensors=True),
+        output.transform_raw_features,
+        TransformedEncoder(self._schema.is_sequence))
+
+  def _transformed(self, records: List[bytes]) -> List[bytes]:
+    decode, tensors, transform, encoder = self._state
+    return encoder.encode(transform(tensors(decode(records))), len(records))
+
+  def process(self, element, _graph_written):
+    (split, shard), files = element
+    if self._state is None:
+      self._setup()
+    files = sorted(files, key=lambda f: f.roll)
+    out = ShardFiles(self._out_dir, split, shard, self._n[split],
+                     TFRECORD_GZIP, self._level, self._max.get(split),
+                     expected=sum(f.bytes for f in files))
+    for f in files:
+      records = iter_tfrecords(FileSystems.join(self._raw_dir, f.file),
+                               "gzip", check_crc=False)
+      while True:
+        batch = list(itertools.islice(records, BATCH_ROWS))
+        if not batch:
+          break
+        out.inline(frame_records(self._transformed(batch)), len(batch))
+    for written in out.close():
+      yield written._replace(transformed=True)
+
+
+class TransformRecords(beam.PTransform):
+  """(raw record chunks, the raw shards' ShardWritten) -> the transformed
+  shards' ShardWritten; the transform graph written to `transform_dir`.
+
+  Args:
+    schema: a Schema with a `transform` section.
+    transform_dir: where WriteTransformFn writes (the staging folder).
+    temp_dir: TFT's scratch directory.
+    raw_dir: the folder the raw ShardWritten name files in.
+    out_dir: the transformed shards' folder.
+    num_shards: split -> shards (as the raw shards).
+    gzip_level: None for ISA-L's fast level, or a zlib level 1-9.
+    max_bytes: split -> the largest file size, or None.
+  """
+
+  def __init__(self, schema: Schema, transform_dir: str, temp_dir: str,
+               raw_dir: str, out_dir: str, num_shards: Dict[str, int],
+               gzip_level: Optional[int] = None,
+               max_bytes: Optional[Dict[str, Optional[int]]] = None):
+    super().__init__()
+    self._schema = schema
+    self._transform_dir, self._temp_dir = transform_dir, temp_dir
+    self._raw_dir, self._out_dir = raw_dir, out_dir
+    self._n = dict(num_shards)
+    self._level = gzip_level
+    self._max = max_bytes
+
+  def _analyze(self, chunks):
+    """The transform graph, written; a one-element PCollection once it
+    is."""
+    # pylint: disable=import-outside-toplevel
+    import tensorflow_transform.beam as tft_beam
+    from tensorflow_transform.tf_metadata import dataset_metadata
+    from beam_tfrecords.schema.tfmd import to_tfmd
+    schema = self._schema
+    spec = schema.transform
+    assert spec is not None  # a schema with a transform section (see Args)
+    tfmd = to_tfmd(schema)
+    source = tfxio_source(schema)
+    train = (chunks
+             | "AnalyzedSplit" >> beam.Filter(
+                 lambda c, s=spec.analyze_split: c[0] == s)
+             | "ToRecordBatches" >> beam.ParDo(_ToRecordBatchFn(
+                 tfmd.SerializeToString(), schema.is_sequence)))
+    with tft_beam.Context(temp_dir=self._temp_dir):
+      transform_fn = ((train, source.TensorAdapterConfig())
+                      | "Analyze" >> tft_beam.AnalyzeDataset(
+                          combined_fn(schema)))
+      written = (transform_fn
+                 | "WriteTransformFn" >> tft_beam.WriteTransformFn(
+                     self._transform_dir))
+      # The raw schema beside them, as TFX's Transform writes it: what
+      # tft.TFTransformOutput(dir).raw_feature_spec() reads (serving).
+      _ = (dataset_metadata.DatasetMetadata(tfmd)
+           | "WriteRawMetadata" >> tft_beam.WriteMetadata(
+               FileSystems.join(self._transform_dir, RAW_METADATA_DIR),
+               chunks.pipeline))
+    return written
+
+  def expand(self, pcolls):
+    chunks, raw_files = pcolls
+    written = self._analyze(chunks)
+    return (raw_files
+            # ShardWritten of the raw shards
+            | "ByShard" >> beam.Map(lambda f: ((f.split, f.writer), f))
+            | "GroupShardFiles" >> beam.GroupByKey()
+            # ((split, shard), [ShardWritten])
+            | "TransformShards" >> beam.ParDo(
+                _TransformShardFn(self._schema, self._raw_dir, self._out_dir,
+                                  self._transform_dir, self._n, self._level,
+                                  self._max),
+                beam.pvalue.AsList(written)).with_output_types(Any))
+            # ShardWritten (transformed=True)
