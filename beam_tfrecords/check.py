@@ -262,13 +262,18 @@ def validate_transformed(path: str, show: int = 5) -> TransformedReport:
   """Every transformed record parses with the transformed feature spec
   (`tf.io.parse_single_example`); the first `show` failures are listed."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from beam_tfrecords.reader import dataset_info  # no cycle at import
-  from beam_tfrecords.schema.spec import tf_spec
-  transform = dataset_info(path).transform
+  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.reader import dataset_info, transformed_spec
+  from beam_tfrecords.schema import SequenceSpec
+  info = dataset_info(path)
+  transform = info.transform
   if transform is None:
     raise InputError(f"{path} has no transformed records (its schema has no "
                      "`transform:` section)")
-  spec = {k: tf_spec(v) for k, v in (transform.feature_spec or {}).items()}
+  spec = transformed_spec(info)
+  parse = (lambda raw: tf.io.parse_single_sequence_example(raw, *spec)) \
+      if isinstance(spec, SequenceSpec) else \
+      (lambda raw: tf.io.parse_single_example(raw, spec))
   report = TransformedReport()
   for split, s in sorted(transform.splits.items()):
     report.listed_records += s.num_records
@@ -277,7 +282,7 @@ def validate_transformed(path: str, show: int = 5) -> TransformedReport:
         files, compression_type="GZIP").as_numpy_iterator()):
       report.records += 1
       try:
-        tf.io.parse_single_example(raw, spec)
+        parse(raw)
       except (tf.errors.InvalidArgumentError, ValueError) as e:
         report.bad_records += 1
         if len(report.failures) < show:

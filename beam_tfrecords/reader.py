@@ -137,7 +137,8 @@ def transform_output(path: str):
 
 def _load_transformed(path: str, split: str, batch_size: Optional[int]):
   import tensorflow as tf
-  transform = dataset_info(path).transform
+  info = dataset_info(path)
+  transform = info.transform
   if transform is None:
     raise InputError(f"{path} has no transformed records (its schema has no "
                      "`transform:` section)")
@@ -146,11 +147,22 @@ def _load_transformed(path: str, split: str, batch_size: Optional[int]):
                      f"{sorted(transform.splits)}")
   files = [fs.join(path.rstrip("/"), f)
            for f in transform.splits[split].files]
-  spec = {k: tf_spec(v) for k, v in (transform.feature_spec or {}).items()}
-  ds = tf.data.TFRecordDataset(files, compression_type="GZIP")
-  if batch_size:
-    return ds.batch(batch_size).map(lambda x: tf.io.parse_example(x, spec))
-  return ds.map(lambda x: tf.io.parse_single_example(x, spec))
+  spec = transformed_spec(info)
+  return _parsed(tf.data.TFRecordDataset(files, compression_type="GZIP"),
+                 spec, batch_size)
+
+
+def transformed_spec(info: DatasetInfo):
+  """The parsing spec of the transformed records, from dataset.json's
+  transform.feature_spec: a dict, or for SequenceExamples a
+  SequenceSpec(context_features, sequence_features)."""
+  assert info.transform is not None  # a dataset with a transform
+  recorded = info.transform.feature_spec or {}
+  if info.record == "sequence_example":
+    return SequenceSpec(
+        {k: tf_spec(v) for k, v in recorded["context"].items()},
+        {k: tf_spec(v) for k, v in recorded["sequence"].items()})
+  return {k: tf_spec(v) for k, v in recorded.items()}
 
 
 def load(path: str, split: str = "train", batch_size: Optional[int] = None,
@@ -225,6 +237,13 @@ def _load(path: str, split: str, batch_size: Optional[int], decode: bool,
     ds = ds.map(parsed, num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=True)
     return ds.batch(batch_size) if batch_size else ds
+  return _parsed(ds, spec, batch_size)
+
+
+def _parsed(ds, spec, batch_size: Optional[int]):
+  """Serialized records parsed with a spec (a dict: Examples; a
+  SequenceSpec: (context, feature lists) pairs), batched or not."""
+  import tensorflow as tf
   if isinstance(spec, SequenceSpec):
     context, sequence = spec
     if batch_size:
@@ -288,12 +307,21 @@ def iter_records(path: str, split: str = "train") -> Iterator[Dict[str, Any]]:
 
 
 def iter_transformed(path: str, shard: Mapping[str, Any]
-                     ) -> Iterator[Dict[str, list]]:
+                     ) -> Iterator[Dict[str, Any]]:
   """The records of one transformed shard (a ShardInfo of
   info.transform.splits[split].shards, or its JSON) as {feature: [values]},
-  in plain Python."""
+  in plain Python; a SequenceExample as {"context": {feature: [values]},
+  "feature_lists": {feature: [[values] per step]}}."""
+  sequence = dataset_info(path).record == "sequence_example"
   for record in iter_tfrecords(fs.join(path.rstrip("/"), shard["file"])):
-    yield {k: list(v) for k, (_, v) in sorted(decode_example(record).items())}
+    if sequence:
+      context, lists = decode_sequence_example(record)
+      yield {"context": {k: list(v) for k, (_, v) in sorted(context.items())},
+             "feature_lists": {k: [list(v) for _, v in steps]
+                               for k, steps in sorted(lists.items())}}
+    else:
+      yield {k: list(v)
+             for k, (_, v) in sorted(decode_example(record).items())}
 
 
 def iter_errors(path: str) -> Iterator[Dict[str, Any]]:

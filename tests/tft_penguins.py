@@ -36,3 +36,17 @@ def fails_on_a_batch(inputs):
       mass, tf.constant(6000, tf.int64), message="too heavy")]):
     return {"mass_z": tft.scale_to_z_score(tf.cast(mass, tf.float32)),
             "row": tf.identity(inputs["row"])}
+
+
+def sequence_fn(inputs):
+  """For penguins grouped into sequences (tests/test_tft_sequences.py):
+  per-step features arrive as RaggedTensors (batch, steps), context
+  features as dense tensors."""
+  mass = tf.cast(inputs["mass"], tf.float32)
+  return {
+      "mass_centered": mass - tft.mean(mass),
+      "sex_upper_id": tft.compute_and_apply_vocabulary(
+          tf.strings.upper(inputs["sex"]), vocab_filename="sex_upper"),
+      "steps": mass.row_lengths(),
+      "island_lower": tf.strings.lower(inputs["island"]),
+  }

@@ -121,7 +121,7 @@ def _schema(check: Checker, raw: Any) -> Schema:
     if schema.expect is not None and schema.expect.disjoint_keys:
       check_disjoint_keys(check, bool(schema.group_by))
     check_split_columns(check, schema)
-    return check_split_types(check, schema)
+    return _with_transform(check, raw, check_split_types(check, schema))
   for k in raw:
     if k not in _TOP_KEYS and k in SEQUENCE_TOP_KEYS:
       check.fail(str(k),
@@ -134,10 +134,14 @@ def _schema(check: Checker, raw: Any) -> Schema:
       features=tuple(sorted(parsed, key=lambda f: f.name)),
       description=description, path=check.path, media=tuple(media),
       **limits))
-  if raw.get("transform") is not None:
-    schema = dataclasses.replace(
-        schema, transform=parse_transform(check, raw["transform"], schema))
-  return schema
+  return _with_transform(check, raw, schema)
+
+
+def _with_transform(check: Checker, raw: dict, schema: Schema) -> Schema:
+  if raw.get("transform") is None:
+    return schema
+  return dataclasses.replace(
+      schema, transform=parse_transform(check, raw["transform"], schema))
 
 
 def _example_features(check: Checker,

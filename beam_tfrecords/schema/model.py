@@ -488,4 +488,6 @@ class Schema:
       out["max_record_bytes"] = self.max_record_bytes
     out["context"] = {f.name: f.to_dict() for f in self.context}
     out["sequence"] = {f.name: f.to_dict() for f in self.sequence}
+    if self.transform is not None:
+      out["transform"] = self.transform.to_dict()
     return out

@@ -44,7 +44,9 @@ def parse_transform(check: Checker, raw: Any, schema: Schema) -> TransformSpec:
                "{analyzer: input feature, parameters...}, e.g. rating_z: "
                "{scale_to_z_score: rating} (or give preprocessing_fn: "
                "MODULE:FUNCTION)")
-  stored = {f.name: f for f in schema.features}
+  # A SequenceExample's context and per-step features alike (a per-step
+  # feature is given to TFT as a RaggedTensor (batch, steps)).
+  stored = {f.name: f for f in schema.all_features}
   for n in stored:
     if n.startswith(RESERVED_PREFIX):
       check.fail(f"features.{n}", f"names starting with "

@@ -16,19 +16,30 @@ from beam_tfrecords.sinks.metadata import TRANSFORM_DIRS, write_info
 __all__ = ["describe_transform"]
 
 
-def _spec_json(spec: Any) -> dict:
+def _spec_json(spec: Any, sequence: bool) -> dict:
+  """TFT's transformed feature spec as dataset.json records it. For
+  SequenceExamples ({"context": ..., "sequence": ...}, as schema.spec
+  writes one): a ragged output is a feature list (tft.outputs), of scalar
+  steps (FixedLenSequenceFeature) or of lists (RaggedFeature)."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  out = {}
+  context: dict = {}
+  steps: dict = {}
   for name, f in sorted(spec.items()):
+    if sequence and isinstance(f, tf.io.RaggedFeature):
+      steps[name] = {"kind": "RaggedFeature", "dtype": f.dtype.name} \
+          if f.partitions else {"kind": "FixedLenSequenceFeature",
+                                "shape": [], "dtype": f.dtype.name,
+                                "allow_missing": True}
+      continue
     if isinstance(f, tf.io.FixedLenFeature):
-      out[name] = {"kind": "FixedLenFeature", "shape": list(f.shape),
-                   "dtype": f.dtype.name}
+      context[name] = {"kind": "FixedLenFeature", "shape": list(f.shape),
+                       "dtype": f.dtype.name}
     elif isinstance(f, tf.io.VarLenFeature):
-      out[name] = {"kind": "VarLenFeature", "dtype": f.dtype.name}
+      context[name] = {"kind": "VarLenFeature", "dtype": f.dtype.name}
     else:
       raise ValueError(f"transformed feature {name!r}: {f!r} is not a "
                        "FixedLen / VarLen feature")
-  return out
+  return {"context": context, "sequence": steps} if sequence else context
 
 
 def describe_transform(staging: str, info: DatasetInfo) -> DatasetInfo:
@@ -45,6 +56,7 @@ def describe_transform(staging: str, info: DatasetInfo) -> DatasetInfo:
   output = tft.TFTransformOutput(staging)
   info = dataclasses.replace(info, transform=TransformInfo(
       info.transform.splits if info.transform else {}, tuple(sorted(files)),
-      _spec_json(output.transformed_feature_spec())))
+      _spec_json(output.transformed_feature_spec(),
+                 info.schema.get("record") == "sequence_example")))
   write_info(staging, info)
   return info

@@ -56,7 +56,7 @@ def _decoder(schema_bytes: bytes, sequence: bool):
 
 
 class _ToRecordBatchFn(beam.DoFn):
-  """(split, key, [serialized record]) -> a RecordBatch of the records."""
+  """(split, key, records) -> a RecordBatch of the records."""
 
   def __init__(self, tfmd_schema: bytes, sequence: bool):
     self._tfmd_schema = tfmd_schema
@@ -67,9 +67,10 @@ class _ToRecordBatchFn(beam.DoFn):
     self._decode = _decoder(self._tfmd_schema, self._sequence).DecodeBatch
 
   def process(self, chunk):
-    records = chunk[2]
-    if records:
-      yield self._decode(records)
+    records = chunk[2]  # a list, or grouped sequences' GroupedRecords
+    if len(records):
+      yield self._decode(records if isinstance(records, list)
+                         else list(records))
 
 
 class _TransformShardFn(beam.DoFn):
