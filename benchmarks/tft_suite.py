@@ -6,12 +6,14 @@ analyzers (z-score, vocabulary, bucketize, 0-1 scaling) over columns
 every row has, no raw records kept. Both runs are whole processes,
 alternating, the best of --check-rounds; peak RSS is the process's.
   - `beam-tfrecords build` with a `transform:` section (keep_raw: false);
-  - by hand: ReadFromText -> TFXIO BeamRecordCsvTFXIO -> 
+  - by hand: ReadFromText -> TFXIO BeamRecordCsvTFXIO ->
     tft_beam.AnalyzeAndTransformDataset -> tfx-bsl's Example encoder ->
-    WriteToTFRecord (gzip), and WriteTransformFn.
+    WriteToTFRecord (gzip), and WriteTransformFn;
+  - the floor: a process that only imports what a TFT build loads.
 """
 
 import os
+import sys
 from typing import Callable
 
 from stats import INTS, TEXTS, flights_input
@@ -96,7 +98,11 @@ def tft_suite(args, run: Callable, table: Callable, cli_cmd: Callable,
                           ["-q", "--force", "--overwrite"]),
           "by hand: TFXIO CSV -> AnalyzeAndTransformDataset -> "
           "WriteToTFRecord": lambda: baseline_cmd(
-              "tft-hand", src, os.path.join(args.workdir, "tft-hand"))}
+              "tft-hand", src, os.path.join(args.workdir, "tft-hand")),
+          # What memory cannot go below: the libraries a TFT build loads.
+          "floor: importing Beam, TensorFlow, TFT and tfx-bsl (no data)":
+          lambda: [sys.executable, "-c", "import apache_beam, tensorflow, "
+                   "tensorflow_transform.beam, tfx_bsl.public.tfxio"]}
   best = {}
   for _ in range(args.check_rounds):
     for name, cmd in runs.items():

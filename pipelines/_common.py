@@ -15,7 +15,8 @@ SCHEMAS = next(p for p in (os.path.join(HERE, "schemas"),
 
 def run_build(description: str, schema: str, sample: str, output: str,
               argv: Optional[List[str]] = None,
-              input_format: Optional[str] = None) -> btr.BuildResult:
+              input_format: Optional[str] = None,
+              preprocessing_fn=None) -> btr.BuildResult:
   """Parses --input/--output/--num-shards; the rest goes to Beam."""
   p = argparse.ArgumentParser(description=description)
   p.add_argument("--input", default=os.path.join(HERE, "data", sample),
@@ -27,7 +28,7 @@ def run_build(description: str, schema: str, sample: str, output: str,
   result = btr.build(args.schema, args.input, args.output,
                      input_format=input_format,
                      num_shards=args.num_shards, beam_args=beam_args,
-                     overwrite=True)
+                     overwrite=True, preprocessing_fn=preprocessing_fn)
   counts = result.metadata["counts"]
   dropped = (f", {counts['rows_dropped']} dropped by max_length"
              if counts["rows_dropped"] else "")
