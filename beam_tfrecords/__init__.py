@@ -35,6 +35,8 @@ _LAZY = {
     "iter_records": "beam_tfrecords.reader",
     "load": "beam_tfrecords.reader",
     "transform_output": "beam_tfrecords.reader",
+    "RecordStream": "beam_tfrecords.stream",
+    "pin": "beam_tfrecords.window",
     "Feature": "beam_tfrecords.schema",
     "FeatureType": "beam_tfrecords.schema",
     "Schema": "beam_tfrecords.schema",

@@ -20,6 +20,7 @@ import re
 from typing import Callable, Dict, List, NamedTuple
 
 __all__ = ["FileInfo", "is_local", "join", "exists", "open_read", "match",
+           "write_bytes",
            "AUTO", "GZIP", "UNCOMPRESSED"]
 
 # Compression names, as Beam's CompressionTypes spells them.
@@ -75,6 +76,21 @@ def open_read(path: str,
       if lower.endswith(suffix):
         return opener(path, "rb")
   return open(path, "rb")
+
+
+def write_bytes(path: str, data: bytes) -> None:
+  """Writes a small file whole (a local one through a temporary name, so
+  it is never seen half-written)."""
+  if not is_local(path):
+    with _beam().create(path) as f:
+      f.write(data)
+    return
+  folder = os.path.dirname(os.path.abspath(path))
+  os.makedirs(folder, exist_ok=True)
+  temp = f"{path}.tmp-{os.getpid()}"
+  with open(temp, "wb") as f:
+    f.write(data)
+  os.replace(temp, path)
 
 
 def _regex(pattern: str) -> "re.Pattern":

@@ -5,7 +5,8 @@ decodes the records in plain Python), for tools and quick looks.
 """
 
 import json
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional,
+                    Tuple)
 
 
 from beam_tfrecords import fs
@@ -18,6 +19,9 @@ from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
 from beam_tfrecords.schema import feature_spec as _schema_feature_spec
 from beam_tfrecords.schema.spec import tf_spec
 from beam_tfrecords.schema.model import MediaKind
+from beam_tfrecords.shares import stable_seed
+from beam_tfrecords.stream import SHUFFLE_BUFFER, RecordStream
+from beam_tfrecords.window import Datasets
 
 __all__ = ["dataset_info", "dataset_schema", "shard_files", "load",
            "feature_spec", "iter_records", "iter_errors", "transform_output",
@@ -135,23 +139,6 @@ def transform_output(path: str):
   return tft.TFTransformOutput(path.rstrip("/"))
 
 
-def _load_transformed(path: str, split: str, batch_size: Optional[int]):
-  import tensorflow as tf
-  info = dataset_info(path)
-  transform = info.transform
-  if transform is None:
-    raise InputError(f"{path} has no transformed records (its schema has no "
-                     "`transform:` section)")
-  if split not in transform.splits:
-    raise InputError(f"{path} has no transformed split {split!r}; it has "
-                     f"{sorted(transform.splits)}")
-  files = [fs.join(path.rstrip("/"), f)
-           for f in transform.splits[split].files]
-  spec = transformed_spec(info)
-  return _parsed(tf.data.TFRecordDataset(files, compression_type="GZIP"),
-                 spec, batch_size)
-
-
 def transformed_spec(info: DatasetInfo):
   """The parsing spec of the transformed records, from dataset.json's
   transform.feature_spec: a dict, or for SequenceExamples a
@@ -165,9 +152,12 @@ def transformed_spec(info: DatasetInfo):
   return {k: tf_spec(v) for k, v in recorded.items()}
 
 
-def load(path: str, split: str = "train", batch_size: Optional[int] = None,
-         decode: bool = True, transformed: bool = False,
-         as_supervised: bool = False):
+def load(path: Datasets, split: str = "train",
+         batch_size: Optional[int] = None, decode: bool = True,
+         transformed: bool = False, as_supervised: bool = False, *,
+         shard: Optional[Tuple[int, int]] = None,
+         drop_remainder: bool = False, shuffle_seed: Optional[int] = None,
+         epoch: int = 0, shuffle_buffer: int = SHUFFLE_BUFFER):
   """A tf.data.Dataset of parsed records.
 
   Examples give feature dicts; SequenceExamples give (context, sequence)
@@ -183,7 +173,8 @@ def load(path: str, split: str = "train", batch_size: Optional[int] = None,
   schema resizes them. Optional ones stay as stored (they may be absent).
 
   Args:
-    path: the dataset directory.
+    path: the dataset directory, or a window of them read as one: a
+      list, a glob or a pin file (beam_tfrecords.window).
     split: the split name.
     batch_size: batch (after parsing, or before when nothing is decoded:
       faster); None yields single records.
@@ -194,12 +185,21 @@ def load(path: str, split: str = "train", batch_size: Optional[int] = None,
       the schema's `label:` names (a dict of them when it names several;
       for SequenceExamples, context features: ((context, sequence),
       label)).
+    shard: (index, count): this rank's exact share of the records
+      (beam_tfrecords.shares; e.g. (rank, world_size)); None: all.
+    drop_remainder: every share the same size, ⌊N/count⌋.
+    shuffle_seed: read the files in an order drawn from (seed, epoch),
+      and shuffle records in a seeded buffer of `shuffle_buffer`; the
+      same order on every run. None: the files' order.
+    epoch: with a seed, which epoch's order.
   """
+  stream = RecordStream(path, split, shard, drop_remainder, shuffle_seed,
+                        epoch, shuffle_buffer, transformed=transformed)
+  info = stream.found[0][1]  # read once (a request on GCS / S3)
   if transformed:
-    return _load_transformed(path, split, batch_size)
-  info = dataset_info(path)  # read once (a request on GCS / S3)
-  schema = dataset_schema(path, info)
-  ds = _load(path, split, batch_size, decode, info, schema)
+    return _parsed(_records(stream), transformed_spec(info), batch_size)
+  schema = dataset_schema(stream.found[0][0], info)
+  ds = _load(_records(stream), batch_size, decode, schema)
   if not as_supervised:
     return ds
   labels = list(schema.label)
@@ -221,12 +221,31 @@ def load(path: str, split: str = "train", batch_size: Optional[int] = None,
   return ds.map(split_off)
 
 
-def _load(path: str, split: str, batch_size: Optional[int], decode: bool,
-          info, schema):
+def _records(stream: RecordStream):
+  """A tf.data.Dataset of the stream's serialized records: its pieces
+  read in order (skip and take in each file); with a seed, shuffled by
+  tf.data in a buffer seeded from it (another order than the stream's
+  own buffer, the same on every run)."""
+  import tensorflow as tf
+  pieces = stream.pieces
+  if not pieces:
+    return tf.data.Dataset.from_tensor_slices(tf.constant([], tf.string))
+  kind = "GZIP" if all(p.file.endswith(".gz") for p in pieces) else ""
+  files, skips, takes = (list(v) for v in zip(*pieces))
+  ds = tf.data.Dataset.from_tensor_slices(
+      (files, tf.constant(skips, tf.int64), tf.constant(takes, tf.int64)))
+  ds = ds.flat_map(lambda f, s, t: tf.data.TFRecordDataset(
+      f, compression_type=kind).skip(s).take(t))
+  if stream.shuffle_seed is not None:
+    ds = ds.shuffle(stream.shuffle_buffer, seed=stable_seed(
+        "tf.data", stream.shuffle_seed, stream.epoch, stream.shard) % 2**31,
+        reshuffle_each_iteration=False)
+  return ds
+
+
+def _load(ds, batch_size: Optional[int], decode: bool, schema):
   import tensorflow as tf
   spec = _schema_feature_spec(schema)
-  files = shard_files(path, split, info)
-  ds = tf.data.TFRecordDataset(files, compression_type="GZIP")
   decoders = _media_decoders(schema) if decode else []
   if decoders:
     def parsed(x):
@@ -287,23 +306,31 @@ def _steps_to_python(features, lists: Dict[str, list]) -> Dict[str, Any]:
   return out
 
 
-def iter_records(path: str, split: str = "train") -> Iterator[Dict[str, Any]]:
+def iter_records(path: Datasets, split: str = "train", *,
+                 shard: Optional[Tuple[int, int]] = None,
+                 drop_remainder: bool = False,
+                 shuffle_seed: Optional[int] = None, epoch: int = 0,
+                 shuffle_buffer: int = SHUFFLE_BUFFER
+                 ) -> Iterator[Dict[str, Any]]:
   """Yields each record as a plain dict, without TensorFlow.
 
   Scalars are Python values, lists are lists, `string` features are str,
   `bytes` features bytes; a missing feature is None. A SequenceExample is
-  {"context": {...}, "feature_lists": {name: [value per step]}}.
+  {"context": {...}, "feature_lists": {name: [value per step]}}. `path`,
+  `shard`, `shuffle_seed` and the rest: as for `load` (a RecordStream;
+  use one directly to resume mid-epoch).
   """
-  info = dataset_info(path)
-  schema = dataset_schema(path, info)
-  for shard in shard_files(path, split, info):
-    for record in iter_tfrecords(shard):
-      if schema.is_sequence:
-        context, lists = decode_sequence_example(record)
-        yield {"context": _to_python(schema.context, context),
-               "feature_lists": _steps_to_python(schema.sequence, lists)}
-      else:
-        yield _to_python(schema.features, decode_example(record))
+  stream = RecordStream(path, split, shard, drop_remainder, shuffle_seed,
+                        epoch, shuffle_buffer)
+  first, info = stream.found[0]
+  schema = dataset_schema(first, info)
+  for record in stream:
+    if schema.is_sequence:
+      context, lists = decode_sequence_example(record)
+      yield {"context": _to_python(schema.context, context),
+             "feature_lists": _steps_to_python(schema.sequence, lists)}
+    else:
+      yield _to_python(schema.features, decode_example(record))
 
 
 def iter_transformed(path: str, shard: Mapping[str, Any]

@@ -1,0 +1,154 @@
+"""A split's serialized records for one training rank and worker: exact
+shares, a seeded order, and resuming mid-epoch. No TensorFlow.
+
+    stream = RecordStream("out/events/2026-11-*", "train",
+                          shard=(rank, world_size), shuffle_seed=7, epoch=3)
+    for record in stream:                  # serialized Examples, this share
+        ...
+    state = stream.state_dict()            # after a preemption:
+    stream = RecordStream(...same arguments...)
+    stream.load_state_dict(state)          # the records still to come
+
+The share is beam_tfrecords.shares' (disjoint, sizes within one); a
+`worker=(index, count)` splits it again (DataLoader workers). With a
+`shuffle_seed` the files are read in an order drawn from (seed, epoch) and
+records pass through a seeded buffer of `shuffle_buffer` records, so the
+order is the same on every run and differs between epochs. The state is
+the number of records yielded; resuming reads the share again from its
+start and skips that many (records are not decoded while skipped), so it
+continues with exactly the records that were still to come, in order.
+"""
+
+import random
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from beam_tfrecords.errors import InputError
+from beam_tfrecords.shares import (Piece, check_share, file_order, share,
+                                   share_of, stable_seed)
+from beam_tfrecords.tfrecord_files import iter_tfrecords
+from beam_tfrecords.window import Datasets, split_files, window
+
+__all__ = ["RecordStream", "SHUFFLE_BUFFER", "buffer_shuffled"]
+
+SHUFFLE_BUFFER = 10_000
+
+
+def buffer_shuffled(records, size: int, rng: random.Random):
+  """Records through a shuffle buffer of `size`: each one out is drawn at
+  random from the next `size` waiting (as tf.data's shuffle)."""
+  buf: List[Any] = []
+  for record in records:
+    if len(buf) < size:
+      buf.append(record)
+      continue
+    j = rng.randrange(size)
+    yield buf[j]
+    buf[j] = record
+  rng.shuffle(buf)
+  yield from buf
+
+
+class RecordStream:
+  """The serialized records of one split of a dataset (or a window of
+  them: a list, a glob or a pin file) for one share.
+
+  Args:
+    datasets: a dataset folder, a glob, a pin file, or a list of them.
+    split: the split.
+    shard: (index, count): this rank's share (None: every record).
+    drop_remainder: every share ⌊N/count⌋ records (the rest read by none).
+    shuffle_seed: None for the files' order; else a seeded order.
+    epoch: with a seed, which epoch's order.
+    shuffle_buffer: records the shuffle draws from (with a seed).
+    worker: (index, count): this reader's part of the share.
+    transformed: the records of the schema's `transform:` section.
+  """
+
+  def __init__(self, datasets: Datasets, split: str = "train",
+               shard: Optional[Tuple[int, int]] = None,
+               drop_remainder: bool = False,
+               shuffle_seed: Optional[int] = None, epoch: int = 0,
+               shuffle_buffer: int = SHUFFLE_BUFFER,
+               worker: Optional[Tuple[int, int]] = None,
+               transformed: bool = False):
+    self.found = window(datasets)
+    self.split = split
+    self.files = split_files(self.found, split, transformed)
+    self.shard = check_share(shard)
+    self.worker = check_share(worker)
+    if shuffle_buffer < 1:
+      raise ValueError(f"shuffle_buffer must be at least 1; got "
+                       f"{shuffle_buffer}")
+    self.drop_remainder = drop_remainder
+    self.shuffle_seed = shuffle_seed
+    self.epoch = epoch
+    self.shuffle_buffer = shuffle_buffer
+    self._skip = 0
+    self._yielded = 0
+
+  def set_epoch(self, epoch: int) -> None:
+    """The epoch whose order to read next (as DistributedSampler's)."""
+    self.epoch = epoch
+    self._skip = self._yielded = 0
+
+  @property
+  def pieces(self) -> List[Piece]:
+    """What this reader reads: [Piece(file, skip, take)], in order."""
+    files = file_order(self.files, self.shuffle_seed, self.epoch)
+    mine = share(files, *self.shard, drop_remainder=self.drop_remainder)
+    return share_of(mine, *self.worker) if self.worker[1] > 1 else mine
+
+  def __len__(self) -> int:
+    return sum(p.take for p in self.pieces)
+
+  def _records(self) -> Iterator[bytes]:
+    for p in self.pieces:
+      records = iter_tfrecords(p.file, check_crc=False)
+      for i, record in enumerate(records):
+        if i >= p.skip + p.take:
+          break
+        if i >= p.skip:
+          yield record
+
+  def __iter__(self) -> Iterator[bytes]:
+    records = self._records()
+    if self.shuffle_seed is not None:
+      records = buffer_shuffled(records, self.shuffle_buffer, random.Random(
+          stable_seed("records", self.shuffle_seed, self.epoch, self.shard,
+                      self.worker)))
+    skip, self._skip = self._skip, 0
+    self._yielded = 0
+    for record in records:
+      self._yielded += 1
+      if self._yielded > skip:
+        yield record
+
+  def _config(self) -> Dict[str, Any]:
+    return {"datasets": [p for p, _ in self.found], "split": self.split,
+            "shard": list(self.shard), "worker": list(self.worker),
+            "drop_remainder": self.drop_remainder,
+            "shuffle_seed": self.shuffle_seed, "epoch": self.epoch,
+            "shuffle_buffer": self.shuffle_buffer}
+
+  def state_dict(self) -> Dict[str, Any]:
+    """Where the reader is: its arguments and the records yielded in
+    this epoch (torchdata's Stateful protocol)."""
+    return dict(self._config(), position=self._yielded)
+
+  def load_state_dict(self, state: Dict[str, Any]) -> None:
+    """The next iteration continues where `state` was taken.
+
+    Raises:
+      InputError: the state is of a reader of other datasets, split,
+        share, worker or order (the epoch is taken from it).
+    """
+    want = dict(state)
+    position = int(want.pop("position"))
+    self.epoch = want["epoch"]
+    mine = self._config()
+    for key, value in sorted(want.items()):
+      if mine.get(key) != value:
+        raise InputError(f"the state is of a reader with {key}={value!r}; "
+                         f"this one has {mine.get(key)!r}: make it with the "
+                         "same arguments to resume")
+    self._skip = position

@@ -1,0 +1,194 @@
+"""Reading for training (issue 34, parts 1-3): windows of daily datasets
+and pins, exact per-rank shares (and per worker inside a rank), seeded
+orders and resuming mid-epoch. Real data: the Palmer penguins (CC0), one
+dataset per year as a scheduled build would make them, three shards each,
+so that shares cross files."""
+
+import csv
+import os
+import pathlib
+import shutil
+
+import pytest
+
+import beam_tfrecords as btr
+from beam_tfrecords import InputError
+from beam_tfrecords.stream import RecordStream
+
+PENGUINS = pathlib.Path(__file__).resolve().parent / "data" / "penguins" / \
+    "penguins.csv"
+SCHEMA = {
+    "name": "penguins",
+    "features": {
+        "row": {"type": "int64", "required": True},
+        "species": {"type": "string", "required": True},
+        "island": {"type": "string", "required": True},
+        "body_mass_g": {"type": "int64"},
+    },
+}
+
+
+def _build(folder, year, schema=SCHEMA, rows=None):
+  with open(PENGUINS) as f:
+    found = [dict(r, row=i) for i, r in enumerate(csv.DictReader(f))
+             if r["year"] == year]
+  src = folder / f"{year}.csv"
+  with open(src, "w", newline="") as f:
+    w = csv.DictWriter(f, ["row", "species", "island", "body_mass_g"],
+                       extrasaction="ignore")
+    w.writeheader()
+    w.writerows(found[:rows])
+  out = str(folder / "days" / f"{year}-01-01")
+  btr.build(schema, str(src), out, num_shards=3, overwrite=True)
+  return out
+
+
+@pytest.fixture(scope="module")
+def days(tmp_path_factory):
+  folder = tmp_path_factory.mktemp("windows")
+  return folder, [_build(folder, y) for y in ("2007", "2008", "2009")]
+
+
+def _rows(records):
+  return [r["row"] for r in records]
+
+
+def test_a_window_reads_its_datasets_one_after_the_other(days):
+  folder, paths = days
+  each = [_rows(btr.iter_records(p)) for p in paths]
+  assert all(each) and len(set(sum(each, []))) == sum(map(len, each))
+  assert _rows(btr.iter_records(paths)) == sum(each, [])
+  glob = str(folder / "days" / "200*")
+  assert _rows(btr.iter_records(glob)) == sum(each, [])
+  assert _rows(btr.iter_records([paths[2], paths[0]])) == each[2] + each[0]
+  parsed = [int(x["row"]) for x in btr.load(glob, "train")]
+  assert parsed == sum(each, [])
+
+
+def test_a_pin_reads_exactly_its_datasets_or_names_the_changed_one(
+    days, tmp_path):
+  folder, paths = days
+  copy = tmp_path / "days"
+  shutil.copytree(folder / "days", copy)
+  pinned = str(tmp_path / "window.json")
+  content = btr.pin(str(copy / "200[78]*"), pinned)
+  assert [d["path"] for d in content["datasets"]] == [
+      str(copy / "2007-01-01"), str(copy / "2008-01-01")]
+  want = _rows(btr.iter_records(pinned))
+  assert want == _rows(btr.iter_records(paths[:2]))
+  # A later build of the same day, with fewer rows: the pin refuses it.
+  later = tmp_path / "later"
+  later.mkdir()
+  _build(later, "2008", rows=10)
+  shutil.rmtree(copy / "2008-01-01")
+  shutil.copytree(later / "days" / "2008-01-01", copy / "2008-01-01")
+  with pytest.raises(InputError, match=r"2008-01-01 was rebuilt or "
+                     r"changed since it was pinned"):
+    list(btr.iter_records(pinned))
+  with pytest.raises(InputError, match="2008-01-01 was rebuilt"):
+    btr.load(pinned, "train")
+
+
+def test_a_window_refuses_what_does_not_read_as_one(days, tmp_path):
+  folder, paths = days
+  other = dict(SCHEMA, features=dict(SCHEMA["features"], body_mass_g={
+      "type": "float"}))
+  odd = _build(tmp_path, "2009", schema=other)
+  with pytest.raises(InputError, match=r"2009-01-01 cannot be read with "
+                     r".*2007-01-01: feature 'body_mass_g' is "
+                     r"VarLenFeature\(float32\) there and "
+                     r"VarLenFeature\(int64\)"):
+    btr.load([paths[0], odd], "train")
+  os.remove(os.path.join(odd, "_SUCCESS"))
+  with pytest.raises(InputError, match="is not a finished dataset"):
+    list(btr.iter_records([paths[0], odd]))
+  with pytest.raises(InputError, match="no dataset matches"):
+    list(btr.iter_records(str(tmp_path / "nothing-*")))
+  with pytest.raises(InputError, match="named twice"):
+    list(btr.iter_records([paths[0], paths[0]]))
+  with pytest.raises(InputError, match="has no split 'eval'"):
+    list(btr.iter_records(paths, "eval"))
+
+
+@pytest.mark.parametrize("count", range(1, 9))
+def test_shares_are_exact_for_ranks_and_their_workers(days, count):
+  _, paths = days
+  every = list(RecordStream(paths))
+  n = len(every)
+  files = {p.file: p.take for p in RecordStream(paths).pieces}
+  for drop in (False, True):
+    seen, sizes = [], []
+    for rank in range(count):
+      stream = RecordStream(paths, shard=(rank, count), drop_remainder=drop)
+      pieces = stream.pieces
+      # Whole files but for the first and the last piece.
+      assert all(p.skip == 0 and p.take == files[p.file]
+                 for p in pieces[1:-1])
+      mine = list(stream)
+      assert len(mine) == len(stream)
+      sizes.append(len(mine))
+      for workers in (1, 2):
+        parts = [list(RecordStream(paths, shard=(rank, count),
+                                   drop_remainder=drop,
+                                   worker=(w, workers)))
+                 for w in range(workers)]
+        assert sum(parts, []) == mine
+      seen += mine
+    if drop:
+      assert sizes == [n // count] * count
+      assert seen == every[:n // count * count]
+    else:
+      assert max(sizes) - min(sizes) <= 1 and seen == every
+
+
+def test_tf_data_reads_the_same_share(days):
+  _, paths = days
+  for rank in range(3):
+    want = _rows(btr.iter_records(paths, shard=(rank, 3)))
+    got = [int(x["row"]) for x in btr.load(paths, "train",
+                                           shard=(rank, 3))]
+    assert got == want
+  batched = list(btr.load(paths, "train", batch_size=8, shard=(1, 3),
+                          drop_remainder=True))
+  assert sum(len(b["row"]) for b in batched) == len(list(RecordStream(
+      paths, shard=(1, 3), drop_remainder=True)))
+  once = [int(x["row"]) for x in btr.load(paths, shuffle_seed=5)]
+  again = [int(x["row"]) for x in btr.load(paths, shuffle_seed=5)]
+  assert once == again and sorted(once) == sorted(
+      _rows(btr.iter_records(paths))) and once != sorted(once)
+  with pytest.raises(ValueError, match=r"shard=\(3, 3\)"):
+    btr.load(paths, shard=(3, 3))
+
+
+def test_a_seeded_order_is_the_same_every_run_and_new_each_epoch(days):
+  _, paths = days
+  plain = list(RecordStream(paths, shard=(0, 2)))
+  first = list(RecordStream(paths, shard=(0, 2), shuffle_seed=11))
+  assert first == list(RecordStream(paths, shard=(0, 2), shuffle_seed=11))
+  other = list(RecordStream(paths, shard=(0, 2), shuffle_seed=11, epoch=1))
+  assert first != plain and other != first
+  both = RecordStream(paths, shuffle_seed=11, epoch=1)
+  ranks = [list(RecordStream(paths, shard=(r, 2), shuffle_seed=11,
+                             epoch=1)) for r in range(2)]
+  assert sorted(ranks[0] + ranks[1]) == sorted(both) == sorted(
+      RecordStream(paths))
+
+
+@pytest.mark.parametrize("seed", [None, 3])
+def test_a_resumed_reader_yields_exactly_what_was_still_to_come(days, seed):
+  _, paths = days
+  args = dict(shard=(1, 2), shuffle_seed=seed, epoch=2, shuffle_buffer=40,
+              worker=(1, 2))
+  whole = list(RecordStream(paths, **args))
+  stream = RecordStream(paths, **args)
+  it = iter(stream)
+  head = [next(it) for _ in range(17)]
+  state = stream.state_dict()
+  assert state["position"] == 17 and head == whole[:17]
+  resumed = RecordStream(paths, **args)
+  resumed.load_state_dict(state)
+  assert list(resumed) == whole[17:]
+  assert list(resumed) == whole  # the next pass starts the epoch again
+  wrong = RecordStream(paths, **dict(args, shard=(0, 2)))
+  with pytest.raises(InputError, match=r"shard=\[1, 2\]"):
+    wrong.load_state_dict(state)
