@@ -4,6 +4,8 @@
 #               and runs the whole test suite on every core
 # make test-fast runs the fast tier (no slow or cluster test): run it
 #             before every commit.
+# make setup-torch adds the torch extra (PyTorch, ~3 GB) to the virtualenv,
+#             for beam_tfrecords.torch and its tests.
 # make coverage runs the whole suite under coverage.py.
 # Another Python: make test-fast PYTHON=python3.13 VENV=.venv-py313
 # make docs regenerates docs/cli.md and builds the documentation into site/.
@@ -23,7 +25,7 @@ UV_VERSION := 0.13.9
 # (module fixtures are built once).
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadfile
 
-.PHONY: setup demo test test-fast coverage bench docs lock clean
+.PHONY: setup setup-torch demo test test-fast coverage bench docs lock clean
 
 $(VENV)/.installed: setup.py $(wildcard $(LOCK))
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +44,15 @@ $(VENV)/.installed: setup.py $(wildcard $(LOCK))
 	$(BIN)/python -m compileall -q beam_tfrecords pipelines
 
 setup: $(VENV)/.installed
+
+# The torch extra (beam_tfrecords.torch), beside the core install: the
+# torch tests run with it and are skipped without it (CI installs it).
+$(VENV)/.torch: $(VENV)/.installed
+	$(BIN)/pip install --quiet --no-build-isolation -e '.[torch]'
+	$(BIN)/pip check
+	touch $@
+
+setup-torch: $(VENV)/.torch
 
 demo: setup
 	$(BIN)/beam-tfrecords build --schema schemas/movie_ratings.yaml \

@@ -79,6 +79,7 @@ from nested import nested_suite
 from stats import (floor_steps, plain_flights_loop, plain_grouped_loop,
                    stats_suite)
 from tft_suite import hand_written_tft, tft_suite
+from read_suite import read_suite
 
 SCHEMA = """name: bench
 features:
@@ -940,7 +941,7 @@ def main():
   p.add_argument("--suite", choices=["examples", "sequences", "accounting",
                                      "scale", "images", "transform", "portable",
                                      "tfrecord", "cli", "cluster", "nested",
-                                     "checks", "stats", "tft", "all"],
+                                     "checks", "stats", "tft", "read", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="1000000,10000000",
@@ -962,6 +963,10 @@ def main():
                  help="checks suite: alternating rounds (the best counts)")
   p.add_argument("--stats-rows", default="1000000,10000000",
                  help="stats suite: flight rows, comma-separated")
+  p.add_argument("--read-rows", type=int, default=1000000,
+                 help="read suite: flight records")
+  p.add_argument("--read-shards", type=int, default=8,
+                 help="read suite: shards they are built into")
   p.add_argument("--workdir", default="/tmp/btr-bench")
   p.add_argument("--run-baseline", nargs="+", metavar="ARG",
                  help=argparse.SUPPRESS)
@@ -992,7 +997,8 @@ def main():
                           Result)),
                       ("tft", lambda a: tft_suite(
                           a, _run, _table, _cli_cmd, _baseline_cmd,
-                          Result))):
+                          Result)),
+                      ("read", lambda a: read_suite(a, _cli_cmd))):
     if args.suite in (name, "all"):
       suite(args)
 

@@ -86,13 +86,13 @@ LAYERS = [
     {"tfrecord_files", "schema", "info", "runners", "schedule"},
     {"encoding"},
     {"sources", "splits", "preprocess", "reader", "infer", "check",
-     "options", "report", "expectations", "window", "stream"},
+     "options", "report", "expectations", "window", "stream", "arrays"},
     {"sinks"},
     {"tft", "planning"},
     {"transforms"},
     {"staging"},
     {"building"},
-    {"beam", "testing"},
+    {"beam", "testing", "torch"},
     {"cli", "__main__", "__init__"},
 ]
 

@@ -1,0 +1,194 @@
+"""PyTorch reads a dataset (or a window of them) without TensorFlow.
+
+    from beam_tfrecords.torch import Dataset
+    ds = Dataset("out/events/2026-11-*", "train", shuffle_seed=7)
+    loader = torch.utils.data.DataLoader(ds, batch_size=64, num_workers=2,
+                                         collate_fn=collate)
+    for epoch in range(3):
+        ds.set_epoch(epoch)
+        for batch in loader: ...
+
+An `IterableDataset` of dicts of numpy arrays (beam_tfrecords.arrays:
+SequenceExamples as {"context", "feature_lists"}); `collate` batches
+them into tensors (a list of tensors for what varies in length). Records are read with the gzip reader of the
+standard library (zlib, C) and decoded by tfx-bsl's C++ decoder.
+
+Shares (beam_tfrecords.shares): with torch.distributed initialised, the
+rank's exact share (rank, world_size) unless `shard` is given; each
+DataLoader worker reads its part of it, so no record is read twice and the
+ranks' shares differ by at most one record (`drop_remainder=True`: equal,
+so that collective steps never wait on a rank with one batch fewer).
+`state_dict()` / `load_state_dict()` resume mid-epoch (torchdata's
+StatefulDataLoader calls them on each worker's copy).
+
+Needs the `torch` extra: pip install beam-tfrecords[torch].
+"""
+
+from typing import Any, Dict, Iterator, Optional, Tuple
+
+import numpy as np
+import torch
+import torch.utils.data
+
+from beam_tfrecords.arrays import RecordDecoder
+from beam_tfrecords.reader import dataset_schema
+from beam_tfrecords.stream import SHUFFLE_BUFFER, RecordStream
+from beam_tfrecords.window import Datasets
+
+__all__ = ["Dataset", "collate"]
+
+
+def collate(records):
+  """A DataLoader `collate_fn` for the per-record dicts, giving what
+  `batch_size=` gives: a feature whose values have one shape in the
+  batch becomes one tensor [batch, ...]; one that varies becomes
+  {"values": the values back to back, "lengths": per record} (rows of
+  [steps, ...] for a feature list: "lengths" counts steps); a feature list
+  of uneven steps {"values", "lengths" (per step), "steps" (per record)};
+  text and bytes stay lists."""
+  first = records[0]
+  if isinstance(first, dict):
+    return {k: collate([r[k] for r in records]) for k in first}
+  if isinstance(first, list):  # feature lists whose steps vary
+    steps = [a for r in records for a in r]
+    if steps and np.asarray(steps[0]).dtype.kind in "OUS":
+      return [[np.asarray(a).tolist() for a in r] for r in records]
+    return {"values": _tensors(np.concatenate(steps) if steps else
+                               np.zeros(0)),
+            "lengths": torch.tensor([len(a) for a in steps]),
+            "steps": torch.tensor([len(r) for r in records])}
+  arrays = [np.asarray(r) for r in records]
+  if arrays[0].dtype.kind in "OUS":  # text, bytes
+    return [a.tolist() for a in arrays]
+  if all(a.shape == arrays[0].shape for a in arrays):
+    return torch.from_numpy(np.stack(arrays))
+  return {"values": torch.from_numpy(np.concatenate(arrays)),
+          "lengths": torch.tensor([len(a) for a in arrays])}
+
+
+def _split(values, lengths) -> list:
+  ends = np.cumsum(lengths)
+  return [values[a:b] for a, b in zip(np.concatenate([[0], ends[:-1]]),
+                                      ends)]
+
+
+def _text(column: dict) -> list:
+  """A text / bytes column's {"values", "lengths"[, "steps"]} -> a list
+  per record (of lists per step for uneven steps), as `collate` gives."""
+  values = column["values"].tolist()
+  parts = _split(values, column["lengths"])
+  if "steps" in column:
+    return [list(r) for r in _split(parts, column["steps"])]
+  return [list(p) for p in parts]
+
+
+def _tensors(value):
+  """Numpy columns -> tensors (text and bytes stay lists)."""
+  if isinstance(value, dict) and "values" in value and \
+      value["values"].dtype.kind in "OUS":
+    return _text(value)
+  if isinstance(value, dict):
+    return {k: _tensors(v) for k, v in value.items()}
+  if value.dtype.kind in "OUS":
+    return value.tolist()
+  return torch.from_numpy(np.require(value, requirements="W"))
+
+
+def _rank_share() -> Optional[Tuple[int, int]]:
+  dist = torch.distributed
+  if dist.is_available() and dist.is_initialized():
+    return dist.get_rank(), dist.get_world_size()
+  return None
+
+
+class Dataset(torch.utils.data.IterableDataset):
+  """The records of one split, for this rank and DataLoader worker.
+
+  Args:
+    datasets: a dataset folder, a glob, a pin file, or a list of them.
+    split: the split.
+    shard: (index, count); None: torch.distributed's (rank, world size)
+      when it is initialised, else every record.
+    drop_remainder: every share ⌊N/count⌋ records.
+    shuffle_seed: a seeded order (files by (seed, epoch), then a buffer
+      of `shuffle_buffer` records); None: the files' order.
+    epoch: the epoch's order (`set_epoch` changes it).
+    batch_size: None: one dict per record (batch them with a DataLoader
+      and `collate`); N: whole batches of N records, decoded column by
+      column (far faster; give the DataLoader batch_size=None): a tensor
+      [N, *shape] for a fixed feature, {"values", "lengths"} tensors for
+      a variable one (feature lists: beam_tfrecords.arrays). The last
+      batch may be smaller.
+  """
+
+  def __init__(self, datasets: Datasets, split: str = "train",
+               shard: Optional[Tuple[int, int]] = None,
+               drop_remainder: bool = False,
+               shuffle_seed: Optional[int] = None, epoch: int = 0,
+               shuffle_buffer: int = SHUFFLE_BUFFER,
+               batch_size: Optional[int] = None):
+    super().__init__()
+    self._args = dict(split=split, shard=shard or _rank_share(),
+                      drop_remainder=drop_remainder,
+                      shuffle_seed=shuffle_seed, epoch=epoch,
+                      shuffle_buffer=shuffle_buffer)
+    self._stream = RecordStream(datasets, **self._args)  # type: ignore
+    self._datasets = [p for p, _ in self._stream.found]
+    first, info = self._stream.found[0]
+    self._decoder = RecordDecoder(dataset_schema(first, info))
+    self._batch = batch_size
+    self._state: Optional[Dict[str, Any]] = None
+    self._position = 0  # records this dataset yielded in the epoch
+
+  def set_epoch(self, epoch: int) -> None:
+    self._args["epoch"] = epoch
+    self._stream.set_epoch(epoch)
+    self._state = None
+    self._position = 0
+
+  def __len__(self) -> int:
+    """The records of this rank's share (all its workers')."""
+    return len(RecordStream(self._datasets, **self._args))  # type: ignore
+
+  def _worker_stream(self) -> RecordStream:
+    info = torch.utils.data.get_worker_info()
+    worker = (0, 1) if info is None else (info.id, info.num_workers)
+    if self._stream.worker != worker:
+      self._stream = RecordStream(self._datasets, worker=worker,
+                                  **self._args)  # type: ignore
+    return self._stream
+
+  def __iter__(self) -> Iterator[Dict[str, Any]]:
+    stream = self._worker_stream()
+    self._position = 0
+    if self._state is not None:
+      stream.load_state_dict(self._state)
+      self._position, self._state = self._state["position"], None
+    if self._batch:
+      yield from self._batches(stream)
+      return
+    # The decoder reads ahead a batch: the position counts what was
+    # yielded from here, not what the stream gave it.
+    for record in self._decoder.iter_decoded(stream):
+      self._position += 1
+      yield record
+
+  def _batches(self, stream: RecordStream) -> Iterator[Dict[str, Any]]:
+    pending = []
+    for record in stream:
+      pending.append(record)
+      if len(pending) == self._batch:
+        self._position += len(pending)
+        yield _tensors(self._decoder.decode_batch(pending))
+        pending = []
+    if pending:
+      self._position += len(pending)
+      yield _tensors(self._decoder.decode_batch(pending))
+
+  def state_dict(self) -> Dict[str, Any]:
+    return dict(self._stream.state_dict(), position=self._position)
+
+  def load_state_dict(self, state: Dict[str, Any]) -> None:
+    """The next iteration resumes where `state` was taken (in the same
+    worker: its state names it)."""
+    self._state = dict(state)

