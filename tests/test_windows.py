@@ -192,3 +192,23 @@ def test_a_resumed_reader_yields_exactly_what_was_still_to_come(days, seed):
   wrong = RecordStream(paths, **dict(args, shard=(0, 2)))
   with pytest.raises(InputError, match=r"shard=\[1, 2\]"):
     wrong.load_state_dict(state)
+
+
+def test_inspect_shows_a_window(days, tmp_path, capsys):
+  from beam_tfrecords import cli
+  folder, paths = days
+  assert cli.main(["inspect", str(folder / "days" / "200*"),
+                   "--records", "1"]) == 0
+  out = capsys.readouterr().out
+  total = sum(1 for _ in btr.iter_records(paths))
+  first = next(iter(btr.iter_records(paths)))
+  assert out.startswith("window of 3 datasets (example), read in this "
+                        "order:\n")
+  assert f"split train: {total:,} records in all\n" in out
+  assert f'record 0: {{"body_mass_g"' in out and f'"row": {first["row"]}' \
+      in out
+  pinned = str(tmp_path / "w.json")
+  btr.pin(paths[1:], pinned)
+  assert cli.main(["inspect", pinned, "--records", "0"]) == 0
+  out = capsys.readouterr().out
+  assert out.startswith("window of 2 datasets") and paths[0] not in out

@@ -91,8 +91,10 @@ def _inspect(sub) -> None:
   i = sub.add_parser(
       "inspect", help="summarize a dataset (or any TFRecord files) and show "
       "records")
-  i.add_argument("path", help="dataset directory, or TFRecord files / a "
-                 "glob / a directory of them (gzip or not) made by anything")
+  i.add_argument("path", nargs="+", help="dataset directory; several, a "
+                 "glob of them or a pin file: a window read as one; or "
+                 "TFRecord files / a glob / a directory of them (gzip or "
+                 "not) made by anything")
   i.add_argument("--split", default=None, help="split to show (default: all)")
   i.add_argument("--records", type=int, default=3,
                  help="records to show per split")

@@ -6,6 +6,7 @@ report); this module only formats it for a terminal.
 
 import json
 
+from beam_tfrecords.errors import InputError
 from beam_tfrecords.progress import human_bytes
 
 __all__ = ["infer_schema_command", "inspect_command", "report_command",
@@ -50,7 +51,7 @@ def _show(value) -> str:
 
 def _inspect_files(args) -> int:
   from beam_tfrecords.check import inspect_files
-  files, kind, features, lists, first = inspect_files([args.path],
+  files, kind, features, lists, first = inspect_files(args.path,
                                                       args.records)
   total = sum(f.records for f in files)
   print(f"{len(files)} TFRecord file(s), {total:,} records "
@@ -79,12 +80,57 @@ def _inspect_files(args) -> int:
   return 1 if failed else 0
 
 
+def _window_of(paths):
+  """The window `paths` name (datasets: several, a glob, a pin file), or
+  None when they are one dataset or name TFRecord files."""
+  from beam_tfrecords.reader import is_dataset
+  from beam_tfrecords.window import datasets, window
+  if len(paths) == 1 and is_dataset(paths[0]):
+    return None
+  try:
+    found = datasets(paths)
+  except InputError:
+    return None
+  if not all(is_dataset(p) for p in found) or (
+      len(found) == 1 and found[0] == paths[0]):
+    return None
+  return window(found)  # refuses what does not read as one
+
+
+def _inspect_window(args, found) -> int:
+  from beam_tfrecords.reader import iter_records
+  paths = [p for p, _ in found]
+  print(f"window of {len(found)} datasets ({found[0][1].record}), read in "
+        "this order:")
+  for path, info in found:
+    splits = ", ".join(f"{k} {s.num_records:,}"
+                       for k, s in sorted(info.splits.items()))
+    print(f"  {path}: {info.name}; records: {splits}")
+  for split in sorted({k for _, i in found for k in i.splits}):
+    if args.split and split != args.split:
+      continue
+    total = sum(i.splits[split].num_records for _, i in found
+                if split in i.splits)
+    print(f"split {split}: {total:,} records in all")
+    if all(split in i.splits for _, i in found):
+      for n, row in enumerate(iter_records(paths, split)):
+        if n >= args.records:
+          break
+        print(f"  record {n}: {_show(row)}")
+  return 0
+
+
 def inspect_command(args) -> int:
-  """beam-tfrecords inspect: a dataset, or TFRecord files made by anything."""
+  """beam-tfrecords inspect: a dataset, a window of them, or TFRecord
+  files made by anything."""
   from beam_tfrecords.reader import (dataset_info, is_dataset, iter_records,
                                      iter_transformed)
-  if not is_dataset(args.path):
+  found = _window_of(args.path)
+  if found is not None:
+    return _inspect_window(args, found)
+  if not (len(args.path) == 1 and is_dataset(args.path[0])):
     return _inspect_files(args)
+  args.path = args.path[0]
   info = dataset_info(args.path)
   print(f"dataset {info.name} ({info.record}), built by beam-tfrecords "
         f"{info.tool['version']}")
