@@ -4,8 +4,8 @@
 #               and runs the whole test suite on every core
 # make test-fast runs the fast tier (no slow or cluster test): run it
 #             before every commit.
-# make setup-torch adds the torch extra (PyTorch, ~3 GB) to the virtualenv,
-#             for beam_tfrecords.torch and its tests.
+# make setup-extras adds the torch and tfds extras (PyTorch, ~3 GB, and
+#             TensorFlow Datasets) to the virtualenv, for their tests.
 # make coverage runs the whole suite under coverage.py.
 # Another Python: make test-fast PYTHON=python3.13 VENV=.venv-py313
 # make docs regenerates docs/cli.md and builds the documentation into site/.
@@ -25,7 +25,7 @@ UV_VERSION := 0.13.9
 # (module fixtures are built once).
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadfile
 
-.PHONY: setup setup-torch demo test test-fast coverage bench docs lock clean
+.PHONY: setup setup-extras demo test test-fast coverage bench docs lock clean
 
 $(VENV)/.installed: setup.py $(wildcard $(LOCK))
 	$(PYTHON) -m venv $(VENV)
@@ -45,14 +45,15 @@ $(VENV)/.installed: setup.py $(wildcard $(LOCK))
 
 setup: $(VENV)/.installed
 
-# The torch extra (beam_tfrecords.torch), beside the core install: the
-# torch tests run with it and are skipped without it (CI installs it).
-$(VENV)/.torch: $(VENV)/.installed
-	$(BIN)/pip install --quiet --no-build-isolation -e '.[torch]'
+# The torch and tfds extras (beam_tfrecords.torch; TensorFlow Datasets to
+# read --tfds datasets), beside the core install: their tests run with
+# them and are skipped without them (CI installs them).
+$(VENV)/.extras: $(VENV)/.installed
+	$(BIN)/pip install --quiet --no-build-isolation -e '.[torch,tfds]'
 	$(BIN)/pip check
 	touch $@
 
-setup-torch: $(VENV)/.torch
+setup-extras: $(VENV)/.extras
 
 demo: setup
 	$(BIN)/beam-tfrecords build --schema schemas/movie_ratings.yaml \

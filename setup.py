@@ -68,8 +68,11 @@ setup(
         "dask": DASK_REQUIRES,
         # beam_tfrecords.torch: PyTorch's Dataset. A large install (the
         # index's Linux wheel is the CUDA build, ~3 GB with its nvidia
-        # packages): never part of the core install; `make setup-torch`.
+        # packages): never part of the core install; `make setup-extras`.
         "torch": ["torch>=2.4,<3"],
+        # TensorFlow Datasets, to read what `build --tfds` writes (the
+        # build itself does not need it).
+        "tfds": ["tensorflow-datasets>=4.9,<5"],
         # moto's server mode: a real S3 endpoint on 127.0.0.1 for the
         # s3:// tests; the Dask tests start a cluster on 127.0.0.1.
         # mypy: `make test` type-checks the library first (mypy.ini),

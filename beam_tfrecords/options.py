@@ -109,6 +109,8 @@ class BuildOptions:
       build() only).
     gzip_level: None: ISA-L's fast deflate; 1-9: zlib at that level
       (smaller files, slower). Every choice writes standard gzip.
+    tfds: a dataset TensorFlow Datasets reads: uncompressed shards and
+      TFDS's metadata files (sinks.tfds_files).
     report: write report.html into the dataset (beam_tfrecords.report):
       one HTML page with the splits, rejected rows and per-feature plots.
     statistics: per-feature statistics in dataset.json and statistics.pb
@@ -148,6 +150,11 @@ class BuildOptions:
       None, "writing", "compress with zlib at this level (smaller files, "
       "slower); default: ISA-L's fast deflate", type=int,
       choices=range(1, 10), metavar="1-9")
+  tfds: bool = _option(
+      False, "writing", "a dataset TensorFlow Datasets reads "
+      "(tfds.builder_from_directory): uncompressed shards and TFDS's "
+      "dataset_info.json and features.json; Example schemas whose features "
+      "are always there", key="changed")
   report: bool = _option(
       True, "contents", "do not write report.html into the dataset",
       key="changed", flag="--no-report")
@@ -283,7 +290,18 @@ class BuildOptions:
 
   def check_sink_options(self) -> None:
     """What only the deterministic sink can do (checked after the shard
-    plan, whose errors come first)."""
+    plan, whose errors come first), and what --tfds cannot."""
+    if self.tfds:
+      for given, flag in ((self.sink != "deterministic", "--sink beam"),
+                          (self.shuffle_seed is not None, "--shuffle-seed"),
+                          (self.gzip_level is not None, "--gzip-level"),
+                          (self.max_shard_size is not None,
+                           "--max-shard-size")):
+        if given:
+          raise InputError(
+              f"--tfds writes uncompressed shards in the deterministic "
+              f"sink's order, one file per shard: drop {flag} (TFDS "
+              "shuffles when it reads: as_dataset(shuffle_files=True))")
     if self.sink == "deterministic":
       return
     if self.max_shard_size is not None:

@@ -22,10 +22,13 @@ from beam_tfrecords.schema import Schema, spec_to_json
 from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.schema.spec import aligned_lists
 from beam_tfrecords.schema.tfmd import TFMD_FILE, tfmd_text
-from beam_tfrecords.sinks import (STAGING_PREFIX, OutputLock, Shuffle,
+from beam_tfrecords.sinks import (STAGING_PREFIX, TFRECORD_GZIP, OutputLock,
+                                  Shuffle,
                                   check_output_files, recover,
                                   remove_staging)
 from beam_tfrecords.sinks.finish import FinishPlan
+from beam_tfrecords.sinks.tfds_files import (TFRECORD_PLAIN, check_tfds,
+                                             features_json)
 from beam_tfrecords.splits import producible_splits
 from beam_tfrecords.transforms.dataset import DatasetPlan
 from beam_tfrecords.transforms.grouped import buckets_for
@@ -103,27 +106,37 @@ def no_space_left(output: str, staging: str) -> InputError:
       "there or write the dataset elsewhere")
 
 
-def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
-                  staging: str, run: str, key: str, inputs: Dict[str, Any],
-                  user_fn) -> DatasetPlan:
-  """How the dataset of these inputs is cut and described."""
+def _shards(schema: Schema, plan, opts: BuildOptions):
+  """(ShardPlan, Shuffle or None) of the build, its options checked."""
   input_bytes = sum(f.size for f in plan.files)
   shards = shard_plan(schema, opts.num_shards, opts.max_shard_size,
                       input_bytes, plan.format)
   opts.check_sink_options()
-  if opts.sink != "deterministic":
-    # WriteToTFRecord writes shards.shards files, however large.
+  if opts.tfds:
+    check_tfds(schema)
+  if opts.sink != "deterministic" or opts.tfds:
+    # WriteToTFRecord (and --tfds's uncompressed codec) writes
+    # shards.shards files, however large.
     shards = ShardPlan(shards.shards, dict.fromkeys(shards.shards))
   opts.check_shuffle_seed()
   shuffle = None if opts.shuffle_seed is None else Shuffle(
       opts.shuffle_seed, shuffle_buckets(schema, shards.shards, input_bytes))
+  return shards, shuffle
+
+
+def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
+                  staging: str, run: str, key: str, inputs: Dict[str, Any],
+                  user_fn) -> DatasetPlan:
+  """How the dataset of these inputs is cut and described."""
+  shards, shuffle = _shards(schema, plan, opts)
+  input_bytes = sum(f.size for f in plan.files)
   aligned = aligned_lists(schema)
   planned = DatasetInfo(
       name=schema.name,
       record=schema.record.value,
       schema=schema.to_dict(),
       feature_spec=spec_to_json(schema),
-      compression="GZIP",
+      compression="NONE" if opts.tfds else "GZIP",
       inputs=inputs,
       split_rule={"kind": schema.splits.kind.value,
                   "splits": list(schema.splits.names),
@@ -137,6 +150,8 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
                "max_bad_rows": opts.max_bad_rows,
                "max_bad_fraction": opts.max_bad_fraction,
                "preprocess": user_fn and user_fn.name,
+               # Only when set: other datasets' dataset.json as it was.
+               **({"tfds": True} if opts.tfds else {}),
                "format_options": {k: v for k, v in plan.options.items()
                                   if k not in ("column_names",
                                                "scalar_columns",
@@ -162,6 +177,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
       splits={}, counts=Counts(0, 0, 0, 0, 0), errors=Errors(0))
   return DatasetPlan(
       staging=staging, shards=shards, sink=opts.sink,
+      codec=TFRECORD_PLAIN if opts.tfds else TFRECORD_GZIP,
       gzip_level=opts.gzip_level, shuffle=shuffle,
       statistics=opts.statistics,
       error_shards=max(1, min(max(shards.shards.values()),
@@ -176,6 +192,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
           producible=tuple(producible_splits(schema.splits)),
           analyze_split=(schema.transform.analyze_split
                          if schema.transform is not None else None),
-          on_anomaly=opts.on_anomaly or "fail"),
+          on_anomaly=opts.on_anomaly or "fail",
+          tfds_features=features_json(schema) if opts.tfds else None),
       checks=(CheckPlan(schema, *load_baseline(opts.baseline, schema))
               if schema.expects else None))

@@ -14,9 +14,9 @@ import sys
 import numpy as np
 import pytest
 
-# Skipped without the torch extra (make setup-torch), but for CI, which
-# installs it and sets BTR_REQUIRE_TORCH.
-if os.environ.get("BTR_REQUIRE_TORCH"):
+# Skipped without the torch extra (make setup-extras), but for CI, which
+# installs it and sets BTR_REQUIRE_EXTRAS.
+if os.environ.get("BTR_REQUIRE_EXTRAS"):
   import torch
 else:
   torch = pytest.importorskip("torch")

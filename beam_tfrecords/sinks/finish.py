@@ -48,6 +48,8 @@ class FinishPlan(NamedTuple):
   runner: str = ""
   # What anomalies do (expect: blocks): "fail" or "warn".
   on_anomaly: str = "fail"
+  # --tfds: TFDS's features.json (sinks.tfds_files), else None.
+  tfds_features: Optional[Dict[str, Any]] = None
 
 
 class _Fence:
@@ -109,6 +111,10 @@ def finish(info: DatasetInfo, plan: FinishPlan,
           "vocabularies, buckets) would be meaningless; nothing was "
           f"published (see {plan.staging}). Check the split rule and "
           "errors/, or set transform.analyze_split")
+  if plan.tfds_features is not None:
+    # pylint: disable=import-outside-toplevel
+    from beam_tfrecords.sinks.tfds_files import write_tfds_files
+    write_tfds_files(plan.staging, info, plan.tfds_features)
   if plan.units and not info.counts.rows_read:
     _check_nothing_lost(plan)
   check_thresholds(info, plan.max_bad_rows, plan.max_bad_fraction,

@@ -37,6 +37,7 @@ from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
                                            TFT_TEMP_DIR, TRANSFORMED_DIR)
 from beam_tfrecords.sinks import file_ops as ops
 from beam_tfrecords.sinks.shards import PARTS_DIR
+from beam_tfrecords.sinks.tfds_files import TFDS_FILES
 
 __all__ = ["publish", "recover", "remove_staging", "remove_parts",
            "previous_dataset", "check_output_files", "JOURNAL"]
@@ -64,6 +65,8 @@ def listed(meta: Mapping[str, Any]) -> List[str]:
       names.append(meta[key])
   if meta.get("anomalies"):
     names.append(meta["anomalies"]["file"])
+  if (meta.get("options") or {}).get("tfds"):
+    names += list(TFDS_FILES)
   return names
 
 

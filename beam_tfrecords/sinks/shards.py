@@ -77,10 +77,12 @@ INLINE, MEMBER, PART_FILE = 0, 1, 2
 
 class Codec(NamedTuple):
   """How items become file bytes: `frame` turns a list of items into the
-  bytes they take in the file."""
+  bytes they take in the file; `empty_files`: a codec without gzip writes
+  an empty file for an empty shard too."""
   suffix: str
   frame: Callable[[Any], bytes]
   gzip: bool
+  empty_files: bool = False
 
 
 TFRECORD_GZIP = Codec(SHARD_SUFFIX, frame_records, True)
@@ -288,15 +290,17 @@ class ShardFiles:
   def close(self) -> List[ShardWritten]:
     """Ends the last file; every gzip shard has at least one (an empty
     gzip member is a valid empty file). A codec without gzip writes no
-    file for an empty shard: an empty object cannot be uploaded to S3 in
-    Beam 2.77 (a multipart upload without parts), and an empty JSON lines
-    file says nothing. Returns the files' descriptions."""
+    file for an empty shard, unless it says `empty_files` (uncompressed
+    TFRecords for TFDS): an empty object cannot be uploaded to S3 in Beam
+    2.77 (a multipart upload without parts), and an empty JSON lines file
+    says nothing. Returns the files' descriptions."""
     self.flush()
     if self._file is None and not self.files:
-      if not self._codec.gzip:
+      if not (self._codec.gzip or self._codec.empty_files):
         return []
       self._open()
-      self._put(gzip_member(b"", self._level), 0)
+      if self._codec.gzip:
+        self._put(gzip_member(b"", self._level), 0)
     self._close()
     return self.files
 

@@ -21,7 +21,7 @@ from beam_tfrecords.schema import Schema
 from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
                                   WriteShards, WriteWithBeamSink)
 from beam_tfrecords.sinks.parts import FeatureStatistics, RowCounts
-from beam_tfrecords.sinks.shards import PARTS_DIR
+from beam_tfrecords.sinks.shards import PARTS_DIR, Codec
 from beam_tfrecords.sinks.finish import Finish, FinishPlan
 from beam_tfrecords.transforms.dead_letters import dead_letter_json
 from beam_tfrecords.transforms.overlap import CountOverlap
@@ -31,12 +31,13 @@ from beam_tfrecords.transforms.encode import (FEATURE_STATS, KEY_DIGESTS,
 __all__ = ["WriteBatches", "DatasetPlan", "SINKS"]
 
 SINKS = {
-    "deterministic": lambda d, plan, level, shuffle: WriteShards(
-        d, plan.shards, TFRECORD_GZIP, gzip_level=level, shuffle=shuffle,
+    "deterministic": lambda d, plan, level, shuffle, codec: WriteShards(
+        d, plan.shards, codec, gzip_level=level, shuffle=shuffle,
         max_bytes=plan.max_bytes),
     # WriteToTFRecord compresses with zlib's default level and cannot bound
     # file sizes: it writes exactly plan.shards files.
-    "beam": lambda d, plan, level, shuffle: WriteWithBeamSink(d, plan.shards),
+    "beam": lambda d, plan, level, shuffle, codec: WriteWithBeamSink(
+        d, plan.shards),
 }
 
 
@@ -59,6 +60,8 @@ class DatasetPlan:
       over (transforms.grouped.buckets_for); None: the default.
     checks: the schema's expectations and the baseline (None: the
       schema expects nothing).
+    codec: how record shards are written (gzip TFRecords; uncompressed
+      ones for --tfds).
   """
   staging: str
   shards: Any
@@ -71,6 +74,7 @@ class DatasetPlan:
   finish: FinishPlan
   buckets: Optional[int] = None
   checks: Optional[CheckPlan] = None
+  codec: Codec = TFRECORD_GZIP
 
 
 def merge_split_stats(parts) -> dict:
@@ -113,7 +117,8 @@ class WriteBatches(beam.PTransform):
     raw = (records
            # (split, key, [record])
            | "WriteSplits" >> SINKS[plan.sink](
-               raw_dir, plan.shards, plan.gzip_level, plan.shuffle))
+               raw_dir, plan.shards, plan.gzip_level, plan.shuffle,
+               plan.codec))
     parts = [raw] if raw_dir == plan.staging else []
     if transform is not None:
       from beam_tfrecords.tft import TransformRecords
