@@ -212,3 +212,26 @@ def test_inspect_shows_a_window(days, tmp_path, capsys):
   assert cli.main(["inspect", pinned, "--records", "0"]) == 0
   out = capsys.readouterr().out
   assert out.startswith("window of 2 datasets") and paths[0] not in out
+
+
+def test_report_over_a_window_draws_each_dataset(days, tmp_path):
+  import re
+  from beam_tfrecords import cli
+  folder, paths = days
+  target = str(tmp_path / "trend.html")
+  assert cli.main(["report", str(folder / "days" / "200*"), "-o",
+                   target]) == 0
+  page = open(target).read()
+  records = [len(list(btr.iter_records(p))) for p in paths]
+  assert [int(n) for n in re.findall(r"<td data-records='(\d+)'>",
+                                     page)] == records
+  row = re.search(r"<tr><td>body_mass_g</td>(.*?)</tr>", page).group(1)
+  means = [float(m) for m in re.findall(r'data-mean="([^"]+)"', row)]
+  presence = [float(m) for m in re.findall(r'data-presence="([^"]+)"',
+                                           row)]
+  for p, mean, present in zip(paths, means, presence):
+    masses = [r["body_mass_g"] for r in btr.iter_records(p)]
+    found = [m for m in masses if m is not None]
+    assert mean == pytest.approx(sum(found) / len(found))
+    assert present == pytest.approx(len(found) / len(masses))
+  assert len(means) == len(presence) == 3

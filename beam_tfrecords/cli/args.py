@@ -133,7 +133,9 @@ def _report(sub) -> None:
   r = sub.add_parser(
       "report", help="write a dataset's report: one HTML page with its "
       "splits, rejected rows and per-feature plots")
-  r.add_argument("path", help="dataset directory")
+  r.add_argument("path", nargs="+", help="dataset directory; several, a "
+                 "glob of them or a pin file: the window's trend (records, "
+                 "presence and mean per feature, per dataset)")
   r.add_argument("-o", "--output", default="report.html",
                  help="the HTML file (default: report.html in the working "
                  "directory)")

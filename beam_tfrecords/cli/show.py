@@ -229,7 +229,13 @@ def infer_schema_command(args) -> int:
 
 
 def report_command(args) -> int:
-  """beam-tfrecords report: writes the HTML page, prints its path."""
+  """beam-tfrecords report: writes the HTML page, prints its path (a
+  window's: its trend, beam_tfrecords.trend)."""
   from beam_tfrecords.report import write_report
-  print(write_report(args.path, args.output))
+  found = _window_of(args.path)
+  if found is not None:
+    from beam_tfrecords.trend import write_trend
+    print(write_trend([p for p, _ in found], args.output))
+    return 0
+  print(write_report(args.path[0], args.output))
   return 0
