@@ -86,8 +86,8 @@ def _step_rows(feature: Feature, column: pa.Array) -> List[Any]:
   fixed = _fixed(feature)
   for i in range(len(column)):
     bounds = inner[outer[i]:outer[i + 1] + 1]
-    if fixed and len(bounds) > 1 and np.all(
-        np.diff(bounds) == (feature.num_values or 1)):
+    if fixed and np.all(np.diff(bounds) == (feature.num_values or 1)):
+      # [steps, *shape]; no steps: an empty array of that shape and dtype.
       out.append(values[bounds[0]:bounds[-1]].reshape(
           (len(bounds) - 1,) + tuple(feature.shape)))
     else:
@@ -102,6 +102,11 @@ class RecordDecoder:
     # pylint: disable=import-outside-toplevel
     from beam_tfrecords.schema.tfmd import SEQUENCE_FEATURE, to_tfmd
     self._schema = schema
+    # The features a batch stacks into one array (paths as the dicts
+    # nest them: "context/x" in a sequence); the others vary.
+    self.fixed = frozenset(
+        f.name for f in schema.features if _fixed(f)) | frozenset(
+            f"context/{f.name}" for f in schema.context if _fixed(f))
     tfmd = to_tfmd(schema).SerializeToString()
     if schema.is_sequence:
       from tfx_bsl.coders import sequence_example_coder

@@ -231,20 +231,23 @@ def _records(stream: RecordStream):
   pieces = stream.pieces
   if not pieces:
     return tf.data.Dataset.from_tensor_slices(tf.constant([], tf.string))
-  kind = "GZIP" if all(p.file.endswith(".gz") for p in pieces) else ""
   whole = {f: n for f, n in stream.files}
+
+  def kind(p):  # per file: a window may mix gzip and --tfds datasets
+    return "GZIP" if p.file.endswith(".gz") else ""
   # Whole files in a row are one TFRecordDataset (no per-record skip or
   # take: as fast as the plain read); a share's partial first and last
   # files skip and take.
   parts = []
-  for is_whole, grouped in itertools.groupby(
-      pieces, key=lambda p: p.skip == 0 and p.take == whole[p.file]):
+  for (is_whole, compression), grouped in itertools.groupby(
+      pieces, key=lambda p: (p.skip == 0 and p.take == whole[p.file],
+                             kind(p))):
     run = list(grouped)
     if is_whole:
       parts.append(tf.data.TFRecordDataset([p.file for p in run],
-                                           compression_type=kind))
+                                           compression_type=compression))
     else:
-      parts += [tf.data.TFRecordDataset(p.file, compression_type=kind)
+      parts += [tf.data.TFRecordDataset(p.file, compression_type=compression)
                 .skip(p.skip).take(p.take) for p in run]
   ds = parts[0]
   for part in parts[1:]:

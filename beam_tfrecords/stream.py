@@ -87,9 +87,12 @@ class RecordStream:
     self._yielded = 0
 
   def set_epoch(self, epoch: int) -> None:
-    """The epoch whose order to read next (as DistributedSampler's)."""
+    """The epoch whose order to read next (as DistributedSampler's). The
+    epoch a loaded state is of keeps its place: load_state_dict, then
+    set_epoch(that epoch), resumes."""
+    if epoch != self.epoch:
+      self._skip = self._yielded = 0
     self.epoch = epoch
-    self._skip = self._yielded = 0
 
   @property
   def pieces(self) -> List[Piece]:
@@ -111,16 +114,21 @@ class RecordStream:
           yield record
 
   def __iter__(self) -> Iterator[bytes]:
+    # The counters are set now, not at the first record: state_dict() is
+    # right between here and there too.
+    skip, self._skip = self._skip, 0
+    self._yielded = skip
+    return self._from(skip)
+
+  def _from(self, skip: int) -> Iterator[bytes]:
     records = self._records()
     if self.shuffle_seed is not None:
       records = buffer_shuffled(records, self.shuffle_buffer, random.Random(
           stable_seed("records", self.shuffle_seed, self.epoch, self.shard,
                       self.worker)))
-    skip, self._skip = self._skip, 0
-    self._yielded = 0
-    for record in records:
-      self._yielded += 1
-      if self._yielded > skip:
+    for i, record in enumerate(records):
+      if i >= skip:
+        self._yielded = i + 1
         yield record
 
   def _config(self) -> Dict[str, Any]:
@@ -151,4 +159,4 @@ class RecordStream:
         raise InputError(f"the state is of a reader with {key}={value!r}; "
                          f"this one has {mine.get(key)!r}: make it with the "
                          "same arguments to resume")
-    self._skip = position
+    self._skip = self._yielded = position

@@ -3,14 +3,15 @@
     from beam_tfrecords.torch import Dataset
     ds = Dataset("out/events/2026-11-*", "train", shuffle_seed=7)
     loader = torch.utils.data.DataLoader(ds, batch_size=64, num_workers=2,
-                                         collate_fn=collate)
+                                         collate_fn=ds.collate)
     for epoch in range(3):
         ds.set_epoch(epoch)
         for batch in loader: ...
 
 An `IterableDataset` of dicts of numpy arrays (beam_tfrecords.arrays:
-SequenceExamples as {"context", "feature_lists"}); `collate` batches
-them into tensors (a list of tensors for what varies in length). Records are read with the gzip reader of the
+SequenceExamples as {"context", "feature_lists"}); `ds.collate` batches
+them into tensors ({"values", "lengths"} for what varies), as
+`batch_size=` does, column by column, in the workers. Records are read with the gzip reader of the
 standard library (zlib, C) and decoded by tfx-bsl's C++ decoder.
 
 Shares (beam_tfrecords.shares): with torch.distributed initialised, the
@@ -24,7 +25,8 @@ StatefulDataLoader calls them on each worker's copy).
 Needs the `torch` extra: pip install beam-tfrecords[torch].
 """
 
-from typing import Any, Dict, Iterator, Optional, Tuple
+import functools
+from typing import Any, Dict, FrozenSet, Iterator, Optional, Tuple
 
 import numpy as np
 import torch
@@ -38,17 +40,18 @@ from beam_tfrecords.window import Datasets
 __all__ = ["Dataset", "collate"]
 
 
-def collate(records):
-  """A DataLoader `collate_fn` for the per-record dicts, giving what
-  `batch_size=` gives: a feature whose values have one shape in the
-  batch becomes one tensor [batch, ...]; one that varies becomes
-  {"values": the values back to back, "lengths": per record} (rows of
-  [steps, ...] for a feature list: "lengths" counts steps); a feature list
-  of uneven steps {"values", "lengths" (per step), "steps" (per record)};
-  text and bytes stay lists."""
+def collate(records, fixed: Optional[FrozenSet[str]] = None, path: str = ""):
+  """A DataLoader `collate_fn` for the per-record dicts: a fixed feature
+  becomes one tensor [batch, ...], any other {"values": the values back to
+  back, "lengths": per record} (a feature list: rows [steps, ...], or when
+  its steps vary {"values", "lengths" (per step), "steps" (per record)});
+  text and bytes stay lists. `fixed`: the features the schema fixes
+  (Dataset.collate passes them: then a batch is what `batch_size=` gives);
+  None: those whose values have one shape in this batch."""
   first = records[0]
   if isinstance(first, dict):
-    return {k: collate([r[k] for r in records]) for k in first}
+    return {k: collate([r[k] for r in records], fixed, f"{path}{k}/")
+            for k in first}
   if isinstance(first, list):  # feature lists whose steps vary
     steps = [a for r in records for a in r]
     if steps and np.asarray(steps[0]).dtype.kind in "OUS":
@@ -60,7 +63,9 @@ def collate(records):
   arrays = [np.asarray(r) for r in records]
   if arrays[0].dtype.kind in "OUS":  # text, bytes
     return [a.tolist() for a in arrays]
-  if all(a.shape == arrays[0].shape for a in arrays):
+  stack = path.rstrip("/") in fixed if fixed is not None else all(
+      a.shape == arrays[0].shape for a in arrays)
+  if stack:
     return torch.from_numpy(np.stack(arrays))
   return {"values": torch.from_numpy(np.concatenate(arrays)),
           "lengths": torch.tensor([len(a) for a in arrays])}
@@ -140,15 +145,27 @@ class Dataset(torch.utils.data.IterableDataset):
     self._state: Optional[Dict[str, Any]] = None
     self._position = 0  # records this dataset yielded in the epoch
 
+  @property
+  def collate(self):
+    """This dataset's collate_fn: batches as `batch_size=` makes them
+    (picklable, for DataLoader workers)."""
+    return functools.partial(collate, fixed=self._decoder.fixed)
+
   def set_epoch(self, epoch: int) -> None:
+    """The epoch to read next; a loaded state of that epoch keeps its
+    place (load_state_dict, then set_epoch(its epoch), resumes)."""
+    if epoch != self._args["epoch"]:
+      self._state = None
+      self._position = 0
     self._args["epoch"] = epoch
     self._stream.set_epoch(epoch)
-    self._state = None
-    self._position = 0
 
   def __len__(self) -> int:
-    """The records of this rank's share (all its workers')."""
-    return len(RecordStream(self._datasets, **self._args))  # type: ignore
+    """The records of this rank's share (all its workers'); with
+    batch_size, the batches (each worker's last may be smaller, so with
+    workers a DataLoader may see up to one more per worker)."""
+    n = len(RecordStream(self._datasets, **self._args))  # type: ignore
+    return -(-n // self._batch) if self._batch else n
 
   def _worker_stream(self) -> RecordStream:
     info = torch.utils.data.get_worker_info()
@@ -164,6 +181,9 @@ class Dataset(torch.utils.data.IterableDataset):
     if self._state is not None:
       stream.load_state_dict(self._state)
       self._position, self._state = self._state["position"], None
+    return self._from(stream)
+
+  def _from(self, stream: RecordStream) -> Iterator[Dict[str, Any]]:
     if self._batch:
       yield from self._batches(stream)
       return
@@ -186,9 +206,12 @@ class Dataset(torch.utils.data.IterableDataset):
       yield _tensors(self._decoder.decode_batch(pending))
 
   def state_dict(self) -> Dict[str, Any]:
+    if self._state is not None:  # loaded, not yet iterated
+      return dict(self._state)
     return dict(self._stream.state_dict(), position=self._position)
 
   def load_state_dict(self, state: Dict[str, Any]) -> None:
     """The next iteration resumes where `state` was taken (in the same
     worker: its state names it)."""
     self._state = dict(state)
+    self._args["epoch"] = state["epoch"]

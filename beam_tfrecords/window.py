@@ -21,13 +21,14 @@ that was rebuilt or changed since.
 
 import hashlib
 import json
+import os
 from typing import Any, Dict, List, Sequence, Tuple, Union
 
 from beam_tfrecords import fs
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.info import DATASET_JSON, DatasetInfo
 
-__all__ = ["datasets", "window", "pin", "digest", "PIN_KIND",
+__all__ = ["datasets", "window", "pin", "digest", "PIN_KIND", "is_pin",
            "split_files", "Datasets"]
 
 PIN_KIND = "beam_tfrecords.window"
@@ -35,15 +36,23 @@ PIN_KIND = "beam_tfrecords.window"
 Datasets = Union[str, Sequence[str]]
 
 
-def _is_pin(path: str) -> bool:
+def is_pin(path: str) -> bool:
+  """Whether `path` names a pin file (not a dataset folder)."""
   return path.endswith(".json") and not fs.exists(
       fs.join(path, DATASET_JSON))
+
+
+def _normal(path: str) -> str:
+  """A local path made absolute (a pin is read from anywhere; the same
+  dataset named two ways is one); a remote one as given."""
+  path = path.rstrip("/") if len(path) > 1 else path
+  return os.path.abspath(path) if fs.is_local(path) else path
 
 
 def _expand(spec: str) -> List[str]:
   """One entry: a dataset folder, a glob of them, or a pin file."""
   spec = spec.rstrip("/") if len(spec) > 1 else spec
-  if _is_pin(spec):
+  if is_pin(spec):
     return _read_pin(spec)
   if any(c in spec for c in "*?["):
     found = sorted(f.path[:-len(DATASET_JSON) - 1]
@@ -66,7 +75,7 @@ def datasets(spec: Datasets) -> List[str]:
   for entry in entries:
     if not isinstance(entry, str):
       raise InputError(f"a dataset is named by a path; got {entry!r}")
-    out.extend(_expand(entry))
+    out.extend(_normal(p) for p in _expand(entry))
   seen = set()
   for path in out:
     if path in seen:
@@ -187,6 +196,8 @@ def _read_pin(path: str) -> List[str]:
   if not isinstance(content, dict) or content.get("kind") != PIN_KIND:
     raise InputError(f"{path} is not a pin file (btr.pin writes them: "
                      f"kind {PIN_KIND!r})")
+  if not content.get("datasets"):
+    raise InputError(f"{path}: the pin names no dataset")
   out = []
   for entry in content["datasets"]:
     if not fs.exists(fs.join(entry["path"], DATASET_JSON)):

@@ -42,9 +42,10 @@ n = sum(len(b["year"]) for b in loader)
     "beam_tfrecords.torch.Dataset per record, DataLoader 2 workers, "
     "collate": """
 import torch
-from beam_tfrecords.torch import Dataset, collate
-loader = torch.utils.data.DataLoader(Dataset(PATH), batch_size=1024,
-                                     num_workers=2, collate_fn=collate)
+from beam_tfrecords.torch import Dataset
+ds = Dataset(PATH)
+loader = torch.utils.data.DataLoader(ds, batch_size=1024,
+                                     num_workers=2, collate_fn=ds.collate)
 n = sum(len(b["year"]) for b in loader)
 """,
     "RecordStream: serialized records, no TensorFlow": """

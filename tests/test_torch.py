@@ -87,7 +87,7 @@ def test_dataloader_workers_split_each_rank_share(days, workers):
   for rank in range(3):
     ds = Dataset(days, shard=(rank, 3))
     rows = _rows(torch.utils.data.DataLoader(
-        ds, batch_size=5, num_workers=workers, collate_fn=collate))
+        ds, batch_size=5, num_workers=workers, collate_fn=ds.collate))
     assert sorted(rows) == sorted(r["row"] for r in btr.iter_records(
         days, shard=(rank, 3)))
     assert len(rows) == len(ds)
@@ -97,7 +97,7 @@ def test_dataloader_workers_split_each_rank_share(days, workers):
 
 _RANK = r"""
 import json, sys, torch, torch.distributed as dist
-from beam_tfrecords.torch import Dataset, collate
+from beam_tfrecords.torch import Dataset
 rank, port, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
                         rank=rank, world_size=2)
@@ -106,7 +106,7 @@ rows, steps = [], 0
 for epoch in range(2):
   ds.set_epoch(epoch)
   for batch in torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2,
-                                          collate_fn=collate):
+                                          collate_fn=ds.collate):
     total = torch.tensor([len(batch["row"])])
     dist.all_reduce(total)  # every rank must take this step
     steps += 1
@@ -156,9 +156,9 @@ def test_a_dataset_resumes_mid_epoch(days):
 
 
 def test_collate_batches_what_has_one_shape(bundled):
-  loader = torch.utils.data.DataLoader(
-      Dataset(str(bundled / "user_events")), batch_size=3,
-      collate_fn=collate)
+  events = Dataset(str(bundled / "user_events"))
+  loader = torch.utils.data.DataLoader(events, batch_size=3,
+                                       collate_fn=events.collate)
   batch = next(iter(loader))
   want = list(btr.iter_records(str(bundled / "user_events")))[:3]
   events = batch["feature_lists"]["event"]
@@ -169,9 +169,9 @@ def test_collate_batches_what_has_one_shape(bundled):
       len(w["feature_lists"]["item"]) for w in want]
   assert items["values"].tolist() == [
       v for w in want for v in w["feature_lists"]["item"]]
+  movies = Dataset(str(bundled / "movie_ratings"))
   ratings = next(iter(torch.utils.data.DataLoader(
-      Dataset(str(bundled / "movie_ratings")), batch_size=4,
-      collate_fn=collate)))
+      movies, batch_size=4, collate_fn=movies.collate)))
   first = list(btr.iter_records(str(bundled / "movie_ratings")))[:4]
   assert ratings["price"].dtype == torch.float32
   assert ratings["price"].tolist() == pytest.approx(
@@ -190,11 +190,20 @@ def test_whole_batches_equal_what_collate_makes(bundled, name):
   """batch_size= decodes column by column; the batches equal the
   per-record dicts collated, for Examples and grouped sequences."""
   path = str(bundled / name)
-  records = list(Dataset(path))
+  ds = Dataset(path)
+  records = list(ds)
   batches = list(Dataset(path, batch_size=4))
-  assert len(batches) == -(-len(records) // 4)
+  assert len(batches) == len(Dataset(path, batch_size=4)) == -(
+      -len(records) // 4)
+  # Every batch, the last (of one record, say) included: the schema
+  # decides what stacks, not the batch's shapes.
   for i, batch in enumerate(batches):
-    _equal(batch, collate(records[4 * i:4 * i + 4]))
+    _equal(batch, ds.collate(records[4 * i:4 * i + 4]))
+  _equal(list(Dataset(path, batch_size=1))[0], ds.collate(records[:1]))
+  # Without the schema, collate stacks what has one shape in the batch.
+  assert isinstance(collate(records[:1])[
+      "ratings" if name == "movie_ratings" else "context"],
+      (torch.Tensor, dict))
 
 
 def _equal(got, want):
@@ -207,3 +216,35 @@ def _equal(got, want):
     assert torch.equal(got, want)
   else:
     assert got == want
+
+
+def test_sequences_without_steps_keep_their_dtype(tmp_path):
+  """A record whose feature list has no steps: an empty array of the
+  feature's dtype, which batches with the others."""
+  src = tmp_path / "t.jsonl"
+  src.write_text('{"tokens": [], "labels": []}\n'
+                 '{"tokens": [4, 5], "labels": [1, 0]}\n')
+  schema = btr.load_schema(str(ROOT / "schemas" / "tokens_labels.yaml"))
+  out = str(tmp_path / "out")
+  btr.build(schema.to_dict(), str(src), out)
+  ds = Dataset(out)
+  first = next(iter(ds))
+  tokens = first["feature_lists"]["tokens"]
+  assert tokens.shape == (0,) and tokens.dtype == np.int64
+  batch = ds.collate(list(ds))
+  assert batch["feature_lists"]["tokens"]["values"].dtype == torch.int64
+  assert batch["feature_lists"]["tokens"]["lengths"].tolist() == [0, 2]
+  _equal(next(iter(Dataset(out, batch_size=2))), batch)
+
+
+def test_a_dataset_state_survives_set_epoch(days):
+  ds = Dataset(days, shuffle_seed=9, epoch=2)
+  whole = [int(r["row"]) for r in ds]
+  it = iter(ds)
+  head = [int(next(it)["row"]) for _ in range(5)]
+  state = ds.state_dict()
+  again = Dataset(days, shuffle_seed=9)
+  again.load_state_dict(state)
+  assert again.state_dict()["position"] == 5
+  again.set_epoch(2)
+  assert head + [int(r["row"]) for r in again] == whole

@@ -235,3 +235,52 @@ def test_report_over_a_window_draws_each_dataset(days, tmp_path):
     assert mean == pytest.approx(sum(found) / len(found))
     assert present == pytest.approx(len(found) / len(masses))
   assert len(means) == len(presence) == 3
+
+
+def test_set_epoch_after_loading_a_state_keeps_its_place(days):
+  """The usual resume: load the state, then set_epoch(the state's epoch)
+  at the top of the epoch loop; state_dict() is right before the first
+  record too."""
+  _, paths = days
+  args = dict(shard=(0, 2), shuffle_seed=4, shuffle_buffer=16)
+  stream = RecordStream(paths, epoch=3, **args)
+  whole = list(stream)
+  assert stream.state_dict()["position"] == len(whole)
+  iter(stream)
+  assert stream.state_dict()["position"] == 0  # a new pass began
+  it = iter(stream)
+  head = [next(it) for _ in range(9)]
+  state = stream.state_dict()
+  resumed = RecordStream(paths, epoch=0, **args)
+  resumed.load_state_dict(state)
+  assert resumed.state_dict()["position"] == 9
+  resumed.set_epoch(3)
+  assert head + list(resumed) == whole
+  resumed.set_epoch(4)  # another epoch: from its start
+  assert len(list(resumed)) == len(whole)
+
+
+def test_a_window_may_mix_gzip_and_uncompressed_datasets(days, tmp_path):
+  _, paths = days
+  with open(PENGUINS) as f:
+    rows = [dict(r, row=i) for i, r in enumerate(csv.DictReader(f))
+            if r["year"] == "2009"]
+  src = tmp_path / "2009.csv"
+  with open(src, "w", newline="") as f:
+    w = csv.DictWriter(f, ["row", "species", "island", "body_mass_g"],
+                       extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+  plain = dict(SCHEMA, features=dict(SCHEMA["features"], body_mass_g={
+      "type": "int64", "shape": [-1]}))
+  gz = str(tmp_path / "gz")
+  tfds = str(tmp_path / "plain")
+  btr.build(plain, str(src), gz, num_shards=2)
+  btr.build(plain, str(src), tfds, num_shards=2, tfds=True)
+  assert any(n.endswith(".tfrecord") for n in os.listdir(tfds))
+  want = _rows(btr.iter_records(gz)) * 2
+  assert _rows(btr.iter_records([gz, tfds])) == want
+  assert [int(x["row"]) for x in btr.load([gz, tfds])] == want
+  assert [int(x["row"]) for x in btr.load(
+      [gz, tfds], shard=(1, 3))] == _rows(btr.iter_records(
+          [gz, tfds], shard=(1, 3)))

@@ -84,15 +84,20 @@ def _window_of(paths):
   """The window `paths` name (datasets: several, a glob, a pin file), or
   None when they are one dataset or name TFRecord files."""
   from beam_tfrecords.reader import is_dataset
-  from beam_tfrecords.window import datasets, window
+  from beam_tfrecords.window import datasets, is_pin, window
   if len(paths) == 1 and is_dataset(paths[0]):
     return None
   try:
     found = datasets(paths)
   except InputError:
+    # A pin or several datasets say why they cannot be read; a pattern
+    # that matches no dataset may name TFRecord files.
+    if any(is_pin(p) for p in paths) or sum(map(is_dataset, paths)) > 1:
+      raise
     return None
   if not all(is_dataset(p) for p in found) or (
-      len(found) == 1 and found[0] == paths[0]):
+      len(found) == 1 and not is_pin(paths[0])
+      and not any(c in paths[0] for c in "*?[")):
     return None
   return window(found)  # refuses what does not read as one
 

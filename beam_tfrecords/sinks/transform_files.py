@@ -34,7 +34,9 @@ def _spec_json(spec: Any, sequence: bool) -> dict:
     if isinstance(f, tf.io.FixedLenFeature):
       context[name] = {"kind": "FixedLenFeature", "shape": list(f.shape),
                        "dtype": f.dtype.name}
-    elif isinstance(f, tf.io.VarLenFeature):
+    elif isinstance(f, (tf.io.VarLenFeature, tf.io.RaggedFeature)):
+      # (An Example's ragged output is written flattened, a list per
+      # record: tft.outputs.)
       context[name] = {"kind": "VarLenFeature", "dtype": f.dtype.name}
     else:
       raise ValueError(f"transformed feature {name!r}: {f!r} is not a "
