@@ -194,6 +194,10 @@ def load(path: Datasets, split: str = "train",
       same order on every run. None: the files' order.
     epoch: with a seed, which epoch's order.
   """
+  if transformed and as_supervised:
+    raise InputError("as_supervised reads the raw records' label; "
+                     "transformed=True reads TensorFlow Transform's "
+                     "outputs: split the label off them yourself")
   stream = RecordStream(path, split, shard, drop_remainder, shuffle_seed,
                         epoch, shuffle_buffer, transformed=transformed)
   info = stream.found[0][1]  # read once (a request on GCS / S3)

@@ -133,6 +133,9 @@ class Dataset(torch.utils.data.IterableDataset):
                shuffle_buffer: int = SHUFFLE_BUFFER,
                batch_size: Optional[int] = None):
     super().__init__()
+    # No shard: torch.distributed's, looked up when iterating (the
+    # Dataset may be made before init_process_group).
+    self._shard = shard
     self._args = dict(split=split, shard=shard or _rank_share(),
                       drop_remainder=drop_remainder,
                       shuffle_seed=shuffle_seed, epoch=epoch,
@@ -164,13 +167,18 @@ class Dataset(torch.utils.data.IterableDataset):
     """The records of this rank's share (all its workers'); with
     batch_size, the batches (each worker's last may be smaller, so with
     workers a DataLoader may see up to one more per worker)."""
+    if self._shard is None:
+      self._args["shard"] = _rank_share()
     n = len(RecordStream(self._datasets, **self._args))  # type: ignore
     return -(-n // self._batch) if self._batch else n
 
   def _worker_stream(self) -> RecordStream:
     info = torch.utils.data.get_worker_info()
     worker = (0, 1) if info is None else (info.id, info.num_workers)
-    if self._stream.worker != worker:
+    if self._shard is None:
+      self._args["shard"] = _rank_share()
+    if self._stream.worker != worker or self._stream.shard != (
+        self._args["shard"] or (0, 1)):
       self._stream = RecordStream(self._datasets, worker=worker,
                                   **self._args)  # type: ignore
     return self._stream

@@ -122,7 +122,31 @@ def window(spec: Datasets) -> List[Tuple[str, DatasetInfo]]:
             f"{path} cannot be read with {first_path}: feature {name!r} is "
             f"{_said(got.get(name))} there and {_said(want.get(name))} in "
             f"{first_path}; a window needs one feature spec")
+    _same_reading(first_path, first, path, info)
   return found
+
+
+def _media(info: DatasetInfo) -> Dict[str, Any]:
+  """The image and tensor declarations (how readers decode them)."""
+  return {k: v for k, v in (info.schema.get("features") or {}).items()
+          if isinstance(v, dict) and v.get("type") in ("image", "tensor")}
+
+
+def _same_reading(first_path: str, first: DatasetInfo, path: str,
+                  info: DatasetInfo) -> None:
+  """What readers take from the first dataset for all: the label, how
+  images and tensors decode, the transformed feature spec."""
+  for what, mine, theirs in (
+      ("label", first.label, info.label),
+      ("image / tensor declarations", _media(first), _media(info)),
+      ("transformed feature spec",
+       first.transform and first.transform.feature_spec,
+       info.transform and info.transform.feature_spec)):
+    if mine != theirs:
+      raise InputError(
+          f"{path} cannot be read with {first_path}: their {what} differ "
+          f"({theirs!r} there, {mine!r} in {first_path}); a window reads "
+          "its datasets one way")
 
 
 def _said(spec: Any) -> str:

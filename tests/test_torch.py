@@ -99,9 +99,10 @@ _RANK = r"""
 import json, sys, torch, torch.distributed as dist
 from beam_tfrecords.torch import Dataset
 rank, port, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+# Made before the process group: the rank is looked up when it is read.
+ds = Dataset(json.loads(sys.argv[4]), drop_remainder=True, shuffle_seed=3)
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
                         rank=rank, world_size=2)
-ds = Dataset(json.loads(sys.argv[4]), drop_remainder=True, shuffle_seed=3)
 rows, steps = [], 0
 for epoch in range(2):
   ds.set_epoch(epoch)

@@ -99,6 +99,14 @@ def test_a_window_refuses_what_does_not_read_as_one(days, tmp_path):
                      r"VarLenFeature\(float32\) there and "
                      r"VarLenFeature\(int64\)"):
     btr.load([paths[0], odd], "train")
+  labelled = dict(SCHEMA, label="species")
+  other_day = tmp_path / "labelled"
+  other_day.mkdir()
+  with pytest.raises(InputError, match=r"their label differ"):
+    btr.load([paths[0], _build(other_day, "2008", schema=labelled)],
+             "train")
+  with pytest.raises(InputError, match="as_supervised reads the raw"):
+    btr.load(paths[0], transformed=True, as_supervised=True)
   os.remove(os.path.join(odd, "_SUCCESS"))
   with pytest.raises(InputError, match="is not a finished dataset"):
     list(btr.iter_records([paths[0], odd]))
