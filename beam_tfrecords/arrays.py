@@ -24,7 +24,20 @@ import pyarrow as pa
 
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
-__all__ = ["RecordDecoder"]
+__all__ = ["RecordDecoder", "tfx_decoder"]
+
+
+def tfx_decoder(tfmd_schema: bytes, sequence: bool):
+  """tfx-bsl's serialized records -> Arrow RecordBatch decoder (C++) for a
+  serialized TFMD schema (schema.tfmd), Examples or SequenceExamples."""
+  # pylint: disable=import-outside-toplevel
+  if sequence:
+    from tfx_bsl.coders import sequence_example_coder
+    from beam_tfrecords.schema.tfmd import SEQUENCE_FEATURE
+    return sequence_example_coder.SequenceExamplesToRecordBatchDecoder(
+        SEQUENCE_FEATURE, tfmd_schema)
+  from tfx_bsl.coders import example_coder
+  return example_coder.ExamplesToRecordBatchDecoder(tfmd_schema)
 
 
 def _column(feature: Feature, column: pa.Array) -> Any:
@@ -107,15 +120,9 @@ class RecordDecoder:
     self.fixed = frozenset(
         f.name for f in schema.features if _fixed(f)) | frozenset(
             f"context/{f.name}" for f in schema.context if _fixed(f))
-    tfmd = to_tfmd(schema).SerializeToString()
-    if schema.is_sequence:
-      from tfx_bsl.coders import sequence_example_coder
-      self._decoder = sequence_example_coder \
-          .SequenceExamplesToRecordBatchDecoder(SEQUENCE_FEATURE, tfmd)
-      self._sequence_column = SEQUENCE_FEATURE
-    else:
-      from tfx_bsl.coders import example_coder
-      self._decoder = example_coder.ExamplesToRecordBatchDecoder(tfmd)
+    self._decoder = tfx_decoder(to_tfmd(schema).SerializeToString(),
+                                schema.is_sequence)
+    self._sequence_column = SEQUENCE_FEATURE
 
   def __reduce__(self):
     return (RecordDecoder, (self._schema,))

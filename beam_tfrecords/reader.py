@@ -22,7 +22,7 @@ from beam_tfrecords.schema.spec import tf_spec
 from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.shares import stable_seed
 from beam_tfrecords.stream import SHUFFLE_BUFFER, RecordStream
-from beam_tfrecords.window import Datasets
+from beam_tfrecords.window import Datasets, finished
 
 __all__ = ["dataset_info", "dataset_schema", "shard_files", "load",
            "feature_spec", "iter_records", "iter_errors", "transform_output",
@@ -41,11 +41,7 @@ def dataset_info(path: str) -> DatasetInfo:
   Raises:
     InputError: the directory is not a finished dataset (no _SUCCESS).
   """
-  path = path.rstrip("/")
-  if not fs.exists(fs.join(path, "_SUCCESS")):
-    raise InputError(f"{path} is not a finished dataset (no _SUCCESS file); "
-                     "its build failed, was killed or is still running")
-  return DatasetInfo.from_directory(path)
+  return finished(path.rstrip("/"))
 
 
 def dataset_schema(path: str, info: Optional[DatasetInfo] = None

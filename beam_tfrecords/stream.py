@@ -19,6 +19,7 @@ start and skips that many (records are not decoded while skipped), so it
 continues with exactly the records that were still to come, in order.
 """
 
+import copy
 import random
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -85,6 +86,16 @@ class RecordStream:
     self.shuffle_buffer = shuffle_buffer
     self._skip = 0
     self._yielded = 0
+
+  def replaced(self, shard: Optional[Tuple[int, int]] = None,
+               worker: Optional[Tuple[int, int]] = None) -> "RecordStream":
+    """The same datasets and order for another share or worker, without
+    reading the datasets' dataset.json again; at the start of the
+    epoch."""
+    out = copy.copy(self)
+    out.shard, out.worker = check_share(shard), check_share(worker)
+    out._skip = out._yielded = 0
+    return out
 
   def set_epoch(self, epoch: int) -> None:
     """The epoch whose order to read next (as DistributedSampler's). The

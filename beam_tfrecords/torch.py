@@ -136,12 +136,9 @@ class Dataset(torch.utils.data.IterableDataset):
     # No shard: torch.distributed's, looked up when iterating (the
     # Dataset may be made before init_process_group).
     self._shard = shard
-    self._args = dict(split=split, shard=shard or _rank_share(),
-                      drop_remainder=drop_remainder,
-                      shuffle_seed=shuffle_seed, epoch=epoch,
-                      shuffle_buffer=shuffle_buffer)
-    self._stream = RecordStream(datasets, **self._args)  # type: ignore
-    self._datasets = [p for p, _ in self._stream.found]
+    self._stream = RecordStream(
+        datasets, split, shard or _rank_share(), drop_remainder,
+        shuffle_seed, epoch, shuffle_buffer)
     first, info = self._stream.found[0]
     self._decoder = RecordDecoder(dataset_schema(first, info))
     self._batch = batch_size
@@ -157,31 +154,31 @@ class Dataset(torch.utils.data.IterableDataset):
   def set_epoch(self, epoch: int) -> None:
     """The epoch to read next; a loaded state of that epoch keeps its
     place (load_state_dict, then set_epoch(its epoch), resumes)."""
-    if epoch != self._args["epoch"]:
+    if epoch != self._stream.epoch:
       self._state = None
       self._position = 0
-    self._args["epoch"] = epoch
     self._stream.set_epoch(epoch)
 
   def __len__(self) -> int:
     """The records of this rank's share (all its workers'); with
     batch_size, the batches (each worker's last may be smaller, so with
     workers a DataLoader may see up to one more per worker)."""
-    if self._shard is None:
-      self._args["shard"] = _rank_share()
-    n = len(RecordStream(self._datasets, **self._args))  # type: ignore
+    n = len(self._stream.replaced(self._share()))
     return -(-n // self._batch) if self._batch else n
 
   def _worker_stream(self) -> RecordStream:
     info = torch.utils.data.get_worker_info()
     worker = (0, 1) if info is None else (info.id, info.num_workers)
-    if self._shard is None:
-      self._args["shard"] = _rank_share()
+    share = self._share()
     if self._stream.worker != worker or self._stream.shard != (
-        self._args["shard"] or (0, 1)):
-      self._stream = RecordStream(self._datasets, worker=worker,
-                                  **self._args)  # type: ignore
+        share or (0, 1)):
+      self._stream = self._stream.replaced(share, worker)
     return self._stream
+
+  def _share(self) -> Optional[Tuple[int, int]]:
+    """The given shard, else torch.distributed's (rank, world size) now:
+    the Dataset may be made before init_process_group."""
+    return self._shard if self._shard is not None else _rank_share()
 
   def __iter__(self) -> Iterator[Dict[str, Any]]:
     stream = self._worker_stream()
@@ -222,4 +219,4 @@ class Dataset(torch.utils.data.IterableDataset):
     """The next iteration resumes where `state` was taken (in the same
     worker: its state names it)."""
     self._state = dict(state)
-    self._args["epoch"] = state["epoch"]
+    self._stream.epoch = state["epoch"]

@@ -29,6 +29,7 @@ from beam_tfrecords.errors import InputError
 from beam_tfrecords.info import DATASET_JSON, DatasetInfo
 
 __all__ = ["datasets", "window", "pin", "digest", "PIN_KIND", "is_pin",
+           "finished",
            "split_files", "Datasets"]
 
 PIN_KIND = "beam_tfrecords.window"
@@ -85,7 +86,12 @@ def datasets(spec: Datasets) -> List[str]:
   return out
 
 
-def _finished(path: str) -> DatasetInfo:
+def finished(path: str) -> DatasetInfo:
+  """The dataset.json of a finished dataset.
+
+  Raises:
+    InputError: no _SUCCESS (the build failed, was killed or runs).
+  """
   if not fs.exists(fs.join(path, "_SUCCESS")):
     raise InputError(f"{path} is not a finished dataset (no _SUCCESS file); "
                      "its build failed, was killed or is still running")
@@ -107,7 +113,7 @@ def window(spec: Datasets) -> List[Tuple[str, DatasetInfo]]:
     InputError: one is not finished, or its record kind or a feature's
       parsing spec differs from the first one's (named).
   """
-  found = [(p, _finished(p)) for p in datasets(spec)]
+  found = [(p, finished(p)) for p in datasets(spec)]
   first_path, first = found[0]
   want = _spec_items(first)
   for path, info in found[1:]:
@@ -185,7 +191,7 @@ def split_files(found: Sequence[Tuple[str, DatasetInfo]], split: str,
 def digest(path: str) -> str:
   """A digest of a finished dataset's content: dataset.json's bytes and
   the name and size of every file it lists."""
-  info = _finished(path)
+  info = finished(path)
   h = hashlib.sha256()
   with fs.open_read(fs.join(path, DATASET_JSON)) as f:
     h.update(f.read())
@@ -193,10 +199,13 @@ def digest(path: str) -> str:
   if info.transform is not None:
     listed += [s.file for split in info.transform.splits.values()
                for s in split.shards]
+  sizes = {}  # one listing per folder, not a request per file
+  for folder in sorted({os.path.dirname(n) for n in listed}):
+    base = fs.join(path, folder) if folder else path
+    sizes.update({os.path.join(folder, f.path.rsplit("/", 1)[-1]): f.size
+                  for f in fs.match(fs.join(base, "*"))})
   for name in sorted(listed):
-    found = fs.match(fs.join(path, name))
-    size = found[0].size if found else -1
-    h.update(f"\0{name}\0{size}".encode("utf-8"))
+    h.update(f"\0{name}\0{sizes.get(name, -1)}".encode("utf-8"))
   return h.hexdigest()
 
 

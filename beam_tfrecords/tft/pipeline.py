@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords.arrays import tfx_decoder
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.sinks.metadata import RAW_METADATA_DIR
 from beam_tfrecords.sinks.parts import ShardWritten
@@ -43,18 +44,6 @@ __all__ = ["TransformRecords", "BATCH_ROWS"]
 BATCH_ROWS = 8192
 
 
-def _decoder(schema_bytes: bytes, sequence: bool):
-  """tfx-bsl's serialized records -> RecordBatch decoder."""
-  # pylint: disable=import-outside-toplevel
-  if sequence:
-    from tfx_bsl.coders import sequence_example_coder
-    from beam_tfrecords.schema.tfmd import SEQUENCE_FEATURE
-    return sequence_example_coder.SequenceExamplesToRecordBatchDecoder(
-        SEQUENCE_FEATURE, schema_bytes)
-  from tfx_bsl.coders import example_coder
-  return example_coder.ExamplesToRecordBatchDecoder(schema_bytes)
-
-
 class _ToRecordBatchFn(beam.DoFn):
   """(split, key, records) -> a RecordBatch of the records."""
 
@@ -64,7 +53,7 @@ class _ToRecordBatchFn(beam.DoFn):
     self._decode: Any = None  # made in setup(): not picklable
 
   def setup(self):
-    self._decode = _decoder(self._tfmd_schema, self._sequence).DecodeBatch
+    self._decode = tfx_decoder(self._tfmd_schema, self._sequence).DecodeBatch
 
   def process(self, chunk):
     records = chunk[2]  # a list, or grouped sequences' GroupedRecords
@@ -103,7 +92,7 @@ class _TransformShardFn(beam.DoFn):
     adapter = tfxio.TensorAdapter(source.TensorAdapterConfig())
     output = tft.TFTransformOutput(self._transform_dir)
     self._state = (
-        _decoder(to_tfmd(self._schema).SerializeToString(),
+        tfx_decoder(to_tfmd(self._schema).SerializeToString(),
                  self._schema.is_sequence).DecodeBatch,
         lambda batch: adapter.ToBatchTensors(batch,
                                              produce_eager_tensors=True),
