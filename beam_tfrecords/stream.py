@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.shares import (Piece, check_share, file_order, share,
                                    share_of, stable_seed)
-from beam_tfrecords.tfrecord_files import iter_tfrecords
+from beam_tfrecords.tfrecord_files import iter_tfrecord_lists
 from beam_tfrecords.window import Datasets, split_files, window
 
 __all__ = ["RecordStream", "SHUFFLE_BUFFER", "buffer_shuffled"]
@@ -115,14 +115,17 @@ class RecordStream:
   def __len__(self) -> int:
     return sum(p.take for p in self.pieces)
 
-  def _records(self) -> Iterator[bytes]:
+  def _lists(self) -> Iterator[List[bytes]]:
+    """The pieces' records, a list per read of a file."""
     for p in self.pieces:
-      records = iter_tfrecords(p.file, check_crc=False)
-      for i, record in enumerate(records):
-        if i >= p.skip + p.take:
+      at, end = 0, p.skip + p.take  # records of the file before the list
+      for records in iter_tfrecord_lists(p.file, check_crc=False):
+        lo, hi = max(p.skip - at, 0), min(end - at, len(records))
+        at += len(records)
+        if lo < hi:
+          yield records if hi - lo == len(records) else records[lo:hi]
+        if at >= end:
           break
-        if i >= p.skip:
-          yield record
 
   def __iter__(self) -> Iterator[bytes]:
     # The counters are set now, not at the first record: state_dict() is
@@ -132,15 +135,45 @@ class RecordStream:
     return self._from(skip)
 
   def _from(self, skip: int) -> Iterator[bytes]:
-    records = self._records()
-    if self.shuffle_seed is not None:
-      records = buffer_shuffled(records, self.shuffle_buffer, random.Random(
-          stable_seed("records", self.shuffle_seed, self.epoch, self.shard,
-                      self.worker)))
-    for i, record in enumerate(records):
+    if self.shuffle_seed is None:
+      for records in self._unshuffled(skip):
+        for record in records:
+          self._yielded += 1
+          yield record
+      return
+    shuffled = buffer_shuffled(
+        (r for rs in self._lists() for r in rs), self.shuffle_buffer,
+        random.Random(stable_seed("records", self.shuffle_seed, self.epoch,
+                                  self.shard, self.worker)))
+    for i, record in enumerate(shuffled):
       if i >= skip:
         self._yielded = i + 1
         yield record
+
+  def _unshuffled(self, skip: int) -> Iterator[List[bytes]]:
+    """The lists, the first `skip` records left out (not decoded)."""
+    for records in self._lists():
+      if skip >= len(records):
+        skip -= len(records)
+        continue
+      yield records[skip:] if skip else records
+      skip = 0
+
+  def batches(self, size: int) -> Iterator[List[bytes]]:
+    """The records iterating gives, in lists of `size` (the last may be
+    shorter); unshuffled, without a Python step per record. The state
+    counts the records of the lists given out."""
+    skip, self._skip = self._skip, 0
+    self._yielded = skip
+    if self.shuffle_seed is not None:
+      return _regrouped(([r] for r in self._from(skip)), size)
+    return self._counted(_regrouped(self._unshuffled(skip), size))
+
+  def _counted(self, batches: Iterator[List[bytes]]
+               ) -> Iterator[List[bytes]]:
+    for batch in batches:
+      self._yielded += len(batch)
+      yield batch
 
   def _config(self) -> Dict[str, Any]:
     return {"datasets": [p for p, _ in self.found], "split": self.split,
@@ -171,3 +204,23 @@ class RecordStream:
                          f"this one has {mine.get(key)!r}: make it with the "
                          "same arguments to resume")
     self._skip = self._yielded = position
+
+
+
+def _regrouped(lists: Iterator[List[bytes]], size: int
+               ) -> Iterator[List[bytes]]:
+  """Lists of any length -> lists of `size` (the last may be shorter)."""
+  if size < 1:
+    raise ValueError(f"a batch has at least 1 record; got {size}")
+  pending: List[bytes] = []
+  for records in lists:
+    at = 0
+    while at < len(records):
+      take = records[at:at + size - len(pending)]
+      at += len(take)
+      pending = take if not pending else pending + take
+      if len(pending) == size:
+        yield pending
+        pending = []
+  if pending:
+    yield pending

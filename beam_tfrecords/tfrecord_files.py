@@ -10,6 +10,7 @@ name -> ("int64_list" | "float_list" | "bytes_list", values).
 """
 
 import struct
+import zlib
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import google_crc32c
@@ -19,7 +20,7 @@ import pyarrow.compute as pc
 
 from beam_tfrecords import fs
 
-__all__ = ["iter_tfrecords", "count_tfrecords", "masked_crc32c",
+__all__ = ["iter_tfrecords", "iter_tfrecord_lists", "count_tfrecords", "masked_crc32c",
            "decode_example", "decode_sequence_example", "decode_feature",
            "decode_features", "frame_record", "frame_records",
            "unframe_records", "proto_fields", "read_varint"]
@@ -144,6 +145,15 @@ def iter_tfrecords(path: str, compression: Optional[str] = None,
     OSError, zlib.error, EOFError: the (gzip) stream cannot be read; only
       after every record before the bad spot was yielded.
   """
+  for records in iter_tfrecord_lists(path, compression, check_crc):
+    yield from records
+
+
+def iter_tfrecord_lists(path: str, compression: Optional[str] = None,
+                        check_crc: bool = True) -> Iterator[List[bytes]]:
+  """The records of one TFRecord file as `iter_tfrecords` gives them (the
+  same errors, after the same records), in lists: the records of each
+  read (8 MB), cut without a Python step between them."""
   kind = _compression(path, compression)
   yielded = [0]
   try:
@@ -160,43 +170,96 @@ def iter_tfrecords(path: str, compression: Optional[str] = None,
 
 
 def _framed(path: str, kind: str, check_crc: bool, chunk: int, skip: int,
-            yielded: List[int]) -> Iterator[bytes]:
+            yielded: List[int]) -> Iterator[List[bytes]]:
   """The records of a file, read `chunk` bytes at a time (at least what
-  the next record needs) and cut out of the buffer; the first `skip` are
-  not yielded; yielded[0] counts those that are."""
-  unpack, crc = struct.unpack_from, masked_crc32c
-  with fs.open_read(path, kind) as f:
+  the next record needs) and cut out of the buffer a list at a time; the
+  first `skip` are not yielded; yielded[0] counts those that are."""
+  local_gzip = kind == fs.GZIP and fs.is_local(path)
+  with _Gunzip(path) if local_gzip else fs.open_read(path, kind) as f:
     buf, pos, index = b"", 0, 0
     while True:
+      records, pos, wrong = _cut(buf, pos, check_crc)
+      error = ValueError(f"{path}: {wrong} at record "
+                         f"{index + len(records) + 1}") if wrong else None
+      index += len(records)
+      mine = records[max(0, len(records) - (index - skip)):] \
+          if index > skip else []
+      if mine:
+        yield mine
+        yielded[0] += len(mine)
+      if error:
+        raise error
       have = len(buf) - pos
-      need = 12
-      if have >= 12:
-        # A corrupt length must not be believed (nor read).
-        if check_crc and crc(buf[pos:pos + 8]) != unpack("<I", buf,
-                                                         pos + 8)[0]:
-          raise ValueError(
-              f"{path}: corrupt length CRC at record {index + 1}")
-        need = 16 + unpack("<Q", buf, pos)[0]
-      if have < need:
-        more = f.read(max(chunk, need - have))
-        if more:
-          buf, pos = buf[pos:] + more, 0
-          continue
-        if have == 0:
-          return
-        raise ValueError(
-            f"{path}: truncated record header at record {index + 1}"
-            if have < 12 else f"{path}: truncated record {index + 1}")
-      start = pos + 12
-      pos = start + need - 16
-      data = buf[start:pos]
-      if check_crc and crc(data) != unpack("<I", buf, pos)[0]:
-        raise ValueError(f"{path}: corrupt data CRC at record {index + 1}")
-      pos += 4
-      if index >= skip:
-        yield data
-        yielded[0] += 1
-      index += 1
+      need = 12 if have < 12 else 16 + struct.unpack_from("<Q", buf, pos)[0]
+      more = f.read(max(chunk, need - have))
+      if more:
+        buf, pos = buf[pos:] + more, 0
+        continue
+      if have == 0:
+        return
+      raise ValueError(
+          f"{path}: truncated record header at record {index + 1}"
+          if have < 12 else f"{path}: truncated record {index + 1}")
+
+
+class _Gunzip:
+  """A local gzip file's members back to back, inflated by zlib straight
+  from 1 MB reads (the gzip module inflates 8 KB at a time, which costs a
+  third as much again as inflating: measured). zlib checks each
+  member's CRC and length."""
+
+  def __init__(self, path: str):
+    self._file = open(path, "rb")  # pylint: disable=consider-using-with
+    self._z = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    self._input = b""
+    self._in_member = False
+
+  def __enter__(self) -> "_Gunzip":
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self._file.close()
+
+  def read(self, n: int) -> bytes:
+    """Up to `n` bytes (at least one, b"" at the end)."""
+    while True:
+      if not self._input:
+        self._input = self._file.read(1 << 20)
+        if not self._input:
+          if self._in_member:
+            raise EOFError("Compressed file ended before the "
+                           "end-of-stream marker was reached")
+          return b""
+      if self._z.eof:  # the next member
+        self._z = zlib.decompressobj(zlib.MAX_WBITS | 16)
+      out = self._z.decompress(self._input, max(n, 1))
+      self._input = self._z.unconsumed_tail or self._z.unused_data
+      self._in_member = not self._z.eof
+      if out:
+        return out
+
+
+def _cut(buf: bytes, pos: int, check_crc: bool
+         ) -> Tuple[List[bytes], int, Optional[str]]:
+  """The whole records in `buf` from `pos`: (them, where the rest starts,
+  what is wrong with the next one or None). A corrupt length is not
+  believed (nor read)."""
+  unpack, crc = struct.unpack_from, masked_crc32c
+  out: List[bytes] = []
+  append, end = out.append, len(buf)
+  while end - pos >= 12:
+    if check_crc and crc(buf[pos:pos + 8]) != unpack("<I", buf, pos + 8)[0]:
+      return out, pos, "corrupt length CRC"
+    start = pos + 12
+    stop = start + unpack("<Q", buf, pos)[0]
+    if stop + 4 > end:
+      break
+    data = buf[start:stop]
+    if check_crc and crc(data) != unpack("<I", buf, stop)[0]:
+      return out, pos, "corrupt data CRC"
+    append(data)
+    pos = stop + 4
+  return out, pos, None
 
 
 def count_tfrecords(path: str) -> int:

@@ -8,8 +8,8 @@ process (best of --check-rounds):
   - `btr.load(path, batch_size=1024)`: records parsed by TensorFlow;
   - `beam_tfrecords.torch.Dataset` through a DataLoader with 2 workers:
     whole batches of 1,024 decoded column by column, and one dict per
-    record batched by `collate`: gzip read by zlib, decoded by tfx-bsl,
-    no TensorFlow;
+    record batched by `collate`: gzip read by zlib, decoded with numpy
+    (beam_tfrecords.columns), no TensorFlow;
   - `RecordStream`: the serialized records only, no TensorFlow.
 Rates are records per second; the ratio column is against the raw read.
 """

@@ -162,9 +162,13 @@ def test_collate_batches_what_has_one_shape(bundled):
                                        collate_fn=events.collate)
   batch = next(iter(loader))
   want = list(btr.iter_records(str(bundled / "user_events")))[:3]
+  # Text as numpy object arrays, where a number would be a tensor.
   events = batch["feature_lists"]["event"]
-  assert [len(s) for s in events] == [
+  assert events["lengths"].tolist() == [
       len(w["feature_lists"]["event"]) for w in want]
+  assert events["values"].dtype == object
+  assert events["values"].tolist() == [
+      v for w in want for v in w["feature_lists"]["event"]]
   items = batch["feature_lists"]["item"]
   assert items["lengths"].tolist() == [
       len(w["feature_lists"]["item"]) for w in want]
@@ -183,7 +187,8 @@ def test_collate_batches_what_has_one_shape(bundled):
       len(r["ratings"]) for r in first]
   assert ratings["ratings"]["values"].tolist() == pytest.approx(
       [v for r in first for v in r["ratings"]])
-  assert ratings["suggestion"] == [r["suggestion"] for r in first]
+  assert ratings["suggestion"].dtype == object
+  assert ratings["suggestion"].tolist() == [r["suggestion"] for r in first]
 
 
 @pytest.mark.parametrize("name", ["movie_ratings", "user_events"])
@@ -215,8 +220,9 @@ def _equal(got, want):
   elif isinstance(want, torch.Tensor):
     assert got.dtype == want.dtype and got.shape == want.shape
     assert torch.equal(got, want)
-  else:
-    assert got == want
+  else:  # text and bytes: object arrays
+    assert isinstance(got, np.ndarray) and got.dtype == want.dtype == object
+    assert got.shape == want.shape and got.tolist() == want.tolist()
 
 
 def test_sequences_without_steps_keep_their_dtype(tmp_path):
@@ -249,3 +255,49 @@ def test_a_dataset_state_survives_set_epoch(days):
   assert again.state_dict()["position"] == 5
   again.set_epoch(2)
   assert head + [int(r["row"]) for r in again] == whole
+
+
+def test_worker_batches_arrive_as_in_process(bundled):
+  """Whole batches from 2 DataLoader workers (tensors as numpy in the
+  pickle, text as Arrow's buffers: columns.Text) equal the ones read in
+  this process, value for value and type for type."""
+  from beam_tfrecords.torch import Batch
+  path = str(bundled / "movie_ratings")
+  ds = Dataset(path, batch_size=3)
+  here = [b for w in range(2)  # each worker's share, read here
+          for b in ds._from(ds._stream.replaced(None, (w, 2)))]
+  got = list(torch.utils.data.DataLoader(Dataset(path, batch_size=3),
+                                         batch_size=None, num_workers=2))
+  assert len(got) == len(here) > 2
+  assert all(isinstance(b, Batch) for b in got)
+
+  def key(b):
+    return (b["age"].tolist(), b["suggestion"].tolist())
+  assert sorted(map(key, got)) == sorted(map(key, here))
+  for batch in got:
+    _equal(batch, next(b for b in here if key(b) == key(batch)))
+    assert isinstance(batch["movies"]["values"], np.ndarray)
+    assert batch["price"].dtype == torch.float32
+
+
+def test_read_ahead_passes_errors_and_stops_when_closed():
+  from beam_tfrecords.torch import _ahead
+
+  def items():
+    yield 1
+    yield 2
+    raise ValueError("bad shard")
+  it = _ahead(items())
+  assert [next(it), next(it)] == [1, 2]
+  with pytest.raises(ValueError, match="bad shard"):
+    next(it)
+  endless = _ahead(iter(range(10**9)))
+  assert [next(endless) for _ in range(3)] == [0, 1, 2]
+  endless.close()  # the thread sees the stop and ends
+  import threading
+  import time
+  for _ in range(50):
+    if not any(t.name == "btr-decode" for t in threading.enumerate()):
+      break
+    time.sleep(0.1)
+  assert not any(t.name == "btr-decode" for t in threading.enumerate())
