@@ -370,8 +370,8 @@ def _open_unit(unit: ReadUnit, opts: Mapping[str, Any], num_columns: int):
   if unit.end is None:
     return (file_io.open_input(unit.path),
             RowNumbering(unit, opts, num_columns, lambda: 1))
-  data, offset = file_io.read_range(unit.path, unit.start, unit.end)
-  return io.BytesIO(data), RowNumbering(
+  stream, offset = file_io.open_range(unit.path, unit.start, unit.end)
+  return stream, RowNumbering(
       unit, opts, num_columns, functools.partial(
           first_row, unit.path, offset, 1 if opts["header"] else 0))
 

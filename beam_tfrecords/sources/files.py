@@ -12,7 +12,7 @@ from beam_tfrecords import fs
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources.base import InputFile
 
-__all__ = ["match_inputs", "open_input", "read_range", "count_lines_before",
+__all__ = ["match_inputs", "open_input", "open_range", "read_range", "count_lines_before",
            "count_records_before", "first_line"]
 
 
@@ -125,6 +125,51 @@ def first_line(path: str) -> bytes:
   except Exception as e:  # OSError, EOFError, gzip.BadGzipFile, Beam's own
     raise InputError(f"{path}: cannot read the file: {e}") from None
   return line.rstrip(b"\r\n")
+
+
+class _Window(io.RawIOBase):
+  """Bytes [offset, end) of an open file, read as they are asked for."""
+
+  def __init__(self, f, offset: int, end: int):
+    super().__init__()
+    self._f, self._left = f, end - offset
+    f.seek(offset)
+
+  def readable(self) -> bool:
+    return True
+
+  def readinto(self, b) -> int:
+    data = self._f.read(min(len(b), self._left))
+    self._left -= len(data)
+    b[:len(data)] = data
+    return len(data)
+
+  def close(self) -> None:
+    self._f.close()
+    super().close()
+
+
+def open_range(path: str, start: int, end: int):
+  """The whole lines that *start* in [start, end) of an uncompressed file,
+  as `read_range` gives them, but as a stream that reads them as it is
+  read (a range is 64 MB: not held whole).
+
+  Returns:
+    (stream, offset): the stream, and the file offset where it begins.
+  """
+  f = fs.open_read(path, fs.UNCOMPRESSED)
+  offset = start
+  if start > 0:
+    f.seek(start - 1)
+    if f.read(1) != b"\n":
+      f.readline()  # the line that started before the range
+      offset = f.tell()
+  if offset >= end:
+    f.close()
+    return io.BytesIO(b""), end  # no line starts in this range
+  f.seek(end - 1)
+  stop = end - 1 + len(f.readline())  # the last line started here
+  return io.BufferedReader(_Window(f, offset, stop), 1 << 20), offset
 
 
 def read_range(path: str, start: int, end: int) -> Tuple[bytes, int]:

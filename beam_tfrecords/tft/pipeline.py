@@ -57,9 +57,9 @@ class _ToRecordBatchFn(beam.DoFn):
 
   def process(self, chunk):
     records = chunk[2]  # a list, or grouped sequences' GroupedRecords
-    if len(records):
-      yield self._decode(records if isinstance(records, list)
-                         else list(records))
+    records = records if isinstance(records, list) else list(records)
+    for start in range(0, len(records), BATCH_ROWS):
+      yield self._decode(records[start:start + BATCH_ROWS])
 
 
 class _TransformShardFn(beam.DoFn):
