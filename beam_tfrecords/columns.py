@@ -41,9 +41,8 @@ _PAD = 16  # bytes past the end, so that reads near it need no bounds check
 class Text:
   """A text or bytes column whose values are not Python objects yet:
   Arrow's array of them (str or bytes), read as an array of `shape`.
-  Rows (the first axis) are cut without a copy, and it pickles as
-  Arrow's two buffers, so that a DataLoader worker sends text without
-  making and pickling an object per value (`numpy()` makes them)."""
+  Rows (the first axis) are cut without a copy; `numpy()` makes the
+  objects, for the rows a batch keeps."""
 
   __slots__ = ("array", "shape")
 
@@ -66,11 +65,6 @@ class Text:
   def numpy(self) -> np.ndarray:
     """An object array of str (or bytes) of the shape."""
     return self.array.to_numpy(zero_copy_only=False).reshape(self.shape)
-
-  def __reduce__(self):
-    compact = pa.concat_arrays([self.array]) if len(self.array) else \
-        self.array
-    return (Text, (compact, self.shape))
 
 
 def objects(columns: Any) -> Any:
@@ -130,6 +124,8 @@ class _Batch:
       shift += 7
     if after.size and after.max() > self.size:
       raise _Unsupported("truncated")
+    if value.size and value.max() >= 2**31:  # protobuf's own limit
+      raise _Unsupported("a length past 2 GB")
     return value.astype(np.int64), after
 
   def delimited(self, pos: np.ndarray, tag: int
@@ -172,6 +168,8 @@ class _Batch:
       # entry of every record in one round.
       entry, entry_end = self.delimited(pos, 0x0A)
       key, key_end = self.delimited(entry, 0x0A)
+      if (entry_end > end).any() or (key_end > entry_end).any():
+        raise _Unsupported("a field past the end of its message")
       feature = keys.match(key, key_end, last + 1)
       value, value_end = self.delimited(key_end, 0x12)
       if (value_end != entry_end).any():
@@ -273,8 +271,8 @@ class _Batch:
     """The varint (int64) in each [pos, pos + size) when each holds
     exactly one (a scalar feature's list); None when one holds more."""
     top = int(size.max()) if size.size else 0
-    if not size.size or top > 10:
-      return None
+    if not size.size or top > 10 or (size == 0).any():
+      return None  # (an empty packed list holds no varint)
     value = np.zeros(pos.size, np.uint64)
     for j in range(top):
       b = self.buf[np.minimum(pos + j, self.size)]

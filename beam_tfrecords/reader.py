@@ -306,7 +306,8 @@ def _parallel(ds, fn):
   1.8 s for 1M flight records; benchmarks/run.py --suite read). A
   caller who wants it back sets it with `ds.with_options`."""
   import tensorflow as tf
-  cores = os.cpu_count() or 1
+  cores = len(os.sched_getaffinity(0)) if hasattr(
+      os, "sched_getaffinity") else os.cpu_count() or 1
   options = tf.data.Options()
   options.autotune.enabled = False
   return (ds.prefetch(16)

@@ -116,15 +116,23 @@ class RecordStream:
     return sum(p.take for p in self.pieces)
 
   def _lists(self) -> Iterator[List[bytes]]:
-    """The pieces' records, a list per read of a file."""
+    """The pieces' records, a list per read of a file. A piece that ends
+    the file reads it to its end: what follows the last record (a
+    truncated one, say) is an error."""
+    whole = dict(self.files)
     for p in self.pieces:
       at, end = 0, p.skip + p.take  # records of the file before the list
-      for records in iter_tfrecord_lists(p.file, check_crc=False):
+      records_of = iter_tfrecord_lists(p.file, check_crc=False)
+      for records in records_of:
         lo, hi = max(p.skip - at, 0), min(end - at, len(records))
         at += len(records)
         if lo < hi:
           yield records if hi - lo == len(records) else records[lo:hi]
         if at >= end:
+          # The file's end: read on (a truncated tail fails there).
+          if end >= whole[p.file] and at + sum(map(len, records_of)) > end:
+            raise InputError(f"{p.file}: more records than its dataset "
+                             f"lists ({whole[p.file]})")
           break
 
   def __iter__(self) -> Iterator[bytes]:
@@ -163,6 +171,8 @@ class RecordStream:
     """The records iterating gives, in lists of `size` (the last may be
     shorter); unshuffled, without a Python step per record. The state
     counts the records of the lists given out."""
+    if size < 1:
+      raise ValueError(f"a batch has at least 1 record; got {size}")
     skip, self._skip = self._skip, 0
     self._yielded = skip
     if self.shuffle_seed is not None:
@@ -210,8 +220,6 @@ class RecordStream:
 def _regrouped(lists: Iterator[List[bytes]], size: int
                ) -> Iterator[List[bytes]]:
   """Lists of any length -> lists of `size` (the last may be shorter)."""
-  if size < 1:
-    raise ValueError(f"a batch has at least 1 record; got {size}")
   pending: List[bytes] = []
   for records in lists:
     at = 0

@@ -174,7 +174,9 @@ def _framed(path: str, kind: str, check_crc: bool, chunk: int, skip: int,
   """The records of a file, read `chunk` bytes at a time (at least what
   the next record needs) and cut out of the buffer a list at a time; the
   first `skip` are not yielded; yielded[0] counts those that are."""
-  local_gzip = kind == fs.GZIP and fs.is_local(path)
+  # (Reading again after an error, the gzip module: it yields the bytes
+  # before a bad trailer, which zlib's one call for both does not.)
+  local_gzip = kind == fs.GZIP and fs.is_local(path) and chunk > 0
   with _Gunzip(path) if local_gzip else fs.open_read(path, kind) as f:
     buf, pos, index = b"", 0, 0
     while True:
@@ -230,7 +232,10 @@ class _Gunzip:
             raise EOFError("Compressed file ended before the "
                            "end-of-stream marker was reached")
           return b""
-      if self._z.eof:  # the next member
+      if self._z.eof:  # the next member, after any zeros (as gzip's)
+        self._input = self._input.lstrip(b"\0")
+        if not self._input:
+          continue
         self._z = zlib.decompressobj(zlib.MAX_WBITS | 16)
       out = self._z.decompress(self._input, max(n, 1))
       self._input = self._z.unconsumed_tail or self._z.unused_data

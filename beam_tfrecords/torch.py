@@ -33,11 +33,12 @@ import threading
 from typing import Any, Dict, FrozenSet, Iterator, Optional, Tuple
 
 import numpy as np
+import pyarrow as pa
 import torch
 import torch.utils.data
 
 from beam_tfrecords.arrays import RecordDecoder, cut
-from beam_tfrecords.columns import objects
+from beam_tfrecords.columns import Text, objects
 from beam_tfrecords.reader import dataset_schema
 from beam_tfrecords.stream import SHUFFLE_BUFFER, RecordStream
 from beam_tfrecords.window import Datasets
@@ -52,28 +53,84 @@ class Batch(dict):
   that crosses from a DataLoader worker to the training process as numpy
   arrays in the pickle, one copy each, instead of a shared-memory segment
   and a file descriptor per tensor (the default for tensors: 25 tensors
-  a batch cost 0.3 ms each, more than decoding; measured). The other
-  side turns them into tensors again without a copy."""
+  a batch cost 0.3 ms each, more than decoding; measured), and text as
+  Arrow's buffers instead of a pickled object per value. The other side
+  turns them into tensors and object arrays again."""
+
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
+    # id -> (a read-only object array made from Text, that Text): sent
+    # as the Text while it is that array.
+    self._texts: Dict[int, Tuple[np.ndarray, Text]] = {}
 
   def __reduce__(self):
-    return (_batch, (_arrays(dict(self)),))
+    return (_batch, (_packed(dict(self), self._texts),))
 
   def __copy__(self):  # (the DataLoader copies it; not through pickling)
-    return Batch(self)
+    out = Batch(self)
+    out._texts = self._texts  # pylint: disable=protected-access
+    return out
 
 
-def _arrays(value):
-  """Tensors (on the CPU, without grad) -> numpy arrays, in nested dicts."""
+def _shipped(columns: Dict[str, Any]) -> Batch:
+  """A batch made in a DataLoader worker: its text as read-only object
+  arrays, each remembered with the Arrow array it was made from (what
+  the pickle then holds)."""
+  texts: Dict[int, Tuple[np.ndarray, Text]] = {}
+
+  def made(value):
+    if isinstance(value, dict):
+      return {k: made(v) for k, v in value.items()}
+    if isinstance(value, Text):
+      array = value.numpy()
+      array.flags.writeable = False
+      texts[id(array)] = (array, value)
+      return array
+    return value
+  batch = Batch(_tensors(made(columns)))
+  batch._texts = texts  # pylint: disable=protected-access
+  return batch
+
+
+def _packed(value, texts: Dict[int, Tuple[np.ndarray, Text]]):
+  """For pickling, in nested dicts: tensors numpy can hold (on the CPU,
+  without grad) as numpy arrays; object arrays of str or bytes as
+  columns.Text (Arrow's buffers, compacted: not a slice's whole
+  buffers); anything else as it is."""
   if isinstance(value, dict):
-    return {k: _arrays(v) for k, v in value.items()}
+    return {k: _packed(v, texts) for k, v in value.items()}
+  made = texts.get(id(value))
+  if made is not None and made[0] is value and not value.flags.writeable:
+    return Text(pa.concat_arrays([made[1].array]), made[1].shape)
   if isinstance(value, torch.Tensor) and value.device.type == "cpu" and \
-      not value.requires_grad:
-    return value.numpy()
+      not value.requires_grad and value.layout == torch.strided:
+    try:
+      return value.numpy()
+    except TypeError:  # bfloat16 and others numpy has no type for
+      return value
+  if isinstance(value, np.ndarray) and value.dtype == object:
+    return _as_text(value)
   return value
 
 
-def _batch(arrays) -> Batch:
-  return Batch(_tensors(objects(arrays)))
+def _as_text(value: np.ndarray):
+  """All str or all bytes (Arrow infers which, in C++): Text; anything
+  else (mixed, None, other objects, empty) as it is."""
+  try:
+    array = pa.array(value.ravel())
+  except (pa.ArrowException, TypeError, ValueError):
+    return value
+  if array.null_count or not (pa.types.is_string(array.type) or
+                              pa.types.is_binary(array.type)):
+    return value
+  if pa.types.is_binary(array.type) and not all(
+      isinstance(v, bytes) for v in value.flat):  # str and bytes mixed
+    return value
+  return Text(array, value.shape)
+
+
+def _batch(packed) -> Batch:
+  return Batch(_tensors(objects(packed)))
 
 
 def collate(records, fixed: Optional[FrozenSet[str]] = None,
@@ -268,8 +325,6 @@ class Dataset(torch.utils.data.IterableDataset):
                ) -> Iterator[Dict[str, Any]]:
     # Decoded in groups of at least _GROUP records (numpy's work per
     # call costs less per record the more there are), then cut.
-    # In a DataLoader worker, text stays Arrow's until the training
-    # process unpickles the batch (columns.Text).
     # In a worker, the next group is read and decoded in a thread while
     # this one's batches wait for the DataLoader to ask for them (it asks
     # each worker in turn, 2 batches ahead by default).
@@ -282,7 +337,7 @@ class Dataset(torch.utils.data.IterableDataset):
         stop = min(start + size, n)
         self._position += stop - start
         part = cut(columns, start, stop)
-        yield Batch(_tensors(part if worker else objects(part)))
+        yield _shipped(part) if worker else Batch(_tensors(objects(part)))
 
   def state_dict(self) -> Dict[str, Any]:
     if self._state is not None:  # loaded, not yet iterated

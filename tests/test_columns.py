@@ -211,3 +211,34 @@ def test_decode_batch_falls_back_to_tfx_bsl():
   assert got["n"].tolist() == [5, 7]
   assert got["score"].tolist() == [[1, 2], [3, 4]]
   assert got["label"].tolist() == ["x", "y"]
+
+
+def test_malformed_lengths_give_none_not_a_value_or_a_hang():
+  """From a review: an empty packed list, an entry reaching into the next
+  record, and a length of 2**64 - 11 (negative as int64)."""
+  empty = _example(_entry(b"n", b"\x1a\x03\x0a\x01\x05"),
+                   _entry(b"score", b"\x12\x0a\x0a\x08" +
+                          struct.pack("<2f", 1, 2)),
+                   _entry(b"label", b"\x0a\x03\x0a\x01x"),
+                   _entry(b"maybe_int", b"\x1a\x02\x0a\x00"))
+  got = DECODER.decode_batch([empty, GOOD])
+  want = objects(DECODER._tfx_columns([empty, GOOD]))
+  _same(got, want)
+  assert got["maybe_int"]["lengths"].tolist() == [0, 0]
+  # Record A's last entry says it goes on into record B (A's own length
+  # is right): B's bytes must not become A's value.
+  head = (_entry(b"n", b"\x1a\x03\x0a\x01\x05")
+          + _entry(b"score", b"\x12\x0a\x0a\x08" + struct.pack("<2f", 1, 2))
+          + _entry(b"label", b"\x0a\x03\x0a\x01x"))
+  last = _entry(b"blob", b"\x0a" + bytes([len(GOOD) + 2]) + b"\x0a" +
+                bytes([len(GOOD)]) + GOOD)[:-len(GOOD)]
+  a = b"\x0a" + bytes([len(head) + len(last)]) + head + last
+  assert decode_columns([a, GOOD], SCHEMA) is None
+  huge = (b"\x0a\x04blob\x12\x0d\x0a\x0b\x0a"
+          + bytes([0xF5] + [0xFF] * 8 + [0x01]))
+  record = _example(_entry(b"n", b"\x1a\x03\x0a\x01\x05"),
+                    _entry(b"score", b"\x12\x0a\x0a\x08" +
+                           struct.pack("<2f", 1, 2)),
+                    _entry(b"label", b"\x0a\x03\x0a\x01x"),
+                    b"\x0a" + bytes([len(huge)]) + huge)
+  assert decode_columns([record, GOOD], SCHEMA) is None

@@ -382,6 +382,34 @@ def test_gzip_is_recognised_by_its_bytes_and_a_stream_error_keeps_the_records_be
     btr.build(TARGET, str(tmp_path / "c.tfrecord.gz"), str(tmp_path / "o"))
 
 
+def test_gzip_trailers_members_and_padding_as_the_gzip_module_reads_them(
+    tmp_path):
+  """Local gzip is inflated by zlib straight from large reads: a damaged
+  CRC or length in the trailer still yields every record first, then
+  fails; several members and zero padding read as gzip reads them."""
+  from beam_tfrecords import tfrecord_files as records
+  framed = records.frame_records([b"r%d" % i for i in range(40)])
+  packed = gzip.compress(framed)
+  for at in (-8, -1):  # the CRC, the length
+    bad = bytearray(packed)
+    bad[at] ^= 0xFF
+    path = tmp_path / f"bad{at}.tfrecord.gz"
+    path.write_bytes(bytes(bad))
+    seen = []
+    with pytest.raises(Exception):
+      for r in records.iter_tfrecords(str(path)):
+        seen.append(r)
+    assert len(seen) == 40
+  half = len(framed) // 2
+  cut = framed.index(b"r20") - 12  # a record split across two members
+  assert 0 < cut < half * 2
+  path = tmp_path / "members.tfrecord.gz"
+  path.write_bytes(gzip.compress(framed[:cut]) + gzip.compress(framed[cut:])
+                   + bytes(100))
+  assert list(records.iter_tfrecords(str(path))) == [
+      b"r%d" % i for i in range(40)]
+
+
 def test_tensorflow_shard_names_and_preprocess_with_lists(tmp_path, tf):
   _write(tf, tmp_path / "data.tfrecord-00000-of-00001",
          [_example(tf, id=3, title=b"t", pair=[1, 2])])

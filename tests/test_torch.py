@@ -301,3 +301,39 @@ def test_read_ahead_passes_errors_and_stops_when_closed():
       break
     time.sleep(0.1)
   assert not any(t.name == "btr-decode" for t in threading.enumerate())
+
+
+def _text_types(batch):
+  from beam_tfrecords.torch import Batch
+  """In a worker: what user code sees of the batch's text."""
+  return Batch({"kind": type(batch["suggestion"]).__name__,
+                "dtype": str(batch["suggestion"].dtype),
+                "first": batch["suggestion"][0],
+                "movies": list(batch["movies"]["values"][:2])})
+
+
+def test_code_in_a_worker_sees_object_arrays_and_odd_tensors_pickle(
+    bundled):
+  """A collate_fn runs in the worker: text there is numpy object arrays
+  (read-only) as in the training process; tensors numpy has no type for
+  (bfloat16) and text arrays the user replaced pickle too."""
+  path = str(bundled / "movie_ratings")
+  loader = torch.utils.data.DataLoader(
+      Dataset(path, batch_size=3), batch_size=None, num_workers=1,
+      collate_fn=_text_types)
+  seen = list(loader)
+  first = list(btr.iter_records(path))[:3]
+  assert seen[0]["kind"] == "ndarray" and seen[0]["dtype"] == "object"
+  assert seen[0]["first"] == first[0]["suggestion"]
+  assert seen[0]["movies"] == list(first[0]["movies"][:2])
+  import pickle
+  from beam_tfrecords.torch import Batch as B
+  odd = B({"x": torch.ones(3, dtype=torch.bfloat16),
+           "t": np.array(["a", "b"], dtype=object),
+           "mixed": np.array(["a", b"b"], dtype=object),
+           "none": np.array(["a", None], dtype=object)})
+  back = pickle.loads(pickle.dumps(odd))
+  assert back["x"].dtype == torch.bfloat16 and back["x"].tolist() == [1] * 3
+  assert back["t"].tolist() == ["a", "b"]
+  assert back["mixed"].tolist() == ["a", b"b"]
+  assert back["none"].tolist() == ["a", None]

@@ -292,3 +292,31 @@ def test_a_window_may_mix_gzip_and_uncompressed_datasets(days, tmp_path):
   assert [int(x["row"]) for x in btr.load(
       [gz, tfds], shard=(1, 3))] == _rows(btr.iter_records(
           [gz, tfds], shard=(1, 3)))
+
+
+def test_what_follows_a_files_last_record_is_an_error(tmp_path):
+  """A reader that reads a file to its end checks that nothing follows
+  its last listed record (a review: the list-at-a-time reader stopped at
+  the last record and missed a truncated tail)."""
+  import gzip
+  import importlib
+  import shutil
+  from beam_tfrecords.stream import RecordStream
+  out = tmp_path / "movies"
+  importlib.import_module("pipelines.movie_ratings").run(
+      ["--output", str(out)])
+  shard = next(out.glob("train-*.tfrecord.gz"))
+  data = gzip.decompress(shard.read_bytes())
+  shutil.copy(shard, tmp_path / "good")
+  shard.write_bytes(gzip.compress(data + data[:20]))  # a record cut short
+  with pytest.raises(ValueError, match="truncated record"):
+    list(RecordStream(str(out)))
+  with pytest.raises(ValueError, match="truncated record"):
+    list(RecordStream(str(out)).batches(4))
+  first = 16 + int.from_bytes(data[:8], "little")  # one framed record
+  shard.write_bytes(gzip.compress(data + data[:first]))  # one too many
+  with pytest.raises(InputError, match="more records than its dataset"):
+    list(RecordStream(str(out)))
+  shutil.copy(tmp_path / "good", shard)
+  assert len(list(RecordStream(str(out)))) == len(
+      list(btr.iter_records(str(out))))
