@@ -33,16 +33,14 @@ n = sum(int(tf.shape(b["year"])[0]) for b in btr.load(PATH, batch_size=1024))
 """,
     "beam_tfrecords.torch.Dataset(batch_size=1024), DataLoader 2 workers":
     """
-import torch
-from beam_tfrecords.torch import Dataset
+import torch; from beam_tfrecords.torch import Dataset
 loader = torch.utils.data.DataLoader(Dataset(PATH, batch_size=1024),
                                      batch_size=None, num_workers=2)
 n = sum(len(b["year"]) for b in loader)
 """,
     "beam_tfrecords.torch.Dataset per record, DataLoader 2 workers, "
     "collate": """
-import torch
-from beam_tfrecords.torch import Dataset
+import torch; from beam_tfrecords.torch import Dataset
 ds = Dataset(PATH)
 loader = torch.utils.data.DataLoader(ds, batch_size=1024,
                                      num_workers=2, collate_fn=ds.collate)
@@ -56,8 +54,8 @@ n = sum(1 for _ in RecordStream(PATH))
 
 
 def _timed(code: str, path: str) -> float:
-  """Seconds of the reading itself (imports excluded), in a fresh
-  process; the process prints them."""
+  """Seconds of the reading itself (the code's first line, its imports,
+  excluded), in a fresh process; the process prints them."""
   program = (f"PATH = {path!r}\n" + code.split("\n", 2)[1] + "\n"
              "import time; _t = time.perf_counter()\n"
              + code.split("\n", 2)[2] +
