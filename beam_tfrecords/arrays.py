@@ -77,9 +77,8 @@ def _batch_values(feature: Feature, values: pa.Array) -> Any:
 
 
 def _values(feature: Feature, values: pa.Array) -> np.ndarray:
-  if feature.type is FeatureType.STRING:  # utf-8 checked and cut in C++
-    values = values.cast(pa.large_string())
-  return values.to_numpy(zero_copy_only=False)
+  """A batch's values as one array (text and bytes as objects)."""
+  return objects(_batch_values(feature, values))
 
 
 def _fixed(feature: Feature) -> bool:
