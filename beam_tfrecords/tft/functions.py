@@ -7,7 +7,7 @@ build key sees of them (`fn_digest`). See beam_tfrecords.tft."""
 import dataclasses
 import hashlib
 import inspect
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.preprocess import function_digest, import_function
@@ -16,7 +16,7 @@ from beam_tfrecords.schema.model import TransformSpec
 from beam_tfrecords.schema.tfmd import SEQUENCE_FEATURE, to_tfmd
 
 __all__ = ["preprocessing_fn", "with_preprocessing_fn", "combined_fn",
-           "check_traces", "fn_digest", "traced_key", "tfxio_source",
+           "check_traces", "analyze_columns", "fn_digest", "traced_key", "tfxio_source",
            "SEQUENCE_PREFIX"]
 
 # TFXIO names a SequenceExample's per-step feature x "##SEQUENCE##.x".
@@ -227,6 +227,15 @@ def tfxio_source(schema: Schema):
               schema=to_tfmd(schema))
 
 
+def analyze_columns(schema: Schema) -> List[str]:
+  """The features TFT's analyzers read: the function traced on the type
+  specs TransformRecords feeds TFT (the same TFXIO source)."""
+  import tensorflow_transform as tft  # pylint: disable=import-outside-toplevel
+  specs = tfxio_source(schema).TensorAdapter().TypeSpecs()
+  return tft.get_analyze_input_columns(
+      combined_fn(schema), specs)  # type: ignore[arg-type]
+
+
 def check_traces(schema: Schema) -> None:
   """Traces the preprocessing_fn on the schema's raw feature spec, as TFT
   will when the pipeline is made.
@@ -237,13 +246,9 @@ def check_traces(schema: Schema) -> None:
   spec = schema.transform
   if spec is None or spec.fn is None:
     return
-  import tensorflow_transform as tft  # pylint: disable=import-outside-toplevel
   names = sorted(f.name for f in schema.all_features)
   try:
-    # The type specs TransformRecords feeds TFT (the same TFXIO source).
-    specs = tfxio_source(schema).TensorAdapter().TypeSpecs()
-    tft.get_analyze_input_columns(combined_fn(schema),  # type: ignore[arg-type]
-                                  specs)
+    analyze_columns(schema)
   except Exception as e:  # pylint: disable=broad-except
     raise InputError(
         f"the preprocessing_fn {spec.preprocessing_fn} fails when TensorFlow "

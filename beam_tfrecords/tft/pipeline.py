@@ -35,21 +35,23 @@ from beam_tfrecords.sinks.metadata import RAW_METADATA_DIR
 from beam_tfrecords.sinks.parts import ShardWritten
 from beam_tfrecords.sinks.shards import TFRECORD_GZIP, ShardFiles
 from beam_tfrecords.tfrecord_files import frame_records, iter_tfrecords
-from beam_tfrecords.tft.functions import combined_fn, tfxio_source
+from beam_tfrecords.tft.functions import (analyze_columns, combined_fn,
+                                          tfxio_source)
 from beam_tfrecords.tft.outputs import TransformedEncoder
 
-__all__ = ["TransformRecords", "BATCH_ROWS"]
+__all__ = ["TransformRecords", "BATCH_ROWS", "analyzed_source"]
 
 # Rows transformed at a time (what a transform holds in memory).
 BATCH_ROWS = 8192
 
 
 class _ToRecordBatchFn(beam.DoFn):
-  """(split, key, records) -> a RecordBatch of the records."""
+  """(split, key, records) -> RecordBatches of the records' `columns`."""
 
-  def __init__(self, tfmd_schema: bytes, sequence: bool):
+  def __init__(self, tfmd_schema: bytes, sequence: bool, columns: List[str]):
     self._tfmd_schema = tfmd_schema
     self._sequence = sequence
+    self._columns = columns
     self._decode: Any = None  # made in setup(): not picklable
 
   def setup(self):
@@ -59,7 +61,32 @@ class _ToRecordBatchFn(beam.DoFn):
     records = chunk[2]  # a list, or grouped sequences' GroupedRecords
     records = records if isinstance(records, list) else list(records)
     for start in range(0, len(records), BATCH_ROWS):
-      yield self._decode(records[start:start + BATCH_ROWS])
+      # In the analyzed source's column order (its TensorAdapter's).
+      yield self._decode(records[start:start + BATCH_ROWS]).select(
+          self._columns)
+
+
+def analyzed_source(schema: Schema):
+  """(TensorAdapterConfig, TFMD schema to decode with) of what TFT's
+  analysis reads: only the features its analyzers need
+  (`tft.get_analyze_input_columns`), as TFX's Transform projects its
+  analysis data; a SequenceExample schema's features all."""
+  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.schema.tfmd import to_tfmd
+  tfmd, source = to_tfmd(schema), tfxio_source(schema)
+  if schema.is_sequence:
+    return source.TensorAdapterConfig(), tfmd
+  needed = set(analyze_columns(schema))
+  if not needed:
+    return source.TensorAdapterConfig(), tfmd
+  # (The adapter keeps the original type specs: TFT traces the function
+  # on every feature and feeds the analyzers these.)
+  config = source.Project(sorted(needed)).TensorAdapterConfig()
+  decoded = type(tfmd)()
+  decoded.CopyFrom(tfmd)
+  del decoded.feature[:]
+  decoded.feature.extend(f for f in tfmd.feature if f.name in needed)
+  return config, decoded
 
 
 class _TransformShardFn(beam.DoFn):
@@ -160,15 +187,16 @@ class TransformRecords(beam.PTransform):
     schema = self._schema
     spec = schema.transform
     assert spec is not None  # a schema with a transform section (see Args)
-    tfmd = to_tfmd(schema)
-    source = tfxio_source(schema)
+    config, decoded = analyzed_source(schema)
     train = (chunks
              | "AnalyzedSplit" >> beam.Filter(
                  lambda c, s=spec.analyze_split: c[0] == s)
              | "ToRecordBatches" >> beam.ParDo(_ToRecordBatchFn(
-                 tfmd.SerializeToString(), schema.is_sequence)))
+                 decoded.SerializeToString(), schema.is_sequence,
+                 list(config.arrow_schema.names))))
+    tfmd = to_tfmd(schema)
     with tft_beam.Context(temp_dir=self._temp_dir):
-      transform_fn = ((train, source.TensorAdapterConfig())
+      transform_fn = ((train, config)
                       | "Analyze" >> tft_beam.AnalyzeDataset(
                           combined_fn(schema)))
       written = (transform_fn

@@ -139,8 +139,13 @@ class EncodeRows(beam.PTransform):
     # one is another pass over every output; see runners.gaps.)
     keys = (KEY_DIGESTS,) if expect is not None and expect.disjoint_keys \
         else ()
+    # With a transform, TFT's analysis runs in this stage too, on the
+    # bundle's thread: one encoding thread keeps both cores of a 2-core
+    # worker busy, and holds one batch less (1M flights rows, 4 analyzers:
+    # peak RSS 980 -> 910 MB, 22.2 -> 23.8 s).
+    threads = 1 if self._schema.transform is not None else None
     return par_do(batches, "EncodeBatch", _EncodeBatchFn(
-        self._schema.to_dict(), threads=threads_for(batches.pipeline),
+        self._schema.to_dict(), threads=threads_for(batches.pipeline, threads),
         statistics=self._statistics),
                   (ERRORS, STATS, FEATURE_STATS) + keys, main="records")
 
