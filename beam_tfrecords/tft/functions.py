@@ -16,8 +16,8 @@ from beam_tfrecords.schema.model import TransformSpec
 from beam_tfrecords.schema.tfmd import SEQUENCE_FEATURE, to_tfmd
 
 __all__ = ["preprocessing_fn", "with_preprocessing_fn", "combined_fn",
-           "check_traces", "analyze_columns", "fn_digest", "traced_key", "tfxio_source",
-           "SEQUENCE_PREFIX"]
+           "check_traces", "analyze_columns", "fn_digest", "traced_key",
+           "tfxio_source", "SEQUENCE_PREFIX"]
 
 # TFXIO names a SequenceExample's per-step feature x "##SEQUENCE##.x".
 SEQUENCE_PREFIX = SEQUENCE_FEATURE + "."

@@ -85,7 +85,8 @@ def analyzed_source(schema: Schema):
   decoded = type(tfmd)()
   decoded.CopyFrom(tfmd)
   del decoded.feature[:]
-  decoded.feature.extend(f for f in tfmd.feature if f.name in needed)
+  columns = set(config.arrow_schema.names)  # what _ToRecordBatchFn selects
+  decoded.feature.extend(f for f in tfmd.feature if f.name in columns)
   return config, decoded
 
 

@@ -142,7 +142,7 @@ class EncodeRows(beam.PTransform):
     # With a transform, TFT's analysis runs in this stage too, on the
     # bundle's thread: one encoding thread keeps both cores of a 2-core
     # worker busy, and holds one batch less (1M flights rows, 4 analyzers:
-    # peak RSS 980 -> 910 MB, 22.2 -> 23.8 s).
+    # peak RSS 980 -> 905 MB, 22.2 -> 23.8 s).
     threads = 1 if self._schema.transform is not None else None
     return par_do(batches, "EncodeBatch", _EncodeBatchFn(
         self._schema.to_dict(), threads=threads_for(batches.pipeline, threads),
