@@ -40,6 +40,7 @@ from beam_tfrecords.sinks import (recover,
                                   remove_staging)
 from beam_tfrecords.sinks.publishing import JOURNAL
 from beam_tfrecords.sources import InputPlan, plan_inputs
+from beam_tfrecords.sources.csv import TRANSFORM_BLOCK_SIZE
 from beam_tfrecords.staging import no_space_left, stage_output
 from beam_tfrecords.transforms import ReadInputs
 from beam_tfrecords.transforms.dataset import WriteBatches
@@ -270,7 +271,8 @@ def _plan(schema: Schema, patterns: List[str], output: str, input_format,
   user_fn = resolve_preprocess(preprocess)
   plan = plan_inputs(patterns, () if user_fn else schema.columns,
                      {} if user_fn else needed, input_format, format_options,
-                     lambda: planning.scalar_columns(schema))
+                     lambda: planning.scalar_columns(schema),
+                     TRANSFORM_BLOCK_SIZE if schema.transform else None)
   if user_fn is not None and plan.options.get("column_names"):
     # Inputs with a fixed set of columns (CSV, Parquet) must have those
     # the schema needs; with a function, its output is known on the

@@ -283,3 +283,29 @@ def test_the_analysis_decodes_only_what_its_analyzers_read(tf):
   assert list(config.arrow_schema.names) == ["rating", "title", "ts", "user"]
   assert [f.name for f in decoded.feature] == ["rating", "title", "ts",
                                                "user"]
+
+
+def test_a_transform_build_reads_csv_in_smaller_blocks(built, tmp_path):
+  # Its process holds TensorFlow: 1 MiB CSV batches, against 2 MiB for a
+  # build without transform; a block size the user gives is kept, and
+  # other formats get none.
+  import json
+  from beam_tfrecords.sources import plan_inputs
+  from beam_tfrecords.sources.csv import CSV_DEFAULTS, TRANSFORM_BLOCK_SIZE
+  _, result = built
+  with open(os.path.join(result.output, "dataset.json")) as f:
+    options = json.load(f)["options"]["format_options"]
+  assert options["block_size"] == TRANSFORM_BLOCK_SIZE == 1 << 20
+  assert CSV_DEFAULTS["block_size"] == 2 << 20
+  src = tmp_path / "r.csv"
+  _ratings(src, rows=20)
+  columns = ["user", "title", "rating", "ts", "split"]
+  assert plan_inputs([str(src)], columns).options["block_size"] == 2 << 20
+  assert plan_inputs([str(src)], columns, block_size=1 << 20).options[
+      "block_size"] == 1 << 20
+  assert plan_inputs([str(src)], columns, options={"block_size": 4096},
+                     block_size=1 << 20).options["block_size"] == 4096
+  jsonl = tmp_path / "r.jsonl"
+  jsonl.write_text('{"user": "u1", "rating": 2.0}\n')
+  assert "block_size" not in plan_inputs(
+      [str(jsonl)], ["user", "rating"], block_size=1 << 20).options

@@ -71,8 +71,8 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
                 needed_columns: Union[Mapping[str, str], Sequence[str]] = (),
                 fmt: Optional[str] = None,
                 options: Optional[Mapping[str, Any]] = None,
-                scalar_columns: Callable[[], Sequence[str]] = tuple
-                ) -> InputPlan:
+                scalar_columns: Callable[[], Sequence[str]] = tuple,
+                block_size: Optional[int] = None) -> InputPlan:
   """Matches, checks and splits the inputs, before the pipeline is built.
 
   Args:
@@ -89,6 +89,8 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
     scalar_columns: gives the columns the schema reads one value from
       (features of shape []): TFRecord input holds every value in a list,
       and takes the single one of these. Called for TFRecord input only.
+    block_size: CSV's block size (bytes per batch) when `options` give
+      none; None: CSV_DEFAULTS'.
 
   Raises:
     InputError: nothing matches, headers differ, a needed column is absent.
@@ -107,6 +109,8 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
   options = dict(options or {})
   if name == "tfrecord":
     options["scalar_columns"] = tuple(scalar_columns())
+  elif name == "csv" and block_size and options.get("block_size") is None:
+    options["block_size"] = block_size
   elif options.get("compression") is not None:
     raise InputError(f"--tfrecord-compression is for TFRecord input; these "
                      f"files are {name}")

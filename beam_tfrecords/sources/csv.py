@@ -27,8 +27,8 @@ from beam_tfrecords.sources import files as file_io
 from beam_tfrecords.sources.base import (Format, InputFile, ReadError,
                                          ReadUnit, SourceBatch, register_format)
 
-__all__ = ["CsvFormat", "CSV_DEFAULTS", "MAX_BLOCK", "RowNumbering",
-           "first_row", "row_at"]
+__all__ = ["CsvFormat", "CSV_DEFAULTS", "TRANSFORM_BLOCK_SIZE", "MAX_BLOCK",
+           "RowNumbering", "first_row", "row_at"]
 
 
 # Row numbers of a CSV read unit, for the dead-letter rows.
@@ -148,12 +148,16 @@ CSV_DEFAULTS = {
     "encoding": "utf-8",
     "newlines_in_values": False,
     # pyarrow parses this many bytes per block, and a block is a batch:
-    # ~11k rows of 90 bytes, about what the other sources batch (8-16k
-    # rows). What a worker holds grows with it: on 1M flights rows (2
-    # cores), peak RSS 720 MB with 4 MB blocks, 425 MB with 1 MB, for
-    # 10% more time (issue 33).
-    "block_size": 1 << 20,
+    # ~22k rows of 90 bytes. What a worker holds grows with it; two
+    # encoding threads lose time to smaller ones (more GIL handoffs per
+    # row). 1M flights rows, 2 cores: 4 MB blocks 5.0 s and 720 MB peak,
+    # 2 MB 5.0 s and 550 MB, 1 MB 5.6 s and 425 MB (issue 33).
+    "block_size": 2 << 20,
 }
+# The block of a build that transforms (building passes it): its process
+# holds TensorFlow (~730 MB) and encodes on one thread, where 1 MB blocks
+# cost no time. 1M flights rows, 4 analyzers: 990 -> 905 MB.
+TRANSFORM_BLOCK_SIZE = 1 << 20
 
 
 # The longest column name a header may hold: the csv module's default
