@@ -305,6 +305,11 @@ def test_a_transform_build_reads_csv_in_smaller_blocks(built, tmp_path):
       "block_size"] == 1 << 20
   assert plan_inputs([str(src)], columns, options={"block_size": 4096},
                      block_size=1 << 20).options["block_size"] == 4096
+  # (Still refused: an option CSV does not take.)
+  with pytest.raises(InputError, match="--tfrecord-compression is for "
+                     "TFRecord input; these files are csv"):
+    plan_inputs([str(src)], columns, options={"compression": "GZIP"},
+                block_size=1 << 20)
   jsonl = tmp_path / "r.jsonl"
   jsonl.write_text('{"user": "u1", "rating": 2.0}\n')
   assert "block_size" not in plan_inputs(

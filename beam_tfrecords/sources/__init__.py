@@ -109,11 +109,11 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
   options = dict(options or {})
   if name == "tfrecord":
     options["scalar_columns"] = tuple(scalar_columns())
-  elif name == "csv" and block_size and options.get("block_size") is None:
-    options["block_size"] = block_size
   elif options.get("compression") is not None:
     raise InputError(f"--tfrecord-compression is for TFRecord input; these "
                      f"files are {name}")
+  if name == "csv" and block_size and options.get("block_size") is None:
+    options["block_size"] = block_size
   paths = source_paths(columns, name)
   opts = source.check(files, read_columns(columns, paths), options)
   available = opts.get("column_names")
