@@ -17,7 +17,7 @@ step has, else a list of one array per step. `int64` -> int64, `float`
 -> float32, `bytes` -> bytes objects, `string` -> str.
 """
 
-from typing import Any, Dict, Iterator, List, Sequence
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +25,7 @@ import pyarrow as pa
 from beam_tfrecords.columns import Text, decode_columns, objects
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
-__all__ = ["RecordDecoder", "cut", "tfx_decoder"]
+__all__ = ["RecordDecoder", "cut", "cuts", "tfx_decoder"]
 
 
 def tfx_decoder(tfmd_schema: bytes, sequence: bool):
@@ -190,26 +190,56 @@ class RecordDecoder:
 def cut(columns: Dict[str, Any], start: int, stop: int) -> Dict[str, Any]:
   """Records [start, stop) of a batch of columns (`decode_batch`'s), as
   decode_batch would give them."""
-  return {k: _cut_column(v, start, stop) for k, v in columns.items()}
+  return _cut(columns, _ends(columns), start, stop)
 
 
-def _cut_column(column: Any, start: int, stop: int) -> Any:
+def cuts(columns: Dict[str, Any], n: int, size: int
+         ) -> Iterator[Tuple[int, Dict[str, Any]]]:
+  """(records, `cut`) of each `size` records of a batch of `n`, in order;
+  each column's ends are summed once for them all."""
+  ends = _ends(columns)
+  for start in range(0, n, size):
+    stop = min(start + size, n)
+    yield stop - start, _cut(columns, ends, start, stop)
+
+
+def _ends(columns: Dict[str, Any]) -> Dict[str, Any]:
+  """Per list column, where each record's values end (its "steps" column:
+  where each record's rows end, and where each row's values end)."""
+  out: Dict[str, Any] = {}
+  for k, column in columns.items():
+    if not isinstance(column, dict):
+      continue
+    if "values" not in column:  # "context", "feature_lists"
+      out[k] = _ends(column)
+      continue
+    per_record = column["steps"] if "steps" in column else column["lengths"]
+    out[k] = (np.concatenate([[0], np.cumsum(per_record)]),
+              np.concatenate([[0], np.cumsum(column["lengths"])])
+              if "steps" in column else None)
+  return out
+
+
+def _cut(columns: Dict[str, Any], ends: Dict[str, Any], start: int,
+         stop: int) -> Dict[str, Any]:
+  return {k: _cut_column(v, ends.get(k), start, stop)
+          for k, v in columns.items()}
+
+
+def _cut_column(column: Any, ends: Any, start: int, stop: int) -> Any:
   if not isinstance(column, dict):
     return column[start:stop]
   if "values" not in column:  # "context", "feature_lists"
-    return cut(column, start, stop)
+    return _cut(column, ends, start, stop)
   # Per record: "lengths" (values), or "steps" (rows of "lengths").
-  per_record = column["steps"] if "steps" in column else column["lengths"]
-  ends = np.concatenate([[0], np.cumsum(per_record)])
+  record_ends, row_ends = ends
   out = dict(column)
   if "steps" in column:
-    out["steps"] = per_record[start:stop]
-    rows = column["lengths"]
-    out["lengths"] = rows[ends[start]:ends[stop]]
-    row_ends = np.concatenate([[0], np.cumsum(rows)])
-    out["values"] = column["values"][row_ends[ends[start]]:
-                                     row_ends[ends[stop]]]
+    out["steps"] = column["steps"][start:stop]
+    out["lengths"] = column["lengths"][record_ends[start]:record_ends[stop]]
+    out["values"] = column["values"][row_ends[record_ends[start]]:
+                                     row_ends[record_ends[stop]]]
     return out
-  out["lengths"] = per_record[start:stop]
-  out["values"] = column["values"][ends[start]:ends[stop]]
+  out["lengths"] = column["lengths"][start:stop]
+  out["values"] = column["values"][record_ends[start]:record_ends[stop]]
   return out

@@ -37,7 +37,7 @@ import pyarrow as pa
 import torch
 import torch.utils.data
 
-from beam_tfrecords.arrays import RecordDecoder, cut
+from beam_tfrecords.arrays import RecordDecoder, cuts
 from beam_tfrecords.columns import Text, objects
 from beam_tfrecords.reader import dataset_schema
 from beam_tfrecords.stream import SHUFFLE_BUFFER, RecordStream
@@ -333,10 +333,8 @@ class Dataset(torch.utils.data.IterableDataset):
     groups = ((len(records), self._decoder.decode_batch(records, text=True))
               for records in stream.batches(group))
     for n, columns in (_ahead(groups) if worker else groups):
-      for start in range(0, n, size):
-        stop = min(start + size, n)
-        self._position += stop - start
-        part = cut(columns, start, stop)
+      for records, part in cuts(columns, n, size):
+        self._position += records
         yield _shipped(part) if worker else Batch(_tensors(objects(part)))
 
   def state_dict(self) -> Dict[str, Any]:

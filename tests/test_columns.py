@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import beam_tfrecords as btr
-from beam_tfrecords.arrays import RecordDecoder, cut
+from beam_tfrecords.arrays import RecordDecoder, cut, cuts
 from beam_tfrecords.columns import Text, decode_columns, objects
 
 # Names that share lengths, first 8 bytes, last 8 bytes, or all but the
@@ -119,6 +119,11 @@ def test_columns_equal_tfx_bsl_for_any_key_order(records, rnd):
   if len(serialized) > 2:
     _same(objects(cut(got, 1, len(serialized) - 1)),
           objects(DECODER._tfx_columns(serialized[1:-1])))
+    # And so is each of its cuts in turn.
+    for i, (n, part) in enumerate(cuts(got, len(serialized), 2)):
+      assert n == len(serialized[2 * i:2 * i + 2])
+      _same(objects(part),
+            objects(DECODER._tfx_columns(serialized[2 * i:2 * i + 2])))
 
 
 def test_extremes_and_long_values():

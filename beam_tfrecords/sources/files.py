@@ -178,24 +178,9 @@ def read_range(path: str, start: int, end: int) -> Tuple[bytes, int]:
   Returns:
     (data, offset): the lines, and the file offset where the first begins.
   """
-  with fs.open_read(path, fs.UNCOMPRESSED) as f:
-    offset = start
-    if start > 0:
-      f.seek(start - 1)
-      data = f.read(end - start + 1)
-      if data[:1] == b"\n":
-        data = data[1:]
-      else:
-        newline = data.find(b"\n", 1)
-        if newline < 0 or newline + 1 >= len(data):
-          return b"", end  # no line starts in this range
-        data = data[newline + 1:]
-        offset = start + newline
-    else:
-      data = f.read(end)
-    if data and not data.endswith(b"\n"):
-      data += f.readline()  # the last line started here; finish it
-    return data, offset
+  stream, offset = open_range(path, start, end)
+  with stream:
+    return stream.read(), offset
 
 
 def _prefix_chunks(path: str, offset: int, chunk: int):
