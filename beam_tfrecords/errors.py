@@ -12,7 +12,8 @@ import re
 from typing import Optional
 
 __all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "NoInputError",
-           "OutputBusyError",
+           "OutputBusyError", "OutputError", "PublishInterruptedError",
+           "DatasetReplacedError",
            "EncodingError",
            "BadRowsError", "AnomalyError", "reason_category", "from_worker", "is_disk_full",
            "preview"]
@@ -60,6 +61,25 @@ class NoInputError(InputError):
 
 class OutputBusyError(InputError):
   """Another build holds the output's lock (or took it over meanwhile)."""
+
+
+class OutputError(InputError):
+  """The output cannot be written (a full disk, a read-only mount, no
+  permission, a path that loops): nothing was published, and a finished
+  dataset that was there is as it was."""
+
+
+class PublishInterruptedError(BeamTFRecordsError):
+  """A publish began (the switch's journal is written) and could not end:
+  the new dataset is whole in the staging folder, the previous one whole
+  in its `previous/` folder, and the next build into the output (the same
+  command) finishes the switch. Not published yet, nothing lost."""
+
+
+class DatasetReplacedError(InputError):
+  """A dataset was replaced by a newer build (or is being replaced) while
+  it was read: what was read so far is the old dataset's, and reading on
+  would mix the two. Read it again."""
 
 
 class EncodingError(BeamTFRecordsError):
@@ -117,7 +137,7 @@ def reason_category(reason: str) -> str:
 _WHILE_RUNNING = re.compile(r"\s*\[while running '[^']*'\]", re.M)
 _WORKER_ERROR = re.compile(
     r"^beam_tfrecords\.errors\.(InputError|BadRowsError|OutputBusyError|"
-    r"AnomalyError): ",
+    r"AnomalyError|OutputError|PublishInterruptedError): ",
     re.M)
 
 
@@ -145,7 +165,9 @@ def from_worker(error: Exception) -> Exception:
   kind, message = found[-1].group(1), text[found[-1].end():]
   typed = {"InputError": InputError, "BadRowsError": BadRowsError,
            "OutputBusyError": OutputBusyError,
-           "AnomalyError": AnomalyError}[kind](message.strip())
+           "AnomalyError": AnomalyError, "OutputError": OutputError,
+           "PublishInterruptedError": PublishInterruptedError,
+           }[kind](message.strip())
   typed.__cause__ = error
   return typed
 
