@@ -23,8 +23,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beam_tfrecords.runners.pipeline_options import (check_paths_reach_workers, is_dask,
                                          pipeline_options, runner_name,
                                          spread_on_dask)
-from beam_tfrecords.errors import (AnomalyError, InputError, from_worker,
-                                   is_disk_full)
+from beam_tfrecords.errors import (AnomalyError, InputError, OutputBusyError,
+                                   OutputError, PublishInterruptedError,
+                                   from_worker)
 from beam_tfrecords.expectations import ANOMALIES_FILE
 from beam_tfrecords.info import DatasetInfo, SplitInfo
 from beam_tfrecords.options import BuildOptions
@@ -38,10 +39,10 @@ from beam_tfrecords.schema import Schema, load_schema
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
 from beam_tfrecords.sinks import (recover,
                                   remove_staging)
-from beam_tfrecords.sinks.publishing import JOURNAL
+from beam_tfrecords.sinks.publishing import has_journal
 from beam_tfrecords.sources import InputPlan, plan_inputs
 from beam_tfrecords.sources.csv import TRANSFORM_BLOCK_SIZE
-from beam_tfrecords.staging import no_space_left, stage_output
+from beam_tfrecords.staging import output_failure, stage_output
 from beam_tfrecords.transforms import ReadInputs
 from beam_tfrecords.transforms.dataset import WriteBatches
 from beam_tfrecords.transforms.inputs import unit_bytes
@@ -178,7 +179,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     return BuildResult(output=output, info=info,
                        seconds=time.time() - started)
   finally:
-    staged.lock.release()
+    if staged.lock is not None:
+      staged.lock.release()
 
 
 def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
@@ -290,12 +292,12 @@ def _plan(schema: Schema, patterns: List[str], output: str, input_format,
 
 def _run(pipeline, options, progress: bool, input_bytes: int, output: str,
          staging: str, schema: Schema) -> None:
-  """Runs the pipeline; on Ctrl-C or a full disk, removes the staging
-  folder (a publish that began is finished instead)."""
+  """Runs the pipeline; on Ctrl-C or a failed write into the output,
+  removes the staging folder (a publish that began is finished instead)."""
   try:
     run_pipeline(pipeline, options, progress, input_bytes)
   except KeyboardInterrupt:
-    if FileSystems.exists(FileSystems.join(staging, JOURNAL)):
+    if has_journal(staging):
       # Interrupted while publishing: the switch is finished, not undone.
       recover(output, keep="")
       _LOG.warning("interrupted while publishing %s: finished publishing "
@@ -304,12 +306,16 @@ def _run(pipeline, options, progress: bool, input_bytes: int, output: str,
     remove_staging(staging)
     raise
   except Exception as e:  # pylint: disable=broad-except
-    if is_disk_full(e):
-      raise no_space_left(output, staging) from e
+    typed = from_worker(e)
+    if isinstance(typed, (OutputError, PublishInterruptedError,
+                          OutputBusyError)):
+      raise typed from e  # the publish said what happened
+    failure = output_failure(output, staging, e)
+    if failure is not None:
+      raise failure from e
     unshipped = _unshipped_transform(e, schema)
     if unshipped is not None:
       raise unshipped from e
-    typed = from_worker(e)
     if isinstance(typed, AnomalyError):
       typed.anomalies = _anomalies_in(staging)
     if typed is e:

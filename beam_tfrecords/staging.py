@@ -6,12 +6,13 @@ to date), the staging folder with TensorFlow Metadata's schema.pbtxt, and
 the dataset's plan (how it is cut and described in dataset.json).
 """
 
+import errno
 from typing import Any, Dict, NamedTuple, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords import planning
-from beam_tfrecords.errors import InputError, is_disk_full
+from beam_tfrecords.errors import InputError, OutputError
 from beam_tfrecords.expectations import CheckPlan, load_baseline
 from beam_tfrecords.info import Counts, DatasetInfo, Errors
 from beam_tfrecords.options import BuildOptions
@@ -26,6 +27,7 @@ from beam_tfrecords.sinks import (STAGING_PREFIX, TFRECORD_GZIP, OutputLock,
                                   Shuffle,
                                   check_output_files, recover,
                                   remove_staging)
+from beam_tfrecords.sinks.publishing import has_journal
 from beam_tfrecords.sinks.finish import FinishPlan
 from beam_tfrecords.sinks.tfds_files import (TFRECORD_PLAIN, check_tfds,
                                              features_json)
@@ -34,14 +36,16 @@ from beam_tfrecords.transforms.dataset import DatasetPlan
 from beam_tfrecords.transforms.grouped import buckets_for
 from beam_tfrecords.version import __version__
 
-__all__ = ["Staged", "stage_output", "dataset_plan", "no_space_left"]
+__all__ = ["Staged", "stage_output", "dataset_plan", "output_failure",
+           "output_errno"]
 
 
 class Staged(NamedTuple):
   """A locked output, ready for the pipeline (the caller releases the
   lock: build() when it returns, WriteDataset's last step when it has
   published)."""
-  lock: OutputLock
+  # None: up to date, found without taking the lock.
+  lock: Optional[OutputLock]
   # How the dataset is cut and described; None: up to date (build() only).
   dataset: Optional[DatasetPlan]
   # The finished dataset.json of the same build key, when up to date.
@@ -65,7 +69,16 @@ def stage_output(schema: Schema, plan, opts: BuildOptions, output: str,
       when the output holds another finished dataset).
   """
   planning.check_output(output)
-  lock = OutputLock(output, options).acquire()
+  if not opts.force:
+    # Up to date: said without the lock, so without writing (a read-only
+    # mount, say). A publish under way or cut short leaves no _SUCCESS.
+    previous = _up_to_date(output, key)
+    if previous is not None:
+      return Staged(None, None, previous)
+  try:
+    lock = OutputLock(output, options).acquire()
+  except OSError as e:
+    raise output_failure(output, None, e) from e
   try:
     # Builds killed before: their publishes are finished, their staging
     # folders removed.
@@ -87,23 +100,113 @@ def stage_output(schema: Schema, plan, opts: BuildOptions, output: str,
       with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
         f.write(tfmd_text(schema).encode("utf-8"))
     except Exception as e:  # pylint: disable=broad-except
-      if is_disk_full(e):
-        raise no_space_left(output, staging) from e
+      failure = output_failure(output, staging, e)
+      if failure is not None:
+        raise failure from e
       raise
+  except OSError as e:
+    lock.release()
+    failure = output_failure(output, None, e)
+    if failure is None:
+      raise
+    raise failure from e
   except BaseException:
     lock.release()
     raise
   return Staged(lock, dataset)
 
 
-def no_space_left(output: str, staging: str) -> InputError:
-  """A full disk while the build wrote: its staging folder removed, and
-  the error that says so."""
-  remove_staging(staging)
-  return InputError(
-      f"no space left on the device while writing {output} (the build's "
-      "staging folder was removed; nothing was published); free space "
-      "there or write the dataset elsewhere")
+def _up_to_date(output: str, key: str) -> Optional[Dict[str, Any]]:
+  """The dataset.json of the finished dataset of this build key in
+  `output`, read without writing (None: not finished, or another key)."""
+  try:
+    published = planning.success_text(output)
+    if published is None or published == "<unreadable>":
+      return None
+    previous = planning.finished_with_key(output, key)
+    # The same _SUCCESS after dataset.json was read: not replaced between.
+    if previous is None or planning.success_text(output) != published:
+      return None
+    return previous
+  except Exception:  # pylint: disable=broad-except
+    return None  # decided under the lock
+
+
+# What a failed write into the output says, by errno: (what happened,
+# what to do).
+_OUTPUT_ERRNOS = {
+    errno.ENOSPC: ("no space left on the device",
+                   "free space there or write the dataset elsewhere"),
+    errno.EDQUOT: ("the disk quota is exceeded",
+                   "free space there or write the dataset elsewhere"),
+    errno.EROFS: ("it is on a read-only file system",
+                  "give an --output on a writable file system"),
+    errno.EACCES: ("permission denied",
+                   "give an --output you can write to, or make the folder "
+                   "writable for you"),
+    errno.EPERM: ("operation not permitted",
+                  "give an --output you can write to, or make the folder "
+                  "writable for you"),
+    errno.ELOOP: ("a symbolic link in its path loops",
+                  "give an --output whose path resolves to a folder"),
+    errno.EEXIST: ("its path exists but is not a folder (a dangling or "
+                   "looping symbolic link?)",
+                   "give an --output whose path resolves to a folder"),
+    errno.ENOTDIR: ("a part of its path is a file, not a folder",
+                    "give an --output whose path resolves to a folder"),
+}
+
+
+def output_errno(error: BaseException, output: str) -> Optional[int]:
+  """The errno of a failed write into `output` that `error` (or what
+  caused it) is: an OSError here, or its text in a worker's traceback
+  (runners report those as text). A full disk or quota is one wherever it
+  is said; the others only when the message names the output."""
+  seen = set()
+  link: Optional[BaseException] = error
+  while link is not None and id(link) not in seen:
+    seen.add(id(link))
+    if isinstance(link, OSError) and link.errno in _OUTPUT_ERRNOS and (
+        link.errno in (errno.ENOSPC, errno.EDQUOT)
+        or output in str(link.filename or "") + str(link.filename2 or "")
+        or output in str(link)):
+      return link.errno
+    text = str(link)
+    for code in (errno.ENOSPC, errno.EDQUOT):
+      if f"[Errno {code}]" in text:
+        return code
+    if output in text:
+      for code in _OUTPUT_ERRNOS:
+        if f"[Errno {code}]" in text:
+          return code
+    link = link.__cause__ or link.__context__
+  return None
+
+
+def output_failure(output: str, staging: Optional[str],
+                   error: BaseException) -> Optional[OutputError]:
+  """The OutputError of a write into `output` that failed (None when
+  `error` is no such failure), the build's staging folder removed unless
+  its publish began: a staging folder with a journal is left for the
+  next build, which finishes (or undoes) the switch."""
+  code = output_errno(error, output)
+  if code is None:
+    return None
+  what, fix = _OUTPUT_ERRNOS[code]
+  said = "nothing was published"
+  if staging is not None:
+    if has_journal(staging):
+      said = ("its publish began and is finished (or undone) by the next "
+              f"build into {output}; nothing is lost")
+    else:
+      try:
+        remove_staging(staging)
+        said = "the build's staging folder was removed; nothing was published"
+      except Exception:  # pylint: disable=broad-except
+        said = (f"nothing was published (the next build removes {staging})")
+  return OutputError(
+      f"cannot write the dataset to {output}: {what} ({said}; a finished "
+      f"dataset that was there is as it was); {fix}")
 
 
 def _shards(schema: Schema, plan, opts: BuildOptions):
@@ -186,7 +289,9 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
       buckets=buckets_for(input_bytes),
       finish=FinishPlan(
           output=output, staging=staging, run=run,
-          success_text=f"beam-tfrecords {__version__} {key}\n",
+          # The run id makes each publish's _SUCCESS its own: readers
+          # tell a replaced dataset by it (window.Generation).
+          success_text=f"beam-tfrecords {__version__} {key} {run}\n",
           max_bad_rows=opts.max_bad_rows,
           max_bad_fraction=opts.max_bad_fraction,
           producible=tuple(producible_splits(schema.splits)),

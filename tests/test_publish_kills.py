@@ -26,14 +26,19 @@ class Killed(BaseException):
 
 
 def _files(folder) -> dict:
-  """relative path -> bytes, hidden entries (lock, staging) aside."""
+  """relative path -> bytes, hidden entries (lock, staging) aside; a
+  _SUCCESS without its last word (the run id of the build that
+  published)."""
   found = {}
   for root, dirs, names in os.walk(folder):
     dirs[:] = [d for d in dirs if not d.startswith(".")]
     for name in names:
       if not name.startswith("."):
         path = os.path.join(root, name)
-        found[os.path.relpath(path, folder)] = open(path, "rb").read()
+        data = open(path, "rb").read()
+        if name == "_SUCCESS" and len(data.split()) == 4:
+          data = data.rsplit(b" ", 1)[0]
+        found[os.path.relpath(path, folder)] = data
   return found
 
 
@@ -103,11 +108,13 @@ def test_a_kill_before_any_file_operation_ends_in_a_whole_dataset(
   publishing.publish(staging, out, meta, success)
   _expect(out, datasets)
   operations = count[0]
-  # The journal; moves of _SUCCESS and of the 8 old files (3 shards, the
-  # errors file, schema.pbtxt, statistics.pb, report.html, dataset.json);
-  # the marker; moves of the 7 new files; _SUCCESS; the journal's removal,
-  # the staging folder's.
-  assert operations == 21
+  # Made first: the new _SUCCESS and the marker; the journal; moves of
+  # _SUCCESS and of the 8 old files (3 shards, the errors file,
+  # schema.pbtxt, statistics.pb, report.html, dataset.json); the marker's;
+  # moves of the 7 new files; _SUCCESS's; the journal's removal, the
+  # staging folder's.
+  assert operations == 23
+  journal = 2  # the operation that writes the journal
   old = datasets["old"]["files"]
   for k in range(operations):
     out, staging, meta, success = _prepared(tmp_path, datasets)
@@ -135,7 +142,7 @@ def test_a_kill_before_any_file_operation_ends_in_a_whole_dataset(
       break
     # Killed before its journal was written, the publish had not begun:
     # the staging folder is a leftover (removed), the old dataset stays.
-    _expect(out, datasets, "new" if k else "old")
+    _expect(out, datasets, "new" if k > journal else "old")
 
 
 KILLED_BUILD = textwrap.dedent("""
@@ -153,7 +160,7 @@ KILLED_BUILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("k", [1, 8, 15])
+@pytest.mark.parametrize("k", [3, 10, 17])
 def test_a_build_killed_while_publishing_is_finished_by_the_next(
     tmp_path, datasets, k, caplog):
   out = str(tmp_path / "out")
@@ -246,7 +253,7 @@ def test_simultaneous_builds_into_one_output_never_mix(tmp_path):
 def test_an_interrupted_publish_missing_new_files_is_left_for_a_person(
     tmp_path, monkeypatch, datasets):
   out, staging, meta, success = _prepared(tmp_path, datasets)
-  monkeypatch.setattr(file_ops, "before_operation", _kill_at(12)[0])
+  monkeypatch.setattr(file_ops, "before_operation", _kill_at(14)[0])
   with pytest.raises(Killed):  # after the old files went aside
     publishing.publish(staging, out, meta, success)
   monkeypatch.setattr(file_ops, "before_operation", None)
@@ -312,14 +319,15 @@ def test_an_overwrite_on_s3_killed_anywhere_ends_whole(s3, datasets,
   # A move cut short after its copy (both copies there), for every file.
   real_move = file_ops.move
 
-  # Every other operation (the local test above takes every one).
-  for k in range(0, 17, 2):
+  # Before the journal (0-2), then every other operation of the switch
+  # (the local test above takes every one).
+  for k in [0, 2] + list(range(3, 21, 2)):
     _s3_prepared(client, datasets, "ds")
     monkeypatch.setattr(file_ops, "before_operation", _kill_at(k)[0])
     with pytest.raises(Killed):
       publishing.publish(f"{out}/{STAGING}", out, meta, success)
     monkeypatch.setattr(file_ops, "before_operation", None)
-    if k % 4 == 2 and k <= 12:  # then a move that copied and was killed
+    if k in (3, 7, 11, 15):  # then a move that copied and was killed
       def half(src, dst):
         FileSystems.copy([src], [dst])
         raise Killed(src)
@@ -329,7 +337,7 @@ def test_an_overwrite_on_s3_killed_anywhere_ends_whole(s3, datasets,
       monkeypatch.setattr(file_ops, "move", real_move)
     recover()
     assert _s3_files(client, "ds") == (
-        expected if k else dict(datasets["old"]["files"],
+        expected if k > 2 else dict(datasets["old"]["files"],
                                 **{"notes.txt": b"someone else's"})), k
 
 

@@ -20,7 +20,7 @@ from beam_tfrecords.errors import AnomalyError, InputError, OutputBusyError
 from beam_tfrecords.expectations import ANOMALIES_FILE, anomaly_lines
 from beam_tfrecords.info import DatasetInfo
 from beam_tfrecords.runners.run import sigint_deferred
-from beam_tfrecords.sinks.lock import OutputLock
+from beam_tfrecords.sinks.lock import LEASE_SECONDS, OutputLock
 from beam_tfrecords.sinks.metadata import check_thresholds
 from beam_tfrecords.sinks.publishing import publish, remove_parts
 
@@ -54,13 +54,18 @@ class FinishPlan(NamedTuple):
 
 class _Fence:
   """This build's hold on the output's lock, from inside the pipeline:
-  `renew()` before each file operation of the publish renews the lease by
-  compare-and-swap, and fails once another build has the lock."""
+  `renew()` before each file operation of the publish checks that the lock
+  is still this build's, and renews its lease (compare-and-swap) when it
+  is older than RENEW_AFTER seconds; it fails once another build has the
+  lock. (A renewal rewrites the lock in place, which needs no space.)"""
+
+  RENEW_AFTER = LEASE_SECONDS / 8
 
   def __init__(self, plan: FinishPlan, options):
     self._plan = plan
     self._store = OutputLock(plan.output, options)._store  # pylint: disable=protected-access
     self.token = None
+    self._renewed = 0.0
     self.renew()
 
   def _ours(self):
@@ -79,11 +84,15 @@ class _Fence:
       if ours is None:
         break
       info, token = ours
+      if time.monotonic() - self._renewed < self.RENEW_AFTER:
+        self.token = token
+        return
       info["renewed"] = time.time()
       new = self._store.replace(json.dumps(info, sort_keys=True).encode(
           "utf-8"), token)
       if new is not None:
         self.token = new
+        self._renewed = time.monotonic()
         return
     raise OutputBusyError(
         f"{self._plan.output}: the lock was removed or taken over by another "
@@ -124,8 +133,14 @@ def finish(info: DatasetInfo, plan: FinishPlan,
   with sigint_deferred("publishing"):
     publish(plan.staging, plan.output, info, plan.success_text,
             guard=fence.renew)
-    fence.renew()
-    fence._store.delete(fence.token)  # pylint: disable=protected-access
+    try:
+      ours = fence._ours()  # pylint: disable=protected-access
+      if ours is not None:
+        fence._store.delete(ours[1])  # pylint: disable=protected-access
+    except Exception:  # pylint: disable=broad-except
+      # Published: the launcher removes the lock when the build ends.
+      _LOG.warning("%s: published; could not remove the lock",
+                   plan.output, exc_info=True)
   return info
 
 

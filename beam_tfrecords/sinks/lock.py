@@ -46,9 +46,9 @@ class _LocalStore:
 
   def create(self, data: bytes):
     tmp = f"{self.path}.{uuid.uuid4().hex}.tmp"
-    with open(tmp, "wb") as f:
-      f.write(data)
     try:
+      with open(tmp, "wb") as f:
+        f.write(data)
       os.link(tmp, self.path)  # atomic; fails if the lock exists
     except FileExistsError:
       return None
@@ -63,7 +63,9 @@ class _LocalStore:
       with os.fdopen(fd, "wb") as f:
         f.write(data)
     finally:
-      os.unlink(tmp)
+      # Also when the temporary file could not be written (a full disk).
+      with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
     return data
 
   @contextlib.contextmanager
@@ -112,12 +114,12 @@ class _LocalStore:
     with self._held() as fd:
       if fd is None or self._content(fd) != token:
         return None
-      # A new file renamed over the lock: never a half-written lock (a
-      # waiting flock sees the inode change and looks again).
-      tmp = f"{self.path}.{uuid.uuid4().hex}.tmp"
-      with open(tmp, "wb") as f:
-        f.write(data)
-      os.rename(tmp, self.path)
+      # Rewritten in place under the flock (every reader takes it first,
+      # so none sees it half-written): a renewal allocates nothing, and a
+      # full disk cannot make it fail (the lease must not be the write
+      # that fails in the middle of a publish).
+      os.pwrite(fd, data, 0)
+      os.ftruncate(fd, len(data))
       return data
 
   def delete(self, token) -> bool:

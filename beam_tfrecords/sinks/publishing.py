@@ -3,25 +3,35 @@ publishes that a kill interrupted.
 
 The output is flat (`OUTPUT/train-*.tfrecord.gz`, as readers glob it), so
 a switch from an old dataset to a new one is a series of renames, kept
-recoverable by a journal (`STAGING/publish.json`, written before the
-first rename):
+recoverable by a journal (`STAGING/publish.json`). What the switch needs
+is made first, so that the switch itself writes nothing (a full disk
+cannot stop it halfway): `previous/` and the folders files move into,
+the new `_SUCCESS` (`STAGING/SUCCESS_NEXT`) and the marker of step 2
+(`STAGING/ASIDE_DONE`); then the journal, and then only renames:
 
 1. the old `_SUCCESS` moves into `STAGING/previous/` (from here on the
    output does not look finished);
 2. the old dataset's files (those its dataset.json lists, and itself) move
-   into `STAGING/previous/`; a marker file says this step is done;
+   into `STAGING/previous/`; the marker moves there: this step is done;
 3. the new files move in, dataset.json last;
-4. `_SUCCESS` is written;
-5. the staging folder (with the old files) is removed.
+4. `SUCCESS_NEXT` becomes the output's `_SUCCESS`: published;
+5. the journal is removed, then the staging folder (with the old files).
 
 Every step is idempotent: a later build into the output (holding its
 lock) runs the same steps from the journal, which finishes the switch; a
 kill at any point thus ends in the new dataset, whole, and until then the
-old one is kept whole in `previous/`. Nothing else in the output is
-touched: a file that the new dataset would overwrite and the old one does
-not list stops the publish before the first rename.
+old one is kept whole in `previous/`. A step that fails (an error, not a
+kill) is undone instead: the journal becomes `STAGING/rollback.json` and
+the renames are reversed (the old dataset back in place, the staging
+folder then removed); a rollback cut short is finished by the next build
+the same way. After step 4 the dataset is published: a failure while
+cleaning up (5) is a warning, the next build removes what is left.
+Nothing else in the output is touched: a file that the new dataset would
+overwrite and the old one does not list stops the publish before the
+first rename.
 """
 
+import errno
 import glob
 import json
 import logging
@@ -31,7 +41,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.errors import InputError
+from beam_tfrecords.errors import (InputError, OutputBusyError, OutputError,
+                                   PublishInterruptedError)
 from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
                                            STAGING_PREFIX, SUCCESS,
                                            TFT_TEMP_DIR, TRANSFORMED_DIR)
@@ -39,12 +50,16 @@ from beam_tfrecords.sinks import file_ops as ops
 from beam_tfrecords.sinks.shards import PARTS_DIR
 from beam_tfrecords.sinks.tfds_files import TFDS_FILES
 
-__all__ = ["publish", "recover", "remove_staging", "remove_parts",
+__all__ = ["publish", "recover", "has_journal", "remove_staging", "remove_parts",
            "previous_dataset", "check_output_files", "JOURNAL"]
 
 JOURNAL = "publish.json"
+# A switch being undone: its journal, renamed.
+ROLLBACK = "rollback.json"
 PREVIOUS = "previous"
 ASIDE_DONE = "ASIDE_DONE"
+# The new _SUCCESS, written before the switch and renamed at its end.
+SUCCESS_NEXT = "SUCCESS_NEXT"
 
 _LOG = logging.getLogger(__name__)
 # Our staging folders' names (a run id of 12 hex digits).
@@ -166,19 +181,44 @@ def publish(staging: str, output: str, meta: Mapping[str, Any],
   Raises:
     InputError: a file of the new dataset exists in `output` and the
       previous dataset does not list it (nothing was changed).
+    OutputError: the switch could not be made (a full disk, a file that
+      cannot be moved): nothing was published, the previous dataset is in
+      place as it was.
+    PublishInterruptedError: the switch failed and could not be undone
+      either: the next build into the output finishes it.
+    OutputBusyError: the lock was lost (from `guard`): the build that has
+      it finishes the switch.
   """
   journal_path = FileSystems.join(staging, JOURNAL)
-  if ops.exists(journal_path):
-    # A retried last step (runners retry a failed bundle): this build's
-    # own publish began; finish it.
-    ops.guard = guard
+  ops.guard = guard
+  try:
+    if ops.exists(journal_path) or ops.exists(
+        FileSystems.join(staging, ROLLBACK)):
+      # A retried last step (runners retry a failed bundle): this build's
+      # own publish began; finish it (or its rollback).
+      _resume(staging, output)
+      return
+    if not _relative(staging) and _success_matches(output, success_text):
+      return  # a retry after this build's publish ended
+    journal = _journal(staging, output, meta, success_text)
     try:
-      _advance(staging, output, ops.read_json(journal_path))
-    finally:
-      ops.guard = None
-    return
-  if not _relative(staging) and _success_matches(output, success_text):
-    return  # a retry after this build's publish ended
+      _prepare(staging, output, journal)
+      ops.write(journal_path, _dumps(journal))
+    except OutputBusyError:
+      _forget_journal(journal_path)
+      raise
+    except Exception as e:  # pylint: disable=broad-except
+      # The switch has not begun: the output is as it was.
+      _forget_journal(journal_path)
+      raise OutputError(_not_published(output, staging, e)) from e
+    _switch_or_undo(staging, output, journal)
+  finally:
+    ops.guard = None
+
+
+def _journal(staging: str, output: str, meta: Mapping[str, Any],
+             success_text: str) -> Dict[str, Any]:
+  """The switch's journal: what moves aside, what moves in."""
   present = set(_relative(output))
   old = _old_files(previous_dataset(output), present)
   new = [n for n in dict.fromkeys(listed(meta)) if n != DATASET_JSON]
@@ -198,22 +238,123 @@ def publish(staging: str, output: str, meta: Mapping[str, Any],
         "would overwrite and no dataset of ours lists: nothing was "
         f"published (the new files are in {staging}); move "
         f"{'it' if len(foreign) == 1 else 'them'} away and build again")
-  journal = {"old": old, "old_success": _ours_success(output), "new": new,
-             "success": success_text}
-  ops.guard = guard
+  return {"old": old, "old_success": _ours_success(output), "new": new,
+          "success": success_text}
+
+
+def _prepare(staging: str, output: str, journal: Dict[str, Any]) -> None:
+  """Makes what the switch needs, so that the switch only renames: the
+  folders files move into, the new _SUCCESS and the marker of step 2."""
+  previous = FileSystems.join(staging, PREVIOUS)
+  if ops.local(output):
+    folders = {previous, FileSystems.join(output, ERRORS_DIR)}
+    folders.update(os.path.dirname(ops.join(previous, n))
+                   for n in journal["old"])
+    folders.update(os.path.dirname(ops.join(output, n))
+                   for n in journal["new"])
+    for folder in sorted(folders):
+      os.makedirs(folder, exist_ok=True)
+  ops.write(FileSystems.join(staging, SUCCESS_NEXT), journal["success"])
+  # Not empty: Beam cannot upload that to S3.
+  ops.write(FileSystems.join(staging, ASIDE_DONE), "done\n")
+
+
+def _forget_journal(journal_path: str) -> None:
+  """Removes a journal whose switch never began (its write may have
+  landed before the error); never raises."""
   try:
-    ops.write(FileSystems.join(staging, JOURNAL), _dumps(journal))
-    _advance(staging, output, journal)
-  finally:
-    ops.guard = None
+    if ops.exists(journal_path):
+      ops.remove(journal_path)
+  except Exception:  # pylint: disable=broad-except
+    _LOG.warning("could not remove %s", journal_path, exc_info=True)
+
+
+def _not_published(output: str, staging: str, error: Exception) -> str:
+  """Says that the switch did not begin, its staging folder removed (a
+  full disk gets its space back) or left for the next build."""
+  try:
+    remove_staging(staging)
+    where = "its staging folder was removed"
+  except Exception:  # pylint: disable=broad-except
+    where = f"the next build removes its staging folder, {staging}"
+  return (f"could not publish {output}: {_said(error)}; nothing was "
+          f"published and {output} keeps its previous content ({where}). "
+          + _fix(error))
+
+
+def _said(error: Exception) -> str:
+  if isinstance(error, OSError) and error.strerror:
+    return error.strerror.lower() + (
+        f" ({error.filename})" if error.filename else "")
+  return f"{type(error).__name__}: {error}"
+
+
+def _fix(error: Exception) -> str:
+  code = getattr(error, "errno", None)
+  if code in (errno.ENOSPC, errno.EDQUOT):
+    return "Free space there, or write the dataset elsewhere"
+  if code in (errno.EROFS, errno.EACCES, errno.EPERM):
+    return "Make the folder writable for you, or write the dataset elsewhere"
+  return "Build again once the cause is fixed"
+
+
+def has_journal(staging: str) -> bool:
+  """Whether a publish (or its rollback) began from `staging`: then the
+  folder holds the only copy of a dataset, and only a publish's steps
+  may remove it."""
+  return any(ops.exists(FileSystems.join(staging, name))
+             for name in (JOURNAL, ROLLBACK))
+
+
+def _switch_or_undo(staging: str, output: str,
+                    journal: Dict[str, Any]) -> None:
+  """The switch from its journal; a step that fails is undone (the old
+  dataset put back), or else left for the next build to finish."""
+  try:
+    _switch(staging, output, journal)
+  except OutputBusyError:
+    raise  # the lock is another build's: it finishes the switch
+  except Exception as e:  # pylint: disable=broad-except
+    if _success_matches(output, journal["success"]):
+      _LOG.warning("%s: published; cleaning up failed (the next build "
+                   "removes %s): %s", output, staging, _said(e))
+      return
+    try:
+      _undo(staging, output)
+    except OutputBusyError:
+      raise
+    except Exception as undo_error:  # pylint: disable=broad-except
+      raise PublishInterruptedError(
+          f"the publish of {output} was interrupted ({_said(e)}) and could "
+          f"not be undone ({_said(undo_error)}): {output} holds no finished "
+          f"dataset now, and nothing is lost: the new dataset is whole in "
+          f"{staging}, the previous one in {staging}/{PREVIOUS}. Run the "
+          "same build again (once the cause is fixed) to finish the "
+          "publish") from e
+    raise OutputError(
+        f"could not publish {output}: {_said(e)}; the switch was undone: "
+        f"{output} holds its previous content, whole. " + _fix(e)) from e
+  _clean_up(staging, output, journal)
 
 
 def _dumps(value: Any) -> str:
   return json.dumps(value, indent=1, sort_keys=True) + "\n"
 
 
-def _advance(staging: str, output: str, journal: Dict[str, Any]) -> None:
-  """Runs the switch's steps from wherever they stopped (idempotent)."""
+def _resume(staging: str, output: str) -> None:
+  """Finishes what a journal (or a rollback's) in `staging` began."""
+  rollback = FileSystems.join(staging, ROLLBACK)
+  if ops.exists(rollback):
+    _undo(staging, output)
+    return
+  journal = ops.read_json(FileSystems.join(staging, JOURNAL))
+  _switch(staging, output, journal)
+  _clean_up(staging, output, journal)
+
+
+def _switch(staging: str, output: str, journal: Dict[str, Any]) -> None:
+  """Runs the switch's steps 1-4 from wherever they stopped
+  (idempotent; renames only)."""
   previous = FileSystems.join(staging, PREVIOUS)
   aside_done = FileSystems.join(previous, ASIDE_DONE)
   success = FileSystems.join(output, SUCCESS)
@@ -228,8 +369,11 @@ def _advance(staging: str, output: str, journal: Dict[str, Any]) -> None:
       _move_once(success, FileSystems.join(previous, SUCCESS))
     for name in journal["old"]:
       _move_once(ops.join(output, name), ops.join(previous, name))
-    ops.write(aside_done, "done\n")  # not empty: Beam cannot upload that to S3
-    _remove_empty_folders(output, journal["old"])
+    marker = FileSystems.join(staging, ASIDE_DONE)
+    if ops.exists(marker):
+      ops.move(marker, aside_done)
+    else:  # a journal of an earlier version: no marker made beforehand
+      ops.write(aside_done, "done\n")
   lost = [n for n in journal["new"] if not ops.exists(ops.join(staging, n))
           and not ops.exists(ops.join(output, n))]
   if lost:
@@ -243,11 +387,56 @@ def _advance(staging: str, output: str, journal: Dict[str, Any]) -> None:
   errors = FileSystems.join(output, ERRORS_DIR)
   if ops.local(errors):  # errors/ is there even without errors (local disk)
     os.makedirs(errors, exist_ok=True)
-  ops.write(success, journal["success"])
-  # The journal goes first: a kill while the staging folder is removed
-  # leaves a leftover, not a publish to finish.
-  ops.remove(FileSystems.join(staging, JOURNAL))
-  remove_staging(staging)
+  success_next = FileSystems.join(staging, SUCCESS_NEXT)
+  if ops.exists(success_next):
+    _move_once(success_next, success)
+  elif not _success_matches(output, journal["success"]):
+    ops.write(success, journal["success"])  # an earlier version's journal
+
+
+def _clean_up(staging: str, output: str, journal: Dict[str, Any]) -> None:
+  """Step 5, once published: the emptied folders, the journal, then the
+  staging folder; a failure is a warning (the next build removes what is
+  left)."""
+  try:
+    _remove_empty_folders(output, [n for n in journal["old"]
+                                   if n not in journal["new"]])
+    # The journal goes first: a kill while the staging folder is removed
+    # leaves a leftover, not a publish to finish.
+    ops.remove(FileSystems.join(staging, JOURNAL))
+    remove_staging(staging)
+  except OutputBusyError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    _LOG.warning("%s: published; cleaning up failed (the next build "
+                 "removes %s): %s", output, staging, _said(e))
+
+
+def _undo(staging: str, output: str) -> None:
+  """Reverses a switch that failed (idempotent, renames only): the journal
+  becomes the rollback's; the new files that moved in go back to the
+  staging folder, the old ones and their _SUCCESS (last) back in place;
+  then the rollback's journal and the staging folder go."""
+  journal_path = FileSystems.join(staging, JOURNAL)
+  rollback = FileSystems.join(staging, ROLLBACK)
+  if ops.exists(journal_path):
+    ops.move(journal_path, rollback)  # from here on, undone, never redone
+  journal = ops.read_json(rollback)
+  previous = FileSystems.join(staging, PREVIOUS)
+  # A new file leaves the staging folder only once every old one is
+  # aside: one in the output, and not in the staging folder, is new.
+  for name in reversed(journal["new"]):
+    if not ops.exists(ops.join(staging, name)):
+      _move_once(ops.join(output, name), ops.join(staging, name))
+  for name in journal["old"] + [SUCCESS]:
+    if not ops.exists(ops.join(output, name)):
+      _move_once(ops.join(previous, name), ops.join(output, name))
+  ops.remove(rollback)
+  try:
+    remove_staging(staging)
+  except Exception:  # pylint: disable=broad-except
+    _LOG.warning("could not remove %s (the next build removes it)",
+                 staging, exc_info=True)
 
 
 def _move_once(src: str, dst: str) -> None:
@@ -284,9 +473,12 @@ def recover(output: str, keep: str) -> List[str]:
     staging = FileSystems.join(output, name)
     if staging.rstrip("/") == keep.rstrip("/"):
       continue
-    journal_path = FileSystems.join(staging, JOURNAL)
-    if ops.exists(journal_path):
-      _advance(staging, output, ops.read_json(journal_path))
+    if ops.exists(FileSystems.join(staging, ROLLBACK)):
+      _resume(staging, output)
+      line = (f"finished undoing the publish of an earlier build that "
+              f"failed ({name}); the dataset before it is in place")
+    elif ops.exists(FileSystems.join(staging, JOURNAL)):
+      _resume(staging, output)
       line = (f"finished the publish of an earlier build that was "
               f"interrupted ({name})")
     else:
@@ -327,7 +519,11 @@ def remove_parts(staging: str) -> None:
 def remove_staging(staging: str) -> int:
   """Deletes a staging directory and everything in it, on any file system
   (object stores have no directories to delete recursively); returns the
-  bytes it held."""
+  bytes it held. Never one whose publish began (it may hold the only copy
+  of a dataset): that raises RuntimeError."""
+  if has_journal(staging):
+    raise RuntimeError(f"{staging} holds a publish's journal; only the "
+                       "publish's own steps remove it")
   found = _sized_files_under(staging)
   size = sum(size for _, size in found)
   files = [path for path, _ in found]
