@@ -257,10 +257,14 @@ class DatasetInfo(_JsonView):
   # (beam_tfrecords.expectations).
   anomalies: Optional[Dict[str, Any]] = None
   extra: Dict[str, Any] = dataclasses.field(default_factory=dict)
+  # Not in dataset.json: the _SUCCESS text of the publish this was read
+  # from (beam_tfrecords.generations), when read as a finished dataset.
+  generation: Optional[str] = dataclasses.field(default=None, compare=False)
 
   @classmethod
   def from_json(cls, d: Mapping[str, Any]) -> "DatasetInfo":
-    known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+    known = {f.name for f in dataclasses.fields(cls)} - {"extra",
+                                                          "generation"}
     label = d.get("label")
     return cls(
         splits=_splits_from_json(d["splits"]),

@@ -12,7 +12,8 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional,
 
 
 from beam_tfrecords import fs
-from beam_tfrecords.errors import InputError
+from beam_tfrecords.errors import DatasetReplacedError, InputError
+from beam_tfrecords.generations import Guard, Pinned
 from beam_tfrecords.info import DatasetInfo
 from beam_tfrecords.tfrecord_files import (decode_example, decode_sequence_example,
                                     iter_tfrecords)
@@ -227,29 +228,63 @@ def _records(stream: RecordStream):
   """A tf.data.Dataset of the stream's serialized records: its pieces
   read in order (skip and take in each file); with a seed, shuffled by
   tf.data in a buffer seeded from it (another order than the stream's
-  own buffer, the same on every run)."""
+  own buffer, the same on every run).
+
+  Each file is opened by `generations.Pinned` (checked against its
+  dataset's generation, then read through the descriptor it opened), so a
+  dataset replaced meanwhile stops the read with an error saying so
+  (tf.errors.UnknownError: py_function reports every error so; its
+  message is DatasetReplacedError's), never a mix of two builds' shards."""
   import tensorflow as tf
   pieces = stream.pieces
   if not pieces:
     return tf.data.Dataset.from_tensor_slices(tf.constant([], tf.string))
   whole = {f: n for f, n in stream.files}
+  pinned = Pinned(stream.guard, [p.file for p in pieces])
+
+  def opened(i):
+    try:
+      return pinned.open(int(i))
+    except DatasetReplacedError as e:
+      raise tf.errors.AbortedError(None, None, str(e)) from e
+
+  def closed(i):
+    try:
+      pinned.close(int(i))
+    except DatasetReplacedError as e:
+      raise tf.errors.AbortedError(None, None, str(e)) from e
+    return i
+
+  def piece(i, skip, take, compression, partial: bool):
+    path = tf.py_function(opened, [i], tf.string)
+    path.set_shape([])
+    records = tf.data.TFRecordDataset(path, compression_type=compression)
+    if partial:
+      records = records.skip(skip).take(take)
+    # After the file's last record: its descriptor closed (no element).
+    end = (tf.data.Dataset.from_tensors(i)
+           .map(lambda j: tf.py_function(closed, [j], tf.int64))
+           .filter(lambda _: False)
+           .map(lambda _: tf.constant(b"", tf.string)))
+    return records.concatenate(end)
 
   def kind(p):  # per file: a window may mix gzip and --tfds datasets
     return "GZIP" if p.file.endswith(".gz") else ""
-  # Whole files in a row are one TFRecordDataset (no per-record skip or
-  # take: as fast as the plain read); a share's partial first and last
-  # files skip and take.
+  # Whole files are read without a per-record skip or take (as fast as
+  # the plain read); a share's partial first and last files skip and take.
   parts = []
-  for (is_whole, compression), grouped in itertools.groupby(
-      pieces, key=lambda p: (p.skip == 0 and p.take == whole[p.file],
-                             kind(p))):
+  for partial, grouped in itertools.groupby(
+      enumerate(pieces),
+      key=lambda ip: not (ip[1].skip == 0
+                          and ip[1].take == whole[ip[1].file])):
     run = list(grouped)
-    if is_whole:
-      parts.append(tf.data.TFRecordDataset([p.file for p in run],
-                                           compression_type=compression))
-    else:
-      parts += [tf.data.TFRecordDataset(p.file, compression_type=compression)
-                .skip(p.skip).take(p.take) for p in run]
+    slices = (tf.constant([i for i, _ in run], tf.int64),
+              tf.constant([p.skip for _, p in run], tf.int64),
+              tf.constant([p.take for _, p in run], tf.int64),
+              tf.constant([kind(p) for _, p in run], tf.string))
+    parts.append(tf.data.Dataset.from_tensor_slices(slices).flat_map(
+        lambda i, skip, take, compression, partial=partial: piece(
+            i, skip, take, compression, partial)))
   ds = parts[0]
   for part in parts[1:]:
     ds = ds.concatenate(part)
@@ -379,8 +414,11 @@ def iter_transformed(path: str, shard: Mapping[str, Any]
   info.transform.splits[split].shards, or its JSON) as {feature: [values]},
   in plain Python; a SequenceExample as {"context": {feature: [values]},
   "feature_lists": {feature: [[values] per step]}}."""
-  sequence = dataset_info(path).record == "sequence_example"
-  for record in iter_tfrecords(fs.join(path.rstrip("/"), shard["file"])):
+  info = dataset_info(path)
+  sequence = info.record == "sequence_example"
+  file = fs.join(path.rstrip("/"), shard["file"])
+  guard = Guard({path.rstrip("/"): info.generation})
+  for record in guard.lists(file, iter_tfrecords(file)):
     if sequence:
       context, lists = decode_sequence_example(record)
       yield {"context": {k: list(v) for k, (_, v) in sorted(context.items())},

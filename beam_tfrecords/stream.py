@@ -23,7 +23,9 @@ import copy
 import random
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from beam_tfrecords import fs
 from beam_tfrecords.errors import InputError
+from beam_tfrecords.generations import Guard
 from beam_tfrecords.shares import (Piece, check_share, file_order, share,
                                    share_of, stable_seed)
 from beam_tfrecords.tfrecord_files import iter_tfrecord_lists
@@ -73,6 +75,8 @@ class RecordStream:
                worker: Optional[Tuple[int, int]] = None,
                transformed: bool = False):
     self.found = window(datasets)
+    # Each file checked against its dataset's generation once open.
+    self.guard = Guard({path: info.generation for path, info in self.found})
     self.split = split
     self.files = split_files(self.found, split, transformed)
     self.shard = check_share(shard)
@@ -122,7 +126,8 @@ class RecordStream:
     whole = dict(self.files)
     for p in self.pieces:
       at, end = 0, p.skip + p.take  # records of the file before the list
-      records_of = iter_tfrecord_lists(p.file, check_crc=False)
+      records_of = self.guard.lists(
+          p.file, iter_tfrecord_lists(p.file, check_crc=False))
       for records in records_of:
         lo, hi = max(p.skip - at, 0), min(end - at, len(records))
         at += len(records)
@@ -131,9 +136,12 @@ class RecordStream:
         if at >= end:
           # The file's end: read on (a truncated tail fails there).
           if end >= whole[p.file] and at + sum(map(len, records_of)) > end:
-            raise InputError(f"{p.file}: more records than its dataset "
-                             f"lists ({whole[p.file]})")
+            raise self.guard.failed(p.file, InputError(
+                f"{p.file}: more records than its dataset lists "
+                f"({whole[p.file]})"))
           break
+      if not fs.is_local(p.file):  # read by name: still the generation's
+        self.guard.check(p.file)
 
   def __iter__(self) -> Iterator[bytes]:
     # The counters are set now, not at the first record: state_dict() is

@@ -19,6 +19,7 @@ window reads the same records on every day, or fails naming the dataset
 that was rebuilt or changed since.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -26,6 +27,7 @@ from typing import Any, Dict, List, Sequence, Tuple, Union
 
 from beam_tfrecords import fs
 from beam_tfrecords.errors import InputError
+from beam_tfrecords.generations import consistent
 from beam_tfrecords.info import DATASET_JSON, DatasetInfo
 
 __all__ = ["datasets", "window", "pin", "digest", "PIN_KIND", "is_pin",
@@ -87,15 +89,16 @@ def datasets(spec: Datasets) -> List[str]:
 
 
 def finished(path: str) -> DatasetInfo:
-  """The dataset.json of a finished dataset.
+  """The dataset.json of a finished dataset, with the generation it
+  belongs to (its `generation`: the same _SUCCESS before and after it was
+  read; see beam_tfrecords.generations).
 
   Raises:
     InputError: no _SUCCESS (the build failed, was killed or runs).
+    DatasetReplacedError: it is being replaced (for over 2 s).
   """
-  if not fs.exists(fs.join(path, "_SUCCESS")):
-    raise InputError(f"{path} is not a finished dataset (no _SUCCESS file); "
-                     "its build failed, was killed or is still running")
-  return DatasetInfo.from_directory(path)
+  info, token = consistent(path, lambda: DatasetInfo.from_directory(path))
+  return dataclasses.replace(info, generation=token)
 
 
 def _spec_items(info: DatasetInfo) -> Dict[str, Any]:
