@@ -11,8 +11,10 @@ infer-schema) does not pay for importing Apache Beam or TensorFlow.
 
 import importlib
 
-from beam_tfrecords.errors import (AnomalyError, BadRowsError, EncodingError,
-                                   InputError, OutputBusyError, SchemaError)
+from beam_tfrecords.errors import (AnomalyError, BadRowsError,
+                                   DatasetReplacedError, EncodingError,
+                                   InputError, OutputBusyError, OutputError,
+                                   PublishInterruptedError, SchemaError)
 from beam_tfrecords.version import __version__
 
 # Public name -> the module that defines it.
@@ -44,8 +46,10 @@ _LAZY = {
     "load_schema": "beam_tfrecords.schema",
 }
 
-__all__ = sorted(["AnomalyError", "BadRowsError", "EncodingError", "InputError",
-                  "OutputBusyError", "SchemaError", "__version__", *_LAZY])
+__all__ = sorted(["AnomalyError", "BadRowsError", "DatasetReplacedError",
+                  "EncodingError", "InputError", "OutputBusyError",
+                  "OutputError", "PublishInterruptedError", "SchemaError",
+                  "__version__", *_LAZY])
 
 
 def __getattr__(name: str):
