@@ -12,12 +12,15 @@ so a glob matches the same files here as in a build.
 """
 
 import bz2
+import fnmatch
 import gzip
 import io
 import lzma
 import os
 import re
 from typing import Callable, Dict, List, NamedTuple
+
+from beam_tfrecords.errors import InputError
 
 __all__ = ["FileInfo", "is_local", "join", "exists", "open_read", "match",
            "write_bytes",
@@ -125,6 +128,18 @@ def _regex(pattern: str) -> "re.Pattern":
   return re.compile("(?ms)" + "".join(out) + r"\Z")
 
 
+def _could_hold(pattern: str, root: str, folder: str) -> bool:
+  """Whether files under `folder` (found walking from `root`) could match
+  the local `pattern`: a `**` crosses folders; else each of the folder's
+  names must match the pattern's part at its depth."""
+  if "**" in pattern:
+    return True
+  rel = os.path.relpath(folder, root or ".").split(os.sep)
+  parts = os.path.relpath(pattern, root or ".").split(os.sep)
+  return len(rel) < len(parts) and all(
+      fnmatch.fnmatchcase(name, part) for name, part in zip(rel, parts))
+
+
 def match(pattern: str) -> List[FileInfo]:
   """The files a pattern names, sorted by path."""
   if not is_local(pattern):
@@ -145,7 +160,20 @@ def match(pattern: str) -> List[FileInfo]:
   wanted = _regex(pattern)
   root = os.path.dirname(prefix)
   found = []
-  for folder, _, names in os.walk(root or "."):
+
+  def unreadable(error: OSError) -> None:
+    # A folder that could hold matches and cannot be listed: never
+    # silently fewer files.
+    if isinstance(error, PermissionError) and error.filename and \
+        _could_hold(pattern, root, str(error.filename)):
+      folder = error.filename
+      raise InputError(
+          f"input {pattern!r}: permission denied: this user cannot list "
+          f"the directory {folder}, so the files there cannot be found; "
+          "give the user read and execute (r-x) permission on it (chmod "
+          f"o+rx {folder}, or add the user to its group), or run the build "
+          "as a user who can read it")
+  for folder, _, names in os.walk(root or ".", onerror=unreadable):
     for name in names:
       path = os.path.join(folder, name) if root else os.path.relpath(
           os.path.join(folder, name))

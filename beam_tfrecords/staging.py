@@ -78,7 +78,10 @@ def stage_output(schema: Schema, plan, opts: BuildOptions, output: str,
   try:
     lock = OutputLock(output, options).acquire()
   except OSError as e:
-    raise output_failure(output, None, e) from e
+    failure = output_failure(output, None, e)
+    if failure is None:
+      raise
+    raise failure from e
   try:
     # Builds killed before: their publishes are finished, their staging
     # folders removed.

@@ -9,6 +9,7 @@ CRCs; `decode_example` turns a serialized tf.train.Example into a dict of
 name -> ("int64_list" | "float_list" | "bytes_list", values).
 """
 
+import gzip
 import struct
 import zlib
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -176,8 +177,7 @@ def _framed(path: str, kind: str, check_crc: bool, chunk: int, skip: int,
   first `skip` are not yielded; yielded[0] counts those that are."""
   # (Reading again after an error, the gzip module: it yields the bytes
   # before a bad trailer, which zlib's one call for both does not.)
-  local_gzip = kind == fs.GZIP and fs.is_local(path) and chunk > 0
-  with _Gunzip(path) if local_gzip else fs.open_read(path, kind) as f:
+  with _open_framed(path, kind, chunk) as f:
     buf, pos, index = b"", 0, 0
     while True:
       records, pos, wrong = _cut(buf, pos, check_crc)
@@ -204,14 +204,47 @@ def _framed(path: str, kind: str, check_crc: bool, chunk: int, skip: int,
           if have < 12 else f"{path}: truncated record {index + 1}")
 
 
+def _open_framed(path: str, kind: str, chunk: int):
+  """The file's bytes for `_framed`. gzip is never read through Beam's
+  gzip reader, which ends a truncated stream early without a word (the
+  records after the cut would be left out silently): zlib from large
+  reads (`_Gunzip`), or, reading again after an error, the gzip module;
+  both raise EOFError where the data ends early."""
+  if kind != fs.GZIP:
+    return fs.open_read(path, kind)
+  if chunk > 0:
+    return _Gunzip(path)
+  if fs.is_local(path):
+    return fs.open_read(path, kind)
+  return _GzipModule(path)
+
+
+class _GzipModule:
+  """A file on any file system, read through Python's gzip module."""
+
+  def __init__(self, path: str):
+    self._raw = fs.open_read(path, fs.UNCOMPRESSED)
+    self._gzip = gzip.GzipFile(fileobj=self._raw, mode="rb")
+
+  def __enter__(self) -> "_GzipModule":
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self._gzip.close()
+    self._raw.close()
+
+  def read(self, n: int) -> bytes:
+    return self._gzip.read(n)
+
+
 class _Gunzip:
-  """A local gzip file's members back to back, inflated by zlib straight
+  """A gzip file's members back to back, inflated by zlib straight
   from 1 MB reads (the gzip module inflates 8 KB at a time, which costs a
   third as much again as inflating: measured). zlib checks each
   member's CRC and length."""
 
   def __init__(self, path: str):
-    self._file = open(path, "rb")  # pylint: disable=consider-using-with
+    self._file = fs.open_read(path, fs.UNCOMPRESSED)
     self._z = zlib.decompressobj(zlib.MAX_WBITS | 16)
     self._input = b""
     self._in_member = False

@@ -80,7 +80,8 @@ def read_suite(args, cli_cmd) -> None:
       try:
         n, seconds = _timed(code, path)
       except subprocess.CalledProcessError as e:
-        print(f"{name}: failed ({e.stderr.strip().splitlines()[-1]})")
+        said = e.stderr.strip().splitlines() or [f"exit {e.returncode}"]
+        print(f"{name}: failed ({said[-1]})")
         continue
       assert n == rows, (name, n, rows)
       best[name] = min(best.get(name, seconds), seconds)

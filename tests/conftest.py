@@ -4,6 +4,10 @@ import glob
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The debug logs of failed builds (beam_tfrecords.cli) go to a folder of
+# the test run's, not the system's temporary folder.
+os.environ.setdefault("BTR_LOG_DIR", os.path.join(
+    os.environ.get("TMPDIR", "/tmp"), f"btr-test-logs-{os.getpid()}"))
 
 import pytest
 

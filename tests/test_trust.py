@@ -304,9 +304,10 @@ def test_a_full_disk_is_a_clean_error_and_removes_staging(tmp_path, capsys,
   monkeypatch.setattr(FileSystems, "create", full)
   assert _build(tmp_path) == cli.EXIT_INPUT
   err = capsys.readouterr().err
-  assert "error: no space left on the device while writing " in err
-  assert "(the build's staging folder was removed; nothing was published)" \
-      in err
+  assert f"error: cannot write the dataset to {tmp_path / 'out'}: no space " \
+      "left on the device (the build's staging folder was removed; " \
+      "nothing was published; a finished dataset that was there is as it " \
+      "was); free space there or write the dataset elsewhere" in err
   assert not os.path.exists(tmp_path / "out") or \
       os.listdir(tmp_path / "out") == []
   # On other runners a worker's full disk arrives as traceback text.

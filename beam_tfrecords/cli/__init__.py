@@ -15,36 +15,57 @@ dropped.
 
 Exit codes: 0 built or up to date; 1 the pipeline failed; 2 a schema,
 input or argument error; 3 too many rejected rows (nothing published);
-4 no input for the requested date / span; 130 interrupted (Ctrl-C).
+4 no input for the requested date / span; 5 the data broke the schema's
+expectations; 6 a publish was interrupted (the same command again
+finishes it); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
+
+An error of ours is one `error: ...` line on stderr. Beam's own log
+records (a failed step's traceback) and the error's full traceback go to a
+debug log file instead (in $BTR_LOG_DIR, else the system's temporary
+folder), named in a `details: ...` line when a build's pipeline failed;
+--verbose shows them all on stderr, as they come. Any other exception is a
+bug: it is raised with its traceback (exit 1).
 """
 
 import dataclasses
 import json
 import logging
+import os
 import sys
+import tempfile
 import threading
+import time
 from typing import List, Optional
 
 from beam_tfrecords.errors import (AnomalyError, BadRowsError,
                                    BeamTFRecordsError, InputError,
-                                   NoInputError, OutputBusyError)
+                                   NoInputError, OutputBusyError,
+                                   PublishInterruptedError)
 from beam_tfrecords.cli import show
 from beam_tfrecords.cli.args import build_flags, format_options, parser
 from beam_tfrecords.progress import human_bytes
 
 __all__ = ["main", "parser", "EXIT_OK", "EXIT_FAILED", "EXIT_INPUT",
            "EXIT_BAD_ROWS", "EXIT_NO_INPUT", "EXIT_ANOMALY",
-           "EXIT_INTERRUPTED"]
+           "EXIT_PUBLISH_INTERRUPTED", "EXIT_INTERRUPTED", "EXIT_TERMINATED",
+           "LOG_DIR_ENV"]
 
 
 # Exit codes (for schedulers): 0 built or up to date; 1 the pipeline failed;
 # 2 a schema, input or argument error; 3 more bad rows than allowed (nothing
 # published); 4 no input for the requested date / span (nothing to do);
 # 5 the data broke the schema's expectations (nothing published);
-# 130 interrupted (128 + SIGINT, as shells report it).
+# 6 a publish began and could not end (nothing lost: the same command again
+# finishes it); 130 interrupted (128 + SIGINT, as shells report it);
+# 143 terminated (128 + SIGTERM: a scheduler stopped the build).
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_BAD_ROWS, EXIT_NO_INPUT = 0, 1, 2, 3, 4
 EXIT_ANOMALY = 5
+EXIT_PUBLISH_INTERRUPTED = 6
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+# The folder of the debug log files (default: the system's temporary one).
+LOG_DIR_ENV = "BTR_LOG_DIR"
 
 # Errors the user can act on: (kind, --summary-json status, exit code), the
 # first kind that matches.
@@ -52,7 +73,96 @@ USER_ERRORS = ((NoInputError, "no_input", EXIT_NO_INPUT),
                (BadRowsError, "too_many_bad_rows", EXIT_BAD_ROWS),
                (AnomalyError, "anomalies", EXIT_ANOMALY),
                (OutputBusyError, "busy", EXIT_INPUT),
+               (PublishInterruptedError, "publish_interrupted",
+                EXIT_PUBLISH_INTERRUPTED),
                (BeamTFRecordsError, "error", EXIT_INPUT))
+
+
+class _DebugLog:
+  """A file for what stderr does not show: Beam's own log records (a
+  failed step logs its traceback at ERROR through the `apache_beam`
+  loggers), a copy of our warnings, and the traceback of the error that
+  ended the command. Kept, and named on stderr, only when a build's
+  pipeline failed (or Beam logged something); removed otherwise."""
+
+  FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+  def __init__(self, path: str, stream):
+    self.path = path
+    self.handler = logging.StreamHandler(stream)
+    self.handler.setFormatter(logging.Formatter(self.FORMAT))
+    self.handler.addFilter(self._count)
+    self.beam_records = 0
+    self.kept = False  # named in a details: line: not removed
+    self._beam = logging.getLogger("apache_beam")
+    self._propagate = self._beam.propagate
+    self._runs = _runs_started()
+
+  @classmethod
+  def start(cls, command: str) -> Optional["_DebugLog"]:
+    """Beam's records diverted into a new file; None (nothing diverted)
+    when no file can be made."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for folder in (os.environ.get(LOG_DIR_ENV), tempfile.gettempdir()):
+      if not folder:
+        continue
+      try:
+        os.makedirs(folder, exist_ok=True)
+        fd, path = tempfile.mkstemp(
+            prefix=f"beam_tfrecords-{command}-{stamp}-", suffix=".log",
+            dir=folder)
+      except OSError:
+        continue
+      log = cls(path, os.fdopen(fd, "w", encoding="utf-8"))
+      log._beam.addHandler(log.handler)
+      log._beam.propagate = False
+      logging.getLogger().addHandler(log.handler)
+      return log
+    return None
+
+  def _count(self, record: logging.LogRecord) -> bool:
+    if record.name == "apache_beam" or record.name.startswith(
+        "apache_beam."):
+      self.beam_records += 1
+    return True
+
+  def failed(self, error: BaseException) -> bool:
+    """Writes the error's traceback; says the file's path on stderr (and
+    returns True) when there is more to see there than the error line:
+    the build's pipeline ran, or Beam logged something."""
+    self.handler.handle(logging.LogRecord(
+        __name__, logging.ERROR, __file__, 0, "the command failed", (),
+        (type(error), error, error.__traceback__)))
+    self.handler.flush()
+    if not self.beam_records and _runs_started() == self._runs:
+      return False
+    print(f"details: {self.path}", file=sys.stderr)
+    return True
+
+  def stop(self, keep: bool) -> None:
+    self._beam.removeHandler(self.handler)
+    self._beam.propagate = self._propagate
+    logging.getLogger().removeHandler(self.handler)
+    self.handler.close()
+    self.handler.stream.close()
+    if not keep:
+      try:
+        os.remove(self.path)
+      except OSError:
+        pass
+
+
+def _runs_started() -> int:
+  """Pipelines run so far (0 when none could have: the runner module,
+  which imports Beam, is not loaded)."""
+  run = sys.modules.get("beam_tfrecords.runners.run")
+  return run.runs_started() if run is not None else 0
+
+
+def _terminated(error: BaseException) -> bool:
+  """Whether a KeyboardInterrupt is a SIGTERM's (runners.run.Terminated)."""
+  run = sys.modules.get("beam_tfrecords.runners.run")
+  return run is not None and isinstance(error, run.Terminated)
 
 
 def _summary(args, status: str, code: int, result=None, error=None,
@@ -112,6 +222,14 @@ def _previous_baseline(args, output: str, schema) -> Optional[str]:
 
 
 def _build(args, beam_args: List[str]) -> int:
+  from beam_tfrecords.runners.run import sigterm_interrupts
+  # SIGTERM (a scheduler stopping the build) is a Ctrl-C from here on: the
+  # staging folder is removed, and it is said in one line.
+  with sigterm_interrupts():
+    return _build_command(args, beam_args)
+
+
+def _build_command(args, beam_args: List[str]) -> int:
   from beam_tfrecords.runners.pipeline_options import check_beam_args
   from beam_tfrecords.building import build
   from beam_tfrecords.schedule import (Schedule, has_placeholders,
@@ -180,11 +298,28 @@ def _build(args, beam_args: List[str]) -> int:
 
 def main(argv: Optional[List[str]] = None) -> int:
   args, rest = parser().parse_known_args(argv)
+  verbose = getattr(args, "verbose", False)
   logging.basicConfig(
-      level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+      level=logging.INFO if verbose else logging.WARNING,
       format="%(levelname)s %(name)s: %(message)s")
   if args.command != "build" and rest:
     parser().error(f"unrecognized arguments: {' '.join(rest)}")
+  # Beam's own records go to a file unless --verbose (see _DebugLog).
+  debug = None if verbose else _DebugLog.start(args.command)
+  keep = False
+  try:
+    return _command(args, rest, debug)
+  except Exception as e:  # a bug (not ours to say in a line): raised
+    keep = debug is not None and debug.failed(e)
+    raise
+  finally:
+    if debug is not None:
+      debug.stop(keep or debug.kept)
+
+
+def _command(args, rest: List[str], debug: Optional[_DebugLog]) -> int:
+  """Runs the command; our errors and interruptions become a message and
+  an exit code."""
   try:
     if args.command == "build":
       return _build(args, rest)
@@ -198,21 +333,31 @@ def main(argv: Optional[List[str]] = None) -> int:
   except BeamTFRecordsError as e:
     status, code = next((status, code) for kind, status, code in USER_ERRORS
                         if isinstance(e, kind))
+    if debug is not None:
+      # Before the error line, which stays the last one.
+      debug.kept = debug.failed(e)
     print(f"error: {e}", file=sys.stderr)
     _summary(args, status, code, error=e)
     return code
-  except KeyboardInterrupt:
+  except KeyboardInterrupt as e:
     # Beam's runner threads die of the interruption on their way out;
     # what they would print says nothing more than this line.
     threading.excepthook = lambda hook_args: None
-    print("interrupted: nothing was published"
+    terminated = _terminated(e)
+    print(("terminated (SIGTERM)" if terminated else "interrupted")
+          + ": nothing was published"
           + (" (this build's staging folder was removed)"
              if args.command == "build" else ""), file=sys.stderr)
+    if terminated:
+      _summary(args, "terminated", EXIT_TERMINATED)
+      return EXIT_TERMINATED
     _summary(args, "interrupted", EXIT_INTERRUPTED)
     return EXIT_INTERRUPTED
   except Exception as e:  # pylint: disable=broad-except
     if not getattr(args, "summary_json", False):
-      raise
+      raise  # a bug: its traceback, as it is (main names the debug log)
+    if debug is not None:
+      debug.kept = debug.failed(e)
     print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
     _summary(args, "failed", EXIT_FAILED, error=e)
     return EXIT_FAILED

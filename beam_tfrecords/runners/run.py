@@ -1,9 +1,12 @@
-"""Running a build's pipeline to its end: progress, and Ctrl-C.
+"""Running a build's pipeline to its end: progress, Ctrl-C and SIGTERM.
 
 Beam's DoFn runner re-raises a KeyboardInterrupt inside a step as a
 RuntimeError (and logs the step's traceback), so a SIGINT handler of our
 own notes the interruption and `run_pipeline` raises a plain
-KeyboardInterrupt whatever Beam made of it.
+KeyboardInterrupt whatever Beam made of it. SIGTERM (what Airflow,
+Kubernetes and systemd send to stop a task) is handled the same way and
+raised as `Terminated`, a KeyboardInterrupt: whatever cleans up after a
+Ctrl-C cleans up after it too, and the command line tells the two apart.
 """
 
 import contextlib
@@ -20,7 +23,47 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beam_tfrecords.runners.pipeline_options import is_dask, is_direct, is_local_direct
 from beam_tfrecords.progress import ENV_DIR, LocalProgress, poll_metrics
 
-__all__ = ["run_pipeline", "sigint_deferred"]
+__all__ = ["run_pipeline", "sigint_deferred", "signals_deferred",
+           "sigterm_interrupts", "Terminated", "runs_started"]
+
+# The signals that stop a build: Ctrl-C, and a scheduler's SIGTERM.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+_RUNS_STARTED = [0]
+
+
+class Terminated(KeyboardInterrupt):
+  """The process got SIGTERM: handled as a Ctrl-C (the staging folder
+  removed, nothing published), and said as a termination."""
+
+
+def runs_started() -> int:
+  """How many pipelines run_pipeline started in this process (so that the
+  command line knows whether a failure came from a pipeline's run)."""
+  return _RUNS_STARTED[0]
+
+
+def _interruption(signum: int) -> KeyboardInterrupt:
+  return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+@contextlib.contextmanager
+def sigterm_interrupts():
+  """SIGTERM raises Terminated in the block (its default would end the
+  process at once, without a word and without removing the staging
+  folder). Only in the main thread (signal handlers are set there)."""
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+
+  def on_sigterm(signum, frame):
+    raise Terminated
+
+  previous = signal.signal(signal.SIGTERM, on_sigterm)
+  try:
+    yield
+  finally:
+    signal.signal(signal.SIGTERM, previous)
 
 
 def _start(pipeline: beam.Pipeline):
@@ -43,21 +86,23 @@ def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
     KeyboardInterrupt: on Ctrl-C (SIGINT), whatever Beam made of it (its
       DoFn runner re-raises a KeyboardInterrupt inside a step as a
       RuntimeError).
+    Terminated: on SIGTERM, the same way (a KeyboardInterrupt too).
   """
   interrupted = []
 
-  def on_sigint(signum, frame):
+  def on_signal(signum, frame):
     interrupted.append(signum)
     # Beam logs the interrupted step's traceback; the caller says it in
     # one line instead.
     logging.disable(logging.CRITICAL)
     # Its threads die of it on their way out; what they print says no more.
     threading.excepthook = lambda hook_args: None
-    raise KeyboardInterrupt
+    raise _interruption(signum)
 
-  previous, excepthook = None, threading.excepthook
+  previous, excepthook = {}, threading.excepthook
   if threading.current_thread() is threading.main_thread():
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
+  _RUNS_STARTED[0] += 1
   try:
     if is_dask(pipeline.runner):
       _run_on_dask(pipeline, progress)
@@ -69,11 +114,11 @@ def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
       _run_with_local_progress(pipeline, input_bytes)
   except BaseException:
     if interrupted:
-      raise KeyboardInterrupt from None
+      raise _interruption(interrupted[0]) from None
     raise
   finally:
-    if previous is not None:
-      signal.signal(signal.SIGINT, previous)
+    for signum, handler in previous.items():
+      signal.signal(signum, handler)
     if interrupted:
       logging.disable(logging.NOTSET)
       threading.excepthook = excepthook
@@ -114,19 +159,26 @@ def _run_with_local_progress(pipeline: beam.Pipeline,
 
 
 @contextlib.contextmanager
-def sigint_deferred(what: str):
-  """Ctrl-C waits until the block ends (a switch of files that is short
-  and must not stop halfway); said in a log line."""
+def signals_deferred(what: str):
+  """Ctrl-C and SIGTERM wait until the block ends (a switch of files that
+  is short and must not stop halfway); said in a log line."""
   if threading.current_thread() is not threading.main_thread():
     yield
     return
   caught = []
-  previous = signal.signal(signal.SIGINT,
-                           lambda signum, frame: caught.append(signum))
+  previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum))
+              for s in STOP_SIGNALS}
   try:
     yield
   finally:
-    signal.signal(signal.SIGINT, previous)
+    for signum, handler in previous.items():
+      signal.signal(signum, handler)
     if caught:
       logging.getLogger(__name__).warning(
-          "interrupted while %s: finished %s first", what, what)
+          "%s while %s: finished %s first",
+          "terminated (SIGTERM)" if signal.SIGTERM in caught else
+          "interrupted", what, what)
+
+
+# The name the publish step imports (it defers SIGTERM as well).
+sigint_deferred = signals_deferred

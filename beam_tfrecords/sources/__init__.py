@@ -9,7 +9,7 @@ import difflib
 import os
 import re
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
-                    Union, overload)
+                    Tuple, Union, overload)
 
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.sources import csv as _csv  # registers "csv"
@@ -117,25 +117,56 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
   paths = source_paths(columns, name)
   opts = source.check(files, read_columns(columns, paths), options)
   available = opts.get("column_names")
-  if paths and name == "parquet" and files:
-    _check_parquet_paths(files[0].path, paths)
+  present = set(available or ())
+  schemas: List[Tuple[str, Any]] = []
+  if name == "parquet" and files:
+    # Every file's columns (its footer), as every CSV file's header is
+    # read: a file without a column the others have would otherwise give
+    # missing values in its rows only, without a word.
+    schemas = _parquet.arrow_schemas([f.path for f in files])
+    present = {n for _, arrow in schemas for n in arrow.names}
+    for path, arrow in schemas:
+      _check_parquet_paths(path, arrow, paths)
   if available:
     missing = list(dict.fromkeys(c for c in needed_columns
                                  if (paths[c].root if c in paths else c)
-                                 not in available))
+                                 not in present))
     if missing:
       raise InputError(
           f"column(s) {missing} named by the schema are not in the {name} "
           f"input ({files[0].path} has {list(available)}): "
           f"{_uses(missing, needed_columns, available)}")
+  for path, arrow in schemas:
+    _check_parquet_columns(path, arrow.names, needed_columns, paths, schemas)
   return InputPlan(format=name, files=files, units=source.plan(files, opts),
                    options=opts)
 
 
-def _check_parquet_paths(path: str, paths: Mapping[str, Path]) -> None:
-  """Each path against the first file's Arrow schema (absent roots are
-  left to the needed-columns check)."""
-  arrow = _parquet.arrow_schema(path)
+def _check_parquet_columns(path: str, names: Sequence[str],
+                           needed: Union[Mapping[str, str], Sequence[str]],
+                           paths: Mapping[str, Path], schemas) -> None:
+  """One Parquet file holds the needed columns that other files have
+  (those no file has are reported for the input as a whole). A column
+  with a default may be absent: the file's rows take the default, as
+  they do from a CSV file without that column."""
+  have = set(names)
+  missing = [c for c in needed
+             if (paths[c].root if c in paths else c) not in have]
+  if not missing:
+    return
+  root = paths[missing[0]].root if missing[0] in paths else missing[0]
+  other = next(p for p, s in schemas if root in s.names)
+  raise InputError(
+      f"{path} lacks column(s) {missing} that the schema needs and {other} "
+      f"has: {_uses(missing, needed, names)}. Every Parquet file of one "
+      "build must hold the columns the schema reads without a default: "
+      "fix or replace that file, or leave it out of --input")
+
+
+def _check_parquet_paths(path: str, arrow, paths: Mapping[str, Path]
+                         ) -> None:
+  """Each path against a file's Arrow schema (absent roots are left to
+  the needed-columns check)."""
   for p in paths.values():
     index = arrow.get_field_index(p.root)
     if index < 0:

@@ -4,8 +4,9 @@ import bz2
 import gzip
 import io
 import os
+import re
 import zlib
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 from beam_tfrecords import fs
@@ -30,16 +31,75 @@ def match_inputs(patterns: Sequence[str]) -> List[InputFile]:
       pattern = os.path.abspath(pattern)
     try:
       metadata = fs.match(pattern)
+    except InputError:
+      raise  # a folder that cannot be listed, said as such
     except Exception as e:  # BeamIOError and friends
       raise InputError(f"cannot list input {pattern!r}: {e}") from None
     matched = [m for m in metadata if not m.path.endswith("/")]
     if not matched:
+      denied = _denied_directory(pattern) if "://" not in pattern else None
+      if denied:
+        folder, need = denied
+        raise InputError(
+            f"input {pattern!r}: permission denied: this user cannot "
+            f"{need} the directory {folder}, so the files there cannot be "
+            "found; give the user read and execute (r-x) permission on it "
+            f"(chmod o+rx {folder}, or add the user to its group), or run "
+            "the build as a user who can read it")
       raise InputError(
           f"input {pattern!r} matches no file; check the path and quote "
           "globs so the shell does not expand them ('data/*.csv')")
     for m in matched:
       files[m.path] = InputFile(m.path, m.size, m.mtime or 0.0)
   return [files[p] for p in sorted(files)]
+
+
+def _denied_directory(pattern: str) -> Optional[Tuple[str, str]]:
+  """Why a local pattern that matched nothing may have: the directory on
+  its way this user may not enter (no x permission) or list (no r), with
+  "enter" or "list"; None when nothing is denied (the path is missing).
+
+  Asked only once nothing matched (the listing `fs.match` did cannot
+  tell a missing file from one it may not see).
+  """
+  literal = re.match(r"[^[*?]*", pattern)
+  assert literal is not None  # the regex matches the empty string too
+  is_glob = literal.group(0) != pattern
+  folder = os.path.dirname(literal.group(0) if is_glob else pattern)
+  # Each directory from the root down must let us look up the next name.
+  chain = [folder] if is_glob else [folder, pattern]
+  while os.path.dirname(chain[0]) != chain[0]:
+    chain.insert(0, os.path.dirname(chain[0]))
+  for parent, child in zip(chain, chain[1:]):
+    try:
+      os.stat(child)
+    except PermissionError:
+      return parent, "enter"
+    except OSError:  # missing (or not a directory): not a permission
+      return None
+  if not is_glob:
+    return None
+  # The glob lists `folder`, and its sub-folders when it reaches into
+  # them (a "/" or "**" after the first wildcard).
+  rest = pattern[len(folder):].lstrip("/")
+  if "/" not in rest and "**" not in rest:
+    try:
+      with os.scandir(folder):
+        return None
+    except PermissionError:
+      return folder, "list"
+    except OSError:
+      return None
+  denied: List[str] = []
+
+  def on_error(e: OSError) -> None:
+    if isinstance(e, PermissionError) and e.filename:
+      denied.append(e.filename)
+
+  for _ in os.walk(folder, onerror=on_error):
+    if denied:
+      break
+  return (denied[0], "list") if denied else None
 
 
 class _Stream(io.RawIOBase):

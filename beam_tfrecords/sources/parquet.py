@@ -1,7 +1,10 @@
 """Parquet -> Arrow batches, one read unit per row group of large files."""
 
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import (Any, Dict, Iterator, List, Mapping, Optional, Sequence,
+                    Tuple)
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from beam_tfrecords.errors import InputError
@@ -9,7 +12,7 @@ from beam_tfrecords.sources import files as file_io
 from beam_tfrecords.sources.base import (CHUNK_BYTES, Format, InputFile,
                                          ReadUnit, SourceBatch, register_format)
 
-__all__ = ["ParquetFormat", "arrow_schema"]
+__all__ = ["ParquetFormat", "arrow_schema", "arrow_schemas"]
 
 BATCH_ROWS = 16384
 
@@ -22,8 +25,26 @@ def _open(path: str) -> pq.ParquetFile:
 
 
 def arrow_schema(path: str):
-  """The file's Arrow schema."""
-  return _open(path).schema_arrow
+  """The file's Arrow schema (read from its footer: no data is read)."""
+  try:
+    with file_io.open_input(path) as f:
+      return pq.ParquetFile(f).schema_arrow
+  except Exception as e:
+    raise InputError(f"{path}: not a readable Parquet file: {e}") from None
+
+
+# Footers read at once from a cloud file system, where each is a round
+# trip or two. (Local footers are read one by one: threads only add to
+# the ~0.3 ms each takes.)
+SCHEMA_THREADS = 16
+
+
+def arrow_schemas(paths: Sequence[str]) -> List[Tuple[str, pa.Schema]]:
+  """(path, Arrow schema) of each file, in order, from the footers only."""
+  if len(paths) <= 1 or all("://" not in p for p in paths):
+    return [(p, arrow_schema(p)) for p in paths]
+  with ThreadPoolExecutor(min(SCHEMA_THREADS, len(paths))) as pool:
+    return list(zip(paths, pool.map(arrow_schema, paths)))
 
 
 class ParquetFormat(Format):

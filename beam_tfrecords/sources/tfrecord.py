@@ -221,7 +221,13 @@ class TFRecordFormat(Format):
           f"{e} (after {first + len(records) - 1} good records); the rest "
           "of the file cannot be read, so the build stops. Rewrite the "
           "file, or leave it out of --input") from e
-    except (OSError, zlib.error, EOFError) as e:
+    except EOFError as e:  # gzip that stops before its end-of-stream mark
+      raise InputError(
+          f"{unit.path}: the gzip data ends early: the file is truncated "
+          "(an interrupted download or copy?) after "
+          f"{first + len(records) - 1} good records; replace it or leave "
+          "it out of --input. Nothing from this build is published.") from e
+    except (OSError, zlib.error) as e:
       raise InputError(
           f"{unit.path}: cannot read it as a TFRecord file after "
           f"{first + len(records) - 1} good records ({e}); is it gzip? "
