@@ -156,6 +156,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       {"format": plan.format, "patterns": patterns,
        "files": planning.listed_inputs(plan), "fingerprint": fingerprint},
       user_fn, beam_opts, overwrite_hint="--overwrite")
+  interrupted = True
   try:
     if staged.dataset is None:
       _LOG.info("%s is up to date (same inputs, schema and options)",
@@ -174,10 +175,21 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
         raise
       _run(pipeline, beam_opts, progress, sum(f.size for f in plan.files),
            output, staging, schema)
+    interrupted = False
     info = DatasetInfo.from_directory(output)
     _LOG.info("Published %s", output)
     return BuildResult(output=output, info=info,
                        seconds=time.time() - started)
+  except KeyboardInterrupt:
+    # Between the steps that remove the staging folder on an interruption
+    # (Ctrl-C, SIGTERM): removed here, unless its publish began.
+    if interrupted and staged.dataset is not None and not has_journal(
+        staged.dataset.staging):
+      try:
+        remove_staging(staged.dataset.staging)
+      except Exception:  # pylint: disable=broad-except
+        pass
+    raise
   finally:
     if staged.lock is not None:
       staged.lock.release()

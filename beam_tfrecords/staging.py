@@ -82,6 +82,7 @@ def stage_output(schema: Schema, plan, opts: BuildOptions, output: str,
     if failure is None:
       raise
     raise failure from e
+  staging: Optional[str] = None
   try:
     # Builds killed before: their publishes are finished, their staging
     # folders removed.
@@ -114,6 +115,13 @@ def stage_output(schema: Schema, plan, opts: BuildOptions, output: str,
       raise
     raise failure from e
   except BaseException:
+    # Interrupted (Ctrl-C, SIGTERM) after the staging folder was made:
+    # it goes too (nothing of it was published).
+    if staging is not None:
+      try:
+        remove_staging(staging)
+      except Exception:  # pylint: disable=broad-except
+        pass
     lock.release()
     raise
   return Staged(lock, dataset)

@@ -322,19 +322,27 @@ def test_a_read_only_mount_is_one_line_and_up_to_date_without_writing(
     assert _files(out) == before and _hidden(out) == []
 
 
+@pytest.mark.parametrize("full", ["inodes", "size"])
 def test_a_full_disk_before_the_lock_is_one_line_and_leaves_nothing(
-    tmp_path, inputs, capsys):
+    tmp_path, inputs, capsys, full):
   with _tmpfs(tmp_path) as point:
     out = point / "ds"
-    out.mkdir()
-    _remount(point, f"nr_inodes={_used(point)[1]}")
+    if full == "inodes":  # the folder there, no inode for the lock
+      out.mkdir()
+      _remount(point, f"nr_inodes={_used(point)[1]}")
+    else:  # no folder yet, and no page for the lock's content
+      (point / "filler").write_bytes(b"x" * 4096)
+      _remount(point, f"size={_used(point)[0]}")
     assert _cli("--schema", _schema(tmp_path), "--input", inputs["old"],
                 "--output", out) == EXIT_INPUT
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot write the dataset to {out}: no "
                           "space left on the device"), err
-    _remount(point, "nr_inodes=100000")
-    assert os.listdir(out) == []  # no lock, no .tmp of one
+    _remount(point, "size=64m,nr_inodes=100000")
+    if full == "inodes":
+      assert os.listdir(out) == []  # no lock, no .tmp of one
+    else:
+      assert not out.exists()  # the folder made for the lock went too
 
 
 def _schema(tmp_path):

@@ -265,3 +265,58 @@ def test_an_interrupted_publish_has_its_own_exit_code(tmp_path, capsys,
   assert captured.err == "error: the publish of out was interrupted\n"
   # The diversion of Beam's records ends with the command.
   assert logging.getLogger("apache_beam").propagate
+
+
+# --- Interruptions between the steps that clean up ---------------------------
+
+class _CreateThenInterrupt:
+  """FileSystems for staging.py: its create makes the file, then a
+  SIGTERM arrives (Terminated), the staging folder already there."""
+  join = staticmethod(__import__(
+      "apache_beam.io.filesystems", fromlist=["FileSystems"]).FileSystems.join)
+
+  @staticmethod
+  def create(path, *args, **kwargs):
+    from apache_beam.io.filesystems import FileSystems
+    FileSystems.create(path, *args, **kwargs).close()
+    raise run.Terminated()
+
+
+@pytest.mark.parametrize("where", ["staging_made", "before_the_pipeline"])
+def test_a_sigterm_right_after_the_staging_folder_leaves_none(
+    tmp_path, monkeypatch, where):
+  from beam_tfrecords import building, staging
+  out = tmp_path / "out"
+  src = _csv(tmp_path)
+  btr.build(_schema(tmp_path), src, str(out))
+  before = _files(out)
+  if where == "staging_made":
+    monkeypatch.setattr(staging, "FileSystems", _CreateThenInterrupt)
+  else:
+    def interrupted():
+      raise run.Terminated()
+    monkeypatch.setattr(building, "memoized_dofn_specs", interrupted)
+  with pytest.raises(run.Terminated):
+    btr.build(_schema(tmp_path), src, str(out), overwrite=True, force=True)
+  assert sorted(n for n in os.listdir(out) if n.startswith(".")) == []
+  assert _files(out) == before
+
+
+AFTER_THE_BUILD = textwrap.dedent("""
+    import os, signal, sys
+    from beam_tfrecords.cli import main
+    sys.argv = ["beam-tfrecords"] + sys.argv[1:]
+    code = main()  # as the program
+    os.kill(os.getpid(), signal.SIGTERM)  # a scheduler, a moment too late
+    print("still here", code)
+    sys.exit(code)
+""")
+
+
+def test_a_sigterm_after_the_build_changes_nothing(tmp_path):
+  out = tmp_path / "out"
+  done = _cli(tmp_path, "--input", _csv(tmp_path), "--output", str(out),
+              script=AFTER_THE_BUILD)
+  assert done.returncode == 0, done.stderr
+  assert "still here 0" in done.stdout
+  assert btr.dataset_info(str(out)).counts.records_written == 100

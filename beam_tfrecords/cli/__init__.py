@@ -31,6 +31,7 @@ import dataclasses
 import json
 import logging
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -226,7 +227,14 @@ def _build(args, beam_args: List[str]) -> int:
   # SIGTERM (a scheduler stopping the build) is a Ctrl-C from here on: the
   # staging folder is removed, and it is said in one line.
   with sigterm_interrupts():
-    return _build_command(args, beam_args)
+    code = _build_command(args, beam_args)
+  if getattr(args, "as_program", False) and (
+      threading.current_thread() is threading.main_thread()):
+    # Built (or up to date): nothing is left to undo, so a SIGTERM in the
+    # program's last moments (the report, the interpreter's exit) changes
+    # nothing. (Only as the program: a caller of main() keeps its own.)
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
+  return code
 
 
 def _build_command(args, beam_args: List[str]) -> int:
@@ -298,6 +306,7 @@ def _build_command(args, beam_args: List[str]) -> int:
 
 def main(argv: Optional[List[str]] = None) -> int:
   args, rest = parser().parse_known_args(argv)
+  args.as_program = argv is None  # the command line's own process
   verbose = getattr(args, "verbose", False)
   logging.basicConfig(
       level=logging.INFO if verbose else logging.WARNING,

@@ -415,6 +415,15 @@ class OutputLock:
     Raises:
       OutputBusyError: another build that may still be running holds it.
     """
+    try:
+      return self._acquire()
+    except BaseException:
+      if self._created_folder:  # made for the lock: only if still empty
+        with contextlib.suppress(OSError):
+          os.rmdir(self.output)
+      raise
+
+  def _acquire(self) -> "OutputLock":
     for _ in range(10):
       self._token = self._create()
       if self._token is not None:
