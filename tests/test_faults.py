@@ -113,37 +113,49 @@ def test_big_chunks_travel_as_gzip_members(tf, tmp_path):
   assert data.count(b"\x1f\x8b\x08") >= 1
 
 
-def test_part_files_give_the_same_bytes_and_are_cleaned_up(tmp_path,
-                                                           monkeypatch):
-  """Compressed parts go through part files under the staging directory
-  (the shuffle carries their names); the shards are the same bytes as when
-  the members travel inline, and no part file is left behind."""
+def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
+    tmp_path, monkeypatch):
+  """Every chunk's parts go to one part file under the staging directory
+  (the shuffle carries their slices: names and sizes, whatever the parts'
+  size); the shards are the bytes of a build whose shuffle carried the
+  parts themselves, and no part file is left behind."""
   from beam_tfrecords.sinks import shards
   src = write_rows(tmp_path / "in.csv", 20_000)
-  written = []
-  real = shards._write_part
+  written, carried = [], []
+  real_spilled, real_process = shards._DealFn._spilled, \
+      shards._WriteShardFn.process
 
-  def spy(directory, shard, data):
-    written.append(real(directory, shard, data))
-    return written[-1]
+  def spilled(self, split, dealt):
+    out = real_spilled(self, split, dealt)
+    written.extend(part[2].path for _, part in out)
+    return out
 
-  monkeypatch.setattr(shards, "_write_part", spy)
-  monkeypatch.setattr(shards, "SPILL_BYTES", 1)
-  spilled = btr.build(SCHEMA, src, str(tmp_path / "spilled"), num_shards=2)
+  def process(self, element):
+    carried.extend(element[1])
+    return real_process(self, element)
+
+  monkeypatch.setattr(shards._DealFn, "_spilled", spilled)
+  monkeypatch.setattr(shards._WriteShardFn, "process", process)
+  spilled_out = btr.build(SCHEMA, src, str(tmp_path / "spilled"),
+                          num_shards=4)
   assert written and all("/.staging-" in p and "/.parts/train/" in p
                          for p in written)
   assert not any(os.path.exists(p) for p in written)
-  assert dataset_files(spilled.output) == [
+  # What crossed the shuffle: slices and empty-shard markers, no bytes.
+  assert carried and all(p is None or isinstance(p[2], shards.Slice)
+                         for p in carried)
+  assert dataset_files(spilled_out.output) == [
       "_SUCCESS", "dataset.json", "report.html", "schema.pbtxt",
-      "statistics.pb", "train-00000-of-00002.tfrecord.gz",
-      "train-00001-of-00002.tfrecord.gz"]
-  monkeypatch.setattr(shards, "SPILL_BYTES", 1 << 40)
-  count = len(written)
-  inline = btr.build(SCHEMA, src, str(tmp_path / "inline"), num_shards=2)
-  assert len(written) == count
-  assert_same_files(spilled.output, inline.output)
-  assert sorted(r["id"] for r in btr.iter_records(spilled.output)) == list(
-      range(20_000))
+      "statistics.pb"] + [f"train-0000{i}-of-00004.tfrecord.gz"
+                          for i in range(4)]
+  # The parts themselves through the shuffle (no part directory): the
+  # same bytes.
+  monkeypatch.setattr(shards._DealFn, "_spilled",
+                      lambda self, split, dealt: dealt)
+  inline = btr.build(SCHEMA, src, str(tmp_path / "inline"), num_shards=4)
+  assert_same_files(spilled_out.output, inline.output)
+  assert sorted(r["id"] for r in btr.iter_records(spilled_out.output)) == \
+      list(range(20_000))
 
 
 def test_worker_errors_keep_their_type():

@@ -185,20 +185,27 @@ class _Source:
     return self.block.keys[-1] if self._lasts else None
 
 
-def windows(parts: Iterable[tuple], open_file: Callable) -> Iterator[Parts]:
+def windows(parts: Iterable[tuple], open_file: Callable,
+            resolve: Callable[[tuple], tuple] = lambda p: p
+            ) -> Iterator[Parts]:
   """A shard's parts (runs among them), as Parts in key order, a window
   at a time: each window holds the parts of every source up to the
-  smallest last key of the blocks in memory (one block per run)."""
+  smallest last key of the blocks in memory (one block per run, and one
+  of the plain parts). `resolve(part)` gives a plain part's bytes (read
+  when its block is)."""
   parts = list(parts)
   runs = [r for r in parts if r[1] == RUN]
   if len(runs) > MAX_WINDOW_RUNS:
     # A window costs a step per source: with many runs, a heap is cheaper.
-    yield from _windows_of(in_key_order(parts, open_file))
+    yield from _windows_of(map(resolve, in_key_order(parts, open_file)))
     return
   plain = sorted((p for p in parts if p[1] != RUN), key=lambda p: p[0])
   sources = [_Source(_run_blocks(r, open_file), r[2][2]) for r in runs]
   if plain:
-    sources.append(_Source(iter([Parts.of(plain)]), [plain[-1][0]]))
+    groups = _sized_groups(plain)
+    sources.append(_Source(
+        (Parts.of([resolve(p) for p in group]) for group in groups),
+        [group[-1][0] for group in groups]))
   while True:
     sources = [src for src in sources if src.ready()]
     if not sources:
@@ -216,6 +223,19 @@ def windows(parts: Iterable[tuple], open_file: Callable) -> Iterator[Parts]:
         pieces.append(block.cut(src.at, stop))
         src.at = stop
     yield _merged(pieces)
+
+
+def _sized_groups(parts: List[tuple]) -> List[List[tuple]]:
+  """Part tuples in order, cut into groups of about BLOCK_BYTES."""
+  groups: List[List[tuple]] = [[]]
+  size = 0
+  for part in parts:
+    if size >= BLOCK_BYTES:
+      groups.append([])
+      size = 0
+    groups[-1].append(part)
+    size += part[4]
+  return groups
 
 
 def _windows_of(parts: Iterator[tuple]) -> Iterator[Parts]:

@@ -56,7 +56,8 @@ __all__ = ["WriteShards", "WriteWithBeamSink", "Codec", "Shuffle",
            "finish_shard_names", "rolled_name", "TFRECORD_GZIP", "JSON_LINES",
            "stable_hash", "shard_name", "SHARD_SUFFIX", "ShardFiles",
            "write_window", "compressor", "gzip_member", "open_part",
-           "read_part", "INLINE", "MEMBER", "PART_FILE"]
+           "read_part", "INLINE", "MEMBER", "PART_FILE", "Slice", "read_slice",
+           "resolved"]
 
 
 # One shard's bytes: gzip members in files of bounded size.
@@ -185,6 +186,27 @@ def read_part(path: str) -> bytes:
   with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
                         ) as f:
     return f.read()
+
+
+class Slice(NamedTuple):
+  """Where a part's bytes are: `length` bytes at `offset` of a part file
+  (what the shuffle carries instead of the bytes)."""
+  path: str
+  offset: int
+  length: int
+
+
+def read_slice(where: Slice) -> bytes:
+  with open_part(where.path) as f:
+    f.seek(where.offset)
+    return f.read(where.length)
+
+
+def resolved(part: tuple) -> tuple:
+  """A part tuple with its bytes in place of their Slice."""
+  if isinstance(part[2], Slice):
+    return (part[0], part[1], read_slice(part[2]), part[3], part[4])
+  return part
 
 
 def rolled_name(split: str, shard: int, num_shards: int, roll: int,
@@ -456,13 +478,13 @@ class _DealFn(beam.DoFn):
       parts.setdefault((shard, (bucket, key)), []).append(item)
     return parts
 
-  def _part(self, split, shard, key, part) -> tuple:
+  def _part(self, split, shard, key, part, spill: bool = True) -> tuple:
     data = self._codec.frame(part)
     how = INLINE
     if self._codec.gzip and len(data) >= MEMBER_BYTES:
       data, how = gzip_member(data, self._level), MEMBER
     size = len(data)
-    if self._parts_dir is not None and size >= SPILL_BYTES and (
+    if spill and self._parts_dir is not None and size >= SPILL_BYTES and (
         how == MEMBER or not self._codec.gzip):
       path = _write_part(FileSystems.join(self._parts_dir, split), shard, data)
       return (key, PART_FILE, path, len(part), size)
@@ -475,8 +497,30 @@ class _DealFn(beam.DoFn):
       return
     if not items:
       return
-    for (shard, key), part in self._deal(split, key, items).items():
-      yield (split, shard), self._part(split, shard, key, part)
+    dealt = [(shard, self._part(split, shard, key, part,
+                                spill=self._parts_dir is None))
+             for (shard, key), part in self._deal(split, key, items).items()]
+    if self._parts_dir is not None:
+      dealt = self._spilled(split, dealt)
+    for shard, part in dealt:
+      yield (split, shard), part
+
+  def _spilled(self, split, dealt):
+    """The chunk's parts written back to back into one part file; each
+    part's bytes become their Slice of it. So the shuffle carries names
+    and sizes, never records: the runner may hold all it carries in
+    memory (the FnApiRunner does, between stages)."""
+    path = FileSystems.join(self._parts_dir, split,
+                            f"chunk-{uuid.uuid4().hex}.part")
+    out, at = [], 0
+    with FileSystems.create(
+        path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+      for shard, (key, how, data, count, size) in dealt:
+        f.write(data)
+        out.append((shard, (key, how, Slice(path, at, len(data)), count,
+                            size)))
+        at += len(data)
+    return out
 
   def _deal_many(self, split, items):
     """Many chunks (sinks.runs): one run per shard."""
@@ -504,8 +548,10 @@ class _DealFn(beam.DoFn):
       if self._parts_dir is not None:
         directory = FileSystems.join(self._parts_dir, split)
         spill = lambda data, s=shard: _write_part(directory, s, data)
+      # Always to a part file (spill_bytes 0): never records in the
+      # shuffle, however small the run.
       yield (split, shard), runs.pack(parts, _expected(parts.how, parts.size),
-                                      spill, SPILL_BYTES)
+                                      spill, 0)
 
   def _part_of_framed(self, split, shard, data: bytes) -> tuple:
     """(how, data, size) of framed bytes of at least MEMBER_BYTES, as
@@ -570,11 +616,11 @@ class _WriteShardFn(beam.DoFn):
     out = ShardFiles(self._directory, split, shard, self._n[split],
                       self._codec, self._level, limit, expected)
     if self._shuffle is None and self._codec.gzip:
-      for window in runs.windows(parts, open_part):
+      for window in runs.windows(parts, open_part, resolved):
         write_window(out, window)
       yield from out.close()
       return
-    parts = runs.in_key_order(parts, open_part)
+    parts = map(resolved, runs.in_key_order(parts, open_part))
     if self._shuffle is not None and self._codec.gzip:
       parts = self._shuffled(self._shuffle.seed, split, shard, parts)
     for _, how, data, count, size in parts:
