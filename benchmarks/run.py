@@ -6,7 +6,7 @@
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
-        [--scale-rows 1000000,10000000] [--sequence-memory-rows 10000000]
+        [--scale-rows 10000000,40000000,100000000] [--sequence-memory-rows 10000000]
 
 Prints one table per suite: wall seconds, rows/s, input MB/s, peak RSS of
 the largest process, and ratios against baselines measured in the same run
@@ -37,8 +37,11 @@ imports. The data is generated deterministically (and kept in --workdir).
 * accounting: the 12-column CSV clean, with 1% and with 10% bad rows (each
   bad row goes to errors/ with its reason and is counted); the same build
   with Beam's WriteToTFRecord sink for comparison.
-* scale: the build alone at each of --scale-rows, to show that time grows
-  linearly and peak memory stays flat.
+* scale: the real flights in files of --scale-file-rows rows, built at each
+  of --scale-rows (10M: one file, 100M: ten), and in each of
+  --scale-formats at the first size: rows, files, wall, CPU and peak RSS,
+  to show that time grows linearly and peak memory stays flat
+  (benchmarks/scale_suite.py).
 * images: --images small files (JPEG and PNG, colour and grayscale) in 10
   class folders, built as they are, unverified, resized to 64x64 JPEG and
   as raw pixels, against a plain image-file loop (file bytes + label) and a
@@ -80,6 +83,7 @@ from stats import (floor_steps, plain_flights_loop, plain_grouped_loop,
                    stats_suite)
 from tft_suite import hand_written_tft, tft_suite
 from read_suite import read_suite
+from scale_suite import scale_suite
 
 SCHEMA = """name: bench
 features:
@@ -566,21 +570,6 @@ def examples_suite(args) -> None:
     print(f"| {name} | **{secs:.2f} s wall** | |")
 
 
-def scale_suite(args) -> None:
-  results, sizes = [], []
-  for rows in (int(r) for r in args.scale_rows.split(",")):
-    src, schema = _examples_input(args.workdir, rows)
-    seconds, peak = _run(_cli_cmd(args.workdir, schema, src, []))
-    results.append((rows, os.path.getsize(src) / 1e6, seconds, peak))
-  print(f"\nscale (12 columns; DirectRunner defaults; {os.cpu_count()} "
-        "cores)\n")
-  print("| rows | input MB | wall s | rows/s | peak RSS MB |")
-  print("|---|---|---|---|---|")
-  for rows, mb, seconds, peak in results:
-    print(f"| {rows:,} | {mb:,.0f} | {seconds:.1f} | {rows / seconds:,.0f} "
-          f"| {peak:,.0f} |")
-
-
 IMAGE_SCHEMAS = {
     "as is": "",
     "verify: false": "    verify: false\n",
@@ -944,8 +933,13 @@ def main():
                                      "checks", "stats", "tft", "read", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
-  p.add_argument("--scale-rows", default="1000000,10000000",
-                 help="row counts for the scale suite, comma-separated")
+  p.add_argument("--scale-rows", default="10000000,40000000,100000000",
+                 help="row counts for the scale suite, comma-separated "
+                 "(multiples of --scale-file-rows)")
+  p.add_argument("--scale-file-rows", type=int, default=10_000_000,
+                 help="rows per input file in the scale suite")
+  p.add_argument("--scale-formats", default="jsonl,parquet",
+                 help="formats also built at the first --scale-rows")
   p.add_argument("--skip-row-by-row", action="store_true",
                  help="leave out the row-by-row Beam baseline (slowest)")
   p.add_argument("--transform-rows", type=int, default=100_000,
