@@ -23,6 +23,8 @@ from beam_tfrecords.errors import OutputError, PublishInterruptedError
 from beam_tfrecords.sinks import file_ops, publishing
 from beam_tfrecords.sinks.lock import OutputLock
 
+from test_publish_kills import _files  # what a reader sees, run ids aside
+
 SCHEMA = {"name": "d", "features": {"id": {"type": "int64", "required": True},
                                      "word": {"type": "string"}}}
 
@@ -30,22 +32,6 @@ SCHEMA = {"name": "d", "features": {"id": {"type": "int64", "required": True},
 def _csv(path, ids):
   path.write_text("id,word\n" + "".join(f"{i},w{i}\n" for i in ids))
   return str(path)
-
-
-def _files(folder) -> dict:
-  """relative path -> bytes of what a reader sees: hidden entries (the
-  lock, staging folders) aside; a _SUCCESS without its run id."""
-  found = {}
-  for root, dirs, names in os.walk(folder):
-    dirs[:] = [d for d in dirs if not d.startswith(".")]
-    for name in names:
-      if not name.startswith("."):
-        path = os.path.join(root, name)
-        data = open(path, "rb").read()
-        if name == "_SUCCESS":
-          data = data.rsplit(b" ", 1)[0]
-        found[os.path.relpath(path, folder)] = data
-  return found
 
 
 def _hidden(folder) -> list:

@@ -510,6 +510,7 @@ class _DealFn(beam.DoFn):
     part's bytes become their Slice of it. So the shuffle carries names
     and sizes, never records: the runner may hold all it carries in
     memory (the FnApiRunner does, between stages)."""
+    assert self._parts_dir is not None  # (process() calls it only then)
     path = FileSystems.join(self._parts_dir, split,
                             f"chunk-{uuid.uuid4().hex}.part")
     out, at = [], 0
