@@ -169,11 +169,16 @@ class Pinned:
   """Files opened for a reader that names them by path (tf.data): each is
   opened here and checked against its generation, and read through
   /proc/self/fd/N, the inode opened, whatever a switch renames over its
-  name later (local disk on Linux); elsewhere by name, checked again when
-  read to its end. `close(i)` after file i is read; descriptors of reads
-  that were abandoned are closed once more than MAX_OPEN are open."""
+  name later (local disk on Linux: `by_descriptor`); elsewhere by name,
+  checked again when read to its end (`close(i)`).
 
-  MAX_OPEN = 256
+  The reader opens /proc/self/fd/N itself (its own descriptor) as soon as
+  it gets the path, in the same step; ours is closed once MAX_OPEN later
+  files were opened (or with this object): so a read needs no step per
+  file after its last record, and a number is never reused while a reader
+  may still be about to open it."""
+
+  MAX_OPEN = 16
 
   def __init__(self, guard: Guard, files: Sequence[str]):
     self._guard = guard
@@ -181,11 +186,13 @@ class Pinned:
     self._open: "OrderedDict[int, Tuple[int, int]]" = OrderedDict()
     self._serial = 0
     self._mutex = threading.Lock()
+    self.by_descriptor = os.path.isdir(_PROC_FD) and all(
+        fs.is_local(f) for f in self._files)
 
   def open(self, i: int) -> str:
     """The path to read file i by, once checked."""
     file = self._files[i]
-    if not (fs.is_local(file) and os.path.isdir(_PROC_FD)):
+    if not self.by_descriptor:
       self._guard.check(file)
       return file
     try:
@@ -206,16 +213,9 @@ class Pinned:
     return f"{_PROC_FD}/{fd}"
 
   def close(self, i: int) -> None:
-    """File i was read to its end: its descriptor closed (the oldest one
-    open for it), or, read by name, its generation checked again."""
-    file = self._files[i]
-    with self._mutex:
-      for serial, (j, fd) in self._open.items():
-        if j == i:
-          del self._open[serial]
-          os.close(fd)
-          return
-    self._guard.check(file)
+    """File i, read by name, was read to its end: its generation checked
+    again."""
+    self._guard.check(self._files[i])
 
   def __del__(self):
     for _, fd in self._open.values():

@@ -261,7 +261,12 @@ def _records(stream: RecordStream):
     records = tf.data.TFRecordDataset(path, compression_type=compression)
     if partial:
       records = records.skip(skip).take(take)
-    # After the file's last record: its descriptor closed (no element).
+    if pinned.by_descriptor:
+      # Local: nothing to check at the end (the descriptor is the file
+      # opened); descriptors are closed as later files open (Pinned).
+      return records
+    # After the file's last record: its generation checked again (read by
+    # name, it may have been replaced while read); no element.
     end = (tf.data.Dataset.from_tensors(i)
            .map(lambda j: tf.py_function(closed, [j], tf.int64))
            .filter(lambda _: False)
@@ -270,18 +275,27 @@ def _records(stream: RecordStream):
 
   def kind(p):  # per file: a window may mix gzip and --tfds datasets
     return "GZIP" if p.file.endswith(".gz") else ""
-  # Whole files are read without a per-record skip or take (as fast as
+  # Whole files in a row are one TFRecordDataset over the paths Pinned
+  # gives (no per-record skip or take, and no layer per file: as fast as
   # the plain read); a share's partial first and last files skip and take.
   parts = []
-  for partial, grouped in itertools.groupby(
+  for (partial, compression), grouped in itertools.groupby(
       enumerate(pieces),
-      key=lambda ip: not (ip[1].skip == 0
-                          and ip[1].take == whole[ip[1].file])):
+      key=lambda ip: (not (ip[1].skip == 0
+                           and ip[1].take == whole[ip[1].file]),
+                      kind(ip[1]))):
     run = list(grouped)
-    slices = (tf.constant([i for i, _ in run], tf.int64),
-              tf.constant([p.skip for _, p in run], tf.int64),
+    index = tf.constant([i for i, _ in run], tf.int64)
+    if not partial and pinned.by_descriptor:
+      paths = tf.data.Dataset.from_tensor_slices(index).map(
+          lambda i: tf.ensure_shape(tf.py_function(opened, [i], tf.string),
+                                    []))
+      parts.append(tf.data.TFRecordDataset(paths,
+                                           compression_type=compression))
+      continue
+    slices = (index, tf.constant([p.skip for _, p in run], tf.int64),
               tf.constant([p.take for _, p in run], tf.int64),
-              tf.constant([kind(p) for _, p in run], tf.string))
+              tf.constant([compression] * len(run), tf.string))
     parts.append(tf.data.Dataset.from_tensor_slices(slices).flat_map(
         lambda i, skip, take, compression, partial=partial: piece(
             i, skip, take, compression, partial)))
