@@ -9,13 +9,13 @@ becomes a dead-letter row instead of failing the job.
 
 import errno
 import re
-from typing import Optional
+from typing import Optional, Tuple
 
 __all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "NoInputError",
            "OutputBusyError", "OutputError", "PublishInterruptedError",
            "DatasetReplacedError",
            "EncodingError",
-           "BadRowsError", "AnomalyError", "reason_category", "from_worker", "is_disk_full",
+           "BadRowsError", "AnomalyError", "reason_category", "from_worker", "is_disk_full", "write_errno",
            "preview"]
 
 
@@ -172,16 +172,35 @@ def from_worker(error: Exception) -> Exception:
   return typed
 
 
-def is_disk_full(error: BaseException) -> bool:
-  """Whether a failure is a full disk: an OSError ENOSPC here, or its text
-  in a worker's traceback (runners report those as text)."""
+# A full disk or quota: a failed write wherever it is said.
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
+
+
+def write_errno(error: BaseException, output: str,
+                codes: Tuple[int, ...]) -> Optional[int]:
+  """The errno among `codes` of the failed write that `error` (or what
+  caused it) is: an OSError here, or its text in a worker's traceback
+  (runners report those as text). A full disk or quota is one wherever it
+  is said; the others only when the message names `output`."""
   seen = set()
   link: Optional[BaseException] = error
   while link is not None and id(link) not in seen:
     seen.add(id(link))
-    if isinstance(link, OSError) and link.errno == errno.ENOSPC:
-      return True
-    if "[Errno 28]" in str(link):
-      return True
+    if isinstance(link, OSError) and link.errno in codes and (
+        link.errno in FULL_DISK
+        or output in str(link.filename or "") + str(link.filename2 or "")
+        or output in str(link)):
+      return link.errno
+    text = str(link)
+    for code in codes:
+      if f"[Errno {code}]" in text and (code in FULL_DISK
+                                         or output in text):
+        return code
     link = link.__cause__ or link.__context__
-  return False
+  return None
+
+
+def is_disk_full(error: BaseException) -> bool:
+  """Whether a failure is a full disk (or quota), here or in a worker's
+  traceback."""
+  return write_errno(error, "", FULL_DISK) is not None

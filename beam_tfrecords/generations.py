@@ -38,7 +38,10 @@ SUCCESS = "_SUCCESS"
 # How long a reader that meets a switch waits for it to end (a local
 # switch takes milliseconds) before it says so.
 WAIT_SECONDS = 2.0
+# sinks.metadata's STAGING_PREFIX and sinks.publishing's JOURNAL and
+# ROLLBACK (a lower layer cannot import them; a test checks they agree).
 STAGING_PREFIX = ".staging-"
+JOURNALS = ("publish.json", "rollback.json")
 
 T = TypeVar("T")
 
@@ -60,14 +63,14 @@ def _publishing(path: str) -> bool:
   """Whether a publish into `path` is under way (or was cut short): a
   staging folder of ours with a journal."""
   if not fs.is_local(path):
-    return bool(fs.match(fs.join(path, STAGING_PREFIX + "*", "publish.json")))
+    return any(fs.match(fs.join(path, STAGING_PREFIX + "*", journal))
+               for journal in JOURNALS)
   try:
     names = os.listdir(path)
   except OSError:
     return False
-  return any(n.startswith(STAGING_PREFIX) and (
-      os.path.exists(os.path.join(path, n, "publish.json"))
-      or os.path.exists(os.path.join(path, n, "rollback.json")))
+  return any(n.startswith(STAGING_PREFIX) and any(
+      os.path.exists(os.path.join(path, n, journal)) for journal in JOURNALS)
              for n in names)
 
 

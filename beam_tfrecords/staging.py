@@ -12,7 +12,7 @@ from typing import Any, Dict, NamedTuple, Optional
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords import planning
-from beam_tfrecords.errors import InputError, OutputError
+from beam_tfrecords.errors import InputError, OutputError, write_errno
 from beam_tfrecords.expectations import CheckPlan, load_baseline
 from beam_tfrecords.info import Counts, DatasetInfo, Errors
 from beam_tfrecords.options import BuildOptions
@@ -169,29 +169,9 @@ _OUTPUT_ERRNOS = {
 
 
 def output_errno(error: BaseException, output: str) -> Optional[int]:
-  """The errno of a failed write into `output` that `error` (or what
-  caused it) is: an OSError here, or its text in a worker's traceback
-  (runners report those as text). A full disk or quota is one wherever it
-  is said; the others only when the message names the output."""
-  seen = set()
-  link: Optional[BaseException] = error
-  while link is not None and id(link) not in seen:
-    seen.add(id(link))
-    if isinstance(link, OSError) and link.errno in _OUTPUT_ERRNOS and (
-        link.errno in (errno.ENOSPC, errno.EDQUOT)
-        or output in str(link.filename or "") + str(link.filename2 or "")
-        or output in str(link)):
-      return link.errno
-    text = str(link)
-    for code in (errno.ENOSPC, errno.EDQUOT):
-      if f"[Errno {code}]" in text:
-        return code
-    if output in text:
-      for code in _OUTPUT_ERRNOS:
-        if f"[Errno {code}]" in text:
-          return code
-    link = link.__cause__ or link.__context__
-  return None
+  """The errno of a failed write into `output` (errors.write_errno over
+  the errnos said here)."""
+  return write_errno(error, output, tuple(_OUTPUT_ERRNOS))
 
 
 def output_failure(output: str, staging: Optional[str],

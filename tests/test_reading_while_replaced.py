@@ -123,6 +123,13 @@ def test_load_reads_a_whole_dataset_through_the_descriptors_it_opened(
       str(out), shard=(1, 3), shuffle_seed=4))
 
 
+def test_readers_know_the_publishs_names():
+  from beam_tfrecords import generations
+  from beam_tfrecords.sinks import STAGING_PREFIX, publishing
+  assert generations.STAGING_PREFIX == STAGING_PREFIX
+  assert generations.JOURNALS == (publishing.JOURNAL, publishing.ROLLBACK)
+
+
 def test_a_dataset_being_published_is_waited_for(tmp_path, inputs):
   """Between the switch's first and last step there is no _SUCCESS: a
   reader waits for the switch (a journal says one is under way)."""
