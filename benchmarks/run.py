@@ -940,6 +940,12 @@ def main():
                  help="rows per input file in the scale suite")
   p.add_argument("--scale-formats", default="jsonl,parquet",
                  help="formats also built at the first --scale-rows")
+  p.add_argument("--scale-kinds", default="",
+                 help="builds also measured at each --scale-rows: grouped "
+                 "(SequenceExamples by user), tft (4 analyzers)")
+  p.add_argument("--scale-engines", default="",
+                 help="instead: the flights at each --scale-rows on local "
+                 "clusters (dask, portable), with each process's peak")
   p.add_argument("--skip-row-by-row", action="store_true",
                  help="leave out the row-by-row Beam baseline (slowest)")
   p.add_argument("--transform-rows", type=int, default=100_000,
