@@ -117,10 +117,13 @@ def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
     tmp_path, monkeypatch):
   """Every chunk's parts go to one part file under the staging directory
   (the shuffle carries their slices: names and sizes, whatever the parts'
-  size); the shards are the bytes of a build whose shuffle carried the
+  size), and the slices of GATHER_CHUNKS chunks go to a shard as one
+  element; the shards are the bytes of a build whose shuffle carried the
   parts themselves, and no part file is left behind."""
   from beam_tfrecords.sinks import shards
   src = write_rows(tmp_path / "in.csv", 20_000)
+  monkeypatch.setattr(shards, "GATHER_CHUNKS", 3)
+  small_batches = {"block_size": 64 << 10}  # 6 batches of rows
   written, carried = [], []
   real_spilled, real_process = shards._DealFn._spilled, \
       shards._WriteShardFn.process
@@ -137,13 +140,18 @@ def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
   monkeypatch.setattr(shards._DealFn, "_spilled", spilled)
   monkeypatch.setattr(shards._WriteShardFn, "process", process)
   spilled_out = btr.build(SCHEMA, src, str(tmp_path / "spilled"),
-                          num_shards=4)
+                          num_shards=4, format_options=small_batches)
+  chunks = len(set(written))
+  assert chunks == 6
   assert written and all("/.staging-" in p and "/.parts/train/" in p
                          for p in written)
   assert not any(os.path.exists(p) for p in written)
-  # What crossed the shuffle: slices and empty-shard markers, no bytes.
-  assert carried and all(p is None or isinstance(p[2], shards.Slice)
-                         for p in carried)
+  # What crossed the shuffle: slices, gathered 3 chunks to an element
+  # (each chunk has a part for every shard), and empty-shard markers.
+  gathered = [p for p in carried if p is not None]
+  assert len(gathered) == 4 * 6 // 3
+  assert all(isinstance(g, shards.Gathered) and len(g.parts) == 3 and all(
+      isinstance(p[2], shards.Slice) for p in g.parts) for g in gathered)
   assert dataset_files(spilled_out.output) == [
       "_SUCCESS", "dataset.json", "report.html", "schema.pbtxt",
       "statistics.pb"] + [f"train-0000{i}-of-00004.tfrecord.gz"
@@ -152,7 +160,8 @@ def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
   # same bytes.
   monkeypatch.setattr(shards._DealFn, "_spilled",
                       lambda self, split, dealt: dealt)
-  inline = btr.build(SCHEMA, src, str(tmp_path / "inline"), num_shards=4)
+  inline = btr.build(SCHEMA, src, str(tmp_path / "inline"), num_shards=4,
+                     format_options=small_batches)
   assert_same_files(spilled_out.output, inline.output)
   assert sorted(r["id"] for r in btr.iter_records(spilled_out.output)) == \
       list(range(20_000))

@@ -14,11 +14,14 @@ shards at random), so two runs of the same job give different files. Here:
   TFRecord files whose bytes depend only on the input. Large parts are
   compressed where they are made, as finished gzip members (concatenated
   gzip members are one valid gzip file, read by tf.data and by Beam's
-  ReadFromTFRecord), and written to a part file under the staging
-  directory: the shuffle carries only its name, so no runner holds the data
-  in memory and the shard's writer copies the part files in key order.
-  Small parts (one sequence, one error line) travel inline and are
+  ReadFromTFRecord); small ones (one sequence, one error line) are
   compressed together by the shard's writer.
+* With a staging directory (every build's), a chunk's parts are written
+  back to back into one part file under it, and the shuffle carries each
+  part's Slice of it (path, offset, length): no runner holds the data in
+  memory. The Slices of GATHER_CHUNKS successive chunks go to each shard
+  as one element (a Gathered), so the elements crossing the shuffle do
+  not grow with chunks x shards (both grow with the data).
 * Part files have unique names; a retried bundle writes new ones and the
   runner passes on only the names of the attempt that succeeded. They are
   removed with the staging directory when the dataset is published.
@@ -419,6 +422,15 @@ MEMBER_BYTES = 64 * 1024
 # this large go to part files (see above).
 SPILL_BYTES = 256 * 1024
 PARTS_DIR = ".parts"
+# Chunks whose parts go to each shard as one element (see above): at 100M
+# rows (4,600 chunks x 22 shards) one element per part was 100k elements,
+# which the FnApiRunner holds at about 0.4 KB each.
+GATHER_CHUNKS = 64
+
+
+class Gathered(NamedTuple):
+  """Parts of successive chunks bound for one shard, sent as one element."""
+  parts: list
 
 
 def stable_hash(key) -> int:
@@ -490,6 +502,10 @@ class _DealFn(beam.DoFn):
       return (key, PART_FILE, path, len(part), size)
     return (key, how, data, len(part), size)
 
+  def start_bundle(self):
+    self._gathered: Dict[Tuple[str, int], list] = {}
+    self._chunks = 0
+
   def process(self, chunk):
     split, key, items = chunk
     if hasattr(items, "chunks"):
@@ -500,10 +516,24 @@ class _DealFn(beam.DoFn):
     dealt = [(shard, self._part(split, shard, key, part,
                                 spill=self._parts_dir is None))
              for (shard, key), part in self._deal(split, key, items).items()]
-    if self._parts_dir is not None:
-      dealt = self._spilled(split, dealt)
-    for shard, part in dealt:
-      yield (split, shard), part
+    if self._parts_dir is None:
+      for shard, part in dealt:
+        yield (split, shard), part
+      return
+    for shard, part in self._spilled(split, dealt):
+      self._gathered.setdefault((split, shard), []).append(part)
+    self._chunks += 1
+    if self._chunks >= GATHER_CHUNKS:
+      yield from self._flush()
+
+  def finish_bundle(self):
+    for element in self._flush():
+      yield beam.transforms.window.GlobalWindows.windowed_value(element)
+
+  def _flush(self):
+    gathered, self._gathered, self._chunks = self._gathered, {}, 0
+    for where in sorted(gathered):
+      yield where, Gathered(gathered[where])
 
   def _spilled(self, split, dealt):
     """The chunk's parts written back to back into one part file; each
@@ -610,7 +640,8 @@ class _WriteShardFn(beam.DoFn):
 
   def process(self, element):
     (split, shard), parts = element
-    parts = [p for p in parts if p is not None]
+    parts = [q for p in parts if p is not None
+             for q in (p.parts if isinstance(p, Gathered) else (p,))]
     limit = self._max.get(split) if self._codec.gzip else None
     expected = _expected([p[1] for p in parts],
                          [p[4] for p in parts]) if limit else 0
