@@ -940,8 +940,9 @@ def main():
                  help="rows per input file in the scale suite")
   p.add_argument("--scale-formats", default="jsonl,parquet",
                  help="formats also built at the first --scale-rows")
-  p.add_argument("--scale-kinds", default="",
-                 help="builds also measured at each --scale-rows: grouped "
+  p.add_argument("--scale-kinds", default="examples",
+                 help="builds measured at each --scale-rows: examples (the "
+                 "flights; and --scale-formats at the first size), grouped "
                  "(SequenceExamples by user), tft (4 analyzers)")
   p.add_argument("--scale-engines", default="",
                  help="instead: the flights at each --scale-rows on local "

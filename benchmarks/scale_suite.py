@@ -9,7 +9,8 @@ files, wall and CPU seconds, rows/s and peak RSS, with the wall per row
 and the peak against the first row's: flat memory is a peak ratio near
 1.0, linear time a wall-per-row ratio near 1.0.
 
---scale-kinds adds other builds at each size:
+--scale-kinds picks the builds measured at each size (default: examples,
+the flights as above):
   - grouped: one SequenceExample per user (`group_by: user`, `order_by:
     ts`) over an event log in files of --scale-file-rows rows, 10 events
     per user on average, users spread over all the files (a month of
@@ -20,7 +21,7 @@ and the peak against the first row's: flat memory is a peak ratio near
     python benchmarks/run.py --suite scale \\
         --scale-rows 10000000,40000000,100000000 --scale-formats jsonl,parquet
     python benchmarks/run.py --suite scale --scale-rows 10000000,40000000 \\
-        --scale-formats "" --scale-kinds grouped,tft
+        --scale-kinds examples,grouped,tft
 
 --scale-engines builds the flights at each size on local clusters, each
 started afresh for the build (after one small untimed build: a worker's
@@ -170,15 +171,18 @@ def _runs(args, sizes: List[int], file_rows: int) -> list:
   # pylint: disable=import-outside-toplevel
   from run import EVENTS_AS_SEQUENCES
   base, schema = flights_input(args.workdir, file_rows)
-  runs = [("csv", rows, _linked(args.workdir, base, rows, file_rows, "csv"),
-           schema) for rows in sizes]
-  runs += [(fmt, sizes[0], _linked(args.workdir, _converted(base, fmt),
-                                   sizes[0], file_rows, fmt), schema)
-           for fmt in filter(None, args.scale_formats.split(","))]
   kinds = set(filter(None, args.scale_kinds.split(",")))
-  if kinds - {"grouped", "tft"}:
-    raise SystemExit(f"--scale-kinds: {sorted(kinds - {'grouped', 'tft'})}"
-                     " unknown; grouped, tft")
+  unknown = kinds - {"examples", "grouped", "tft"}
+  if unknown:
+    raise SystemExit(f"--scale-kinds: {sorted(unknown)} unknown; examples, "
+                     "grouped, tft")
+  runs = []
+  if "examples" in kinds:
+    runs += [("csv", rows, _linked(args.workdir, base, rows, file_rows,
+                                   "csv"), schema) for rows in sizes]
+    runs += [(fmt, sizes[0], _linked(args.workdir, _converted(base, fmt),
+                                     sizes[0], file_rows, fmt), schema)
+             for fmt in filter(None, args.scale_formats.split(","))]
   if "grouped" in kinds:
     grouped = os.path.join(args.workdir, "scale-events.yaml")
     with open(grouped, "w") as f:

@@ -50,6 +50,7 @@ import numpy as np
 from isal import isal_zlib
 
 from beam_tfrecords.errors import InputError
+from beam_tfrecords.runners.gaps import separates_outputs
 from beam_tfrecords.sinks import runs
 from beam_tfrecords.sinks.parts import ShardWritten
 from beam_tfrecords.tfrecord_files import (count_tfrecords, frame_records,
@@ -466,12 +467,15 @@ class _DealFn(beam.DoFn):
 
   def __init__(self, num_shards: Dict[str, int], codec: Codec,
                level: Optional[int], parts_dir: Optional[str] = None,
-               shuffle: Optional["Shuffle"] = None):
+               shuffle: Optional["Shuffle"] = None,
+               gather: int = GATHER_CHUNKS):
     self._n = dict(num_shards)
     self._codec = codec
     self._level = level
     self._parts_dir = parts_dir
     self._shuffle = shuffle
+    # 1 where the runner drops what finish_bundle emits (runners.gaps).
+    self._gather = gather
 
   def _deal(self, split, key, items):
     """{(shard, sort key): [item]}: round-robin from a hashed start; when
@@ -523,7 +527,7 @@ class _DealFn(beam.DoFn):
     for shard, part in self._spilled(split, dealt):
       self._gathered.setdefault((split, shard), []).append(part)
     self._chunks += 1
-    if self._chunks >= GATHER_CHUNKS:
+    if self._chunks >= self._gather:
       yield from self._flush()
 
   def finish_bundle(self):
@@ -709,9 +713,10 @@ class WriteShards(beam.PTransform):
     parts_dir = FileSystems.join(self._directory, PARTS_DIR)
     dealt = (chunks
              # (split, key, [item])
-             | "Deal" >> beam.ParDo(_DealFn(self._n, self._codec, self._level,
-                                            parts_dir, self._shuffle)
-                                    ).with_output_types(Any))
+             | "Deal" >> beam.ParDo(_DealFn(
+                 self._n, self._codec, self._level, parts_dir, self._shuffle,
+                 GATHER_CHUNKS if separates_outputs(chunks.pipeline) else 1
+             )).with_output_types(Any))
              # ((split, shard), (key, how, data, count, size))
     every = (chunks.pipeline
              | "AllShards" >> beam.Create(sorted(

@@ -52,7 +52,8 @@ from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
                                                 STATS, Output, SchemaFn,
                                                 by_split, stats, take)
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors
-from beam_tfrecords.runners.gaps import par_do, threads_for
+from beam_tfrecords.runners.gaps import (par_do, separates_outputs,
+                                         threads_for)
 
 __all__ = ["EncodeGroupedSequences", "buckets_for", "BUCKET_BYTES",
            "DEFAULT_BUCKETS", "ASSEMBLY_BYTES"]
@@ -140,10 +141,14 @@ class _EncodeStepsFn(SchemaFn):
 
   def __init__(self, schema_dict: Dict[str, Any], buckets: int,
                spill_dir: Optional[str] = None,
-               threads: Optional[int] = None, statistics: bool = True):
+               threads: Optional[int] = None, statistics: bool = True,
+               gather: bool = True):
     super().__init__(schema_dict, threads=threads, statistics=statistics)
     self._buckets = buckets
     self._spill_dir = spill_dir
+    # False where the runner drops what finish_bundle emits (runners.gaps):
+    # each batch's steps go on at once.
+    self._gather = gather
 
   def _build(self, schema):
     return StepEncoder(schema)
@@ -167,7 +172,7 @@ class _EncodeStepsFn(SchemaFn):
       if held is None:
         held = self._gathered[out.split] = _Gathered(out.split, out.path)
       held.add(out)
-      if held.bytes >= FLUSH_BYTES:
+      if held.bytes >= FLUSH_BYTES or not self._gather:
         outputs += self._flush(self._gathered.pop(out.split))
     return outputs
 
@@ -405,8 +410,9 @@ class EncodeGroupedSequences(beam.PTransform):
     threads = threads_for(batches.pipeline)
     steps = par_do(batches, "EncodeSteps", _EncodeStepsFn(
         schema_dict, self._buckets, self._spill_dir, threads=threads,
-        statistics=self._statistics), (ERRORS, STATS, FEATURE_STATS),
-                   main="steps")
+        statistics=self._statistics,
+        gather=separates_outputs(batches.pipeline)),
+                   (ERRORS, STATS, FEATURE_STATS), main="steps")
     grouped = (steps["steps"]
                # ((split, bucket), (path, steps, bad))
                | "GroupSteps" >> beam.GroupByKey())
