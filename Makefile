@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make demo   sets up a virtualenv and builds the bundled sample dataset
 #   make test   sets up the same virtualenv, type-checks the library (mypy.ini)
-#               and runs the whole test suite on every core
+#               and runs the whole test suite on every core: the suite, then
+#               its cluster tier
 # make test-fast runs the fast tier (no slow or cluster test): run it
 #             before every commit.
 # make setup-extras adds the torch and tfds extras (PyTorch, ~3 GB, and
@@ -60,9 +61,13 @@ demo: setup
 	  --input pipelines/data/movie_ratings.csv --output out/movie_ratings --overwrite
 	$(BIN)/beam-tfrecords inspect out/movie_ratings --records 2
 
+# The suite, then the cluster tier (tests that start servers or clusters on
+# 127.0.0.1: the portable job service and worker pools, Dask, S3), each
+# with its own time budget.
 test: setup
 	$(BIN)/mypy
-	$(PYTEST) tests
+	$(PYTEST) -m "not cluster" tests
+	$(PYTEST) -m cluster tests
 
 test-fast: setup
 	$(PYTEST) -m "not slow and not cluster" tests

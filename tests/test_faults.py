@@ -431,3 +431,24 @@ def test_an_input_without_rows_builds_an_empty_dataset(tmp_path):
                      str(src), str(out))
   assert result.metadata["counts"]["rows_read"] == 0
   assert (out / "_SUCCESS").exists()
+
+
+@pytest.mark.parametrize("flags,waits", [
+    (["--runner=PortableRunner", "--job_endpoint=localhost:1"], 7 * 86400),
+    (["--runner=FlinkRunner", "--flink_master=[local]"], 7 * 86400),
+    (["--runner=SparkRunner"], 7 * 86400),
+    # Given, it is kept (even Beam's default value).
+    (["--runner=PortableRunner", "--job_server_timeout=30"], 30),
+    (["--runner=PortableRunner", "--job-server-timeout", "300"], 300),
+    ([], 300),  # the DirectRunner does not use it
+])
+def test_portable_jobs_may_run_longer_than_the_job_server_timeout(flags,
+                                                                   waits):
+  """Beam 2.77's PortableRunner gives the job's state stream
+  --job_server_timeout (300 s) as its deadline: a 40M-row build on the
+  portable runner failed with DEADLINE_EXCEEDED after 304 s, still
+  running. Not given, it becomes a week for portable runners."""
+  from apache_beam.options.pipeline_options import PortableOptions
+  from beam_tfrecords.runners.pipeline_options import pipeline_options
+  options, _ = pipeline_options(flags)
+  assert options.view_as(PortableOptions).job_server_timeout == waits

@@ -29,7 +29,7 @@ from beam_tfrecords.errors import InputError
 __all__ = ["check_beam_args", "pipeline_options", "is_direct",
            "is_local_direct", "is_dask", "spread_on_dask", "DASK_RUNNER",
            "runner_name", "check_paths_reach_workers", "beam_flags",
-           "check_environment"]
+           "check_environment", "wait_for_long_jobs", "LONG_JOB_SECONDS"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -248,7 +248,40 @@ def pipeline_options(beam_args: Union[None, Sequence[str], PipelineOptions]):
         "--direct_running_mode=multi_processing, or the default (one worker, "
         "which encodes with a thread per core itself).")
   check_environment(options)
+  wait_for_long_jobs(options, runner, given=None if isinstance(
+      beam_args, PipelineOptions) else any(
+          _normalized(a.split("=", 1)[0]) == "job-server-timeout"
+          for a in beam_args or ()))
   return options, runner
+
+
+# What --job_server_timeout becomes for a portable runner when it is not
+# given (see wait_for_long_jobs).
+LONG_JOB_SECONDS = 7 * 24 * 3600
+
+
+def wait_for_long_jobs(options: PipelineOptions, runner,
+                       given: Optional[bool] = None) -> None:
+  """Portable runners (PortableRunner, Flink, Spark, Prism): without
+  --job_server_timeout, waits up to LONG_JOB_SECONDS for the job.
+
+  Beam 2.77's PortableRunner opens the job's state and message streams
+  with --job_server_timeout (300 s by default) as their deadline, so
+  every job that runs longer fails with DEADLINE_EXCEEDED while it is
+  still running (measured: a 40M-row build on the portable runner,
+  after 304 s). The flag also bounds the job service's short calls, which
+  fail at once on a server that is not there. `given`: whether the flag
+  was given (None: whether its value differs from Beam's default)."""
+  # pylint: disable=import-outside-toplevel
+  from apache_beam.runners.portability.portable_runner import PortableRunner
+  if not isinstance(runner, PortableRunner):
+    return
+  if given is None:
+    given = "job_server_timeout" in options.get_all_options(
+        drop_default=True)
+  if given:
+    return
+  options.view_as(PortableOptions).job_server_timeout = LONG_JOB_SECONDS
 
 
 def _cluster_master(options: PipelineOptions) -> Optional[str]:
