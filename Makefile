@@ -7,6 +7,11 @@
 #             before every commit.
 # make setup-extras adds the torch and tfds extras (PyTorch, ~3 GB, and
 #             TensorFlow Datasets) to the virtualenv, for their tests.
+# make cluster-tools installs Flink and Spark (from PyPI) and builds their
+#             Beam job servers (Maven, JDK 17) into a tools folder outside
+#             the repository, for the real-cluster tests (3-8 minutes
+#             cold, nothing warm); without it they make them on first use,
+#             or skip where Java or Maven is missing.
 # make coverage runs the whole suite under coverage.py.
 # Another Python: make test-fast PYTHON=python3.13 VENV=.venv-py313
 # make docs regenerates docs/cli.md and builds the documentation into site/.
@@ -26,7 +31,7 @@ UV_VERSION := 0.13.9
 # (module fixtures are built once).
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadfile
 
-.PHONY: setup setup-extras demo test test-fast coverage bench docs lock clean
+.PHONY: setup setup-extras cluster-tools demo test test-fast coverage bench docs lock clean
 
 $(VENV)/.installed: setup.py $(wildcard $(LOCK))
 	$(PYTHON) -m venv $(VENV)
@@ -56,14 +61,18 @@ $(VENV)/.extras: $(VENV)/.installed
 
 setup-extras: $(VENV)/.extras
 
+# ${BTR_TOOLS:-~/.cache/beam-tfrecords-tools}: beam_tfrecords/testing/tools.py
+cluster-tools: setup
+	$(BIN)/python -m beam_tfrecords.testing.tools
+
 demo: setup
 	$(BIN)/beam-tfrecords build --schema schemas/movie_ratings.yaml \
 	  --input pipelines/data/movie_ratings.csv --output out/movie_ratings --overwrite
 	$(BIN)/beam-tfrecords inspect out/movie_ratings --records 2
 
 # The suite, then the cluster tier (tests that start servers or clusters on
-# 127.0.0.1: the portable job service and worker pools, Dask, S3), each
-# with its own time budget.
+# 127.0.0.1: the portable job service and worker pools, Dask, S3, Flink,
+# Spark), each with its own time budget.
 test: setup
 	$(BIN)/mypy
 	$(PYTEST) -m "not cluster" tests

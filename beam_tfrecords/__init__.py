@@ -13,7 +13,8 @@ import importlib
 
 from beam_tfrecords.errors import (AnomalyError, BadRowsError,
                                    DatasetReplacedError, EncodingError,
-                                   InputError, OutputBusyError, OutputError,
+                                   InputError, JobFailedError,
+                                   OutputBusyError, OutputError,
                                    PublishInterruptedError, SchemaError)
 from beam_tfrecords.version import __version__
 
@@ -47,7 +48,8 @@ _LAZY = {
 }
 
 __all__ = sorted(["AnomalyError", "BadRowsError", "DatasetReplacedError",
-                  "EncodingError", "InputError", "OutputBusyError",
+                  "EncodingError", "InputError", "JobFailedError",
+                  "OutputBusyError",
                   "OutputError", "PublishInterruptedError", "SchemaError",
                   "__version__", *_LAZY])
 

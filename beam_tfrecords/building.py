@@ -34,7 +34,7 @@ from beam_tfrecords.planning import shard_plan
 from beam_tfrecords.preprocess import (SHIPPING, Preprocess,
                                        resolve_preprocess)
 from beam_tfrecords.runners.dofn_specs import memoized_dofn_specs
-from beam_tfrecords.runners.run import run_pipeline
+from beam_tfrecords.runners.run import job_failure, run_pipeline
 from beam_tfrecords.schema import Schema, load_schema
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
 from beam_tfrecords.sinks import (recover,
@@ -330,6 +330,9 @@ def _run(pipeline, options, progress: bool, input_bytes: int, output: str,
       raise unshipped from e
     if isinstance(typed, AnomalyError):
       typed.anomalies = _anomalies_in(staging)
+    job = job_failure(e, runner_name(options).rsplit(".", 1)[-1])
+    if typed is e and job is not None:
+      raise job from e
     if typed is e:
       _LOG.error("the build's job failed on the runner; nothing was "
                  "published (%s keeps its previous content; the next build "

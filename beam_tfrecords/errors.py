@@ -76,6 +76,13 @@ class PublishInterruptedError(BeamTFRecordsError):
   command) finishes the switch. Not published yet, nothing lost."""
 
 
+class JobFailedError(BeamTFRecordsError):
+  """The runner could not run the build's job, or the engine failed it
+  (a job server that did not start, a lost worker the engine did not
+  recover from): nothing was published, and the output keeps its
+  previous content."""
+
+
 class DatasetReplacedError(InputError):
   """A dataset was replaced by a newer build (or is being replaced) while
   it was read: what was read so far is the old dataset's, and reading on

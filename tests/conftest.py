@@ -118,8 +118,8 @@ def s3_beam_args(url):
 # else `e2e`; `slow` marks the e2e tests (over about 5 s here) that the fast
 # tier (make test-fast) leaves out. tests/test_layout.py checks that every
 # name below still names a test or fixture.
-CLUSTER_FIXTURES = {"s3", "portable_pool", "portable", "two_pools",
-                    "bare_pool", "cluster"}
+CLUSTER_FIXTURES = {"s3", "portable_pool", "portable", "bare_pool",
+                    "cluster", "flink", "spark"}
 UNIT_MODULES = {"test_encoding", "test_grouped_fast", "test_images_unit",
                 "test_layout", "test_lock", "test_properties", "test_runs",
                 "test_schema", "test_sequence_encoding"}

@@ -402,6 +402,87 @@ def test_local_flink_and_spark_masters_need_no_environment_type():
     check_environment(PipelineOptions(flags))  # no error
 
 
+def test_a_job_server_that_cannot_start_is_refused_in_one_line(tmp_path):
+  """FlinkRunner / SparkRunner start a job server with `java -jar`: a jar
+  that is not there, no Java, or a --job_port in use is refused before
+  anything runs, in one line, exit code 2 (Beam: a traceback, or a Java
+  stack and "Service failed to start up")."""
+  import socket
+  (tmp_path / "in.csv").write_text("id\n1\n")
+  (tmp_path / "s.yaml").write_text(
+      "name: n\nfeatures:\n  id: {type: int64}\n")
+  jar = tmp_path / "jobserver.jar"
+  jar.write_bytes(b"PK")
+  base = [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
+          "s.yaml", "--input", "in.csv", "--output", "out", "--runner",
+          "FlinkRunner", "--flink_master", "localhost:1",
+          "--environment_type", "PROCESS",
+          "--environment_config", '{"command": "/bin/true"}']
+  with socket.socket() as busy:
+    busy.bind(("localhost", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    for flags, expected in (
+        (["--flink_job_server_jar", "no/such.jar"],
+         "error: --flink_job_server_jar no/such.jar: no such file. Give the "
+         "path of Beam's Flink job-server jar"),
+        ([f"--flink_job_server_jar={jar}", "--job_server_java_launcher",
+          "no-such-java"],
+         "error: the Flink job server runs on Java, but 'no-such-java' is "
+         "not on PATH"),
+        ([f"--flink_job_server_jar={jar}", f"--job_port={port}"],
+         f"error: --job_port {port}: that port is in use on this machine, "
+         "so the Flink job server cannot listen on it")):
+      run = subprocess.run(base + flags, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+      lines = run.stderr.strip().splitlines()
+      assert run.returncode == 2 and len(lines) == 1, run.stderr[-3000:]
+      assert lines[0].startswith(expected), lines[0]
+  assert not (tmp_path / "out").exists()
+
+
+def test_a_job_the_engine_failed_is_one_line_exit_1():
+  from beam_tfrecords.runners.run import job_failure
+  failed = job_failure(RuntimeError(
+      "Pipeline BeamApp-x_1 failed in state FAILED: java.io.IOException: "
+      "Insufficient number of network buffers\n\tat org.apache.flink.X"),
+                       "FlinkRunner")
+  assert str(failed).startswith(
+      "the FlinkRunner job BeamApp-x_1 ended FAILED: java.io.IOException: "
+      "Insufficient number of network buffers; nothing was published")
+  assert "the job server exited with code 1 as it started" in str(
+      job_failure(RuntimeError("Service failed to start up with error 1"),
+                  "SparkRunner")).replace("SparkRunner ", "")
+  assert job_failure(RuntimeError("a bug of ours"), "FlinkRunner") is None
+  from beam_tfrecords.cli import EXIT_FAILED, USER_ERRORS
+  assert next(code for kind, _, code in USER_ERRORS
+              if isinstance(failed, kind)) == EXIT_FAILED
+
+
+def test_dask_bundles_let_go_of_their_outputs(monkeypatch):
+  """Beam's DaskRunner keeps a ParDo's outputs in the receivers its task
+  was given, which the worker holds with the task: the wrapper empties
+  them once the bundle's results are taken."""
+  from apache_beam.runners.dask import transform_evaluator
+  from beam_tfrecords.runners import gaps
+
+  def bundle(items, invoker_args, invoker_kwargs, receivers):
+    receivers.values.extend(x * 2 for x in items)
+    return [v for v in receivers.values]
+
+  monkeypatch.setattr(transform_evaluator, "apply_dofn_to_bundle", bundle)
+  monkeypatch.delattr(transform_evaluator, "_btr_original_bundle",
+                      raising=False)
+  gaps.release_bundle_outputs()
+  gaps.release_bundle_outputs()  # twice: still Beam's own underneath
+  assert transform_evaluator.apply_dofn_to_bundle is \
+      gaps._bundle_releasing_outputs
+  receivers = transform_evaluator.OneReceiver()
+  assert transform_evaluator.apply_dofn_to_bundle(
+      [1, 2, 3], None, None, receivers) == [2, 4, 6]
+  assert receivers.values == []
+
+
 def test_a_run_that_loses_the_rows_publishes_nothing(tmp_path, monkeypatch):
   """A runner that drops a step's outputs (Beam's DaskRunner drops what a
   DoFn emits in finish_bundle) reads 0 rows: the build fails, naming the

@@ -175,16 +175,22 @@ def test_the_cluster_commands_parse_into_the_beam_options_they_mean(caplog):
   assert dataflow.view_as(WorkerOptions).sdk_container_image == image
   args, flink = by_runner["FlinkRunner"]
   assert flink.view_as(FlinkRunnerOptions).flink_master
-  assert flink.view_as(FlinkRunnerOptions).parallelism == 16
-  assert flink.view_as(FlinkRunnerOptions).flink_version in \
-      FlinkRunnerOptions.PUBLISHED_FLINK_VERSIONS
+  assert flink.view_as(FlinkRunnerOptions).parallelism == 2
+  assert flink.view_as(FlinkRunnerOptions).flink_job_server_jar == (
+      f"beam-runners-flink-1.20-job-server-{apache_beam.__version__}.jar")
   args, spark = by_runner["SparkRunner"]
   assert spark.view_as(SparkRunnerOptions).spark_master_url.startswith(
       "spark://")
+  assert spark.view_as(SparkRunnerOptions).spark_job_server_jar == (
+      f"beam-runners-spark-3-job-server-{apache_beam.__version__}.jar")
+  from apache_beam.options.pipeline_options import JobServerOptions
+  assert "-Dspark.executor.memory=2g" in spark.view_as(
+      JobServerOptions).job_server_jvm_properties
   for options in (flink, spark):
     portable = options.view_as(PortableOptions)
     assert (portable.environment_type, portable.environment_config) == (
-        "DOCKER", image)
+        "PROCESS", '{"command": "/opt/beam-tfrecords/boot"}')
+    assert str(portable.environment_cache_millis) == "600000"
   args, s3 = by_runner[None]
   assert args.output.startswith("s3://")
   assert s3.view_as(S3Options).s3_region_name == "eu-west-1"

@@ -1,8 +1,10 @@
-"""The same builds on Beam's portable path: PortableRunner against Beam's
-own job service, with an EXTERNAL environment served by a worker pool whose
-Python has this package installed from the built wheel (nothing on
-PYTHONPATH, another working directory): what Flink and Spark do with
-Python. Outputs must equal the DirectRunner's byte for byte."""
+"""Shipping code to workers, on Beam's portable path: PortableRunner
+against Beam's own job service, with an EXTERNAL environment served by a
+worker pool whose Python has this package installed from the built wheel
+(nothing on PYTHONPATH, another working directory), as a worker image
+has it. Outputs must equal the DirectRunner's byte for byte. (The builds
+themselves on real Flink and Spark clusters: test_flink.py,
+test_spark.py.)"""
 
 import filecmp
 import os
@@ -57,71 +59,6 @@ def _same_files(a, b):
   for name in names:
     assert filecmp.cmp(os.path.join(a, name), os.path.join(b, name),
                        shallow=False), name
-
-
-def _case_input(src, case, rows):
-  """Rows with bad values (a bad group key, or unparsable scores)."""
-  if case == "grouped_sequences":
-    src.write_text("user,t,item\n" + "".join(
-        f"{i % 7},{(i * 37) % 101},{i}\n" for i in range(rows - 200))
-                   + "x,1,2\n")
-  else:
-    src.write_text("id,score,split\n" + "".join(
-        f"{i},{i / 3 if i % 17 else 'n/a'},{'eval' if i % 4 else 'train'}\n"
-        for i in range(rows)))
-
-
-def _case_schema(case):
-  if case == "grouped_sequences":
-    return ("name: seq\nrecord: sequence_example\ngroup_by: user\n"
-            "order_by: [{column: t, type: int64}]\ncontext:\n"
-            "  user: {type: int64, "
-            "required: true}\n  n: {derive: length}\nsequence:\n"
-            "  item: {type: int64, required: true}\n")
-  return ("name: ex\nsplits: {column: split, values: [train, eval]}\n"
-          "features:\n  id: {type: int64, required: true}\n"
-          "  score: {type: float, required: true}\n")
-
-
-@pytest.mark.parametrize("case", ["examples_with_splits_and_bad_rows",
-                                  "grouped_sequences"])
-def test_portable_runner_equals_direct_runner(portable, tmp_path, case):
-  _equal_builds(tmp_path, case, 500, portable)
-
-
-def _equal_builds(tmp_path, case, rows, flags):
-  """The case built on the DirectRunner and with `flags`: the same
-  counts and files."""
-  _case_input(tmp_path / "in.csv", case, rows=rows)
-  (tmp_path / "s.yaml").write_text(_case_schema(case))
-  # Relative paths, run from tmp_path: the workers run elsewhere.
-  direct = _cli_build("s.yaml", ["in.csv"], "direct", [], tmp_path)
-  port = _cli_build("s.yaml", ["in.csv"], "portable", flags, tmp_path)
-  assert port["counts"] == direct["counts"]
-  assert direct["counts"]["rows_rejected"] > 0
-  _same_files(str(tmp_path / "direct"), str(tmp_path / "portable"))
-
-
-@pytest.fixture(scope="module")
-def two_pools(tmp_path_factory):
-  """Two worker-pool processes (as two machines of a Flink or Spark
-  cluster have), each starting SDK workers with the package from the
-  wheel; the job service gives every stage --sdk_worker_parallelism
-  workers, started round-robin on the pools."""
-  with LocalPortable(tmp_path_factory.mktemp("pools"), source=HERE,
-                     pools=2) as cluster:
-    yield cluster
-
-
-@pytest.mark.parametrize("case", ["examples_with_splits_and_bad_rows",
-                                  "grouped_sequences"])
-def test_two_worker_pools_equal_the_direct_runner(two_pools, tmp_path, case):
-  _equal_builds(tmp_path, case, 5000,
-                two_pools.args + ["--sdk_worker_parallelism=2"])
-  with open(os.path.join(two_pools.workdir, "servers.log")) as f:
-    started = re.findall(r"worker (\S+) -> pool (\d)", f.read())
-  # Each job starts its 2 workers, one on each pool.
-  assert {pool for _, pool in started[-2:]} == {"0", "1"}, started
 
 
 USER_MODULE = '''
@@ -335,20 +272,3 @@ def test_a_preprocessing_fn_the_workers_cannot_import_says_how_to_ship_it(
          "named 'unshipped_transform')" in last, run.stderr[-3000:]
   assert "--setup_file ./setup.py or --extra_package" in last
   assert not (tmp_path / "out" / "_SUCCESS").exists()
-
-
-def test_a_preprocessing_fn_installed_on_the_workers_builds_as_direct(
-    portable_pool, portable, tmp_path):
-  """Its module installed in the workers' Python: transformed shards
-  byte for byte those of the DirectRunner."""
-  _transform_job(tmp_path, "shipped_transform")
-  portable_pool.install(tmp_path / "shipped_transform.py")
-  direct = _cli_build("s.yaml", ["in.csv"], "direct", [], tmp_path)
-  port = _cli_build("s.yaml", ["in.csv"], "portable", portable, tmp_path)
-  assert port["counts"] == direct["counts"]
-  names = [s["file"] for split in direct["transform"]["splits"].values()
-           for s in split["shards"]]
-  assert names
-  for name in names:
-    assert filecmp.cmp(tmp_path / "direct" / name,
-                       tmp_path / "portable" / name, shallow=False), name

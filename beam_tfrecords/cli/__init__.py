@@ -40,7 +40,8 @@ from typing import List, Optional
 
 from beam_tfrecords.errors import (AnomalyError, BadRowsError,
                                    BeamTFRecordsError, InputError,
-                                   NoInputError, OutputBusyError,
+                                   JobFailedError, NoInputError,
+                                   OutputBusyError,
                                    PublishInterruptedError)
 from beam_tfrecords.cli import show
 from beam_tfrecords.cli.args import build_flags, format_options, parser
@@ -76,6 +77,9 @@ USER_ERRORS = ((NoInputError, "no_input", EXIT_NO_INPUT),
                (OutputBusyError, "busy", EXIT_INPUT),
                (PublishInterruptedError, "publish_interrupted",
                 EXIT_PUBLISH_INTERRUPTED),
+               # The engine failed the job (a lost machine): a retry may
+               # well pass.
+               (JobFailedError, "job_failed", EXIT_FAILED),
                (BeamTFRecordsError, "error", EXIT_INPUT))
 
 

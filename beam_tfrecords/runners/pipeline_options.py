@@ -11,11 +11,16 @@ of them takes is refused with a "did you mean".
 
 import difflib
 import logging
+import os
 import re
+import shutil
+import socket
+import sys
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 from apache_beam.options.pipeline_options import (DirectOptions,
                                                   FlinkRunnerOptions,
+                                                  JobServerOptions,
                                                   PipelineOptions,
                                                   PortableOptions,
                                                   SparkRunnerOptions,
@@ -248,6 +253,7 @@ def pipeline_options(beam_args: Union[None, Sequence[str], PipelineOptions]):
         "--direct_running_mode=multi_processing, or the default (one worker, "
         "which encodes with a thread per core itself).")
   check_environment(options)
+  check_job_server(options)
   wait_for_long_jobs(options, runner, given=None if isinstance(
       beam_args, PipelineOptions) else any(
           _normalized(a.split("=", 1)[0]) == "job-server-timeout"
@@ -318,6 +324,63 @@ def check_environment(options: PipelineOptions) -> None:
       "--environment_config='{\"command\": \"/path/to/boot\"}', or "
       "--environment_type=EXTERNAL --environment_config=HOST:PORT (a Beam "
       "worker pool); see docs/operations.md, \"Flink\" and \"Spark\"")
+
+
+def _port_in_use(port: int) -> bool:
+  with socket.socket() as s:
+    try:
+      s.bind(("localhost", port))
+    except OSError:
+      return True
+  return False
+
+
+def check_job_server(options: PipelineOptions) -> None:
+  """Refuses, before anything runs, what keeps the job server that
+  FlinkRunner / SparkRunner start from a jar from starting: a jar that is
+  not there, no Java, a --job_port (or artifact, expansion port) in use.
+  Beam would fail with a traceback, or a Java stack and "Service failed
+  to start up"."""
+  name = runner_name(options).rsplit(".", 1)[-1].lower()
+  engine = {"flinkrunner": "flink", "flink": "flink", "sparkrunner": "spark",
+            "spark": "spark"}.get(name)
+  if engine is None:
+    return
+  runner = {"flink": FlinkRunnerOptions, "spark": SparkRunnerOptions}[engine]
+  if options.view_as(PortableOptions).job_endpoint or getattr(
+      options.view_as(runner), f"{engine}_submit_uber_jar", False):
+    return  # a job server of its own, or none: no java -jar here
+  flag = f"{engine}_job_server_jar"
+  jar = getattr(options.view_as(runner), flag, None)
+  if not jar:
+    return  # Beam downloads its own jar (and says so if it cannot)
+  title = engine.capitalize()
+  if "://" not in jar and not os.path.isfile(jar):
+    raise InputError(
+        f"--{flag} {jar}: no such file. Give the path of Beam's {title} "
+        "job-server jar (Maven Central's beam-runners-"
+        f"{'flink-VERSION' if engine == 'flink' else 'spark-3'}-job-server "
+        "at your Beam version); see docs/operations.md, "
+        f"\"{title}\"")
+  server = options.view_as(JobServerOptions)
+  launcher = server.job_server_java_launcher or "java"
+  if shutil.which(launcher) is None:
+    raise InputError(
+        f"the {title} job server runs on Java, but {launcher!r} is not on "
+        "PATH; install a JDK 17 (Debian: openjdk-17-jre-headless) or give "
+        "--job_server_java_launcher")
+  # (SparkRunner reuses a job server this process started: its port is
+  # in use by it.)
+  reused = getattr(sys.modules.get(
+      "apache_beam.runners.portability.spark_runner"), "JOB_SERVER_CACHE",
+                   None)
+  for port_flag in ("job_port", "artifact_port", "expansion_port"):
+    port = getattr(server, port_flag, 0) or 0
+    if port and not (engine == "spark" and reused) and _port_in_use(port):
+      raise InputError(
+          f"--{port_flag} {port}: that port is in use on this machine, so "
+          f"the {title} job server cannot listen on it; give a free port, "
+          f"or leave --{port_flag} out (a free one is picked)")
 
 
 # Runners whose workers never share the launcher's disk.

@@ -12,14 +12,18 @@ Ctrl-C cleans up after it too, and the command line tells the two apart.
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
 import tempfile
 import threading
+from typing import Optional
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beam_tfrecords.errors import JobFailedError
+from beam_tfrecords.runners.gaps import release_bundle_outputs
 from beam_tfrecords.runners.pipeline_options import is_dask, is_direct, is_local_direct
 from beam_tfrecords.progress import ENV_DIR, LocalProgress, poll_metrics
 
@@ -78,6 +82,35 @@ def _start(pipeline: beam.Pipeline):
   return pipeline.run()
 
 
+def _quiet_closed_channels(previous):
+  """A threading.excepthook that drops what grpc's channel-watching
+  threads raise when a job server goes away ("Cannot monitor channel
+  state: Channel closed!", a traceback per channel) and passes the rest
+  on: the build's own error says what happened."""
+
+  def hook(hook_args):
+    if hook_args.exc_type is ValueError and str(
+        hook_args.exc_value).startswith("Cannot monitor channel state"):
+      return
+    previous(hook_args)
+
+  hook.quiets_channels = True  # type: ignore[attr-defined]
+  return hook
+
+
+class _QuietServerEnds(logging.Filter):
+  """Drops Beam's "Really destroying service ..." warning. The job
+  servers FlinkRunner and SparkRunner start from a jar are stopped when
+  the interpreter exits, after the build's last line, and saying so then
+  buries that line."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Really destroying service")
+
+
+_SUBPROCESS_LOG = logging.getLogger("apache_beam.utils.subprocess_server")
+
+
 def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
                  progress: bool, input_bytes: int) -> None:
   """Runs the pipeline to its end, showing progress if asked.
@@ -89,6 +122,10 @@ def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
     Terminated: on SIGTERM, the same way (a KeyboardInterrupt too).
   """
   interrupted = []
+  if not any(isinstance(f, _QuietServerEnds) for f in _SUBPROCESS_LOG.filters):
+    _SUBPROCESS_LOG.addFilter(_QuietServerEnds())
+  if not getattr(threading.excepthook, "quiets_channels", False):
+    threading.excepthook = _quiet_closed_channels(threading.excepthook)
 
   def on_signal(signum, frame):
     interrupted.append(signum)
@@ -124,6 +161,36 @@ def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
       threading.excepthook = excepthook
 
 
+# How Beam's portable runners say a job ended badly, and a job server
+# that exited as it started (apache_beam/utils/subprocess_server.py).
+_JOB_FAILED = re.compile(r"Pipeline (\S+) failed in state (\w+): (.*)", re.S)
+_SERVER_FAILED = re.compile(r"Service failed to start up with error (-?\d+)")
+
+
+def job_failure(error: BaseException, runner: str) -> Optional[JobFailedError]:
+  """The JobFailedError a portable runner's failure is, in a line (None:
+  not one of those)."""
+  text = str(error)
+  found = _JOB_FAILED.search(text)
+  if found:
+    # (A Python worker's error arrives as its traceback: its last line.)
+    lines = [line.strip() for line in found.group(3).splitlines()
+             if line.strip()]
+    cause = (lines[-1] if lines and lines[0].startswith("Traceback")
+             else lines[0] if lines else "no cause given")
+    return JobFailedError(
+        f"the {runner} job {found.group(1)} ended {found.group(2)}: "
+        f"{cause[:400]}; nothing was published, the output keeps its "
+        "previous content (the engine's logs say more: Flink's JobManager, "
+        "Spark's application page)")
+  found = _SERVER_FAILED.search(text)
+  if found:
+    return JobFailedError(
+        f"the {runner} job server exited with code {found.group(1)} as it "
+        "started, so nothing ran; its own output is in the details log")
+  return None
+
+
 def _run_on_dask(pipeline: beam.Pipeline, progress: bool) -> None:
   """Runs on the DaskRunner, and closes its client (the runner leaves it
   open, reconnecting to a scheduler that went away)."""
@@ -133,6 +200,7 @@ def _run_on_dask(pipeline: beam.Pipeline, progress: bool) -> None:
     logging.getLogger(__name__).warning(
         "progress: the DaskRunner reports no metrics while it runs; watch "
         "the Dask dashboard (the scheduler's port 8787)")
+  release_bundle_outputs()
   result = _start(pipeline)
   try:
     result.wait_until_finish()

@@ -1,5 +1,11 @@
 """What the tests and benchmarks use to run builds the way clusters do."""
 
+import os
+import signal
+import subprocess
+import time
+from typing import List, Optional, TextIO
+
 
 class LocalServers:
   """Processes started by `start()`, stopped by `close()`; a context
@@ -21,3 +27,78 @@ class LocalServers:
 
   def __exit__(self, *exc):
     self.close()
+
+
+def stop_groups(procs: List[subprocess.Popen], seconds: float = 20) -> None:
+  """Stops processes started with start_new_session=True, newest first,
+  each with its process group (what it started): SIGTERM, then SIGKILL
+  after `seconds`."""
+  for proc in reversed(procs):
+    if proc.poll() is not None:
+      continue
+    try:
+      os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+      continue
+    try:
+      proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+      os.killpg(proc.pid, signal.SIGKILL)
+      proc.wait()
+
+
+class EngineCluster(LocalServers):
+  """A cluster of an engine's own processes (each in a process group of
+  its own, in `_procs`), ready when `_members()` (ids read from its REST
+  API) counts enough, and the workers' Python (testing.portable) in
+  `pool`."""
+
+  WHAT = "members"
+
+  def __init__(self, workdir: str):
+    self.workdir = os.path.abspath(workdir)
+    self.pool: Optional[LocalServers] = None
+    self._procs: List[subprocess.Popen] = []
+    self._logs: List[TextIO] = []
+    self._killed: List[subprocess.Popen] = []
+    self._old: set = set()
+
+  def _members(self) -> set:
+    raise NotImplementedError
+
+  def _wait_for(self, count: int, seconds: float = 120,
+                new: bool = False) -> None:
+    """Until `count` members are up (with `new`, one that was not when
+    one was killed: an engine counts a killed one until its heartbeats
+    time out)."""
+    deadline = time.time() + seconds
+    while True:
+      try:
+        ids = self._members()
+        if len(ids) == count and not (new and ids <= self._old):
+          return
+      except OSError:
+        pass
+      dead = [p for p in self._procs if p.poll() is not None
+              and p not in self._killed]
+      if dead or time.time() > deadline:
+        raise RuntimeError(f"the cluster did not report {count} "
+                           f"{self.WHAT} (logs in {self.workdir})")
+      time.sleep(0.5)
+
+  def _kill(self, proc: subprocess.Popen) -> None:
+    """SIGKILLs a member's process group, as a lost machine."""
+    self._old = self._members()
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    self._killed.append(proc)
+
+  def close(self) -> None:
+    if self.pool is not None:
+      self.pool.close()
+      self.pool = None
+    stop_groups(self._procs)
+    self._procs = []
+    for log in self._logs:
+      log.close()
+    self._logs = []

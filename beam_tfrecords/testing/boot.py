@@ -13,8 +13,8 @@ is no network.
 Run as a file, not imported: the worker's Python may not have
 beam_tfrecords (shipping it is what is being tested).
 
-    boot.py --id=ID --logging_endpoint=... --artifact_endpoint=...
-        --provision_endpoint=... --control_endpoint=...
+    boot.py --id=ID --provision_endpoint=... [--logging_endpoint=...
+        --artifact_endpoint=... --control_endpoint=...]
 """
 
 import argparse
@@ -48,14 +48,20 @@ class _WithWorkerId:
 
 def main(argv=None):
   p = argparse.ArgumentParser()
-  for flag in ("id", "logging_endpoint", "artifact_endpoint",
-               "provision_endpoint", "control_endpoint"):
+  for flag in ("id", "provision_endpoint"):
     p.add_argument(f"--{flag}", required=True)
+  # A worker pool passes these too; a PROCESS environment (Flink's, Spark's
+  # job server) only the two above: the provision info has them.
+  for flag in ("logging_endpoint", "artifact_endpoint", "control_endpoint"):
+    p.add_argument(f"--{flag}")
   args, _ = p.parse_known_args(argv)
   provision = _WithWorkerId(beam_provision_api_pb2_grpc.ProvisionServiceStub(
       grpc.insecure_channel(args.provision_endpoint)), args.id)
   info = provision.GetProvisionInfo(
       beam_provision_api_pb2.GetProvisionInfoRequest()).info
+  args.artifact_endpoint = args.artifact_endpoint or \
+      info.artifact_endpoint.url
+  args.control_endpoint = args.control_endpoint or info.control_endpoint.url
   retrieval = _WithWorkerId(
       beam_artifact_api_pb2_grpc.ArtifactRetrievalServiceStub(
           grpc.insecure_channel(args.artifact_endpoint)), args.id)
@@ -85,6 +91,13 @@ def main(argv=None):
     subprocess.run([PIP, "install", "--quiet", "--no-deps", "--no-index",
                     "--no-build-isolation", "--target", site] + packages,
                    check=True, stdout=sys.stderr)
+  if not packages:
+    # Nothing to install: the harness runs here (another interpreter's
+    # start and Beam's import again took 3 s of every worker's start).
+    # pylint: disable=import-outside-toplevel
+    from apache_beam.runners.worker.sdk_worker import SdkHarness
+    SdkHarness(args.control_endpoint, worker_id=args.id).run()
+    return
   env = dict(os.environ)
   env["PYTHONPATH"] = os.pathsep.join(
       p for p in (site, env.get("PYTHONPATH")) if p)

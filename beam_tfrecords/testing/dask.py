@@ -14,13 +14,12 @@ too, so it needs the package as much as the workers do.)
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from typing import List, TextIO
 
-from beam_tfrecords.testing import LocalServers
+from beam_tfrecords.testing import LocalServers, stop_groups
 
 __all__ = ["LocalDask"]
 
@@ -96,16 +95,7 @@ class LocalDask(LocalServers):
           lambda dask_worker: dask_worker.state.executed_count)
 
   def close(self) -> None:
-    for proc in reversed(self._procs):
-      try:
-        os.killpg(proc.pid, signal.SIGTERM)
-      except ProcessLookupError:
-        continue
-      try:
-        proc.wait(15)
-      except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    stop_groups(self._procs, 15)
     self._procs = []
     for log in self._logs:
       log.close()

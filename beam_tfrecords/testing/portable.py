@@ -15,7 +15,9 @@ the job ships it. With `boot=True` every worker starts through
 --extra_package), as the SDK container does.
 """
 
+import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -135,16 +137,22 @@ local_job_service_main.run(sys.argv[3:])
 
 
 class LocalPortable(LocalServers):
-  """A job service + worker pool; `args` are the Beam flags to use them."""
+  """A job service + worker pool; `args` are the Beam flags to use them.
+  With `servers=False`, neither: the workers' Python only, for a Flink or
+  Spark cluster's job server, and `args` are a PROCESS environment whose
+  command boots a worker with it (each TaskManager or executor starts its
+  own workers; one worker pool shared by several would take them for one
+  another: they number their workers alike)."""
 
   def __init__(self, workdir: str, source: Optional[str] = None,
-               boot: bool = False, pools: int = 1):
+               boot: bool = False, pools: int = 1, servers: bool = True):
     self.workdir = os.path.abspath(workdir)
     self.source = source
     self.boot = boot
     # With pools > 1: that many worker-pool processes behind a dispatcher,
     # and --sdk_worker_parallelism honoured (see _JOB_SERVICE).
     self.pools = pools
+    self.servers = servers
     self.pool_procs: List[subprocess.Popen] = []
     self.args: List[str] = []
     self._procs: List[subprocess.Popen] = []
@@ -181,14 +189,21 @@ class LocalPortable(LocalServers):
     os.makedirs(env["BOOT_DIR"], exist_ok=True)
     self.env, self.cwd = env, cwd
     pool_cmd = [self.python, "-c", _POOL_ON_LOOPBACK]
-    if self.boot:
+    if self.boot or not self.servers:
       boot = os.path.join(self.workdir, "boot.sh")
       with open(boot, "w") as f:
-        f.write(f"#!/bin/sh\nexec {self.python} "
+        f.write("#!/bin/sh\nunset PYTHONPATH\n" + "".join(
+            f"export {k}={shlex.quote(env[k])}\n"
+            for k in ("PATH", "BOOT_PIP", "BOOT_DIR")) +
+                f"cd {shlex.quote(cwd)}\nexec {self.python} "
                 f"{os.path.join(os.path.dirname(__file__), 'boot.py')} "
                 '"$@"\n')
       os.chmod(boot, 0o755)
       pool_cmd.append(f"--container_executable={boot}")
+    if not self.servers:
+      self.args = ["--environment_type=PROCESS",
+                   "--environment_config=" + json.dumps({"command": boot})]
+      return
     job_port = free_port()
     self._log = open(os.path.join(self.workdir, "servers.log"), "w")
     pool_ports = [free_port() for _ in range(self.pools)]

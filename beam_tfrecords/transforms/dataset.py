@@ -17,6 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecords.encoding.stats import merge as merge_stats
 from beam_tfrecords.expectations import CheckPlan
 from beam_tfrecords.info import DatasetInfo
+from beam_tfrecords.runners.gaps import separates_outputs
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
                                   WriteShards, WriteWithBeamSink)
@@ -136,8 +137,12 @@ class WriteBatches(beam.PTransform):
     # Grouped steps are spilled to local disk only (see Encode).
     spill = None if "://" in plan.staging else FileSystems.join(
         plan.staging, PARTS_DIR, "steps")
+    # Where the runner holds a stage's output until all its consumers ran
+    # (Dask: runners.gaps), records cross it as part files.
+    records = None if separates_outputs(batches.pipeline) else \
+        FileSystems.join(plan.staging, PARTS_DIR, "records")
     encoded = batches | "Encode" >> Encode(
-        self._schema, plan.statistics, plan.buckets, spill)
+        self._schema, plan.statistics, plan.buckets, spill, records)
     # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
     parts = self._records(encoded["records"])
     expect = self._schema.expect

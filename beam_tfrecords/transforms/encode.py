@@ -6,7 +6,7 @@ Examples and list-column SequenceExamples are encoded batch by batch
 GroupByKey, then one assembly per bucket.
 """
 
-from typing import List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import apache_beam as beam
 import numpy as np
@@ -23,6 +23,7 @@ from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
                                                 STATS, Output, SchemaFn,
                                                 by_split, stats, take)
 from beam_tfrecords.transforms.overlap import digest
+from beam_tfrecords.transforms.spilled import spill
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors
 
 __all__ = ["Encode", "EncodeRows", "ERRORS", "FEATURE_STATS", "KEY_DIGESTS",
@@ -38,13 +39,20 @@ class _EncodeBatchFn(SchemaFn):
   """Encodes one batch (Examples, or list-column SequenceExamples).
 
   Outputs: main: (split, batch order, [serialized record]) per split with
-  records; ERRORS: (batch order, [dead-letter dict]) per batch with errors;
+  records (with `records_dir`, a transforms.spilled.SpilledRecords in a
+  part file there, in place of the list); ERRORS: (batch order, [dead-letter dict]) per batch with errors;
   STATS: a STAT_FIELDS tuple per batch.
   Counters (namespace beam_tfrecords): rows_read, rows_written,
   rows_rejected, rows_dropped, records, steps, steps_dropped.
   """
 
   _encoder: Union[ExampleEncoder, SequenceEncoder]
+
+  def __init__(self, schema_dict: Dict[str, Any],
+               threads: Optional[int] = 1, statistics: bool = True,
+               records_dir: Optional[str] = None):
+    super().__init__(schema_dict, threads=threads, statistics=statistics)
+    self._records_dir = records_dir
 
   def _build(self, schema):
     return SequenceEncoder(schema) if schema.is_sequence else \
@@ -87,7 +95,9 @@ class _EncodeBatchFn(SchemaFn):
       if result.stats is not None:
         described[split] = result.stats
       if len(result.rows):
-        outputs.append((split, batch.order, result.record_list()))
+        outputs.append((split, batch.order, result.record_list()
+                        if self._records_dir is None else
+                        spill(self._records_dir, result.records)))
         if self._keys:
           outputs.append(beam.pvalue.TaggedOutput(KEY_DIGESTS, (
               split, key_digests(columns, self._keys, result.rows))))
@@ -123,15 +133,18 @@ def key_digests(columns, keys, rows: np.ndarray) -> bytes:
 class EncodeRows(beam.PTransform):
   """Encodes SourceBatches row by row (Examples, list-column sequences).
 
-  Returns {"records": (split, batch order, [record]),
+  Returns {"records": (split, batch order, [record]) (with `records_dir`
+  a SpilledRecords, which iterates as that list: see _EncodeBatchFn),
   ERRORS ((batch order, [dead-letter dict: source, row, rows, reason,
   problems, raw])) and STATS.
   """
 
-  def __init__(self, schema: Schema, statistics: bool = True):
+  def __init__(self, schema: Schema, statistics: bool = True,
+               records_dir: Optional[str] = None):
     super().__init__()
     self._schema = schema
     self._statistics = statistics
+    self._records_dir = records_dir
 
   def expand(self, batches):
     expect = self._schema.expect
@@ -146,7 +159,7 @@ class EncodeRows(beam.PTransform):
     threads = 1 if self._schema.transform is not None else None
     return par_do(batches, "EncodeBatch", _EncodeBatchFn(
         self._schema.to_dict(), threads=threads_for(batches.pipeline, threads),
-        statistics=self._statistics),
+        statistics=self._statistics, records_dir=self._records_dir),
                   (ERRORS, STATS, FEATURE_STATS) + keys, main="records")
 
 
@@ -154,17 +167,22 @@ class Encode(beam.PTransform):
   """SourceBatches -> {"records", "errors", "stats"} as the schema says.
 
   "records" holds chunks (split, key, [serialized record]); keys are
-  unique and the same on every run (see sinks.shards).
+  unique and the same on every run (see sinks.shards). `spill_dir`: where
+  grouped sequences' steps are spilled (a local folder); `records_dir`:
+  where Examples' records go as part files, where the runner would hold
+  them in memory (see transforms.spilled).
   """
 
   def __init__(self, schema: Schema, statistics: bool = True,
                buckets: Optional[int] = None,
-               spill_dir: Optional[str] = None):
+               spill_dir: Optional[str] = None,
+               records_dir: Optional[str] = None):
     super().__init__()
     self._schema = schema
     self._statistics = statistics
     self._buckets = buckets
     self._spill_dir = spill_dir
+    self._records_dir = records_dir
 
   def expand(self, batches):
     if self._schema.is_sequence and self._schema.group_by:
@@ -172,7 +190,8 @@ class Encode(beam.PTransform):
       from beam_tfrecords.transforms.grouped import EncodeGroupedSequences
       return batches | "Grouped" >> EncodeGroupedSequences(
           self._schema, self._statistics, self._buckets, self._spill_dir)
-    out = batches | "Rows" >> EncodeRows(self._schema, self._statistics)
+    out = batches | "Rows" >> EncodeRows(self._schema, self._statistics,
+                                         self._records_dir)
     encoded = {"records": out["records"], "errors": out[ERRORS],
                "stats": out[STATS], FEATURE_STATS: out[FEATURE_STATS]}
     if KEY_DIGESTS in out:  # (expect: {disjoint_keys: ...})
