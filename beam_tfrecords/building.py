@@ -330,10 +330,10 @@ def _run(pipeline, options, progress: bool, input_bytes: int, output: str,
       raise unshipped from e
     if isinstance(typed, AnomalyError):
       typed.anomalies = _anomalies_in(staging)
-    job = job_failure(e, runner_name(options).rsplit(".", 1)[-1])
-    if typed is e and job is not None:
-      raise job from e
     if typed is e:
+      job = job_failure(e, runner_name(options).rsplit(".", 1)[-1])
+      if job is not None:
+        raise job from e
       _LOG.error("the build's job failed on the runner; nothing was "
                  "published (%s keeps its previous content; the next build "
                  "removes this one's staging folder, %s): %s", output,
