@@ -1,7 +1,9 @@
 """Builds on a real Flink 1.20.5 session cluster (a JobManager and two
 TaskManagers on 127.0.0.1), cross-version (Beam 2.70 job server,
-assembled): FlinkRunner with --flink_job_server_jar, as docs/operations.md
-tells a user. Every published file equals the DirectRunner's byte for
+assembled), submitted both ways docs/operations.md tells a user:
+FlinkRunner with --flink_job_server_jar (the movie ratings), and the
+cluster's standing job server with --job_endpoint (the rest: one JVM for
+them all, not one per build). Every published file equals the DirectRunner's byte for
 byte, Flink's REST API shows each job FINISHED with work on both
 TaskManagers, and a TaskManager killed mid-build publishes nothing."""
 
@@ -47,7 +49,7 @@ def test_movie_ratings_with_a_hash_split_on_the_cli(flink, cases, tmp_path):
 def test_grouped_sequences_with_rejected_groups_through_btr_build(
     flink, cases, tmp_path):
   before = _jobs(flink)
-  grouped_build(cases, tmp_path, flink.args)
+  grouped_build(cases, tmp_path, flink.endpoint_args)
   _finished_on_both(flink, before)
 
 
@@ -55,12 +57,12 @@ def test_tensorflow_transform_with_the_users_preprocessing_fn(
     flink, cases, tmp_path):
   # One slot: TFT's graph has 96 vertices, and at parallelism 2 Flink
   # deployed 192 subtasks for 400 rows (78 s of job).
-  transform_build(cases, tmp_path, flink.args + ["--parallelism=1"], None,
-                  flink.pool)
+  transform_build(cases, tmp_path,
+                  flink.endpoint_args + ["--parallelism=1"], None, flink.pool)
 
 
 def test_beams_own_sink(flink, cases, tmp_path, tf):
-  beam_sink_build(cases, tmp_path, flink.args, None, tf)
+  beam_sink_build(cases, tmp_path, flink.endpoint_args, None, tf)
 
 
 def test_a_killed_taskmanager_publishes_nothing_then_a_million_flights_equal_direct(  # noqa: E501
@@ -78,10 +80,10 @@ def test_a_killed_taskmanager_publishes_nothing_then_a_million_flights_equal_dir
                for jid, j in _jobs(flink).items())
 
   code, stderr, out, _, _ = killed_build(
-      cases, tmp_path, flink.args, None, running, 3,
+      cases, tmp_path, flink.endpoint_args, None, running, 3,
       lambda: flink.kill_taskmanager(1))
   assert_failed_cleanly(code, stderr, out, "FlinkRunner")
   flink.restart_taskmanager(1)
   before = _jobs(flink)
-  flights_build(cases, tmp_path, flink.args, None)
+  flights_build(cases, tmp_path, flink.endpoint_args, None)
   _finished_on_both(flink, before)

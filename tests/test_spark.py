@@ -1,9 +1,11 @@
 """Builds on a real Spark 3.5.8 standalone cluster (a master and two
-workers on 127.0.0.1), cross-version (Beam 2.70 job server, assembled):
-SparkRunner with --spark_job_server_jar, as docs/operations.md tells a
-user. Every published file equals the DirectRunner's byte for byte, the
-application's event log shows tasks on the executors of both workers, and
-a worker killed mid-build never leaves a half-written dataset."""
+workers on 127.0.0.1), cross-version (Beam 2.70 job server, assembled),
+submitted both ways docs/operations.md tells a user: SparkRunner with
+--spark_job_server_jar (the movie ratings), and the cluster's standing
+job server with --job_endpoint (the rest). Every published file equals
+the DirectRunner's byte for byte, the application's event log shows tasks
+on the executors of both workers, and a worker killed mid-build never
+leaves a half-written dataset."""
 
 import os
 import time
@@ -67,17 +69,18 @@ def test_movie_ratings_with_a_hash_split_on_the_cli(spark, spark_env, cases,
 def test_grouped_sequences_with_rejected_groups_through_btr_build(
     spark, spark_env, cases, tmp_path):
   before = _apps(spark)
-  grouped_build(cases, tmp_path, spark.args)
+  grouped_build(cases, tmp_path, spark.endpoint_args)
   _finished_on_both(spark, before)
 
 
 def test_tensorflow_transform_with_the_users_preprocessing_fn(
     spark, spark_env, cases, tmp_path):
-  transform_build(cases, tmp_path, spark.args, spark_env, spark.pool)
+  transform_build(cases, tmp_path, spark.endpoint_args, spark_env,
+                  spark.pool)
 
 
 def test_beams_own_sink(spark, spark_env, cases, tmp_path, tf):
-  beam_sink_build(cases, tmp_path, spark.args, spark_env, tf)
+  beam_sink_build(cases, tmp_path, spark.endpoint_args, spark_env, tf)
 
 
 def test_a_killed_worker_never_half_publishes_and_a_million_flights_equal_direct(  # noqa: E501
@@ -95,7 +98,7 @@ def test_a_killed_worker_never_half_publishes_and_a_million_flights_equal_direct
                for d in set(os.listdir(work)) - before)
 
   code, stderr, out, folder, base = killed_build(
-      cases, tmp_path, spark.args, spark_env, running, 10,
+      cases, tmp_path, spark.endpoint_args, spark_env, running, 10,
       lambda: spark.kill_worker(1))
   spark.restart_worker(1)
   if code == 0:  # Spark's retries finished the job
@@ -108,5 +111,5 @@ def test_a_killed_worker_never_half_publishes_and_a_million_flights_equal_direct
     return
   assert_failed_cleanly(code, stderr, out, "SparkRunner")
   before = _apps(spark)
-  flights_build(cases, tmp_path, spark.args, spark_env)
+  flights_build(cases, tmp_path, spark.endpoint_args, spark_env)
   _finished_on_both(spark, before)

@@ -51,7 +51,13 @@ class EngineCluster(LocalServers):
   """A cluster of an engine's own processes (each in a process group of
   its own, in `_procs`), ready when `_members()` (ids read from its REST
   API) counts enough, and the workers' Python (testing.portable) in
-  `pool`."""
+  `pool`.
+
+  Two ways to submit, both in docs/operations.md: `args` has the runner
+  start a job server from its jar for each job (--*_job_server_jar), and
+  `endpoint_args` sends jobs to one standing job server the cluster
+  started (--job_endpoint), as a site that runs one does.
+  """
 
   WHAT = "members"
 
@@ -62,6 +68,27 @@ class EngineCluster(LocalServers):
     self._logs: List[TextIO] = []
     self._killed: List[subprocess.Popen] = []
     self._old: set = set()
+    self.endpoint_args: List[str] = []
+
+  def _start_job_server(self, command: List[str], env: dict) -> str:
+    """Starts `command` (java ... -jar JOB_SERVER --<engine>-master ...)
+    with the job, artifact and expansion ports it is given; its
+    endpoint (localhost:port) once it listens."""
+    from beam_tfrecords.testing.portable import free_port, wait_for_port
+    port = free_port()
+    artifacts = os.path.join(self.workdir, "artifacts")
+    os.makedirs(artifacts, exist_ok=True)
+    log = open(os.path.join(self.workdir, "jobserver.out"), "w")
+    self._logs.append(log)
+    proc = subprocess.Popen(
+        command + ["--artifacts-dir", artifacts, "--job-port", str(port),
+                   "--artifact-port", str(free_port()),
+                   "--expansion-port", str(free_port())],
+        cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    self._procs.append(proc)
+    wait_for_port(port, proc, "job server", seconds=120)
+    return f"localhost:{port}"
 
   def _members(self) -> set:
     raise NotImplementedError

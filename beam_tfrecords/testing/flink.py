@@ -11,7 +11,8 @@ have Python and the package installed (VMs, YARN, a standalone cluster).
 `args` are what docs/operations.md tells a user: --runner FlinkRunner,
 --flink_master, --flink_job_server_jar (the assembled job server of
 ci/jobserver: cross-version, Beam 2.70 Java with the 2.77 Python SDK),
---parallelism and the environment. The REST API says what ran where
+--parallelism and the environment; `endpoint_args` send the job to the
+cluster's standing job server (the same jar) with --job_endpoint. The REST API says what ran where
 (`finished_jobs`, `taskmanagers_of`).
 """
 
@@ -85,7 +86,10 @@ class LocalFlink(EngineCluster):
         # "Insufficient number of network buffers: required 512, but only
         # 470 available".
         "taskmanager.memory.network.min": "256mb",
-        "taskmanager.memory.network.max": "256mb"}.items():
+        "taskmanager.memory.network.max": "256mb",
+        # A killed TaskManager is dropped after 15 s without heartbeats
+        # (Flink's default: 50 s): a restarted one gets its slot sooner.
+        "heartbeat.interval": 3000, "heartbeat.timeout": 15000}.items():
       _set(config, key, value)
     with open(os.path.join(conf, "config.yaml"), "w") as f:
       yaml.safe_dump(config, f)
@@ -135,6 +139,14 @@ class LocalFlink(EngineCluster):
                  "--job_server_jvm_properties=-Xmx1g"] + self.pool.args + [
                      # SDK workers kept for the job, not started per stage
                      "--environment_cache_millis=600000"]
+    server_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    endpoint = self._start_job_server(
+        ["java", "-Xmx1g", "-jar", self.jar,
+         "--flink-master", f"http://localhost:{self.port}"], server_env)
+    self.endpoint_args = ["--runner=FlinkRunner",
+                          f"--job_endpoint={endpoint}"] + [
+                              a for a in self.args if a.startswith(
+                                  ("--parallelism", "--environment"))]
 
   def kill_taskmanager(self, i: int) -> None:
     """SIGKILLs TaskManager `i` (its JVM and script), as a lost machine."""

@@ -15,6 +15,8 @@ the job ships it. With `boot=True` every worker starts through
 --extra_package), as the SDK container does.
 """
 
+import fcntl
+import hashlib
 import json
 import os
 import shlex
@@ -23,14 +25,51 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from typing import List, Optional, TextIO
 
 from beam_tfrecords.testing import LocalServers
 
-__all__ = ["LocalPortable", "free_port", "wait_for_port"]
+__all__ = ["LocalPortable", "free_port", "wait_for_port", "source_wheel"]
 
 TIMEOUT = 300
+
+
+def _source_digest(source: str) -> str:
+  """A hash of what a wheel of `source` is built from."""
+  digest = hashlib.sha256()
+  for top in ("setup.py", "beam_tfrecords", "pipelines"):
+    start = os.path.join(source, top)
+    walk = (os.walk(start) if os.path.isdir(start)
+            else [(source, [], [top])])
+    for root, dirs, files in walk:
+      dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+      for name in sorted(files):
+        path = os.path.join(root, name)
+        digest.update(os.path.relpath(path, source).encode() + b"\0")
+        with open(path, "rb") as f:
+          digest.update(f.read())
+  return digest.hexdigest()[:16]
+
+
+def source_wheel(source: str) -> str:
+  """The path of a wheel of `source`, built once for its content (the
+  test clusters of a run, and later runs, install the same file)."""
+  folder = os.path.join(tempfile.gettempdir(), "btr-wheels",
+                        _source_digest(source))
+  os.makedirs(os.path.dirname(folder), exist_ok=True)
+  with open(folder + ".lock", "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if not os.path.isdir(folder):
+      building = folder + ".building"
+      shutil.rmtree(building, ignore_errors=True)
+      subprocess.run([sys.executable, "-m", "pip", "wheel", "-q",
+                      "--no-deps", "-w", building, source], check=True,
+                     timeout=TIMEOUT, capture_output=True)
+      os.rename(building, folder)
+  (name,) = [n for n in os.listdir(folder) if n.endswith(".whl")]
+  return os.path.join(folder, name)
 
 
 def free_port() -> int:
@@ -176,10 +215,7 @@ class LocalPortable(LocalServers):
     with open(os.path.join(self.purelib, "deps.pth"), "w") as f:
       f.write(sysconfig.get_paths()["purelib"] + "\n")
     if self.source:
-      wheels = os.path.join(self.workdir, "wheels")
-      self._run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                 "-w", wheels, self.source])
-      self.install(*[os.path.join(wheels, w) for w in os.listdir(wheels)])
+      self.install(source_wheel(self.source))
     cwd = os.path.join(self.workdir, "workers")
     os.makedirs(cwd, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

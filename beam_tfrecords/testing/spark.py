@@ -8,7 +8,9 @@ and the package installed.
       btr.build(..., beam_args=cluster.args)
 
 `args` are what docs/operations.md tells a user: --runner SparkRunner,
---spark_master_url, --spark_job_server_jar and the environment. The jar is
+--spark_master_url, --spark_job_server_jar and the environment;
+`endpoint_args` send the job to the cluster's standing job server (the
+same jar, started with the same properties) with --job_endpoint. The jar is
 the assembled job server of ci/jobserver (cross-version: Beam 2.70 Java
 with the 2.77 Python SDK), which holds no Spark: Beam's official jar
 bundles Spark, this one takes it from the cluster's own jars/ through a
@@ -25,6 +27,9 @@ import subprocess
 import urllib.request
 import zipfile
 from typing import Dict, List, Optional
+
+from apache_beam.runners.portability.spark_runner import (
+    SPARK_JAR_JOB_SERVER_JVM_ARGS)
 
 from beam_tfrecords.testing import EngineCluster
 from beam_tfrecords.testing.tools import engine_home, job_server_jar
@@ -157,6 +162,15 @@ class LocalSpark(EngineCluster):
                      for k, v in properties.items()] + self.pool.args + [
                      # SDK workers kept for the job, not started per stage
                      "--environment_cache_millis=600000"]
+    endpoint = self._start_job_server(
+        # (Java 17 flags: those Beam's SparkRunner gives its job server.)
+        ["java", "-Xmx1g"] + SPARK_JAR_JOB_SERVER_JVM_ARGS +
+        [f"-D{k}={v}" for k, v in properties.items()] +
+        ["-jar", self.jar, "--spark-master-url", self.url], self.env)
+    self.endpoint_args = ["--runner=SparkRunner",
+                          f"--job_endpoint={endpoint}"] + [
+                              a for a in self.args
+                              if a.startswith("--environment")]
 
   def kill_worker(self, i: int) -> None:
     """SIGKILLs worker `i` and what it started (its executors)."""
