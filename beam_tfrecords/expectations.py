@@ -9,12 +9,10 @@ the values outside an allowed set (counted exactly), values per record,
 and for drift the full histogram (numbers) or value counts (categories);
 the records of two splits are compared by digest (transforms.overlap).
 
-Drift is measured on the training split against the baseline's:
-L-infinity distance between value frequencies for categories (text, and
-int64 features with `values`), Jensen-Shannon divergence (base 2, 0..1)
-for numbers, over the two fine histograms put on common buckets
-(encoding.histogram.comparable: the finest at which the two have at
-most DRIFT_KEYS non-empty buckets together).
+Drift is measured on the training split against the baseline's, by
+beam_tfrecords.drift (which the report uses too): L-infinity distance
+between value frequencies for categories (text, and int64 features with
+`values`), Jensen-Shannon divergence (base 2, 0..1) for numbers.
 """
 
 import dataclasses
@@ -26,8 +24,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.info import DatasetInfo
 from beam_tfrecords.reader import dataset_info
-from beam_tfrecords.encoding import histogram
-from beam_tfrecords.report import jensen_shannon, l_infinity
+from beam_tfrecords import drift
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.schema.model import Feature
 from beam_tfrecords.schema.split_rule import training_split
@@ -278,46 +275,15 @@ def _drift_checks(schema: Schema, info: DatasetInfo, baseline: DatasetInfo
       notes.append(f"drift of {feature.name!r} not measured: "
                    f"{new['drift_note']}")
       continue
-    measured = _distance(new, old)
+    measured = drift.distance(drift.from_json(new), drift.from_json(old))
     if measured is None:
       notes.append(f"drift of {feature.name!r} not measured: the baseline's "
                    "statistics of it are not comparable (built without "
                    "this expect: block, or with other values:)")
       continue
-    kind, distance = measured
-    if distance > expect.drift:
-      out.append(Anomaly(feature.name, "drift", distance,
-                         f"<= {expect.drift:g} ({kind} from the baseline's "
+    if measured.value > expect.drift:
+      out.append(Anomaly(feature.name, "drift", measured.value,
+                         f"<= {expect.drift:g} ({measured.kind} from the "
+                         "baseline's "
                          f"{old_split})", split))
   return out, notes
-
-
-def _shares(s: Mapping[str, Any]) -> Tuple[Optional[str], Dict[Any, float]]:
-  if "frequencies" in s:
-    counts = {v: c for v, c in s["frequencies"]}
-    # Every value counts: those outside the allowed set (or too long to
-    # be counted one by one) as one bucket.
-    rest = s.get("values", 0) - sum(counts.values())
-    if rest > 0:
-      counts[("other",)] = rest
-    kind = "L-infinity" + (" (values)" if "unexpected" in s else "")
-    total = sum(counts.values()) or 1
-    return kind, {k: c / total for k, c in counts.items()}
-  return None, {}
-
-
-def _distance(new: Mapping[str, Any], old: Mapping[str, Any]
-              ) -> Optional[Tuple[str, float]]:
-  if isinstance(new.get("histogram"), dict) and \
-      isinstance(old.get("histogram"), dict):
-    # Both on common buckets: at most histogram.DRIFT_KEYS of them.
-    _, p, q = histogram.comparable(histogram.from_json(new["histogram"]),
-                                   histogram.from_json(old["histogram"]))
-    return "Jensen-Shannon", jensen_shannon(p, q)
-  kind, p = _shares(new)
-  other, q = _shares(old)
-  if kind is None or kind != other:
-    return None
-  if kind.startswith("L-infinity"):
-    return "L-infinity", l_infinity(p, q)
-  return kind, jensen_shannon(p, q)

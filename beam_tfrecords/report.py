@@ -12,10 +12,11 @@ where they lie on a linear axis with round labels; every bar carries its
 range and exact count as data- attributes),
 for text the top values as bars, for image features a strip of thumbnails
 from the first records. Where a feature's distribution differs between a
-split and the first split, the section is flagged with the distance:
-Jensen-Shannon divergence of the fine histograms on common buckets
-(numbers; encoding.histogram.comparable) or the L-infinity
-distance of the top values' shares (text), over DIFFERENCE_FLAG.
+split and the first split, the section is flagged with the distance
+(over DIFFERENCE_FLAG), and with a baseline the training split is drawn
+beside the baseline's: beam_tfrecords.drift measures both, from
+dataset.json's exact counts where the schema's expect: blocks kept them
+(the number the publish gate judged), else from statistics.pb.
 """
 
 import base64
@@ -26,15 +27,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords import drift
 from beam_tfrecords.encoding import histogram
 from beam_tfrecords.encoding.histogram import round_width
-from beam_tfrecords.encoding.stats import (FINE_LEVEL_STAT, FINE_STAT,
-                                            STEPS_STAT, TOP_SHOWN)
+from beam_tfrecords.encoding.stats import STEPS_STAT, TOP_SHOWN
 from beam_tfrecords.info import DatasetInfo
 from beam_tfrecords.schema.split_rule import training_split
 
-__all__ = ["render_report", "write_report", "DIFFERENCE_FLAG", "REPORT_FILE",
-           "l_infinity", "jensen_shannon", "log2"]
+__all__ = ["render_report", "write_report", "DIFFERENCE_FLAG", "REPORT_FILE"]
 
 REPORT_FILE = "report.html"
 DIFFERENCE_FLAG = 0.1
@@ -157,7 +157,8 @@ def _deciles(feature) -> str:
   (statistics.pb's custom statistic) in which the running count reaches
   each share, as its edge nearer zero (a value of that bucket: for
   integers the value itself)."""
-  fine = _fine(feature)
+  kept = drift.from_proto(feature)
+  fine = kept.fine if kept is not None else None
   if fine is None or not fine.total:
     return ""
   points: Dict[int, float] = {}
@@ -186,93 +187,6 @@ def _top_svg(values) -> str:
                 f'font-size="10">{int(v.frequency):,}</text>')
   return (f'<svg width="380" height="{len(values) * 16 + 4}" role="img">'
           + "".join(rows) + "</svg>")
-
-
-def _fine(feature) -> Optional[histogram.Histogram]:
-  """A number's fine histogram (statistics.pb's custom statistics)."""
-  level = fine = None
-  for custom in feature.custom_stats:
-    if custom.name == FINE_LEVEL_STAT:
-      level = int(custom.num)
-    elif custom.name == FINE_STAT:
-      fine = [(b.low_value, b.high_value, int(b.sample_count))
-              for b in custom.histogram.buckets]
-  if level is None or fine is None:
-    return None
-  return histogram.from_buckets(level, fine)
-
-
-def _shares(a, b) -> Tuple[Optional[str], Dict[Any, Any], Dict[Any, Any]]:
-  """("numbers" | "text", shares of a, shares of b): numbers on common
-  buckets ({(low, high): share}), text by value."""
-  if a.HasField("num_stats") and b.HasField("num_stats"):
-    fa, fb = _fine(a), _fine(b)
-    if fa is None or fb is None or not fa.total or not fb.total:
-      return None, {}, {}
-    level, p, q = histogram.comparable(fa, fb)
-    return ("numbers", {histogram.bounds(k, level): v for k, v in p.items()},
-            {histogram.bounds(k, level): v for k, v in q.items()})
-  if a.HasField("string_stats") and b.HasField("string_stats") and \
-      a.string_stats.top_values and b.string_stats.top_values:
-    return "text", _top_shares(a), _top_shares(b)
-  return None, {}, {}
-
-
-def _top_shares(feature) -> Dict[Any, float]:
-  total = feature.string_stats.common_stats.tot_num_values or 1
-  return {v.value: v.frequency / total
-          for v in feature.string_stats.top_values}
-
-
-def difference(a, b) -> Optional[Tuple[str, float]]:
-  """How much one feature's distribution differs between two splits:
-  ("Jensen-Shannon", d) for numbers (over at most
-  histogram.DRIFT_KEYS common buckets), ("L-infinity", d) for text."""
-  kind, p, q = _shares(a, b)
-  if kind is None:
-    return None
-  if kind == "text":
-    return "L-infinity", l_infinity(p, q)
-  return "Jensen-Shannon", jensen_shannon(p, q)
-
-
-def l_infinity(p: Dict[Any, float], q: Dict[Any, float]) -> float:
-  """The largest difference of two distributions' shares."""
-  return max((abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in set(p) | set(q)),
-             default=0.0)
-
-
-def jensen_shannon(p: Dict[Any, float], q: Dict[Any, float]) -> float:
-  """The Jensen-Shannon divergence, base 2 (0..1), of two distributions'
-  shares (the same on every CPU: log2 below)."""
-  js = 0.0
-  for k in set(p) | set(q):
-    x, y = p.get(k, 0.0), q.get(k, 0.0)
-    m = (x + y) / 2
-    js += (x * log2(x / m) if x else 0.0) / 2 + \
-        (y * log2(y / m) if y else 0.0) / 2
-  return min(1.0, max(0.0, js))  # rounding can pass the bounds
-
-
-def log2(x: float) -> float:
-  """log2 of a positive finite float with +, -, *, / only, so the same to
-  the last bit on every CPU (the C library's log2 picks an implementation
-  by CPU feature, FMA or not): x = m * 2**e with m in [sqrt(1/2), sqrt(2)),
-  ln(m) = 2 atanh(z) = 2 (z + z^3/3 + z^5/5 + ...), z = (m-1)/(m+1),
-  |z| < 0.172: 11 terms reach below 2**-53."""
-  m, e = math.frexp(x)  # exact: x = m * 2**e, m in [0.5, 1)
-  if m < _SQRT_HALF:
-    m, e = m * 2, e - 1
-  z = (m - 1) / (m + 1)
-  z2, term, total = z * z, z, 0.0
-  for k in range(1, 24, 2):
-    total += term / k
-    term *= z2
-  return e + 2 * total / _LN2
-
-
-_SQRT_HALF = float.fromhex("0x1.6a09e667f3bcdp-1")
-_LN2 = float.fromhex("0x1.62e42fefa39efp-1")
 
 
 def _cell(feature, spec: dict, image: bool = False) -> str:
@@ -408,18 +322,19 @@ def _baseline_section(info: DatasetInfo, stats: Dict[str, Dict[str, Any]]
   out = [f"<h2 id='baseline'>{_e(split)} beside the baseline's "
          f"{_e(base_split)}</h2><p class='muted'>{_e(baseline)}; blue / "
          "green: this build, orange: the baseline</p><div class='splits'>"]
+  mine = (info.statistics or {}).get(split, {})
+  theirs = (base_info.statistics or {}).get(base_split, {})
   for name, feature in sorted(stats[split].items()):
     old = base.get(base_split, {}).get(name)
-    kind, p, q = _shares(feature, old) if old is not None else \
-        (None, {}, {})
-    if kind is None:
+    # What the publish gate judged, where it measured this feature.
+    d = drift.pick(mine.get(name), theirs.get(name), feature, old)
+    if d is None:
       continue
-    d = difference(feature, old)
-    chart = _overlay_svg(p, q) if kind == "numbers" else \
-        _side_by_side_svg(p, q)
+    chart = _overlay_svg(d.new, d.old) if d.kind == drift.JENSEN_SHANNON \
+        else _side_by_side_svg(d.new, d.old)
     out.append(f"<div class='split' data-feature='{_e(name)}'><h3>"
-               f"{_e(name)}</h3><div class='muted'>{d[0]} {d[1]:.3f}</div>"
-               f"{chart}</div>" if d else "")
+               f"{_e(name)}</h3><div class='muted' data-drift='{d.value!r}'>"
+               f"{d.kind} {d.value:.3f}</div>{chart}</div>")
   out.append("</div>")
   return out
 
@@ -482,15 +397,30 @@ def render_report(path: str, info: Optional[DatasetInfo] = None) -> str:
         chart = "<div class='muted'>no statistics</div>"
       out.append(f"<div class='split'><h3>{_e(split)}</h3>{chart}</div>")
     out.append("</div>")
+  out += _feature_sections(path, info, stats, splits, spec, labels, images)
+  out.append("</body></html>\n")
+  return "".join(out)
+
+
+def _feature_sections(path: str, info: DatasetInfo,
+                      stats: Dict[str, Dict[str, Any]], splits: List[str],
+                      spec: Dict[str, Any], labels: List[str],
+                      images: set) -> List[str]:
+  """A section per feature: a column per split, flagged where a split
+  differs from the first one (drift.pick: what the gate would judge)."""
+  out: List[str] = []
+  kept = info.statistics or {}
   for name in sorted(spec):
     flag = ""
     per_split = [stats.get(split, {}).get(name) for split in splits]
     base = per_split[0] if per_split else None
     for split, feature in zip(splits[1:], per_split[1:]):
-      d = difference(base, feature) if base and feature else None
-      if d and d[1] > DIFFERENCE_FLAG:
+      d = drift.pick(kept.get(split, {}).get(name),
+                     kept.get(splits[0], {}).get(name), feature, base) \
+          if base and feature else None
+      if d and d.value > DIFFERENCE_FLAG:
         flag += (f"<div class='flag'>{_e(split)} differs from "
-                 f"{_e(splits[0])}: {d[0]} {d[1]:.3f} (flagged over "
+                 f"{_e(splits[0])}: {d.kind} {d.value:.3f} (flagged over "
                  f"{DIFFERENCE_FLAG})</div>")
     title = " (label)" if name in labels else ""
     out.append(f"<section id='feature-{_e(name)}'><h2>{_e(name)}{title}"
@@ -504,8 +434,7 @@ def render_report(path: str, info: Optional[DatasetInfo] = None) -> str:
       out.append(f"<div class='split' data-split='{_e(split)}'><h3>"
                  f"{_e(split)}</h3>{body}</div>")
     out.append("</div></section>")
-  out.append("</body></html>\n")
-  return "".join(out)
+  return out
 
 
 def write_report(path: str, target: Optional[str] = None,

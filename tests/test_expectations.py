@@ -390,3 +390,39 @@ def test_disjoint_keys_needs_row_by_row_builds():
         "name": "s", "record": "sequence_example", "group_by": "user",
         "context": {"user": "string"}, "sequence": {"item": "string"},
         "expect": {"disjoint_keys": ["user"]}})
+
+
+def test_the_report_shows_the_drift_the_gate_judged(baseline, tmp_path):
+  """One drift for one feature: the gate's measure (every drift over a
+  threshold of almost 0 is an anomaly, with what was observed) is the
+  number the report shows beside the baseline, for a number (dep_delay,
+  Jensen-Shannon) and a category (carrier, L-infinity, with the values
+  outside the allowed set as one bucket)."""
+  rows = []
+  for i, r in enumerate(_rows(DAY2)):
+    if "dep_delay" in r:
+      r = dict(r, dep_delay=r["dep_delay"] + 30)
+    if i % 7 == 0:
+      r = dict(r, carrier="ZZ")  # not an allowed value
+    rows.append(r)
+  features = dict(SCHEMA["features"])
+  features["dep_delay"] = dict(features["dep_delay"], expect=dict(
+      features["dep_delay"]["expect"], drift=1e-9))
+  features["carrier"] = dict(features["carrier"], expect=dict(
+      features["carrier"]["expect"], drift=1e-9, max_unexpected=0.5))
+  out = tmp_path / "drifted"
+  result = btr.build(dict(SCHEMA, features=features),
+                     _write(tmp_path / "drifted.jsonl", rows), str(out),
+                     baseline=baseline, on_anomaly="warn")
+  gate = {a["feature"]: a for a in result.info.anomalies["found"]
+          if a["check"] == "drift"}
+  assert set(gate) == {"dep_delay", "carrier"}
+  page = (out / "report.html").read_text()
+  section = page[page.index("id='baseline'"):]
+  for name, kind in (("dep_delay", "Jensen-Shannon"),
+                     ("carrier", "L-infinity")):
+    shown = section[section.index(f"data-feature='{name}'"):]
+    value = shown[shown.index("data-drift='") + 12:]
+    value = float(value[:value.index("'")])
+    assert 0 < value == gate[name]["observed"], name
+    assert kind in gate[name]["expected"] and kind in shown[:300]
