@@ -25,7 +25,9 @@ from beam_tfrecords import planning
 from beam_tfrecords.errors import InputError
 from beam_tfrecords.options import BuildOptions
 from beam_tfrecords.schema import Schema, load_schema
-from beam_tfrecords.staging import stage_output
+from beam_tfrecords.schema.tfmd import tfmd_text
+from beam_tfrecords.sinks.lock import new_run
+from beam_tfrecords.staging import RunStage, StageOutput, dataset_plan
 from beam_tfrecords.transforms.dataset import WriteBatches
 from beam_tfrecords.transforms.elements import PCOLLECTION, ToSourceBatches
 from beam_tfrecords.transforms.encode import Encode
@@ -46,9 +48,14 @@ class WriteDataset(beam.PTransform):
   """Rows (dicts or RecordBatches) -> a finished dataset in `output`.
 
   The output PCollection holds one element: the published dataset.json
-  content. The output is locked for this pipeline while it is built (the
-  lock is released by the pipeline's last step; if the pipeline fails, it
-  is taken over once the launching process has ended, or after its lease).
+  content. Building the graph only plans: the pipeline's first step, when
+  it runs, checks and locks the output and makes the staging folder (a
+  graph built and never run leaves nothing), and its last step publishes
+  and releases the lock. If the pipeline fails, the lock is taken over
+  once the process that took it (the worker that ran that step) has
+  ended, or after its lease. A graph run twice (a classic template
+  launched again) runs as one build: launch it again only once the last
+  launch has ended.
 
   Args:
     schema: a schema file path, dict or Schema.
@@ -91,16 +98,25 @@ class WriteDataset(beam.PTransform):
       output = os.path.abspath(output)
     key = planning.build_key(schema, _PCOLLECTION_PLAN, "", {
         **opts.key(), **self._tft_key})
-    # Released by the pipeline's last step, once it has published.
-    plan = stage_output(
-        schema, _PCOLLECTION_PLAN, opts, output, key,
+    # Only planned here: the output is checked, locked and staged by the
+    # pipeline's first step when it runs (as Beam's own file sinks do), and
+    # released by its last step once it has published.
+    stage = RunStage(output, new_run(), opts.overwrite, tfmd_text(schema))
+    plan = dataset_plan(
+        schema, _PCOLLECTION_PLAN, opts.resolved(schema), output,
+        stage.staging, stage.run, key,
         {"format": "pcollection", "source": PCOLLECTION, "patterns": [],
-         "files": [], "fingerprint": None}, None, options,
-        overwrite_hint="overwrite=True").dataset
-    assert plan is not None  # force: never up to date
+         "files": [], "fingerprint": None}, None)
+    staged = rows.pipeline | "Stage" >> StageOutput(stage)
     return (rows
             | "ToBatches" >> ToSourceBatches(schema.columns)
-            | "Write" >> WriteBatches(schema, plan))
+            | "AfterStage" >> beam.Map(_after_stage,
+                                       beam.pvalue.AsSingleton(staged))
+            | "Write" >> WriteBatches(schema, plan, staged))
+
+
+def _after_stage(batch, _staging):
+  return batch
 
 
 class EncodedRecords(NamedTuple):

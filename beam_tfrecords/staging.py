@@ -1,14 +1,21 @@
-"""Everything a build does to its output before the pipeline runs, the
-same for `btr.build` and `btr.WriteDataset`: the output checked and locked,
-the publishes of killed builds finished and their staging folders removed,
-a finished dataset kept unless overwritten (or, for build(), reported up
-to date), the staging folder with TensorFlow Metadata's schema.pbtxt, and
-the dataset's plan (how it is cut and described in dataset.json).
+"""Everything a build does to its output before it writes, the same for
+`btr.build` and `btr.WriteDataset`: the output checked and locked, the
+publishes of killed builds finished and their staging folders removed, a
+finished dataset kept unless overwritten (or, for build(), reported up to
+date), the staging folder with TensorFlow Metadata's schema.pbtxt, and the
+dataset's plan (how it is cut and described in dataset.json).
+
+build() stages on the launcher before its pipeline runs (`stage_output`);
+WriteDataset only plans when its graph is built (`dataset_plan`), and
+stages in the pipeline's first step when it runs (`StageOutput`), as
+Beam's file sinks do: a graph built and never run leaves nothing.
 """
 
+import dataclasses
 import errno
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
+import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords import planning
@@ -36,8 +43,8 @@ from beam_tfrecords.transforms.dataset import DatasetPlan
 from beam_tfrecords.transforms.grouped import buckets_for
 from beam_tfrecords.version import __version__
 
-__all__ = ["Staged", "stage_output", "dataset_plan", "output_failure",
-           "output_errno"]
+__all__ = ["Staged", "stage_output", "RunStage", "StageOutput",
+           "stage_at_run", "dataset_plan", "output_failure", "output_errno"]
 
 
 class Staged(NamedTuple):
@@ -56,7 +63,8 @@ def stage_output(schema: Schema, plan, opts: BuildOptions, output: str,
                  key: str, inputs: Dict[str, Any], user_fn, options, *,
                  overwrite_hint: str) -> Staged:
   """Checks and locks `output` (an absolute path or URL) and prepares its
-  staging folder.
+  staging folder: build()'s, on the launcher before its pipeline runs
+  (WriteDataset's is a step of the pipeline: `StageOutput`).
 
   Args:
     plan: the inputs' plan (sources.InputPlan).
@@ -75,13 +83,7 @@ def stage_output(schema: Schema, plan, opts: BuildOptions, output: str,
     previous = _up_to_date(output, key)
     if previous is not None:
       return Staged(None, None, previous)
-  try:
-    lock = OutputLock(output, options).acquire()
-  except OSError as e:
-    failure = output_failure(output, None, e)
-    if failure is None:
-      raise
-    raise failure from e
+  lock = _locked(output, options, None)
   staging: Optional[str] = None
   try:
     # Builds killed before: their publishes are finished, their staging
@@ -93,38 +95,140 @@ def stage_output(schema: Schema, plan, opts: BuildOptions, output: str,
       previous = planning.finished_with_key(output, key)
       if previous is not None:
         return Staged(lock, None, previous)
-    if published is not None and not opts.overwrite:
-      raise InputError(f"{output} already holds a finished dataset; pass "
-                       f"{overwrite_hint} to replace it")
+    _check_overwrite(output, published, opts.overwrite, overwrite_hint)
     staging = FileSystems.join(output, STAGING_PREFIX + lock.run)
     dataset = dataset_plan(schema, plan, opts.resolved(schema), output,
                            staging, lock.run, key, inputs, user_fn)
-    # TensorFlow Metadata's schema, for TFDV / TFT / TFX tools.
-    try:
-      with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
-        f.write(tfmd_text(schema).encode("utf-8"))
-    except Exception as e:  # pylint: disable=broad-except
-      failure = output_failure(output, staging, e)
-      if failure is not None:
-        raise failure from e
-      raise
+    _write_tfmd(output, staging, tfmd_text(schema))
+  except BaseException as e:
+    _unstage(output, staging, lock, e)
+    raise
+  return Staged(lock, dataset)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunStage:
+  """What WriteDataset's first step does to the output when the pipeline
+  runs: `output` locked for the build `run` (staging folder
+  STAGING_PREFIX + run), a finished dataset there kept unless
+  `overwrite`, TensorFlow Metadata's schema (`tfmd`) staged."""
+  output: str
+  run: str
+  overwrite: bool
+  tfmd: str
+  overwrite_hint: str = "overwrite=True"
+
+  @property
+  def staging(self) -> str:
+    return FileSystems.join(self.output, STAGING_PREFIX + self.run)
+
+
+# The locks StageOutput took in this process ({(output, run): lock}): held,
+# and renewed by their thread, until the pipeline's last step removes them
+# (or the process ends: then a next build takes them over).
+_HELD: Dict[Tuple[str, str], OutputLock] = {}
+
+
+def stage_at_run(stage: RunStage, options) -> str:
+  """Locks and prepares the output for the build `stage.run`, as
+  stage_output does; the staging folder. Safe to run again for the same
+  run (a retried step, a runner that runs a side input's step in each
+  task that reads it): the lock is adopted, the other builds' staging
+  folders removed again, the schema written again."""
+  planning.check_output(stage.output)
+  lock = _HELD.get((stage.output, stage.run))
+  if lock is None or not lock.renew():  # (released by a publish: again)
+    lock = _locked(stage.output, options, stage.run)
+    _HELD[(stage.output, stage.run)] = lock
+  try:
+    recover(stage.output, keep=stage.staging)
+    check_output_files(stage.output)
+    _check_overwrite(stage.output, planning.success_text(stage.output),
+                     stage.overwrite, stage.overwrite_hint)
+    _write_tfmd(stage.output, stage.staging, stage.tfmd)
+  except BaseException as e:
+    _HELD.pop((stage.output, stage.run), None)
+    _unstage(stage.output, stage.staging, lock, e)
+    raise
+  return stage.staging
+
+
+class _StageFn(beam.DoFn):
+
+  def process(self, stage: RunStage):
+    # The file system options the worker was started with (S3 endpoint,
+    # credentials) reach the lock's store too.
+    yield stage_at_run(
+        stage, FileSystems._pipeline_options)  # pylint: disable=protected-access
+
+
+class StageOutput(beam.PTransform):
+  """A pipeline -> its staging folder (one element), once the output is
+  locked and staged for the build `stage.run` when the pipeline runs:
+  steps that write there take it as a side input (or gather it) so that
+  they run after it. A pipeline built and never run leaves nothing."""
+
+  def __init__(self, stage: RunStage):
+    super().__init__()
+    self._stage = stage
+
+  def expand(self, pipeline):
+    return (pipeline
+            | "Plan" >> beam.Create([self._stage])
+            | "LockAndStage" >> beam.ParDo(_StageFn()).with_output_types(
+                str))
+
+
+def _locked(output: str, options, run: Optional[str]) -> OutputLock:
+  """The output's lock, taken (for the build `run`, or a new one)."""
+  try:
+    return OutputLock(output, options, run=run).acquire()
   except OSError as e:
-    lock.release()
     failure = output_failure(output, None, e)
     if failure is None:
       raise
     raise failure from e
-  except BaseException:
-    # Interrupted (Ctrl-C, SIGTERM) after the staging folder was made:
-    # it goes too (nothing of it was published).
-    if staging is not None:
-      try:
-        remove_staging(staging)
-      except Exception:  # pylint: disable=broad-except
-        pass
-    lock.release()
+
+
+def _check_overwrite(output: str, published: Optional[str], overwrite: bool,
+                     hint: str) -> None:
+  if published is not None and not overwrite:
+    raise InputError(f"{output} already holds a finished dataset; pass "
+                     f"{hint} to replace it")
+
+
+def _write_tfmd(output: str, staging: str, text: str) -> None:
+  """TensorFlow Metadata's schema in the staging folder, for TFDV / TFT /
+  TFX tools."""
+  try:
+    with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
+      f.write(text.encode("utf-8"))
+  except Exception as e:  # pylint: disable=broad-except
+    failure = output_failure(output, staging, e)
+    if failure is not None:
+      raise failure from e
     raise
-  return Staged(lock, dataset)
+
+
+def _unstage(output: str, staging: Optional[str], lock: OutputLock,
+             error: BaseException) -> None:
+  """After a failure while staging: the staging folder removed (unless
+  its failure already did), the lock released; an OSError of the output
+  raised as its OutputError."""
+  if isinstance(error, OSError):
+    lock.release()
+    failure = output_failure(output, None, error)
+    if failure is not None:
+      raise failure from error
+    return
+  # Interrupted (Ctrl-C, SIGTERM) or refused after the staging folder was
+  # made: it goes too (nothing of it was published).
+  if staging is not None:
+    try:
+      remove_staging(staging)
+    except Exception:  # pylint: disable=broad-except
+      pass
+  lock.release()
 
 
 def _up_to_date(output: str, key: str) -> Optional[Dict[str, Any]]:

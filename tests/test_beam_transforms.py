@@ -273,3 +273,51 @@ def _records_of(path):
   from beam_tfrecords.tfrecord_files import iter_tfrecords
   return [r for shard in shard_files(path, "train")
           for r in iter_tfrecords(shard)]
+
+
+def test_a_pipeline_built_and_never_run_leaves_nothing(tmp_path):
+  """WriteDataset only plans when the graph is built: the output is
+  checked, locked and staged by the pipeline's first step when it runs
+  (as Beam's own file sinks do), so a graph built and dropped, or one
+  whose run never starts, holds no lock and leaves no folder; a finished
+  dataset there is refused when the pipeline runs, not when it is built."""
+  fresh, finished = tmp_path / "fresh", tmp_path / "finished"
+  _write(ROWS, str(finished))
+  before = sorted(os.listdir(finished))
+  for out in (fresh, finished):
+    p = beam.Pipeline()
+    _ = p | beam.Create(ROWS) | btr.WriteDataset(SCHEMA, str(out))
+    del p
+  assert not fresh.exists()
+  assert sorted(os.listdir(finished)) == before
+  # Then run: the build into the fresh output publishes, taking the lock
+  # only now; the finished one is refused at run time, leaving it whole.
+  with beam.Pipeline() as p:
+    _ = p | beam.Create(ROWS) | btr.WriteDataset(SCHEMA, str(fresh))
+  assert btr.dataset_info(str(fresh)).counts.records_written == len(ROWS)
+  assert not [n for n in os.listdir(fresh) if n.startswith(".")]
+  with pytest.raises(btr.InputError, match="already holds a finished"):
+    with beam.Pipeline() as p:
+      _ = p | beam.Create(ROWS) | btr.WriteDataset(SCHEMA, str(finished))
+  assert sorted(os.listdir(finished)) == before
+
+
+def test_the_graph_of_a_write_dataset_stages_before_it_writes(tmp_path):
+  """Every step that writes into the staging folder runs after the one
+  that locks the output: the batches wait for it (a side input), and
+  Commit gathers it with the parts."""
+  p = beam.Pipeline()
+  out = tmp_path / "never-run"
+  _ = p | beam.Create(ROWS) | btr.WriteDataset(SCHEMA, str(out))
+  labels = []
+
+  class Visit(beam.pipeline.PipelineVisitor):
+    def visit_transform(self, node):
+      labels.append((node.full_label, [
+          s.pvalue.producer.full_label for s in node.side_inputs]))
+
+  p.visit(Visit())
+  after = dict(labels)["WriteDataset/AfterStage"]
+  assert after == ["WriteDataset/Stage/LockAndStage"]
+  assert any(label.endswith("Write/StagedPart") for label, _ in labels)
+  assert not out.exists()

@@ -168,3 +168,33 @@ def test_a_worker_killed_mid_build_is_replaced_and_the_output_is_the_same(
   assert btr.dataset_info(str(tmp_path / "dask"))["counts"] == \
       direct.metadata["counts"]
   assert_same_files(str(tmp_path / "direct"), str(tmp_path / "dask"))
+
+
+def test_write_dataset_stages_its_output_on_a_worker(cluster, tmp_path):
+  """btr.WriteDataset in one's own pipeline on Dask: the output is locked
+  and staged by the pipeline's first step, on a worker (the DaskRunner
+  computes the side input that orders the writes after it again in each
+  task that reads it: the step is safe to run again for its build); the
+  files equal the DirectRunner's, and no lock or staging folder is left."""
+  import apache_beam as beam
+  from apache_beam.options.pipeline_options import PipelineOptions
+  schema = {"name": "ex", "features": {
+      "id": {"type": "int64", "required": True}, "user": "int64"}}
+  rows = [{"id": i, "user": i % 7} for i in range(2000)]
+
+  def write(out, args):
+    p = beam.Pipeline(options=PipelineOptions(args))
+    _ = (p | beam.Create(rows)
+         | btr.WriteDataset(schema, str(out), num_shards=2))
+    result = p.run()
+    result.wait_until_finish()
+    if hasattr(result, "client"):
+      result.client.close()  # (the DaskRunner leaves its client open)
+
+  write(tmp_path / "direct", [])
+  write(tmp_path / "dask", [
+      "--runner", "apache_beam.runners.dask.dask_runner.DaskRunner"
+  ] + cluster.args)
+  assert_same_files(str(tmp_path / "direct"), str(tmp_path / "dask"))
+  assert btr.dataset_info(str(tmp_path / "dask")).counts.rows_read == 2000
+  assert not [n for n in os.listdir(tmp_path / "dask") if n.startswith(".")]

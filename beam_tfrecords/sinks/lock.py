@@ -26,7 +26,8 @@ from typing import Any, Dict, Optional
 
 from beam_tfrecords.errors import OutputBusyError
 
-__all__ = ["OutputLock", "LOCK_FILE", "LEASE_SECONDS", "store_for"]
+__all__ = ["OutputLock", "LOCK_FILE", "LEASE_SECONDS", "store_for",
+           "new_run"]
 
 
 # Where an output's lock lives: one small object with create-if-absent,
@@ -355,16 +356,25 @@ def stale_reason(info: Dict[str, Any], now: Optional[float] = None
   return None
 
 
+def new_run() -> str:
+  """A new build's run id (its lock's, and its staging folder's name)."""
+  return uuid.uuid4().hex[:12]
+
+
 class OutputLock:
   """The lock of one output, held by this build (`acquire`)."""
 
   def __init__(self, output: str, options=None,
-               lease_seconds: float = LEASE_SECONDS):
+               lease_seconds: float = LEASE_SECONDS,
+               run: Optional[str] = None):
     self.output = output
     self.path = (os.path.join(output, LOCK_FILE) if "://" not in output
                  else output + "/" + LOCK_FILE)
     self.lease_seconds = lease_seconds
-    self.run = uuid.uuid4().hex[:12]
+    # The build's run id: new, or given (a pipeline step taking the lock
+    # for the build that planned it). A lock that holds it is this
+    # build's: taken again (a retried step), it is adopted (_create).
+    self.run = run or new_run()
     self._store = store_for(self.path, options)
     self._token = None
     self._lost: Optional[str] = None

@@ -5,7 +5,7 @@ Commit gathers them into dataset.json (info.DatasetInfo)."""
 from typing import Any, Dict, List, NamedTuple, Tuple
 
 __all__ = ["ShardWritten", "ErrorsWritten", "RowCounts", "FeatureStatistics",
-           "SplitOverlap"]
+           "SplitOverlap", "OutputStaged"]
 
 
 class ShardWritten(NamedTuple):
@@ -48,3 +48,10 @@ class SplitOverlap(NamedTuple):
   (transforms.overlap)."""
   records: int
   kind: str = "records"
+
+
+class OutputStaged(NamedTuple):
+  """The output locked and the staging folder made by the pipeline's
+  first step (WriteDataset: staging.StageOutput): Commit waits for it."""
+  staging: str
+

@@ -21,7 +21,8 @@ from beam_tfrecords.runners.gaps import separates_outputs
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
                                   WriteShards, WriteWithBeamSink)
-from beam_tfrecords.sinks.parts import FeatureStatistics, RowCounts
+from beam_tfrecords.sinks.parts import (FeatureStatistics, OutputStaged,
+                                        RowCounts)
 from beam_tfrecords.sinks.shards import PARTS_DIR, Codec
 from beam_tfrecords.sinks.finish import Finish, FinishPlan
 from beam_tfrecords.transforms.dead_letters import dead_letter_json
@@ -99,10 +100,13 @@ def _sum_columns(rows) -> tuple:
 class WriteBatches(beam.PTransform):
   """SourceBatches -> the published dataset.json (one element)."""
 
-  def __init__(self, schema: Schema, plan: DatasetPlan):
+  def __init__(self, schema: Schema, plan: DatasetPlan, staged=None):
     super().__init__()
     self._schema = schema
     self._plan = plan
+    # The staging folder (one element) of a pipeline that stages its
+    # output when it runs (staging.StageOutput): Commit waits for it.
+    self._staged = staged
 
   def _records(self, records):
     """The record shards (and TensorFlow Transform's): their parts."""
@@ -170,6 +174,9 @@ class WriteBatches(beam.PTransform):
                    # on their dict fields.)
                    | "FeatureStatsPart" >> beam.Map(
                        FeatureStatistics).with_output_types(Any))
+    if self._staged is not None:
+      parts.append(self._staged | "StagedPart" >> beam.Map(
+          OutputStaged).with_output_types(Any))
     return (tuple(parts)
             | "Parts" >> beam.Flatten()
             | "Commit" >> Commit(plan.staging, plan.planned, STAT_FIELDS,
