@@ -2,7 +2,8 @@
 
     import beam_tfrecords as btr
     btr.build("schemas/movies.yaml", "data/*.csv", "out/movies")
-    ds = btr.load("out/movies", split="train")
+    ds = btr.open("out/movies")            # one handle to read it
+    ds.tf_dataset("train"), ds.records("eval"), ds.info, ds.errors()
 
 Names are imported when first used (PEP 562), so that `import
 beam_tfrecords` (and the command line's --help, inspect, validate and
@@ -32,6 +33,8 @@ _LAZY = {
     "EncodedRecords": "beam_tfrecords.beam",
     "WriteDataset": "beam_tfrecords.beam",
     "build": "beam_tfrecords.building",
+    "open": "beam_tfrecords.dataset_reader",
+    "DatasetReader": "beam_tfrecords.dataset_reader",
     "dataset_info": "beam_tfrecords.reader",
     "feature_spec": "beam_tfrecords.reader",
     "iter_errors": "beam_tfrecords.reader",

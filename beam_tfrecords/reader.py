@@ -207,7 +207,8 @@ def load(path: Datasets, split: str = "train",
     return ds
   labels = list(schema.label)
   if not labels:
-    raise InputError(f"{path}: the schema names no label, so there is "
+    raise InputError(f"{stream.found[0][0]}: the schema names no label, "
+                     "so there is "
                      "nothing to return as the label; add label: <feature> "
                      "to the schema and build again (or load without "
                      "as_supervised)")

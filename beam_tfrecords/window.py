@@ -31,12 +31,19 @@ from beam_tfrecords.generations import consistent
 from beam_tfrecords.info import DATASET_JSON, DatasetInfo
 
 __all__ = ["datasets", "window", "pin", "digest", "PIN_KIND", "is_pin",
-           "finished",
-           "split_files", "Datasets"]
+           "finished", "split_files", "Datasets", "Window"]
 
 PIN_KIND = "beam_tfrecords.window"
+
+
+class Window(List[Tuple[str, DatasetInfo]]):
+  """A window as `window()` read it: (folder, dataset.json) of each
+  dataset, in reading order. Given where datasets are named, it is read
+  as it was then (each dataset's generation), without reading again."""
+
+
 # What load / iter_records / the torch Dataset take as datasets.
-Datasets = Union[str, Sequence[str]]
+Datasets = Union[str, Sequence[str], Window]
 
 
 def is_pin(path: str) -> bool:
@@ -70,6 +77,8 @@ def _expand(spec: str) -> List[str]:
 def datasets(spec: Datasets) -> List[str]:
   """The dataset folders `spec` names, in reading order: a folder, a glob
   (its matches sorted), a pin file, or a list of those."""
+  if isinstance(spec, Window):
+    return [path for path, _ in spec]
   entries = [spec] if isinstance(spec, str) else list(spec)
   if not entries:
     raise InputError("no datasets given: name a dataset folder, a glob of "
@@ -109,14 +118,17 @@ def _spec_items(info: DatasetInfo) -> Dict[str, Any]:
   return dict(spec)
 
 
-def window(spec: Datasets) -> List[Tuple[str, DatasetInfo]]:
-  """(folder, dataset.json) of each dataset, checked to read as one.
+def window(spec: Datasets) -> Window:
+  """(folder, dataset.json) of each dataset, checked to read as one (a
+  Window given is returned as it is).
 
   Raises:
     InputError: one is not finished, or its record kind or a feature's
       parsing spec differs from the first one's (named).
   """
-  found = [(p, finished(p)) for p in datasets(spec)]
+  if isinstance(spec, Window):
+    return spec
+  found = Window((p, finished(p)) for p in datasets(spec))
   first_path, first = found[0]
   want = _spec_items(first)
   for path, info in found[1:]:

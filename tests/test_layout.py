@@ -94,7 +94,7 @@ LAYERS = [
     {"transforms"},
     {"staging"},
     {"building"},
-    {"beam", "testing", "torch"},
+    {"beam", "testing", "torch", "dataset_reader"},
     {"cli", "__main__", "__init__"},
 ]
 
