@@ -55,18 +55,13 @@ _LOG = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class BuildResult:
-  """What a finished build wrote: `info`, its dataset.json typed
-  (`metadata` is the same as a JSON object)."""
+  """What a finished build wrote: `info`, its dataset.json typed."""
   output: str
   info: DatasetInfo
   seconds: float
   # True when nothing was built: the output already held a dataset of the
   # same inputs, schema and options (see build(..., force=...)).
   up_to_date: bool = False
-
-  @property
-  def metadata(self) -> Dict[str, Any]:
-    return self.info.to_json()
 
   @property
   def splits(self) -> Dict[str, SplitInfo]:

@@ -12,17 +12,13 @@ indent): tests/test_info.py checks it on the bundled and grouped builds.
 Keys this version does not know (written by a later one) are kept in
 `extra` and written back unchanged.
 
-A DatasetInfo, a SplitInfo and a ShardInfo also read as the JSON objects
-they stand for (`info["splits"]["train"]["records"]`), as
-`dataset_info()` and `BuildResult.splits` returned before they were
-typed, and compare equal to them; the view is read-only, and JSON-encodes
-with `to_json()` (json.dumps of the object itself raises TypeError). New
-code uses the attributes.
+dataset.json is read and written only through these types (their
+attributes; `to_json()` gives the JSON object).
 """
 
 import dataclasses
 import json
-from typing import (Any, Dict, Iterator, List, Mapping, Optional, Tuple)
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from beam_tfrecords import fs
 
@@ -32,43 +28,8 @@ __all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "Counts", "Errors",
 DATASET_JSON = "dataset.json"
 
 
-class _JsonView(Mapping[str, Any]):
-  """Reads as the JSON object it stands for (what dataset_info() and
-  BuildResult.splits returned before they were typed): info["splits"],
-  split["shards"][0]["records"]."""
-
-  def to_json(self) -> Dict[str, Any]:
-    raise NotImplementedError
-
-  def _json(self) -> Dict[str, Any]:
-    cached = self.__dict__.get("_json_cache")
-    if cached is None:
-      cached = self.to_json()
-      object.__setattr__(self, "_json_cache", cached)
-    return cached
-
-  def __getitem__(self, key: str) -> Any:
-    return self._json()[key]
-
-  def __iter__(self) -> Iterator[str]:
-    return iter(self._json())
-
-  def __len__(self) -> int:
-    return len(self._json())
-
-  def __eq__(self, other: object) -> bool:
-    """Equal to the same typed value, or to the JSON object (a dict)."""
-    if isinstance(other, _JsonView):
-      return type(self) is type(other) and self._json() == other._json()
-    if isinstance(other, Mapping):
-      return self._json() == dict(other)
-    return NotImplemented
-
-  __hash__ = None  # type: ignore[assignment]
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class ShardInfo(_JsonView):
+@dataclasses.dataclass(frozen=True)
+class ShardInfo:
   """One shard file: its path relative to the dataset folder."""
   file: str
   num_records: int
@@ -83,8 +44,8 @@ class ShardInfo(_JsonView):
             "bytes": self.num_bytes}
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class SplitInfo(_JsonView):
+@dataclasses.dataclass(frozen=True)
+class SplitInfo:
   """One split: its records, bytes and shards (in order)."""
   name: str
   num_records: int
@@ -212,8 +173,8 @@ _TEXT = ("name", "record", "compression", "statistics_of", "tfmd_schema",
          "build_key", "tfdv_statistics", "report")
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class DatasetInfo(_JsonView):
+@dataclasses.dataclass(frozen=True)
+class DatasetInfo:
   """A dataset's dataset.json, typed.
 
   Attributes:

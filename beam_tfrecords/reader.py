@@ -14,7 +14,7 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional,
 from beam_tfrecords import fs
 from beam_tfrecords.errors import DatasetReplacedError, InputError
 from beam_tfrecords.generations import Guard, Pinned
-from beam_tfrecords.info import DatasetInfo
+from beam_tfrecords.info import DatasetInfo, ShardInfo
 from beam_tfrecords.tfrecord_files import (decode_example, decode_sequence_example,
                                     iter_tfrecords)
 from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
@@ -423,15 +423,15 @@ def iter_records(path: Datasets, split: str = "train", *,
       yield _to_python(schema.features, decode_example(record))
 
 
-def iter_transformed(path: str, shard: Mapping[str, Any]
+def iter_transformed(path: str, shard: ShardInfo
                      ) -> Iterator[Dict[str, Any]]:
   """The records of one transformed shard (a ShardInfo of
-  info.transform.splits[split].shards, or its JSON) as {feature: [values]},
+  info.transform.splits[split].shards) as {feature: [values]},
   in plain Python; a SequenceExample as {"context": {feature: [values]},
   "feature_lists": {feature: [[values] per step]}}."""
   info = dataset_info(path)
   sequence = info.record == "sequence_example"
-  file = fs.join(path.rstrip("/"), shard["file"])
+  file = fs.join(path.rstrip("/"), shard.file)
   guard = Guard({path.rstrip("/"): info.generation})
   for record in guard.lists(file, iter_tfrecords(file)):
     if sequence:

@@ -752,11 +752,10 @@ def transform_suite(args) -> None:
 def _same_outputs(a: str, b: str) -> str:
   """"identical" when every shard and errors/ file of `a` equals `b`'s."""
   import filecmp
-  with open(os.path.join(a, "dataset.json")) as f:
-    info = json.load(f)
-  names = [s["file"] for split in info["splits"].values()
-           for s in split["shards"]]
-  names += [e["file"] for e in info["errors"]["files"]]
+  from beam_tfrecords.info import DatasetInfo
+  info = DatasetInfo.from_directory(a)
+  names = [f for split in info.splits.values() for f in split.files]
+  names += [e.file for e in info.errors.files]
   differ = [n for n in names if not filecmp.cmp(
       os.path.join(a, n), os.path.join(b, n), shallow=False)]
   return f"{len(names)} files identical" if not differ else \
@@ -767,10 +766,9 @@ def _same_records(a: str, b: str) -> str:
   """"identical" when the shards of `a` and `b` hold the same records in
   the same order (their gzip framing may differ)."""
   from beam_tfrecords.tfrecord_files import iter_tfrecords
-  with open(os.path.join(a, "dataset.json")) as f:
-    info = json.load(f)
-  names = [s["file"] for split in info["splits"].values()
-           for s in split["shards"]]
+  from beam_tfrecords.info import DatasetInfo
+  info = DatasetInfo.from_directory(a)
+  names = [f for split in info.splits.values() for f in split.files]
   n = 0
   for name in names:
     left = iter_tfrecords(os.path.join(a, name))

@@ -25,7 +25,7 @@ def flags(description: str, sample: str, output: str,
 
 def say(output: str) -> dict:
   info = btr.dataset_info(output)
-  c = info["counts"]
-  print(f"{info['name']}: {c['records_written']} records from "
-        f"{c['rows_read']} rows, {c['rows_rejected']} rejected -> {output}")
+  c = info.counts
+  print(f"{info.name}: {c.records_written} records from "
+        f"{c.rows_read} rows, {c.rows_rejected} rejected -> {output}")
   return info

@@ -29,10 +29,10 @@ def run_build(description: str, schema: str, sample: str, output: str,
                      input_format=input_format,
                      num_shards=args.num_shards, beam_args=beam_args,
                      overwrite=True, preprocessing_fn=preprocessing_fn)
-  counts = result.metadata["counts"]
-  dropped = (f", {counts['rows_dropped']} dropped by max_length"
-             if counts["rows_dropped"] else "")
-  print(f"{result.metadata['name']}: {counts['records_written']} records "
-        f"from {counts['rows_read']} rows, {result.rows_rejected} "
+  counts = result.info.counts
+  dropped = (f", {counts.rows_dropped} dropped by max_length"
+             if counts.rows_dropped else "")
+  print(f"{result.info.name}: {counts.records_written} records "
+        f"from {counts.rows_read} rows, {result.rows_rejected} "
         f"rejected{dropped} -> {result.output}")
   return result

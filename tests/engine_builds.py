@@ -216,7 +216,7 @@ def assert_same_dataset(direct, engine, a, b, exempt=()):
   """Every published file byte for byte (dataset.json, statistics.pb,
   shards, errors/) but those under the `exempt` folders (which both
   have), and the counts."""
-  assert engine["counts"] == direct["counts"]
+  assert engine.counts == direct.counts
   files = dataset_files(a)
   assert files == dataset_files(b)
   for prefix in exempt:
@@ -255,8 +255,8 @@ def movie_ratings_build(cases, tmp_path, args, env):
   direct, engine, direct_dir = cli_build_pair(
       folder, schema, [src], ["--num-shards", "2"], args, env,
       tmp_path / "engine")
-  assert set(direct["splits"]) == {"train", "eval"}
-  assert direct["counts"]["records_written"] == 200
+  assert set(direct.splits) == {"train", "eval"}
+  assert direct.counts.records_written == 200
   assert_same_dataset(direct, engine, direct_dir, tmp_path / "engine")
   return engine
 
@@ -266,11 +266,11 @@ def grouped_build(cases, tmp_path, args):
   options = {"num_shards": 3, "max_bad_fraction": 1.0}
   direct, direct_dir = direct_api(folder, GROUPED, inputs, **options)
   engine = btr.build(GROUPED, inputs, str(tmp_path / "engine"),
-                     beam_args=args, **options).metadata
-  counts = direct["counts"]
+                     beam_args=args, **options).info
+  counts = direct.counts
   # 6 users of 40 events (over max_length 30), and the bad user key.
-  assert counts["rows_rejected"] == 6 * 40 + 1
-  assert counts["records_written"] == 300 - 6
+  assert counts.rows_rejected == 6 * 40 + 1
+  assert counts.records_written == 300 - 6
   assert_same_dataset(direct, engine, direct_dir, tmp_path / "engine")
   return engine
 
@@ -284,7 +284,7 @@ def transform_build(cases, tmp_path, args, env, pool):
   direct, engine, direct_dir = cli_build_pair(
       folder, schema, [src], ["--no-statistics", "--no-report"], args, env,
       tmp_path / "engine")
-  assert direct["transform"]["splits"]["train"]["shards"]
+  assert direct.transform.splits["train"].shards
   # The transformed shards too (integers from a vocabulary).
   assert_same_dataset(direct, engine, direct_dir, tmp_path / "engine",
                       exempt=TRANSFORM_GRAPH)
@@ -297,7 +297,7 @@ def beam_sink_build(cases, tmp_path, args, env, tf):
       folder, schema, [src], ["--sink", "beam", "--num-shards", "2",
                               "--no-statistics", "--no-report"],
       args, env, tmp_path / "engine")
-  assert engine["counts"] == direct["counts"]
+  assert engine.counts == direct.counts
   same_records_any_order(tf, str(direct_dir), str(tmp_path / "engine"),
                          ["train", "eval"])
   return engine
@@ -309,8 +309,8 @@ def flights_build(cases, tmp_path, args, env):
   folder, (schema, src) = prepared(cases, "flights", flights)
   direct, engine, direct_dir = cli_build_pair(
       folder, schema, [src], [], args, env, tmp_path / "engine")
-  assert direct["counts"]["rows_read"] == FLIGHT_ROWS
-  assert set(direct["splits"]) == {"train", "eval"}
+  assert direct.counts.rows_read == FLIGHT_ROWS
+  assert set(direct.splits) == {"train", "eval"}
   assert_same_dataset(direct, engine, direct_dir, tmp_path / "engine")
   return engine
 

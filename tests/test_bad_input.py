@@ -48,9 +48,8 @@ def _build(tmp_path, name, data, schema=SCHEMA, **kw):
   # These inputs are mostly bad on purpose: publish whatever is rejected.
   kw.setdefault("max_bad_fraction", 1.0)
   result = btr.build(schema, src, out, **kw)
-  counts = result.metadata["counts"]
-  assert counts["rows_read"] == counts["rows_written"] + counts[
-      "rows_rejected"]
+  counts = result.info.counts
+  assert counts.rows_read == counts.rows_written + counts.rows_rejected
   return result, list(btr.iter_records(out)), _errors(out)
 
 
@@ -192,7 +191,7 @@ def test_huge_cell_in_a_bad_row_is_cut_in_errors(tmp_path):
 def test_empty_inputs_give_an_empty_finished_dataset(tmp_path, name, data):
   result, got, errors = _build(tmp_path, name, data)
   assert got == [] and errors == []
-  assert result.metadata["counts"]["rows_read"] == 0
+  assert result.info.counts.rows_read == 0
   assert os.path.exists(os.path.join(result.output, "_SUCCESS"))
 
 
@@ -298,7 +297,7 @@ def test_byte_range_units_number_rows_like_whole_files(tmp_path, monkeypatch):
   whole = btr.build(SCHEMA, src, str(tmp_path / "whole"), max_bad_fraction=1.0)
   monkeypatch.setattr(base, "CHUNK_BYTES", 500)
   split = btr.build(SCHEMA, src, str(tmp_path / "split"), max_bad_fraction=1.0)
-  assert split.metadata["inputs"]["files"] == whole.metadata["inputs"][
+  assert split.info.inputs["files"] == whole.info.inputs[
       "files"]
   for out in (whole.output, split.output):
     assert [e["row"] for e in sorted(_errors(out), key=lambda e: e["row"])
@@ -324,7 +323,7 @@ def test_bzip2_inputs(tmp_path, cut):
   out = str(tmp_path / "out")
   if cut is None:
     result = btr.build(SCHEMA, src, out)
-    assert result.metadata["counts"]["records_written"] == 2000
+    assert result.info.counts.records_written == 2000
   else:
     with pytest.raises(InputError, match="the bzip2 data ends early"):
       btr.build(SCHEMA, src, out)

@@ -61,11 +61,11 @@ def test_write_dataset_from_dicts(tf, tmp_path):
   got = _parsed(tf, out, "train") + _parsed(tf, out, "eval")
   assert sorted(got, key=lambda r: r["id"]) == ROWS
   info = btr.dataset_info(out)
-  assert info["inputs"]["format"] == "pcollection"
-  assert info["counts"] == {"rows_read": 301, "rows_written": 300,
+  assert info.inputs["format"] == "pcollection"
+  assert info.counts.to_json() == {"rows_read": 301, "rows_written": 300,
                             "rows_rejected": 1, "rows_dropped": 0,
                             "records_written": 300}
-  assert sum(s["records"] for s in info["splits"].values()) == 300
+  assert sum(s.num_records for s in info.splits.values()) == 300
   (error,) = list(btr.iter_errors(out))
   assert error["source"] == "<pcollection>" and error["row"] is None
   assert len(error["element"]) == 24  # the row's content digest
@@ -94,7 +94,7 @@ def test_write_dataset_from_parquet_batches(tf, tmp_path):
          | btr.WriteDataset(SCHEMA, out, num_shards=2))
   got = _parsed(tf, out, "train") + _parsed(tf, out, "eval")
   assert sorted(got, key=lambda r: r["id"]) == ROWS
-  assert btr.dataset_info(out)["counts"]["rows_rejected"] == 0
+  assert btr.dataset_info(out).counts.rows_rejected == 0
 
 
 def test_grouped_sequences_from_a_pcollection(tf, tmp_path):
@@ -160,7 +160,7 @@ def test_the_bundled_beam_user_pipelines(tf, tmp_path, name):
   module = importlib.import_module(f"pipelines.{name}")
   out = str(tmp_path / name)
   info = module.run(["--output", out, "--num-shards", "2"])
-  assert info["inputs"]["format"] == "pcollection"
+  assert info.inputs["format"] == "pcollection"
   spec = {"int_col": tf.io.FixedLenFeature([], tf.int64),
           "str_col": tf.io.FixedLenFeature([], tf.string),
           "float_col": tf.io.FixedLenFeature([], tf.float32),
@@ -217,9 +217,9 @@ def test_write_dataset_with_tensorflow_transform(tmp_path):
   info = btr.dataset_info(out)
   want = {s: sum(1 for r in rows if r["split"] == s)
           for s in ("train", "eval")}
-  assert {s: v["records"] for s, v in info["transform"]["splits"].items()} \
+  assert {s: v.num_records for s, v in info.transform.splits.items()} \
       == want
-  assert {s: v["records"] for s, v in info["splits"].items()} == want
+  assert {s: v.num_records for s, v in info.splits.items()} == want
   assert os.path.exists(os.path.join(out, "transform_fn", "saved_model.pb"))
   assert sorted(r["user_id"] for r in btr.iter_records(out, "eval")) == \
       sorted(int(r["user_id"]) for r in rows if r["split"] == "eval")

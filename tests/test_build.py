@@ -92,20 +92,20 @@ def test_values_round_trip_through_tensorflow(tf, tmp_path, fmt):
     assert [c.decode() for c in got["code"]] == (
         [] if row["Code"] is None else [row["Code"]])
   # dataset.json counts equal what is in the files.
-  meta = result.metadata
-  assert meta["counts"] == {"rows_read": 4, "rows_written": 4,
+  meta = result.info
+  assert meta.counts.to_json() == {"rows_read": 4, "rows_written": 4,
                             "records_written": 4, "rows_rejected": 0,
                             "rows_dropped": 0}
   files = shard_paths(out)
-  assert sorted(s["file"] for s in meta["splits"]["train"]["shards"]) == \
+  assert sorted(s.file for s in meta.splits["train"].shards) == \
       [os.path.basename(f) for f in files]
-  for shard in meta["splits"]["train"]["shards"]:
-    path = os.path.join(out, shard["file"])
+  for shard in meta.splits["train"].shards:
+    path = os.path.join(out, shard.file)
     n = sum(1 for _ in tf.data.TFRecordDataset(path, compression_type="GZIP"))
-    assert shard["records"] == n
-    assert shard["bytes"] == os.path.getsize(path)
+    assert shard.num_records == n
+    assert shard.num_bytes == os.path.getsize(path)
   assert os.path.exists(os.path.join(out, "_SUCCESS"))
-  assert meta["inputs"]["format"] == fmt
+  assert meta.inputs["format"] == fmt
 
 
 def test_csv_jsonl_parquet_give_identical_records(tf, tmp_path):
@@ -124,7 +124,7 @@ def test_bad_rows_go_to_errors_with_reason(tmp_path):
                  '4,a,"9,7",s,2.0,c\n')
   result = btr.build(SCHEMA, str(src), str(tmp_path / "out"),
                      max_bad_fraction=1.0)
-  assert result.metadata["counts"] == {"rows_read": 4, "rows_written": 1,
+  assert result.info.counts.to_json() == {"rows_read": 4, "rows_written": 1,
                                        "records_written": 1,
                                        "rows_rejected": 3, "rows_dropped": 0}
   errors = []
@@ -141,7 +141,7 @@ def test_bad_rows_go_to_errors_with_reason(tmp_path):
       "reason": 'required value is missing (column "Age" has no value)'}]
   assert "could not parse '9,7' as float (a decimal comma?" in \
       errors[2]["reason"]
-  assert result.metadata["errors"]["rows"] == 3
+  assert result.info.errors.rows == 3
 
 
 def test_gzip_input_and_many_files(tf, tmp_path):
@@ -149,7 +149,7 @@ def test_gzip_input_and_many_files(tf, tmp_path):
   write_csv(tmp_path / "b.csv", ROWS[2:])
   out = str(tmp_path / "out")
   result = btr.build(SCHEMA, [a, str(tmp_path / "b.*")], out, num_shards=3)
-  assert result.metadata["counts"]["records_written"] == 4
+  assert result.info.counts.records_written == 4
   assert [os.path.basename(p) for p in shard_paths(out)] == [
       f"train-0000{i}-of-00003.tfrecord.gz" for i in range(3)]
   assert len(tf_records(tf, out)) == 4
@@ -178,7 +178,7 @@ def test_finished_dataset_is_not_overwritten(tmp_path):
   with pytest.raises(InputError, match="already holds a finished dataset"):
     _build(tmp_path, "jsonl")
   again, _ = _build(tmp_path, "jsonl", overwrite=True)
-  assert again.metadata["counts"] == result.metadata["counts"]
+  assert again.info.counts == result.info.counts
 
 
 def test_cli_build_and_inspect(tmp_path):

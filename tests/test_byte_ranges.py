@@ -31,7 +31,7 @@ def test_byte_range_units_keep_every_row_once(tmp_path, monkeypatch, fmt):
   ids = sorted(r["id"] for r in btr.iter_records(out))
   assert ids == [i for i in range(1, 1001) if i != 777]
   assert all(r["text"] == f"row {r['id']}" for r in btr.iter_records(out))
-  assert result.metadata["counts"] == {"rows_read": 1000,
+  assert result.info.counts.to_json() == {"rows_read": 1000,
                                        "rows_written": 999,
                                        "records_written": 999,
                                        "rows_rejected": 1, "rows_dropped": 0}

@@ -32,7 +32,7 @@ def test_build_from_and_to_s3(s3, tmp_path):
   result = btr.build(schema, "s3://raw-events/2026/11/21/*.csv",
                      "s3://datasets/events", beam_args=beam_args,
                          max_bad_fraction=1.0)
-  assert result.metadata["counts"]["rows_written"] == 50
+  assert result.info.counts.rows_written == 50
   assert result.rows_rejected == 1
   keys = sorted(o["Key"] for o in client.list_objects_v2(
       Bucket="datasets")["Contents"])

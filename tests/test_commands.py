@@ -122,7 +122,7 @@ def test_infer_schema_gives_a_schema_that_builds(tmp_path, capsys):
   schema_path = tmp_path / "s.yaml"
   schema_path.write_text(text)
   result = btr.build(str(schema_path), str(src), str(tmp_path / "out"))
-  assert result.metadata["counts"]["rows_written"] == 3
+  assert result.info.counts.rows_written == 3
   rows = list(btr.iter_records(result.output))
   assert rows[0]["genres"] == ["Crime", "Drama"] and rows[2]["scores"] == [
       4, 5, 6]
@@ -177,7 +177,7 @@ def test_validate_passes_our_sequence_datasets(tmp_path, capsys):
   spath = tmp_path / "seq.yaml"
   spath.write_text(yaml.safe_dump(seq))
   built = btr.build(str(spath), str(data), str(tmp_path / "seq"))
-  assert built.metadata["counts"]["rows_written"] == 3
+  assert built.info.counts.rows_written == 3
   assert cli.main(["validate", "--schema", str(spath),
                    str(tmp_path / "seq")]) == 0
 

@@ -75,14 +75,14 @@ def test_dask_equals_direct_runner(cluster, tmp_path, case):
                    max_bad_fraction=1.0, beam_args=[
                        "--runner", "DaskRunner"] + cluster.args, **options)
   after = cluster.tasks_per_worker()
-  assert dask.metadata == direct.metadata
-  counts = direct.metadata["counts"]
-  assert counts["rows_read"] == FILES * 3000
+  assert dask.info == direct.info
+  counts = direct.info.counts
+  assert counts.rows_read == FILES * 3000
   if schema is EXAMPLES:
-    assert counts["rows_rejected"] == len(
+    assert counts.rows_rejected == len(
         [i for i in range(FILES * 3000) if i % 17 == 0])
   else:
-    assert counts["rows_dropped"] > 0  # keep_last cut the longest groups
+    assert counts.rows_dropped > 0  # keep_last cut the longest groups
   assert_same_files(str(tmp_path / "direct"), str(tmp_path / "dask"))
   # One partition per read unit: both workers read and encode.
   ran = [after[w] - before.get(w, 0) for w in after]
@@ -103,11 +103,11 @@ def test_the_cli_takes_the_short_runner_name(cluster, tmp_path):
   assert run.returncode == 0, run.stderr[-3000:]
   assert "the DaskRunner reports no metrics while it runs" in run.stderr
   info = btr.dataset_info(str(tmp_path / "out"))
-  assert info["counts"]["records_written"] == FILES * 500
+  assert info.counts.records_written == FILES * 500
   direct = btr.build(str(tmp_path / "s.yaml"), inputs,
                      str(tmp_path / "direct"))
   assert_same_files(str(tmp_path / "direct"), str(tmp_path / "out"))
-  assert direct.metadata["counts"] == info["counts"]
+  assert direct.info.counts == info.counts
 
 
 def test_transform_schemas_are_refused_on_dask(cluster, tmp_path):
@@ -165,8 +165,8 @@ def test_a_worker_killed_mid_build_is_replaced_and_the_output_is_the_same(
   cluster.wait_for_workers(2)
   after = cluster.worker_pids()
   assert victim not in after and len(after) == 2, (before, victim, after)
-  assert btr.dataset_info(str(tmp_path / "dask"))["counts"] == \
-      direct.metadata["counts"]
+  assert btr.dataset_info(str(tmp_path / "dask")).counts == \
+      direct.info.counts
   assert_same_files(str(tmp_path / "direct"), str(tmp_path / "dask"))
 
 

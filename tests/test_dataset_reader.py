@@ -2,7 +2,6 @@
 each way giving the same records, as the datasets were when opened."""
 
 import csv
-import pathlib
 
 import pytest
 
@@ -10,8 +9,8 @@ import beam_tfrecords as btr
 from beam_tfrecords import DatasetReplacedError, InputError
 from beam_tfrecords.dataset_reader import DatasetReader
 
-PENGUINS = pathlib.Path(__file__).resolve().parent / "data" / "penguins" / \
-    "penguins.csv"
+from test_windows import PENGUINS
+
 SCHEMA = {
     "name": "penguins",
     "features": {

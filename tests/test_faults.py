@@ -73,11 +73,11 @@ def test_same_bytes_with_different_worker_counts(tmp_path, monkeypatch):
   monkeypatch.setattr(batch_fn, "ENCODE_THREADS_MAX", 1)
   three = btr.build(SCHEMA, srcs, str(tmp_path / "three"), num_shards=3,
                     max_bad_fraction=1.0)
-  assert one.metadata["counts"]["rows_rejected"] == 3 * 150
+  assert one.info.counts.rows_rejected == 3 * 150
   assert_same_files(one.output, two.output)
   assert_same_files(one.output, three.output)
   # Shards are filled evenly and all exist.
-  sizes = [s["records"] for s in one.splits["train"]["shards"]]
+  sizes = [s.num_records for s in one.splits["train"].shards]
   assert len(sizes) == 3 and max(sizes) - min(sizes) <= 3
 
 
@@ -85,11 +85,11 @@ def test_every_shard_exists_and_beam_reads_them(tf, tmp_path):
   src = write_rows(tmp_path / "in.csv", 5)
   out = str(tmp_path / "out")
   result = btr.build(SCHEMA, src, out, num_shards=8)
-  shards = result.splits["train"]["shards"]
-  assert [s["file"] for s in shards] == [
+  shards = result.splits["train"].shards
+  assert [s.file for s in shards] == [
       f"train-{i:05d}-of-00008.tfrecord.gz" for i in range(8)]
-  assert sum(s["records"] for s in shards) == 5
-  assert sum(1 for s in shards if s["records"] == 0) == 3
+  assert sum(s.num_records for s in shards) == 5
+  assert sum(1 for s in shards if s.num_records == 0) == 3
   # Empty shards are valid gzip; TensorFlow and Beam read every file.
   assert len(tf_records(tf, out)) == 5
   import apache_beam as beam
@@ -198,7 +198,7 @@ def test_threshold_failure_publishes_nothing(tmp_path):
   assert "in.csv row 4: In feature \"score\": could not parse 'oops' as " \
       "float" in message
   # The previous finished dataset is untouched.
-  assert btr.dataset_info(out)["counts"] == first.metadata["counts"]
+  assert btr.dataset_info(out).counts == first.info.counts
   assert sorted(r["id"] for r in btr.iter_records(out)) == list(range(10))
   # The rejected rows are kept in the staging directory named.
   staging = [d for d in os.listdir(out) if d.startswith(".staging-")]
@@ -209,8 +209,8 @@ def test_threshold_failure_publishes_nothing(tmp_path):
       "schema.pbtxt", "statistics.pb", "train-00000-of-00001.tfrecord.gz"]
   # Under the limit it publishes; dataset.json lists the reasons.
   result = btr.build(SCHEMA, src, out, overwrite=True, max_bad_rows=20)
-  (reason,) = result.metadata["errors"]["reasons"]
-  assert reason == {"reason": 'In feature "score": could not parse … as '
+  (reason,) = result.info.errors.reasons
+  assert reason.to_json() == {"reason": 'In feature "score": could not parse … as '
                               "float", "rows": 20,
                     "example": {"source": src, "row": 4,
                                 "reason": 'In feature "score": could not '
@@ -308,7 +308,7 @@ def test_killed_overwrite_keeps_the_old_dataset_whole(tmp_path):
   after = {f: open(os.path.join(out, f), "rb").read()
            for f in dataset_files(out) if not f.startswith(".")}
   assert after == before
-  assert btr.dataset_info(out)["counts"] == old.metadata["counts"]
+  assert btr.dataset_info(out).counts == old.info.counts
 
 
 def test_beam_sink_writes_the_same_records(tf, tmp_path):
@@ -316,10 +316,10 @@ def test_beam_sink_writes_the_same_records(tf, tmp_path):
   ours = btr.build(SCHEMA, src, str(tmp_path / "ours"), num_shards=2)
   beams = btr.build(SCHEMA, src, str(tmp_path / "beam"), num_shards=2,
                     sink="beam")
-  assert beams.metadata["options"]["sink"] == "beam"
-  assert [s["file"] for s in beams.splits["train"]["shards"]] == [
+  assert beams.info.options["sink"] == "beam"
+  assert [s.file for s in beams.splits["train"].shards] == [
       "train-00000-of-00002.tfrecord.gz", "train-00001-of-00002.tfrecord.gz"]
-  assert beams.metadata["counts"] == ours.metadata["counts"]
+  assert beams.info.counts == ours.info.counts
   assert sorted(tf_records(tf, beams.output)) == sorted(
       tf_records(tf, ours.output))
 
@@ -351,9 +351,9 @@ def test_gzip_level_changes_the_bytes_not_the_records(tf, tmp_path):
   src = write_rows(tmp_path / "in.csv", 20_000)
   fast = btr.build(SCHEMA, src, str(tmp_path / "fast"))
   small = btr.build(SCHEMA, src, str(tmp_path / "small"), gzip_level=9)
-  assert small.metadata["options"]["gzip_level"] == 9
+  assert small.info.options["gzip_level"] == 9
   assert tf_records(tf, fast.output) == tf_records(tf, small.output)
-  assert small.splits["train"]["bytes"] < fast.splits["train"]["bytes"]
+  assert small.splits["train"].num_bytes < fast.splits["train"].num_bytes
   with pytest.raises(InputError, match="--gzip-level must be 1-9"):
     btr.build(SCHEMA, src, str(tmp_path / "bad"), gzip_level=0)
 
@@ -510,7 +510,7 @@ def test_an_input_without_rows_builds_an_empty_dataset(tmp_path):
   out = tmp_path / "out"
   result = btr.build({"name": "n", "features": {"id": {"type": "int64"}}},
                      str(src), str(out))
-  assert result.metadata["counts"]["rows_read"] == 0
+  assert result.info.counts.rows_read == 0
   assert (out / "_SUCCESS").exists()
 
 

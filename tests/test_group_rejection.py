@@ -107,11 +107,11 @@ def test_group_with_bad_rows_is_rejected_whole(tf, tmp_path):
     assert got[storm] == expected_track(rows, storm)
     assert got[storm]["length"] == 20
 
-  assert result.metadata["counts"] == {
+  assert result.info.counts.to_json() == {
       "rows_read": 60, "rows_written": 40, "rows_rejected": 20,
       "rows_dropped": 0, "records_written": 2, "steps_written": 40,
       "steps_dropped": 0}
-  assert result.metadata["errors"]["rows"] == 20
+  assert result.info.errors.rows == 20
 
   lines = error_lines(out)
   row_lines = [e for e in lines if e.get("group") is None]
@@ -160,7 +160,7 @@ def test_drop_step_writes_the_track_without_its_bad_rows(tf, tmp_path):
   assert got["B"]["length"] == 15
   for storm in "AC":
     assert got[storm] == expected_track(rows, storm)
-  assert result.metadata["counts"] == {
+  assert result.info.counts.to_json() == {
       "rows_read": 60, "rows_written": 55, "rows_rejected": 5,
       "rows_dropped": 0, "records_written": 3, "steps_written": 55,
       "steps_dropped": 0}
@@ -168,7 +168,7 @@ def test_drop_step_writes_the_track_without_its_bad_rows(tf, tmp_path):
   assert sorted(e["row"] for e in lines) == sorted(
       bad_row_numbers(rows).values())
   assert all(e.get("group") is None for e in lines)
-  assert result.metadata["schema"]["on_bad_step"] == "drop_step"
+  assert result.info.schema["on_bad_step"] == "drop_step"
 
 
 def test_good_groups_are_byte_identical_whatever_the_policy(tf, tmp_path):
@@ -188,7 +188,7 @@ def test_good_groups_are_byte_identical_whatever_the_policy(tf, tmp_path):
   assert a == c == {k: v for k, v in b.items() if k != "B"}
   # A clean input does not depend on the policy at all (the schema dict,
   # hence dataset.json, only names a policy that is not the default).
-  assert "on_bad_step" not in only_good.metadata["schema"]
+  assert "on_bad_step" not in only_good.info.schema
 
 
 def test_first_bad_row_does_not_depend_on_batches_or_workers(tf, tmp_path):
@@ -219,8 +219,8 @@ def test_first_bad_row_does_not_depend_on_batches_or_workers(tf, tmp_path):
     assert group["rows"] == 15
     assert group["reason"].startswith(
         f"group_rejected_because_of_row: {a} row {min(in_a)}: ")
-    assert result.metadata["counts"]["rows_rejected"] == 20
-    assert result.metadata["counts"]["records_written"] == 2
+    assert result.info.counts.rows_rejected == 20
+    assert result.info.counts.records_written == 2
   assert sorted(tf_records(tf, one.output)) == sorted(
       tf_records(tf, many.output))
   lines = [sorted(json.dumps(e, sort_keys=True)
@@ -240,7 +240,7 @@ def test_unreadable_keys_and_all_bad_groups(tmp_path):
                   "E,x,1.0,0\n")      # bad order_by value: E rejected
   out = str(tmp_path / "out")
   result = btr.build(STORMS, str(path), out, max_bad_fraction=1.0)
-  assert result.metadata["counts"] == {
+  assert result.info.counts.to_json() == {
       "rows_read": 7, "rows_written": 2, "rows_rejected": 5,
       "rows_dropped": 0, "records_written": 1, "steps_written": 2,
       "steps_dropped": 0}
@@ -277,7 +277,7 @@ def test_context_conflict_input_under_both_policies(tmp_path):
                          "item": {"type": "int64", "required": True}}}
   out = str(tmp_path / "reject")
   result = btr.build(schema, str(path), out, max_bad_fraction=1.0)
-  assert result.metadata["counts"] == {
+  assert result.info.counts.to_json() == {
       "rows_read": 5, "rows_written": 0, "rows_rejected": 5,
       "rows_dropped": 0, "records_written": 0, "steps_written": 0,
       "steps_dropped": 0}
@@ -290,8 +290,8 @@ def test_context_conflict_input_under_both_policies(tmp_path):
   out = str(tmp_path / "drop")
   result = btr.build({**schema, "on_bad_step": "drop_step"}, str(path), out,
                      max_bad_fraction=1.0)
-  assert result.metadata["counts"]["rows_written"] == 1
-  assert result.metadata["counts"]["rows_rejected"] == 4
+  assert result.info.counts.rows_written == 1
+  assert result.info.counts.rows_rejected == 4
   ((ctx, seq),) = list(btr.load(out))
   assert int(ctx["user"]) == 2 and seq["item"].numpy().tolist() == [12]
 

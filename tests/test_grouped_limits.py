@@ -82,7 +82,7 @@ def test_passes_write_the_same_files(tmp_path, skewed, monkeypatch):
   out = str(tmp_path / "passes")
   result = btr.build(SCHEMA, src, out, num_shards=2)
   assert _files(out) == _files(whole)
-  assert result.metadata["counts"]["rows_written"] == len(rows)
+  assert result.info.counts.rows_written == len(rows)
   assert [(p.passes, p.refused) for p in plans] == [
       (-(-total // (heavy + 1)), [])]
   assert plans[0].passes >= 2
@@ -106,7 +106,7 @@ def test_a_group_too_large_is_refused_with_its_size(tmp_path, skewed,
     assert sorted(zip(steps["ts"], steps["item"])) == mine
   heavy_rows = sum(1 for u, _, _ in rows if u == 7)
   assert result.rows_rejected == heavy_rows
-  assert result.metadata["counts"]["rows_written"] == len(rows) - heavy_rows
+  assert result.info.counts.rows_written == len(rows) - heavy_rows
   with open(os.path.join(out, "errors", "errors-00000-of-00001.jsonl")) as f:
     (error,) = [json.loads(line) for line in f]
   assert error["group"] == {"user": 7} and error["rows"] == heavy_rows

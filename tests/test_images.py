@@ -62,10 +62,10 @@ def test_image_folder_keeps_the_bytes_and_describes_them(tmp_path, photos,
   root, files = photos
   result = btr.build(FOLDER_SCHEMA, str(root), str(tmp_path / "out"),
                      input_format="images", max_bad_fraction=1.0)
-  meta = result.metadata
-  assert meta["vocabularies"] == {"label": ["cats", "dogs"]}
-  assert meta["counts"]["rows_read"] == 8  # README.txt is not a row
-  assert meta["counts"]["rows_written"] == 5
+  meta = result.info
+  assert meta.vocabularies == {"label": ["cats", "dogs"]}
+  assert meta.counts.rows_read == 8  # README.txt is not a row
+  assert meta.counts.rows_written == 5
   spec = btr.feature_spec(result.output)
   rows = {}
   for raw in tf_records(tf, result.output):
@@ -125,7 +125,7 @@ def test_path_table_resized_converted_and_kept_inside_base_dir(
                 "required": True},
       "weight": "float"}}
   result = btr.build(schema, src, str(tmp_path / "out"), max_bad_fraction=1.0)
-  assert result.metadata["vocabularies"] == {"label": ["dogs", "cats"]}
+  assert result.info.vocabularies == {"label": ["dogs", "cats"]}
   got = list(btr.load(result.output, batch_size=2))  # fixed size: batches
   images = np.concatenate([b["image"].numpy() for b in got])
   assert images.shape == (3, 16, 20, 3)
@@ -225,7 +225,7 @@ def test_bad_tensor_values_and_files_go_to_errors(tmp_path):
   result = btr.build(schema, str(src), str(tmp_path / "out"),
                      max_bad_fraction=1.0)
   reasons = {e["row"]: e["reason"] for e in btr.iter_errors(result.output)}
-  assert result.metadata["counts"]["rows_written"] == 1
+  assert result.info.counts.rows_written == 1
   assert "300 is outside the range of uint8 (0..255)" in reasons[2]
   assert "'x' is not a number" in reasons[3]
   assert "column(s) b have no value" in reasons[4]
@@ -314,16 +314,16 @@ def test_review_cases_for_images(tmp_path, photos, monkeypatch):
   monkeypatch.chdir(tmp_path)
   result = btr.build(FOLDER_SCHEMA, "photos/", str(tmp_path / "out"),
                      input_format="images", max_bad_fraction=1.0)
-  meta = result.metadata
-  assert meta["vocabularies"] == {"label": ["cats", "dogs"]}
-  assert meta["counts"]["rows_written"] == 5
-  image = meta["statistics"]["train"]["image"]
+  meta = result.info
+  assert meta.vocabularies == {"label": ["cats", "dogs"]}
+  assert meta.counts.rows_written == 5
+  image = meta.statistics["train"]["image"]
   # Only values of at most 128 bytes are counted as top values (one tiny
   # PNG here); the others are just counted.
   assert image["long_values"] + sum(c for _, c in image.get("top", [])) == 5
   assert image["long_values"] >= 4
   assert os.path.getsize(tmp_path / "out" / "dataset.json") < 20_000
-  assert meta["inputs"]["files"] == [{"path": str(root), "images": 8,
+  assert meta.inputs["files"] == [{"path": str(root), "images": 8,
                                       "bytes": sum(
       os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root)
       for f in fs if not f.startswith(".") and not d.endswith(
@@ -342,7 +342,7 @@ def test_review_cases_for_images(tmp_path, photos, monkeypatch):
   assert sorted(reasons) == [1, 2]
   assert "cannot be stored" in reasons[1] or "too" in reasons[1]
   assert "the path is empty" in reasons[2]
-  assert result.metadata["counts"]["rows_written"] == 1
+  assert result.info.counts.rows_written == 1
 
 
 def test_review_cases_for_tensors(tmp_path, tf):

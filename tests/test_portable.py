@@ -52,9 +52,9 @@ def _cli_build(schema, inputs, output, extra, cwd, env=None):
 
 def _same_files(a, b):
   info = btr.dataset_info(a)
-  names = [s["file"] for split in info["splits"].values()
-           for s in split["shards"]]
-  names += [e["file"] for e in info["errors"]["files"]]
+  names = [s.file for split in info.splits.values()
+           for s in split.shards]
+  names += [e.file for e in info.errors.files]
   assert names
   for name in names:
     assert filecmp.cmp(os.path.join(a, name), os.path.join(b, name),
@@ -114,9 +114,9 @@ def test_a_user_module_installed_on_the_workers_builds_as_on_direct_runner(
                       tmp_path)
   port = _cli_build(schema, [src], "portable", ["--preprocess", fn] +
                     portable, tmp_path)
-  assert direct["counts"]["records_written"] == 177
-  assert port["counts"] == direct["counts"]
-  assert direct["options"]["preprocess"] == fn
+  assert direct.counts.records_written == 177
+  assert port.counts == direct.counts
+  assert direct.options["preprocess"] == fn
   _same_files(str(tmp_path / "direct"), str(tmp_path / "portable"))
 
 
@@ -174,8 +174,8 @@ def test_setup_file_and_extra_package_ship_the_package_and_user_code(
   port = _cli_build(schema, [src], "portable",
                     ["--preprocess", fn] + bare_pool.args + flags, tmp_path,
                     env=env)
-  assert port["counts"] == direct["counts"]
-  assert direct["counts"]["records_written"] == 177
+  assert port.counts == direct.counts
+  assert direct.counts.records_written == 177
   _same_files(str(tmp_path / "direct"), str(tmp_path / "portable"))
 
 
@@ -224,9 +224,9 @@ def test_the_wheel_runs_the_bundled_pipelines_from_anywhere(portable_pool,
       capture_output=True, text=True, timeout=TIMEOUT)
   assert run.returncode == 0, run.stderr[-3000:]
   info = btr.dataset_info(str(tmp_path / "movies"))
-  assert info["schema"]["name"] == "movie_ratings"
-  assert info["inputs"]["files"][0]["path"].startswith(portable_pool.purelib)
-  assert info["counts"]["records_written"] > 0
+  assert info.schema["name"] == "movie_ratings"
+  assert info.inputs["files"][0]["path"].startswith(portable_pool.purelib)
+  assert info.counts.records_written > 0
 
 
 TRANSFORM_MODULE = '''

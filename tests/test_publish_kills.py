@@ -95,7 +95,7 @@ def _expect(out, datasets, which="new"):
   assert _files(out) == dict(datasets[which]["files"],
                              **{"notes.txt": b"someone else's"})
   assert sorted(n for n in os.listdir(out) if n.startswith(".")) == []
-  assert btr.dataset_info(out)["counts"]["records_written"] == (
+  assert btr.dataset_info(out).counts.records_written == (
       20 if which == "new" else 9)
 
 
@@ -241,10 +241,10 @@ def test_simultaneous_builds_into_one_output_never_mix(tmp_path):
     winner = "ab"[codes.index(0)]
     out = tmp_path / f"out{i}"
     info = btr.dataset_info(str(out))
-    assert info["inputs"]["patterns"] == [str(tmp_path / f"{winner}.csv")]
+    assert info.inputs["patterns"] == [str(tmp_path / f"{winner}.csv")]
     assert sorted(r["id"] for r in btr.iter_records(str(out))) == list(
         ids[winner]), i
-    assert len(info["splits"]["train"]["shards"]) == 8
+    assert len(info.splits["train"].shards) == 8
     assert not [n for n in os.listdir(out) if n.startswith(".")], i
   # They did race: most pairs met the other's lock.
   assert busy >= pairs // 2, results

@@ -134,7 +134,7 @@ def test_reports_render_in_a_headless_browser(tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert "Uncaught" not in dom.stderr and \
         "Failed to load resource" not in dom.stderr, dom.stderr[-2000:]
-    spec = btr.dataset_info(out)["feature_spec"]
+    spec = btr.dataset_info(out).feature_spec
     names = list(spec.get("context", {})) + list(spec.get("sequence", {})) \
         if "context" in spec else list(spec)
     for feature in names:
@@ -150,14 +150,14 @@ def test_reports_render_in_a_headless_browser(tmp_path):
 def test_the_build_publishes_the_report_unless_asked_not_to(tmp_path):
   out, _ = _build(tmp_path)
   info = btr.dataset_info(out)
-  assert info["report"] == "report.html"
+  assert info.report == "report.html"
   with open(f"{out}/report.html") as f:
     assert f.read() == render_report(out)  # the same page, published
   src = tmp_path / "in.csv"
   bare = tmp_path / "bare"
   assert cli.main(["build", "--input", str(src), "--output", str(bare),
                    "--no-report", "--schema", _schema_file(tmp_path)]) == 0
-  assert "report" not in btr.dataset_info(str(bare))
+  assert btr.dataset_info(str(bare)).report is None
   assert not (bare / "report.html").exists()
 
 
@@ -195,7 +195,7 @@ def test_a_report_that_cannot_be_made_does_not_cost_the_dataset(
     raise ValueError("broken on purpose")
   monkeypatch.setattr(report, "render_report", broken)
   out, _ = _build(tmp_path)
-  assert "report" not in btr.dataset_info(out)
+  assert btr.dataset_info(out).report is None
   assert not (tmp_path / "out" / "report.html").exists()
   assert "the dataset's report could not be made (ValueError: broken on " \
          "purpose); the dataset is published without report.html" in \

@@ -21,7 +21,7 @@ def test_seed_001_movie_ratings(tf, tmp_path):
   with open(os.path.join(HERE, "pipelines", "data", "movie_ratings.csv"),
             encoding="utf-8") as f:
     rows = list(csv.DictReader(f))
-  assert result.metadata["counts"]["records_written"] == len(rows) == 200
+  assert result.info.counts.records_written == len(rows) == 200
   # The seed's read_features, with its FixedLen / VarLen choices.
   spec = {
       "age": tf.io.FixedLenFeature([], dtype=tf.int64),
@@ -70,8 +70,8 @@ def test_seed_000_tokens_and_labels(tf, tmp_path):
   result = tokens_labels.run(["--output", out])
   with open(os.path.join(HERE, "pipelines", "data", "tokens_labels.jsonl")) as f:
     rows = [json.loads(line) for line in f]
-  assert result.metadata["counts"]["records_written"] == len(rows) == 300
-  assert result.metadata["counts"]["steps_written"] == sum(
+  assert result.info.counts.records_written == len(rows) == 300
+  assert result.info.counts.steps_written == sum(
       len(r["tokens"]) for r in rows)
   # The seed's own parsing specs.
   context_features = {"length": tf.io.FixedLenFeature([], dtype=tf.int64)}
@@ -96,10 +96,10 @@ def test_event_log_grouped_by_user_in_time_order(tf, tmp_path):
   result = user_events.run(["--output", out])
   with open(os.path.join(HERE, "pipelines", "data", "user_events.csv")) as f:
     rows = list(csv.DictReader(f))
-  counts = result.metadata["counts"]
+  counts = result.info.counts
   users = {r["user_id"] for r in rows}
   # User 13 has 400 events; max_length 100 with keep_last drops 300.
-  assert counts == {"rows_read": len(rows), "rows_written": len(rows) - 300,
+  assert counts.to_json() == {"rows_read": len(rows), "rows_written": len(rows) - 300,
                     "rows_rejected": 0, "rows_dropped": 300,
                     "records_written": len(users),
                     "steps_written": len(rows) - 300, "steps_dropped": 300}
@@ -128,7 +128,7 @@ def test_seed_002_image_pixels_shape_and_label(tf, tmp_path):
   """Raw pixels + shape + label, rebuilt with decode_raw + reshape."""
   out = str(tmp_path / "pixels")
   result = image_pixels.run(["--output", out])
-  assert result.metadata["vocabularies"] == {
+  assert result.info.vocabularies == {
       "label": ["circle", "square", "triangle"]}
   shapes = os.path.join(HERE, "pipelines", "data", "shapes")
   seen = 0

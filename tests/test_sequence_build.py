@@ -113,12 +113,12 @@ def test_grouped_csv_rows_come_out_in_order(tf, tmp_path):
   assert sorted(got) == list(range(30))
   for user, (seq,) in got.items():
     assert_user_sequence(seq, expected_steps(rows, user))
-  counts = result.metadata["counts"]
-  assert counts == {"rows_read": len(rows), "rows_written": len(rows),
+  counts = result.info.counts
+  assert counts.to_json() == {"rows_read": len(rows), "rows_written": len(rows),
                     "rows_rejected": 0, "rows_dropped": 0,
                     "records_written": 30, "steps_written": len(rows),
                     "steps_dropped": 0}
-  assert result.metadata["feature_spec"]["sequence"]["tags"] == {
+  assert result.info.feature_spec["sequence"]["tags"] == {
       "kind": "RaggedFeature", "dtype": "string"}
 
 
@@ -196,7 +196,7 @@ def test_list_columns_jsonl_and_parquet(tf, tmp_path, fmt):
     assert int(ctx["length"]) == len(row["tokens"])
     assert ctx["my_bytes"].values.numpy().tolist() == (
         [] if row["my_bytes"] is None else [row["my_bytes"].encode()])
-  assert result.metadata["counts"]["steps_written"] == 3 + 3 + 1
+  assert result.info.counts.steps_written == 3 + 3 + 1
   # Plain Python, no TensorFlow.
   plain = {r["context"]["id"]: r for r in btr.iter_records(out)}
   assert plain[1] == {
@@ -222,12 +222,12 @@ def test_oversized_group_is_split_and_counts_add_up(tf, tmp_path):
                         "part": {"derive": "part"}}}
   out = str(tmp_path / "out")
   result = btr.build(schema, src, out)
-  counts = result.metadata["counts"]
-  assert counts["rows_read"] == len(rows) == 20_000 + sum(
+  counts = result.info.counts
+  assert counts.rows_read == len(rows) == 20_000 + sum(
       1 for r in rows if r["user"] != 17)
-  assert counts["steps_written"] == counts["rows_written"] == len(rows)
-  assert counts["records_written"] == 39 + 20
-  assert counts["rows_rejected"] == counts["rows_dropped"] == 0
+  assert counts.steps_written == counts.rows_written == len(rows)
+  assert counts.records_written == 39 + 20
+  assert counts.rows_rejected == counts.rows_dropped == 0
   parts = {}
   for context, sequence in btr.load(out):
     if int(context["user"]) == 17:
@@ -244,10 +244,10 @@ def test_oversized_group_rejected_goes_to_errors(tmp_path):
   schema = {**EVENTS_SCHEMA, "max_length": 500}
   out = str(tmp_path / "out")
   result = btr.build(schema, src, out, max_bad_fraction=1.0)
-  counts = result.metadata["counts"]
-  assert counts["rows_rejected"] == 3_000
-  assert counts["records_written"] == 9
-  assert counts["rows_read"] == counts["rows_written"] + 3_000
+  counts = result.info.counts
+  assert counts.rows_rejected == 3_000
+  assert counts.records_written == 9
+  assert counts.rows_read == counts.rows_written + 3_000
   (line,) = _error_lines(out)
   assert line["group"] == {"user": 4}
   assert line["rows"] == 3_000 and line["kind"] == "rejected"
@@ -255,7 +255,7 @@ def test_oversized_group_rejected_goes_to_errors(tmp_path):
       line["reason"]
   assert line["examples"][0]["source"] == src
   assert isinstance(line["examples"][0]["row"], int)
-  assert result.metadata["errors"]["rows"] == 3_000
+  assert result.info.errors.rows == 3_000
 
 
 def _error_lines(out):
@@ -278,7 +278,7 @@ def test_context_conflict_and_bad_rows_in_errors(tf, tmp_path):
             "context": {**EVENTS_SCHEMA["context"], "country": "string"}}
   out = str(tmp_path / "out")
   result = btr.build(schema, str(path), out, max_bad_fraction=1.0)
-  assert result.metadata["counts"] == {
+  assert result.info.counts.to_json() == {
       "rows_read": 5, "rows_written": 1, "rows_rejected": 4,
       "rows_dropped": 0, "records_written": 1, "steps_written": 1,
       "steps_dropped": 0}

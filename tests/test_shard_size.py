@@ -35,20 +35,20 @@ def _ids(output, split="train"):
 def _check_files(result, limit, splits=None):
   """Every file within the limit; names i-of-total; dataset.json equals
   the files."""
-  for split, info in result.splits.items():
+  for split, info in result.info.splits.items():
     if splits is not None and split not in splits:
       continue
-    shards = info["shards"]
+    shards = info.shards
     total = len(shards)
-    assert [s["file"] for s in shards] == [
+    assert [s.file for s in shards] == [
         f"{split}-{i:05d}-of-{total:05d}.tfrecord.gz" for i in range(total)]
     assert sorted(f for f in os.listdir(result.output)
-                  if f.startswith(split + "-")) == [s["file"] for s in shards]
+                  if f.startswith(split + "-")) == [s.file for s in shards]
     for s in shards:
-      path = os.path.join(result.output, s["file"])
-      assert os.path.getsize(path) == s["bytes"] <= limit
-      assert count_tfrecords(path) == s["records"]
-    assert sum(s["records"] for s in shards) == info["records"]
+      path = os.path.join(result.output, s.file)
+      assert os.path.getsize(path) == s.num_bytes <= limit
+      assert count_tfrecords(path) == s.num_records
+    assert sum(s.num_records for s in shards) == info.num_records
 
 
 def test_every_file_within_the_limit_and_the_same_bytes(tmp_path, tf):
@@ -60,17 +60,17 @@ def test_every_file_within_the_limit_and_the_same_bytes(tmp_path, tf):
                         "--direct_num_workers=2",
                         "--direct_running_mode=multi_processing"])
   _check_files(one, LIMIT)
-  shards = one.splits["train"]["shards"]
+  shards = one.splits["train"].shards
   # 6,000 rows of hex text: 276 KB in, ~200 KB compressed. The build
   # plans a shard per limit of input (14) and none outgrows it.
-  total = sum(s["bytes"] for s in shards)
-  assert len(shards) == one.metadata["options"]["num_shards"]["train"] == 14
+  total = sum(s.num_bytes for s in shards)
+  assert len(shards) == one.info.options["num_shards"]["train"] == 14
   assert -(-total // LIMIT) <= len(shards) <= 2 * -(-total // LIMIT)
   # Every record once, readable by TensorFlow; input order within a batch.
   assert sorted(_ids(one.output)) == list(range(6000))
   assert len(tf_records(tf, one.output)) == 6000
-  assert one.metadata["options"]["max_shard_bytes"] == {"train": LIMIT}
-  for name in [s["file"] for s in shards] + ["dataset.json"]:
+  assert one.info.options["max_shard_bytes"] == {"train": LIMIT}
+  for name in [s.file for s in shards] + ["dataset.json"]:
     assert filecmp.cmp(os.path.join(one.output, name),
                        os.path.join(again.output, name), shallow=False)
   # No staged roll files left behind.
@@ -90,7 +90,7 @@ def test_limit_with_shuffle_and_sequences(tmp_path):
   result = btr.build(seq, str(src), str(tmp_path / "seq"),
                      max_shard_size=LIMIT)
   _check_files(result, LIMIT)
-  assert len(result.splits["train"]["shards"]) > 3
+  assert len(result.splits["train"].shards) > 3
   users = sorted(r["context"]["user"]
                  for r in btr.iter_records(result.output, "train"))
   assert users == sorted(set(users)) and len(users) == 400
@@ -107,11 +107,11 @@ def test_fixed_counts_for_some_splits_and_the_limit_for_the_rest(tmp_path):
   result = btr.build(schema, _csv(tmp_path / "a.csv", 5000),
                      str(tmp_path / "o"), num_shards={"train": 2},
                      max_shard_size=LIMIT)
-  assert [s["file"] for s in result.splits["train"]["shards"]] == [
+  assert [s.file for s in result.splits["train"].shards] == [
       "train-00000-of-00002.tfrecord.gz", "train-00001-of-00002.tfrecord.gz"]
-  assert all(s["bytes"] > LIMIT for s in result.splits["train"]["shards"])
+  assert all(s.num_bytes > LIMIT for s in result.splits["train"].shards)
   _check_files(result, LIMIT, splits=["eval"])
-  assert result.metadata["options"]["max_shard_bytes"] == {
+  assert result.info.options["max_shard_bytes"] == {
       "train": None, "eval": LIMIT}
   assert sorted(_ids(result.output, "train") + _ids(result.output, "eval")
                 ) == list(range(5000))
@@ -166,18 +166,18 @@ def test_a_shard_that_outgrows_the_limit_is_cut_evenly(tmp_path,
   result = btr.build(SCHEMA, _csv(tmp_path / "a.csv", 1500),
                      str(tmp_path / "o"), max_shard_size=LIMIT)
   _check_files(result, LIMIT)
-  sizes = [s["bytes"] for s in result.splits["train"]["shards"]]
-  assert result.metadata["options"]["num_shards"] == {"train": 1}
+  sizes = [s.num_bytes for s in result.splits["train"].shards]
+  assert result.info.options["num_shards"] == {"train": 1}
   assert len(sizes) == -(-sum(sizes) // LIMIT), sizes
   assert max(sizes) - min(sizes) < LIMIT * 0.3, sizes
   # Errors: no file when there are none (one per GiB of input at most).
-  assert result.metadata["errors"]["files"] == []
+  assert result.info.errors.files == ()
 
 
 def test_the_beam_sink_records_no_limit(tmp_path):
   result = btr.build(SCHEMA, _csv(tmp_path / "a.csv", 30),
                      str(tmp_path / "o"), sink="beam")
-  assert result.metadata["options"]["max_shard_bytes"] == {"train": None}
+  assert result.info.options["max_shard_bytes"] == {"train": None}
 
 
 def test_final_names_with_many_shards(tmp_path):

@@ -38,7 +38,7 @@ def test_shuffle_is_seeded_complete_and_the_same_bytes(tmp_path,
                         "--direct_running_mode=multi_processing"])
   other = btr.build(SCHEMA, srcs, str(tmp_path / "other"), num_shards=2,
                     shuffle_seed=8)
-  assert one.metadata["options"]["shuffle_buckets"]["train"] > 1
+  assert one.info.options["shuffle_buckets"]["train"] > 1
   ids = _ids(one.output)
   assert sorted(ids) == sorted(_ids(plain.output)) == list(range(9000))
   # Same seed: same files, whatever the workers; other seed: other order.
@@ -54,7 +54,7 @@ def test_shuffle_is_seeded_complete_and_the_same_bytes(tmp_path,
   unplain = _ids(plain.output)
   assert sum(a == b for a, b in zip(ids, unplain)) < 100
   # Shards are filled about evenly.
-  counts = [s["records"] for s in one.splits["train"]["shards"]]
+  counts = [s.num_records for s in one.splits["train"].shards]
   assert abs(counts[0] - counts[1]) < 400
 
 

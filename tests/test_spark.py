@@ -106,7 +106,7 @@ def test_a_killed_worker_never_half_publishes_and_a_million_flights_equal_direct
       print("\nSpark finished the build without the killed worker")
     direct = direct_cli(folder, base)
     info = btr.dataset_info(str(direct))
-    assert info["counts"]["rows_read"] == 1_000_000
+    assert info.counts.rows_read == 1_000_000
     assert_same_dataset(info, btr.dataset_info(str(out)), direct, out)
     return
   assert_failed_cleanly(code, stderr, out, "SparkRunner")

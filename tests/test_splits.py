@@ -61,13 +61,13 @@ def test_hash_split_keeps_each_key_in_one_split_with_the_ratios(tmp_path):
   shares = {s: len(set(u)) / len(owner) for s, u in got.items()}
   assert abs(shares["train"] - 0.8) < 0.015
   assert abs(shares["eval"] - 0.1) < 0.01 and abs(shares["test"] - 0.1) < 0.01
-  assert result.metadata["split_rule"] == {
+  assert result.info.split_rule == {
       "kind": "hash", "splits": ["train", "eval", "test"], "hash": ["user"],
       "weights": [{"train": 80.0}, {"eval": 10.0}, {"test": 10.0}]}
   # The schema in dataset.json loads back to the same rule.
   assert btr_reader.dataset_schema(result.output).splits == \
       btr.load_schema(schema(HASH)).splits
-  assert {s: v["records"] for s, v in result.splits.items()} == {
+  assert {s: v.num_records for s, v in result.splits.items()} == {
       s: len(u) for s, u in got.items()}
   # Each split's files are named by it and read by TensorFlow.
   assert sorted(os.listdir(result.output)) == [
@@ -246,7 +246,7 @@ def test_num_shards_per_split_and_unknown_split_names(tmp_path):
                    "--input", src, "--output", str(tmp_path / "cli"),
                    "--num-shards", "train=2,test=3"]) == 0
   info = btr.dataset_info(str(tmp_path / "cli"))
-  assert {s: len(v["shards"]) for s, v in info["splits"].items()} == {
+  assert {s: len(v.shards) for s, v in info.splits.items()} == {
       "train": 2, "eval": 1, "test": 3}
 
 
@@ -305,7 +305,7 @@ def test_rows_without_any_hash_key_value_go_to_errors(tmp_path):
       "train": 1, "eval": 1}}, "features": {"x": "int64"}}
   result = btr.build(rule, str(src), str(tmp_path / "out"),
                      max_bad_fraction=1.0)
-  assert result.metadata["counts"]["rows_written"] == 1
+  assert result.info.counts.rows_written == 1
   errors = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
       result.output))
   assert [r for r, _ in errors] == [2, 3]

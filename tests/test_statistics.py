@@ -32,7 +32,7 @@ def test_statistics_match_values_computed_here(tmp_path):
                          "l": {"type": "int64", "shape": [-1],
                                "separator": "|"}}}
   result = btr.build(schema, str(src), str(tmp_path / "out"))
-  got = result.metadata["statistics"]["train"]
+  got = result.info.statistics["train"]
   train = [r for i, r in enumerate(rows) if i % 4]
   ns = [r["n"] for r in train if r["n"] is not None]
   assert got["n"]["present"] == len(ns)
@@ -50,7 +50,7 @@ def test_statistics_match_values_computed_here(tmp_path):
   assert got["l"]["list_length"] == {"min": min(lengths), "max": max(lengths)}
   assert got["l"]["values"] == sum(lengths)
   assert got["l"]["missing"] == len(train) - len(lengths)
-  assert result.metadata["statistics"]["eval"]["c"]["present"] == 1250
+  assert result.info.statistics["eval"]["c"]["present"] == 1250
 
 
 def test_top_values_are_marked_inexact_past_the_kept_set(monkeypatch):
@@ -84,8 +84,8 @@ def test_sequence_statistics_of_feature_lists_and_context(tmp_path):
             "sequence": {"items": "string", "s": "float"}}
   result = btr.build(schema, str(src), str(tmp_path / "out"))
   assert result.rows_rejected == 1
-  got = result.metadata["statistics"]["train"]
-  assert result.metadata["statistics_of"] == "the written records"
+  got = result.info.statistics["train"]
+  assert result.info.statistics_of == "the written records"
   kept = [r for i, r in enumerate(rows) if i != 7]
   # The records: one per row, the long one as 6 + 3 steps.
   records = [(r["u"], r["items"], r["s"]) for r in kept[:-1]]
@@ -119,13 +119,13 @@ def test_grouped_sequence_statistics_describe_the_rows_read(tmp_path):
             "context": {"user": {"type": "int64", "required": True}},
             "sequence": {"item": "string"}}
   result = btr.build(schema, str(src), str(tmp_path / "out"))
-  got = result.metadata["statistics"]["train"]
-  assert result.metadata["statistics_of"].startswith("rows read into steps")
+  got = result.info.statistics["train"]
+  assert result.info.statistics_of.startswith("rows read into steps")
   # Every row that became a step, including the one keep_first dropped.
   assert got["item"]["values"] == 7
   assert got["item"]["top"] == [["a", 3], ["c", 2], ["b", 1], ["x", 1]]
   assert (got["user"]["min"], got["user"]["max"]) == (1, 4)
-  assert result.metadata["counts"]["steps_dropped"] == 1
+  assert result.info.counts.steps_dropped == 1
 
 
 def test_split_sequences_with_a_record_too_big(tmp_path):
@@ -142,7 +142,7 @@ def test_split_sequences_with_a_record_too_big(tmp_path):
                      max_bad_fraction=1.0)
   assert result.rows_rejected == 1
   assert [e["row"] for e in btr.iter_errors(result.output)] == [2]
-  got = result.metadata["statistics"]["train"]
+  got = result.info.statistics["train"]
   assert got["u"]["present"] == 3  # 2 pieces of row 1, row 3
   assert got["t"]["top"] == [["a", 4], ["b", 1]]
   assert got["t"]["steps"] == {"min": 1, "max": 2}
@@ -154,16 +154,16 @@ def test_statistics_can_be_left_out(tmp_path):
   schema = {"name": "s", "features": {"n": "int64"}}
   on = btr.build(schema, str(src), str(tmp_path / "on"))
   off = btr.build(schema, str(src), str(tmp_path / "off"), statistics=False)
-  assert on.metadata["statistics"]["train"]["n"]["max"] == 2
-  assert "statistics" not in off.metadata
-  assert off.metadata["options"]["statistics"] is False
+  assert on.info.statistics["train"]["n"]["max"] == 2
+  assert off.info.statistics is None
+  assert off.info.options["statistics"] is False
   import yaml
   from beam_tfrecords import cli
   (tmp_path / "s.yaml").write_text(yaml.safe_dump(schema))
   assert cli.main(["build", "--schema", str(tmp_path / "s.yaml"), "--input",
                    str(src), "--output", str(tmp_path / "cli"),
                    "--no-statistics"]) == 0
-  assert "statistics" not in btr.dataset_info(str(tmp_path / "cli"))
+  assert btr.dataset_info(str(tmp_path / "cli")).statistics is None
 
 
 def _inside(values: np.ndarray, low: float, high: float) -> int:
@@ -200,7 +200,7 @@ def test_statistics_pb_is_tfdv_format_with_exact_histograms(tmp_path):
     out = tmp_path / name
     btr.build(schema, str(src), str(out), beam_args=args)
     outs.append((out / "statistics.pb").read_bytes())
-    assert btr.dataset_info(str(out))["tfdv_statistics"] == "statistics.pb"
+    assert btr.dataset_info(str(out)).tfdv_statistics == "statistics.pb"
   assert outs[0] == outs[1]  # the same bytes on any number of workers
   stats = statistics_pb2.DatasetFeatureStatisticsList()
   stats.ParseFromString(outs[0])

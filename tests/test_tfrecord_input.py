@@ -67,7 +67,7 @@ def test_examples_written_by_tensorflow_come_out_value_for_value(tmp_path,
   out = str(tmp_path / "out")
   result = btr.build(TARGET, [str(tmp_path / "a.tfrecord"),
                               str(tmp_path / "b.tfrecord.gz")], out)
-  assert result.metadata["inputs"]["format"] == "tfrecord"
+  assert result.info.inputs["format"] == "tfrecord"
   rows = tf_parse(tf, tf_records(tf, out), btr.feature_spec(out))
   got = [(int(r["id"]), float(r["score"]), r["name"],
           [t for t in r["tags"]], r["pair"].tolist()) for r in rows]
@@ -75,7 +75,7 @@ def test_examples_written_by_tensorflow_come_out_value_for_value(tmp_path,
   assert got == [(1, 0.5, b"one", [b"a", b"b"], [1, 2]),
                  (2, -1.0, "zwei".encode(), [], [3, 4]),
                  (3, -1.0, b"three", [], [5, 6])]
-  assert result.metadata["counts"]["rows_read"] == 3
+  assert result.info.counts.rows_read == 3
   assert result.rows_rejected == 0
 
 
@@ -98,10 +98,8 @@ def test_our_own_shards_built_again_hold_the_same_records(tmp_path):
       for name, spec in SCHEMA["features"].items()}}
   again = str(tmp_path / "again")
   btr.build(again_schema, os.path.join(first, "train-*.tfrecord.gz"), again)
-  names = [s["file"] for s in btr.dataset_info(first)["splits"]["train"][
-      "shards"]]
-  assert names == [s["file"] for s in btr.dataset_info(again)["splits"][
-      "train"]["shards"]]
+  names = btr.dataset_info(first).splits["train"].files
+  assert names == btr.dataset_info(again).splits["train"].files
   for name in names:
     before = list(iter_tfrecords(os.path.join(first, name)))
     assert before and list(iter_tfrecords(os.path.join(again, name))) == \
@@ -120,7 +118,7 @@ def test_an_existing_dataset_is_split_again_by_hash(tmp_path, tf):
          for split in ("train", "eval")}
   assert sorted(ids["train"] + ids["eval"]) == list(range(1000))
   assert 700 < len(ids["train"]) < 900
-  assert result.metadata["counts"]["records_written"] == 1000
+  assert result.info.counts.records_written == 1000
 
 
 def test_bad_records_go_to_errors_with_their_record_number(tmp_path, tf):
@@ -150,9 +148,9 @@ def test_bad_records_go_to_errors_with_their_record_number(tmp_path, tf):
       5: errors[5]}
   assert errors[3].startswith("the record is not a tf.train.Example")
   assert errors[5].startswith('In feature "pair": ') and "2" in errors[5]
-  counts = result.metadata["counts"]
-  assert (counts["rows_read"], counts["records_written"],
-          counts["rows_rejected"]) == (6, 2, 4)
+  counts = result.info.counts
+  assert (counts.rows_read, counts.records_written,
+          counts.rows_rejected) == (6, 2, 4)
 
 
 def test_a_feature_whose_kind_differs_between_records_is_judged_per_row(
@@ -418,7 +416,7 @@ def test_tensorflow_shard_names_and_preprocess_with_lists(tmp_path, tf):
   # what it returns.
   result = btr.build(TARGET, str(tmp_path / "data.tfrecord-*"), out,
                      preprocess=lambda batch: batch)
-  assert result.metadata["inputs"]["format"] == "tfrecord"
+  assert result.info.inputs["format"] == "tfrecord"
   assert [(r["id"], r["name"]) for r in btr.iter_records(out)] == [
       (3, "t")]
 

@@ -136,11 +136,11 @@ def test_the_saved_transform_gives_the_written_records(built, tf):
   # TFT's standard layout, listed in dataset.json.
   assert os.path.isdir(os.path.join(result.output, "transform_fn"))
   assert os.path.isdir(os.path.join(result.output, "transformed_metadata"))
-  meta = result.metadata
+  meta = result.info
   assert all(os.path.exists(os.path.join(result.output, f))
-             for f in meta["transform"]["files"])
-  assert meta["transform"]["splits"]["train"]["records"] == \
-      meta["splits"]["train"]["records"]
+             for f in meta.transform.files)
+  assert meta.transform.splits["train"].num_records == \
+      meta.splits["train"].num_records
 
 
 def test_transformed_only_and_the_same_bytes(tmp_path, tf):
@@ -151,14 +151,14 @@ def test_transformed_only_and_the_same_bytes(tmp_path, tf):
   many = btr.build(schema, str(tmp_path / "r.csv"), str(tmp_path / "many"),
                    beam_args=["--direct_num_workers=2",
                               "--direct_running_mode=multi_processing"])
-  assert one.metadata["splits"] == {}
+  assert one.info.splits == {}
   assert not [f for f in os.listdir(one.output) if f.endswith(".gz")]
-  t = one.metadata["transform"]["splits"]
-  assert t["train"]["records"] + t["eval"]["records"] == 600
+  t = one.info.transform.splits
+  assert t["train"].num_records + t["eval"].num_records == 600
   for split in ("train", "eval"):
-    for shard in t[split]["shards"]:
-      with open(os.path.join(one.output, shard["file"]), "rb") as a, \
-          open(os.path.join(two.output, shard["file"]), "rb") as b:
+    for shard in t[split].shards:
+      with open(os.path.join(one.output, shard.file), "rb") as a, \
+          open(os.path.join(two.output, shard.file), "rb") as b:
         assert a.read() == b.read()
   # Other workers: TFT's analyzers add floats in another order (the last
   # bits of a mean may differ); the records are the same otherwise.
@@ -201,10 +201,10 @@ def test_transform_schema_mistakes(transform, key, message):
 def test_bundled_tft_pipeline(tmp_path, tf, capsys):
   from pipelines import movie_ratings_tft
   result = movie_ratings_tft.run(["--output", str(tmp_path / "tft")])
-  t = result.metadata["transform"]
-  assert t["splits"]["train"]["records"] + t["splits"]["eval"]["records"] \
+  t = result.info.transform
+  assert t.splits["train"].num_records + t.splits["eval"].num_records \
       == 1000
-  assert sorted(t["feature_spec"]) == ["rating", "rating_z", "time_bucket",
+  assert sorted(t.feature_spec) == ["rating", "rating_z", "time_bucket",
                                        "title_hash", "title_id", "user_id"]
   batch = next(iter(btr.load(result.output, "eval", batch_size=500,
                              transformed=True)))

@@ -117,8 +117,8 @@ def test_one_percent_or_less_publishes_and_reports_reasons(tmp_path, capsys):
 def test_an_explicit_threshold_replaces_the_default(tmp_path, capsys):
   assert _build(tmp_path, "--max-bad-fraction", "1",
                 rows=_bad_rows(1, 3)) == 0
-  assert btr.dataset_info(str(tmp_path / "out"))["counts"][
-      "rows_rejected"] == 3
+  assert btr.dataset_info(
+      str(tmp_path / "out")).counts.rows_rejected == 3
   # The schema key does the same.
   schema = SCHEMA_YAML + "max_bad_rows: 5\n"
   schema_path, data = _files(tmp_path, _bad_rows(1, 3), schema)
@@ -151,8 +151,8 @@ def test_a_split_left_empty_by_rejections_fails_by_default(tmp_path, capsys):
       "records; the dataset was not published" in err
   assert cli.main(args + ["--max-bad-rows", "1"]) == 0
   info = btr.dataset_info(str(tmp_path / "out"))
-  assert info["splits"]["eval"]["records"] == 0
-  assert info["splits"]["train"]["records"] == 300
+  assert info.splits["eval"].num_records == 0
+  assert info.splits["train"].num_records == 300
 
 
 # --- 5. Interrupts ---------------------------------------------------------

@@ -131,7 +131,7 @@ def finish(info: DatasetInfo, plan: FinishPlan,
   _check_anomalies(info, plan)
   fence = _Fence(plan, options)
   with sigint_deferred("publishing"):
-    publish(plan.staging, plan.output, info, plan.success_text,
+    publish(plan.staging, plan.output, info.to_json(), plan.success_text,
             guard=fence.renew)
     try:
       ours = fence._ours()  # pylint: disable=protected-access

@@ -283,9 +283,6 @@ LOCK_FILE = ".beam-tfrecords.lock"
 # to well within this).
 LEASE_SECONDS = 120.0
 
-_LOG = logging.getLogger(__name__)
-
-
 def _boot_id() -> str:
   try:
     with open("/proc/sys/kernel/random/boot_id") as f:

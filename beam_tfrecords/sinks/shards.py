@@ -76,6 +76,16 @@ INLINE_MEMBER_BYTES = 1024 * 1024
 # ratio 3.72; zlib 1 at 130 MB/s, ratio 3.69; zlib 6 at 55 MB/s, ratio
 # 4.17. A `gzip_level` of 1-9 uses zlib at that level.
 ISAL_LEVEL = 2
+# Parts at least this large are compressed before the shuffle.
+MEMBER_BYTES = 64 * 1024
+# Compressed parts (and uncompressed ones of codecs without gzip) at least
+# this large go to part files (see Gathered and WriteShards).
+SPILL_BYTES = 256 * 1024
+PARTS_DIR = ".parts"
+# Chunks whose parts go to each shard as one element (see Gathered): at
+# 100M rows (4,600 chunks x 22 shards) one element per part was 100k
+# elements, and the build peaked 160 MB higher (774 MB against 612 MB).
+GATHER_CHUNKS = 64
 
 # How a part travels to its shard's writer.
 INLINE, MEMBER, PART_FILE = 0, 1, 2
@@ -416,17 +426,6 @@ def write_window(out: "ShardFiles", window) -> None:
         out.part_file(window.other[i], int(window.size[i]), count)
     start = i + 1
 
-
-# Parts at least this large are compressed before the shuffle.
-MEMBER_BYTES = 64 * 1024
-# Compressed parts (and uncompressed ones of codecs without gzip) at least
-# this large go to part files (see above).
-SPILL_BYTES = 256 * 1024
-PARTS_DIR = ".parts"
-# Chunks whose parts go to each shard as one element (see above): at 100M
-# rows (4,600 chunks x 22 shards) one element per part was 100k elements,
-# and the build peaked 160 MB higher (774 MB against 612 MB).
-GATHER_CHUNKS = 64
 
 
 class Gathered(NamedTuple):
