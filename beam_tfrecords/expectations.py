@@ -22,7 +22,7 @@ from fractions import Fraction
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from beam_tfrecords.errors import InputError
-from beam_tfrecords.info import DatasetInfo
+from beam_tfrecords.info import Anomalies, Anomaly, DatasetInfo
 from beam_tfrecords.reader import dataset_info
 from beam_tfrecords import drift
 from beam_tfrecords.schema import Schema
@@ -30,38 +30,9 @@ from beam_tfrecords.schema.model import Feature
 from beam_tfrecords.schema.split_rule import training_split
 
 __all__ = ["Anomaly", "Checked", "CheckPlan", "check_dataset", "load_baseline",
-           "ANOMALIES_FILE", "anomaly_lines"]
+           "ANOMALIES_FILE"]
 
 ANOMALIES_FILE = "anomalies.json"
-
-
-@dataclasses.dataclass(frozen=True)
-class Anomaly:
-  """One failed check."""
-  feature: Optional[str]
-  check: str
-  observed: Any
-  expected: Any
-  split: Optional[str] = None
-
-  def to_json(self) -> Dict[str, Any]:
-    return {"feature": self.feature, "check": self.check, "split": self.split,
-            "observed": self.observed, "expected": self.expected}
-
-  def line(self) -> str:
-    where = (f"feature {self.feature!r}" if self.feature is not None
-             else "dataset")
-    split = f" in {self.split}" if self.split else ""
-    return (f"{where}: {self.check}{split}: observed {_show(self.observed)}, "
-            f"expected {_show(self.expected)}")
-
-
-def _show(value: Any) -> str:
-  if isinstance(value, float):
-    return f"{value:.6g}"
-  if isinstance(value, int) and not isinstance(value, bool):
-    return f"{value:,}"
-  return str(value)
 
 
 class CheckPlan(NamedTuple):
@@ -79,10 +50,9 @@ class Checked:
   anomalies: Tuple[Anomaly, ...]
   notes: Tuple[str, ...] = ()
 
-  def to_json(self, baseline: Optional[str]) -> Dict[str, Any]:
-    return {"file": ANOMALIES_FILE, "baseline": baseline,
-            "notes": list(self.notes),
-            "found": [a.to_json() for a in self.anomalies]}
+  def described(self, baseline: Optional[str]) -> Anomalies:
+    """dataset.json's `anomalies` (and anomalies.json's content)."""
+    return Anomalies(ANOMALIES_FILE, baseline, self.notes, self.anomalies)
 
 
 def load_baseline(path: Optional[str], schema: Schema
@@ -113,12 +83,6 @@ def load_baseline(path: Optional[str], schema: Schema
     raise InputError(f"the baseline {path} holds {info.record} records; "
                      f"this schema writes {schema.record.value}")
   return info, path
-
-
-def anomaly_lines(found: List[Mapping[str, Any]]) -> List[str]:
-  """One readable line per anomaly (of dataset.json's `anomalies.found`)."""
-  return [Anomaly(a["feature"], a["check"], a["observed"], a["expected"],
-                  a.get("split")).line() for a in found]
 
 
 def check_dataset(schema: Schema, info: DatasetInfo,

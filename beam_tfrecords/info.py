@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from beam_tfrecords import fs
 
 __all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "Counts", "Errors",
+           "Anomaly", "Anomalies",
            "ErrorFile", "ErrorReason", "TransformInfo", "DATASET_JSON"]
 
 DATASET_JSON = "dataset.json"
@@ -165,10 +166,65 @@ class TransformInfo:
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Anomaly:
+  """One failed check."""
+  feature: Optional[str]
+  check: str
+  observed: Any
+  expected: Any
+  split: Optional[str] = None
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> "Anomaly":
+    return cls(d["feature"], d["check"], d["observed"], d["expected"],
+               d.get("split"))
+
+  def to_json(self) -> Dict[str, Any]:
+    return {"feature": self.feature, "check": self.check, "split": self.split,
+            "observed": self.observed, "expected": self.expected}
+
+  def line(self) -> str:
+    where = (f"feature {self.feature!r}" if self.feature is not None
+             else "dataset")
+    split = f" in {self.split}" if self.split else ""
+    return (f"{where}: {self.check}{split}: observed {_show(self.observed)}, "
+            f"expected {_show(self.expected)}")
+
+
+def _show(value: Any) -> str:
+  if isinstance(value, float):
+    return f"{value:.6g}"
+  if isinstance(value, int) and not isinstance(value, bool):
+    return f"{value:,}"
+  return str(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Anomalies:
+  """The schema's expectations checked (beam_tfrecords.expectations): the
+  file that lists them (anomalies.json), the baseline compared with, notes
+  on what was not compared, and the anomalies found."""
+  file: str
+  baseline: Optional[str]
+  notes: Tuple[str, ...] = ()
+  found: Tuple[Anomaly, ...] = ()
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> "Anomalies":
+    return cls(d["file"], d.get("baseline"), tuple(d.get("notes", ())),
+               tuple(Anomaly.from_json(a) for a in d.get("found", ())))
+
+  def to_json(self) -> Dict[str, Any]:
+    return {"file": self.file, "baseline": self.baseline,
+            "notes": list(self.notes),
+            "found": [a.to_json() for a in self.found]}
+
+
 # Keys whose values stay JSON objects (their content is the schema's, the
 # inputs' or the options' own): typed here as dicts.
 _PLAIN = ("schema", "feature_spec", "inputs", "split_rule", "options",
-          "vocabularies", "tool", "aligned_lists", "statistics", "anomalies")
+          "vocabularies", "tool", "aligned_lists", "statistics")
 _TEXT = ("name", "record", "compression", "statistics_of", "tfmd_schema",
          "build_key", "tfdv_statistics", "report")
 
@@ -214,9 +270,8 @@ class DatasetInfo:
   transform: Optional[TransformInfo] = None
   label: Optional[Tuple[str, ...]] = None
   aligned_lists: Optional[Dict[str, Any]] = None
-  # With expect: blocks: {"file", "baseline", "notes", "found": [anomaly]}
-  # (beam_tfrecords.expectations).
-  anomalies: Optional[Dict[str, Any]] = None
+  # With expect: blocks (beam_tfrecords.expectations).
+  anomalies: Optional[Anomalies] = None
   extra: Dict[str, Any] = dataclasses.field(default_factory=dict)
   # Not in dataset.json: the _SUCCESS text of the publish this was read
   # from (beam_tfrecords.generations), when read as a finished dataset.
@@ -234,6 +289,8 @@ class DatasetInfo:
         transform=(TransformInfo.from_json(d["transform"])
                    if "transform" in d else None),
         label=None if label is None else tuple(label),
+        anomalies=(Anomalies.from_json(d["anomalies"])
+                   if d.get("anomalies") is not None else None),
         extra={k: v for k, v in d.items() if k not in known},
         **{k: d.get(k) for k in _PLAIN + _TEXT})  # type: ignore[arg-type]
 
@@ -258,6 +315,8 @@ class DatasetInfo:
       out["transform"] = self.transform.to_json()
     if self.label is not None:
       out["label"] = list(self.label)
+    if self.anomalies is not None:
+      out["anomalies"] = self.anomalies.to_json()
     return out
 
   def to_text(self) -> str:

@@ -252,19 +252,19 @@ def _anomalies_section(info: DatasetInfo) -> List[str]:
   checked = info.anomalies
   if checked is None:
     return []
-  found = checked.get("found") or []
+  found = checked.found
   out = [f"<h2 id='anomalies'>anomalies: {len(found)}</h2>"]
-  if checked.get("baseline"):
-    out.append(f"<p class='muted'>baseline: {_e(checked['baseline'])}</p>")
+  if checked.baseline:
+    out.append(f"<p class='muted'>baseline: {_e(checked.baseline)}</p>")
   if found:
     out.append("<table id='anomaly-list'><tr><th>feature</th><th>check</th>"
                "<th>split</th><th>observed</th><th>expected</th></tr>")
-    out += [f"<tr><td>{_e(a['feature'] or '(dataset)')}</td>"
-            f"<td>{_e(a['check'])}</td><td>{_e(a.get('split') or '')}</td>"
-            f"<td>{_e(a['observed'])}</td><td>{_e(a['expected'])}</td></tr>"
+    out += [f"<tr><td>{_e(a.feature or '(dataset)')}</td>"
+            f"<td>{_e(a.check)}</td><td>{_e(a.split or '')}</td>"
+            f"<td>{_e(a.observed)}</td><td>{_e(a.expected)}</td></tr>"
             for a in found]
     out.append("</table>")
-  out += [f"<p class='muted'>{_e(n)}</p>" for n in checked.get("notes", [])]
+  out += [f"<p class='muted'>{_e(n)}</p>" for n in checked.notes]
   return out
 
 
@@ -307,7 +307,7 @@ def _baseline_section(info: DatasetInfo, stats: Dict[str, Dict[str, Any]]
   """The training split beside the baseline's, feature by feature: the
   new data's histogram with the baseline's outlined over it; value
   frequencies side by side."""
-  baseline = (info.anomalies or {}).get("baseline")
+  baseline = info.anomalies.baseline if info.anomalies else None
   if not baseline or not stats:
     return []
   try:

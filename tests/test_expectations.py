@@ -63,7 +63,7 @@ def baseline(tmp_path_factory):
   """The first day, built: the baseline of the second."""
   out = str(tmp_path_factory.mktemp("flights") / "2013-01-01")
   result = btr.build(SCHEMA, DAY1, out)
-  assert result.info.anomalies["found"] == []
+  assert result.info.anomalies.found == ()
   return out
 
 
@@ -91,7 +91,7 @@ def test_the_next_day_passes_against_the_first(baseline, tmp_path):
   result = btr.build(SCHEMA, DAY2, str(tmp_path / "day2"),
                      baseline=baseline)
   checked = result.info.anomalies
-  assert checked["found"] == [] and checked["baseline"] == baseline
+  assert checked.found == () and checked.baseline == baseline
   assert (tmp_path / "day2" / "anomalies.json").exists()
   stats = result.info.statistics["train"]
   # What the checks read: exact counts outside the allowed values, the
@@ -172,7 +172,7 @@ def test_rows_in_two_splits_fail_with_their_exact_count(tmp_path):
   # Without the overlap: published.
   clean = _write(tmp_path / "clean.jsonl", train + evals[:-37])
   result = btr.build(LEAKY, clean, str(tmp_path / "clean"))
-  assert result.info.anomalies["found"] == []
+  assert result.info.anomalies.found == ()
 
 
 def test_the_overlap_count_is_exact():
@@ -194,10 +194,10 @@ def test_warn_publishes_and_records_the_anomalies(baseline, tmp_path):
   result = btr.build(SCHEMA, _write(tmp_path / "shifted.jsonl", rows),
                      str(out), baseline=baseline, on_anomaly="warn")
   assert (out / "_SUCCESS").exists()
-  found = result.info.anomalies["found"]
-  assert [(a["feature"], a["check"]) for a in found] == [
-      ("dep_delay", "drift")]
-  assert json.loads((out / "anomalies.json").read_text())["found"] == found
+  found = result.info.anomalies.found
+  assert [(a.feature, a.check) for a in found] == [("dep_delay", "drift")]
+  assert json.loads((out / "anomalies.json").read_text())["found"] == [
+      a.to_json() for a in found]
   page = (out / "report.html").read_text()
   assert "id='anomaly-list'" in page
   # The baseline beside the new data: dep_delay's histogram shares, the
@@ -316,7 +316,7 @@ def test_infer_schema_proposes_expectations_from_a_dataset(baseline,
   assert proposed["features"]["distance"]["expect"]["min"] == 1
   result = btr.build(proposed, DAY1, str(tmp_path / "again"),
                      baseline=baseline)
-  assert result.info.anomalies["found"] == []
+  assert result.info.anomalies.found == ()
 
 
 def _flat(tmp_path, values, expect, kind="float"):
@@ -332,8 +332,8 @@ def test_fractions_are_compared_exactly(tmp_path):
   values = ["a"] * 71 + ["z"] * 29
   schema, src = _flat(tmp_path, values, {"values": ["a"],
                                          "max_unexpected": 0.29}, "string")
-  assert btr.build(schema, src, str(tmp_path / "ok")).info.anomalies[
-      "found"] == []
+  assert btr.build(schema, src,
+                   str(tmp_path / "ok")).info.anomalies.found == ()
   schema, src = _flat(tmp_path, values + ["z"], {
       "values": ["a"], "max_unexpected": 0.29}, "string")
   with pytest.raises(btr.AnomalyError, match="observed 30, expected at "
@@ -359,9 +359,9 @@ def test_drift_of_many_distinct_texts_is_noted_not_guessed(tmp_path):
   assert "frequencies" not in base.info.statistics["train"]["x"]
   again = btr.build(schema, src, str(tmp_path / "again"),
                     baseline=str(tmp_path / "base"))
-  assert again.info.anomalies["found"] == []
+  assert again.info.anomalies.found == ()
   assert any("more than 1,000 distinct values" in n
-             for n in again.info.anomalies["notes"])
+             for n in again.info.anomalies.notes)
 
 
 def test_key_values_in_two_splits_are_counted_exactly(tmp_path):
@@ -380,7 +380,7 @@ def test_key_values_in_two_splits_are_counted_exactly(tmp_path):
   assert len(both) > 100
   hashed = dict(SCHEMA, expect={"disjoint_keys": ["carrier", "flight"]})
   result = btr.build(hashed, src, str(tmp_path / "hashed"))
-  assert result.info.anomalies["found"] == []
+  assert result.info.anomalies.found == ()
 
 
 def test_disjoint_keys_needs_row_by_row_builds():
@@ -414,8 +414,8 @@ def test_the_report_shows_the_drift_the_gate_judged(baseline, tmp_path):
   result = btr.build(dict(SCHEMA, features=features),
                      _write(tmp_path / "drifted.jsonl", rows), str(out),
                      baseline=baseline, on_anomaly="warn")
-  gate = {a["feature"]: a for a in result.info.anomalies["found"]
-          if a["check"] == "drift"}
+  gate = {a.feature: a for a in result.info.anomalies.found
+          if a.check == "drift"}
   assert set(gate) == {"dep_delay", "carrier"}
   page = (out / "report.html").read_text()
   section = page[page.index("id='baseline'"):]
@@ -424,5 +424,5 @@ def test_the_report_shows_the_drift_the_gate_judged(baseline, tmp_path):
     shown = section[section.index(f"data-feature='{name}'"):]
     value = shown[shown.index("data-drift='") + 12:]
     value = float(value[:value.index("'")])
-    assert 0 < value == gate[name]["observed"], name
-    assert kind in gate[name]["expected"] and kind in shown[:300]
+    assert 0 < value == gate[name].observed, name
+    assert kind in gate[name].expected and kind in shown[:300]

@@ -185,7 +185,7 @@ def _summary(args, status: str, code: int, result=None, error=None,
                rows_rejected=c.rows_rejected, rows_dropped=c.rows_dropped,
                splits={k: v.num_records for k, v in result.splits.items()})
     if result.info.anomalies is not None:
-      out["anomalies"] = result.info.anomalies["found"]
+      out["anomalies"] = [a.to_json() for a in result.info.anomalies.found]
   if isinstance(error, AnomalyError):
     out["anomalies"] = error.anomalies
   if error is not None:

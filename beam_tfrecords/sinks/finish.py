@@ -17,7 +17,7 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 import apache_beam as beam
 
 from beam_tfrecords.errors import AnomalyError, InputError, OutputBusyError
-from beam_tfrecords.expectations import ANOMALIES_FILE, anomaly_lines
+from beam_tfrecords.expectations import ANOMALIES_FILE
 from beam_tfrecords.info import DatasetInfo
 from beam_tfrecords.runners.run import sigint_deferred
 from beam_tfrecords.sinks.lock import LEASE_SECONDS, OutputLock
@@ -147,10 +147,10 @@ def finish(info: DatasetInfo, plan: FinishPlan,
 def _check_anomalies(info: DatasetInfo, plan: FinishPlan) -> None:
   """Raises AnomalyError for anomalies, unless they are only to be
   recorded (on_anomaly: warn)."""
-  found = (info.anomalies or {}).get("found") or []
+  found = info.anomalies.found if info.anomalies else ()
   if not found:
     return
-  lines = anomaly_lines(found)
+  lines = [a.line() for a in found]
   if plan.on_anomaly == "warn":
     for line in lines:
       _LOG.warning("anomaly (published anyway, on_anomaly: warn): %s", line)
@@ -162,7 +162,8 @@ def _check_anomalies(info: DatasetInfo, plan: FinishPlan) -> None:
       f"published is in {plan.staging} ({ANOMALIES_FILE}, and report.html "
       "unless --no-report; the next build removes it). To publish anyway: "
       "--on-anomaly warn.\n"
-      + "\n".join("  " + line for line in lines), found)
+      + "\n".join("  " + line for line in lines),
+      [a.to_json() for a in found])
 
 
 def _check_nothing_lost(plan: FinishPlan) -> None:

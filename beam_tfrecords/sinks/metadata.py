@@ -254,9 +254,10 @@ def _checked(directory: str, info: DatasetInfo, checks: CheckPlan,
       checks.schema, info, checks.baseline,
       sum(p.records for p in overlaps if p.kind == "records"),
       sum(p.records for p in overlaps if p.kind == "keys"))
-  described = checked.to_json(checks.baseline_path)
+  described = checked.described(checks.baseline_path)
   _write_text(FileSystems.join(directory, ANOMALIES_FILE),
-              json.dumps(described, indent=2, sort_keys=True) + "\n")
+              json.dumps(described.to_json(), indent=2, sort_keys=True)
+              + "\n")
   return dataclasses.replace(info, anomalies=described)
 
 
