@@ -15,13 +15,11 @@ were then: a dataset replaced since is refused while its files are read
 `btr.iter_records` and `btr.iter_errors` are the same readers for a path.
 """
 
-import json
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from beam_tfrecords import fs
 from beam_tfrecords.info import DatasetInfo
-from beam_tfrecords.reader import (dataset_schema, iter_records, load,
-                                   transform_output)
+from beam_tfrecords.reader import (dataset_errors, dataset_schema,
+                                   iter_records, load, transform_output)
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.stream import SHUFFLE_BUFFER, RecordStream
 from beam_tfrecords.window import Datasets, Window, window
@@ -79,11 +77,7 @@ class DatasetReader:
     """The dead-letter entries of every dataset (errors/*.jsonl), in file
     order: dicts with source, row, rows, reason, problems and raw."""
     for path, info in self._window:
-      for entry in info.errors.files:
-        with fs.open_read(fs.join(path, entry.file)) as f:
-          for line in f:
-            if line.strip():
-              yield json.loads(line)
+      yield from dataset_errors(path, info)
 
   def stream(self, split: str = "train", *,
              rank: Optional[Tuple[int, int]] = None,

@@ -28,7 +28,7 @@ from beam_tfrecords.window import Datasets, finished
 
 __all__ = ["dataset_info", "dataset_schema", "shard_files", "load",
            "feature_spec", "iter_records", "iter_errors", "transform_output",
-           "is_dataset", "iter_transformed"]
+           "is_dataset", "iter_transformed", "dataset_errors"]
 
 
 def is_dataset(path: str) -> bool:
@@ -447,7 +447,13 @@ def iter_transformed(path: str, shard: ShardInfo
 def iter_errors(path: str) -> Iterator[Dict[str, Any]]:
   """The dead-letter entries of a finished dataset (errors/*.jsonl), in
   file order: dicts with source, row, rows, reason, problems and raw."""
-  for entry in dataset_info(path).errors.files:
+  return dataset_errors(path, dataset_info(path))
+
+
+def dataset_errors(path: str, info: DatasetInfo
+                   ) -> Iterator[Dict[str, Any]]:
+  """iter_errors of the dataset at `path` whose dataset.json is `info`."""
+  for entry in info.errors.files:
     with fs.open_read(fs.join(path.rstrip("/"), entry.file)) as f:
       for line in f:
         if line.strip():

@@ -17,7 +17,7 @@ import apache_beam
 import pytest
 
 import beam_tfrecords as btr
-from beam_tfrecords.testing.portable import LocalPortable
+from beam_tfrecords.testing.portable import LocalPortable, source_wheel
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 300  # a worker that cannot start makes a job hang, not fail
@@ -162,6 +162,8 @@ def test_setup_file_and_extra_package_ship_the_package_and_user_code(
     source = HERE if who == "ours" else str(pkg)
     if how == "setup_file":
       flags.append(f"--setup_file={os.path.join(source, 'setup.py')}")
+    elif who == "ours":  # the wheel the clusters' workers install
+      flags.append(f"--extra_package={source_wheel(HERE)}")
     else:
       subprocess.run([sys.executable, "-m", "pip", "wheel", "-q",
                       "--no-deps", "-w", str(wheels / who), source],

@@ -12,8 +12,8 @@ have Python and the package installed (VMs, YARN, a standalone cluster).
 --flink_master, --flink_job_server_jar (the assembled job server of
 ci/jobserver: cross-version, Beam 2.70 Java with the 2.77 Python SDK),
 --parallelism and the environment; `endpoint_args` send the job to the
-cluster's standing job server (the same jar) with --job_endpoint. The REST API says what ran where
-(`finished_jobs`, `taskmanagers_of`).
+cluster's standing job server (the same jar) with --job_endpoint. The
+REST API says what ran where (`finished_jobs`, `taskmanagers_of`).
 """
 
 import json
@@ -139,10 +139,9 @@ class LocalFlink(EngineCluster):
                  "--job_server_jvm_properties=-Xmx1g"] + self.pool.args + [
                      # SDK workers kept for the job, not started per stage
                      "--environment_cache_millis=600000"]
-    server_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     endpoint = self._start_job_server(
         ["java", "-Xmx1g", "-jar", self.jar,
-         "--flink-master", f"http://localhost:{self.port}"], server_env)
+         "--flink-master", f"http://localhost:{self.port}"], self._env)
     self.endpoint_args = ["--runner=FlinkRunner",
                           f"--job_endpoint={endpoint}"] + [
                               a for a in self.args if a.startswith(
