@@ -51,7 +51,7 @@ $(VENV)/.installed: setup.py $(wildcard $(LOCK))
 
 setup: $(VENV)/.installed
 
-# The torch and tfds extras (beam_tfrecords.torch; TensorFlow Datasets to
+# The torch and tfds extras (beam_tfrecords.read.torch; TensorFlow Datasets to
 # read --tfds datasets), beside the core install: their tests run with
 # them and are skipped without them (CI installs them).
 $(VENV)/.extras: $(VENV)/.installed

@@ -9,7 +9,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _version():
-  with open(os.path.join(_HERE, "beam_tfrecords", "version.py")) as f:
+  with open(os.path.join(_HERE, "beam_tfrecords", "core", "version.py")) as f:
     return re.search(r'__version__ = "([^"]+)"', f.read()).group(1)
 
 
@@ -67,7 +67,7 @@ setup(
         # Beam's DaskRunner and a dask.distributed cluster's processes
         # (`dask scheduler`, `dask worker`): --runner DaskRunner.
         "dask": DASK_REQUIRES,
-        # beam_tfrecords.torch: PyTorch's Dataset. A large install (the
+        # beam_tfrecords.read.torch: PyTorch's Dataset. A large install (the
         # index's Linux wheel is the CUDA build, ~3 GB with its nvidia
         # packages): never part of the core install; `make setup-extras`.
         "torch": ["torch>=2.4,<3"],

@@ -12,12 +12,12 @@ infer-schema) does not pay for importing Apache Beam or TensorFlow.
 
 import importlib
 
-from beam_tfrecords.errors import (AnomalyError, BadRowsError,
+from beam_tfrecords.core.errors import (AnomalyError, BadRowsError,
                                    DatasetReplacedError, EncodingError,
                                    InputError, JobFailedError,
                                    OutputBusyError, OutputError,
                                    PublishInterruptedError, SchemaError)
-from beam_tfrecords.version import __version__
+from beam_tfrecords.core.version import __version__
 
 # Public name -> the module that defines it.
 _LAZY = {
@@ -25,24 +25,24 @@ _LAZY = {
     "SequenceAssembler": "beam_tfrecords.encoding",
     "SequenceEncoder": "beam_tfrecords.encoding",
     "StepEncoder": "beam_tfrecords.encoding",
-    "BuildOptions": "beam_tfrecords.options",
-    "BuildResult": "beam_tfrecords.building",
-    "DatasetInfo": "beam_tfrecords.info",
-    "SplitInfo": "beam_tfrecords.info",
-    "EncodeRecords": "beam_tfrecords.beam",
-    "EncodedRecords": "beam_tfrecords.beam",
-    "WriteDataset": "beam_tfrecords.beam",
-    "build": "beam_tfrecords.building",
-    "open": "beam_tfrecords.dataset_reader",
-    "DatasetReader": "beam_tfrecords.dataset_reader",
-    "dataset_info": "beam_tfrecords.reader",
-    "feature_spec": "beam_tfrecords.reader",
-    "iter_errors": "beam_tfrecords.reader",
-    "iter_records": "beam_tfrecords.reader",
-    "load": "beam_tfrecords.reader",
-    "transform_output": "beam_tfrecords.reader",
-    "RecordStream": "beam_tfrecords.stream",
-    "pin": "beam_tfrecords.window",
+    "BuildOptions": "beam_tfrecords.building.options",
+    "BuildResult": "beam_tfrecords.building.builder",
+    "DatasetInfo": "beam_tfrecords.core.info",
+    "SplitInfo": "beam_tfrecords.core.info",
+    "EncodeRecords": "beam_tfrecords.building.ptransforms",
+    "EncodedRecords": "beam_tfrecords.building.ptransforms",
+    "WriteDataset": "beam_tfrecords.building.ptransforms",
+    "build": "beam_tfrecords.building.builder",
+    "open": "beam_tfrecords.read.dataset_reader",
+    "DatasetReader": "beam_tfrecords.read.dataset_reader",
+    "dataset_info": "beam_tfrecords.read.reader",
+    "feature_spec": "beam_tfrecords.read.reader",
+    "iter_errors": "beam_tfrecords.read.reader",
+    "iter_records": "beam_tfrecords.read.reader",
+    "load": "beam_tfrecords.read.reader",
+    "transform_output": "beam_tfrecords.read.reader",
+    "RecordStream": "beam_tfrecords.read.stream",
+    "pin": "beam_tfrecords.read.window",
     "Feature": "beam_tfrecords.schema",
     "FeatureType": "beam_tfrecords.schema",
     "Schema": "beam_tfrecords.schema",

@@ -6,10 +6,10 @@ process (best of --check-rounds):
   - the raw gzip read: tf.data.TFRecordDataset over the shards, records
     counted in batches of 1,024 (nothing parsed): the baseline;
   - `btr.load(path, batch_size=1024)`: records parsed by TensorFlow;
-  - `beam_tfrecords.torch.Dataset` through a DataLoader with 2 workers:
+  - `beam_tfrecords.read.torch.Dataset` through a DataLoader with 2 workers:
     whole batches of 1,024 decoded column by column, and one dict per
     record batched by `collate`: gzip read by zlib, decoded with numpy
-    (beam_tfrecords.columns), no TensorFlow;
+    (beam_tfrecords.read.wire_columns), no TensorFlow;
   - `RecordStream`: the serialized records only, no TensorFlow.
 Rates are records per second; the ratio column is against the raw read.
 """
@@ -31,23 +31,23 @@ n = sum(int(tf.shape(b)[0]) for b in ds)
 import beam_tfrecords as btr, tensorflow as tf
 n = sum(int(tf.shape(b["year"])[0]) for b in btr.load(PATH, batch_size=1024))
 """,
-    "beam_tfrecords.torch.Dataset(batch_size=1024), DataLoader 2 workers":
+    "beam_tfrecords.read.torch.Dataset(batch_size=1024), DataLoader 2 workers":
     """
-import torch; from beam_tfrecords.torch import Dataset
+import torch; from beam_tfrecords.read.torch import Dataset
 loader = torch.utils.data.DataLoader(Dataset(PATH, batch_size=1024),
                                      batch_size=None, num_workers=2)
 n = sum(len(b["year"]) for b in loader)
 """,
-    "beam_tfrecords.torch.Dataset per record, DataLoader 2 workers, "
+    "beam_tfrecords.read.torch.Dataset per record, DataLoader 2 workers, "
     "collate": """
-import torch; from beam_tfrecords.torch import Dataset
+import torch; from beam_tfrecords.read.torch import Dataset
 ds = Dataset(PATH)
 loader = torch.utils.data.DataLoader(ds, batch_size=1024,
                                      num_workers=2, collate_fn=ds.collate)
 n = sum(len(b["year"]) for b in loader)
 """,
     "RecordStream: serialized records, no TensorFlow": """
-from beam_tfrecords.stream import RecordStream
+from beam_tfrecords.read.stream import RecordStream
 n = sum(1 for _ in RecordStream(PATH))
 """,
 }

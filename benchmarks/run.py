@@ -442,7 +442,7 @@ def limit_components(src: str, schema_path: str) -> List[tuple]:
   import zlib
   from isal import isal_zlib
   from beam_tfrecords import ExampleEncoder
-  from beam_tfrecords.tfrecord_files import frame_records
+  from beam_tfrecords.core.tfrecord_files import frame_records
   steps = []
   read_s, table = _cpu(lambda: pacsv.read_csv(
       src, convert_options=pacsv.ConvertOptions(
@@ -752,7 +752,7 @@ def transform_suite(args) -> None:
 def _same_outputs(a: str, b: str) -> str:
   """"identical" when every shard and errors/ file of `a` equals `b`'s."""
   import filecmp
-  from beam_tfrecords.info import DatasetInfo
+  from beam_tfrecords.core.info import DatasetInfo
   info = DatasetInfo.from_directory(a)
   names = [f for split in info.splits.values() for f in split.files]
   names += [e.file for e in info.errors.files]
@@ -765,8 +765,8 @@ def _same_outputs(a: str, b: str) -> str:
 def _same_records(a: str, b: str) -> str:
   """"identical" when the shards of `a` and `b` hold the same records in
   the same order (their gzip framing may differ)."""
-  from beam_tfrecords.tfrecord_files import iter_tfrecords
-  from beam_tfrecords.info import DatasetInfo
+  from beam_tfrecords.core.tfrecord_files import iter_tfrecords
+  from beam_tfrecords.core.info import DatasetInfo
   info = DatasetInfo.from_directory(a)
   names = [f for split in info.splits.values() for f in split.files]
   n = 0

@@ -17,7 +17,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 import beam_tfrecords as btr
-from beam_tfrecords.tfrecord_files import decode_example
+from beam_tfrecords.core.tfrecord_files import decode_example
 
 from conftest import shard_paths
 
@@ -269,8 +269,8 @@ class _BytesCoder(beam.coders.Coder):
 
 
 def _records_of(path):
-  from beam_tfrecords.reader import shard_files
-  from beam_tfrecords.tfrecord_files import iter_tfrecords
+  from beam_tfrecords.read.reader import shard_files
+  from beam_tfrecords.core.tfrecord_files import iter_tfrecords
   return [r for shard in shard_files(path, "train")
           for r in iter_tfrecords(shard)]
 

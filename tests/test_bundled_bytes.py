@@ -20,7 +20,7 @@ import os
 
 import pytest
 
-from beam_tfrecords.errors import reason_category
+from beam_tfrecords.core.errors import reason_category
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(HERE, "pipelines", "data")

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import beam_tfrecords as btr
-from beam_tfrecords.tfrecord_files import decode_example, unframe_records
+from beam_tfrecords.core.tfrecord_files import decode_example, unframe_records
 
 
 boto3 = pytest.importorskip("boto3")

@@ -1,4 +1,4 @@
-"""beam_tfrecords.columns: Examples read with numpy over a whole batch
+"""beam_tfrecords.read.wire_columns: Examples read with numpy over a whole batch
 give what tfx-bsl's decoder gives, value for value and dtype for dtype,
 for records written by TensorFlow's protobuf classes (keys in any order)
 and by our encoders; and anything outside its layout gives None (then
@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import beam_tfrecords as btr
-from beam_tfrecords.arrays import RecordDecoder, cut, cuts
-from beam_tfrecords.columns import Text, decode_columns, objects
+from beam_tfrecords.read.arrays import RecordDecoder, cut, cuts
+from beam_tfrecords.read.reader import dataset_schema
+from beam_tfrecords.read.wire_columns import Text, decode_columns, objects
 
 # Names that share lengths, first 8 bytes, last 8 bytes, or all but the
 # middle (keys are matched by those), and one of 1 byte.
@@ -149,9 +150,9 @@ def test_what_the_build_writes(tmp_path):
   import importlib
   out = str(tmp_path / "movies")
   importlib.import_module("pipelines.movie_ratings").run(["--output", out])
-  from beam_tfrecords.stream import RecordStream
+  from beam_tfrecords.read.stream import RecordStream
   records = list(RecordStream(out))
-  decoder = RecordDecoder(btr.reader.dataset_schema(out))
+  decoder = RecordDecoder(dataset_schema(out))
   got = decode_columns(records, decoder._schema)  # pylint: disable=protected-access
   assert got is not None
   _same(objects(got), objects(decoder._tfx_columns(records)))

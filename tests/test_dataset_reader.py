@@ -7,7 +7,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import DatasetReplacedError, InputError
-from beam_tfrecords.dataset_reader import DatasetReader
+from beam_tfrecords.read.dataset_reader import DatasetReader
 
 from test_windows import PENGUINS
 

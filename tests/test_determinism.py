@@ -38,11 +38,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import beam_tfrecords as btr
+from beam_tfrecords.core.tfrecord_files import decode_example, unframe_records
 from beam_tfrecords.encoding import exact_sums
 from beam_tfrecords.encoding import stats
 from beam_tfrecords.schema.model import Feature, FeatureType
 from beam_tfrecords.sinks.tfdv import statistics_bytes
-from beam_tfrecords.tfrecord_files import decode_example, unframe_records
 from tests.test_bundled_bytes import MANIFEST, PIPELINES, manifest_of
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -70,7 +70,7 @@ def test_keys_sorted_bytewise_and_output_deterministic(tf):
   parsed = tf.train.Example.FromString(rec)
   assert _canonical(tf, parsed) == _canonical(tf, _proto_example(
       tf, {n: ("int64_list", [i]) for i, n in enumerate(names)}))
-  from beam_tfrecords.tfrecord_files import decode_example
+  from beam_tfrecords.core.tfrecord_files import decode_example
   assert list(decode_example(rec)) == sorted(names, key=lambda n: n.encode())
   assert ExampleEncoder(schema).encode(batch).record_list()[0] == rec
 
@@ -92,7 +92,7 @@ def test_missing_is_not_falsy():
       "lst": pa.array(["", None, "0"]),
   })
   result = enc.encode(batch)
-  from beam_tfrecords.tfrecord_files import decode_example
+  from beam_tfrecords.core.tfrecord_files import decode_example
   got = [decode_example(r) for r in result.record_list()]
   assert got[0] == {"dflt": ("int64_list", [0]), "lst": ("int64_list", []),
                     "opt": ("float_list", [0.0]), "req": ("bytes_list", [b""])}

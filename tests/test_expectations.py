@@ -288,7 +288,7 @@ def test_no_expectations_no_checks(tmp_path):
 
 
 def test_infer_schema_proposes_expectations_from_input():
-  from beam_tfrecords.infer import infer_schema_for
+  from beam_tfrecords.inspect.infer import infer_schema_for
   text = infer_schema_for([DAY1], expect=True)
   schema = btr.load_schema(__import__("yaml").safe_load(text))
   origin = schema.feature("origin").expect
@@ -306,7 +306,7 @@ def test_infer_schema_proposes_expectations_from_a_dataset(baseline,
                                                            tmp_path):
   """From a finished dataset's exact statistics: the proposal passes on
   the data it came from."""
-  from beam_tfrecords.infer import infer_schema_for
+  from beam_tfrecords.inspect.infer import infer_schema_for
   proposed = __import__("yaml").safe_load(infer_schema_for([baseline]))
   assert proposed["features"]["origin"]["expect"]["values"] == [
       "EWR", "JFK", "LGA"]

@@ -12,6 +12,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import BadRowsError, InputError
+from beam_tfrecords.core.errors import from_worker
 
 from conftest import shard_paths, tf_records
 
@@ -171,18 +172,18 @@ def test_worker_errors_keep_their_type():
   """Worker threads, processes and remote runners report an exception as
   traceback text; build() raises it as the package's own type again."""
   text = ("Traceback (most recent call last):\n  File \"x.py\", line 1\n"
-          "beam_tfrecords.errors.InputError: /d/t.csv.gz: the gzip data ends "
+          "beam_tfrecords.core.errors.InputError: /d/t.csv.gz: the gzip data ends "
           "early [while running 'ReadInputs/Read']\n")
-  typed = btr.errors.from_worker(RuntimeError(text))
+  typed = from_worker(RuntimeError(text))
   assert isinstance(typed, InputError)
   # Without the step name Beam adds: the message is the package's own.
   assert str(typed) == "/d/t.csv.gz: the gzip data ends early"
-  two_lines = btr.errors.from_worker(RuntimeError(
-      "Traceback ...\nbeam_tfrecords.errors.BadRowsError: 3 rows\n  e.g. x\n"))
+  two_lines = from_worker(RuntimeError(
+      "Traceback ...\nbeam_tfrecords.core.errors.BadRowsError: 3 rows\n  e.g. x\n"))
   assert isinstance(two_lines, BadRowsError)
   assert str(two_lines) == "3 rows\n  e.g. x"
   other = RuntimeError("ZeroDivisionError: division by zero")
-  assert btr.errors.from_worker(other) is other
+  assert from_worker(other) is other
 
 
 def test_threshold_failure_publishes_nothing(tmp_path):

@@ -19,9 +19,9 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords.cli import EXIT_INPUT, EXIT_OK, main
-from beam_tfrecords.errors import OutputError, PublishInterruptedError
-from beam_tfrecords.sinks import file_ops, publishing
-from beam_tfrecords.sinks.lock import OutputLock
+from beam_tfrecords.core.errors import OutputError, PublishInterruptedError
+from beam_tfrecords.publish import file_ops, journal as publishing
+from beam_tfrecords.publish.lock import OutputLock
 
 from test_publish_kills import _files  # what a reader sees, run ids aside
 
@@ -236,7 +236,7 @@ def test_a_failed_operation_anywhere_in_a_publish_loses_nothing(
 
 CLI_FAILING = textwrap.dedent("""
     import errno, sys
-    from beam_tfrecords.sinks import file_ops
+    from beam_tfrecords.publish import file_ops
     from beam_tfrecords.cli import main
     # From operation `start` on, every one fails; -1: from the one after
     # _SUCCESS went in.

@@ -25,7 +25,7 @@ import random
 import pytest
 
 import beam_tfrecords as btr
-from beam_tfrecords import staging
+from beam_tfrecords.building import planning
 from tests.test_bundled_bytes import manifest_of
 
 MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -101,7 +101,7 @@ def test_grouped_output_is_pinned(tmp_path, events, case, monkeypatch):
   for buckets in (1, 3):
     # Where the build's plan takes the bucket count from (raising: a
     # move of buckets_for must fail here, not leave the patch unused).
-    monkeypatch.setattr(staging, "buckets_for", lambda _, b=buckets: b)
+    monkeypatch.setattr(planning, "buckets_for", lambda _, b=buckets: b)
     out = str(tmp_path / f"out{buckets}")
     btr.build(str(schema), os.path.join(events, "events*.csv"), out,
               max_bad_fraction=1.0, **options)

@@ -12,8 +12,8 @@ import pytest
 import pyarrow.compute as pc
 
 import beam_tfrecords as btr
-from beam_tfrecords import staging
 from beam_tfrecords.encoding import StepEncoder, passes
+from beam_tfrecords.building import planning
 from beam_tfrecords.transforms import grouped
 
 SCHEMA = {
@@ -73,7 +73,7 @@ def test_passes_write_the_same_files(tmp_path, skewed, monkeypatch):
   # One bucket; every group fits in an assembly, the bucket does not.
   heavy, total = _bytes_of_user(src, 7)
   assert total > heavy + 1  # so that it takes passes
-  monkeypatch.setattr(staging, "buckets_for", lambda _: 1)
+  monkeypatch.setattr(planning, "buckets_for", lambda _: 1)
   monkeypatch.setattr(grouped, "ASSEMBLY_BYTES", heavy + 1)
   plans = []
   real = grouped.plan_passes

@@ -27,8 +27,8 @@ import google_crc32c
 import pytest
 from isal import isal_zlib
 
+from beam_tfrecords.core.tfrecord_files import frame_records
 from beam_tfrecords.sinks import shards
-from beam_tfrecords.tfrecord_files import frame_records
 
 MASK = 0x7FFF  # ISA-L level 2's hash table: 32 Ki slots
 ZEROS = google_crc32c.value(b"\0\0\0\0")

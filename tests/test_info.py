@@ -1,4 +1,4 @@
-"""dataset.json as typed values (beam_tfrecords/info.py): btr.DatasetInfo,
+"""dataset.json as typed values (beam_tfrecords/core/info.py): btr.DatasetInfo,
 btr.SplitInfo. Every dataset.json a build writes reads into the model and
 writes back byte for byte; the typed values are what the files hold."""
 
@@ -9,8 +9,8 @@ import os
 import pytest
 
 import beam_tfrecords as btr
-from beam_tfrecords.errors import InputError
-from beam_tfrecords.info import DatasetInfo, ShardInfo, SplitInfo
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.info import DatasetInfo, ShardInfo, SplitInfo
 
 # Examples, SequenceExamples (steps counts), TensorFlow Transform's part,
 # lists: the bundled pipelines that cover dataset.json's variants.

@@ -18,7 +18,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import InputError
-from beam_tfrecords.tfrecord_files import frame_records
+from beam_tfrecords.core.tfrecord_files import frame_records
 
 
 def _cli(tmp_path, schema, inputs, preexec_fn=None):
@@ -295,7 +295,7 @@ def test_a_truncated_gzip_tfrecord_on_a_cloud_file_system_is_not_read_short(
   word: the records after the cut were left out, or the last one was
   called a truncated record. Taken for a cloud path, a local file is read
   through Beam's file systems."""
-  from beam_tfrecords import fs
+  from beam_tfrecords.core import fs
   from beam_tfrecords.sources import tfrecord as source
   monkeypatch.setattr(fs, "is_local", lambda path: False)
   path = tmp_path / "t.tfrecord.gz"
@@ -374,7 +374,7 @@ PERMISSION_CASES = [
 
 MATCH = """\
 import json, sys
-from beam_tfrecords.errors import InputError
+from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.sources.files import match_inputs
 out = {}
 for pattern in sys.argv[1:]:

@@ -112,7 +112,7 @@ def test_a_second_build_into_the_same_output_is_refused_while_one_runs(
   """Two runs into one output at once (a scheduled job that overran): the
   one that comes second is refused while the first holds the lock; the
   first publishes its dataset, whole."""
-  from beam_tfrecords.sinks import finish as pipeline
+  from beam_tfrecords.publish import finish as pipeline
   (tmp_path / "in.csv").write_text("x\n1\n2\n")
   (tmp_path / "other.csv").write_text("x\n3\n")
   schema = {"name": "d", "features": {"x": "int64"}}

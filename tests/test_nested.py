@@ -213,7 +213,7 @@ def test_csv_headers_with_dots_stay_column_names(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_infer_schema_proposes_a_path_per_leaf(tmp_path, fmt):
-  from beam_tfrecords.infer import infer_schema
+  from beam_tfrecords.inspect.infer import infer_schema
   jsonl, parquet = _inputs(tmp_path)
   text = infer_schema([jsonl if fmt == "jsonl" else parquet], fmt, "n")
   for line in ['"user_name": {type: string, source: "user.name"}',

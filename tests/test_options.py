@@ -9,8 +9,8 @@ import apache_beam as beam
 import pytest
 
 import beam_tfrecords as btr
+from beam_tfrecords.building.options import BuildOptions
 from beam_tfrecords.cli.args import parser
-from beam_tfrecords.options import BuildOptions
 
 from conftest import ROWS, SCHEMA
 

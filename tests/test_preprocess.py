@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import beam_tfrecords as btr
-from beam_tfrecords.errors import InputError
-from beam_tfrecords.preprocess import Versions, check_versions
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.sources.preprocess import Versions, check_versions
 
 from conftest import tf_parse, tf_records
 
@@ -276,7 +276,7 @@ def test_a_partial_is_named_by_its_function(tmp_path):
 
 MAIN_SCRIPT = '''
 import pyarrow as pa
-from beam_tfrecords.preprocess import resolve_preprocess
+from beam_tfrecords.sources.preprocess import resolve_preprocess
 
 class Pick:
   def __init__(self, column):

@@ -15,7 +15,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import InputError
-from beam_tfrecords.reader import is_dataset
+from beam_tfrecords.read.reader import is_dataset
 
 import tft_penguins
 

@@ -12,8 +12,8 @@ import textwrap
 import pytest
 
 import beam_tfrecords as btr
-from beam_tfrecords.sinks import file_ops, publishing
-from beam_tfrecords.sinks.lock import LOCK_FILE, OutputLock
+from beam_tfrecords.publish import file_ops, journal as publishing
+from beam_tfrecords.publish.lock import LOCK_FILE, OutputLock
 
 SCHEMA = {"name": "k", "features": {"id": {"type": "int64",
                                           "required": True}}}
@@ -148,7 +148,7 @@ def test_a_kill_before_any_file_operation_ends_in_a_whole_dataset(
 KILLED_BUILD = textwrap.dedent("""
     import json, os, signal, sys
     import beam_tfrecords as btr
-    from beam_tfrecords.sinks import file_ops
+    from beam_tfrecords.publish import file_ops
     k, count = int(sys.argv[1]), [0]
     def hook(operation, paths):
       if count[0] == k:
@@ -187,8 +187,8 @@ def test_a_build_killed_while_publishing_is_finished_by_the_next(
 RACE = textwrap.dedent("""
     import json, os, sys, time, traceback
     import beam_tfrecords as btr
-    import beam_tfrecords.building  # imported once, before the forks
-    from beam_tfrecords.errors import OutputBusyError, InputError
+    import beam_tfrecords.building.builder  # imported once, before the forks
+    from beam_tfrecords.core.errors import OutputBusyError, InputError
     root, pairs = sys.argv[1], int(sys.argv[2])
     schema = json.loads(sys.argv[3])
     results = []

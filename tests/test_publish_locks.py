@@ -15,8 +15,8 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import cli
-from beam_tfrecords.sinks import lock as lock_module
-from beam_tfrecords.sinks.lock import LOCK_FILE, OutputLock, stale_reason
+from beam_tfrecords.publish import lock as lock_module
+from beam_tfrecords.publish.lock import LOCK_FILE, OutputLock, stale_reason
 
 from conftest import s3_beam_args
 
@@ -176,7 +176,7 @@ def test_the_lease_is_renewed_while_the_build_runs(tmp_path):
 def test_a_build_that_lost_its_lock_publishes_nothing(tmp_path, monkeypatch):
   """Its lease ran out (a suspended laptop) and another build took over:
   at publish time it finds out and stops, leaving the other's lock."""
-  from beam_tfrecords.sinks import finish as pipeline
+  from beam_tfrecords.publish import finish as pipeline
   out = tmp_path / "out"
   check = pipeline.check_thresholds
   other = _lock_text(run="fedcba987654", host="elsewhere")
@@ -255,7 +255,7 @@ def test_s3_lock_uses_conditional_writes(s3):
 
 
 def test_two_builds_on_s3_one_refused(s3, tmp_path, monkeypatch):
-  from beam_tfrecords.sinks import finish as pipeline
+  from beam_tfrecords.publish import finish as pipeline
   _s3_options(s3)
   beam_args = s3_beam_args(s3)
   out = "s3://datasets/two"

@@ -242,7 +242,7 @@ def test_a_pipeline_that_cannot_be_made_leaves_no_staging_folder(
     tmp_path, monkeypatch):
   """The output's set-up (staging.py) makes the staging folder before the
   pipeline is made; a failure in between removes it again."""
-  from beam_tfrecords import building as pipeline
+  from beam_tfrecords.building import builder as pipeline
 
   def broken(*args, **kwargs):
     raise ImportError("a transform's module is missing")

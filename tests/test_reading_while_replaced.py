@@ -15,10 +15,10 @@ import time
 import pytest
 
 import beam_tfrecords as btr
-from beam_tfrecords.errors import DatasetReplacedError
-from beam_tfrecords.generations import Pinned
-from beam_tfrecords.stream import RecordStream
-from beam_tfrecords.tfrecord_files import decode_example
+from beam_tfrecords.core.errors import DatasetReplacedError
+from beam_tfrecords.core.generations import Pinned
+from beam_tfrecords.core.tfrecord_files import decode_example
+from beam_tfrecords.read.stream import RecordStream
 
 SCHEMA = {"name": "r", "features": {"id": {"type": "int64", "required": True}}}
 OLD, NEW = range(0, 4000), range(100_000, 106_000)
@@ -124,8 +124,9 @@ def test_load_reads_a_whole_dataset_through_the_descriptors_it_opened(
 
 
 def test_readers_know_the_publishs_names():
-  from beam_tfrecords import generations
-  from beam_tfrecords.sinks import STAGING_PREFIX, publishing
+  from beam_tfrecords.core import generations
+  from beam_tfrecords.sinks import STAGING_PREFIX
+  from beam_tfrecords.publish import journal as publishing
   assert generations.STAGING_PREFIX == STAGING_PREFIX
   assert generations.JOURNALS == (publishing.JOURNAL, publishing.ROLLBACK)
 
@@ -156,7 +157,7 @@ def test_the_torch_dataset_of_a_replaced_dataset_never_mixes(tmp_path,
   torch = pytest.importorskip("torch") if not os.environ.get(
       "BTR_REQUIRE_EXTRAS") else __import__("torch")
   del torch
-  from beam_tfrecords.torch import Dataset
+  from beam_tfrecords.read.torch import Dataset
   out = tmp_path / "ds"
   _build(inputs, "old", out, 4)
   it = iter(Dataset(str(out)))

@@ -8,7 +8,7 @@ import numpy as np
 
 import beam_tfrecords as btr
 from beam_tfrecords import cli
-from beam_tfrecords.report import DIFFERENCE_FLAG, render_report
+from beam_tfrecords.inspect.report import DIFFERENCE_FLAG, render_report
 
 
 SCHEMA = {"name": "rep", "splits": {"column": "split",
@@ -189,7 +189,7 @@ def test_a_sequence_report_shows_steps_per_record(tmp_path):
 
 def test_a_report_that_cannot_be_made_does_not_cost_the_dataset(
     tmp_path, monkeypatch, caplog):
-  from beam_tfrecords import report
+  from beam_tfrecords.inspect import report
 
   def broken(path, meta=None):
     raise ValueError("broken on purpose")

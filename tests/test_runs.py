@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from beam_tfrecords.tfrecord_files import frame_records
+from beam_tfrecords.core.tfrecord_files import frame_records
 from beam_tfrecords.sinks import runs, shards
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from beam_tfrecords import InputError, cli
-from beam_tfrecords.schedule import NoInputError, Schedule, resolve_patterns
+from beam_tfrecords.building.schedule import NoInputError, Schedule, resolve_patterns
 
 SCHEMA = "name: s\nfeatures:\n  id: {type: int64, required: true}\n  v: int64\n"
 

@@ -6,9 +6,9 @@ import random
 import numpy as np
 import pytest
 
+from beam_tfrecords.core.tfrecord_files import decode_sequence_example
 from beam_tfrecords.encoding import (SequenceAssembler, SequenceEncoder,
                                      StepEncoder)
-from beam_tfrecords.tfrecord_files import decode_sequence_example
 from beam_tfrecords.schema import load_schema
 
 SEED_000 = {

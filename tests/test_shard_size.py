@@ -9,8 +9,8 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import InputError
-from beam_tfrecords.planning import shard_plan
-from beam_tfrecords.tfrecord_files import count_tfrecords
+from beam_tfrecords.building.planning import shard_plan
+from beam_tfrecords.core.tfrecord_files import count_tfrecords
 from beam_tfrecords.schema import load_schema
 
 from conftest import tf_records
@@ -160,7 +160,7 @@ def test_a_shard_that_outgrows_the_limit_is_cut_evenly(tmp_path,
                                                        monkeypatch):
   """One shard (the estimate said so) holding ~2.4 limits of data: three
   files of about equal size, not two full ones and a small one."""
-  from beam_tfrecords import planning as pipeline
+  from beam_tfrecords.building import planning as pipeline
   monkeypatch.setattr(pipeline, "DEFAULT_OUTPUT_BYTES_PER_INPUT_BYTE",
                       0.01)
   result = btr.build(SCHEMA, _csv(tmp_path / "a.csv", 1500),

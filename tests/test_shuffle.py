@@ -25,7 +25,7 @@ def _ids(output, split="train"):
 
 def test_shuffle_is_seeded_complete_and_the_same_bytes(tmp_path,
                                                        monkeypatch):
-  from beam_tfrecords import planning as pipeline
+  from beam_tfrecords.building import planning as pipeline
   # Small buckets, so that a shard is written in several of them.
   monkeypatch.setattr(pipeline, "SHUFFLE_BUCKET_BYTES", 20_000)
   srcs = [_csv(tmp_path / f"in{i}.csv", 3000, 3000 * i) for i in range(3)]

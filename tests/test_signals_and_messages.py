@@ -17,7 +17,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import cli
-from beam_tfrecords.errors import PublishInterruptedError
+from beam_tfrecords.core.errors import PublishInterruptedError
 from beam_tfrecords.runners import run
 
 from test_build import write_csv
@@ -46,7 +46,7 @@ FULL_DISK = textwrap.dedent("""
 # The CLI with a bug in the last step (not an error of ours).
 A_BUG = textwrap.dedent("""
     import sys
-    from beam_tfrecords.sinks import finish
+    from beam_tfrecords.publish import finish
     def bug(*args, **kwargs):
       raise ZeroDivisionError("a bug")
     finish.check_thresholds = bug
@@ -250,7 +250,7 @@ def test_a_bug_still_shows_its_traceback(tmp_path):
 
 def test_an_interrupted_publish_has_its_own_exit_code(tmp_path, capsys,
                                                       monkeypatch):
-  from beam_tfrecords import building
+  from beam_tfrecords.building import builder as building
 
   def interrupted(*args, **kwargs):
     raise PublishInterruptedError("the publish of out was interrupted")
@@ -285,7 +285,8 @@ class _CreateThenInterrupt:
 @pytest.mark.parametrize("where", ["staging_made", "before_the_pipeline"])
 def test_a_sigterm_right_after_the_staging_folder_leaves_none(
     tmp_path, monkeypatch, where):
-  from beam_tfrecords import building, staging
+  from beam_tfrecords.building import builder as building
+  from beam_tfrecords.publish import staging
   out = tmp_path / "out"
   src = _csv(tmp_path)
   btr.build(_schema(tmp_path), src, str(out))

@@ -12,8 +12,8 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import InputError, SchemaError
-from beam_tfrecords import reader as btr_reader
-from beam_tfrecords.splits import hash_columns, key_hash
+from beam_tfrecords.encoding.splitting import hash_columns, key_hash
+from beam_tfrecords.read import reader as btr_reader
 
 from conftest import tf_records
 
@@ -274,7 +274,7 @@ def test_a_key_splits_the_same_whatever_its_batch_holds(tmp_path):
       where[r["x"]] = split
   assert len(where) == 7
   assert where[0] == where[1] == where[2] == where[10]  # 1.0 and 1
-  from beam_tfrecords.splits import key_text
+  from beam_tfrecords.encoding.splitting import key_text
   assert [key_text(v) for v in (1.0, 1, True, [1, 2], {"b": 1, "a": 2},
                                 0.5, "é", None)] == [
       b"1", b"1", b"true", b"[1,2]", b'{"a":2,"b":1}', b"0.5",

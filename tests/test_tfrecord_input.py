@@ -13,8 +13,8 @@ import sys
 import pytest
 
 import beam_tfrecords as btr
-from beam_tfrecords.errors import InputError
-from beam_tfrecords.tfrecord_files import iter_tfrecords
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.tfrecord_files import iter_tfrecords
 
 from conftest import SCHEMA, ROWS, tf_parse, tf_records
 
@@ -240,7 +240,7 @@ def test_infer_schema_reads_examples(tmp_path, tf):
 def test_iter_tfrecords_cuts_records_out_of_chunks_and_checks_framing(
     tmp_path, monkeypatch):
   import struct
-  from beam_tfrecords import tfrecord_files as records
+  from beam_tfrecords.core import tfrecord_files as records
   monkeypatch.setattr(records, "_READ_CHUNK", 7)  # records span chunks
   data = [b"", b"a", b"x" * 100, bytes(range(256)) * 3]
   framed = records.frame_records(data)
@@ -359,7 +359,7 @@ def test_batches_are_capped_in_bytes(tmp_path, tf, monkeypatch):
 
 def test_gzip_is_recognised_by_its_bytes_and_a_stream_error_keeps_the_records_before_it(
     tmp_path, tf):
-  from beam_tfrecords import tfrecord_files as records
+  from beam_tfrecords.core import tfrecord_files as records
   framed = records.frame_records([b"r%d" % i for i in range(49)])
   (tmp_path / "a.tfrecord").write_bytes(gzip.compress(framed))
   assert len(list(records.iter_tfrecords(str(tmp_path / "a.tfrecord")))) \
@@ -385,7 +385,7 @@ def test_gzip_trailers_members_and_padding_as_the_gzip_module_reads_them(
   """Local gzip is inflated by zlib straight from large reads: a damaged
   CRC or length in the trailer still yields every record first, then
   fails; several members and zero padding read as gzip reads them."""
-  from beam_tfrecords import tfrecord_files as records
+  from beam_tfrecords.core import tfrecord_files as records
   framed = records.frame_records([b"r%d" % i for i in range(40)])
   packed = gzip.compress(framed)
   for at in (-8, -1):  # the CRC, the length

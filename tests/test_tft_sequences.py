@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import beam_tfrecords as btr
-from beam_tfrecords.reader import dataset_info, iter_transformed
+from beam_tfrecords.read.reader import dataset_info, iter_transformed
 
 import tft_penguins
 
@@ -150,7 +150,7 @@ def test_transformed_sequences_parse_with_the_recorded_spec(built):
   batch = next(iter(btr.load(out, "train", transformed=True,
                              batch_size=4)))
   assert batch[1]["mass_z"].shape[0] == 4
-  from beam_tfrecords.check import validate_transformed
+  from beam_tfrecords.inspect.check import validate_transformed
   assert validate_transformed(out).ok
 
 

@@ -22,7 +22,7 @@ else:
   torch = pytest.importorskip("torch")
 
 import beam_tfrecords as btr  # noqa: E402
-from beam_tfrecords.torch import Dataset, collate  # noqa: E402
+from beam_tfrecords.read.torch import Dataset, collate  # noqa: E402
 
 from test_windows import _build  # noqa: E402
 
@@ -97,7 +97,7 @@ def test_dataloader_workers_split_each_rank_share(days, workers):
 
 _RANK = r"""
 import json, sys, torch, torch.distributed as dist
-from beam_tfrecords.torch import Dataset
+from beam_tfrecords.read.torch import Dataset
 rank, port, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 # Made before the process group: the rank is looked up when it is read.
 ds = Dataset(json.loads(sys.argv[4]), drop_remainder=True, shuffle_seed=3)
@@ -261,7 +261,7 @@ def test_worker_batches_arrive_as_in_process(bundled):
   """Whole batches from 2 DataLoader workers (tensors as numpy in the
   pickle, text as Arrow's buffers: columns.Text) equal the ones read in
   this process, value for value and type for type."""
-  from beam_tfrecords.torch import Batch
+  from beam_tfrecords.read.torch import Batch
   path = str(bundled / "movie_ratings")
   ds = Dataset(path, batch_size=3)
   here = [b for w in range(2)  # each worker's share, read here
@@ -281,7 +281,7 @@ def test_worker_batches_arrive_as_in_process(bundled):
 
 
 def test_read_ahead_passes_errors_and_stops_when_closed():
-  from beam_tfrecords.torch import _ahead
+  from beam_tfrecords.read.torch import _ahead
 
   def items():
     yield 1
@@ -304,7 +304,7 @@ def test_read_ahead_passes_errors_and_stops_when_closed():
 
 
 def _text_types(batch):
-  from beam_tfrecords.torch import Batch
+  from beam_tfrecords.read.torch import Batch
   """In a worker: what user code sees of the batch's text."""
   return Batch({"kind": type(batch["suggestion"]).__name__,
                 "dtype": str(batch["suggestion"].dtype),
@@ -327,7 +327,7 @@ def test_code_in_a_worker_sees_object_arrays_and_odd_tensors_pickle(
   assert seen[0]["first"] == first[0]["suggestion"]
   assert seen[0]["movies"] == list(first[0]["movies"][:2])
   import pickle
-  from beam_tfrecords.torch import Batch as B
+  from beam_tfrecords.read.torch import Batch as B
   odd = B({"x": torch.ones(3, dtype=torch.bfloat16),
            "t": np.array(["a", "b"], dtype=object),
            "mixed": np.array(["a", b"b"], dtype=object),

@@ -11,9 +11,9 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import cli
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.tfrecord_files import iter_tfrecords
 from beam_tfrecords.encoding import columns as col
-from beam_tfrecords.errors import InputError
-from beam_tfrecords.tfrecord_files import iter_tfrecords
 from beam_tfrecords.schema.model import Feature, FeatureType
 from beam_tfrecords.schema.values import convert_cell
 from beam_tfrecords.sources import plan_inputs
@@ -324,7 +324,7 @@ def test_a_malformed_preprocess_spec_is_a_clean_error(tmp_path, capsys,
 
 
 def test_a_preprocess_spec_error_is_an_input_error():
-  from beam_tfrecords.preprocess import resolve_preprocess
+  from beam_tfrecords.sources.preprocess import resolve_preprocess
   with pytest.raises(InputError, match="is not a Python module name"):
     resolve_preprocess("../../etc/passwd:x")
 

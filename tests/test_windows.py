@@ -13,7 +13,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import InputError
-from beam_tfrecords.stream import RecordStream
+from beam_tfrecords.read.stream import RecordStream
 
 PENGUINS = pathlib.Path(__file__).resolve().parent / "data" / "penguins" / \
     "penguins.csv"
@@ -301,7 +301,7 @@ def test_what_follows_a_files_last_record_is_an_error(tmp_path):
   import gzip
   import importlib
   import shutil
-  from beam_tfrecords.stream import RecordStream
+  from beam_tfrecords.read.stream import RecordStream
   out = tmp_path / "movies"
   importlib.import_module("pipelines.movie_ratings").run(
       ["--output", str(out)])

@@ -38,14 +38,14 @@ import threading
 import time
 from typing import List, Optional
 
-from beam_tfrecords.errors import (AnomalyError, BadRowsError,
+from beam_tfrecords.cli import show
+from beam_tfrecords.cli.args import build_flags, format_options, parser
+from beam_tfrecords.core.errors import (AnomalyError, BadRowsError,
                                    BeamTFRecordsError, InputError,
                                    JobFailedError, NoInputError,
                                    OutputBusyError,
                                    PublishInterruptedError)
-from beam_tfrecords.cli import show
-from beam_tfrecords.cli.args import build_flags, format_options, parser
-from beam_tfrecords.progress import human_bytes
+from beam_tfrecords.core.progress import human_bytes
 
 __all__ = ["main", "parser", "EXIT_OK", "EXIT_FAILED", "EXIT_INPUT",
            "EXIT_BAD_ROWS", "EXIT_NO_INPUT", "EXIT_ANOMALY",
@@ -203,7 +203,7 @@ def _previous_baseline(args, output: str, schema) -> Optional[str]:
   """--baseline previous (or the schema's baseline: previous): the newest
   earlier date or span of the output's placeholders that holds a finished
   dataset; "" (no baseline) when there is none yet. None: not asked."""
-  from beam_tfrecords.schedule import has_placeholders, previous_output
+  from beam_tfrecords.building.schedule import has_placeholders, previous_output
   asked = args.baseline if args.baseline is not None else schema.baseline
   if asked != "previous":
     return None
@@ -243,8 +243,8 @@ def _build(args, beam_args: List[str]) -> int:
 
 def _build_command(args, beam_args: List[str]) -> int:
   from beam_tfrecords.runners.pipeline_options import check_beam_args
-  from beam_tfrecords.building import build
-  from beam_tfrecords.schedule import (Schedule, has_placeholders,
+  from beam_tfrecords.building.builder import build
+  from beam_tfrecords.building.schedule import (Schedule, has_placeholders,
                                       resolve_patterns)
   check_beam_args(beam_args, build_flags("build"))
   # Checked here with our flags for the suggestions; build() takes the
@@ -258,7 +258,7 @@ def _build_command(args, beam_args: List[str]) -> int:
       any(has_placeholders(p) for p in list(inputs) + [output]):
     inputs, output, chosen = resolve_patterns(inputs, output, schedule)
   args.output_template, args.output = args.output, output
-  from beam_tfrecords.options import BuildOptions
+  from beam_tfrecords.building.options import BuildOptions
   opts = BuildOptions.from_args(args)
   # Loaded once, here (for --baseline previous) and for build(); the
   # schema and the outputs may be on gs:// or s3://: the file systems need

@@ -3,8 +3,8 @@
 import argparse
 from typing import List
 
-from beam_tfrecords.options import add_arguments
-from beam_tfrecords.version import __version__
+from beam_tfrecords.building.options import add_arguments
+from beam_tfrecords.core.version import __version__
 
 __all__ = ["build_flags", "format_options", "parser"]
 

@@ -6,8 +6,8 @@ report); this module only formats it for a terminal.
 
 import json
 
-from beam_tfrecords.errors import InputError
-from beam_tfrecords.progress import human_bytes
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.progress import human_bytes
 
 __all__ = ["infer_schema_command", "inspect_command", "report_command",
            "validate_command"]
@@ -50,7 +50,7 @@ def _show(value) -> str:
 
 
 def _inspect_files(args) -> int:
-  from beam_tfrecords.check import inspect_files
+  from beam_tfrecords.inspect.check import inspect_files
   files, kind, features, lists, first = inspect_files(args.path,
                                                       args.records)
   total = sum(f.records for f in files)
@@ -83,8 +83,8 @@ def _inspect_files(args) -> int:
 def _window_of(paths):
   """The window `paths` name (datasets: several, a glob, a pin file), or
   None when they are one dataset or name TFRecord files."""
-  from beam_tfrecords.reader import is_dataset
-  from beam_tfrecords.window import datasets, is_pin, window
+  from beam_tfrecords.read.reader import is_dataset
+  from beam_tfrecords.read.window import datasets, is_pin, window
   if len(paths) == 1 and is_dataset(paths[0]):
     return None
   try:
@@ -103,7 +103,7 @@ def _window_of(paths):
 
 
 def _inspect_window(args, found) -> int:
-  from beam_tfrecords.reader import iter_records
+  from beam_tfrecords.read.reader import iter_records
   paths = [p for p, _ in found]
   print(f"window of {len(found)} datasets ({found[0][1].record}), read in "
         "this order:")
@@ -128,7 +128,7 @@ def _inspect_window(args, found) -> int:
 def inspect_command(args) -> int:
   """beam-tfrecords inspect: a dataset, a window of them, or TFRecord
   files made by anything."""
-  from beam_tfrecords.reader import (dataset_info, is_dataset, iter_records,
+  from beam_tfrecords.read.reader import (dataset_info, is_dataset, iter_records,
                                      iter_transformed)
   found = _window_of(args.path)
   if found is not None:
@@ -189,8 +189,8 @@ def inspect_command(args) -> int:
 
 def validate_command(args) -> int:
   """beam-tfrecords validate."""
-  from beam_tfrecords.check import validate, validate_transformed
-  from beam_tfrecords.reader import dataset_info, is_dataset
+  from beam_tfrecords.inspect.check import validate, validate_transformed
+  from beam_tfrecords.read.reader import dataset_info, is_dataset
   from beam_tfrecords.schema import load_schema
   report = validate(args.path, load_schema(args.schema), args.show)
   if report.kind_mismatch:
@@ -227,7 +227,7 @@ def _transformed(report) -> bool:
 
 def infer_schema_command(args) -> int:
   """beam-tfrecords infer-schema: the schema text on stdout."""
-  from beam_tfrecords.infer import infer_schema_for
+  from beam_tfrecords.inspect.infer import infer_schema_for
   print(infer_schema_for(args.input, args.format, args.name,
                          args.sample_rows, args.expect), end="")
   return 0
@@ -235,11 +235,11 @@ def infer_schema_command(args) -> int:
 
 def report_command(args) -> int:
   """beam-tfrecords report: writes the HTML page, prints its path (a
-  window's: its trend, beam_tfrecords.trend)."""
-  from beam_tfrecords.report import write_report
+  window's: its trend, beam_tfrecords.inspect.trend)."""
+  from beam_tfrecords.inspect.report import write_report
   found = _window_of(args.path)
   if found is not None:
-    from beam_tfrecords.trend import write_trend
+    from beam_tfrecords.inspect.trend import write_trend
     print(write_trend([p for p, _ in found], args.output))
     return 0
   print(write_report(args.path[0], args.output))

@@ -26,7 +26,7 @@ __all__ = ["SequenceAssembler"]
 Chunks = Iterable[Tuple[str, Sequence[Step]]]
 
 def _show_feature(value: Optional[bytes]) -> str:
-  from beam_tfrecords.tfrecord_files import decode_feature  # only for messages
+  from beam_tfrecords.core.tfrecord_files import decode_feature  # only for messages
   if value is None:
     return "missing"
   kind, values = decode_feature(value)

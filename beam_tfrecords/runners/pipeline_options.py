@@ -29,7 +29,7 @@ from apache_beam.options.pipeline_options import (DirectOptions,
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 from apache_beam.runners.runner import create_runner
 
-from beam_tfrecords.errors import InputError
+from beam_tfrecords.core.errors import InputError
 
 __all__ = ["check_beam_args", "pipeline_options", "is_direct",
            "is_local_direct", "is_dask", "spread_on_dask", "DASK_RUNNER",

@@ -22,10 +22,10 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_tfrecords.errors import JobFailedError
+from beam_tfrecords.core.errors import JobFailedError
+from beam_tfrecords.core.progress import ENV_DIR, LocalProgress, poll_metrics
 from beam_tfrecords.runners.gaps import release_bundle_outputs
 from beam_tfrecords.runners.pipeline_options import is_dask, is_direct, is_local_direct
-from beam_tfrecords.progress import ENV_DIR, LocalProgress, poll_metrics
 
 __all__ = ["run_pipeline", "sigint_deferred", "signals_deferred",
            "sigterm_interrupts", "Terminated", "runs_started"]

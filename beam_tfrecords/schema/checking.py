@@ -8,7 +8,7 @@ file so that each section only says the key and the message.
 import difflib
 from typing import Any, Iterable, Mapping, NoReturn, Optional
 
-from beam_tfrecords.errors import SchemaError, preview
+from beam_tfrecords.core.errors import SchemaError, preview
 
 __all__ = ["Checker", "closest", "suggest", "listed"]
 

@@ -1,6 +1,6 @@
 """The `expect:` blocks (of a feature, and of the dataset), `baseline:` and
 `on_anomaly:`, checked: what the data must show before it is published
-(beam_tfrecords.expectations checks it against the statistics).
+(beam_tfrecords.inspect.expectations checks it against the statistics).
 
     features:
       dep_delay:
@@ -16,7 +16,7 @@
 
 from typing import Any, Optional, Tuple
 
-from beam_tfrecords.errors import preview
+from beam_tfrecords.core.errors import preview
 from beam_tfrecords.schema.checking import Checker, listed, suggest
 from beam_tfrecords.schema.model import (ON_ANOMALY, DatasetExpect, Feature,
                                          FeatureExpect, FeatureType)

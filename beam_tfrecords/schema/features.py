@@ -3,7 +3,7 @@ default, required and (SequenceExample context) derive.
 
 Which keys a declaration may use depends on its type and on the role the
 feature plays; the image / tensor declarations that share the `features:`
-section are checked in `beam_tfrecords.schema.media`, with the key lists
+section are checked in `beam_tfrecords.schema.media_features`, with the key lists
 kept here so that a plain feature's message can point to them.
 """
 
@@ -11,7 +11,7 @@ import dataclasses
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from beam_tfrecords.errors import preview
+from beam_tfrecords.core.errors import preview
 from beam_tfrecords.schema import values as value_rules
 from beam_tfrecords.schema.checking import Checker, listed, suggest
 from beam_tfrecords.schema.expect import parse_feature_expect

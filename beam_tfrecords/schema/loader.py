@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import yaml
 
-from beam_tfrecords.errors import SchemaError, preview
+from beam_tfrecords.core.errors import SchemaError, preview
 from beam_tfrecords.schema.checking import Checker, listed, suggest
 from beam_tfrecords.schema.expect import (check_disjoint_keys,
                                           parse_baseline,
@@ -28,14 +28,14 @@ from beam_tfrecords.schema.expect import (check_disjoint_keys,
                                           parse_on_anomaly)
 from beam_tfrecords.schema.features import (FEATURE_TYPES, NAME_RE,
                                             parse_feature)
-from beam_tfrecords.schema.media import media_kind, parse_media
+from beam_tfrecords.schema.media_features import media_kind, parse_media
 from beam_tfrecords.schema.model import Feature, Media, RecordKind, Schema
 from beam_tfrecords.schema.sequence import (SEQUENCE_TOP_KEYS,
                                             check_split_columns,
                                             sequence_schema)
 from beam_tfrecords.schema.sizes import parse_size
 from beam_tfrecords.schema.splits import check_split_types, parse_splits
-from beam_tfrecords.schema.tft import parse_transform
+from beam_tfrecords.schema.tft_section import parse_transform
 
 # parse_size lives in schema.sizes; it stays importable from here.
 __all__ = ["load_schema", "schema_from_dict", "FEATURE_TYPES", "parse_size"]
@@ -250,7 +250,7 @@ def load_schema(source: Union[str, os.PathLike, Mapping, Schema],
 
 
 def _read_text(path: str) -> str:
-  from beam_tfrecords import fs  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.core import fs  # pylint: disable=import-outside-toplevel
   try:
     if not fs.exists(path):
       raise SchemaError("schema file not found", path=path)

@@ -10,7 +10,7 @@ rows); without it each row is one sequence whose cells hold lists of steps.
 import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
-from beam_tfrecords.errors import preview
+from beam_tfrecords.core.errors import preview
 from beam_tfrecords.schema.checking import Checker, listed, suggest
 from beam_tfrecords.schema.features import (CONTEXT, LISTS, STEPS,
                                             parse_feature, parse_type)

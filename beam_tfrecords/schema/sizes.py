@@ -7,7 +7,7 @@ The schema's `max_record_bytes:` uses them, and so do command-line options
 import re
 from typing import Any, Optional
 
-from beam_tfrecords.errors import preview
+from beam_tfrecords.core.errors import preview
 from beam_tfrecords.schema.checking import Checker
 
 __all__ = ["parse_size", "record_bytes"]

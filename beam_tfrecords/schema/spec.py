@@ -31,8 +31,8 @@ steps (`allow_missing`).
 
 from typing import Dict, List, NamedTuple
 
+from beam_tfrecords.schema.field_paths import is_path, parse_path
 from beam_tfrecords.schema.model import Feature, FeatureType, Schema
-from beam_tfrecords.schema.paths import is_path, parse_path
 
 __all__ = ["feature_spec", "spec_to_json", "dtype_name", "SequenceSpec",
            "aligned_lists"]

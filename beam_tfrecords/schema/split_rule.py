@@ -1,6 +1,6 @@
 """The `splits:` rule of a schema, as a frozen dataclass.
 
-Which split each row goes to (see beam_tfrecords.splits); the checks of the
+Which split each row goes to (see beam_tfrecords.encoding.splitting); the checks of the
 section are in beam_tfrecords.schema.splits.
 """
 
@@ -24,7 +24,7 @@ def training_split(names) -> Optional[str]:
 
 
 class SplitKind(enum.Enum):
-  """How rows are assigned to splits (see beam_tfrecords.splits)."""
+  """How rows are assigned to splits (see beam_tfrecords.encoding.splitting)."""
   NONE = "none"      # one split, "train"
   HASH = "hash"      # a stable hash of key columns, with weights
   VALUES = "values"  # a column's value names the split

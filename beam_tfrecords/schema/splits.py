@@ -2,14 +2,14 @@
 
 A hash rule (`hash:` key columns with `weights:`), or a column rule whose
 value names the split (`values:`) or is compared with ordered bounds
-(`below:`, with `rest:`). See beam_tfrecords.splits for how rows are
+(`below:`, with `rest:`). See beam_tfrecords.encoding.splitting for how rows are
 assigned.
 """
 
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from beam_tfrecords.errors import preview
+from beam_tfrecords.core.errors import preview
 from beam_tfrecords.schema.checking import Checker
 from beam_tfrecords.schema.model import (FeatureType, Schema, SplitKind,
                                          SplitRule)
@@ -23,7 +23,7 @@ _WEIGHT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*%\s*$")
 
 
 def parse_splits(check: Checker, raw: Any) -> SplitRule:
-  """The `splits:` section (see beam_tfrecords.splits)."""
+  """The `splits:` section (see beam_tfrecords.encoding.splitting)."""
   if not isinstance(raw, dict):
     check.fail("splits", "must be a mapping: {hash: [key columns], weights: "
                "{train: 80%, eval: 20%}}, {column: c, values: {...}} or "

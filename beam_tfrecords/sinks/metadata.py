@@ -17,12 +17,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.errors import BadRowsError, reason_category
-from beam_tfrecords.expectations import (ANOMALIES_FILE, CheckPlan,
-                                         check_dataset)
-from beam_tfrecords.info import (DATASET_JSON, Counts, DatasetInfo, ErrorFile,
+from beam_tfrecords.core.errors import BadRowsError, reason_category
+from beam_tfrecords.core.info import (DATASET_JSON, Counts, DatasetInfo, ErrorFile,
                                  ErrorReason, Errors, ShardInfo, SplitInfo,
                                  TransformInfo)
+from beam_tfrecords.inspect.expectations import (ANOMALIES_FILE, CheckPlan,
+                                         check_dataset)
 from beam_tfrecords.runners.gaps import gather
 from beam_tfrecords.sinks.tfdv import STATISTICS_FILE, statistics_bytes
 # The transformed shards' folder (beam_tfrecords.tft, which imports
@@ -269,7 +269,7 @@ def write_info(directory: str, info: DatasetInfo) -> None:
 def _report(directory: str, info: DatasetInfo) -> Optional[str]:
   """The report page of the staged dataset; a failure to render it is
   logged and the dataset goes without (its data is not at stake)."""
-  from beam_tfrecords.report import render_report  # no cycle at import
+  from beam_tfrecords.inspect.report import render_report  # no cycle at import
   try:
     return render_report(directory, info)
   except Exception as e:  # pylint: disable=broad-except

@@ -23,7 +23,7 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
 import numpy as np
 import pyarrow as pa
 
-from beam_tfrecords.tfrecord_files import frame_records
+from beam_tfrecords.core.tfrecord_files import frame_records
 
 __all__ = ["RUN", "Parts", "pack", "in_key_order", "windows", "deal_records",
            "BLOCK_BYTES"]

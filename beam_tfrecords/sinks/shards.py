@@ -49,12 +49,12 @@ from apache_beam.io.filesystems import FileSystems
 import numpy as np
 from isal import isal_zlib
 
-from beam_tfrecords.errors import InputError
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.tfrecord_files import (count_tfrecords, frame_records,
+                                           unframe_records)
 from beam_tfrecords.runners.gaps import separates_outputs
 from beam_tfrecords.sinks import runs
 from beam_tfrecords.sinks.parts import ShardWritten
-from beam_tfrecords.tfrecord_files import (count_tfrecords, frame_records,
-                                           unframe_records)
 
 __all__ = ["WriteShards", "WriteWithBeamSink", "Codec", "Shuffle",
            "finish_shard_names", "rolled_name", "TFRECORD_GZIP", "JSON_LINES",

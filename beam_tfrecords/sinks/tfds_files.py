@@ -25,12 +25,12 @@ from typing import Any, Dict
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.errors import InputError
-from beam_tfrecords.info import DatasetInfo
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.info import DatasetInfo
+from beam_tfrecords.core.tfrecord_files import frame_records
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.sinks.shards import Codec
-from beam_tfrecords.tfrecord_files import frame_records
 
 __all__ = ["check_tfds", "write_tfds_files", "features_json", "TFDS_FILES",
            "TFDS_TEMPLATE", "TFDS_SUFFIX", "TFRECORD_PLAIN"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.info import DatasetInfo, TransformInfo
+from beam_tfrecords.core.info import DatasetInfo, TransformInfo
 from beam_tfrecords.sinks.metadata import TRANSFORM_DIRS, write_info
 
 __all__ = ["describe_transform"]

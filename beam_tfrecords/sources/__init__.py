@@ -11,17 +11,17 @@ import re
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
                     Tuple, Union, overload)
 
-from beam_tfrecords.errors import InputError
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.schema.field_paths import Path, is_path, parse_path
 from beam_tfrecords.sources import csv as _csv  # registers "csv"
+from beam_tfrecords.sources import image_folders as _images  # registers "images"
 from beam_tfrecords.sources import jsonl as _jsonl  # registers "jsonl", "json"
 from beam_tfrecords.sources import parquet as _parquet  # registers "parquet"
-from beam_tfrecords.sources import images as _images  # registers "images"
 from beam_tfrecords.sources import tfrecord as _tfrecord  # registers "tfrecord"
 from beam_tfrecords.sources.base import (FORMATS, InputFile, ReadError,
                                          ReadUnit, SourceBatch)
 from beam_tfrecords.sources.files import match_inputs
-from beam_tfrecords.sources.paths import PathError, check_type, resolve
-from beam_tfrecords.schema.paths import Path, is_path, parse_path
+from beam_tfrecords.sources.nested_columns import PathError, check_type, resolve
 
 __all__ = ["FORMATS", "InputFile", "InputPlan", "ReadError", "ReadUnit",
            "SourceBatch", "plan_inputs", "read_unit", "resolve_format",

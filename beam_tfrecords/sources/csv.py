@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from beam_tfrecords.errors import InputError
+from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.sources import files as file_io
 from beam_tfrecords.sources.base import (Format, InputFile, ReadError,
                                          ReadUnit, SourceBatch, register_format)

@@ -1,4 +1,4 @@
-"""Input files on any file system (local, gs://, s3://, ...; beam_tfrecords.fs)."""
+"""Input files on any file system (local, gs://, s3://, ...; beam_tfrecords.core.fs)."""
 
 import bz2
 import gzip
@@ -9,8 +9,8 @@ import zlib
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
-from beam_tfrecords import fs
-from beam_tfrecords.errors import InputError
+from beam_tfrecords.core import fs
+from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.sources.base import InputFile
 
 __all__ = ["match_inputs", "open_input", "open_range", "read_range", "count_lines_before",

@@ -9,7 +9,7 @@ rules judge each one). A key absent from a line is a missing value.
 import json
 from typing import Iterator, Optional, Sequence
 
-from beam_tfrecords.errors import InputError
+from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.sources import files as file_io
 from beam_tfrecords.sources.base import (Format, ReadError, ReadUnit,
                                          SourceBatch, register_format,

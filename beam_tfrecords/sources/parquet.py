@@ -7,7 +7,7 @@ from typing import (Any, Dict, Iterator, List, Mapping, Optional, Sequence,
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from beam_tfrecords.errors import InputError
+from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.sources import files as file_io
 from beam_tfrecords.sources.base import (CHUNK_BYTES, Format, InputFile,
                                          ReadUnit, SourceBatch, register_format)

@@ -27,8 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tfrecords.errors import InputError
-from beam_tfrecords.tfrecord_files import (iter_tfrecords, proto_fields,
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.tfrecord_files import (iter_tfrecords, proto_fields,
                                     read_varint)
 from beam_tfrecords.sources.base import (Format, InputFile, ReadError,
                                          ReadUnit, SourceBatch,
@@ -59,7 +59,7 @@ def _has_feature_lists(record: bytes) -> bool:
 
 
 def _not_example_reason(record: bytes) -> str:
-  from beam_tfrecords.tfrecord_files import decode_sequence_example
+  from beam_tfrecords.core.tfrecord_files import decode_sequence_example
   try:
     decode_sequence_example(record)
     return ("the record is a tf.train.SequenceExample, not a "

@@ -20,7 +20,7 @@ in the same order: as deterministic as the raw ones, and memory that does
 not grow with the rows. The transform graph is written in TFT's layout
 (transform_fn/, transformed_metadata/), which
 `tft.TFTransformOutput(dataset_dir)` reads;
-`beam_tfrecords.reader.transform_output` returns it, and the raw schema
+`beam_tfrecords.read.reader.transform_output` returns it, and the raw schema
 beside it (`metadata/`, as TFX's Transform writes it), so TFX's serving
 recipe works: `raw_feature_spec()`, then `transform_features_layer()`.
 

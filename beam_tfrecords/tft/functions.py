@@ -9,11 +9,11 @@ import hashlib
 import inspect
 from typing import Any, Callable, Dict, List, Optional, Union
 
-from beam_tfrecords.errors import InputError
-from beam_tfrecords.preprocess import function_digest, import_function
+from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.schema import Schema, load_schema
 from beam_tfrecords.schema.model import TransformSpec
 from beam_tfrecords.schema.tfmd import SEQUENCE_FEATURE, to_tfmd
+from beam_tfrecords.sources.preprocess import function_digest, import_function
 
 __all__ = ["preprocessing_fn", "with_preprocessing_fn", "combined_fn",
            "check_traces", "analyze_columns", "fn_digest", "traced_key",

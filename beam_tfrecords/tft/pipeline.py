@@ -29,12 +29,11 @@ from typing import Any, Dict, List, Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.arrays import tfx_decoder
+from beam_tfrecords.core.tfrecord_files import frame_records, iter_tfrecords
+from beam_tfrecords.read.arrays import tfx_decoder
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.sinks.metadata import RAW_METADATA_DIR
-from beam_tfrecords.sinks.parts import ShardWritten
 from beam_tfrecords.sinks.shards import TFRECORD_GZIP, ShardFiles
-from beam_tfrecords.tfrecord_files import frame_records, iter_tfrecords
 from beam_tfrecords.tft.functions import (analyze_columns, combined_fn,
                                           tfxio_source)
 from beam_tfrecords.tft.outputs import TransformedEncoder

@@ -15,12 +15,12 @@ from apache_beam.transforms.window import BoundedWindow
 from apache_beam.utils.timestamp import Timestamp
 from apache_beam.utils.windowed_value import WindowedValue
 
+from beam_tfrecords.core.errors import reason_category
+from beam_tfrecords.core.progress import tally
 from beam_tfrecords.encoding.example import RowError
-from beam_tfrecords.errors import reason_category
-from beam_tfrecords.progress import tally
+from beam_tfrecords.encoding.splitting import SplitAssigner, key_types
 from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.sources import SourceBatch
-from beam_tfrecords.splits import SplitAssigner, key_types
 
 __all__ = ["ERRORS", "STATS", "FEATURE_STATS", "KEY_DIGESTS", "STAT_FIELDS",
            "ENCODE_THREADS_MAX", "Output", "SchemaFn", "by_split", "stats",

@@ -14,9 +14,10 @@ from typing import Any, Dict, Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.encoding.stats import merge as merge_stats
-from beam_tfrecords.expectations import CheckPlan
-from beam_tfrecords.info import DatasetInfo
+from beam_tfrecords.inspect.expectations import CheckPlan
+from beam_tfrecords.publish.finish import Finish, FinishPlan
 from beam_tfrecords.runners.gaps import separates_outputs
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
@@ -24,11 +25,10 @@ from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
 from beam_tfrecords.sinks.parts import (FeatureStatistics, OutputStaged,
                                         RowCounts)
 from beam_tfrecords.sinks.shards import PARTS_DIR, Codec
-from beam_tfrecords.sinks.finish import Finish, FinishPlan
 from beam_tfrecords.transforms.dead_letters import dead_letter_json
-from beam_tfrecords.transforms.overlap import CountOverlap
 from beam_tfrecords.transforms.encode import (FEATURE_STATS, KEY_DIGESTS,
                                               STAT_FIELDS, Encode)
+from beam_tfrecords.transforms.overlap import CountOverlap
 
 __all__ = ["WriteBatches", "DatasetPlan", "SINKS"]
 

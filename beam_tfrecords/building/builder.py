@@ -1,0 +1,352 @@
+"""build(): plan the inputs on the launcher, then `ReadInputs |
+WriteBatches` as one Beam pipeline, and run it.
+
+Everything that can be checked is checked before the pipeline is built:
+the schema (when loaded), the inputs (globs, headers, columns), the options
+and the output (locked for this build; an existing finished dataset is
+kept unless overwrite is asked for).
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import re
+import time
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
+                    Tuple, Union)
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beam_tfrecords import tft
+from beam_tfrecords.building import planning
+from beam_tfrecords.building.options import BuildOptions
+from beam_tfrecords.building.planning import shard_plan
+from beam_tfrecords.core.errors import (AnomalyError, InputError, OutputBusyError,
+                                   OutputError, PublishInterruptedError,
+                                   from_worker)
+from beam_tfrecords.core.info import DatasetInfo, SplitInfo
+from beam_tfrecords.inspect.expectations import ANOMALIES_FILE
+from beam_tfrecords.publish.journal import (has_journal, recover,
+                                            remove_staging)
+from beam_tfrecords.publish.output import check_output_path
+from beam_tfrecords.publish.staging import (Staged, output_failure,
+                                            stage_output)
+from beam_tfrecords.runners.dofn_specs import memoized_dofn_specs
+from beam_tfrecords.runners.pipeline_options import (check_paths_reach_workers, is_dask,
+                                         pipeline_options, runner_name,
+                                         spread_on_dask)
+from beam_tfrecords.runners.run import job_failure, run_pipeline
+from beam_tfrecords.schema import Schema, load_schema
+from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
+from beam_tfrecords.schema.tfmd import tfmd_text
+from beam_tfrecords.sources import InputPlan, plan_inputs
+from beam_tfrecords.sources.csv import TRANSFORM_BLOCK_SIZE
+from beam_tfrecords.sources.preprocess import (SHIPPING, Preprocess,
+                                       resolve_preprocess)
+from beam_tfrecords.transforms import ReadInputs
+from beam_tfrecords.transforms.dataset import WriteBatches
+from beam_tfrecords.transforms.inputs import unit_bytes
+
+__all__ = ["build", "BuildResult", "DEFAULT_SPLIT", "shard_plan"]
+
+_LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildResult:
+  """What a finished build wrote: `info`, its dataset.json typed."""
+  output: str
+  info: DatasetInfo
+  seconds: float
+  # True when nothing was built: the output already held a dataset of the
+  # same inputs, schema and options (see build(..., force=...)).
+  up_to_date: bool = False
+
+  @property
+  def splits(self) -> Dict[str, SplitInfo]:
+    return self.info.splits
+
+  @property
+  def rows_rejected(self) -> int:
+    return self.info.counts.rows_rejected
+
+
+def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]],
+          output: str, *, options: Optional[BuildOptions] = None,
+          input_format: Optional[str] = None,
+          format_options: Optional[Mapping[str, Any]] = None,
+          beam_args: Union[None, Sequence[str], PipelineOptions] = None,
+          preprocess: Union[None, str, Callable] = None,
+          preprocessing_fn: Union[None, str, Callable] = None,
+          progress: bool = False, **option_keywords: Any) -> BuildResult:
+  """Builds a TFRecord dataset and waits for it to finish.
+
+  Args:
+    schema: a schema file path, dict or Schema.
+    inputs: file paths or globs (local, gs://, s3://, ...).
+    output: the dataset directory.
+    options: how the dataset is written (btr.BuildOptions: shards, sink,
+      shuffle, thresholds, overwrite, force, ...); each of its fields may
+      also be given as a keyword (`num_shards=3`), which replaces the
+      field of `options`.
+    input_format: csv, jsonl, json, parquet; None: from the extensions.
+    format_options: source options, e.g. {"delimiter": ";"} for CSV.
+    beam_args: Beam pipeline options (list of flags or PipelineOptions).
+    preprocess: a function pyarrow.RecordBatch -> RecordBatch, or
+      "module:function", run on the workers on every batch read before
+      encoding: it gets every column of the input and returns the columns
+      the schema reads, for the same rows in order (see
+      beam_tfrecords.sources.preprocess). Checked here: it must pickle.
+    preprocessing_fn: a TensorFlow Transform preprocessing_fn (or
+      "module:function"), analyzed on the training split and applied to
+      every split, alongside or instead of the schema's transform:
+      features (it replaces the schema's transform.preprocessing_fn; see
+      beam_tfrecords.tft). Traced here first.
+    progress: show the build's progress on stderr (a live line on a
+      terminal, else a line every few seconds); on runners other than the
+      DirectRunner, the job's metrics as they report them.
+
+  Returns:
+    A BuildResult with the dataset.json content.
+
+  Raises:
+    TypeError: a keyword that is no option.
+    SchemaError, InputError: before anything runs.
+    BadRowsError: over a threshold; nothing is published.
+    KeyboardInterrupt: the build was interrupted; its staging folder is
+      removed and nothing is published.
+  """
+  started = time.time()
+  opts = BuildOptions.with_keywords(options, option_keywords)
+  del options  # the build options are `opts` from here on
+  beam_opts, runner = pipeline_options(beam_args)
+  # The launcher reads the schema, lists, reads headers and publishes
+  # through FileSystems too: it needs the same file system options as the
+  # workers (S3 endpoint and credentials, GCS project, ...).
+  FileSystems.set_options(beam_opts)
+  schema = load_schema(schema)
+  patterns = [inputs] if isinstance(inputs, str) else list(inputs)
+  check_output_path(output)
+  output = output.rstrip("/")
+  check_paths_reach_workers(beam_opts, list(patterns) + [output])
+  if "://" not in output:  # workers run elsewhere: an absolute path
+    output = os.path.abspath(output)
+  schema = tft.with_preprocessing_fn(schema, preprocessing_fn)
+  schema, plan, user_fn = _plan(schema, patterns, output, input_format,
+                                format_options, preprocess, beam_opts)
+  tft_key = tft.traced_key(schema)
+  if is_dask(runner):
+    _check_dask(schema)
+    spread_on_dask(beam_opts, len(plan.units))
+  # Checked and locked (one build at a time per output: the lock is held
+  # until the end), earlier builds recovered, the staging folder made.
+  staged = _stage(schema, plan, opts, output, patterns, user_fn, tft_key,
+                  beam_opts)
+  interrupted = True
+  try:
+    if staged.dataset is None:
+      _LOG.info("%s is up to date (same inputs, schema and options)",
+                output)
+      return BuildResult(output=output,
+                         info=DatasetInfo.from_json(staged.previous or {}),
+                         seconds=time.time() - started, up_to_date=True)
+    dataset = staged.dataset
+    staging = dataset.staging
+    with memoized_dofn_specs():
+      try:
+        pipeline = _pipeline(schema, plan, user_fn, dataset, runner,
+                             beam_opts)
+      except BaseException:  # nothing ran: no staging folder left behind
+        remove_staging(staging)
+        raise
+      _run(pipeline, beam_opts, progress, sum(f.size for f in plan.files),
+           output, staging, schema)
+    interrupted = False
+    info = DatasetInfo.from_directory(output)
+    _LOG.info("Published %s", output)
+    return BuildResult(output=output, info=info,
+                       seconds=time.time() - started)
+  except KeyboardInterrupt:
+    # Between the steps that remove the staging folder on an interruption
+    # (Ctrl-C, SIGTERM): removed here, unless its publish began.
+    if interrupted and staged.dataset is not None and not has_journal(
+        staged.dataset.staging):
+      try:
+        remove_staging(staged.dataset.staging)
+      except Exception:  # pylint: disable=broad-except
+        pass
+    raise
+  finally:
+    if staged.lock is not None:
+      staged.lock.release()
+
+def _stage(schema: Schema, plan: InputPlan, opts: BuildOptions, output: str,
+           patterns: List[str], user_fn, tft_key: Dict[str, Any],
+           beam_opts) -> Staged:
+  """The output checked, locked and staged for this build's key (or found
+  up to date), with the dataset's plan."""
+  fingerprint = planning.input_fingerprint(plan.files)
+  key = planning.build_key(schema, plan, fingerprint, {
+      **opts.key(),
+      **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {}),
+      **tft_key})
+  described = {"format": plan.format, "patterns": patterns,
+               "files": planning.listed_inputs(plan),
+               "fingerprint": fingerprint}
+  return stage_output(
+      output, key, beam_opts, force=opts.force, overwrite=opts.overwrite,
+      overwrite_hint="--overwrite", tfmd=tfmd_text(schema),
+      plan=lambda staging, run: planning.dataset_plan(
+          schema, plan, opts.resolved(schema), output, staging, run, key,
+          described, user_fn))
+
+
+
+def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
+              options) -> beam.Pipeline:
+  """The build's pipeline: read the inputs, write the dataset."""
+  if user_fn is None:  # (a function may leave no rows: not checked)
+    dataset = dataclasses.replace(dataset, finish=dataset.finish._replace(
+        units=tuple(plan.units), columns=tuple(schema.columns),
+        runner=runner_name(options)))
+  _LOG.info("Building %s from %d file(s), %d read unit(s) -> %s",
+            schema.name, len(plan.files), len(plan.units),
+            dataset.finish.output)
+  pipeline = beam.Pipeline(runner=runner, options=options)
+  _ = (pipeline
+       | "ReadInputs" >> ReadInputs(
+           plan.units, schema.columns, user_fn,
+           unit_bytes(plan.units, [(f.path, f.size) for f in plan.files]))
+       # SourceBatch
+       | "WriteDataset" >> WriteBatches(schema, dataset))
+  return pipeline
+
+
+def _anomalies_in(staging: str) -> List[Dict[str, Any]]:
+  """The anomalies a failed build found (its staged anomalies.json)."""
+  try:
+    with FileSystems.open(FileSystems.join(staging, ANOMALIES_FILE)) as f:
+      return json.loads(f.read().decode("utf-8"))["found"]
+  except Exception:  # pylint: disable=broad-except
+    return []
+
+
+def _unshipped_transform(error: Exception, schema: Schema
+                         ) -> Optional[InputError]:
+  """The user's preprocessing_fn whose module a worker could not import
+  (TFT traces it again on a worker to save the final graph), said so."""
+  spec = schema.transform
+  if spec is None or spec.fn is None:
+    return None
+  module = getattr(spec.fn, "__module__", None) or ""
+  found = re.search(r"No module named '([\w.]+)'", str(error))
+  if not found or not module or not (
+      module == found.group(1) or module.startswith(found.group(1) + ".")):
+    return None
+  return InputError(
+      f"the preprocessing_fn {spec.preprocessing_fn} cannot be loaded on a "
+      f"worker (ModuleNotFoundError: No module named '{found.group(1)}'): "
+      f"TensorFlow Transform traces it again there; the {SHIPPING}")
+
+
+def _summary(error: Exception) -> str:
+  """A failed job's error in a line or two: TensorFlow's own message
+  where there is one (the line before its "[[{{node" line, or a failed
+  assertion), else the last line naming an error and the one after it,
+  else the first line."""
+  lines = [line.strip() for line in str(error).strip().splitlines()
+           if line.strip()]
+  if not lines:
+    return type(error).__name__
+  for i, line in enumerate(lines):
+    # TensorFlow's message sits right before the "[[{{node ...}}]]" line.
+    if i and line.startswith("[[{{node"):
+      return f"{lines[0][:200]} ... {lines[i - 1][:300]}"
+  for line in lines:
+    if line.startswith("assertion failed"):
+      return f"{lines[0][:200]} ... {line[:300]}"
+  named = [i for i, line in enumerate(lines)
+           if re.search(r"\w(Error|Exception): ", line)]
+  if named:
+    return " ".join(lines[named[-1]:named[-1] + 2])[:500]
+  return f"{type(error).__name__}: {lines[0][:500]}"
+
+
+def _check_dask(schema: Schema) -> None:
+  """What Beam's DaskRunner cannot run (see runners.gaps)."""
+  if schema.transform is not None:
+    raise InputError(
+        "schemas with transform: cannot run on the DaskRunner: TensorFlow "
+        "Transform's analyzers are multi-output ParDos and side inputs, "
+        "which Beam 2.77's DaskRunner does not translate (it would "
+        "publish wrong data); build them on the DirectRunner, Dataflow or "
+        "a portable runner (Flink, Spark)")
+
+
+def _plan(schema: Schema, patterns: List[str], output: str, input_format,
+          format_options, preprocess, options
+          ) -> Tuple[Schema, InputPlan, Optional[Preprocess]]:
+  """The inputs (files, read units, format options), the schema with its
+  media settings resolved, and the preprocess function (checked)."""
+  needed = planning.needed_columns(schema)
+  user_fn = resolve_preprocess(preprocess)
+  plan = plan_inputs(patterns, () if user_fn else schema.columns,
+                     {} if user_fn else needed, input_format, format_options,
+                     lambda: planning.scalar_columns(schema),
+                     TRANSFORM_BLOCK_SIZE if schema.transform else None)
+  if user_fn is not None and plan.options.get("column_names"):
+    # Inputs with a fixed set of columns (CSV, Parquet) must have those
+    # the schema needs; with a function, its output is known on the
+    # workers only, so they are checked there, after it ran. (In JSON and
+    # TFRecord input an absent column is a missing value.)
+    user_fn = dataclasses.replace(user_fn, needed=tuple(dict.fromkeys(
+        needed)))
+  schema = planning.resolve_media(schema, plan)
+  planning.check_inputs_outside(output, plan, schema)
+  check_paths_reach_workers(options, [
+      m.options["base_dir"] for m in schema.media
+      if m.kind is MediaKind.IMAGE and m.options.get("base_dir")])
+  return schema, plan, user_fn
+
+
+def _run(pipeline, options, progress: bool, input_bytes: int, output: str,
+         staging: str, schema: Schema) -> None:
+  """Runs the pipeline; on Ctrl-C or a failed write into the output,
+  removes the staging folder (a publish that began is finished instead)."""
+  try:
+    run_pipeline(pipeline, options, progress, input_bytes)
+  except KeyboardInterrupt:
+    if has_journal(staging):
+      # Interrupted while publishing: the switch is finished, not undone.
+      recover(output, keep="")
+      _LOG.warning("interrupted while publishing %s: finished publishing "
+                   "first", output)
+      return
+    remove_staging(staging)
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    typed = from_worker(e)
+    if isinstance(typed, (OutputError, PublishInterruptedError,
+                          OutputBusyError)):
+      raise typed from e  # the publish said what happened
+    failure = output_failure(output, staging, e)
+    if failure is not None:
+      raise failure from e
+    unshipped = _unshipped_transform(e, schema)
+    if unshipped is not None:
+      raise unshipped from e
+    if isinstance(typed, AnomalyError):
+      typed.anomalies = _anomalies_in(staging)
+    if typed is e:
+      job = job_failure(e, runner_name(options).rsplit(".", 1)[-1])
+      if job is not None:
+        raise job from e
+      _LOG.error("the build's job failed on the runner; nothing was "
+                 "published (%s keeps its previous content; the next build "
+                 "removes this one's staging folder, %s): %s", output,
+                 staging, _summary(e))
+      raise
+    raise typed from e

@@ -1,0 +1,339 @@
+"""A build's options, declared once: `BuildOptions`.
+
+    btr.build("schemas/movies.yaml", "data/*.csv", "out/movies",
+              options=btr.BuildOptions(num_shards=3, max_bad_fraction=0.05))
+
+Each field carries its command-line flag and help (`add_arguments` makes
+the `build` command's flags from them, and docs/cli.md is generated from
+that parser), whether it enters the build key (`key()`), and its group
+(shards, writing, contents, thresholds, publishing: the CLI's help
+sections; `.shards` and `.thresholds` give two of them as values).
+`build()` and `WriteDataset` take an `options=` and, as before, each
+option as a keyword (`build(..., num_shards=3)`); `with_keywords` checks
+those names against the declaration.
+"""
+
+import argparse
+import dataclasses
+import difflib
+from typing import (Any, Dict, Mapping, NamedTuple, Optional, Sequence,
+                    Union)
+
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.schema import Schema
+from beam_tfrecords.schema.model import ON_ANOMALY
+from beam_tfrecords.schema.sizes import parse_size
+
+__all__ = ["BuildOptions", "ShardOptions", "Thresholds", "SINK_NAMES",
+           "GROUPS", "add_arguments"]
+
+SINK_NAMES = ("deterministic", "beam")
+
+# The groups, in the order the CLI's help shows them: (name, title).
+GROUPS = (("shards", "shards"), ("writing", "writing"),
+          ("contents", "contents"),
+          ("thresholds", "rejected rows"),
+          ("checks", "expectations (the schema's expect: blocks)"),
+          ("publishing", "publishing"))
+
+
+def _num_shards(text: str) -> Union[int, Dict[str, int]]:
+  """"8" -> 8; "train=8,eval=1" -> {"train": 8, "eval": 1}."""
+  try:
+    if "=" not in text:
+      return int(text)
+    out = {}
+    for item in text.split(","):
+      name, _, n = item.partition("=")
+      out[name.strip()] = int(n)
+    return out
+  except ValueError:
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: give a number (8) or split=number pairs "
+        "(train=8,eval=1)") from None
+
+
+def _size(text: str) -> int:
+  size = parse_size(text)
+  if size is None:
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: give a size such as 256MB, 1GiB or 1000000 (bytes)")
+  return size
+
+
+def _option(default: Any, group: str, help: str, *,  # pylint: disable=redefined-builtin
+            key: str = "always", **cli: Any) -> Any:
+  """A field of BuildOptions with its declaration.
+
+  Args:
+    group: one of GROUPS.
+    help: the flag's help (docs/cli.md shows it).
+    key: "always": in the build key; "changed": in it only when not the
+      default (options added later, so that earlier datasets keep their
+      key); "never": does not change what is built.
+    cli: argparse's add_argument keywords (type, choices, metavar, flag:
+      the flag when not --<name>).
+  """
+  return dataclasses.field(default=default, metadata={
+      "group": group, "help": help, "key": key, "cli": cli})
+
+
+class ShardOptions(NamedTuple):
+  """How the splits are cut into files."""
+  num_shards: Union[None, int, Mapping[str, int]]
+  max_shard_size: Union[None, int, str]
+
+
+class Thresholds(NamedTuple):
+  """When rejected rows fail the build (None: not given)."""
+  max_bad_rows: Optional[int]
+  max_bad_fraction: Optional[float]
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildOptions:
+  """How a dataset is written: the same for build(), WriteDataset and the
+  command line (the flag of each field is --num-shards for num_shards).
+
+  Attributes:
+    num_shards: files per split: one number for every split, or a dict
+      split -> number; splits without one get files of at most
+      `max_shard_size` (see planning.shard_plan).
+    max_shard_size: the largest file, in bytes or as text (256MB, 1GiB);
+      None: 256 MiB.
+    shuffle_seed: None: records in input order; a number: records spread
+      over the shards at random and written in a random order, the same
+      for the same seed (see sinks.shards.Shuffle).
+    sink: "deterministic" (byte-identical files on every run) or "beam"
+      (Beam's WriteToTFRecord: same format, runner-decided placement;
+      build() only).
+    gzip_level: None: ISA-L's fast deflate; 1-9: zlib at that level
+      (smaller files, slower). Every choice writes standard gzip.
+    tfds: a dataset TensorFlow Datasets reads: uncompressed shards and
+      TFDS's metadata files (sinks.tfds_files).
+    report: write report.html into the dataset (beam_tfrecords.inspect.report):
+      one HTML page with the splits, rejected rows and per-feature plots.
+    statistics: per-feature statistics in dataset.json and statistics.pb
+      (computed in the encoding pass).
+    max_bad_rows, max_bad_fraction: fail instead of publishing when more
+      rows (or a larger fraction of the rows read) are rejected; None: the
+      schema's value. With neither given anywhere, the build fails when
+      more than 1% of the rows read are rejected, or when rows were
+      rejected and a split got no records (give max_bad_fraction=1.0 to
+      publish whatever was rejected).
+    baseline: a finished dataset to check drift and records_change
+      against (None: the schema's `baseline:`, else none).
+    on_anomaly: "fail" (an anomaly fails the build; nothing is published)
+      or "warn" (published, the anomalies recorded); None: the schema's
+      `on_anomaly:`, else "fail".
+    overwrite: replace an existing finished dataset.
+    force: build even when the output holds a finished dataset of the same
+      inputs (paths, sizes, modification times), schema, options and tool
+      version; without it such a build returns at once, up to date
+      (build() only: WriteDataset always builds).
+  """
+  num_shards: Union[None, int, Mapping[str, int]] = _option(
+      None, "shards", "shard files per split: exactly N for every split, or "
+      "train=8,eval=1 (default: as many as --max-shard-size needs)",
+      type=_num_shards)
+  max_shard_size: Union[None, int, str] = _option(
+      None, "shards", "the largest shard file, e.g. 256MB or 1GiB, for the "
+      "splits --num-shards does not fix (default: 256MiB)", type=_size)
+  shuffle_seed: Optional[int] = _option(
+      None, "writing", "shuffle the records (seeded: the same seed gives the "
+      "same files); default: input order", type=int)
+  sink: str = _option(
+      "deterministic", "writing", "deterministic: byte-identical shard files "
+      "on every run (default); beam: Beam's WriteToTFRecord (same format, "
+      "the runner places the records)", choices=list(SINK_NAMES))
+  gzip_level: Optional[int] = _option(
+      None, "writing", "compress with zlib at this level (smaller files, "
+      "slower); default: ISA-L's fast deflate", type=int,
+      choices=range(1, 10), metavar="1-9")
+  tfds: bool = _option(
+      False, "writing", "a dataset TensorFlow Datasets reads "
+      "(tfds.builder_from_directory): uncompressed shards and TFDS's "
+      "dataset_info.json and features.json; Example schemas whose features "
+      "are always there", key="changed")
+  report: bool = _option(
+      True, "contents", "do not write report.html into the dataset",
+      key="changed", flag="--no-report")
+  statistics: bool = _option(
+      True, "contents", "leave the per-feature statistics out of "
+      "dataset.json (they cost about 7%% of a build's time)",
+      flag="--no-statistics")
+  max_bad_rows: Optional[int] = _option(
+      None, "thresholds", "fail (publish nothing) when more rows are "
+      "rejected", type=int)
+  max_bad_fraction: Optional[float] = _option(
+      None, "thresholds", "fail when a larger fraction of the rows read is "
+      "rejected, e.g. 0.05 (1 publishes whatever is rejected). Default, "
+      "with neither flag nor schema key: fail above 0.01, or when rows were "
+      "rejected and a split got no records", type=float)
+  baseline: Optional[str] = _option(
+      None, "checks", "a finished dataset to compare with (drift, "
+      "records_change): its folder, or previous: the newest earlier "
+      "date or span of the output's placeholders; default: the schema's "
+      "baseline:, else none", key="changed", metavar="DIR|previous")
+  on_anomaly: Optional[str] = _option(
+      None, "checks", "fail: an anomaly fails the build, nothing is "
+      "published (the default, or the schema's on_anomaly:); warn: "
+      "publish anyway, the anomalies recorded in dataset.json, "
+      "anomalies.json and the report", key="changed",
+      choices=list(ON_ANOMALY))
+  overwrite: bool = _option(
+      False, "publishing", "replace an existing finished dataset",
+      key="never")
+  force: bool = _option(
+      False, "publishing", "build even if the output is up to date (same "
+      "inputs, schema and options as its last build)", key="never")
+
+  @property
+  def shards(self) -> ShardOptions:
+    return ShardOptions(self.num_shards, self.max_shard_size)
+
+  @property
+  def thresholds(self) -> Thresholds:
+    return Thresholds(self.max_bad_rows, self.max_bad_fraction)
+
+  @classmethod
+  def names(cls) -> Sequence[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+  @classmethod
+  def with_keywords(cls, options: Optional["BuildOptions"],
+                    keywords: Mapping[str, Any],
+                    caller: str = "build()") -> "BuildOptions":
+    """`options` (default: the defaults) with these fields replaced.
+
+    Raises:
+      TypeError: a keyword that is no option (as Python says it).
+    """
+    if options is not None and not isinstance(options, BuildOptions):
+      raise TypeError(f"{caller}: options must be a btr.BuildOptions, got "
+                      f"{type(options).__name__}")
+    names = cls.names()
+    for name in keywords:
+      if name not in names:
+        close = difflib.get_close_matches(name, names, n=1)
+        raise TypeError(f"{caller} got an unexpected keyword argument "
+                        f"{name!r}" + (f"; did you mean {close[0]!r}?"
+                                       if close else ""))
+    return dataclasses.replace(options or cls(), **keywords)
+
+  @classmethod
+  def from_args(cls, args: argparse.Namespace) -> "BuildOptions":
+    """The options of a parsed `build` command line (see add_arguments)."""
+    return cls(**{name: getattr(args, name) for name in cls.names()})
+
+  def key(self) -> Dict[str, Any]:
+    """The options that decide what is built, as the build key takes them
+    (as given, before the schema's defaults)."""
+    out: Dict[str, Any] = {}
+    for f in dataclasses.fields(self):
+      value = getattr(self, f.name)
+      if f.name == "max_shard_size" and value is not None:
+        value = parse_size(value)
+      if f.metadata["key"] == "always" or (
+          f.metadata["key"] == "changed" and value != f.default):
+        out[f.name] = value
+    return out
+
+  def resolved(self, schema: Schema) -> "BuildOptions":
+    """The thresholds the schema sets where none was given; every option
+    checked.
+
+    Raises:
+      InputError: an option out of range, or options that do not go
+        together.
+    """
+    rows = self.max_bad_rows if self.max_bad_rows is not None \
+        else schema.max_bad_rows
+    fraction = self.max_bad_fraction if self.max_bad_fraction is not None \
+        else schema.max_bad_fraction
+    if rows is not None and (not isinstance(rows, int) or rows < 0):
+      raise InputError(f"--max-bad-rows must be a whole number >= 0, got "
+                       f"{rows!r}")
+    if fraction is not None and not 0 <= fraction <= 1:
+      raise InputError(f"--max-bad-fraction must be between 0 and 1, got "
+                       f"{fraction!r}")
+    if self.gzip_level is not None and self.gzip_level not in range(1, 10):
+      raise InputError(f"--gzip-level must be 1-9 (zlib), got "
+                       f"{self.gzip_level!r}")
+    if self.sink not in SINK_NAMES:
+      raise InputError(f"unknown sink {self.sink!r}; choose one of "
+                       f"{sorted(SINK_NAMES)}")
+    if schema.transform is not None and self.sink != "deterministic":
+      raise InputError("a schema with transform: writes with the "
+                       "deterministic sink; drop --sink beam")
+    return dataclasses.replace(self, max_bad_rows=rows,
+                               max_bad_fraction=fraction,
+                               **self._checks(schema))
+
+  def _checks(self, schema: Schema) -> Dict[str, Any]:
+    """baseline and on_anomaly with the schema's defaults, checked."""
+    baseline = self.baseline if self.baseline is not None \
+        else schema.baseline
+    on_anomaly = self.on_anomaly or schema.on_anomaly or "fail"
+    if on_anomaly not in ON_ANOMALY:
+      raise InputError(f"--on-anomaly must be one of {list(ON_ANOMALY)}, "
+                       f"got {on_anomaly!r}")
+    if not schema.expects and (self.baseline or self.on_anomaly):
+      raise InputError(
+          "--baseline / --on-anomaly check the schema's expectations, but "
+          f"{schema.path} has no expect: block; add some "
+          "(docs/schema.md: Expectations) or drop the flag")
+    if schema.expects and not self.statistics:
+      raise InputError("the schema's expect: blocks are checked against "
+                       "the statistics: drop --no-statistics")
+    return {"baseline": baseline, "on_anomaly": on_anomaly}
+
+  def check_sink_options(self) -> None:
+    """What only the deterministic sink can do (checked after the shard
+    plan, whose errors come first), and what --tfds cannot."""
+    if self.tfds:
+      for given, flag in ((self.sink != "deterministic", "--sink beam"),
+                          (self.shuffle_seed is not None, "--shuffle-seed"),
+                          (self.gzip_level is not None, "--gzip-level"),
+                          (self.max_shard_size is not None,
+                           "--max-shard-size")):
+        if given:
+          raise InputError(
+              f"--tfds writes uncompressed shards in the deterministic "
+              f"sink's order, one file per shard: drop {flag} (TFDS "
+              "shuffles when it reads: as_dataset(shuffle_files=True))")
+    if self.sink == "deterministic":
+      return
+    if self.max_shard_size is not None:
+      raise InputError("--max-shard-size works with the deterministic sink "
+                       "(Beam's WriteToTFRecord cannot bound file sizes); "
+                       "drop --sink beam, or give --num-shards")
+    if self.shuffle_seed is not None:
+      raise InputError("--shuffle-seed works with the deterministic sink; "
+                       "drop --sink beam")
+
+  def check_shuffle_seed(self) -> None:
+    seed = self.shuffle_seed
+    if seed is not None and (isinstance(seed, bool)
+                             or not isinstance(seed, int)):
+      raise InputError(f"--shuffle-seed must be a whole number, got "
+                       f"{seed!r}")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+  """The `build` command's flags of every BuildOptions field, in groups
+  (flag --num-shards for num_shards; a bool option whose default is True
+  is turned off by its --no-... flag)."""
+  groups = {name: parser.add_argument_group(title)
+            for name, title in GROUPS}
+  for f in dataclasses.fields(BuildOptions):
+    cli = dict(f.metadata["cli"])
+    flag = cli.pop("flag", "--" + f.name.replace("_", "-"))
+    if f.default is True:
+      cli.update(action="store_false")
+    elif f.default is False:
+      cli.update(action="store_true")
+    else:
+      cli.update(default=f.default)
+    groups[f.metadata["group"]].add_argument(
+        flag, dest=f.name, help=f.metadata["help"], **cli)

@@ -1,0 +1,210 @@
+"""A dataset's last step, inside the pipeline: from the committed staging
+folder to the published dataset.
+
+After `Commit` wrote the staged dataset.json: TensorFlow Transform's
+output is described (when the schema has `transform:`), the rejection
+thresholds are applied, the output's lock is checked to still be this
+build's, the staging folder is published (`sinks.publishing`), and the
+lock is released. The step's output is the published dataset.json
+content, so a pipeline can go on after it.
+"""
+
+import json
+import logging
+import time
+from typing import Any, Dict, NamedTuple, Optional, Tuple
+
+import apache_beam as beam
+
+from beam_tfrecords.core.errors import AnomalyError, InputError, OutputBusyError
+from beam_tfrecords.core.info import DatasetInfo
+from beam_tfrecords.inspect.expectations import ANOMALIES_FILE
+from beam_tfrecords.publish.journal import publish, remove_parts
+from beam_tfrecords.publish.lock import LEASE_SECONDS, OutputLock
+from beam_tfrecords.runners.run import sigint_deferred
+from beam_tfrecords.sinks.metadata import check_thresholds
+
+__all__ = ["Finish", "FinishPlan"]
+
+_LOG = logging.getLogger(__name__)
+
+
+class FinishPlan(NamedTuple):
+  """What the last step needs to know (decided on the launcher)."""
+  output: str
+  staging: str
+  run: str  # the lock's run id
+  success_text: str
+  max_bad_rows: Optional[int]
+  max_bad_fraction: Optional[float]
+  producible: Tuple[str, ...]
+  # The split TensorFlow Transform analyzes, None without transform:.
+  analyze_split: Optional[str] = None
+  # The read units and columns of a build from files (no preprocess
+  # function), and the runner's name: a run that read no rows from them
+  # is checked against them before anything is published.
+  units: Tuple[Any, ...] = ()
+  columns: Tuple[str, ...] = ()
+  runner: str = ""
+  # What anomalies do (expect: blocks): "fail" or "warn".
+  on_anomaly: str = "fail"
+  # --tfds: TFDS's features.json (sinks.tfds_files), else None.
+  tfds_features: Optional[Dict[str, Any]] = None
+
+
+class _Fence:
+  """This build's hold on the output's lock, from inside the pipeline:
+  `renew()` before each file operation of the publish checks that the lock
+  is still this build's, and renews its lease (compare-and-swap) when it
+  is older than RENEW_AFTER seconds; it fails once another build has the
+  lock. (A renewal rewrites the lock in place, which needs no space.)"""
+
+  RENEW_AFTER = LEASE_SECONDS / 8
+
+  def __init__(self, plan: FinishPlan, options):
+    self._plan = plan
+    self._store = OutputLock(plan.output, options)._store  # pylint: disable=protected-access
+    self.token = None
+    self._renewed = 0.0
+    self.renew()
+
+  def _ours(self):
+    current = self._store.read()
+    if current is None:
+      return None
+    try:
+      info = json.loads(current[0].decode("utf-8"))
+    except ValueError:
+      return None
+    return (info, current[1]) if info.get("run") == self._plan.run else None
+
+  def renew(self) -> None:
+    for _ in range(3):  # the launcher renews it too: adopt its token
+      ours = self._ours()
+      if ours is None:
+        break
+      info, token = ours
+      if time.monotonic() - self._renewed < self.RENEW_AFTER:
+        self.token = token
+        return
+      info["renewed"] = time.time()
+      new = self._store.replace(json.dumps(info, sort_keys=True).encode(
+          "utf-8"), token)
+      if new is not None:
+        self.token = new
+        self._renewed = time.monotonic()
+        return
+    raise OutputBusyError(
+        f"{self._plan.output}: the lock was removed or taken over by another "
+        "build; this build publishes nothing")
+
+
+def finish(info: DatasetInfo, plan: FinishPlan,
+           options=None) -> DatasetInfo:
+  """Thresholds, lock, publish, unlock; returns the published dataset.json."""
+  try:
+    remove_parts(plan.staging)
+  except Exception:  # pylint: disable=broad-except
+    _LOG.warning("could not remove the part files under %s", plan.staging,
+                 exc_info=True)
+  if plan.analyze_split is not None:
+    # pylint: disable=import-outside-toplevel
+    from beam_tfrecords.sinks.transform_files import describe_transform
+    info = describe_transform(plan.staging, info)
+    analyzed = info.transform.splits.get(plan.analyze_split) \
+        if info.transform else None
+    if analyzed is None or not analyzed.num_records:
+      raise InputError(
+          f"the split {plan.analyze_split!r} that TensorFlow Transform "
+          "analyzes has no records, so its statistics (means, "
+          "vocabularies, buckets) would be meaningless; nothing was "
+          f"published (see {plan.staging}). Check the split rule and "
+          "errors/, or set transform.analyze_split")
+  if plan.tfds_features is not None:
+    # pylint: disable=import-outside-toplevel
+    from beam_tfrecords.sinks.tfds_files import write_tfds_files
+    write_tfds_files(plan.staging, info, plan.tfds_features)
+  if plan.units and not info.counts.rows_read:
+    _check_nothing_lost(plan)
+  check_thresholds(info, plan.max_bad_rows, plan.max_bad_fraction,
+                   plan.staging, plan.producible)
+  _check_anomalies(info, plan)
+  fence = _Fence(plan, options)
+  with sigint_deferred("publishing"):
+    publish(plan.staging, plan.output, info.to_json(), plan.success_text,
+            guard=fence.renew)
+    try:
+      ours = fence._ours()  # pylint: disable=protected-access
+      if ours is not None:
+        fence._store.delete(ours[1])  # pylint: disable=protected-access
+    except Exception:  # pylint: disable=broad-except
+      # Published: the launcher removes the lock when the build ends.
+      _LOG.warning("%s: published; could not remove the lock",
+                   plan.output, exc_info=True)
+  return info
+
+
+def _check_anomalies(info: DatasetInfo, plan: FinishPlan) -> None:
+  """Raises AnomalyError for anomalies, unless they are only to be
+  recorded (on_anomaly: warn)."""
+  found = info.anomalies.found if info.anomalies else ()
+  if not found:
+    return
+  lines = [a.line() for a in found]
+  if plan.on_anomaly == "warn":
+    for line in lines:
+      _LOG.warning("anomaly (published anyway, on_anomaly: warn): %s", line)
+    return
+  raise AnomalyError(
+      f"{len(found)} anomal{'y' if len(found) == 1 else 'ies'}: the data "
+      "does not meet the schema's expectations; nothing was published "
+      f"({plan.output} keeps its previous content). What would have been "
+      f"published is in {plan.staging} ({ANOMALIES_FILE}, and report.html "
+      "unless --no-report; the next build removes it). To publish anyway: "
+      "--on-anomaly warn.\n"
+      + "\n".join("  " + line for line in lines),
+      [a.to_json() for a in found])
+
+
+def _check_nothing_lost(plan: FinishPlan) -> None:
+  """A run that read no rows, from inputs that hold some, lost them (a
+  runner that drops a step's outputs): raises InputError instead of
+  publishing an empty dataset. Reads the inputs until the first row."""
+  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.sources import read_unit
+  for unit in plan.units:
+    for batch in read_unit(unit, list(plan.columns)):
+      if batch.num_rows or batch.errors:
+        raise InputError(
+            f"the {plan.runner or 'runner'} read 0 rows, but the input "
+            f"holds rows ({unit.path} has "
+            f"{batch.num_rows + len(batch.errors):,} in its first batch): "
+            "the runner lost them, and nothing was published (see "
+            f"{plan.staging}). Run on the DirectRunner, Dataflow, or the "
+            "portable runner (Flink, Spark): see docs/operations.md, "
+            "\"Running on a cluster\"")
+
+
+class _FinishFn(beam.DoFn):
+
+  def __init__(self, plan: FinishPlan):
+    self._plan = plan
+
+  def process(self, info):
+    # pylint: disable=import-outside-toplevel
+    from apache_beam.io.filesystems import FileSystems
+    # The file system options the worker was started with (S3 endpoint,
+    # credentials) reach the lock's store too.
+    yield finish(info, self._plan,
+                 FileSystems._pipeline_options).to_json()  # pylint: disable=protected-access
+
+
+class Finish(beam.PTransform):
+  """The committed dataset.json (one element) -> the published one."""
+
+  def __init__(self, plan: FinishPlan):
+    super().__init__()
+    self._plan = plan
+
+  def expand(self, committed):
+    return committed | "Publish" >> beam.ParDo(_FinishFn(self._plan))

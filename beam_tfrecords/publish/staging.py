@@ -1,0 +1,290 @@
+"""Everything a build does to its output before it writes, the same for
+`btr.build` and `btr.WriteDataset`: the output checked and locked, the
+publishes of killed builds finished and their staging folders removed, a
+finished dataset kept unless overwritten (or, for build(), reported up to
+date), the staging folder with TensorFlow Metadata's schema.pbtxt.
+
+build() stages on the launcher before its pipeline runs (`stage_output`);
+WriteDataset only plans when its graph is built (building.planning), and
+stages in the pipeline's first step when it runs (`StageOutput`), as
+Beam's file sinks do: a graph built and never run leaves nothing.
+"""
+
+import dataclasses
+import errno
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecords.core.errors import InputError, OutputError, write_errno
+from beam_tfrecords.publish.journal import (check_output_files, has_journal,
+                                            recover, remove_staging)
+from beam_tfrecords.publish.lock import OutputLock
+from beam_tfrecords.publish.output import (check_output, finished_with_key,
+                                           success_text)
+from beam_tfrecords.schema.tfmd import TFMD_FILE
+from beam_tfrecords.sinks import STAGING_PREFIX
+
+__all__ = ["Staged", "stage_output", "RunStage", "StageOutput",
+           "stage_at_run", "output_failure", "output_errno"]
+
+
+class Staged(NamedTuple):
+  """A locked output, ready for the pipeline (the caller releases the
+  lock: build() when it returns, WriteDataset's last step when it has
+  published)."""
+  # None: up to date, found without taking the lock.
+  lock: Optional[OutputLock]
+  # What the caller's `plan` made of the staging folder (how the dataset
+  # is cut and described); None: up to date (build() only).
+  dataset: Any
+  # The finished dataset.json of the same build key, when up to date.
+  previous: Optional[Dict[str, Any]] = None
+
+
+def stage_output(output: str, key: str, options, *, force: bool,
+                 overwrite: bool, overwrite_hint: str, tfmd: str,
+                 plan: Callable[[str, str], Any]) -> Staged:
+  """Checks and locks `output` (an absolute path or URL) and prepares its
+  staging folder: build()'s, on the launcher before its pipeline runs
+  (WriteDataset's is a step of the pipeline: `StageOutput`).
+
+  Args:
+    key: the build key (building.planning.build_key).
+    options: the pipeline options (the lock's file system reads them).
+    force: build even when the output holds a finished dataset of the
+      same key (else: Staged with dataset None and that dataset.json).
+    overwrite: replace a finished dataset of another key.
+    overwrite_hint: how the caller's user says "overwrite" (in the error
+      when the output holds another finished dataset).
+    tfmd: TensorFlow Metadata's schema, written into the staging folder.
+    plan: (staging folder, run id) -> the dataset's plan (Staged.dataset).
+  """
+  check_output(output)
+  if not force:
+    # Up to date: said without the lock, so without writing (a read-only
+    # mount, say). A publish under way or cut short leaves no _SUCCESS.
+    previous = _up_to_date(output, key)
+    if previous is not None:
+      return Staged(None, None, previous)
+  lock = _locked(output, options, None)
+  staging: Optional[str] = None
+  try:
+    # Builds killed before: their publishes are finished, their staging
+    # folders removed.
+    recover(output, keep="")
+    check_output_files(output)
+    published = success_text(output)
+    if not force and published is not None:
+      previous = finished_with_key(output, key)
+      if previous is not None:
+        return Staged(lock, None, previous)
+    _check_overwrite(output, published, overwrite, overwrite_hint)
+    staging = FileSystems.join(output, STAGING_PREFIX + lock.run)
+    dataset = plan(staging, lock.run)
+    _write_tfmd(output, staging, tfmd)
+  except BaseException as e:
+    _unstage(output, staging, lock, e)
+    raise
+  return Staged(lock, dataset)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunStage:
+  """What WriteDataset's first step does to the output when the pipeline
+  runs: `output` locked for the build `run` (staging folder
+  STAGING_PREFIX + run), a finished dataset there kept unless
+  `overwrite`, TensorFlow Metadata's schema (`tfmd`) staged."""
+  output: str
+  run: str
+  overwrite: bool
+  tfmd: str
+  overwrite_hint: str = "overwrite=True"
+
+  @property
+  def staging(self) -> str:
+    return FileSystems.join(self.output, STAGING_PREFIX + self.run)
+
+
+# The locks StageOutput took in this process ({(output, run): lock}): held,
+# and renewed by their thread, until the pipeline's last step removes them
+# (or the process ends: then a next build takes them over).
+_HELD: Dict[Tuple[str, str], OutputLock] = {}
+
+
+def stage_at_run(stage: RunStage, options) -> str:
+  """Locks and prepares the output for the build `stage.run`, as
+  stage_output does; the staging folder. Safe to run again for the same
+  run (a retried step, a runner that runs a side input's step in each
+  task that reads it): the lock is adopted, the other builds' staging
+  folders removed again, the schema written again."""
+  check_output(stage.output)
+  lock = _HELD.get((stage.output, stage.run))
+  if lock is None or not lock.renew():  # (released by a publish: again)
+    lock = _locked(stage.output, options, stage.run)
+    _HELD[(stage.output, stage.run)] = lock
+  try:
+    recover(stage.output, keep=stage.staging)
+    check_output_files(stage.output)
+    _check_overwrite(stage.output, success_text(stage.output),
+                     stage.overwrite, stage.overwrite_hint)
+    _write_tfmd(stage.output, stage.staging, stage.tfmd)
+  except BaseException as e:
+    _HELD.pop((stage.output, stage.run), None)
+    _unstage(stage.output, stage.staging, lock, e)
+    raise
+  return stage.staging
+
+
+class _StageFn(beam.DoFn):
+
+  def process(self, stage: RunStage):
+    # The file system options the worker was started with (S3 endpoint,
+    # credentials) reach the lock's store too.
+    yield stage_at_run(
+        stage, FileSystems._pipeline_options)  # pylint: disable=protected-access
+
+
+class StageOutput(beam.PTransform):
+  """A pipeline -> its staging folder (one element), once the output is
+  locked and staged for the build `stage.run` when the pipeline runs:
+  steps that write there take it as a side input (or gather it) so that
+  they run after it. A pipeline built and never run leaves nothing."""
+
+  def __init__(self, stage: RunStage):
+    super().__init__()
+    self._stage = stage
+
+  def expand(self, pipeline):
+    return (pipeline
+            | "Plan" >> beam.Create([self._stage])
+            | "LockAndStage" >> beam.ParDo(_StageFn()).with_output_types(
+                str))
+
+
+def _locked(output: str, options, run: Optional[str]) -> OutputLock:
+  """The output's lock, taken (for the build `run`, or a new one)."""
+  try:
+    return OutputLock(output, options, run=run).acquire()
+  except OSError as e:
+    failure = output_failure(output, None, e)
+    if failure is None:
+      raise
+    raise failure from e
+
+
+def _check_overwrite(output: str, published: Optional[str], overwrite: bool,
+                     hint: str) -> None:
+  if published is not None and not overwrite:
+    raise InputError(f"{output} already holds a finished dataset; pass "
+                     f"{hint} to replace it")
+
+
+def _write_tfmd(output: str, staging: str, text: str) -> None:
+  """TensorFlow Metadata's schema in the staging folder, for TFDV / TFT /
+  TFX tools."""
+  try:
+    with FileSystems.create(FileSystems.join(staging, TFMD_FILE)) as f:
+      f.write(text.encode("utf-8"))
+  except Exception as e:  # pylint: disable=broad-except
+    failure = output_failure(output, staging, e)
+    if failure is not None:
+      raise failure from e
+    raise
+
+
+def _unstage(output: str, staging: Optional[str], lock: OutputLock,
+             error: BaseException) -> None:
+  """After a failure while staging: the staging folder removed (unless
+  its failure already did), the lock released; an OSError of the output
+  raised as its OutputError."""
+  if isinstance(error, OSError):
+    lock.release()
+    failure = output_failure(output, None, error)
+    if failure is not None:
+      raise failure from error
+    return
+  # Interrupted (Ctrl-C, SIGTERM) or refused after the staging folder was
+  # made: it goes too (nothing of it was published).
+  if staging is not None:
+    try:
+      remove_staging(staging)
+    except Exception:  # pylint: disable=broad-except
+      pass
+  lock.release()
+
+
+def _up_to_date(output: str, key: str) -> Optional[Dict[str, Any]]:
+  """The dataset.json of the finished dataset of this build key in
+  `output`, read without writing (None: not finished, or another key)."""
+  try:
+    published = success_text(output)
+    if published is None or published == "<unreadable>":
+      return None
+    previous = finished_with_key(output, key)
+    # The same _SUCCESS after dataset.json was read: not replaced between.
+    if previous is None or success_text(output) != published:
+      return None
+    return previous
+  except Exception:  # pylint: disable=broad-except
+    return None  # decided under the lock
+
+
+# What a failed write into the output says, by errno: (what happened,
+# what to do).
+_OUTPUT_ERRNOS = {
+    errno.ENOSPC: ("no space left on the device",
+                   "free space there or write the dataset elsewhere"),
+    errno.EDQUOT: ("the disk quota is exceeded",
+                   "free space there or write the dataset elsewhere"),
+    errno.EROFS: ("it is on a read-only file system",
+                  "give an --output on a writable file system"),
+    errno.EACCES: ("permission denied",
+                   "give an --output you can write to, or make the folder "
+                   "writable for you"),
+    errno.EPERM: ("operation not permitted",
+                  "give an --output you can write to, or make the folder "
+                  "writable for you"),
+    errno.ELOOP: ("a symbolic link in its path loops",
+                  "give an --output whose path resolves to a folder"),
+    errno.EEXIST: ("its path exists but is not a folder (a dangling or "
+                   "looping symbolic link?)",
+                   "give an --output whose path resolves to a folder"),
+    errno.ENOTDIR: ("a part of its path is a file, not a folder",
+                    "give an --output whose path resolves to a folder"),
+}
+
+
+def output_errno(error: BaseException, output: str) -> Optional[int]:
+  """The errno of a failed write into `output` (errors.write_errno over
+  the errnos said here)."""
+  return write_errno(error, output, tuple(_OUTPUT_ERRNOS))
+
+
+def output_failure(output: str, staging: Optional[str],
+                   error: BaseException) -> Optional[OutputError]:
+  """The OutputError of a write into `output` that failed (None when
+  `error` is no such failure), the build's staging folder removed unless
+  its publish began: a staging folder with a journal is left for the
+  next build, which finishes (or undoes) the switch."""
+  code = output_errno(error, output)
+  if code is None:
+    return None
+  what, fix = _OUTPUT_ERRNOS[code]
+  said = "nothing was published"
+  if staging is not None:
+    if has_journal(staging):
+      said = ("its publish began and is finished (or undone) by the next "
+              f"build into {output}; nothing is lost")
+    else:
+      try:
+        remove_staging(staging)
+        said = "the build's staging folder was removed; nothing was published"
+      except Exception:  # pylint: disable=broad-except
+        said = (f"nothing was published (the next build removes {staging})")
+  return OutputError(
+      f"cannot write the dataset to {output}: {what} ({said}; a finished "
+      f"dataset that was there is as it was); {fix}")
+
+

@@ -1,0 +1,245 @@
+"""Serialized records -> numpy arrays, without TensorFlow: tfx-bsl's
+decoder (C++) turns a batch of records into Arrow columns, cut here into
+one dict per record (or one per batch).
+
+`decode_batch` gives a whole batch as columns instead: an array [batch,
+*shape] for a fixed feature, {"values", "lengths"} (values per record)
+for any other; a feature list is {"values" [steps, *shape], "lengths"
+(steps per record)}, or when steps vary {"values", "lengths" (values per
+step), "steps" (steps per record)}.
+
+An Example becomes {feature: value}: a feature every record has with a
+fixed shape is an array of that shape (a 0-d array for a scalar), any
+other an array of the record's values (empty when absent). A
+SequenceExample becomes {"context": {...}, "feature_lists": {feature:
+per-step values}}: an array [steps, *shape] for a fixed step shape every
+step has, else a list of one array per step. `int64` -> int64, `float`
+-> float32, `bytes` -> bytes objects, `string` -> str.
+"""
+
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+
+from beam_tfrecords.read.wire_columns import Text, decode_columns, objects
+from beam_tfrecords.schema import Feature, FeatureType, Schema
+
+__all__ = ["RecordDecoder", "cut", "cuts", "tfx_decoder"]
+
+
+def tfx_decoder(tfmd_schema: bytes, sequence: bool):
+  """tfx-bsl's serialized records -> Arrow RecordBatch decoder (C++) for a
+  serialized TFMD schema (schema.tfmd), Examples or SequenceExamples."""
+  # pylint: disable=import-outside-toplevel
+  if sequence:
+    from tfx_bsl.coders import sequence_example_coder
+    from beam_tfrecords.schema.tfmd import SEQUENCE_FEATURE
+    return sequence_example_coder.SequenceExamplesToRecordBatchDecoder(
+        SEQUENCE_FEATURE, tfmd_schema)
+  from tfx_bsl.coders import example_coder
+  return example_coder.ExamplesToRecordBatchDecoder(tfmd_schema)
+
+
+def _column(feature: Feature, column: pa.Array) -> Any:
+  """A batch's column: an array [batch, *shape] for a fixed feature,
+  else {"values": all values, "lengths": values per record}."""
+  offsets = column.offsets.to_numpy()
+  values = _batch_values(feature, column.values)[offsets[0]:offsets[-1]]
+  if _fixed(feature):
+    return values.reshape((len(column),) + tuple(feature.shape))
+  return {"values": values, "lengths": np.diff(offsets)}
+
+
+def _step_column(feature: Feature, column: pa.Array) -> Dict[str, Any]:
+  """A batch's feature list: {"values": [all steps, *shape], "lengths":
+  steps per record} for a fixed step shape every step has; else
+  {"values": flat, "lengths": values per step, "steps": steps per
+  record}."""
+  outer = column.offsets.to_numpy()
+  steps = column.values.slice(outer[0], outer[-1] - outer[0])
+  inner = steps.offsets.to_numpy()
+  values = _batch_values(feature, steps.values)[inner[0]:inner[-1]]
+  lengths = np.diff(inner)
+  if _fixed(feature) and np.all(lengths == (feature.num_values or 1)):
+    return {"values": values.reshape((len(lengths),) + tuple(feature.shape)),
+            "lengths": np.diff(outer)}
+  return {"values": values, "lengths": lengths, "steps": np.diff(outer)}
+
+
+def _batch_values(feature: Feature, values: pa.Array) -> Any:
+  """A batch's values: an array, or for text and bytes Text."""
+  if feature.type is FeatureType.STRING:  # utf-8 checked in C++
+    return Text(values.cast(pa.large_string()), (len(values),))
+  if feature.type is FeatureType.BYTES:
+    return Text(values, (len(values),))
+  return values.to_numpy(zero_copy_only=False)
+
+
+def _values(feature: Feature, values: pa.Array) -> np.ndarray:
+  """A batch's values as one array (text and bytes as objects)."""
+  return objects(_batch_values(feature, values))
+
+
+def _fixed(feature: Feature) -> bool:
+  """Whether every record (or step) holds the feature's fixed shape."""
+  return feature.always_present and not feature.is_variable_length
+
+
+def _rows(feature: Feature, column: pa.Array) -> List[Any]:
+  """One value per record of an Example / context column."""
+  offsets = column.offsets.to_numpy()
+  values = _values(feature, column.values)
+  if _fixed(feature):
+    return list(values[offsets[0]:offsets[-1]].reshape(
+        (len(column),) + tuple(feature.shape)))
+  return [values[offsets[i]:offsets[i + 1]] for i in range(len(column))]
+
+
+def _step_rows(feature: Feature, column: pa.Array) -> List[Any]:
+  """One list of steps per record of a feature list column
+  (list<list<value>>)."""
+  outer = column.offsets.to_numpy()
+  steps = column.values
+  inner = steps.offsets.to_numpy()
+  values = _values(feature, steps.values)
+  out: List[Any] = []
+  fixed = _fixed(feature)
+  for i in range(len(column)):
+    bounds = inner[outer[i]:outer[i + 1] + 1]
+    if fixed and np.all(np.diff(bounds) == (feature.num_values or 1)):
+      # [steps, *shape]; no steps: an empty array of that shape and dtype.
+      out.append(values[bounds[0]:bounds[-1]].reshape(
+          (len(bounds) - 1,) + tuple(feature.shape)))
+    else:
+      out.append([values[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
+  return out
+
+
+class RecordDecoder:
+  """Decodes batches of serialized records of one schema."""
+
+  def __init__(self, schema: Schema):
+    # pylint: disable=import-outside-toplevel
+    from beam_tfrecords.schema.tfmd import SEQUENCE_FEATURE, to_tfmd
+    self._schema = schema
+    # The features a batch stacks into one array (paths as the dicts
+    # nest them: "context/x" in a sequence); the others vary.
+    self.fixed = frozenset(
+        f.name for f in schema.features if _fixed(f)) | frozenset(
+            f"context/{f.name}" for f in schema.context if _fixed(f))
+    self._decoder = tfx_decoder(to_tfmd(schema).SerializeToString(),
+                                schema.is_sequence)
+    self._sequence_column = SEQUENCE_FEATURE
+
+  def __reduce__(self):
+    return (RecordDecoder, (self._schema,))
+
+  def decode(self, records: Sequence[bytes]) -> List[Dict[str, Any]]:
+    """One dict per record."""
+    if not records:
+      return []
+    batch = self._decoder.DecodeBatch(list(records))
+    s = self._schema
+    if not s.is_sequence:
+      columns = {f.name: _rows(f, batch.column(f.name)) for f in s.features}
+      return [{k: v[i] for k, v in columns.items()}
+              for i in range(len(records))]
+    context = {f.name: _rows(f, batch.column(f.name)) for f in s.context}
+    lists = batch.column(self._sequence_column)
+    steps = {f.name: _step_rows(f, lists.field(f.name)) for f in s.sequence}
+    return [{"context": {k: v[i] for k, v in context.items()},
+             "feature_lists": {k: v[i] for k, v in steps.items()}}
+            for i in range(len(records))]
+
+  def decode_batch(self, records: Sequence[bytes], text: bool = False
+                   ) -> Dict[str, Any]:
+    """The records as one batch of columns (`_column`, `_step_column`):
+    no per-record work. Examples in the usual layout are read by
+    beam_tfrecords.read.wire_columns (numpy over the whole batch), the others by
+    tfx-bsl. `text`: text and bytes columns as columns.Text (Arrow's,
+    not yet Python objects); else as object arrays."""
+    columns = decode_columns(records, self._schema)
+    if columns is None:
+      columns = self._tfx_columns(records)
+    return columns if text else objects(columns)
+
+  def _tfx_columns(self, records: Sequence[bytes]) -> Dict[str, Any]:
+    batch = self._decoder.DecodeBatch(list(records))
+    s = self._schema
+    if not s.is_sequence:
+      return {f.name: _column(f, batch.column(f.name)) for f in s.features}
+    lists = batch.column(self._sequence_column)
+    return {"context": {f.name: _column(f, batch.column(f.name))
+                        for f in s.context},
+            "feature_lists": {f.name: _step_column(f, lists.field(f.name))
+                              for f in s.sequence}}
+
+  def iter_decoded(self, records, batch: int = 1024
+                   ) -> Iterator[Dict[str, Any]]:
+    """The records' dicts, decoded `batch` records at a time."""
+    pending: List[bytes] = []
+    for record in records:
+      pending.append(record)
+      if len(pending) >= batch:
+        yield from self.decode(pending)
+        pending = []
+    yield from self.decode(pending)
+
+
+def cut(columns: Dict[str, Any], start: int, stop: int) -> Dict[str, Any]:
+  """Records [start, stop) of a batch of columns (`decode_batch`'s), as
+  decode_batch would give them."""
+  return _cut(columns, _ends(columns), start, stop)
+
+
+def cuts(columns: Dict[str, Any], n: int, size: int
+         ) -> Iterator[Tuple[int, Dict[str, Any]]]:
+  """(records, `cut`) of each `size` records of a batch of `n`, in order;
+  each column's ends are summed once for them all."""
+  ends = _ends(columns)
+  for start in range(0, n, size):
+    stop = min(start + size, n)
+    yield stop - start, _cut(columns, ends, start, stop)
+
+
+def _ends(columns: Dict[str, Any]) -> Dict[str, Any]:
+  """Per list column, where each record's values end (its "steps" column:
+  where each record's rows end, and where each row's values end)."""
+  out: Dict[str, Any] = {}
+  for k, column in columns.items():
+    if not isinstance(column, dict):
+      continue
+    if "values" not in column:  # "context", "feature_lists"
+      out[k] = _ends(column)
+      continue
+    per_record = column["steps"] if "steps" in column else column["lengths"]
+    out[k] = (np.concatenate([[0], np.cumsum(per_record)]),
+              np.concatenate([[0], np.cumsum(column["lengths"])])
+              if "steps" in column else None)
+  return out
+
+
+def _cut(columns: Dict[str, Any], ends: Dict[str, Any], start: int,
+         stop: int) -> Dict[str, Any]:
+  return {k: _cut_column(v, ends.get(k), start, stop)
+          for k, v in columns.items()}
+
+
+def _cut_column(column: Any, ends: Any, start: int, stop: int) -> Any:
+  if not isinstance(column, dict):
+    return column[start:stop]
+  if "values" not in column:  # "context", "feature_lists"
+    return _cut(column, ends, start, stop)
+  # Per record: "lengths" (values), or "steps" (rows of "lengths").
+  record_ends, row_ends = ends
+  out = dict(column)
+  if "steps" in column:
+    out["steps"] = column["steps"][start:stop]
+    out["lengths"] = column["lengths"][record_ends[start]:record_ends[stop]]
+    out["values"] = column["values"][row_ends[record_ends[start]]:
+                                     row_ends[record_ends[stop]]]
+    return out
+  out["lengths"] = column["lengths"][start:stop]
+  out["values"] = column["values"][record_ends[start]:record_ends[stop]]
+  return out

@@ -1,0 +1,119 @@
+"""One handle to read a finished dataset (or a window of them) every way.
+
+    ds = btr.open("out/movies")                      # or a list, glob, pin
+    ds.info.splits["train"].num_records, ds.schema.label
+    ds.tf_dataset("train", batch_size=256)           # tf.data
+    for row in ds.records("eval"): ...               # plain Python, no TF
+    for entry in ds.errors(): ...                    # the dead-letter rows
+    stream = ds.stream("train", rank=(0, 8), shuffle_seed=1)  # exact shares
+    ds.torch("train", batch_size=256)                # a PyTorch Dataset
+
+`open` reads each dataset's dataset.json once and checks the window
+(beam_tfrecords.read.window); every reading method reads the datasets as they
+were then: a dataset replaced since is refused while its files are read
+(DatasetReplacedError), never mixed with the new one. `btr.load`,
+`btr.iter_records` and `btr.iter_errors` are the same readers for a path.
+"""
+
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from beam_tfrecords.core.info import DatasetInfo
+from beam_tfrecords.read.reader import (dataset_errors, dataset_schema,
+                                   iter_records, load, transform_output)
+from beam_tfrecords.read.stream import SHUFFLE_BUFFER, RecordStream
+from beam_tfrecords.read.window import Datasets, Window, window
+from beam_tfrecords.schema import Schema
+
+__all__ = ["DatasetReader", "open_dataset", "open"]
+
+
+class DatasetReader:
+  """A finished dataset, or a window of them read as one (`btr.open`).
+
+  Attributes:
+    info: the (first) dataset's dataset.json, typed (btr.DatasetInfo).
+    infos: every dataset's, in reading order.
+    paths: the dataset folders, in reading order.
+    schema: the schema the records were built with (btr.Schema).
+  """
+
+  def __init__(self, datasets: Datasets):
+    self._window: Window = window(datasets)
+    self.paths: List[str] = [path for path, _ in self._window]
+    self.infos: List[DatasetInfo] = [info for _, info in self._window]
+    self.info: DatasetInfo = self.infos[0]
+    self.schema: Schema = dataset_schema(self.paths[0], self.info)
+
+  def __repr__(self) -> str:
+    splits = ", ".join(f"{name}: {split.num_records:,}"
+                       for name, split in sorted(self.info.splits.items()))
+    where = self.paths[0] if len(self.paths) == 1 else \
+        f"{len(self.paths)} datasets from {self.paths[0]}"
+    return f"<DatasetReader {where} ({self.info.record}; {splits})>"
+
+  @property
+  def splits(self) -> List[str]:
+    """The split names, sorted."""
+    return sorted(self.info.splits)
+
+  def num_records(self, split: str = "train") -> int:
+    """The records of a split, over every dataset of the window."""
+    return sum(i.splits[split].num_records for i in self.infos
+               if split in i.splits)
+
+  def tf_dataset(self, split: str = "train", **options: Any):
+    """A tf.data.Dataset of parsed records (options: btr.load's:
+    batch_size, decode, transformed, as_supervised, shard, shuffle_seed,
+    ...)."""
+    return load(self._window, split, **options)
+
+  def records(self, split: str = "train", **options: Any
+              ) -> Iterator[Dict[str, Any]]:
+    """Each record as a plain dict, without TensorFlow (options:
+    btr.iter_records': shard, shuffle_seed, epoch, ...)."""
+    return iter_records(self._window, split, **options)
+
+  def errors(self) -> Iterator[Dict[str, Any]]:
+    """The dead-letter entries of every dataset (errors/*.jsonl), in file
+    order: dicts with source, row, rows, reason, problems and raw."""
+    for path, info in self._window:
+      yield from dataset_errors(path, info)
+
+  def stream(self, split: str = "train", *,
+             rank: Optional[Tuple[int, int]] = None,
+             worker: Optional[Tuple[int, int]] = None,
+             drop_remainder: bool = False,
+             shuffle_seed: Optional[int] = None, epoch: int = 0,
+             shuffle_buffer: int = SHUFFLE_BUFFER,
+             transformed: bool = False) -> RecordStream:
+    """The serialized records of `rank`'s exact share ((index, count);
+    None: all), and `worker`'s part of it, resumable
+    (state_dict / load_state_dict): btr.RecordStream."""
+    return RecordStream(self._window, split, rank, drop_remainder,
+                        shuffle_seed, epoch, shuffle_buffer, worker,
+                        transformed)
+
+  def torch(self, split: str = "train", **options: Any):
+    """A torch.utils.data.IterableDataset of the split (options: the
+    torch extra's Dataset: shard, batch_size, shuffle_seed, ...)."""
+    # pylint: disable=import-outside-toplevel
+    from beam_tfrecords.read.torch import Dataset
+    return Dataset(self._window, split, **options)
+
+  def transform_output(self):
+    """TensorFlow Transform's TFTransformOutput (schemas with
+    `transform:`)."""
+    return transform_output(self.paths[0])
+
+
+def open_dataset(datasets: Datasets) -> DatasetReader:
+  """A reader of a finished dataset: a folder (local, gs://, s3://), or a
+  window of them read as one (a list, a glob, a pin file).
+
+  Raises:
+    InputError: one is not finished, or they cannot be read as one.
+  """
+  return DatasetReader(datasets)
+
+
+open = open_dataset  # pylint: disable=redefined-builtin

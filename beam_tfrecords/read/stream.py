@@ -1,0 +1,242 @@
+"""A split's serialized records for one training rank and worker: exact
+shares, a seeded order, and resuming mid-epoch. No TensorFlow.
+
+    stream = RecordStream("out/events/2026-11-*", "train",
+                          shard=(rank, world_size), shuffle_seed=7, epoch=3)
+    for record in stream:                  # serialized Examples, this share
+        ...
+    state = stream.state_dict()            # after a preemption:
+    stream = RecordStream(...same arguments...)
+    stream.load_state_dict(state)          # the records still to come
+
+The share is beam_tfrecords.core.shares' (disjoint, sizes within one); a
+`worker=(index, count)` splits it again (DataLoader workers). With a
+`shuffle_seed` the files are read in an order drawn from (seed, epoch) and
+records pass through a seeded buffer of `shuffle_buffer` records, so the
+order is the same on every run and differs between epochs. The state is
+the number of records yielded; resuming reads the share again from its
+start and skips that many (records are not decoded while skipped), so it
+continues with exactly the records that were still to come, in order.
+"""
+
+import copy
+import random
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from beam_tfrecords.core import fs
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.generations import Guard
+from beam_tfrecords.core.shares import (Piece, check_share, file_order, share,
+                                   share_of, stable_seed)
+from beam_tfrecords.core.tfrecord_files import iter_tfrecord_lists
+from beam_tfrecords.read.window import Datasets, split_files, window
+
+__all__ = ["RecordStream", "SHUFFLE_BUFFER", "buffer_shuffled"]
+
+SHUFFLE_BUFFER = 10_000
+
+
+def buffer_shuffled(records, size: int, rng: random.Random):
+  """Records through a shuffle buffer of `size`: each one out is drawn at
+  random from the next `size` waiting (as tf.data's shuffle)."""
+  buf: List[Any] = []
+  for record in records:
+    if len(buf) < size:
+      buf.append(record)
+      continue
+    j = rng.randrange(size)
+    yield buf[j]
+    buf[j] = record
+  rng.shuffle(buf)
+  yield from buf
+
+
+class RecordStream:
+  """The serialized records of one split of a dataset (or a window of
+  them: a list, a glob or a pin file) for one share.
+
+  Args:
+    datasets: a dataset folder, a glob, a pin file, or a list of them.
+    split: the split.
+    shard: (index, count): this rank's share (None: every record).
+    drop_remainder: every share ⌊N/count⌋ records (the rest read by none).
+    shuffle_seed: None for the files' order; else a seeded order.
+    epoch: with a seed, which epoch's order.
+    shuffle_buffer: records the shuffle draws from (with a seed).
+    worker: (index, count): this reader's part of the share.
+    transformed: the records of the schema's `transform:` section.
+  """
+
+  def __init__(self, datasets: Datasets, split: str = "train",
+               shard: Optional[Tuple[int, int]] = None,
+               drop_remainder: bool = False,
+               shuffle_seed: Optional[int] = None, epoch: int = 0,
+               shuffle_buffer: int = SHUFFLE_BUFFER,
+               worker: Optional[Tuple[int, int]] = None,
+               transformed: bool = False):
+    self.found = window(datasets)
+    # Each file checked against its dataset's generation once open.
+    self.guard = Guard({path: info.generation for path, info in self.found})
+    self.split = split
+    self.files = split_files(self.found, split, transformed)
+    self.shard = check_share(shard)
+    self.worker = check_share(worker)
+    if shuffle_buffer < 1:
+      raise ValueError(f"shuffle_buffer must be at least 1; got "
+                       f"{shuffle_buffer}")
+    self.drop_remainder = drop_remainder
+    self.shuffle_seed = shuffle_seed
+    self.epoch = epoch
+    self.shuffle_buffer = shuffle_buffer
+    self._skip = 0
+    self._yielded = 0
+
+  def replaced(self, shard: Optional[Tuple[int, int]] = None,
+               worker: Optional[Tuple[int, int]] = None) -> "RecordStream":
+    """The same datasets and order for another share or worker, without
+    reading the datasets' dataset.json again; at the start of the
+    epoch."""
+    out = copy.copy(self)
+    out.shard, out.worker = check_share(shard), check_share(worker)
+    out._skip = out._yielded = 0
+    return out
+
+  def set_epoch(self, epoch: int) -> None:
+    """The epoch whose order to read next (as DistributedSampler's). The
+    epoch a loaded state is of keeps its place: load_state_dict, then
+    set_epoch(that epoch), resumes."""
+    if epoch != self.epoch:
+      self._skip = self._yielded = 0
+    self.epoch = epoch
+
+  @property
+  def pieces(self) -> List[Piece]:
+    """What this reader reads: [Piece(file, skip, take)], in order."""
+    files = file_order(self.files, self.shuffle_seed, self.epoch)
+    mine = share(files, *self.shard, drop_remainder=self.drop_remainder)
+    return share_of(mine, *self.worker) if self.worker[1] > 1 else mine
+
+  def __len__(self) -> int:
+    return sum(p.take for p in self.pieces)
+
+  def _lists(self) -> Iterator[List[bytes]]:
+    """The pieces' records, a list per read of a file. A piece that ends
+    the file reads it to its end: what follows the last record (a
+    truncated one, say) is an error."""
+    whole = dict(self.files)
+    for p in self.pieces:
+      at, end = 0, p.skip + p.take  # records of the file before the list
+      records_of = self.guard.lists(
+          p.file, iter_tfrecord_lists(p.file, check_crc=False))
+      for records in records_of:
+        lo, hi = max(p.skip - at, 0), min(end - at, len(records))
+        at += len(records)
+        if lo < hi:
+          yield records if hi - lo == len(records) else records[lo:hi]
+        if at >= end:
+          # The file's end: read on (a truncated tail fails there).
+          if end >= whole[p.file] and at + sum(map(len, records_of)) > end:
+            raise self.guard.failed(p.file, InputError(
+                f"{p.file}: more records than its dataset lists "
+                f"({whole[p.file]})"))
+          break
+      if not fs.is_local(p.file):  # read by name: still the generation's
+        self.guard.check(p.file)
+
+  def __iter__(self) -> Iterator[bytes]:
+    # The counters are set now, not at the first record: state_dict() is
+    # right between here and there too.
+    skip, self._skip = self._skip, 0
+    self._yielded = skip
+    return self._from(skip)
+
+  def _from(self, skip: int) -> Iterator[bytes]:
+    if self.shuffle_seed is None:
+      for records in self._unshuffled(skip):
+        for record in records:
+          self._yielded += 1
+          yield record
+      return
+    shuffled = buffer_shuffled(
+        (r for rs in self._lists() for r in rs), self.shuffle_buffer,
+        random.Random(stable_seed("records", self.shuffle_seed, self.epoch,
+                                  self.shard, self.worker)))
+    for i, record in enumerate(shuffled):
+      if i >= skip:
+        self._yielded = i + 1
+        yield record
+
+  def _unshuffled(self, skip: int) -> Iterator[List[bytes]]:
+    """The lists, the first `skip` records left out (not decoded)."""
+    for records in self._lists():
+      if skip >= len(records):
+        skip -= len(records)
+        continue
+      yield records[skip:] if skip else records
+      skip = 0
+
+  def batches(self, size: int) -> Iterator[List[bytes]]:
+    """The records iterating gives, in lists of `size` (the last may be
+    shorter); unshuffled, without a Python step per record. The state
+    counts the records of the lists given out."""
+    if size < 1:
+      raise ValueError(f"a batch has at least 1 record; got {size}")
+    skip, self._skip = self._skip, 0
+    self._yielded = skip
+    if self.shuffle_seed is not None:
+      return _regrouped(([r] for r in self._from(skip)), size)
+    return self._counted(_regrouped(self._unshuffled(skip), size))
+
+  def _counted(self, batches: Iterator[List[bytes]]
+               ) -> Iterator[List[bytes]]:
+    for batch in batches:
+      self._yielded += len(batch)
+      yield batch
+
+  def _config(self) -> Dict[str, Any]:
+    return {"datasets": [p for p, _ in self.found], "split": self.split,
+            "shard": list(self.shard), "worker": list(self.worker),
+            "drop_remainder": self.drop_remainder,
+            "shuffle_seed": self.shuffle_seed, "epoch": self.epoch,
+            "shuffle_buffer": self.shuffle_buffer}
+
+  def state_dict(self) -> Dict[str, Any]:
+    """Where the reader is: its arguments and the records yielded in
+    this epoch (torchdata's Stateful protocol)."""
+    return dict(self._config(), position=self._yielded)
+
+  def load_state_dict(self, state: Dict[str, Any]) -> None:
+    """The next iteration continues where `state` was taken.
+
+    Raises:
+      InputError: the state is of a reader of other datasets, split,
+        share, worker or order (the epoch is taken from it).
+    """
+    want = dict(state)
+    position = int(want.pop("position"))
+    self.epoch = want["epoch"]
+    mine = self._config()
+    for key, value in sorted(want.items()):
+      if mine.get(key) != value:
+        raise InputError(f"the state is of a reader with {key}={value!r}; "
+                         f"this one has {mine.get(key)!r}: make it with the "
+                         "same arguments to resume")
+    self._skip = self._yielded = position
+
+
+
+def _regrouped(lists: Iterator[List[bytes]], size: int
+               ) -> Iterator[List[bytes]]:
+  """Lists of any length -> lists of `size` (the last may be shorter)."""
+  pending: List[bytes] = []
+  for records in lists:
+    at = 0
+    while at < len(records):
+      take = records[at:at + size - len(pending)]
+      at += len(take)
+      pending = take if not pending else pending + take
+      if len(pending) == size:
+        yield pending
+        pending = []
+  if pending:
+    yield pending

@@ -1,0 +1,259 @@
+"""Several finished datasets read as one, and pins that fix which.
+
+A scheduled build writes one dataset a day; training reads the last N:
+
+    btr.load(["out/events/2026-11-24", "out/events/2026-11-25"], "train")
+    btr.load("out/events/2026-11-*", "train")        # a glob: sorted
+    btr.pin("out/events/2026-11-*", "window.json")   # fix exactly which
+    btr.load("window.json", "train")                 # those, or an error
+
+The datasets of a window are read in the order given (a glob's matches
+sorted by path), one after the other; each must be finished and have the
+same feature spec (the record kind and every feature's parsing spec), or
+the window is refused naming the dataset and the feature that differs.
+
+A pin holds each dataset's path and a digest of its content: dataset.json
+(which a rebuild rewrites: build key, counts, shard list) and the name and
+size of every file it lists. Reading a pin checks the digests first, so a
+window reads the same records on every day, or fails naming the dataset
+that was rebuilt or changed since.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+from typing import Any, Dict, List, Sequence, Tuple, Union
+
+from beam_tfrecords.core import fs
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.generations import consistent
+from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo
+
+__all__ = ["datasets", "window", "pin", "digest", "PIN_KIND", "is_pin",
+           "finished", "split_files", "Datasets", "Window"]
+
+PIN_KIND = "beam_tfrecords.read.window"
+
+
+class Window(List[Tuple[str, DatasetInfo]]):
+  """A window as `window()` read it: (folder, dataset.json) of each
+  dataset, in reading order. Given where datasets are named, it is read
+  as it was then (each dataset's generation), without reading again."""
+
+
+# What load / iter_records / the torch Dataset take as datasets.
+Datasets = Union[str, Sequence[str], Window]
+
+
+def is_pin(path: str) -> bool:
+  """Whether `path` names a pin file (not a dataset folder)."""
+  return path.endswith(".json") and not fs.exists(
+      fs.join(path, DATASET_JSON))
+
+
+def _normal(path: str) -> str:
+  """A local path made absolute (a pin is read from anywhere; the same
+  dataset named two ways is one); a remote one as given."""
+  path = path.rstrip("/") if len(path) > 1 else path
+  return os.path.abspath(path) if fs.is_local(path) else path
+
+
+def _expand(spec: str) -> List[str]:
+  """One entry: a dataset folder, a glob of them, or a pin file."""
+  spec = spec.rstrip("/") if len(spec) > 1 else spec
+  if is_pin(spec):
+    return _read_pin(spec)
+  if any(c in spec for c in "*?["):
+    found = sorted(f.path[:-len(DATASET_JSON) - 1]
+                   for f in fs.match(fs.join(spec, DATASET_JSON)))
+    if not found:
+      raise InputError(f"no dataset matches {spec!r} (no "
+                       f"{spec}/{DATASET_JSON})")
+    return found
+  return [spec]
+
+
+def datasets(spec: Datasets) -> List[str]:
+  """The dataset folders `spec` names, in reading order: a folder, a glob
+  (its matches sorted), a pin file, or a list of those."""
+  if isinstance(spec, Window):
+    return [path for path, _ in spec]
+  entries = [spec] if isinstance(spec, str) else list(spec)
+  if not entries:
+    raise InputError("no datasets given: name a dataset folder, a glob of "
+                     "them or a pin file")
+  out: List[str] = []
+  for entry in entries:
+    if not isinstance(entry, str):
+      raise InputError(f"a dataset is named by a path; got {entry!r}")
+    out.extend(_normal(p) for p in _expand(entry))
+  seen = set()
+  for path in out:
+    if path in seen:
+      raise InputError(f"{path} is named twice in the window; its records "
+                       "would be read twice")
+    seen.add(path)
+  return out
+
+
+def finished(path: str) -> DatasetInfo:
+  """The dataset.json of a finished dataset, with the generation it
+  belongs to (its `generation`: the same _SUCCESS before and after it was
+  read; see beam_tfrecords.core.generations).
+
+  Raises:
+    InputError: no _SUCCESS (the build failed, was killed or runs).
+    DatasetReplacedError: it is being replaced (for over 2 s).
+  """
+  info, token = consistent(path, lambda: DatasetInfo.from_directory(path))
+  return dataclasses.replace(info, generation=token)
+
+
+def _spec_items(info: DatasetInfo) -> Dict[str, Any]:
+  spec = info.feature_spec
+  if info.record == "sequence_example":
+    return {f"{part}.{k}": v for part in ("context", "sequence")
+            for k, v in spec.get(part, {}).items()}
+  return dict(spec)
+
+
+def window(spec: Datasets) -> Window:
+  """(folder, dataset.json) of each dataset, checked to read as one (a
+  Window given is returned as it is).
+
+  Raises:
+    InputError: one is not finished, or its record kind or a feature's
+      parsing spec differs from the first one's (named).
+  """
+  if isinstance(spec, Window):
+    return spec
+  found = Window((p, finished(p)) for p in datasets(spec))
+  first_path, first = found[0]
+  want = _spec_items(first)
+  for path, info in found[1:]:
+    if info.record != first.record:
+      raise InputError(f"{path} holds {info.record} records and "
+                       f"{first_path} {first.record}: a window reads one "
+                       "kind")
+    got = _spec_items(info)
+    for name in sorted(set(want) | set(got)):
+      if want.get(name) != got.get(name):
+        raise InputError(
+            f"{path} cannot be read with {first_path}: feature {name!r} is "
+            f"{_said(got.get(name))} there and {_said(want.get(name))} in "
+            f"{first_path}; a window needs one feature spec")
+    _same_reading(first_path, first, path, info)
+  return found
+
+
+def _media(info: DatasetInfo) -> Dict[str, Any]:
+  """The image and tensor declarations (how readers decode them)."""
+  return {k: v for k, v in (info.schema.get("features") or {}).items()
+          if isinstance(v, dict) and v.get("type") in ("image", "tensor")}
+
+
+def _same_reading(first_path: str, first: DatasetInfo, path: str,
+                  info: DatasetInfo) -> None:
+  """What readers take from the first dataset for all: the label, how
+  images and tensors decode, the transformed feature spec."""
+  for what, mine, theirs in (
+      ("label", first.label, info.label),
+      ("image / tensor declarations", _media(first), _media(info)),
+      ("transformed feature spec",
+       first.transform and first.transform.feature_spec,
+       info.transform and info.transform.feature_spec)):
+    if mine != theirs:
+      raise InputError(
+          f"{path} cannot be read with {first_path}: their {what} differ "
+          f"({theirs!r} there, {mine!r} in {first_path}); a window reads "
+          "its datasets one way")
+
+
+def _said(spec: Any) -> str:
+  if spec is None:
+    return "absent"
+  shape = f" of shape {spec['shape']}" if "shape" in spec else ""
+  return f"{spec['kind']}({spec['dtype']}){shape}"
+
+
+def split_files(found: Sequence[Tuple[str, DatasetInfo]], split: str,
+                transformed: bool = False) -> List[Tuple[str, int]]:
+  """(shard path, records) of a split over the window, in reading order
+  (`transformed`: of the transformed records).
+
+  Raises:
+    InputError: a dataset has no such split (named), or no transformed
+      records.
+  """
+  out = []
+  for path, info in found:
+    splits = info.splits
+    if transformed:
+      if info.transform is None:
+        raise InputError(f"{path} has no transformed records (its schema "
+                         "has no `transform:` section)")
+      splits = info.transform.splits
+    if split not in splits:
+      kind = "transformed split" if transformed else "split"
+      raise InputError(f"{path} has no {kind} {split!r}; it has "
+                       f"{sorted(splits)}")
+    out += [(fs.join(path, s.file), s.num_records)
+            for s in splits[split].shards]
+  return out
+
+
+def digest(path: str) -> str:
+  """A digest of a finished dataset's content: dataset.json's bytes and
+  the name and size of every file it lists."""
+  info = finished(path)
+  h = hashlib.sha256()
+  with fs.open_read(fs.join(path, DATASET_JSON)) as f:
+    h.update(f.read())
+  listed = [s.file for split in info.splits.values() for s in split.shards]
+  if info.transform is not None:
+    listed += [s.file for split in info.transform.splits.values()
+               for s in split.shards]
+  sizes = {}  # one listing per folder, not a request per file
+  for folder in sorted({os.path.dirname(n) for n in listed}):
+    base = fs.join(path, folder) if folder else path
+    sizes.update({os.path.join(folder, f.path.rsplit("/", 1)[-1]): f.size
+                  for f in fs.match(fs.join(base, "*"))})
+  for name in sorted(listed):
+    h.update(f"\0{name}\0{sizes.get(name, -1)}".encode("utf-8"))
+  return h.hexdigest()
+
+
+def pin(spec: Datasets, out: str) -> Dict[str, Any]:
+  """Writes a pin file naming exactly these datasets (each with its
+  digest) and returns its content. The datasets must read as one."""
+  found = window(spec)
+  content = {"kind": PIN_KIND, "version": 1,
+             "datasets": [{"path": p, "digest": digest(p)}
+                          for p, _ in found]}
+  fs.write_bytes(out, (json.dumps(content, indent=2) + "\n").encode("utf-8"))
+  return content
+
+
+def _read_pin(path: str) -> List[str]:
+  try:
+    with fs.open_read(path) as f:
+      content = json.loads(f.read().decode("utf-8"))
+  except (OSError, ValueError) as e:
+    raise InputError(f"{path}: not a readable pin file ({e})") from e
+  if not isinstance(content, dict) or content.get("kind") != PIN_KIND:
+    raise InputError(f"{path} is not a pin file (btr.pin writes them: "
+                     f"kind {PIN_KIND!r})")
+  if not content.get("datasets"):
+    raise InputError(f"{path}: the pin names no dataset")
+  out = []
+  for entry in content["datasets"]:
+    if not fs.exists(fs.join(entry["path"], DATASET_JSON)):
+      raise InputError(f"{path}: pinned dataset {entry['path']} is gone")
+    if digest(entry["path"]) != entry["digest"]:
+      raise InputError(
+          f"{path}: pinned dataset {entry['path']} was rebuilt or changed "
+          "since it was pinned; its records may differ. Pin the window "
+          "again to read what is there now")
+    out.append(entry["path"])
+  return out
