@@ -197,13 +197,13 @@ def test_ctrl_c_prints_one_line_exits_130_and_removes_staging(tmp_path):
 
 def test_progress_is_logged_where_stderr_is_not_a_terminal(
     tmp_path, caplog, monkeypatch):
-  from beam_tfrecords.core import progress
+  from beam_tfrecords.runners import progress
   monkeypatch.setattr(progress, "LOG_SECONDS", 0.05)
   schema, data = _files(tmp_path, _bad_rows(200, 1))
-  with caplog.at_level(logging.WARNING, logger="beam_tfrecords.core.progress"):
+  with caplog.at_level(logging.WARNING, logger="beam_tfrecords.runners.progress"):
     btr.build(schema, data, str(tmp_path / "out"), progress=True)
   lines = [r.getMessage() for r in caplog.records
-           if r.name == "beam_tfrecords.core.progress"]
+           if r.name == "beam_tfrecords.runners.progress"]
   size = progress.human_bytes(os.path.getsize(data))
   assert lines[-1] == (f"progress at the end: {size} of {size} read "
                        "(100%), 201 rows (" + lines[-1].split(" rows (")[1]
@@ -252,7 +252,7 @@ def test_progress_draws_a_live_line_on_a_terminal(tmp_path):
 
 
 def test_progress_counts_every_worker_file(tmp_path, monkeypatch):
-  from beam_tfrecords.core import progress
+  from beam_tfrecords.runners import progress
   monkeypatch.setenv(progress.ENV_DIR, str(tmp_path))
   t = progress.tally()
   t.add(rows=10, bytes=100)
@@ -535,7 +535,7 @@ def test_other_runners_log_the_jobs_counters_while_it_runs(caplog):
   DataflowRunner's and the portable job service's PipelineResult)."""
   from types import SimpleNamespace
   from apache_beam.runners.runner import PipelineState
-  from beam_tfrecords.core import progress
+  from beam_tfrecords.runners import progress
 
   def counter(name, value):
     return SimpleNamespace(key=SimpleNamespace(metric=SimpleNamespace(
@@ -556,7 +556,7 @@ def test_other_runners_log_the_jobs_counters_while_it_runs(caplog):
           counter("rows_read", n), counter("records", n - 1),
           counter("rows_rejected", 1), counter("bytes_read", 50 * n),
           counter("read_units", 9)]})
-  with caplog.at_level(logging.WARNING, logger="beam_tfrecords.core.progress"):
+  with caplog.at_level(logging.WARNING, logger="beam_tfrecords.runners.progress"):
     progress.poll_metrics(Job(), 200_000, every=0.01)
   lines = [r.getMessage() for r in caplog.records]
   assert len(lines) == 2

@@ -45,7 +45,7 @@ from beam_tfrecords.core.errors import (AnomalyError, BadRowsError,
                                    JobFailedError, NoInputError,
                                    OutputBusyError,
                                    PublishInterruptedError)
-from beam_tfrecords.core.progress import human_bytes
+from beam_tfrecords.runners.progress import human_bytes
 
 __all__ = ["main", "parser", "EXIT_OK", "EXIT_FAILED", "EXIT_INPUT",
            "EXIT_BAD_ROWS", "EXIT_NO_INPUT", "EXIT_ANOMALY",

@@ -7,7 +7,7 @@ report); this module only formats it for a terminal.
 import json
 
 from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.core.progress import human_bytes
+from beam_tfrecords.runners.progress import human_bytes
 
 __all__ = ["infer_schema_command", "inspect_command", "report_command",
            "validate_command"]

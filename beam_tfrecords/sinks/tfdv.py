@@ -1,4 +1,4 @@
-"""statistics.pb: the build's statistics as TensorFlow Metadata's
+"""The build's statistics as statistics.pb, TensorFlow Metadata's
 `DatasetFeatureStatisticsList`, one dataset per split, the format
 TensorFlow Data Validation reads (`tfdv.load_stats_binary`) for its
 schema inference, anomaly checks and Facets view.

@@ -16,7 +16,7 @@ from apache_beam.utils.timestamp import Timestamp
 from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_tfrecords.core.errors import reason_category
-from beam_tfrecords.core.progress import tally
+from beam_tfrecords.runners.progress import tally
 from beam_tfrecords.encoding.example import RowError
 from beam_tfrecords.encoding.splitting import SplitAssigner, key_types
 from beam_tfrecords.schema import Schema, schema_from_dict

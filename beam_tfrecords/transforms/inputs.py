@@ -5,7 +5,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 
-from beam_tfrecords.core.progress import tally
+from beam_tfrecords.runners.progress import tally
 from beam_tfrecords.sources import ReadUnit, SourceBatch, read_unit
 from beam_tfrecords.sources.preprocess import Preprocess, Versions, check_versions
 from beam_tfrecords.sources.tfrecord import unwrap_scalars
