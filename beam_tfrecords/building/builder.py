@@ -32,6 +32,7 @@ from beam_tfrecords.inspect.expectations import ANOMALIES_FILE
 from beam_tfrecords.publish.journal import (has_journal, recover,
                                             remove_staging)
 from beam_tfrecords.publish.output import check_output_path
+from beam_tfrecords.publish.publication import Publication
 from beam_tfrecords.publish.staging import (Staged, output_failure,
                                             stage_output)
 from beam_tfrecords.runners.dofn_specs import memoized_dofn_specs
@@ -199,9 +200,10 @@ def _stage(schema: Schema, plan: InputPlan, opts: BuildOptions, output: str,
   return stage_output(
       output, key, beam_opts, force=opts.force, overwrite=opts.overwrite,
       overwrite_hint="--overwrite", tfmd=tfmd_text(schema),
-      plan=lambda staging, run: planning.dataset_plan(
-          schema, plan, opts.resolved(schema), output, staging, run, key,
-          described, user_fn))
+      plan=lambda run: planning.dataset_plan(
+          schema, plan, opts.resolved(schema),
+          Publication(output, run, key, opts.overwrite), described,
+          user_fn))
 
 
 
@@ -214,7 +216,7 @@ def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
         runner=runner_name(options)))
   _LOG.info("Building %s from %d file(s), %d read unit(s) -> %s",
             schema.name, len(plan.files), len(plan.units),
-            dataset.finish.output)
+            dataset.finish.publication.output)
   pipeline = beam.Pipeline(runner=runner, options=options)
   _ = (pipeline
        | "ReadInputs" >> ReadInputs(

@@ -17,6 +17,7 @@ from beam_tfrecords.encoding.splitting import producible_splits, split_fraction
 from beam_tfrecords.inspect.expectations import CheckPlan, load_baseline
 from beam_tfrecords.inspect.report import REPORT_FILE
 from beam_tfrecords.publish.finish import FinishPlan
+from beam_tfrecords.publish.publication import Publication
 from beam_tfrecords.schema import Schema, spec_to_json
 from beam_tfrecords.schema.model import MediaKind, SplitKind
 from beam_tfrecords.schema.sizes import parse_size
@@ -310,9 +311,9 @@ def _shards(schema: Schema, plan, opts: BuildOptions):
   return shards, shuffle
 
 
-def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
-                  staging: str, run: str, key: str, inputs: Dict[str, Any],
-                  user_fn) -> DatasetPlan:
+def dataset_plan(schema: Schema, plan, opts: BuildOptions,
+                 publication: Publication, inputs: Dict[str, Any],
+                 user_fn) -> DatasetPlan:
   """How the dataset of these inputs is cut and described."""
   shards, shuffle = _shards(schema, plan, opts)
   input_bytes = sum(f.size for f in plan.files)
@@ -350,7 +351,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
           if schema.group_by else "the written records"),
       tool={"name": "beam-tfrecords", "version": __version__},
       tfmd_schema=TFMD_FILE,
-      build_key=key,
+      build_key=publication.key,
       # Written in the staging folder, published with the rest.
       report=REPORT_FILE if opts.report else None,
       # The label feature(s) (load(as_supervised=True)); only when named,
@@ -362,7 +363,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
       # Known after the run (sinks.metadata.Commit).
       splits={}, counts=Counts(0, 0, 0, 0, 0), errors=Errors(0))
   return DatasetPlan(
-      staging=staging, shards=shards, sink=opts.sink,
+      staging=publication.staging, shards=shards, sink=opts.sink,
       codec=TFRECORD_PLAIN if opts.tfds else TFRECORD_GZIP,
       gzip_level=opts.gzip_level, shuffle=shuffle,
       statistics=opts.statistics,
@@ -371,10 +372,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions, output: str,
       planned=planned,
       buckets=buckets_for(input_bytes),
       finish=FinishPlan(
-          output=output, staging=staging, run=run,
-          # The run id makes each publish's _SUCCESS its own: readers
-          # tell a replaced dataset by it (window.Generation).
-          success_text=f"beam-tfrecords {__version__} {key} {run}\n",
+          publication=publication,
           max_bad_rows=opts.max_bad_rows,
           max_bad_fraction=opts.max_bad_fraction,
           producible=tuple(producible_splits(schema.splits)),

@@ -27,7 +27,7 @@ from beam_tfrecords.building.options import BuildOptions
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.publish.lock import new_run
 from beam_tfrecords.publish.output import check_output_path
-from beam_tfrecords.publish.staging import RunStage, StageOutput
+from beam_tfrecords.publish.publication import Publication, StageOutput
 from beam_tfrecords.schema import Schema, load_schema
 from beam_tfrecords.schema.tfmd import tfmd_text
 from beam_tfrecords.transforms.dataset import WriteBatches
@@ -102,13 +102,13 @@ class WriteDataset(beam.PTransform):
     # Only planned here: the output is checked, locked and staged by the
     # pipeline's first step when it runs (as Beam's own file sinks do), and
     # released by its last step once it has published.
-    stage = RunStage(output, new_run(), opts.overwrite, tfmd_text(schema))
+    publication = Publication(output, new_run(), key, opts.overwrite,
+                              tfmd_text(schema))
     plan = planning.dataset_plan(
-        schema, _PCOLLECTION_PLAN, opts.resolved(schema), output,
-        stage.staging, stage.run, key,
+        schema, _PCOLLECTION_PLAN, opts.resolved(schema), publication,
         {"format": "pcollection", "source": PCOLLECTION, "patterns": [],
          "files": [], "fingerprint": None}, None)
-    staged = rows.pipeline | "Stage" >> StageOutput(stage)
+    staged = rows.pipeline | "Stage" >> StageOutput(publication)
     return (rows
             | "ToBatches" >> ToSourceBatches(schema.columns)
             | "AfterStage" >> beam.Map(_after_stage,

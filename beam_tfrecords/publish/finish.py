@@ -4,7 +4,7 @@ folder to the published dataset.
 After `Commit` wrote the staged dataset.json: TensorFlow Transform's
 output is described (when the schema has `transform:`), the rejection
 thresholds are applied, the output's lock is checked to still be this
-build's, the staging folder is published (`sinks.publishing`), and the
+build's, the staging folder is published (its Publication), and the
 lock is released. The step's output is the published dataset.json
 content, so a pipeline can go on after it.
 """
@@ -19,8 +19,9 @@ import apache_beam as beam
 from beam_tfrecords.core.errors import AnomalyError, InputError, OutputBusyError
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.inspect.expectations import ANOMALIES_FILE
-from beam_tfrecords.publish.journal import publish, remove_parts
+from beam_tfrecords.publish.journal import remove_parts
 from beam_tfrecords.publish.lock import LEASE_SECONDS, OutputLock
+from beam_tfrecords.publish.publication import Publication
 from beam_tfrecords.runners.run import sigint_deferred
 from beam_tfrecords.sinks.metadata import check_thresholds
 
@@ -31,10 +32,7 @@ _LOG = logging.getLogger(__name__)
 
 class FinishPlan(NamedTuple):
   """What the last step needs to know (decided on the launcher)."""
-  output: str
-  staging: str
-  run: str  # the lock's run id
-  success_text: str
+  publication: Publication
   max_bad_rows: Optional[int]
   max_bad_fraction: Optional[float]
   producible: Tuple[str, ...]
@@ -63,7 +61,7 @@ class _Fence:
 
   def __init__(self, plan: FinishPlan, options):
     self._plan = plan
-    self._store = OutputLock(plan.output, options)._store  # pylint: disable=protected-access
+    self._store = OutputLock(plan.publication.output, options)._store  # pylint: disable=protected-access
     self.token = None
     self._renewed = 0.0
     self.renew()
@@ -76,7 +74,7 @@ class _Fence:
       info = json.loads(current[0].decode("utf-8"))
     except ValueError:
       return None
-    return (info, current[1]) if info.get("run") == self._plan.run else None
+    return (info, current[1]) if info.get("run") == self._plan.publication.run else None
 
   def renew(self) -> None:
     for _ in range(3):  # the launcher renews it too: adopt its token
@@ -95,7 +93,7 @@ class _Fence:
         self._renewed = time.monotonic()
         return
     raise OutputBusyError(
-        f"{self._plan.output}: the lock was removed or taken over by another "
+        f"{self._plan.publication.output}: the lock was removed or taken over by another "
         "build; this build publishes nothing")
 
 
@@ -103,14 +101,14 @@ def finish(info: DatasetInfo, plan: FinishPlan,
            options=None) -> DatasetInfo:
   """Thresholds, lock, publish, unlock; returns the published dataset.json."""
   try:
-    remove_parts(plan.staging)
+    remove_parts(plan.publication.staging)
   except Exception:  # pylint: disable=broad-except
-    _LOG.warning("could not remove the part files under %s", plan.staging,
+    _LOG.warning("could not remove the part files under %s", plan.publication.staging,
                  exc_info=True)
   if plan.analyze_split is not None:
     # pylint: disable=import-outside-toplevel
     from beam_tfrecords.sinks.transform_files import describe_transform
-    info = describe_transform(plan.staging, info)
+    info = describe_transform(plan.publication.staging, info)
     analyzed = info.transform.splits.get(plan.analyze_split) \
         if info.transform else None
     if analyzed is None or not analyzed.num_records:
@@ -118,21 +116,20 @@ def finish(info: DatasetInfo, plan: FinishPlan,
           f"the split {plan.analyze_split!r} that TensorFlow Transform "
           "analyzes has no records, so its statistics (means, "
           "vocabularies, buckets) would be meaningless; nothing was "
-          f"published (see {plan.staging}). Check the split rule and "
+          f"published (see {plan.publication.staging}). Check the split rule and "
           "errors/, or set transform.analyze_split")
   if plan.tfds_features is not None:
     # pylint: disable=import-outside-toplevel
     from beam_tfrecords.sinks.tfds_files import write_tfds_files
-    write_tfds_files(plan.staging, info, plan.tfds_features)
+    write_tfds_files(plan.publication.staging, info, plan.tfds_features)
   if plan.units and not info.counts.rows_read:
     _check_nothing_lost(plan)
   check_thresholds(info, plan.max_bad_rows, plan.max_bad_fraction,
-                   plan.staging, plan.producible)
+                   plan.publication.staging, plan.producible)
   _check_anomalies(info, plan)
   fence = _Fence(plan, options)
   with sigint_deferred("publishing"):
-    publish(plan.staging, plan.output, info.to_json(), plan.success_text,
-            guard=fence.renew)
+    plan.publication.publish(info.to_json(), guard=fence.renew)
     try:
       ours = fence._ours()  # pylint: disable=protected-access
       if ours is not None:
@@ -140,7 +137,7 @@ def finish(info: DatasetInfo, plan: FinishPlan,
     except Exception:  # pylint: disable=broad-except
       # Published: the launcher removes the lock when the build ends.
       _LOG.warning("%s: published; could not remove the lock",
-                   plan.output, exc_info=True)
+                   plan.publication.output, exc_info=True)
   return info
 
 
@@ -158,8 +155,8 @@ def _check_anomalies(info: DatasetInfo, plan: FinishPlan) -> None:
   raise AnomalyError(
       f"{len(found)} anomal{'y' if len(found) == 1 else 'ies'}: the data "
       "does not meet the schema's expectations; nothing was published "
-      f"({plan.output} keeps its previous content). What would have been "
-      f"published is in {plan.staging} ({ANOMALIES_FILE}, and report.html "
+      f"({plan.publication.output} keeps its previous content). What would have been "
+      f"published is in {plan.publication.staging} ({ANOMALIES_FILE}, and report.html "
       "unless --no-report; the next build removes it). To publish anyway: "
       "--on-anomaly warn.\n"
       + "\n".join("  " + line for line in lines),
@@ -180,7 +177,7 @@ def _check_nothing_lost(plan: FinishPlan) -> None:
             f"holds rows ({unit.path} has "
             f"{batch.num_rows + len(batch.errors):,} in its first batch): "
             "the runner lost them, and nothing was published (see "
-            f"{plan.staging}). Run on the DirectRunner, Dataflow, or the "
+            f"{plan.publication.staging}). Run on the DirectRunner, Dataflow, or the "
             "portable runner (Flink, Spark): see docs/operations.md, "
             "\"Running on a cluster\"")
 

@@ -6,15 +6,14 @@ date), the staging folder with TensorFlow Metadata's schema.pbtxt.
 
 build() stages on the launcher before its pipeline runs (`stage_output`);
 WriteDataset only plans when its graph is built (building.planning), and
-stages in the pipeline's first step when it runs (`StageOutput`), as
-Beam's file sinks do: a graph built and never run leaves nothing.
+stages in the pipeline's first step when it runs (`stage_at_run`, through
+publish.publication's StageOutput), as Beam's file sinks do: a graph built
+and never run leaves nothing.
 """
 
-import dataclasses
 import errno
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
-import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.errors import InputError, OutputError, write_errno
@@ -26,8 +25,8 @@ from beam_tfrecords.publish.output import (check_output, finished_with_key,
 from beam_tfrecords.schema.tfmd import TFMD_FILE
 from beam_tfrecords.sinks import STAGING_PREFIX
 
-__all__ = ["Staged", "stage_output", "RunStage", "StageOutput",
-           "stage_at_run", "output_failure", "output_errno"]
+__all__ = ["Staged", "stage_output", "stage_at_run", "output_failure",
+           "output_errno"]
 
 
 class Staged(NamedTuple):
@@ -45,7 +44,7 @@ class Staged(NamedTuple):
 
 def stage_output(output: str, key: str, options, *, force: bool,
                  overwrite: bool, overwrite_hint: str, tfmd: str,
-                 plan: Callable[[str, str], Any]) -> Staged:
+                 plan: Callable[[str], Any]) -> Staged:
   """Checks and locks `output` (an absolute path or URL) and prepares its
   staging folder: build()'s, on the launcher before its pipeline runs
   (WriteDataset's is a step of the pipeline: `StageOutput`).
@@ -59,7 +58,8 @@ def stage_output(output: str, key: str, options, *, force: bool,
     overwrite_hint: how the caller's user says "overwrite" (in the error
       when the output holds another finished dataset).
     tfmd: TensorFlow Metadata's schema, written into the staging folder.
-    plan: (staging folder, run id) -> the dataset's plan (Staged.dataset).
+    plan: the build's run id (its lock's) -> the dataset's plan
+      (Staged.dataset), whose pipeline writes into STAGING_PREFIX + run.
   """
   check_output(output)
   if not force:
@@ -82,29 +82,12 @@ def stage_output(output: str, key: str, options, *, force: bool,
         return Staged(lock, None, previous)
     _check_overwrite(output, published, overwrite, overwrite_hint)
     staging = FileSystems.join(output, STAGING_PREFIX + lock.run)
-    dataset = plan(staging, lock.run)
+    dataset = plan(lock.run)
     _write_tfmd(output, staging, tfmd)
   except BaseException as e:
     _unstage(output, staging, lock, e)
     raise
   return Staged(lock, dataset)
-
-
-@dataclasses.dataclass(frozen=True)
-class RunStage:
-  """What WriteDataset's first step does to the output when the pipeline
-  runs: `output` locked for the build `run` (staging folder
-  STAGING_PREFIX + run), a finished dataset there kept unless
-  `overwrite`, TensorFlow Metadata's schema (`tfmd`) staged."""
-  output: str
-  run: str
-  overwrite: bool
-  tfmd: str
-  overwrite_hint: str = "overwrite=True"
-
-  @property
-  def staging(self) -> str:
-    return FileSystems.join(self.output, STAGING_PREFIX + self.run)
 
 
 # The locks StageOutput took in this process ({(output, run): lock}): held,
@@ -113,54 +96,30 @@ class RunStage:
 _HELD: Dict[Tuple[str, str], OutputLock] = {}
 
 
-def stage_at_run(stage: RunStage, options) -> str:
-  """Locks and prepares the output for the build `stage.run`, as
-  stage_output does; the staging folder. Safe to run again for the same
-  run (a retried step, a runner that runs a side input's step in each
-  task that reads it): the lock is adopted, the other builds' staging
-  folders removed again, the schema written again."""
-  check_output(stage.output)
-  lock = _HELD.get((stage.output, stage.run))
+def stage_at_run(output: str, run: str, staging: str, tfmd: str,
+                 overwrite: bool, overwrite_hint: str, options) -> str:
+  """Locks and prepares `output` for the build `run` (its staging folder
+  `staging`), as stage_output does; the staging folder. Safe to run again
+  for the same run (a retried step, a runner that runs a side input's step
+  in each task that reads it): the lock is adopted, the other builds'
+  staging folders removed again, the schema written again.
+  (publish.publication.Publication.stage.)"""
+  check_output(output)
+  lock = _HELD.get((output, run))
   if lock is None or not lock.renew():  # (released by a publish: again)
-    lock = _locked(stage.output, options, stage.run)
-    _HELD[(stage.output, stage.run)] = lock
+    lock = _locked(output, options, run)
+    _HELD[(output, run)] = lock
   try:
-    recover(stage.output, keep=stage.staging)
-    check_output_files(stage.output)
-    _check_overwrite(stage.output, success_text(stage.output),
-                     stage.overwrite, stage.overwrite_hint)
-    _write_tfmd(stage.output, stage.staging, stage.tfmd)
+    recover(output, keep=staging)
+    check_output_files(output)
+    _check_overwrite(output, success_text(output), overwrite,
+                     overwrite_hint)
+    _write_tfmd(output, staging, tfmd)
   except BaseException as e:
-    _HELD.pop((stage.output, stage.run), None)
-    _unstage(stage.output, stage.staging, lock, e)
+    _HELD.pop((output, run), None)
+    _unstage(output, staging, lock, e)
     raise
-  return stage.staging
-
-
-class _StageFn(beam.DoFn):
-
-  def process(self, stage: RunStage):
-    # The file system options the worker was started with (S3 endpoint,
-    # credentials) reach the lock's store too.
-    yield stage_at_run(
-        stage, FileSystems._pipeline_options)  # pylint: disable=protected-access
-
-
-class StageOutput(beam.PTransform):
-  """A pipeline -> its staging folder (one element), once the output is
-  locked and staged for the build `stage.run` when the pipeline runs:
-  steps that write there take it as a side input (or gather it) so that
-  they run after it. A pipeline built and never run leaves nothing."""
-
-  def __init__(self, stage: RunStage):
-    super().__init__()
-    self._stage = stage
-
-  def expand(self, pipeline):
-    return (pipeline
-            | "Plan" >> beam.Create([self._stage])
-            | "LockAndStage" >> beam.ParDo(_StageFn()).with_output_types(
-                str))
+  return staging
 
 
 def _locked(output: str, options, run: Optional[str]) -> OutputLock:
