@@ -176,12 +176,12 @@ def test_rows_in_two_splits_fail_with_their_exact_count(tmp_path):
 
 
 def test_the_overlap_count_is_exact():
-  chunks = [("train", None, [b"a", b"b", b"c", b"a"]),
+  batches = [("train", None, [b"a", b"b", b"c", b"a"]),
             ("eval", None, [b"c", b"a", b"x"]),
             ("test", None, [b"x", b"y"])]
   buckets = {}
-  for chunk in chunks:
-    for bucket, part in _digests(chunk):
+  for batch in batches:
+    for bucket, part in _digests(batch):
       buckets.setdefault(bucket, []).append(part)
   # a and c (train, eval), x (eval, test): each counted once.
   assert sum(overlap_of(parts) for parts in buckets.values()) == 3

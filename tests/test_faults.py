@@ -101,7 +101,7 @@ def test_every_shard_exists_and_beam_reads_them(tf, tmp_path):
 
 
 def test_big_chunks_travel_as_gzip_members(tf, tmp_path):
-  """Chunks over 64 KiB are compressed before the shuffle; the
+  """Batches over 64 KiB are compressed before the shuffle; the
   concatenated members read back as one stream, in order."""
   src = write_rows(tmp_path / "in.csv", 20_000)
   out = str(tmp_path / "out")
@@ -116,14 +116,14 @@ def test_big_chunks_travel_as_gzip_members(tf, tmp_path):
 
 def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
     tmp_path, monkeypatch):
-  """Every chunk's parts go to one part file under the staging directory
+  """Every batch's parts go to one part file under the staging directory
   (the shuffle carries their slices: names and sizes, whatever the parts'
-  size), and the slices of GATHER_CHUNKS chunks go to a shard as one
+  size), and the slices of GATHER_BATCHES batches go to a shard as one
   element; the shards are the bytes of a build whose shuffle carried the
   parts themselves, and no part file is left behind."""
   from beam_tfrecords.sinks import shards
   src = write_rows(tmp_path / "in.csv", 20_000)
-  monkeypatch.setattr(shards, "GATHER_CHUNKS", 3)
+  monkeypatch.setattr(shards, "GATHER_BATCHES", 3)
   small_batches = {"block_size": 64 << 10}  # 6 batches of rows
   written, carried = [], []
   real_spilled, real_process = shards._DealFn._spilled, \
@@ -142,13 +142,13 @@ def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
   monkeypatch.setattr(shards._WriteShardFn, "process", process)
   spilled_out = btr.build(SCHEMA, src, str(tmp_path / "spilled"),
                           num_shards=4, format_options=small_batches)
-  chunks = len(set(written))
-  assert chunks == 6
+  batches = len(set(written))
+  assert batches == 6
   assert written and all("/.staging-" in p and "/.parts/train/" in p
                          for p in written)
   assert not any(os.path.exists(p) for p in written)
-  # What crossed the shuffle: slices, gathered 3 chunks to an element
-  # (each chunk has a part for every shard), and empty-shard markers.
+  # What crossed the shuffle: slices, gathered 3 batches to an element
+  # (each batch has a part for every shard), and empty-shard markers.
   gathered = [p for p in carried if p is not None]
   assert len(gathered) == 4 * 6 // 3
   assert all(isinstance(g, shards.Gathered) and len(g.parts) == 3 and all(

@@ -333,7 +333,7 @@ def _steps(schema, rows, numbers):
 def test_assembler_rejects_the_group_and_names_the_first_bad_row():
   steps = _steps(FLOAT_KEYS, [{"k": "1", "t": str(t), "v": str(t)}
                               for t in range(5)], [10, 11, 12, 13, 14])
-  chunks = [("b.csv", steps[:2]), ("a.csv", steps[2:])]
+  batches = [("b.csv", steps[:2]), ("a.csv", steps[2:])]
   bad = [("b.csv", 2, "reason b", 1), ("a.csv", 9, "reason a9", 2),
          ("a.csv", None, "reason a?", 1), ("a.csv", 8, "reason a8", 1)]
   assembler = SequenceAssembler(FLOAT_KEYS)
@@ -341,7 +341,7 @@ def test_assembler_rejects_the_group_and_names_the_first_bad_row():
   for seed in range(4):
     shuffled = list(bad)
     random.Random(seed).shuffle(shuffled)
-    results.append(assembler.assemble(chunks[::-1] if seed % 2 else chunks,
+    results.append(assembler.assemble(batches[::-1] if seed % 2 else batches,
                                       shuffled))
   assert all(r == results[0] for r in results)
   result = results[0]

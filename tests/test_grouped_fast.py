@@ -66,8 +66,8 @@ def _reference(schema, batches):
       groups.setdefault(key, []).append((path, steps))
     for key, row, reason in batch.bad:
       bad.setdefault(key, []).append((path, numbers[row], reason, 1))
-  return {key: assembler.assemble(chunks, bad.get(key, ()))
-          for key, chunks in groups.items()}, bad
+  return {key: assembler.assemble(batches, bad.get(key, ()))
+          for key, batches in groups.items()}, bad
 
 
 def _fast(schema, batches, buckets=1):
@@ -137,10 +137,10 @@ def test_same_records_and_errors_as_the_reference(case, seed):
     errors = {}
     for result in _fast(schema, batches, buckets):
       assert result.keys == sorted(result.keys)
-      for k, records in result.chunks():
+      for k, records in result.batches():
         got[k] = records
       steps = iter(result.steps.tolist())
-      for k, records in result.chunks():
+      for k, records in result.batches():
         assert [next(steps) for _ in records] == expected[k].steps
       for k, error in result.errors:
         errors.setdefault(k, []).append(error)
@@ -164,7 +164,7 @@ def test_records_read_back_in_order(tf):
   (result,) = _fast(schema, [("x.csv", rows, [2, 3, 4])])
   assert result.keys == [(3,), (7,)]
   assert result.steps.tolist() == [1, 2]
-  records = dict(result.chunks())
+  records = dict(result.batches())
   context_spec = {"user": tf.io.FixedLenFeature([], tf.int64),
                   "country": tf.io.FixedLenFeature([], tf.string),
                   "length": tf.io.FixedLenFeature([], tf.int64),

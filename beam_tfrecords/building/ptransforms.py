@@ -127,8 +127,8 @@ class EncodedRecords(NamedTuple):
   errors: Any
 
 
-def _records(chunk):
-  split, _, records = chunk
+def _records(batch):
+  split, _, records = batch
   return [(split, r) for r in records]
 
 

@@ -22,8 +22,8 @@ from beam_tfrecords.schema.model import OnBadStep
 
 __all__ = ["SequenceAssembler"]
 
-# A group's steps as they come: (source path, steps) per chunk.
-Chunks = Iterable[Tuple[str, Sequence[Step]]]
+# A group's steps as they come: (source path, steps) per batch.
+Batches = Iterable[Tuple[str, Sequence[Step]]]
 
 def _show_feature(value: Optional[bytes]) -> str:
   from beam_tfrecords.core.tfrecord_files import decode_feature  # only for messages
@@ -75,39 +75,39 @@ class SequenceAssembler:
   def __reduce__(self):
     return (SequenceAssembler, (self._schema.to_dict(),))
 
-  def assemble(self, chunks: Chunks, bad: Sequence[BadRows] = ()
+  def assemble(self, batches: Batches, bad: Sequence[BadRows] = ()
                ) -> GroupResult:
-    """One group's steps, in chunks of (source path, steps).
+    """One group's steps, in batches of (source path, steps).
 
     `bad` are the group's rows that could not become steps (they are in
     errors/ already), as BadRows or tuples of its fields; under
     on_bad_step: reject_group, any of them rejects the group's other rows
     too.
-    `chunks` is iterated more than once (Beam's grouped values allow it).
+    `batches` is iterated more than once (Beam's grouped values allow it).
     Under overflow reject / keep_first / keep_last, memory stays bounded
     by max_length steps (plus what the runner holds); without max_length
     or with split, the group's steps are held and sorted in memory.
     """
     s = self._schema
-    n = sum(len(steps) for _, steps in chunks)
+    n = sum(len(steps) for _, steps in batches)
     if n == 0:
       return GroupResult([], [], [])
     if bad and s.on_bad_step is OnBadStep.REJECT_GROUP:
-      return GroupResult([], [], [self._rejected_for(chunks, bad, n)])
+      return GroupResult([], [], [self._rejected_for(batches, bad, n)])
     # The steps one record may hold (all of them without max_length).
     max_len = n if s.max_length is None else s.max_length
     over = n > max_len
     if over and s.overflow is Overflow.REJECT:
-      first = heapq.nsmallest(self.EXAMPLES, self._entries(chunks),
+      first = heapq.nsmallest(self.EXAMPLES, self._entries(batches),
                               key=self._key)
       return GroupResult([], [], [GroupError(
           rows=n, reason=f"the group has {n:,} rows, more than max_length "
           f"{max_len:,} (overflow: reject); raise max_length or choose "
           "overflow: split / keep_first / keep_last",
           examples=tuple(_where(e) for e in first))])
-    if self._constant and self._varies(self._entries(chunks)):
+    if self._constant and self._varies(self._entries(batches)):
       # Rare: sort so the message names the same two rows on every run.
-      entries = sorted(self._entries(chunks), key=self._key)
+      entries = sorted(self._entries(batches), key=self._key)
       return GroupResult([], [], [self._context_conflict(entries)])
     errors = []
     if over and s.overflow is not Overflow.SPLIT:
@@ -116,13 +116,13 @@ class SequenceAssembler:
       # them (the nearest to the kept ones) are named as examples.
       shown = min(self.EXAMPLES, n - max_len)
       if keep_last:
-        kept = heapq.nlargest(max_len, self._entries(chunks), key=self._key)
+        kept = heapq.nlargest(max_len, self._entries(batches), key=self._key)
         kept.reverse()
-        gone = heapq.nlargest(max_len + shown, self._entries(chunks),
+        gone = heapq.nlargest(max_len + shown, self._entries(batches),
                               key=self._key)[max_len:]
       else:
-        kept = heapq.nsmallest(max_len, self._entries(chunks), key=self._key)
-        gone = heapq.nsmallest(max_len + shown, self._entries(chunks),
+        kept = heapq.nsmallest(max_len, self._entries(batches), key=self._key)
+        gone = heapq.nsmallest(max_len + shown, self._entries(batches),
                                key=self._key)[max_len:]
       errors.append(GroupError(
           rows=n - max_len, dropped=True,
@@ -132,7 +132,7 @@ class SequenceAssembler:
           examples=tuple(_where(e) for e in gone)))
       pieces = [kept]
     else:
-      entries = sorted(self._entries(chunks), key=self._key)
+      entries = sorted(self._entries(batches), key=self._key)
       step = max_len if over else n
       pieces = [entries[i:i + step] for i in range(0, n, step)]
     records, steps = [], []
@@ -149,7 +149,7 @@ class SequenceAssembler:
       steps.append(len(piece))
     return GroupResult(records, steps, errors)
 
-  def _rejected_for(self, chunks: Chunks, bad: Sequence[BadRows], n: int
+  def _rejected_for(self, batches: Batches, bad: Sequence[BadRows], n: int
                     ) -> GroupError:
     """The error of a group rejected because some of its rows were."""
     marks = [BadRows._make(b) for b in bad]  # plain tuples too
@@ -159,7 +159,7 @@ class SequenceAssembler:
         b.path, b.row is None, b.row or 0, b.reason))
     count = sum(b.rows for b in marks)
     more = f"{count:,} of its rows were rejected; " if count > 1 else ""
-    first = heapq.nsmallest(self.EXAMPLES, self._entries(chunks),
+    first = heapq.nsmallest(self.EXAMPLES, self._entries(batches),
                             key=self._key)
     return GroupError(
         rows=n, reason=f"{GROUP_REJECTED}: {_place(path, row)}: {reason} "
@@ -178,9 +178,9 @@ class SequenceAssembler:
     return size + 2 * ENTRY_OVERHEAD
 
   @staticmethod
-  def _entries(chunks: Chunks) -> Iterator[StepEntry]:
+  def _entries(batches: Batches) -> Iterator[StepEntry]:
     """Each step with its source path (a fresh pass each call)."""
-    for path, steps in chunks:
+    for path, steps in batches:
       for step in steps:
         yield StepEntry._make(step + (path,))  # faster than StepEntry(...)
 

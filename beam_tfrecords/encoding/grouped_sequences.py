@@ -154,11 +154,11 @@ class GroupedRecords:
     return len(self.keys)
 
   def __iter__(self) -> Iterator[bytes]:
-    """The records, as bytes (a chunk's items, for sinks that take them
+    """The records, as bytes (a batch's items, for sinks that take them
     one by one)."""
     return iter(self.records.to_list())
 
-  def chunks(self) -> Iterator[Tuple[tuple, List[bytes]]]:
+  def batches(self) -> Iterator[Tuple[tuple, List[bytes]]]:
     """(key, [record]) per group."""
     records = self.records.to_list()
     o = self.offsets.tolist()

@@ -347,11 +347,11 @@ class GroupAssembler:
     features = columns(STEP, len(s.sequence))
     context = columns(CONTEXT, len(self._row_read))
     numbers = _column(rows, ROW).to_pylist()
-    chunks: Dict[str, List[Step]] = {}
+    by_path: Dict[str, List[Step]] = {}
     for path, step in zip(_column(rows, _PATH).to_pylist(), map(
         Step._make, zip(orders, features, context, numbers))):
-      chunks.setdefault(paths[path], []).append(step)
-    return list(chunks.items())
+      by_path.setdefault(paths[path], []).append(step)
+    return list(by_path.items())
 
   @staticmethod
   def _collect(keys, group, part, records, length, extra, extra_steps,

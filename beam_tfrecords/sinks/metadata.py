@@ -49,14 +49,14 @@ STAGING_PREFIX = ".staging-"
 # Reasons listed in dataset.json (and in a threshold failure), most rows first.
 TOP_REASONS = 10
 
-def _error_chunk(chunk, to_json) -> tuple:
+def _error_batch(batch, to_json) -> tuple:
   """(key, [dead-letter dict]) -> ("errors", key + (first line,), [line]).
 
   Keys are (file, unit start, batch) for a batch's rows and (file, -1, -1)
   for a group; the first line makes them unique, so the lines of a file
   are sorted by input file and row.
   """
-  key, errors = chunk
+  key, errors = batch
   lines = [to_json(e) for e in errors]
   return ERRORS_DIR, tuple(key) + (lines[0],), lines
 
@@ -85,7 +85,7 @@ def _count_errors(info: ShardWritten, directory: str) -> ErrorsWritten:
 
 
 class WriteErrors(beam.PTransform):
-  """Writes chunks (key, [dead-letter dict]) as sorted JSON lines in
+  """Writes batches (key, [dead-letter dict]) as sorted JSON lines in
   DIR/errors/.
 
   Outputs one sinks.parts.ErrorsWritten per file.
@@ -101,7 +101,7 @@ class WriteErrors(beam.PTransform):
     to_json = self._to_json
     return (errors
             # (key, [dead-letter dict])
-            | "Lines" >> beam.Map(_error_chunk, to_json)
+            | "Lines" >> beam.Map(_error_batch, to_json)
             # (key, [JSON line])
             | "Write" >> WriteShards(self._directory,
                                      {ERRORS_DIR: self._num_shards},

@@ -1,17 +1,17 @@
-"""Runs: one shard's parts of many chunks, sent as one part.
+"""Runs: one shard's parts of many batches, sent as one part.
 
-A chunk `(split, key, items)` given to `WriteShards` may hold many chunks:
+A batch `(split, key, items)` given to `WriteShards` may hold many batches:
 `items` is then an object with `keys` (ascending), `records` (a
-wire.Ragged of every record) and `offsets` (each chunk's first record),
+wire.Ragged of every record) and `offsets` (each batch's first record),
 e.g. `encoding.groups.GroupedRecords`, every group of a bucket. The dealer
-deals each of them exactly as it deals a chunk of its own (vectorized), and
+deals each of them exactly as it deals a batch of its own (vectorized), and
 sends each shard one **run**: that shard's parts of all of them, in key
 order, as columns (`Parts`) pickled in blocks of about `BLOCK_BYTES` (in
 a part file when large, as other large parts are). The
 shard's writer merges its runs with its other parts by key
 (`in_key_order`), holding one block per run, so the file bytes are the
-same as if every chunk had been its own element, with a few elements per
-shard instead of one per chunk.
+same as if every batch had been its own element, with a few elements per
+shard instead of one per batch.
 """
 
 import bisect
@@ -284,11 +284,11 @@ def _merged(pieces: List[Parts]) -> Parts:
 def deal_records(items, hashes: np.ndarray, n: int, member_bytes: int,
                  part_of_framed: Callable[[int, bytes], tuple]
                  ) -> Dict[int, Parts]:
-  """What sinks.shards deals one chunk at a time, for every chunk of
+  """What sinks.shards deals one batch at a time, for every batch of
   `items` at once (TFRecord framing, no shuffle): shard -> its Parts.
 
-  A chunk's first record goes to shard hashes[i] % n, the next ones
-  round-robin; a chunk's records in one shard are one part; a part of at
+  A batch's first record goes to shard hashes[i] % n, the next ones
+  round-robin; a batch's records in one shard are one part; a part of at
   least `member_bytes` framed bytes is made a gzip member (or part file)
   by `part_of_framed(shard, data)` -> (how, data, size)."""
   keys = items.keys
@@ -303,8 +303,8 @@ def deal_records(items, hashes: np.ndarray, n: int, member_bytes: int,
   ends = np.zeros(len(records) + 1, dtype=np.int64)
   np.cumsum(np.fromiter(map(len, records), dtype=np.int64,
                         count=len(records)) + 16, out=ends[1:])
-  # Records by (shard, chunk, rank): a part is a run of equal (shard,
-  # chunk), its bytes the framed records in rank order.
+  # Records by (shard, batch, rank): a part is a run of equal (shard,
+  # batch), its bytes the framed records in rank order.
   order = np.lexsort((rank, group, shard))
   lengths = np.diff(ends)[order]
   buf = np.frombuffer(framed, dtype=np.uint8)

@@ -4,11 +4,11 @@ Beam's `WriteToTFRecord` lets the runner decide which record lands in which
 file and in what order (with a fixed `num_shards` it assigns records to
 shards at random), so two runs of the same job give different files. Here:
 
-* Elements are chunks `(key, [item])`: all records of one input batch (key:
+* Elements are batches `(key, [item])`: all records of one input batch (key:
   file, byte offset, batch number) or of one group (key: the group key).
   Keys are unique and compare the same on every run. One element may hold
-  many chunks in key order (the groups of a bucket): see `sinks.runs`.
-* A chunk's items are dealt round-robin over the shards, starting at a
+  many batches in key order (the groups of a bucket): see `sinks.runs`.
+* A batch's items are dealt round-robin over the shards, starting at a
   shard picked by a stable hash of the key, so shards fill evenly.
 * Each shard's parts are sorted by key and written in that order: gzip
   TFRecord files whose bytes depend only on the input. Large parts are
@@ -16,12 +16,12 @@ shards at random), so two runs of the same job give different files. Here:
   gzip members are one valid gzip file, read by tf.data and by Beam's
   ReadFromTFRecord); small ones (one sequence, one error line) are
   compressed together by the shard's writer.
-* With a staging directory (every build's), a chunk's parts are written
+* With a staging directory (every build's), a batch's parts are written
   back to back into one part file under it, and the shuffle carries each
   part's Slice of it (path, offset, length): no runner holds the data in
-  memory. The Slices of GATHER_CHUNKS successive chunks go to each shard
+  memory. The Slices of GATHER_BATCHES successive batches go to each shard
   as one element (a Gathered), so the elements crossing the shuffle do
-  not grow with chunks x shards (both grow with the data).
+  not grow with batches x shards (both grow with the data).
 * Part files have unique names; a retried bundle writes new ones and the
   runner passes on only the names of the attempt that succeeded. They are
   removed with the staging directory when the dataset is published.
@@ -29,7 +29,7 @@ shards at random), so two runs of the same job give different files. Here:
   member), and a retried write writes the same bytes again. Empty errors/
   shards are not written.
 
-    chunks | WriteShards(directory, {"train": 4, "eval": 1}, TFRECORD_GZIP)
+    batches | WriteShards(directory, {"train": 4, "eval": 1}, TFRECORD_GZIP)
     # -> a ShardWritten (split, file, records, bytes, ...) per file
 """
 
@@ -82,10 +82,10 @@ MEMBER_BYTES = 64 * 1024
 # this large go to part files (see Gathered and WriteShards).
 SPILL_BYTES = 256 * 1024
 PARTS_DIR = ".parts"
-# Chunks whose parts go to each shard as one element (see Gathered): at
-# 100M rows (4,600 chunks x 22 shards) one element per part was 100k
+# Batches whose parts go to each shard as one element (see Gathered): at
+# 100M rows (4,600 batches x 22 shards) one element per part was 100k
 # elements, and the build peaked 160 MB higher (774 MB against 612 MB).
-GATHER_CHUNKS = 64
+GATHER_BATCHES = 64
 
 # How a part travels to its shard's writer.
 INLINE, MEMBER, PART_FILE = 0, 1, 2
@@ -429,7 +429,7 @@ def write_window(out: "ShardFiles", window) -> None:
 
 
 class Gathered(NamedTuple):
-  """Parts of successive chunks bound for one shard, sent as one element."""
+  """Parts of successive batches bound for one shard, sent as one element."""
   parts: list
 
 
@@ -462,14 +462,14 @@ class _DealFn(beam.DoFn):
   `how` is INLINE (data: framed items), MEMBER (data: a gzip member) or
   PART_FILE (data: the path of a file holding a gzip member, or for a
   codec without gzip the framed items); `size` is the bytes it takes.
-  With `parts_dir`, data is a Slice of the chunk's part file, and the
-  parts of `gather` successive chunks go to a shard as one Gathered.
+  With `parts_dir`, data is a Slice of the batch's part file, and the
+  parts of `gather` successive batches go to a shard as one Gathered.
   """
 
   def __init__(self, num_shards: Dict[str, int], codec: Codec,
                level: Optional[int], parts_dir: Optional[str] = None,
                shuffle: Optional["Shuffle"] = None,
-               gather: int = GATHER_CHUNKS):
+               gather: int = GATHER_BATCHES):
     self._n = dict(num_shards)
     self._codec = codec
     self._level = level
@@ -511,9 +511,9 @@ class _DealFn(beam.DoFn):
     self._gathered: Dict[Tuple[str, int], list] = {}
     self._chunks = 0
 
-  def process(self, chunk):
-    split, key, items = chunk
-    if hasattr(items, "chunks"):
+  def process(self, batch):
+    split, key, items = batch
+    if hasattr(items, "batches"):
       yield from self._deal_many(split, items)
       return
     if not items:
@@ -541,13 +541,13 @@ class _DealFn(beam.DoFn):
       yield where, Gathered(gathered[where])
 
   def _spilled(self, split, dealt):
-    """The chunk's parts written back to back into one part file; each
+    """The batch's parts written back to back into one part file; each
     part's bytes become their Slice of it. So the shuffle carries names
     and sizes, never records: the runner may hold all it carries in
     memory (the FnApiRunner does, between stages)."""
     assert self._parts_dir is not None  # (process() calls it only then)
     path = FileSystems.join(self._parts_dir, split,
-                            f"chunk-{uuid.uuid4().hex}.part")
+                            f"batch-{uuid.uuid4().hex}.part")
     out, at = [], 0
     with FileSystems.create(
         path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
@@ -559,11 +559,11 @@ class _DealFn(beam.DoFn):
     return out
 
   def _deal_many(self, split, items):
-    """Many chunks (sinks.runs): one run per shard."""
+    """Many batches (sinks.runs): one run per shard."""
     if self._shuffle is not None or not self._codec.gzip or (
         self._codec.frame is not frame_records):
       by_shard: Dict[int, list] = {}
-      for key, records in items.chunks():
+      for key, records in items.batches():
         for (shard, sort_key), part in self._deal(split, key,
                                                   records).items():
           by_shard.setdefault(shard, []).append(
@@ -628,7 +628,7 @@ class _WriteShardFn(beam.DoFn):
     self._max = dict(max_bytes or {})
 
   def _shuffled(self, seed, split, shard, parts):
-    """One part per bucket: the bucket's records (from every chunk) in a
+    """One part per bucket: the bucket's records (from every batch) in a
     seeded random order, as one gzip member. Memory: one bucket."""
     for bucket, group in itertools.groupby(parts, key=lambda p: p[0][0]):
       records = []
@@ -671,7 +671,7 @@ class _WriteShardFn(beam.DoFn):
 
 
 class WriteShards(beam.PTransform):
-  """Writes chunks (split, key, [item]) as deterministic files, for each
+  """Writes batches (split, key, [item]) as deterministic files, for each
   split `num_shards[split]` shards (every one is written, even empty).
 
   A split with a `max_bytes` limit gets files of at most that many bytes:
@@ -710,16 +710,16 @@ class WriteShards(beam.PTransform):
     self._codec = codec
     self._level = gzip_level
 
-  def expand(self, chunks):
+  def expand(self, batches):
     parts_dir = FileSystems.join(self._directory, PARTS_DIR)
-    dealt = (chunks
+    dealt = (batches
              # (split, key, [item])
              | "Deal" >> beam.ParDo(_DealFn(
                  self._n, self._codec, self._level, parts_dir, self._shuffle,
-                 GATHER_CHUNKS if separates_outputs(chunks.pipeline) else 1
+                 GATHER_BATCHES if separates_outputs(batches.pipeline) else 1
              )).with_output_types(Any))
              # ((split, shard), (key, how, data, count, size) or Gathered)
-    every = (chunks.pipeline
+    every = (batches.pipeline
              | "AllShards" >> beam.Create(sorted(
                  ((split, s), None) for split, n in self._n.items()
                  for s in range(n))))
@@ -775,12 +775,12 @@ def _shard_info(path: str, split: str) -> ShardWritten:
                       size)
 
 
-def _records_of(chunk, split):
-  return chunk[2] if chunk[0] == split else ()
+def _records_of(batch, split):
+  return batch[2] if batch[0] == split else ()
 
 
 class WriteWithBeamSink(beam.PTransform):
-  """The same chunks written by Beam's own `WriteToTFRecord` (--sink beam).
+  """The same batches written by Beam's own `WriteToTFRecord` (--sink beam).
 
   The files have the same format and names, but the runner decides which
   record goes to which shard and in what order: not byte-identical between
@@ -793,12 +793,12 @@ class WriteWithBeamSink(beam.PTransform):
     self._directory = directory
     self._n = dict(num_shards)
 
-  def expand(self, chunks):
+  def expand(self, batches):
     splits = sorted(self._n)
     written = []
     for split in splits:
       written.append(
-          chunks
+          batches
           # (split, key, [record]); not beam.Partition: a multi-output
           # ParDo (see runners.gaps)
           | f"Records[{split}]" >> beam.FlatMap(_records_of, split)

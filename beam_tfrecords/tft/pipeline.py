@@ -1,10 +1,10 @@
 """TensorFlow Transform in the build's pipeline: analyze the training
 split, then transform every raw shard file, read back from disk.
 
-    (chunks, raw_files) | TransformRecords(schema, ...)
+    (batches, raw_files) | TransformRecords(schema, ...)
     # -> a ShardWritten (transformed=True) per transformed file
 
-* **Analyze:** the analyzed split's raw record chunks are decoded into
+* **Analyze:** the analyzed split's raw record batches are decoded into
   Arrow RecordBatches by tfx-bsl's decoder (C++) and go through
   `tft_beam.AnalyzeDataset` (a combine: memory does not grow with the
   rows), then `WriteTransformFn` writes TFT's layout (transform_fn/,
@@ -56,8 +56,8 @@ class _ToRecordBatchFn(beam.DoFn):
   def setup(self):
     self._decode = tfx_decoder(self._tfmd_schema, self._sequence).DecodeBatch
 
-  def process(self, chunk):
-    records = chunk[2]  # a list, or grouped sequences' GroupedRecords
+  def process(self, batch):
+    records = batch[2]  # a list, or grouped sequences' GroupedRecords
     records = records if isinstance(records, list) else list(records)
     for start in range(0, len(records), BATCH_ROWS):
       # In the analyzed source's column order (its TensorAdapter's).
@@ -151,7 +151,7 @@ class _TransformShardFn(beam.DoFn):
 
 
 class TransformRecords(beam.PTransform):
-  """(raw record chunks, the raw shards' ShardWritten) -> the transformed
+  """(raw record batches, the raw shards' ShardWritten) -> the transformed
   shards' ShardWritten; the transform graph written to `transform_dir`.
 
   Args:
@@ -177,7 +177,7 @@ class TransformRecords(beam.PTransform):
     self._level = gzip_level
     self._max = max_bytes
 
-  def _analyze(self, chunks):
+  def _analyze(self, batches):
     """The transform graph, written; a one-element PCollection once it
     is."""
     # pylint: disable=import-outside-toplevel
@@ -188,7 +188,7 @@ class TransformRecords(beam.PTransform):
     spec = schema.transform
     assert spec is not None  # a schema with a transform section (see Args)
     config, decoded = analyzed_source(schema)
-    train = (chunks
+    train = (batches
              | "AnalyzedSplit" >> beam.Filter(
                  lambda c, s=spec.analyze_split: c[0] == s)
              | "ToRecordBatches" >> beam.ParDo(_ToRecordBatchFn(
@@ -207,12 +207,12 @@ class TransformRecords(beam.PTransform):
       _ = (dataset_metadata.DatasetMetadata(tfmd)
            | "WriteRawMetadata" >> tft_beam.WriteMetadata(
                FileSystems.join(self._transform_dir, RAW_METADATA_DIR),
-               chunks.pipeline))
+               batches.pipeline))
     return written
 
   def expand(self, pcolls):
-    chunks, raw_files = pcolls
-    written = self._analyze(chunks)
+    batches, raw_files = pcolls
+    written = self._analyze(batches)
     return (raw_files
             # ShardWritten of the raw shards
             | "ByShard" >> beam.Map(lambda f: ((f.split, f.writer), f))

@@ -166,7 +166,7 @@ class EncodeRows(beam.PTransform):
 class Encode(beam.PTransform):
   """SourceBatches -> {"records", "errors", "stats"} as the schema says.
 
-  "records" holds chunks (split, key, [serialized record]); keys are
+  "records" holds batches (split, key, [serialized record]); keys are
   unique and the same on every run (see sinks.shards). `spill_dir`: where
   grouped sequences' steps are spilled (a local folder); `records_dir`:
   where Examples' records go as part files, where the runner would hold

@@ -380,7 +380,7 @@ class EncodeGroupedSequences(beam.PTransform):
   """Groups rows by the schema's group_by key into SequenceExamples.
 
   Returns {"records", "errors", "stats", FEATURE_STATS} like `Encode`;
-  "records" holds one chunk per bucket, (split, ("bucket", b),
+  "records" holds one batch per bucket, (split, ("bucket", b),
   GroupedRecords), whose items are its groups' records in key order.
 
   Args:

@@ -28,9 +28,9 @@ def digest(value: bytes) -> bytes:
   return hashlib.blake2b(value, digest_size=16).digest()
 
 
-def _digests(chunk) -> Iterator[Tuple[int, Tuple[str, bytes]]]:
+def _digests(batch) -> Iterator[Tuple[int, Tuple[str, bytes]]]:
   """(split, key, records) -> (bucket, (split, digests)) per bucket hit."""
-  split, _, records = chunk
+  split, _, records = batch
   return _bucketed((split, b"".join(digest(r) for r in records)))
 
 
@@ -80,7 +80,7 @@ def _count(keyed) -> int:
 
 
 class CountOverlap(beam.PTransform):
-  """(split, key, [record]) chunks -> one SplitOverlap (none when there
+  """(split, key, [record]) batches -> one SplitOverlap (none when there
   are no records: Commit counts that as 0); with `keys`, (split, digests
   of key values) -> one SplitOverlap of kind "keys"."""
 
@@ -88,9 +88,9 @@ class CountOverlap(beam.PTransform):
     super().__init__()
     self._keys = keys
 
-  def expand(self, chunks):
+  def expand(self, batches):
     kind = "keys" if self._keys else "records"
-    return (chunks
+    return (batches
             | "Digests" >> beam.FlatMap(_bucketed if self._keys
                                         else _digests)
             # (bucket, (split, digests))

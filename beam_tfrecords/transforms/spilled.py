@@ -1,13 +1,13 @@
-"""A chunk's records in a part file, for runners that hold a stage's
+"""A batch's records in a part file, for runners that hold a stage's
 whole output in memory.
 
 Beam's DaskRunner keeps the result of the encoding task (every record of
 its read unit, uncompressed) until all four of its consumers have run,
 and runs the encoding tasks first: a 40M-row build held 9.8 GB per
-worker (runners.gaps). There the encoder writes each chunk's records to
+worker (runners.gaps). There the encoder writes each batch's records to
 a part file under the staging folder and emits a SpilledRecords, which
 reads them back when iterated: what the runner holds is a path and two
-numbers per chunk.
+numbers per batch.
 
     records = spill(directory, result.records)   # a Ragged
     list(records) == result.records.to_list()    # True
@@ -29,7 +29,7 @@ __all__ = ["SpilledRecords", "spill"]
 class SpilledRecords:
   """`count` records in the file at `path`: one zlib stream (ISA-L's
   fastest level) of their count + 1 offsets (int64, little-endian), then
-  their bytes back to back. A chunk's items: len() and iteration as a
+  their bytes back to back. A batch's items: len() and iteration as a
   list of bytes has them. (Compressed: uncompressed, the records of a
   40M-row flights build took 19 GB of the staging folder.)"""
 
