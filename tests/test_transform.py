@@ -300,11 +300,11 @@ def test_a_transform_build_reads_csv_in_smaller_blocks(built, tmp_path):
   src = tmp_path / "r.csv"
   _ratings(src, rows=20)
   columns = ["user", "title", "rating", "ts", "split"]
-  assert plan_inputs([str(src)], columns).options["block_size"] == 2 << 20
-  assert plan_inputs([str(src)], columns, block_size=1 << 20).options[
+  assert plan_inputs([str(src)], columns).format_options["block_size"] == 2 << 20
+  assert plan_inputs([str(src)], columns, block_size=1 << 20).format_options[
       "block_size"] == 1 << 20
   assert plan_inputs([str(src)], columns, options={"block_size": 4096},
-                     block_size=1 << 20).options["block_size"] == 4096
+                     block_size=1 << 20).format_options["block_size"] == 4096
   # (Still refused: an option CSV does not take.)
   with pytest.raises(InputError, match="--tfrecord-compression is for "
                      "TFRecord input; these files are csv"):
@@ -313,4 +313,4 @@ def test_a_transform_build_reads_csv_in_smaller_blocks(built, tmp_path):
   jsonl = tmp_path / "r.jsonl"
   jsonl.write_text('{"user": "u1", "rating": 2.0}\n')
   assert "block_size" not in plan_inputs(
-      [str(jsonl)], ["user", "rating"], block_size=1 << 20).options
+      [str(jsonl)], ["user", "rating"], block_size=1 << 20).format_options

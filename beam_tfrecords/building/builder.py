@@ -299,7 +299,7 @@ def _plan(schema: Schema, patterns: List[str], output: str, input_format,
                      {} if user_fn else needed, input_format, format_options,
                      lambda: planning.scalar_columns(schema),
                      TRANSFORM_BLOCK_SIZE if schema.transform else None)
-  if user_fn is not None and plan.options.get("column_names"):
+  if user_fn is not None and plan.format_options.get("column_names"):
     # Inputs with a fixed set of columns (CSV, Parquet) must have those
     # the schema needs; with a function, its output is known on the
     # workers only, so they are checked there, after it ran. (In JSON and

@@ -262,13 +262,13 @@ def resolve_media(schema: Schema, plan) -> Schema:
                f" and the feature reads column {m.sources[0]!r}")
             + "; list the values in index order instead: vocabulary: "
             "[cat, dog, ...]")
-      if not plan.options["classes"]:
+      if not plan.format_options["classes"]:
         raise InputError(f"{schema.path}: features.{m.name}.vocabulary: "
                          "auto found no "
                          "class folders (images in sub-folders of the input "
                          "folder)")
       options["values"] = declared["vocabulary"] = list(
-          plan.options["classes"])
+          plan.format_options["classes"])
     base_dir = options.get("base_dir")
     if base_dir and "://" not in base_dir and not os.path.isabs(base_dir):
       options["base_dir"] = declared["base_dir"] = os.path.abspath(base_dir)
@@ -286,7 +286,7 @@ def build_key(schema: Schema, plan, fingerprint: str,
       "schema": schema.to_dict(),
       "inputs": fingerprint,
       "format": plan.format,
-      "format_options": {k: v for k, v in plan.options.items()
+      "format_options": {k: v for k, v in plan.format_options.items()
                          if k not in ("column_names", "scalar_columns")},
       "options": options, "version": __version__,
   }, sort_keys=True, default=str).encode("utf-8"))
@@ -339,7 +339,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions,
                "preprocess": user_fn and user_fn.name,
                # Only when set: other datasets' dataset.json as it was.
                **({"tfds": True} if opts.tfds else {}),
-               "format_options": {k: v for k, v in plan.options.items()
+               "format_options": {k: v for k, v in plan.format_options.items()
                                   if k not in ("column_names",
                                                "scalar_columns",
                                                "classes")}},

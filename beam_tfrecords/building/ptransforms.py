@@ -37,7 +37,7 @@ from beam_tfrecords.transforms.encode import Encode
 __all__ = ["WriteDataset", "EncodeRecords", "EncodedRecords"]
 
 # What a PCollection input is, for the planning functions.
-_PCOLLECTION_PLAN = types.SimpleNamespace(format="pcollection", options={},
+_PCOLLECTION_PLAN = types.SimpleNamespace(format="pcollection", format_options={},
                                           files=[], units=[])
 
 

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from beam_tfrecords.encoding.steps import (CONTEXT, KEY, ROW, STEP,
                                            columns_of, key_hash)
 
-__all__ = ["Refused", "Plan", "plan_passes", "step_bytes", "table_bytes"]
+__all__ = ["Refused", "PassPlan", "plan_passes", "step_bytes", "table_bytes"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Refused:
 
 
 @dataclasses.dataclass
-class Plan:
+class PassPlan:
   """passes: how many passes; refused: the groups left out; hashes (key
   hashes, sorted) and their pass (-1: refused)."""
   passes: int
@@ -78,7 +78,7 @@ def table_bytes(table: pa.Table) -> int:
 
 
 def plan_passes(tables: Callable[[], Iterable[Tuple[str, pa.Table]]],
-                limit: int) -> Plan:
+                limit: int) -> PassPlan:
   """How to assemble a bucket whose (source, StepTable.table) pairs
   `tables()` yields (called more than once), in passes of about `limit`
   step bytes."""
@@ -93,7 +93,7 @@ def plan_passes(tables: Callable[[], Iterable[Tuple[str, pa.Table]]],
                                                  ("rows", "sum")]))
     keys = names
   if not sums:
-    return Plan(1, [], np.zeros(1, np.uint64), np.zeros(1, np.int64))
+    return PassPlan(1, [], np.zeros(1, np.uint64), np.zeros(1, np.int64))
   total = pa.concat_tables(
       [t.rename_columns(keys + ["bytes", "rows"]) for t in sums]).group_by(
           keys).aggregate([("bytes", "sum"), ("rows", "sum")])
@@ -118,7 +118,7 @@ def plan_passes(tables: Callable[[], Iterable[Tuple[str, pa.Table]]],
   rank = np.arange(len(order)) % (2 * passes)
   pass_of[order] = np.where(rank < passes, rank, 2 * passes - 1 - rank)
   by_hash = np.argsort(hashes, kind="stable")
-  return Plan(passes, refused, hashes[by_hash], pass_of[by_hash])
+  return PassPlan(passes, refused, hashes[by_hash], pass_of[by_hash])
 
 
 def _examples(tables, hashes: np.ndarray, count: int = 3) -> dict:

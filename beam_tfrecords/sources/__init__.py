@@ -64,7 +64,7 @@ class InputPlan:
   format: str
   files: List[InputFile]
   units: List[ReadUnit]
-  options: Dict[str, Any]
+  format_options: Dict[str, Any]
 
 
 def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
@@ -102,7 +102,7 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
     opts = source.check(files, columns, dict(options or {}))
     return InputPlan(format="images", files=files,
                      units=source.plan_folders(where, opts),
-                     options=dict(opts, classes=classes))
+                     format_options=dict(opts, classes=classes))
   files = match_inputs(patterns)
   name = resolve_format([f.path for f in files], fmt)
   source = FORMATS[name]
@@ -139,7 +139,7 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
   for path, arrow in schemas:
     _check_parquet_columns(path, arrow.names, needed_columns, paths, schemas)
   return InputPlan(format=name, files=files, units=source.plan(files, opts),
-                   options=opts)
+                   format_options=opts)
 
 
 def _check_parquet_columns(path: str, names: Sequence[str],
