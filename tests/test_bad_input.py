@@ -297,8 +297,7 @@ def test_byte_range_units_number_rows_like_whole_files(tmp_path, monkeypatch):
   whole = btr.build(SCHEMA, src, str(tmp_path / "whole"), max_bad_fraction=1.0)
   monkeypatch.setattr(base, "CHUNK_BYTES", 500)
   split = btr.build(SCHEMA, src, str(tmp_path / "split"), max_bad_fraction=1.0)
-  assert split.info.inputs["files"] == whole.info.inputs[
-      "files"]
+  assert split.info.inputs.files == whole.info.inputs.files
   for out in (whole.output, split.output):
     assert [e["row"] for e in sorted(_errors(out), key=lambda e: e["row"])
             ] == [40, 80, 120, 160, 200]

@@ -61,7 +61,7 @@ def test_write_dataset_from_dicts(tf, tmp_path):
   got = _parsed(tf, out, "train") + _parsed(tf, out, "eval")
   assert sorted(got, key=lambda r: r["id"]) == ROWS
   info = btr.dataset_info(out)
-  assert info.inputs["format"] == "pcollection"
+  assert info.inputs.format == "pcollection"
   assert info.counts.to_json() == {"rows_read": 301, "rows_written": 300,
                             "rows_rejected": 1, "rows_dropped": 0,
                             "records_written": 300}
@@ -160,7 +160,7 @@ def test_the_bundled_beam_user_pipelines(tf, tmp_path, name):
   module = importlib.import_module(f"pipelines.{name}")
   out = str(tmp_path / name)
   info = module.run(["--output", out, "--num-shards", "2"])
-  assert info.inputs["format"] == "pcollection"
+  assert info.inputs.format == "pcollection"
   spec = {"int_col": tf.io.FixedLenFeature([], tf.int64),
           "str_col": tf.io.FixedLenFeature([], tf.string),
           "float_col": tf.io.FixedLenFeature([], tf.float32),

@@ -105,7 +105,7 @@ def test_values_round_trip_through_tensorflow(tf, tmp_path, fmt):
     assert shard.num_records == n
     assert shard.num_bytes == os.path.getsize(path)
   assert os.path.exists(os.path.join(out, "_SUCCESS"))
-  assert meta.inputs["format"] == fmt
+  assert meta.inputs.format == fmt
 
 
 def test_csv_jsonl_parquet_give_identical_records(tf, tmp_path):

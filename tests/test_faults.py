@@ -317,7 +317,7 @@ def test_beam_sink_writes_the_same_records(tf, tmp_path):
   ours = btr.build(SCHEMA, src, str(tmp_path / "ours"), num_shards=2)
   beams = btr.build(SCHEMA, src, str(tmp_path / "beam"), num_shards=2,
                     sink="beam")
-  assert beams.info.options["sink"] == "beam"
+  assert beams.info.options.sink == "beam"
   assert [s.file for s in beams.splits["train"].shards] == [
       "train-00000-of-00002.tfrecord.gz", "train-00001-of-00002.tfrecord.gz"]
   assert beams.info.counts == ours.info.counts
@@ -352,7 +352,7 @@ def test_gzip_level_changes_the_bytes_not_the_records(tf, tmp_path):
   src = write_rows(tmp_path / "in.csv", 20_000)
   fast = btr.build(SCHEMA, src, str(tmp_path / "fast"))
   small = btr.build(SCHEMA, src, str(tmp_path / "small"), gzip_level=9)
-  assert small.info.options["gzip_level"] == 9
+  assert small.info.options.gzip_level == 9
   assert tf_records(tf, fast.output) == tf_records(tf, small.output)
   assert small.splits["train"].num_bytes < fast.splits["train"].num_bytes
   with pytest.raises(InputError, match="--gzip-level must be 1-9"):

@@ -11,6 +11,7 @@ from PIL import Image
 
 import beam_tfrecords as btr
 from beam_tfrecords import InputError, SchemaError
+from beam_tfrecords.core.info import InputFileInfo
 
 from conftest import tf_records
 
@@ -320,14 +321,14 @@ def test_review_cases_for_images(tmp_path, photos, monkeypatch):
   image = meta.statistics["train"]["image"]
   # Only values of at most 128 bytes are counted as top values (one tiny
   # PNG here); the others are just counted.
-  assert image["long_values"] + sum(c for _, c in image.get("top", [])) == 5
-  assert image["long_values"] >= 4
+  assert image.long_values + sum(c for _, c in image.top or ()) == 5
+  assert image.long_values >= 4
   assert os.path.getsize(tmp_path / "out" / "dataset.json") < 20_000
-  assert meta.inputs["files"] == [{"path": str(root), "images": 8,
-                                      "bytes": sum(
+  assert meta.inputs.files == (InputFileInfo(str(root), images=8,
+                                             num_bytes=sum(
       os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root)
       for f in fs if not f.startswith(".") and not d.endswith(
-          "checkpoints") and f != "README.txt")}]
+          "checkpoints") and f != "README.txt")),)
   with pytest.raises(InputError, match="overlap"):
     btr.build(FOLDER_SCHEMA, [str(root), str(root / "cats")],
               str(tmp_path / "o2"), input_format="images", max_bad_fraction=1.0)

@@ -116,7 +116,17 @@ def test_old_dict_access_still_reads_the_json(built):
 def test_unknown_keys_are_kept():
   text = json.dumps({
       "name": "x", "record": "example", "schema": {}, "feature_spec": {},
-      "inputs": {}, "options": {}, "split_rule": {}, "tool": {"name": "t"},
+      "inputs": {"format": "csv", "patterns": ["x.csv"], "files": [
+          {"path": "/d/x.csv", "bytes": 3, "modified": 1.5}],
+                 "fingerprint": "f"},
+      "options": {"num_shards": {"train": 1},
+                  "max_shard_bytes": {"train": None}, "sink": "beam",
+                  "shuffle_seed": None, "shuffle_buckets": None,
+                  "gzip_level": None, "statistics": False,
+                  "max_bad_rows": None, "max_bad_fraction": None,
+                  "preprocess": None, "format_options": {}},
+      "split_rule": {"kind": "none", "splits": ["train"]},
+      "tool": {"name": "t", "version": "0"},
       "splits": {"train": {"records": 1, "bytes": 9, "shards": [
           {"file": "train-00000-of-00001.tfrecord.gz", "records": 1,
            "bytes": 9}]}},

@@ -29,16 +29,16 @@ def test_inputs_are_listed_with_a_fingerprint(tmp_path):
   first = btr.build(SIMPLE, src, str(tmp_path / "o1"))
   again = btr.build(SIMPLE, src, str(tmp_path / "o2"))
   inputs = first.info.inputs
-  (entry,) = inputs["files"]
-  assert entry["path"] == src and entry["bytes"] == os.path.getsize(src)
-  assert entry["modified"] == pytest.approx(os.path.getmtime(src), abs=1)
-  assert len(inputs["fingerprint"]) == 32
-  assert again.info.inputs["fingerprint"] == inputs["fingerprint"]
+  (entry,) = inputs.files
+  assert entry.path == src and entry.num_bytes == os.path.getsize(src)
+  assert entry.modified == pytest.approx(os.path.getmtime(src), abs=1)
+  assert len(inputs.fingerprint) == 32
+  assert again.info.inputs.fingerprint == inputs.fingerprint
   # Touching the file changes the fingerprint; so does another file.
   later = time.time() + 10
   os.utime(src, (later, later))
   touched = btr.build(SIMPLE, src, str(tmp_path / "o3"))
-  assert touched.info.inputs["fingerprint"] != inputs["fingerprint"]
+  assert touched.info.inputs.fingerprint != inputs.fingerprint
 
 
 def test_schema_pbtxt_loads_with_tensorflow_metadata(tmp_path):

@@ -43,8 +43,8 @@ def test_options_and_keywords_build_the_same_dataset(tmp_path):
             report=False)
   assert _files(a) == _files(b)
   info = btr.dataset_info(a)
-  assert info.options["num_shards"] == {"train": 3}
-  assert info.options["max_bad_fraction"] == 0.05
+  assert info.options.num_shards == {"train": 3}
+  assert info.options.max_bad_fraction == 0.05
   assert info.report is None and "report.html" not in _files(a)
   assert [s.num_shards for s in info.splits.values()] == [3]
 
@@ -94,7 +94,7 @@ def test_write_dataset_takes_the_options(tf, tmp_path):
         SCHEMA, out, options=btr.BuildOptions(num_shards=2, gzip_level=9))
   info = btr.dataset_info(out)
   assert [s.num_shards for s in info.splits.values()] == [2]
-  assert info.options["gzip_level"] == 9
+  assert info.options.gzip_level == 9
   # The same defaults as build(): the report is written.
   assert info.report == "report.html"
   assert (pathlib.Path(out) / "report.html").read_text().startswith(

@@ -116,7 +116,7 @@ def test_a_user_module_installed_on_the_workers_builds_as_on_direct_runner(
                     portable, tmp_path)
   assert direct.counts.records_written == 177
   assert port.counts == direct.counts
-  assert direct.options["preprocess"] == fn
+  assert direct.options.preprocess == fn
   _same_files(str(tmp_path / "direct"), str(tmp_path / "portable"))
 
 
@@ -227,7 +227,7 @@ def test_the_wheel_runs_the_bundled_pipelines_from_anywhere(portable_pool,
   assert run.returncode == 0, run.stderr[-3000:]
   info = btr.dataset_info(str(tmp_path / "movies"))
   assert info.schema["name"] == "movie_ratings"
-  assert info.inputs["files"][0]["path"].startswith(portable_pool.purelib)
+  assert info.inputs.files[0]["path"].startswith(portable_pool.purelib)
   assert info.counts.records_written > 0
 
 

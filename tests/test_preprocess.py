@@ -59,7 +59,7 @@ def test_values_go_through_the_function_and_come_back_from_tensorflow(
       (3, {"first": "Grace", "last": "Hopper", "months": None},
        'In feature "age": required value is missing (column "age" has no '
        'value)')]
-  assert result.info.options["preprocess"] == \
+  assert result.info.options.preprocess == \
       f"{__name__}:full_name"
 
 
@@ -270,7 +270,7 @@ def test_a_partial_is_named_by_its_function(tmp_path):
   result = btr.build(NAME_ONLY, str(tmp_path / "in.csv"),
                      str(tmp_path / "out"),
                      preprocess=functools.partial(_take, "a"))
-  assert result.info.options["preprocess"] == \
+  assert result.info.options.preprocess == \
       "functools.partial(test_preprocess:_take)"
 
 

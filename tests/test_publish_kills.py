@@ -241,7 +241,7 @@ def test_simultaneous_builds_into_one_output_never_mix(tmp_path):
     winner = "ab"[codes.index(0)]
     out = tmp_path / f"out{i}"
     info = btr.dataset_info(str(out))
-    assert info.inputs["patterns"] == [str(tmp_path / f"{winner}.csv")]
+    assert info.inputs.patterns == (str(tmp_path / f"{winner}.csv"),)
     assert sorted(r["id"] for r in btr.iter_records(str(out))) == list(
         ids[winner]), i
     assert len(info.splits["train"].shards) == 8

@@ -64,12 +64,12 @@ def test_every_file_within_the_limit_and_the_same_bytes(tmp_path, tf):
   # 6,000 rows of hex text: 276 KB in, ~200 KB compressed. The build
   # plans a shard per limit of input (14) and none outgrows it.
   total = sum(s.num_bytes for s in shards)
-  assert len(shards) == one.info.options["num_shards"]["train"] == 14
+  assert len(shards) == one.info.options.num_shards["train"] == 14
   assert -(-total // LIMIT) <= len(shards) <= 2 * -(-total // LIMIT)
   # Every record once, readable by TensorFlow; input order within a batch.
   assert sorted(_ids(one.output)) == list(range(6000))
   assert len(tf_records(tf, one.output)) == 6000
-  assert one.info.options["max_shard_bytes"] == {"train": LIMIT}
+  assert one.info.options.max_shard_bytes == {"train": LIMIT}
   for name in [s.file for s in shards] + ["dataset.json"]:
     assert filecmp.cmp(os.path.join(one.output, name),
                        os.path.join(again.output, name), shallow=False)
@@ -111,7 +111,7 @@ def test_fixed_counts_for_some_splits_and_the_limit_for_the_rest(tmp_path):
       "train-00000-of-00002.tfrecord.gz", "train-00001-of-00002.tfrecord.gz"]
   assert all(s.num_bytes > LIMIT for s in result.splits["train"].shards)
   _check_files(result, LIMIT, splits=["eval"])
-  assert result.info.options["max_shard_bytes"] == {
+  assert result.info.options.max_shard_bytes == {
       "train": None, "eval": LIMIT}
   assert sorted(_ids(result.output, "train") + _ids(result.output, "eval")
                 ) == list(range(5000))
@@ -167,7 +167,7 @@ def test_a_shard_that_outgrows_the_limit_is_cut_evenly(tmp_path,
                      str(tmp_path / "o"), max_shard_size=LIMIT)
   _check_files(result, LIMIT)
   sizes = [s.num_bytes for s in result.splits["train"].shards]
-  assert result.info.options["num_shards"] == {"train": 1}
+  assert result.info.options.num_shards == {"train": 1}
   assert len(sizes) == -(-sum(sizes) // LIMIT), sizes
   assert max(sizes) - min(sizes) < LIMIT * 0.3, sizes
   # Errors: no file when there are none (one per GiB of input at most).
@@ -177,7 +177,7 @@ def test_a_shard_that_outgrows_the_limit_is_cut_evenly(tmp_path,
 def test_the_beam_sink_records_no_limit(tmp_path):
   result = btr.build(SCHEMA, _csv(tmp_path / "a.csv", 30),
                      str(tmp_path / "o"), sink="beam")
-  assert result.info.options["max_shard_bytes"] == {"train": None}
+  assert result.info.options.max_shard_bytes == {"train": None}
 
 
 def test_final_names_with_many_shards(tmp_path):

@@ -38,7 +38,7 @@ def test_shuffle_is_seeded_complete_and_the_same_bytes(tmp_path,
                         "--direct_running_mode=multi_processing"])
   other = btr.build(SCHEMA, srcs, str(tmp_path / "other"), num_shards=2,
                     shuffle_seed=8)
-  assert one.info.options["shuffle_buckets"]["train"] > 1
+  assert one.info.options.shuffle_buckets["train"] > 1
   ids = _ids(one.output)
   assert sorted(ids) == sorted(_ids(plain.output)) == list(range(9000))
   # Same seed: same files, whatever the workers; other seed: other order.

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import beam_tfrecords as btr
+from beam_tfrecords.core.info import Span
 from beam_tfrecords.encoding import stats as st
 from beam_tfrecords.encoding.stats import FINE_LEVEL_STAT, FINE_STAT
 
@@ -35,22 +36,22 @@ def test_statistics_match_values_computed_here(tmp_path):
   got = result.info.statistics["train"]
   train = [r for i, r in enumerate(rows) if i % 4]
   ns = [r["n"] for r in train if r["n"] is not None]
-  assert got["n"]["present"] == len(ns)
-  assert got["n"]["missing"] == len(train) - len(ns)
-  assert (got["n"]["min"], got["n"]["max"]) == (min(ns), max(ns))
-  assert got["n"]["mean"] == pytest.approx(sum(ns) / len(ns))
+  assert got["n"].present == len(ns)
+  assert got["n"].missing == len(train) - len(ns)
+  assert (got["n"].min, got["n"].max) == (min(ns), max(ns))
+  assert got["n"].mean == pytest.approx(sum(ns) / len(ns))
   xs = np.array([r["x"] for r in train], dtype=np.float32).astype(float)
-  assert got["x"]["mean"] == pytest.approx(xs.mean())
-  assert got["x"]["max"] == float(xs.max())
+  assert got["x"].mean == pytest.approx(xs.mean())
+  assert got["x"].max == float(xs.max())
   top = collections.Counter(r["c"] for r in train).most_common()
-  assert got["c"]["top"] == [[v, n] for v, n in top]
-  assert got["c"]["top_exact"] is True
+  assert got["c"].top == tuple((v, n) for v, n in top)
+  assert got["c"].top_exact is True
   # An empty unquoted CSV cell is missing, not an empty list.
   lengths = [len(r["l"]) for r in train if r["l"]]
-  assert got["l"]["list_length"] == {"min": min(lengths), "max": max(lengths)}
-  assert got["l"]["values"] == sum(lengths)
-  assert got["l"]["missing"] == len(train) - len(lengths)
-  assert result.info.statistics["eval"]["c"]["present"] == 1250
+  assert got["l"].list_length == Span(min(lengths), max(lengths))
+  assert got["l"].values == sum(lengths)
+  assert got["l"].missing == len(train) - len(lengths)
+  assert result.info.statistics["eval"]["c"].present == 1250
 
 
 def test_top_values_are_marked_inexact_past_the_kept_set(monkeypatch):
@@ -90,23 +91,22 @@ def test_sequence_statistics_of_feature_lists_and_context(tmp_path):
   # The records: one per row, the long one as 6 + 3 steps.
   records = [(r["u"], r["items"], r["s"]) for r in kept[:-1]]
   records += [(999, ["z"] * 6, [0.5] * 6), (999, ["z"] * 3, [0.5] * 3)]
-  assert got["u"]["present"] == len(records)
-  assert got["n"]["max"] == 6 and got["n"]["min"] == 0
-  assert got["n"]["mean"] == pytest.approx(
+  assert got["u"].present == len(records)
+  assert got["n"].max == 6 and got["n"].min == 0
+  assert got["n"].mean == pytest.approx(
       sum(len(i) for _, i, _ in records) / len(records))
   # A row with no steps has empty lists: present, 0 steps.
-  assert got["items"]["present"] == len(records)
-  assert got["items"]["steps"] == {
-      "min": min(len(i) for _, i, _ in records),
-      "max": max(len(i) for _, i, _ in records)}
-  assert got["items"]["values"] == sum(len(i) for _, i, _ in records)
+  assert got["items"].present == len(records)
+  assert got["items"].steps == Span(min(len(i) for _, i, _ in records),
+                                    max(len(i) for _, i, _ in records))
+  assert got["items"].values == sum(len(i) for _, i, _ in records)
   top = collections.Counter(v for _, i, _ in records for v in i)
-  assert got["items"]["top"] == [[v, c] for v, c in sorted(
-      top.items(), key=lambda kv: (-kv[1], kv[0]))][:10]
+  assert got["items"].top == tuple(sorted(
+      top.items(), key=lambda kv: (-kv[1], kv[0])))[:10]
   values = [v for _, _, s in records for v in s]
   f32 = np.array(values, dtype=np.float32).astype(float)
-  assert (got["s"]["min"], got["s"]["max"]) == (f32.min(), f32.max())
-  assert got["s"]["mean"] == pytest.approx(f32.mean())
+  assert (got["s"].min, got["s"].max) == (f32.min(), f32.max())
+  assert got["s"].mean == pytest.approx(f32.mean())
 
 
 def test_grouped_sequence_statistics_describe_the_rows_read(tmp_path):
@@ -122,9 +122,9 @@ def test_grouped_sequence_statistics_describe_the_rows_read(tmp_path):
   got = result.info.statistics["train"]
   assert result.info.statistics_of.startswith("rows read into steps")
   # Every row that became a step, including the one keep_first dropped.
-  assert got["item"]["values"] == 7
-  assert got["item"]["top"] == [["a", 3], ["c", 2], ["b", 1], ["x", 1]]
-  assert (got["user"]["min"], got["user"]["max"]) == (1, 4)
+  assert got["item"].values == 7
+  assert got["item"].top == (("a", 3), ("c", 2), ("b", 1), ("x", 1))
+  assert (got["user"].min, got["user"].max) == (1, 4)
   assert result.info.counts.steps_dropped == 1
 
 
@@ -143,9 +143,9 @@ def test_split_sequences_with_a_record_too_big(tmp_path):
   assert result.rows_rejected == 1
   assert [e["row"] for e in btr.iter_errors(result.output)] == [2]
   got = result.info.statistics["train"]
-  assert got["u"]["present"] == 3  # 2 pieces of row 1, row 3
-  assert got["t"]["top"] == [["a", 4], ["b", 1]]
-  assert got["t"]["steps"] == {"min": 1, "max": 2}
+  assert got["u"].present == 3  # 2 pieces of row 1, row 3
+  assert got["t"].top == (("a", 4), ("b", 1))
+  assert got["t"].steps == Span(1, 2)
 
 
 def test_statistics_can_be_left_out(tmp_path):
@@ -154,9 +154,9 @@ def test_statistics_can_be_left_out(tmp_path):
   schema = {"name": "s", "features": {"n": "int64"}}
   on = btr.build(schema, str(src), str(tmp_path / "on"))
   off = btr.build(schema, str(src), str(tmp_path / "off"), statistics=False)
-  assert on.info.statistics["train"]["n"]["max"] == 2
+  assert on.info.statistics["train"]["n"].max == 2
   assert off.info.statistics is None
-  assert off.info.options["statistics"] is False
+  assert off.info.options.statistics is False
   import yaml
   from beam_tfrecords import cli
   (tmp_path / "s.yaml").write_text(yaml.safe_dump(schema))

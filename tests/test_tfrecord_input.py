@@ -67,7 +67,7 @@ def test_examples_written_by_tensorflow_come_out_value_for_value(tmp_path,
   out = str(tmp_path / "out")
   result = btr.build(TARGET, [str(tmp_path / "a.tfrecord"),
                               str(tmp_path / "b.tfrecord.gz")], out)
-  assert result.info.inputs["format"] == "tfrecord"
+  assert result.info.inputs.format == "tfrecord"
   rows = tf_parse(tf, tf_records(tf, out), btr.feature_spec(out))
   got = [(int(r["id"]), float(r["score"]), r["name"],
           [t for t in r["tags"]], r["pair"].tolist()) for r in rows]
@@ -416,7 +416,7 @@ def test_tensorflow_shard_names_and_preprocess_with_lists(tmp_path, tf):
   # what it returns.
   result = btr.build(TARGET, str(tmp_path / "data.tfrecord-*"), out,
                      preprocess=lambda batch: batch)
-  assert result.info.inputs["format"] == "tfrecord"
+  assert result.info.inputs.format == "tfrecord"
   assert [(r["id"], r["name"]) for r in btr.iter_records(out)] == [
       (3, "t")]
 

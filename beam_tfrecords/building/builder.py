@@ -27,7 +27,7 @@ from beam_tfrecords.building.planning import shard_plan
 from beam_tfrecords.core.errors import (AnomalyError, InputError, OutputBusyError,
                                    OutputError, PublishInterruptedError,
                                    from_worker)
-from beam_tfrecords.core.info import DatasetInfo, SplitInfo
+from beam_tfrecords.core.info import DatasetInfo, InputsInfo, SplitInfo
 from beam_tfrecords.inspect.expectations import ANOMALIES_FILE
 from beam_tfrecords.publish.journal import (has_journal, recover,
                                             remove_staging)
@@ -194,9 +194,8 @@ def _stage(schema: Schema, plan: InputPlan, opts: BuildOptions, output: str,
       **opts.key(),
       **({"preprocess": [user_fn.name, user_fn.digest]} if user_fn else {}),
       **tft_key})
-  described = {"format": plan.format, "patterns": patterns,
-               "files": planning.listed_inputs(plan),
-               "fingerprint": fingerprint}
+  described = InputsInfo(plan.format, tuple(patterns),
+                         tuple(planning.listed_inputs(plan)), fingerprint)
   return stage_output(
       output, key, beam_opts, force=opts.force, overwrite=opts.overwrite,
       overwrite_hint="--overwrite", tfmd=tfmd_text(schema),

@@ -20,6 +20,7 @@ from typing import (Any, Dict, Mapping, NamedTuple, Optional, Sequence,
                     Union)
 
 from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.info import OptionsInfo
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.schema.model import ON_ANOMALY
 from beam_tfrecords.schema.sizes import parse_size
@@ -238,6 +239,25 @@ class BuildOptions:
           f.metadata["key"] == "changed" and value != f.default):
         out[f.name] = value
     return out
+
+  def described(self, shards: Mapping[str, int],
+                max_shard_bytes: Mapping[str, Optional[int]],
+                shuffle_buckets: Optional[Mapping[str, int]],
+                preprocess: Optional[str],
+                format_options: Mapping[str, Any]) -> OptionsInfo:
+    """dataset.json's `options`: these options (resolved) as they shaped
+    the output, with what the plan made of them (shards per split, the
+    shuffle's buckets), the preprocess function's name and the input
+    format's options."""
+    return OptionsInfo(
+        num_shards=dict(shards), max_shard_bytes=dict(max_shard_bytes),
+        sink=self.sink, shuffle_seed=self.shuffle_seed,
+        shuffle_buckets=(None if shuffle_buckets is None
+                         else dict(shuffle_buckets)),
+        gzip_level=self.gzip_level, statistics=self.statistics,
+        max_bad_rows=self.max_bad_rows,
+        max_bad_fraction=self.max_bad_fraction, preprocess=preprocess,
+        format_options=dict(format_options), tfds=self.tfds)
 
   def resolved(self, schema: Schema) -> "BuildOptions":
     """The thresholds the schema sets where none was given; every option

@@ -11,7 +11,9 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Union
 
 from beam_tfrecords.building.options import BuildOptions
 from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.core.info import Counts, DatasetInfo, Errors
+from beam_tfrecords.core.info import (Counts, DatasetInfo, Errors,
+                                      InputFileInfo, InputsInfo,
+                                      SplitRuleInfo, ToolInfo)
 from beam_tfrecords.core.version import __version__
 from beam_tfrecords.encoding.splitting import producible_splits, split_fraction
 from beam_tfrecords.inspect.expectations import CheckPlan, load_baseline
@@ -225,12 +227,11 @@ def shard_plan(schema: Schema,
   return ShardPlan(shards, max_bytes)
 
 
-def listed_inputs(plan) -> List[dict]:
+def listed_inputs(plan) -> List[InputFileInfo]:
   """The input files for dataset.json; image folders as one entry per
   folder (a million images would make a 150 MB dataset.json)."""
   if plan.format != "images":
-    return [{"path": f.path, "bytes": f.size, "modified": f.mtime}
-            for f in plan.files]
+    return [InputFileInfo(f.path, f.size, f.mtime) for f in plan.files]
   folders: Dict[str, dict] = {}
   for unit in plan.units:
     entry = folders.setdefault(unit.path, {"path": unit.path, "bytes": 0,
@@ -240,7 +241,8 @@ def listed_inputs(plan) -> List[dict]:
     for root, entry in folders.items():
       if f.path.startswith(root.rstrip("/") + "/"):
         entry["bytes"] += f.size
-  return list(folders.values())
+  return [InputFileInfo(e["path"], e["bytes"], images=e["images"])
+          for e in folders.values()]
 
 
 def resolve_media(schema: Schema, plan) -> Schema:
@@ -312,7 +314,7 @@ def _shards(schema: Schema, plan, opts: BuildOptions):
 
 
 def dataset_plan(schema: Schema, plan, opts: BuildOptions,
-                 publication: Publication, inputs: Dict[str, Any],
+                 publication: Publication, inputs: InputsInfo,
                  user_fn) -> DatasetPlan:
   """How the dataset of these inputs is cut and described."""
   shards, shuffle = _shards(schema, plan, opts)
@@ -325,31 +327,21 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions,
       feature_spec=spec_to_json(schema),
       compression="NONE" if opts.tfds else "GZIP",
       inputs=inputs,
-      split_rule={"kind": schema.splits.kind.value,
-                  "splits": list(schema.splits.names),
-                  **schema.splits.to_dict()},
-      options={"num_shards": shards.shards,
-               "max_shard_bytes": shards.max_bytes, "sink": opts.sink,
-               "shuffle_seed": opts.shuffle_seed,
-               "shuffle_buckets": shuffle.buckets if shuffle else None,
-               "gzip_level": opts.gzip_level,
-               "statistics": opts.statistics,
-               "max_bad_rows": opts.max_bad_rows,
-               "max_bad_fraction": opts.max_bad_fraction,
-               "preprocess": user_fn and user_fn.name,
-               # Only when set: other datasets' dataset.json as it was.
-               **({"tfds": True} if opts.tfds else {}),
-               "format_options": {k: v for k, v in plan.format_options.items()
-                                  if k not in ("column_names",
-                                               "scalar_columns",
-                                               "classes")}},
+      split_rule=SplitRuleInfo(schema.splits.kind.value,
+                               tuple(schema.splits.names),
+                               schema.splits.to_dict()),
+      options=opts.described(
+          shards.shards, shards.max_bytes,
+          shuffle.buckets if shuffle else None, user_fn and user_fn.name,
+          {k: v for k, v in plan.format_options.items()
+           if k not in ("column_names", "scalar_columns", "classes")}),
       vocabularies={m.name: m.options["values"] for m in schema.media
                     if m.kind is MediaKind.VOCABULARY},
       statistics_of=(
           "rows read into steps (group_by: before max_length policies and "
           "group rejections, whose rows errors/ lists)"
           if schema.group_by else "the written records"),
-      tool={"name": "beam-tfrecords", "version": __version__},
+      tool=ToolInfo("beam-tfrecords", __version__),
       tfmd_schema=TFMD_FILE,
       build_key=publication.key,
       # Written in the staging folder, published with the rest.

@@ -25,6 +25,7 @@ from beam_tfrecords import tft
 from beam_tfrecords.building import planning
 from beam_tfrecords.building.options import BuildOptions
 from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.info import InputsInfo
 from beam_tfrecords.publish.lock import new_run
 from beam_tfrecords.publish.output import check_output_path
 from beam_tfrecords.publish.publication import Publication, StageOutput
@@ -106,8 +107,7 @@ class WriteDataset(beam.PTransform):
                               tfmd_text(schema))
     plan = planning.dataset_plan(
         schema, _PCOLLECTION_PLAN, opts.resolved(schema), publication,
-        {"format": "pcollection", "source": PCOLLECTION, "patterns": [],
-         "files": [], "fingerprint": None}, None)
+        InputsInfo("pcollection", (), (), None, source=PCOLLECTION), None)
     staged = rows.pipeline | "Stage" >> StageOutput(publication)
     return (rows
             | "ToBatches" >> ToSourceBatches(schema.columns)

@@ -138,7 +138,7 @@ def inspect_command(args) -> int:
   args.path = args.path[0]
   info = dataset_info(args.path)
   print(f"dataset {info.name} ({info.record}), built by beam-tfrecords "
-        f"{info.tool['version']}")
+        f"{info.tool.version}")
   c = info.counts
   steps = (f" ({c.steps_written:,} steps)" if c.steps_written is not None
            else "")

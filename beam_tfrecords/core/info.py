@@ -23,7 +23,9 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from beam_tfrecords.core import fs
 
 __all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "Counts", "Errors",
-           "Anomaly", "Anomalies",
+           "Anomaly", "Anomalies", "InputsInfo", "InputFileInfo",
+           "OptionsInfo", "SplitRuleInfo", "ToolInfo", "FeatureStats",
+           "Span", "Statistics",
            "ErrorFile", "ErrorReason", "TransformInfo", "DATASET_JSON"]
 
 DATASET_JSON = "dataset.json"
@@ -221,10 +223,226 @@ class Anomalies:
             "found": [a.to_json() for a in self.found]}
 
 
-# Keys whose values stay JSON objects (their content is the schema's, the
-# inputs' or the options' own): typed here as dicts.
-_PLAIN = ("schema", "feature_spec", "inputs", "split_rule", "options",
-          "vocabularies", "tool", "aligned_lists", "statistics")
+@dataclasses.dataclass(frozen=True)
+class ToolInfo:
+  """What wrote the dataset: beam-tfrecords and its version."""
+  name: str
+  version: str
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> "ToolInfo":
+    return cls(d["name"], d["version"])
+
+  def to_json(self) -> Dict[str, Any]:
+    return {"name": self.name, "version": self.version}
+
+
+@dataclasses.dataclass(frozen=True)
+class InputFileInfo:
+  """One input file as the build saw it (its size and modification time
+  make the input fingerprint), or one image folder (`images`: how many
+  images it held; no time)."""
+  path: str
+  num_bytes: int
+  modified: Optional[float] = None
+  images: Optional[int] = None
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> "InputFileInfo":
+    return cls(d["path"], d["bytes"], d.get("modified"), d.get("images"))
+
+  def to_json(self) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"path": self.path, "bytes": self.num_bytes}
+    for key in ("modified", "images"):
+      if getattr(self, key) is not None:
+        out[key] = getattr(self, key)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class InputsInfo:
+  """What the build read: the format, the patterns given, the files they
+  matched and their fingerprint (None for a PCollection, whose `source`
+  says so)."""
+  format: str
+  patterns: Tuple[str, ...]
+  files: Tuple[InputFileInfo, ...]
+  fingerprint: Optional[str]
+  source: Optional[str] = None
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> "InputsInfo":
+    return cls(d["format"], tuple(d.get("patterns", ())),
+               tuple(InputFileInfo.from_json(f) for f in d.get("files", ())),
+               d.get("fingerprint"), d.get("source"))
+
+  def to_json(self) -> Dict[str, Any]:
+    out: Dict[str, Any] = {
+        "format": self.format, "patterns": list(self.patterns),
+        "files": [f.to_json() for f in self.files],
+        "fingerprint": self.fingerprint}
+    if self.source is not None:
+      out["source"] = self.source
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionsInfo:
+  """The build options as they shaped the output (BuildOptions.described
+  writes them): shards per split, the sink, the shuffle, compression,
+  statistics, the rejection thresholds, the preprocess function's name and
+  the input format's options."""
+  num_shards: Dict[str, int]
+  max_shard_bytes: Dict[str, Optional[int]]
+  sink: str
+  shuffle_seed: Optional[int] = None
+  shuffle_buckets: Optional[Dict[str, int]] = None
+  gzip_level: Optional[int] = None
+  statistics: bool = True
+  max_bad_rows: Optional[int] = None
+  max_bad_fraction: Optional[float] = None
+  preprocess: Optional[str] = None
+  format_options: Dict[str, Any] = dataclasses.field(default_factory=dict)
+  # Written only when set, so that other datasets' dataset.json stays as
+  # it was.
+  tfds: bool = False
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> "OptionsInfo":
+    fields = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in d.items() if k in fields})
+
+  def to_json(self) -> Dict[str, Any]:
+    out = dataclasses.asdict(self)
+    if not out.pop("tfds"):
+      return out
+    return {**out, "tfds": True}
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitRuleInfo:
+  """How rows were assigned to splits: the rule's kind (none, hash,
+  values, below), the split names in declared order, and the rule's own
+  settings as the schema's `splits:` gives them (`hash`/`weights`,
+  `column`/`values`, `column`/`below`/`rest`)."""
+  kind: str
+  splits: Tuple[str, ...]
+  settings: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> "SplitRuleInfo":
+    return cls(d["kind"], tuple(d["splits"]),
+               {k: v for k, v in d.items() if k not in ("kind", "splits")})
+
+  def to_json(self) -> Dict[str, Any]:
+    return {"kind": self.kind, "splits": list(self.splits), **self.settings}
+
+
+@dataclasses.dataclass(frozen=True)
+class Span:
+  """The least and the most of something per record (values in a list,
+  steps in a sequence)."""
+  min: int
+  max: int
+
+
+Ranked = Tuple[Tuple[Any, int], ...]  # ((value, count), ...), most first
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureStats:
+  """One feature's statistics in one split, exact, from the build's one
+  statistics pass (encoding.stats): what the report, the trend, the
+  publish gate and drift read.
+
+  Attributes:
+    present, missing: records with and without the feature.
+    values: the values in all its records.
+    list_length: values per record (list features); steps: steps per
+      record (sequence features).
+    min, max, mean: over the numbers (None: no number).
+    long_values: text values too long to count among the top ones.
+    top, top_exact: the most frequent values (text and bytes), and whether
+      their counts are exact.
+    unexpected, non_finite: values outside an `expect:` block's
+      `values:`, and NaN or infinite numbers (expect: blocks only).
+    frequencies: every value's count, for drift (an expect: block's
+      `values:`, or a text feature's when few enough).
+    drift_note: why drift cannot be measured for it.
+    histogram: the exact fine histogram of its numbers, for drift
+      (encoding.histogram's JSON).
+  """
+  present: int
+  missing: int
+  values: int
+  list_length: Optional[Span] = None
+  steps: Optional[Span] = None
+  min: Optional[float] = None
+  max: Optional[float] = None
+  mean: Optional[float] = None
+  long_values: Optional[int] = None
+  top: Optional[Ranked] = None
+  top_exact: Optional[bool] = None
+  unexpected: Optional[int] = None
+  non_finite: Optional[int] = None
+  frequencies: Optional[Ranked] = None
+  drift_note: Optional[str] = None
+  histogram: Optional[Dict[str, Any]] = None
+
+  @property
+  def records(self) -> int:
+    return self.present + self.missing
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> "FeatureStats":
+    kept = {f.name for f in dataclasses.fields(cls)}
+    values = {k: v for k, v in d.items() if k in kept}
+    for key in ("list_length", "steps"):
+      if key in values:
+        values[key] = Span(values[key]["min"], values[key]["max"])
+    for key in ("top", "frequencies"):
+      if key in values:
+        values[key] = tuple((v, c) for v, c in values[key])
+    return cls(**values)
+
+  def to_json(self) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for f in dataclasses.fields(self):
+      value = getattr(self, f.name)
+      if value is None:
+        continue
+      if isinstance(value, Span):
+        value = {"min": value.min, "max": value.max}
+      elif f.name in ("top", "frequencies"):
+        value = [[v, c] for v, c in value]
+      out[f.name] = value
+    return out
+
+
+Statistics = Dict[str, Dict[str, FeatureStats]]  # {split: {feature: ...}}
+
+
+def _statistics_from_json(d: Optional[Mapping[str, Any]]
+                          ) -> Optional[Statistics]:
+  if d is None:
+    return None
+  return {split: {name: FeatureStats.from_json(s)
+                  for name, s in features.items()}
+          for split, features in d.items()}
+
+
+def _statistics_to_json(statistics: Statistics) -> Dict[str, Any]:
+  return {split: {name: s.to_json() for name, s in features.items()}
+          for split, features in statistics.items()}
+
+
+# Keys whose values stay JSON objects, typed here as dicts: the schema and
+# the parsing spec as the schema module writes them, {name: [value]} and
+# {list path: [feature]} mappings.
+_PLAIN = ("schema", "feature_spec", "vocabularies", "aligned_lists")
+# Keys typed with their own classes (from_json / to_json).
+_TYPED: Dict[str, Any] = {"inputs": InputsInfo, "options": OptionsInfo,
+                          "split_rule": SplitRuleInfo, "tool": ToolInfo}
 _TEXT = ("name", "record", "compression", "statistics_of", "tfmd_schema",
          "build_key", "tfdv_statistics", "report")
 
@@ -243,9 +461,11 @@ class DatasetInfo:
     feature_spec: the parsing spec, as JSON ({feature: {kind, dtype,
       shape}}); `btr.feature_spec(path)` gives TensorFlow's.
     schema: the schema, as a dict (`btr.dataset_schema(path)` parses it).
-    statistics: {split: {feature: statistics}}, when computed.
+    statistics: {split: {feature: FeatureStats}}, when computed.
     transform: TensorFlow Transform's part, with `transform:`.
-    inputs, options, split_rule, tool, ...: as dataset.json has them.
+    inputs: what was read (InputsInfo); options: the build options as
+      they shaped the output (OptionsInfo); split_rule: how rows went to
+      splits (SplitRuleInfo); tool: what wrote it (ToolInfo).
     extra: keys this version does not know, kept as they are.
   """
   name: str
@@ -255,16 +475,16 @@ class DatasetInfo:
   errors: Errors
   schema: Dict[str, Any]
   feature_spec: Dict[str, Any]
-  inputs: Dict[str, Any]
-  options: Dict[str, Any]
-  split_rule: Dict[str, Any]
-  tool: Dict[str, Any]
+  inputs: InputsInfo
+  options: OptionsInfo
+  split_rule: SplitRuleInfo
+  tool: ToolInfo
   compression: Optional[str] = None
   vocabularies: Optional[Dict[str, Any]] = None
   statistics_of: Optional[str] = None
   tfmd_schema: Optional[str] = None
   build_key: Optional[str] = None
-  statistics: Optional[Dict[str, Any]] = None
+  statistics: Optional[Statistics] = None
   tfdv_statistics: Optional[str] = None
   report: Optional[str] = None
   transform: Optional[TransformInfo] = None
@@ -292,6 +512,8 @@ class DatasetInfo:
         anomalies=(Anomalies.from_json(d["anomalies"])
                    if d.get("anomalies") is not None else None),
         extra={k: v for k, v in d.items() if k not in known},
+        statistics=_statistics_from_json(d.get("statistics")),
+        **{k: kind.from_json(d[k]) for k, kind in _TYPED.items()},
         **{k: d.get(k) for k in _PLAIN + _TEXT})  # type: ignore[arg-type]
 
   @classmethod
@@ -308,6 +530,10 @@ class DatasetInfo:
       value = getattr(self, key)
       if value is not None:
         out[key] = value
+    for key in _TYPED:
+      out[key] = getattr(self, key).to_json()
+    if self.statistics is not None:
+      out["statistics"] = _statistics_to_json(self.statistics)
     out["splits"] = _splits_to_json(self.splits)
     out["counts"] = self.counts.to_json()
     out["errors"] = self.errors.to_json()

@@ -28,6 +28,7 @@ import dataclasses
 import math
 from typing import Any, Dict, Mapping, Optional
 
+from beam_tfrecords.core.info import FeatureStats
 from beam_tfrecords.encoding import histogram
 
 __all__ = ["Distribution", "Drift", "distance", "from_json", "from_proto",
@@ -63,21 +64,21 @@ class Drift:
   old: Dict[Any, float]
 
 
-def from_json(s: Mapping[str, Any]) -> Optional[Distribution]:
+def from_json(s: FeatureStats) -> Optional[Distribution]:
   """The distribution in one feature's dataset.json statistics (None:
   not kept, without an `expect:` block that measures drift, or too many
   distinct values to count one by one)."""
-  if s.get("drift_note"):
+  if s.drift_note:
     return None
-  if isinstance(s.get("histogram"), dict):
-    return Distribution(fine=histogram.from_json(s["histogram"]))
-  if "frequencies" in s:
-    counts = {v: c for v, c in s["frequencies"]}
-    rest = s.get("values", 0) - sum(counts.values())
+  if s.histogram is not None:
+    return Distribution(fine=histogram.from_json(s.histogram))
+  if s.frequencies is not None:
+    counts: Dict[Any, int] = {v: c for v, c in s.frequencies}
+    rest = s.values - sum(counts.values())
     if rest > 0:
       counts[OTHER] = rest
     return Distribution(counts=counts, counted=(
-        "allowed" if "unexpected" in s else "all"))
+        "allowed" if s.unexpected is not None else "all"))
   return None
 
 
@@ -107,8 +108,8 @@ def from_proto(feature) -> Optional[Distribution]:
   return None
 
 
-def pick(new_json: Optional[Mapping[str, Any]],
-         old_json: Optional[Mapping[str, Any]], new_proto, old_proto
+def pick(new_json: Optional[FeatureStats],
+         old_json: Optional[FeatureStats], new_proto, old_proto
          ) -> Optional[Drift]:
   """The distance of one feature between two datasets: from dataset.json's
   statistics where both have them (what the gate judged), else from

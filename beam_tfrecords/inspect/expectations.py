@@ -19,10 +19,11 @@ import dataclasses
 import math
 import os
 from fractions import Fraction
-from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.core.info import Anomalies, Anomaly, DatasetInfo
+from beam_tfrecords.core.info import (Anomalies, Anomaly, DatasetInfo,
+                                      FeatureStats)
 from beam_tfrecords.inspect import drift
 from beam_tfrecords.read.reader import dataset_info
 from beam_tfrecords.schema import Schema
@@ -128,42 +129,42 @@ def check_dataset(schema: Schema, info: DatasetInfo,
 
 
 def _feature_checks(feature: Feature, split: str,
-                    s: Mapping[str, Any]) -> List[Anomaly]:
+                    s: FeatureStats) -> List[Anomaly]:
   expect = feature.expect
   assert expect is not None
   out = []
   name = feature.name
-  records = s["present"] + s["missing"]
+  records = s.records
   # Fractions compared exactly (0.29 * 100 is 28.999... in floats).
   if expect.presence is not None and records and \
-      s["present"] < _exact(expect.presence) * records:
+      s.present < _exact(expect.presence) * records:
     needed = math.ceil(_exact(expect.presence) * records)
-    out.append(Anomaly(name, "presence", s["present"] / records,
+    out.append(Anomaly(name, "presence", s.present / records,
                        f">= {expect.presence:g} ({needed:,} of {records:,})",
                        split))
-  if expect.min is not None and "min" in s and s["min"] < expect.min:
-    out.append(Anomaly(name, "min", s["min"], f">= {expect.min:g}", split))
-  if expect.max is not None and "max" in s and s["max"] > expect.max:
-    out.append(Anomaly(name, "max", s["max"], f"<= {expect.max:g}", split))
+  if expect.min is not None and s.min is not None and s.min < expect.min:
+    out.append(Anomaly(name, "min", s.min, f">= {expect.min:g}", split))
+  if expect.max is not None and s.max is not None and s.max > expect.max:
+    out.append(Anomaly(name, "max", s.max, f"<= {expect.max:g}", split))
   if expect.min is not None or expect.max is not None:
-    if s.get("non_finite"):
-      out.append(Anomaly(name, "finite", s["non_finite"],
+    if s.non_finite:
+      out.append(Anomaly(name, "finite", s.non_finite,
                          "0 NaN or infinite values (min / max hold for "
                          "numbers)", split))
-  if expect.values is not None and s.get("values"):
-    allowed = math.floor(_exact(expect.max_unexpected) * s["values"])
-    if s.get("unexpected", 0) > allowed:
-      out.append(Anomaly(name, "values", s["unexpected"],
-                         f"at most {allowed:,} of {s['values']:,} values "
+  if expect.values is not None and s.values:
+    allowed = math.floor(_exact(expect.max_unexpected) * s.values)
+    if (s.unexpected or 0) > allowed:
+      out.append(Anomaly(name, "values", s.unexpected,
+                         f"at most {allowed:,} of {s.values:,} values "
                          f"outside the {len(expect.values)} allowed",
                          split))
-  length = s.get("list_length")
+  length = s.list_length
   if length is not None:
-    if expect.length_min is not None and length["min"] < expect.length_min:
-      out.append(Anomaly(name, "length.min", length["min"],
+    if expect.length_min is not None and length.min < expect.length_min:
+      out.append(Anomaly(name, "length.min", length.min,
                          f">= {expect.length_min}", split))
-    if expect.length_max is not None and length["max"] > expect.length_max:
-      out.append(Anomaly(name, "length.max", length["max"],
+    if expect.length_max is not None and length.max > expect.length_max:
+      out.append(Anomaly(name, "length.max", length.max,
                          f"<= {expect.length_max}", split))
   return out
 
@@ -230,14 +231,13 @@ def _drift_checks(schema: Schema, info: DatasetInfo, baseline: DatasetInfo
                      "statistics of it in the "
                      + ("baseline" if old is None else "new data"))
       continue
-    if not new.get("values") or not old.get("values"):
+    if not new.values or not old.values:
       notes.append(f"drift of {feature.name!r} not measured: no values in "
-                   + ("the new data" if not new.get("values")
-                      else "the baseline"))
+                   + ("the new data" if not new.values else "the baseline"))
       continue
-    if new.get("drift_note"):
+    if new.drift_note:
       notes.append(f"drift of {feature.name!r} not measured: "
-                   f"{new['drift_note']}")
+                   f"{new.drift_note}")
       continue
     measured = drift.distance(drift.from_json(new), drift.from_json(old))
     if measured is None:

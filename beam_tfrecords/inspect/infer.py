@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.info import FeatureStats
 from beam_tfrecords.encoding.stats import TOP_SHOWN
 from beam_tfrecords.schema.field_paths import parse_path, quote_name
 from beam_tfrecords.sources import (NESTED_FORMATS, match_inputs,
@@ -398,26 +399,26 @@ def _is_dataset(path: str) -> bool:
       fs.exists(fs.join(path, "_SUCCESS"))
 
 
-def _dataset_proposal(s: List[Dict[str, Any]], spec: Dict[str, Any]
+def _dataset_proposal(s: List[FeatureStats], spec: Dict[str, Any]
                       ) -> Dict[str, Any]:
   """An expect: block from one feature's statistics in every split."""
-  records = sum(x["present"] + x["missing"] for x in s)
+  records = sum(x.records for x in s)
   out: Dict[str, Any] = {}
   if records:
-    out["presence"] = _floor2(min(
-        x["present"] / max(1, x["present"] + x["missing"]) for x in s))
-  lengths = [x["list_length"] for x in s if "list_length" in x]
+    out["presence"] = _floor2(min(x.present / max(1, x.records) for x in s))
+  lengths = [x.list_length for x in s if x.list_length is not None]
   if lengths and spec.get("shape") == [-1]:
-    out["length"] = {"min": min(x["min"] for x in lengths),
-                     "max": max(x["max"] for x in lengths)}
-  ranged = [x for x in s if "min" in x]
-  if ranged:
-    out.update(min=min(x["min"] for x in ranged),
-               max=max(x["max"] for x in ranged))
-  tops = [x for x in s if "top" in x]
+    out["length"] = {"min": min(x.min for x in lengths),
+                     "max": max(x.max for x in lengths)}
+  low = [x.min for x in s if x.min is not None]
+  high = [x.max for x in s if x.max is not None]
+  if low and high:
+    out.update(min=min(low), max=max(high))
+  tops = [x.top for x in s if x.top is not None]
   if tops and spec.get("type") == "string" and all(
-      x.get("top_exact") and len(x["top"]) < TOP_SHOWN for x in tops):
-    values = sorted({v for x in tops for v, _ in x["top"]})
+      x.top_exact and x.top is not None and len(x.top) < TOP_SHOWN
+      for x in s if x.top is not None):
+    values = sorted({v for top in tops for v, _ in top})
     if len(values) <= MAX_PROPOSED_VALUES:
       out["values"] = values
   return out

@@ -359,9 +359,9 @@ def render_report(path: str, info: Optional[DatasetInfo] = None) -> str:
   out = [f"<!doctype html><html><head><meta charset='utf-8'><title>"
          f"{_e(info.name)}</title><style>{_CSS}</style></head><body>",
          f"<h1>{_e(info.name)}</h1><div class='muted'>"
-         f"{_e(info.record)} · {_e(info.tool['name'])} "
-         f"{_e(info.tool['version'])} · inputs: "
-         f"{_e(', '.join(info.inputs.get('patterns', [])) or '-')}"
+         f"{_e(info.record)} · {_e(info.tool.name)} "
+         f"{_e(info.tool.version)} · inputs: "
+         f"{_e(', '.join(info.inputs.patterns) or '-')}"
          "</div>", "<table><tr><th>split</th><th>records</th><th>bytes</th>"
          "<th>shards</th></tr>"]
   for split in sorted(info.splits):

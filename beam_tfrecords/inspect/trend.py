@@ -69,8 +69,8 @@ def _feature_rows(found: List[Tuple[str, DatasetInfo]], split: str
       s = (info.statistics or {}).get(split, {}).get(name)
       records = info.splits[split].num_records if split in info.splits \
           else 0
-      presence.append(s["present"] / records if s and records else None)
-      means.append(s.get("mean") if s else None)
+      presence.append(s.present / records if s and records else None)
+      means.append(s.mean if s else None)
     cells = "".join(
         f"<td>{'' if p is None else f'{p:.3f}'}"
         f"{'' if m is None else f' / {m:.4g}'}</td>"

@@ -18,9 +18,10 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.errors import BadRowsError, reason_category
-from beam_tfrecords.core.info import (DATASET_JSON, Counts, DatasetInfo, ErrorFile,
-                                 ErrorReason, Errors, ShardInfo, SplitInfo,
-                                 TransformInfo)
+from beam_tfrecords.core.info import (DATASET_JSON, Counts, DatasetInfo,
+                                      ErrorFile, ErrorReason, Errors,
+                                      FeatureStats, ShardInfo, SplitInfo,
+                                      TransformInfo)
 from beam_tfrecords.inspect.expectations import (ANOMALIES_FILE, CheckPlan,
                                          check_dataset)
 from beam_tfrecords.runners.gaps import gather
@@ -226,7 +227,8 @@ def _commit(parts: List[Any], directory: str, planned: DatasetInfo,
   if described:
     from beam_tfrecords.encoding.stats import finish  # no cycle at import
     info = dataclasses.replace(info, statistics={
-        split: {name: finish(s) for name, s in sorted(features.items())}
+        split: {name: FeatureStats.from_json(finish(s))
+                for name, s in sorted(features.items())}
         for split, features in sorted(described[0].items())},
                                tfdv_statistics=STATISTICS_FILE)
     # TensorFlow Data Validation's format, for TFDV and Facets.
