@@ -15,9 +15,11 @@ and shards are the same; the ratio column is each against the first.
 
 import os
 import shutil
-from typing import Callable, List
+from typing import List
 
 import yaml
+
+from common import Result, cli_cmd, examples_input, run, table
 
 SPLITS = {"hash": "user_id", "weights": {"train": 0.9, "eval": 0.1}}
 EXPECT = {
@@ -59,8 +61,7 @@ def _schemas(workdir: str, base_schema: str) -> List[str]:
   return paths
 
 
-def checks_suite(args, examples_input: Callable, run: Callable,
-                 table: Callable, cli_cmd: Callable, result_type) -> None:
+def checks_suite(args) -> None:
   src, base_schema = examples_input(args.workdir, args.rows)
   plain, checked, disjoint = _schemas(args.workdir, base_schema)
   baseline = os.path.join(args.workdir, "checks-baseline")
@@ -77,7 +78,7 @@ def checks_suite(args, examples_input: Callable, run: Callable,
                                   extra + ["-q", "--force", "--overwrite"]))
       if best[name] is None or seconds < best[name][0]:
         best[name] = (seconds, peak)
-  results = [result_type(name, *best[name]) for name in runs]
+  results = [Result(name, *best[name]) for name in runs]
   table(f"checks (12 columns, hash split; best of {args.check_rounds} "
         "alternating rounds)", args.rows, src, results,
         [("no expectations", results[0].seconds)],

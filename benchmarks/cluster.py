@@ -23,6 +23,8 @@ import shutil
 import sys
 import time
 
+from common import examples_input, run
+
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -53,9 +55,7 @@ def same_outputs(a: str, b: str) -> str:
       f"DIFFER: {differ}"
 
 
-def cluster_suite(args, examples_input, run) -> None:
-  """args: run.py's; examples_input(workdir, rows) -> (csv, schema);
-  run(cmd) -> (seconds, peak MB)."""
+def cluster_suite(args) -> None:
   # pylint: disable=import-outside-toplevel
   from beam_tfrecords.testing.dask import LocalDask
   from beam_tfrecords.testing.portable import LocalPortable

@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from stats import flights_input
+
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORES = 2
 
@@ -55,8 +57,7 @@ def _run(cmd, env) -> float:
   return time.perf_counter() - start
 
 
-def engines_suite(args, flights_input) -> None:
-  """flights_input(workdir, rows) -> (csv, schema)."""
+def engines_suite(args) -> None:
   # pylint: disable=import-outside-toplevel
   from beam_tfrecords.testing.flink import LocalFlink
   from beam_tfrecords.testing.spark import LocalSpark

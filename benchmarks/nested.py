@@ -7,6 +7,8 @@ import json
 import os
 import random
 
+from common import cli_cmd, same_records, table, timed_cmd
+
 
 def _rows(n: int):
   rng = random.Random(21)
@@ -51,7 +53,7 @@ features:
 """
 
 
-def nested_suite(args, timed_cmd, table, cli_cmd, same_records) -> None:
+def nested_suite(args) -> None:
   rows = args.nested_rows
   nested, flat = _write(args.workdir, rows)
   schemas = {}

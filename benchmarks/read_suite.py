@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 
+from common import cli_cmd
 from stats import flights_input
 
 READERS = {
@@ -65,7 +66,7 @@ def _timed(code: str, path: str) -> float:
   return int(out[-2]), float(out[-1])
 
 
-def read_suite(args, cli_cmd) -> None:
+def read_suite(args) -> None:
   rows, shards = args.read_rows, args.read_shards
   src, schema = flights_input(args.workdir, rows)
   path = os.path.join(args.workdir, f"read-{rows}-{shards}")

@@ -41,6 +41,7 @@ import time
 from typing import List, NamedTuple
 
 from peaks import measured_tree
+from sequences_suite import EVENTS_AS_SEQUENCES
 from stats import flights_input
 from tft_suite import TRANSFORM
 
@@ -168,8 +169,6 @@ def _make_events(path: str, rows: int, users: int, seed: int) -> None:
 
 def _runs(args, sizes: List[int], file_rows: int) -> list:
   """(label, rows, input paths, schema path) of every build to measure."""
-  # pylint: disable=import-outside-toplevel
-  from run import EVENTS_AS_SEQUENCES
   base, schema = flights_input(args.workdir, file_rows)
   kinds = set(filter(None, args.scale_kinds.split(",")))
   unknown = kinds - {"examples", "grouped", "tft"}

