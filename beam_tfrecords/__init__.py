@@ -21,32 +21,20 @@ from beam_tfrecords.core.version import __version__
 
 # Public name -> the module that defines it.
 _LAZY = {
-    "ExampleEncoder": "beam_tfrecords.encoding",
-    "SequenceAssembler": "beam_tfrecords.encoding",
-    "SequenceEncoder": "beam_tfrecords.encoding",
-    "StepEncoder": "beam_tfrecords.encoding",
     "BuildOptions": "beam_tfrecords.building.options",
     "BuildResult": "beam_tfrecords.building.builder",
     "DatasetInfo": "beam_tfrecords.core.info",
-    "SplitInfo": "beam_tfrecords.core.info",
     "EncodeRecords": "beam_tfrecords.building.ptransforms",
-    "EncodedRecords": "beam_tfrecords.building.ptransforms",
     "WriteDataset": "beam_tfrecords.building.ptransforms",
     "build": "beam_tfrecords.building.builder",
     "open": "beam_tfrecords.read.dataset_reader",
     "DatasetReader": "beam_tfrecords.read.dataset_reader",
     "dataset_info": "beam_tfrecords.read.reader",
     "feature_spec": "beam_tfrecords.read.reader",
-    "iter_errors": "beam_tfrecords.read.reader",
     "iter_records": "beam_tfrecords.read.reader",
     "load": "beam_tfrecords.read.reader",
-    "transform_output": "beam_tfrecords.read.reader",
-    "RecordStream": "beam_tfrecords.read.stream",
     "pin": "beam_tfrecords.read.window",
-    "Feature": "beam_tfrecords.schema",
-    "FeatureType": "beam_tfrecords.schema",
     "Schema": "beam_tfrecords.schema",
-    "SequenceSpec": "beam_tfrecords.schema",
     "load_schema": "beam_tfrecords.schema",
 }
 

@@ -110,7 +110,7 @@ def limit_components(src: str, schema_path: str) -> List[tuple]:
   import pyarrow.csv as pacsv
   import zlib
   from isal import isal_zlib
-  from beam_tfrecords import ExampleEncoder
+  from beam_tfrecords.encoding import ExampleEncoder
   from beam_tfrecords.core.tfrecord_files import frame_records
   steps = []
   read_s, table = _cpu(lambda: pacsv.read_csv(

@@ -101,7 +101,7 @@ def floor_steps(src: str, schema: str, dst: str) -> None:
   import pyarrow as pa
   import pyarrow.csv as pacsv
   from isal import isal_zlib
-  from beam_tfrecords import ExampleEncoder
+  from beam_tfrecords.encoding import ExampleEncoder
   from beam_tfrecords.core.tfrecord_files import frame_records
   encoder = ExampleEncoder(schema)
   types = {n: pa.int64() for n in INTS}

@@ -13,7 +13,7 @@ wheel). A TFX module's function moves over unchanged.
 Train on the transformed records, serve with the same transform:
 
     ds = btr.load("out/movie_ratings_tft", "train", transformed=True)
-    layer = btr.transform_output("out/movie_ratings_tft") \\
+    layer = btr.open("out/movie_ratings_tft").transform_output() \\
         .transform_features_layer()   # raw features -> transformed
 """
 

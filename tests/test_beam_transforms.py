@@ -66,7 +66,7 @@ def test_write_dataset_from_dicts(tf, tmp_path):
                             "rows_rejected": 1, "rows_dropped": 0,
                             "records_written": 300}
   assert sum(s.num_records for s in info.splits.values()) == 300
-  (error,) = list(btr.iter_errors(out))
+  (error,) = list(btr.open(out).errors())
   assert error["source"] == "<pcollection>" and error["row"] is None
   assert len(error["element"]) == 24  # the row's content digest
   assert error["raw"] == BAD
@@ -201,7 +201,7 @@ def test_write_dataset_with_images_by_path(tf, tmp_path):
   first = next(r for r in rows if r["name"] == "shapes/circle/00.png")
   with open(os.path.join(data, first["name"]), "rb") as f:
     assert f.read() in [r["image"] for r in records]
-  (error,) = list(btr.iter_errors(out))
+  (error,) = list(btr.open(out).errors())
   assert "lost.png" in error["reason"] and "element" in error
 
 

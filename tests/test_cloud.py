@@ -50,7 +50,7 @@ def test_build_from_and_to_s3(s3, tmp_path):
   # Read back through Beam's FileSystems, and the rebuild is up to date.
   assert sorted(r["id"] for r in btr.iter_records("s3://datasets/events")) \
       == list(range(50))
-  errors = list(btr.iter_errors("s3://datasets/events"))
+  errors = list(btr.open("s3://datasets/events").errors())
   assert errors[0]["raw"]["id"] == "oops"
   again = btr.build(schema, "s3://raw-events/2026/11/21/*.csv",
                     "s3://datasets/events", beam_args=beam_args,

@@ -38,6 +38,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import beam_tfrecords as btr
+from beam_tfrecords.core.info import SplitInfo
 from beam_tfrecords.core.tfrecord_files import decode_example, unframe_records
 from beam_tfrecords.encoding import exact_sums
 from beam_tfrecords.encoding import stats
@@ -234,7 +235,7 @@ def _written(feature, merged):
   kind = "float" if feature.type is FeatureType.FLOAT else "int64"
   info = types.SimpleNamespace(
       schema={"features": {feature.name: {"type": kind, "shape": [-1]}}},
-      splits={"train": btr.SplitInfo(
+      splits={"train": SplitInfo(
           "train", merged["present"] + merged["missing"], 0, ())})
   return (json.dumps(stats.finish(merged), sort_keys=True),
           statistics_bytes(info, {"train": {feature.name: merged}}))

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from beam_tfrecords import ExampleEncoder
+from beam_tfrecords.encoding import ExampleEncoder
 from beam_tfrecords.encoding import columns as col
 from beam_tfrecords.schema import schema_from_dict
 from beam_tfrecords.schema.model import Feature, FeatureType

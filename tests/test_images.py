@@ -86,7 +86,7 @@ def test_image_folder_keeps_the_bytes_and_describes_them(tmp_path, photos,
     assert x["label"].numpy().decode() == label
     assert int(x["label_index"]) == ["cats", "dogs"].index(label)
   errors = {os.path.basename(e["raw"]["image"]): e["reason"]
-            for e in btr.iter_errors(result.output)}
+            for e in btr.open(result.output).errors()}
   assert sorted(errors) == ["broken.jpg", "notes.png", "stray.png"]
   assert "truncated" in errors["broken.jpg"]
   assert "broken.jpg" in errors["broken.jpg"]
@@ -136,8 +136,8 @@ def test_path_table_resized_converted_and_kept_inside_base_dir(
   assert [int(v) for b in got for v in b["label_index"].numpy()] == [1, 1, 0]
   formats = [v.decode() for b in got for v in b["image_format"].numpy()]
   assert formats == ["jpeg", "png", "jpeg"]  # re-encoded as they came
-  errors = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
-      result.output))
+  errors = sorted((e["row"], e["reason"]) for e in btr.open(
+      result.output).errors())
   assert [r for r, _ in errors] == [4, 5, 6, 7]
   assert "leads outside base_dir" in errors[0][1]
   assert "leads outside base_dir" in errors[1][1]
@@ -225,7 +225,7 @@ def test_bad_tensor_values_and_files_go_to_errors(tmp_path):
               "from": "npy"}}}
   result = btr.build(schema, str(src), str(tmp_path / "out"),
                      max_bad_fraction=1.0)
-  reasons = {e["row"]: e["reason"] for e in btr.iter_errors(result.output)}
+  reasons = {e["row"]: e["reason"] for e in btr.open(result.output).errors()}
   assert result.info.counts.rows_written == 1
   assert "300 is outside the range of uint8 (0..255)" in reasons[2]
   assert "'x' is not a number" in reasons[3]
@@ -339,7 +339,7 @@ def test_review_cases_for_images(tmp_path, photos, monkeypatch):
   result = btr.build({"name": "t", "features": {"path": {
       "type": "image", "encode": "jpeg"}}}, str(table), str(tmp_path / "o3"),
           max_bad_fraction=1.0)
-  reasons = {e["row"]: e["reason"] for e in btr.iter_errors(result.output)}
+  reasons = {e["row"]: e["reason"] for e in btr.open(result.output).errors()}
   assert sorted(reasons) == [1, 2]
   assert "cannot be stored" in reasons[1] or "too" in reasons[1]
   assert "the path is empty" in reasons[2]
@@ -361,7 +361,7 @@ def test_review_cases_for_tensors(tmp_path, tf):
             "from": "npy"}}}
   result = btr.build(schema, str(src), str(tmp_path / "out"),
                      max_bad_fraction=1.0)
-  reasons = {e["row"]: e["reason"] for e in btr.iter_errors(result.output)}
+  reasons = {e["row"]: e["reason"] for e in btr.open(result.output).errors()}
   assert sorted(reasons) == [1]
   assert "1.5 is not a whole number" in reasons[1]
   assert "nested as [3, 2]" in reasons[1]
@@ -385,5 +385,5 @@ def test_a_label_that_is_not_text_says_why(tmp_path):
   result = btr.build({"name": "v", "features": {"label": {
       "type": "string", "vocabulary": ["cat"], "required": True}}},
                      str(src), str(tmp_path / "o"), max_bad_fraction=1.0)
-  reasons = [e["reason"] for e in btr.iter_errors(result.output)]
+  reasons = [e["reason"] for e in btr.open(result.output).errors()]
   assert len(reasons) == 1 and "missing" not in reasons[0]

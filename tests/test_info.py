@@ -1,5 +1,5 @@
 """dataset.json as typed values (beam_tfrecords/core/info.py): btr.DatasetInfo,
-btr.SplitInfo. Every dataset.json a build writes reads into the model and
+SplitInfo. Every dataset.json a build writes reads into the model and
 writes back byte for byte; the typed values are what the files hold."""
 
 import importlib
@@ -58,7 +58,7 @@ def test_typed_values_are_what_the_file_holds(built):
                                                   ("label",))
   assert sorted(info.splits) == ["eval", "train"]
   train = info.splits["train"]
-  assert isinstance(train, btr.SplitInfo)
+  assert isinstance(train, SplitInfo)
   assert train.num_records == raw["splits"]["train"]["records"]
   assert train.num_bytes == raw["splits"]["train"]["bytes"]
   assert train.num_shards == 2

@@ -357,6 +357,6 @@ def test_rows_whose_lists_cannot_stay_aligned_go_to_errors(
   out = str(tmp_path / "out")
   result = btr.build(schema, str(src), out, max_bad_fraction=1.0)
   assert result.info.counts.rows_written == 1
-  (error,) = list(btr.iter_errors(out))
+  (error,) = list(btr.open(out).errors())
   assert error["row"] == 2
   assert error["reason"] == reason

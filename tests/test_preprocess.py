@@ -54,7 +54,7 @@ def test_values_go_through_the_function_and_come_back_from_tensorflow(
       (b"Ada Lovelace", 36, b"?"), (b"Alan Turing", 41, b"?")]
   # The row whose months are empty: age null -> rejected, as any row;
   # errors/ shows the row as it is in the input.
-  errors = list(btr.iter_errors(out))
+  errors = list(btr.open(out).errors())
   assert [(e["row"], e["raw"], e["reason"]) for e in errors] == [
       (3, {"first": "Grace", "last": "Hopper", "months": None},
        'In feature "age": required value is missing (column "age" has no '
@@ -102,7 +102,7 @@ def test_a_json_column_of_mixed_types_passes_around_the_function(tmp_path):
   btr.build(SCHEMA, str(tmp_path / "in.jsonl"), out, preprocess=rename,
             max_bad_fraction=1.0)
   assert [(r["name"], r["age"]) for r in btr.iter_records(out)] == [("a", 3)]
-  assert [e["row"] for e in btr.iter_errors(out)] == [2]
+  assert [e["row"] for e in btr.open(out).errors()] == [2]
 
 
 def test_a_function_that_does_not_pickle_fails_before_the_run(tmp_path):
@@ -311,7 +311,7 @@ def test_json_keys_missing_from_a_batch_are_named_in_the_failure(tmp_path):
   btr.build(SCHEMA, str(tmp_path / "in.jsonl"), out, preprocess=full_name,
             max_bad_fraction=1.0)
   assert [r["name"] for r in btr.iter_records(out)] == ["a b"]
-  assert [e["raw"] for e in btr.iter_errors(out)] == [
+  assert [e["raw"] for e in btr.open(out).errors()] == [
       {"first": "c", "last": None, "months": None}]
   # A key no row of the batch has: not a column of it.
   (tmp_path / "only.jsonl").write_text('{"first": "c"}\n')
@@ -337,7 +337,7 @@ def test_a_batch_of_unreadable_rows_only_does_not_reach_the_function(
                      preprocess=rename, max_bad_fraction=1.0)
   assert [r["name"] for r in btr.iter_records(out)] == ["x"]
   assert result.rows_rejected == 1
-  assert [e["source"].endswith("b.jsonl") for e in btr.iter_errors(out)] \
+  assert [e["source"].endswith("b.jsonl") for e in btr.open(out).errors()] \
       == [True]
 
 

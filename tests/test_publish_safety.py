@@ -80,7 +80,7 @@ def test_a_symbolic_link_cannot_lead_out_of_base_dir(tmp_path):
       "type": "image", "source": "path", "base_dir": str(base)}}}
   out = str(tmp_path / "out")
   btr.build(schema, str(tmp_path / "in.csv"), out, max_bad_fraction=1.0)
-  (error,) = list(btr.iter_errors(out))
+  (error,) = list(btr.open(out).errors())
   assert "the path 'up/secret.png' leads outside base_dir" in \
       error["reason"]
   assert f"through a symbolic link (to '{secret}')" in error["reason"]

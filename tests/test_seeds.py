@@ -156,7 +156,7 @@ def test_seed_003_image_files_with_a_missing_one(tf, tmp_path):
   out = str(tmp_path / "files")
   result = image_files.run(["--output", out])
   assert result.rows_rejected == 1
-  errors = list(btr.iter_errors(out))
+  errors = list(btr.open(out).errors())
   assert errors[0]["raw"]["name"] == "shapes/circle/lost.png"
   assert "lost.png: no such file" in errors[0]["reason"]
   ds = tf.data.experimental.make_batched_features_dataset(

@@ -128,8 +128,8 @@ def test_value_split_maps_names_and_rejects_unknown_values(tmp_path):
                      max_bad_fraction=1.0)
   got = users_by_split(result.output, ["train", "eval", "test"])
   assert got == {"train": [1], "eval": [2], "test": [3]}
-  errors = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
-      result.output))
+  errors = sorted((e["row"], e["reason"]) for e in btr.open(
+      result.output).errors())
   assert errors == [
       (4, 'In feature "splits": the split column "split" holds \'holdout\', '
           "which names no split; allowed: 'train', 'validation', 'dev', "
@@ -160,8 +160,8 @@ def test_numeric_bounds_without_rest_reject_values_past_the_last(tmp_path):
                      max_bad_fraction=1.0)
   assert users_by_split(result.output, ["train", "eval"]) == {
       "train": [1], "eval": [2]}
-  reasons = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
-      result.output))
+  reasons = sorted((e["row"], e["reason"]) for e in btr.open(
+      result.output).errors())
   assert reasons[0] == (3, 'In feature "splits": the split column "item" '
                         "holds 500, not below the last bound 100; add `rest: "
                         "<split>` for such rows")
@@ -290,8 +290,8 @@ def test_split_columns_with_odd_cells_go_to_errors_not_crashes(tmp_path):
                      max_bad_fraction=1.0)
   assert users_by_split(result.output, ["train", "test"]) == {
       "train": [], "test": [3]}
-  reasons = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
-      result.output))
+  reasons = sorted((e["row"], e["reason"]) for e in btr.open(
+      result.output).errors())
   assert [r for r, _ in reasons] == [1, 2]
   assert "not a number; the split bounds are numbers" in reasons[0][1]
 
@@ -306,8 +306,8 @@ def test_rows_without_any_hash_key_value_go_to_errors(tmp_path):
   result = btr.build(rule, str(src), str(tmp_path / "out"),
                      max_bad_fraction=1.0)
   assert result.info.counts.rows_written == 1
-  errors = sorted((e["row"], e["reason"]) for e in btr.iter_errors(
-      result.output))
+  errors = sorted((e["row"], e["reason"]) for e in btr.open(
+      result.output).errors())
   assert [r for r, _ in errors] == [2, 3]
   assert all("the split key (uid) has no value; every row needs one" in
              reason for _, reason in errors)

@@ -141,7 +141,7 @@ def test_split_sequences_with_a_record_too_big(tmp_path):
   result = btr.build(schema, str(src), str(tmp_path / "out"),
                      max_bad_fraction=1.0)
   assert result.rows_rejected == 1
-  assert [e["row"] for e in btr.iter_errors(result.output)] == [2]
+  assert [e["row"] for e in btr.open(result.output).errors()] == [2]
   got = result.info.statistics["train"]
   assert got["u"].present == 3  # 2 pieces of row 1, row 3
   assert got["t"].top == (("a", 4), ("b", 1))

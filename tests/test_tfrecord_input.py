@@ -138,7 +138,7 @@ def test_bad_records_go_to_errors_with_their_record_number(tmp_path, tf):
   result = btr.build(TARGET, str(tmp_path / "in.tfrecord"), out,
                      max_bad_fraction=1.0)
   assert [r["id"] for r in btr.iter_records(out)] == [1, 7]
-  errors = {e["row"]: e["reason"] for e in btr.iter_errors(out)}
+  errors = {e["row"]: e["reason"] for e in btr.open(out).errors()}
   assert errors == {
       2: "the record is a tf.train.SequenceExample, not a tf.train.Example;"
          " --format tfrecord reads Examples",
@@ -162,7 +162,7 @@ def test_a_feature_whose_kind_differs_between_records_is_judged_per_row(
   out = str(tmp_path / "out")
   btr.build(TARGET, str(tmp_path / "in.tfrecord"), out, max_bad_fraction=1.0)
   assert [r["id"] for r in btr.iter_records(out)] == [1, 2]
-  assert [e["row"] for e in btr.iter_errors(out)] == [3]
+  assert [e["row"] for e in btr.open(out).errors()] == [3]
 
 
 def test_a_broken_file_stops_the_build_naming_it(tmp_path, tf):
@@ -327,7 +327,7 @@ def test_kinds_that_differ_keep_their_values(tmp_path, tf, monkeypatch):
   btr.build(schema, str(tmp_path / "in.tfrecord"), out, max_bad_fraction=1.0)
   got = {r["id"]: r["k"] for r in btr.iter_records(out)}
   assert got[1] == "7" and got[61] == "9" and 60 not in got
-  assert [e["row"] for e in btr.iter_errors(out)] == [60]
+  assert [e["row"] for e in btr.open(out).errors()] == [60]
 
 
 def test_examples_with_repeated_or_unknown_fields_are_examples(tmp_path, tf):

@@ -109,7 +109,7 @@ def test_values_match_numpy_on_the_training_split(built, tf):
       assert (got["ts_bucket"] == expected).mean() > 0.98
       shares = np.bincount(got["ts_bucket"], minlength=4) / len(ts)
       assert np.all(np.abs(shares - 0.25) < 0.02), shares
-  tft_out = btr.transform_output(result.output)
+  tft_out = btr.open(result.output).transform_output()
   with open(tft_out.vocabulary_file_by_name("title_id")) as f:
     assert [line.strip() for line in f] == vocab
 
@@ -118,7 +118,7 @@ def test_the_saved_transform_gives_the_written_records(built, tf):
   """transform_fn applied in TensorFlow to the raw records == the written
   transformed records, record by record (same order)."""
   _, result = built
-  tft_out = btr.transform_output(result.output)
+  tft_out = btr.open(result.output).transform_output()
   raw_spec = btr.feature_spec(result.output)
   for split in ("train", "eval"):
     raw = tf_records(tf, result.output, split)

@@ -401,7 +401,7 @@ def test_a_fraction_is_rejected_alike_in_every_format(tmp_path):
   for src in _three_formats(tmp_path, [(1, 1.5, [2]), (2, 2, [2.5])]):
     out = str(tmp_path / ("out-" + src.rsplit(".", 1)[1]))
     btr.build(ONE_VALUE_SCHEMA, src, out, max_bad_fraction=1.0)
-    reasons.append([e["reason"] for e in btr.iter_errors(out)])
+    reasons.append([e["reason"] for e in btr.open(out).errors()])
   assert reasons[0] == reasons[1] == reasons[2] == [
       'In feature "n": 1.5 is not a whole number; int64 features take '
       "integers (use type: float for fractions)",

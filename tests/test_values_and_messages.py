@@ -155,7 +155,7 @@ def test_the_same_values_build_the_same_records_in_every_format(tmp_path, tf):
     records[fmt] = sorted(r for p in shard_paths(out)
                           for r in iter_tfrecords(p))
     reasons[fmt] = sorted((e["row"], e["reason"])
-                          for e in btr.iter_errors(out))
+                          for e in btr.open(out).errors())
   assert len(records["csv"]) == 5
   for fmt in ("json_numbers", "json_strings", "parquet"):
     assert records[fmt] == records["csv"], fmt  # byte for byte

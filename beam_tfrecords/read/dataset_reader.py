@@ -11,8 +11,8 @@
 `open` reads each dataset's dataset.json once and checks the window
 (beam_tfrecords.read.window); every reading method reads the datasets as they
 were then: a dataset replaced since is refused while its files are read
-(DatasetReplacedError), never mixed with the new one. `btr.load`,
-`btr.iter_records` and `btr.iter_errors` are the same readers for a path.
+(DatasetReplacedError), never mixed with the new one. `btr.load` and
+`btr.iter_records` are the same readers for a path.
 """
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -88,7 +88,7 @@ class DatasetReader:
              transformed: bool = False) -> RecordStream:
     """The serialized records of `rank`'s exact share ((index, count);
     None: all), and `worker`'s part of it, resumable
-    (state_dict / load_state_dict): btr.RecordStream."""
+    (state_dict / load_state_dict): read.stream.RecordStream."""
     return RecordStream(self._window, split, rank, drop_remainder,
                         shuffle_seed, epoch, shuffle_buffer, worker,
                         transformed)

@@ -27,8 +27,8 @@ from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.schema.spec import tf_spec
 
 __all__ = ["dataset_info", "dataset_schema", "shard_files", "load",
-           "feature_spec", "iter_records", "iter_errors", "transform_output",
-           "is_dataset", "iter_transformed", "dataset_errors"]
+           "feature_spec", "iter_records", "dataset_errors",
+           "transform_output", "is_dataset", "iter_transformed"]
 
 
 def is_dataset(path: str) -> bool:
@@ -444,15 +444,11 @@ def iter_transformed(path: str, shard: ShardInfo
              for k, (_, v) in sorted(decode_example(record).items())}
 
 
-def iter_errors(path: str) -> Iterator[Dict[str, Any]]:
-  """The dead-letter entries of a finished dataset (errors/*.jsonl), in
-  file order: dicts with source, row, rows, reason, problems and raw."""
-  return dataset_errors(path, dataset_info(path))
-
-
 def dataset_errors(path: str, info: DatasetInfo
                    ) -> Iterator[Dict[str, Any]]:
-  """iter_errors of the dataset at `path` whose dataset.json is `info`."""
+  """The dead-letter entries (errors/*.jsonl) of the dataset at `path`
+  whose dataset.json is `info`, in file order: dicts with source, row,
+  rows, reason, problems and raw (btr.open(path).errors())."""
   for entry in info.errors.files:
     with fs.open_read(fs.join(path.rstrip("/"), entry.file)) as f:
       for line in f:
