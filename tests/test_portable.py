@@ -189,7 +189,7 @@ def test_workers_with_another_version_fail_fast_with_both_versions(
   src = tmp_path / "src"
   shutil.copytree(HERE, src, ignore=shutil.ignore_patterns(
       ".*", "build", "*.egg-info", "out", "tests", "__pycache__"))
-  version = src / "beam_tfrecords" / "version.py"
+  version = src / "beam_tfrecords" / "core" / "version.py"
   version.write_text(re.sub(r'__version__ = "[^"]+"', '__version__ = "0.0.1"',
                             version.read_text()))
   subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
@@ -227,7 +227,7 @@ def test_the_wheel_runs_the_bundled_pipelines_from_anywhere(portable_pool,
   assert run.returncode == 0, run.stderr[-3000:]
   info = btr.dataset_info(str(tmp_path / "movies"))
   assert info.schema["name"] == "movie_ratings"
-  assert info.inputs.files[0]["path"].startswith(portable_pool.purelib)
+  assert info.inputs.files[0].path.startswith(portable_pool.purelib)
   assert info.counts.records_written > 0
 
 
