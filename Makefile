@@ -93,7 +93,7 @@ docs: setup
 
 # Resolves setup.py's requirements (with the [test] extra) for Linux
 # x86_64 and writes the lock with every file's SHA-256; commit the result
-# (tests/test_lock.py checks it still satisfies setup.py).
+# (tests/unit/test_requirements_lock.py checks it still satisfies setup.py).
 # uv runs from a venv of its own: a setup.py that the old lock no longer
 # satisfies must not stop the lock's refresh.
 lock:

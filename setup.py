@@ -15,7 +15,7 @@ def _version():
 
 # The versions that resolve together on Python 3.11 (checked 2026-11). The
 # Beam pin must equal the SDK container in the Dockerfile: a launcher/worker
-# mismatch is the classic failure on a cluster (tests/test_packaging.py).
+# mismatch is the classic failure on a cluster (tests/e2e/test_packaging.py).
 BEAM_VERSION = "2.77.0"
 INSTALL_REQUIRES = [
     # [gcp] brings google-crc32c, the C crc32c that Beam's TFRecord framing
@@ -78,7 +78,7 @@ setup(
         # s3:// tests; the Dask tests start a cluster on 127.0.0.1.
         # mypy: `make test` type-checks the library first (mypy.ini),
         # with PyYAML's type hints (types-PyYAML).
-        # mkdocs: tests/test_docs.py builds the documentation site.
+        # mkdocs: tests/e2e/test_docs.py builds the documentation site.
         # pytest-xdist: make test runs the suite on every core;
         # coverage / pytest-cov: make coverage.
         "test": ["pytest>=8,<10", "pytest-xdist>=3.5,<4",

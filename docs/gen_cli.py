@@ -3,7 +3,7 @@
     python docs/gen_cli.py > docs/cli.md
     python docs/gen_cli.py docs/cli.md
 
-`make docs` runs it before building the site, and tests/test_docs.py fails
+`make docs` runs it before building the site, and tests/e2e/test_docs.py fails
 when the committed docs/cli.md differs from what this prints. The output
 does not depend on the terminal: help is wrapped at a fixed width.
 """

@@ -8,7 +8,7 @@
 
 `DatasetInfo.from_json(d).to_json() == d` for every dataset.json a build
 writes, and `to_text()` gives its exact bytes (keys sorted, two-space
-indent): tests/test_info.py checks it on the bundled and grouped builds.
+indent): tests/e2e/test_info.py checks it on the bundled and grouped builds.
 Keys this version does not know (written by a later one) are kept in
 `extra` and written back unchanged.
 

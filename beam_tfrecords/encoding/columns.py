@@ -10,7 +10,7 @@ something it cannot decide (a value that does not parse, an overflow, a JSON
 list inside a CSV cell, a nested list) it hands the column to the reference
 rules in `beam_tfrecords.schema.values`, value by value, which also produce
 the per-row reasons. Both give the same arrays
-(tests/test_encoding.py::test_arrow_path_equals_reference_path).
+(tests/unit/encoding/test_example.py::test_arrow_path_equals_reference_path).
 """
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple

@@ -22,7 +22,7 @@ each group's record(s):
 
 The result (`encoding.grouped_sequences.GroupedRecords`) lists the groups
 in key order with their records; its bytes equal the reference's, group
-by group (tests/test_grouped_fast.py).
+by group (tests/unit/encoding/test_groups.py).
 """
 
 import json

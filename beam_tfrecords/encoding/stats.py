@@ -28,7 +28,7 @@ Sums and sums of squares are exact integers (encoding.exact_sums), and
 same to the last bit on any CPU, for any batch sizes and whatever order
 the workers' descriptions are merged in. No BLAS, no float reduction:
 statistics.pb, dataset.json and the report are byte-identical on any
-machine and worker count (tests/test_determinism.py).
+machine and worker count (tests/e2e/test_determinism.py).
 """
 
 from typing import Any, Dict, Optional

@@ -2,8 +2,8 @@
 
 These functions are the reference semantics of the schema language. The
 vectorized Arrow path in `beam_tfrecords.encoding` must give the same result
-for every input (tests/test_encoding.py::test_arrow_path_equals_reference_path
-and tests/test_properties.py check it); where it cannot
+for every input (tests/unit/encoding/test_example.py::test_arrow_path_equals_reference_path
+and tests/unit/encoding/test_example_properties.py check it); where it cannot
 decide, it falls back to these functions.
 
 | feature type | accepted input                      | stored as        | rejected (reason)                       |

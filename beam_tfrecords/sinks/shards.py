@@ -127,7 +127,7 @@ def shard_name(prefix: str, shard: int, num_shards: int, suffix: str) -> str:
 # 20,273 bytes instead of 20,269. Placing the compressor at an address of
 # that slot reproduces those bytes exactly. With the compressor placed at
 # an address of each of the 32,768 slots in turn, only the member's own
-# three slots changed its bytes. tests/test_gzip_determinism.py crafts
+# three slots changed its bytes. tests/unit/sinks/test_shards.py crafts
 # members for the slot of a compressor's address.
 # The fix: a compressor whose address gives one of the member's three slots
 # is not used. Another one is made while the first is kept alive, so the

@@ -1,0 +1,89 @@
+"""Builds on a real Flink 1.20.5 session cluster (a JobManager and two
+TaskManagers on 127.0.0.1), cross-version (Beam 2.70 job server,
+assembled), submitted both ways docs/operations.md tells a user:
+FlinkRunner with --flink_job_server_jar (the movie ratings), and the
+cluster's standing job server with --job_endpoint (the rest: one JVM for
+them all, not one per build). Every published file equals the DirectRunner's byte for
+byte, Flink's REST API shows each job FINISHED with work on both
+TaskManagers, and a TaskManager killed mid-build publishes nothing."""
+
+
+import pytest
+
+from beam_tfrecords.testing.flink import LocalFlink
+
+from tests.cluster.engine_builds import (assert_failed_cleanly, beam_sink_build,
+                           cases, flights_build, grouped_build,
+                           killed_build, movie_ratings_build, started,
+                           transform_build)
+
+__all__ = ["cases"]  # (the fixture, from engine_builds)
+
+
+@pytest.fixture(scope="module")
+def flink(tmp_path_factory):
+  cluster = started(LocalFlink, tmp_path_factory.mktemp("flink"))
+  yield cluster
+  cluster.close()
+
+
+def _jobs(flink):
+  return {j["jid"]: j for j in flink.jobs()}
+
+
+def _finished_on_both(flink, before):
+  """The one job since `before`: FINISHED, with records read on both
+  TaskManagers."""
+  new = [j for jid, j in _jobs(flink).items() if jid not in before]
+  assert [j["state"] for j in new] == ["FINISHED"], new
+  read = flink.taskmanagers_of(new[0]["jid"])
+  assert sum(1 for n in read.values() if n > 0) == 2, read
+
+
+def test_movie_ratings_with_a_hash_split_on_the_cli(flink, cases, tmp_path):
+  before = _jobs(flink)
+  movie_ratings_build(cases, tmp_path, flink.args, None)
+  _finished_on_both(flink, before)
+
+
+def test_grouped_sequences_with_rejected_groups_through_btr_build(
+    flink, cases, tmp_path):
+  before = _jobs(flink)
+  grouped_build(cases, tmp_path, flink.endpoint_args)
+  _finished_on_both(flink, before)
+
+
+def test_tensorflow_transform_with_the_users_preprocessing_fn(
+    flink, cases, tmp_path):
+  # One slot: TFT's graph has 96 vertices, and at parallelism 2 Flink
+  # deployed 192 subtasks for 400 rows (78 s of job).
+  transform_build(cases, tmp_path,
+                  flink.endpoint_args + ["--parallelism=1"], None, flink.pool)
+
+
+def test_beams_own_sink(flink, cases, tmp_path, tf):
+  beam_sink_build(cases, tmp_path, flink.endpoint_args, None, tf)
+
+
+def test_a_killed_taskmanager_publishes_nothing_then_a_million_flights_equal_direct(  # noqa: E501
+    flink, cases, tmp_path):
+  """A million real flight rows. TaskManager 1 is killed once the job
+  runs: with one slot left for a job of parallelism 2 and no restart
+  strategy (Flink's default without checkpoints), the job fails, and the
+  CLI says so in one line, exits 1 and publishes nothing. With the
+  TaskManager back (as a cluster manager restarts one), the same build
+  publishes what the DirectRunner does."""
+  before = _jobs(flink)
+
+  def running():
+    return any(j["state"] == "RUNNING" and jid not in before
+               for jid, j in _jobs(flink).items())
+
+  code, stderr, out, _, _ = killed_build(
+      cases, tmp_path, flink.endpoint_args, None, running, 3,
+      lambda: flink.kill_taskmanager(1))
+  assert_failed_cleanly(code, stderr, out, "FlinkRunner")
+  flink.restart_taskmanager(1)
+  before = _jobs(flink)
+  flights_build(cases, tmp_path, flink.endpoint_args, None)
+  _finished_on_both(flink, before)

@@ -1,0 +1,74 @@
+"""The command line end to end: Beam's own options still work, and --help,
+inspect, validate and infer-schema import neither Beam nor TensorFlow."""
+
+import glob
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import beam_tfrecords as btr
+from beam_tfrecords import cli
+
+from tests.helpers.cli_builds import _build, _write_inputs
+
+
+def test_beam_options_and_repeated_inputs_still_work(tmp_path, capsys):
+  schema, data = _write_inputs(tmp_path, [(1, 0.5)])
+  other = tmp_path / "in2.csv"
+  other.write_text("id,score\n2,0.25\n")
+  assert cli.main(["build", "--schema", schema, "--input", data, "--input",
+                   str(other), "--output", str(tmp_path / "out"),
+                   "--direct_num_workers=1", "--runner", "DirectRunner",
+                   "--job_name", "trust-test"]) == 0
+  assert sorted(r["id"] for r in btr.iter_records(str(tmp_path / "out"))) \
+      == [1, 2]
+
+
+# --- A fast command line -----------------------------------------------------
+
+@pytest.mark.parametrize("argv", [["--help"], ["build", "--help"],
+                                  ["inspect", "--help"]],
+                         ids=["help", "build_help", "inspect_help"])
+def test_help_imports_neither_beam_nor_tensorflow(argv):
+  code = textwrap.dedent(f"""\
+      import sys
+      from beam_tfrecords.cli import main
+      try:
+        main({argv!r})
+      except SystemExit:
+        pass
+      heavy = [m for m in ("apache_beam", "tensorflow", "pyarrow")
+               if m in sys.modules]
+      print("heavy:", heavy)
+      """)
+  run = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, timeout=60)
+  assert run.returncode == 0, run.stderr
+  assert run.stdout.splitlines()[-1] == "heavy: []"
+
+
+@pytest.mark.slow
+def test_inspect_validate_and_infer_schema_import_neither_beam_nor_tf(
+    tmp_path):
+  assert _build(tmp_path, rows=[(1, 0.5), (2, 0.25)]) == 0
+  out, schema, data = (str(tmp_path / "out"), str(tmp_path / "s.yaml"),
+                       str(tmp_path / "in.csv"))
+  shard = glob.glob(os.path.join(out, "train-*.tfrecord.gz"))[0]
+  for argv in (["inspect", out], ["inspect", shard],
+               ["validate", "--schema", schema, out],
+               ["infer-schema", "--input", data]):
+    code = textwrap.dedent(f"""\
+        import contextlib, io, sys
+        from beam_tfrecords.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+          code = main({argv!r})
+        heavy = [m for m in ("apache_beam", "tensorflow") if m in sys.modules]
+        print(code, "heavy:", heavy)
+        """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1] == "0 heavy: []", (argv, run.stdout)

@@ -1,0 +1,2 @@
+"""What several test files share: tables, readers and builds they import
+(fixtures stay in the conftest.py files)."""

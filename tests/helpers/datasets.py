@@ -1,0 +1,47 @@
+"""A dataset folder's files: compared file for file (the runners'
+and worker counts' builds) and read as bytes (the publishes)."""
+
+import filecmp
+import os
+
+
+def dataset_files(out):
+  """Relative paths of every file in a dataset directory."""
+  found = []
+  for root, dirs, files in os.walk(out):
+    for name in files:
+      found.append(os.path.relpath(os.path.join(root, name), out))
+  return sorted(found)
+
+
+def same_file(a, b, rel) -> bool:
+  """The same bytes; a _SUCCESS the same but for its last word (the run
+  id of the build that published)."""
+  x, y = os.path.join(a, rel), os.path.join(b, rel)
+  if os.path.basename(rel) == "_SUCCESS":
+    return (open(x, "rb").read().split()[:-1]
+            == open(y, "rb").read().split()[:-1])
+  return filecmp.cmp(x, y, shallow=False)
+
+
+def assert_same_files(a, b):
+  assert dataset_files(a) == dataset_files(b)
+  for rel in dataset_files(a):
+    assert same_file(a, b, rel), rel
+
+
+def _files(folder) -> dict:
+  """relative path -> bytes, hidden entries (lock, staging) aside; a
+  _SUCCESS without its last word (the run id of the build that
+  published)."""
+  found = {}
+  for root, dirs, names in os.walk(folder):
+    dirs[:] = [d for d in dirs if not d.startswith(".")]
+    for name in names:
+      if not name.startswith("."):
+        path = os.path.join(root, name)
+        data = open(path, "rb").read()
+        if name == "_SUCCESS" and len(data.split()) == 4:
+          data = data.rsplit(b" ", 1)[0]
+        found[os.path.relpath(path, folder)] = data
+  return found

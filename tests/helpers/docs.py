@@ -1,0 +1,56 @@
+"""What tests/e2e/test_docs.py shares with the tests split from it
+(tests/unit, tests/cluster)."""
+
+import os
+import re
+from typing import List, NamedTuple, Optional
+
+from tests.helpers.paths import ROOT
+
+
+DOCS = os.path.join(ROOT, "docs")
+PAGES = sorted(name for name in os.listdir(DOCS) if name.endswith(".md"))
+SNIPPET_FILES = ["README.md"] + [f"docs/{name}" for name in PAGES]
+
+
+FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+MARK = re.compile(r"<!-- *snippet: *([^\n]*?) *-->\s*\Z")
+SHELL = ("sh", "bash")
+RUNS = re.compile(r"^(beam-tfrecords|python\S*|\S*/python\S*)\s")
+LEFT_OUT = re.compile(r"^(pip install|make)\b")
+
+
+class Block(NamedTuple):
+  file: str      # README.md or docs/NAME.md
+  line: int      # of the opening fence, from 1
+  lang: str
+  text: str
+  mark: Optional[str]  # the snippet comment right before the block
+
+
+def blocks(file: str) -> List[Block]:
+  with open(os.path.join(ROOT, file)) as f:
+    text = f.read()
+  found = []
+  for m in FENCE.finditer(text):
+    before = MARK.search(text[:m.start()].rstrip() + "\n")
+    line = text.count("\n", 0, m.start()) + 1
+    found.append(Block(file, line, m.group(1), m.group(2),
+                       before.group(1) if before else None))
+  return found
+
+
+def _shell_commands(text: str) -> List[str]:
+  """The lines of a shell block that run, continuations joined."""
+  lines = text.replace("\\\n", " ").splitlines()
+  return [l for l in lines
+          if l.strip() and not l.lstrip().startswith("#")
+          and not LEFT_OUT.match(l.strip())]
+
+
+def runnable(block: Block) -> bool:
+  if block.lang == "python":
+    return True
+  if block.lang in SHELL:
+    return any(RUNS.match(l.strip()) for l in _shell_commands(block.text))
+  return False

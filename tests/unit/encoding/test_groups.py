@@ -1,0 +1,208 @@
+"""The vectorized group assembly (encoding.groups) against the reference
+(encoding.assembler.SequenceAssembler, one group at a time): the same
+records, byte for byte, the same steps and the same errors, for every
+policy and kind of key, over random data."""
+
+import random
+
+import pytest
+
+from beam_tfrecords.encoding import SequenceAssembler, StepEncoder
+from beam_tfrecords.encoding.groups import GroupAssembler
+from beam_tfrecords.encoding.steps import key_hash
+
+BASE = {
+    "name": "g", "record": "sequence_example", "group_by": "user",
+    "order_by": ["ts", {"score": "desc"}],
+    "context": {"user": {"type": "int64"}, "country": "string",
+                "length": {"derive": "length"},
+                "first_ts": {"type": "int64", "source": "ts",
+                             "derive": "first"},
+                "last_item": {"type": "string", "source": "item",
+                              "derive": "last"}},
+    "sequence": {"ts": {"type": "int64"}, "score": {"type": "float"},
+                 "item": {"type": "string", "required": True},
+                 "tags": {"type": "string", "shape": [-1],
+                          "separator": "|"}},
+}
+
+
+def _variant(**changes):
+  schema = dict(BASE, **{k: v for k, v in changes.items()
+                         if k not in ("context", "sequence")})
+  schema["context"] = dict(BASE["context"], **changes.get("context", {}))
+  schema["sequence"] = dict(BASE["sequence"], **changes.get("sequence", {}))
+  return schema
+
+
+def _rows(rng, users, conflicts=0.0, bad=0.0, key=str):
+  rows = []
+  for u in range(users):
+    for _ in range(rng.choice([1, 1, 2, 3, 5, 9, 14, 30])):
+      row = {"user": key(u), "ts": str(rng.randint(0, 4)),
+             "score": rng.choice(["0.5", "1.5", "-0.0", "0.0", ""]),
+             "item": f"i{rng.randint(0, 3)}",
+             "tags": rng.choice(["", "a", "a|b", "b|a|c"]),
+             "country": f"c{u}"}
+      if rng.random() < conflicts:
+        row["country"] = rng.choice(["zz", ""])
+      if rng.random() < bad:
+        row["ts"] = "oops"
+      rows.append(row)
+  rng.shuffle(rows)
+  return rows
+
+
+def _reference(schema, batches):
+  """key -> GroupResult, grouped like GroupByKey."""
+  encoder, assembler = StepEncoder(schema), SequenceAssembler(schema)
+  groups, bad = {}, {}
+  for path, rows, numbers in batches:
+    batch = encoder.encode_columns(
+        {c: [r.get(c) for r in rows] for c in encoder.schema.columns},
+        len(rows), numbers)
+    for key, steps in batch.groups:
+      groups.setdefault(key, []).append((path, steps))
+    for key, row, reason in batch.bad:
+      bad.setdefault(key, []).append((path, numbers[row], reason, 1))
+  return {key: assembler.assemble(batches, bad.get(key, ()))
+          for key, batches in groups.items()}, bad
+
+
+def _fast(schema, batches, buckets=1):
+  encoder = StepEncoder(schema)
+  blocks, bad = [], {}
+  for path, rows, numbers in batches:
+    steps = encoder.encode_table(
+        {c: [r.get(c) for r in rows] for c in encoder.schema.columns},
+        len(rows), numbers)
+    blocks.append((path, steps.table))
+    for key, row, reason in steps.bad:
+      bad.setdefault(key, []).append((path, numbers[row], reason, 1))
+  assembler = GroupAssembler(schema)
+  out = []
+  for b in range(buckets):
+    mine = [(p, t.filter(key_hash(t) % buckets == b)) for p, t in blocks]
+    out.append(assembler.assemble(mine, bad))
+  return out
+
+
+def _batches(rng, rows, paths=("b.csv", "a.csv")):
+  out, start = [], 0
+  while start < len(rows):
+    size = rng.randint(1, 40)
+    part = rows[start:start + size]
+    path = rng.choice(paths)
+    numbers = (None if rng.random() < 0.3 else
+               [start + i + 2 for i in range(len(part))])
+    out.append((path, part, numbers or [None] * len(part)))
+    start += size
+  return out
+
+
+CASES = {
+    "plain": {},
+    "split": {"max_length": 3, "overflow": "split",
+              "context": {"part": {"derive": "part"}}},
+    "keep_first": {"max_length": 4, "overflow": "keep_first"},
+    "keep_last": {"max_length": 4, "overflow": "keep_last"},
+    "reject": {"max_length": 6, "overflow": "reject"},
+    "small_records": {"max_record_bytes": 1024},
+    "small_split": {"max_record_bytes": 1024, "max_length": 13,
+                    "overflow": "split"},
+    "drop_step": {"on_bad_step": "drop_step"},
+    "float_key": {"group_by": {"column": "user", "type": "float"},
+                  "context": {"user": {"type": "float"}}},
+    "string_key_desc": {"group_by": {"column": "user", "type": "string"},
+                        "order_by": [{"item": "desc"}],
+                        "context": {"user": {"type": "string"}}},
+    "two_keys": {"group_by": ["user", "country"], "order_by": "ts"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_same_records_and_errors_as_the_reference(case, seed):
+  schema = _variant(**CASES[case])
+  rng = random.Random(seed)
+  key = {"float_key": lambda u: f"{u / 4}" if u % 5 else "-0.0",
+         "string_key_desc": lambda u: f"u{u}" if u % 3 else ""}.get(
+             case, str)
+  rows = _rows(rng, 60, conflicts=0.05, bad=0.04, key=key)
+  batches = _batches(rng, rows)
+  expected, _ = _reference(schema, batches)
+  for buckets in (1, 3):
+    got = {}
+    errors = {}
+    for result in _fast(schema, batches, buckets):
+      assert result.keys == sorted(result.keys)
+      for k, records in result.batches():
+        got[k] = records
+      steps = iter(result.steps.tolist())
+      for k, records in result.batches():
+        assert [next(steps) for _ in records] == expected[k].steps
+      for k, error in result.errors:
+        errors.setdefault(k, []).append(error)
+    assert got == {k: r.records for k, r in expected.items() if r.records}
+    assert errors == {k: r.errors for k, r in expected.items() if r.errors}
+  # The case is not empty: records, and errors where the policy makes them.
+  assert got
+  if case in ("keep_first", "keep_last", "reject", "small_records",
+              "small_split", "plain"):
+    assert errors
+
+
+def test_records_read_back_in_order(tf):
+  schema = _variant()
+  rows = [{"user": "7", "ts": "2", "score": "1.5", "item": "b", "tags": "x",
+           "country": "fr"},
+          {"user": "7", "ts": "1", "score": "0.5", "item": "a", "tags": "",
+           "country": "fr"},
+          {"user": "3", "ts": "5", "score": "2.5", "item": "c", "tags": "p|q",
+           "country": "de"}]
+  (result,) = _fast(schema, [("x.csv", rows, [2, 3, 4])])
+  assert result.keys == [(3,), (7,)]
+  assert result.steps.tolist() == [1, 2]
+  records = dict(result.batches())
+  context_spec = {"user": tf.io.FixedLenFeature([], tf.int64),
+                  "country": tf.io.FixedLenFeature([], tf.string),
+                  "length": tf.io.FixedLenFeature([], tf.int64),
+                  "first_ts": tf.io.FixedLenFeature([], tf.int64),
+                  "last_item": tf.io.FixedLenFeature([], tf.string)}
+  list_spec = {"ts": tf.io.FixedLenSequenceFeature([], tf.int64),
+               "score": tf.io.FixedLenSequenceFeature([], tf.float32),
+               "item": tf.io.FixedLenSequenceFeature([], tf.string),
+               "tags": tf.io.RaggedFeature(tf.string)}
+  ctx, lists = tf.io.parse_single_sequence_example(
+      records[(7,)][0], context_spec, list_spec)
+  assert {k: v.numpy().tolist() if k != "country" and k != "last_item"
+          else v.numpy() for k, v in ctx.items()} == {
+      "user": 7, "country": b"fr", "length": 2, "first_ts": 1,
+      "last_item": b"b"}
+  assert lists["ts"].numpy().tolist() == [1, 2]
+  assert lists["score"].numpy().tolist() == [0.5, 1.5]
+  assert lists["item"].numpy().tolist() == [b"a", b"b"]
+  assert lists["tags"].to_list() == [[], [b"x"]]
+  ctx, lists = tf.io.parse_single_sequence_example(
+      records[(3,)][0], context_spec, list_spec)
+  assert ctx["country"].numpy() == b"de"
+  assert lists["tags"].to_list() == [[b"p", b"q"]]
+
+
+def test_key_hash_is_the_same_for_equal_keys_of_any_batch():
+  encoder = StepEncoder(_variant(group_by={"column": "user",
+                                           "type": "string"},
+                                 context={"user": {"type": "string"}}))
+
+  def hashes(users):
+    n = len(users)
+    steps = encoder.encode_table({"user": users, "ts": ["1"] * n,
+                                  "score": ["1"] * n, "item": ["x"] * n}, n)
+    assert steps.errors == []
+    return key_hash(steps.table).tolist()
+
+  a = hashes(["alpha", "y", "b", "alpha", "\u00df", "ab"])
+  b = hashes(["\u00df", "b", "alpha", "y", "ba"])
+  assert a[0] == a[3] == b[2] and a[1] == b[3] and a[4] == b[0]
+  assert a[2] == b[1]
+  assert len(set(a + b)) == 6  # alpha, y, b, ß, ab, ba

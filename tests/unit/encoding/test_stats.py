@@ -1,0 +1,124 @@
+"""beam_tfrecords/encoding/stats.py, on values: Per-feature statistics of the
+written records, computed from the converted columns in the same pass as the
+encoding (no second read)."""
+
+from fractions import Fraction
+import itertools
+import json
+import random
+import types
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+import numpy as np
+import pyarrow as pa
+
+from beam_tfrecords.core.info import SplitInfo
+from beam_tfrecords.encoding import stats
+from beam_tfrecords.encoding.exact_sums import sums
+from beam_tfrecords.encoding.stats import finish, merge
+from beam_tfrecords.schema.model import Feature, FeatureType
+from beam_tfrecords.sinks.tfdv import statistics_bytes
+
+
+# The property: statistics of the same values do not depend on batching
+# or merge order.
+
+_FLOATS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(min_value=-1e6, max_value=1e6),
+    st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1.7976931348623157e308,
+                     -1.7976931348623157e308, 0.1, 1e16, 1.0]),
+    st.floats(allow_nan=True, allow_infinity=True))
+_INTS = st.one_of(st.integers(-2**63, 2**63 - 1),
+                  st.integers(-1000, 1000))
+
+
+def _batch_stats(feature, rows, cuts):
+  kind = pa.float32() if feature.type is FeatureType.FLOAT else pa.int64()
+  parts, start = [], 0
+  for stop in list(cuts) + [len(rows)]:
+    lists = pa.array(rows[start:stop], pa.large_list(kind))
+    parts.append(stats.column_stats(feature, lists))
+    start = stop
+  return parts
+
+
+def _merged(parts, rng):
+  """The parts merged in a random tree, in a random order."""
+  parts = list(parts)
+  rng.shuffle(parts)
+  while len(parts) > 1:
+    i = rng.randrange(len(parts) - 1)
+    parts[i:i + 2] = [stats.merge(parts[i], parts[i + 1])]
+  return parts[0]
+
+
+def _written(feature, merged):
+  """What a build writes of one feature: dataset.json's part and
+  statistics.pb's bytes."""
+  kind = "float" if feature.type is FeatureType.FLOAT else "int64"
+  info = types.SimpleNamespace(
+      schema={"features": {feature.name: {"type": kind, "shape": [-1]}}},
+      splits={"train": SplitInfo(
+          "train", merged["present"] + merged["missing"], 0, ())})
+  return (json.dumps(stats.finish(merged), sort_keys=True),
+          statistics_bytes(info, {"train": {feature.name: merged}}))
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), is_float=st.booleans())
+def test_statistics_do_not_depend_on_batches_or_merge_order(data, is_float):
+  feature = Feature("x", FeatureType.FLOAT if is_float else
+                    FeatureType.INT64, shape=(-1,))
+  values = _FLOATS if is_float else _INTS
+  rows = data.draw(st.lists(st.one_of(st.none(), st.lists(values,
+                                                          max_size=5)),
+                            min_size=1, max_size=40))
+  seed = data.draw(st.integers(0, 2**32))
+  rng = random.Random(seed)
+  written = set()
+  for _ in range(4):
+    cuts = sorted(rng.sample(range(1, len(rows)), rng.randint(
+        0, len(rows) - 1))) if len(rows) > 1 else []
+    written.add(_written(feature, _merged(
+        _batch_stats(feature, rows, cuts), rng)))
+  assert len(written) == 1
+
+
+def test_top_values_are_marked_inexact_past_the_kept_set(monkeypatch):
+  monkeypatch.setattr(stats, "TOP_KEPT", 2)
+  a = {"present": 3, "missing": 0, "values": 3, "top": {b"x": 2, b"y": 1},
+       "top_exact": True}
+  b = {"present": 2, "missing": 1, "values": 2, "top": {b"z": 2},
+       "top_exact": True}
+  merged = stats.merge(a, b)
+  assert merged["top_exact"] is False and len(merged["top"]) == 2
+  assert stats.finish(merged)["top"] == [["x", 2], ["z", 2]]
+  assert stats.merge(a, None) is a
+
+
+def _part(value):
+  total, squares = sums(np.array([value]))
+  return {"present": 1, "missing": 0, "values": 1, "min": value,
+          "max": value, "sum": total, "sumsq": squares, "counted": 1}
+
+
+def test_the_mean_does_not_depend_on_the_merge_order():
+  # Values whose float sum depends on the order of the additions.
+  values = [1e16, 1.0, -1e16, 3.3, 0.1, 0.2, 1e-3]
+  means = set()
+  for order in itertools.permutations(values):
+    folded = None
+    for v in order:
+      folded = merge(folded, _part(v))
+    means.add(finish(folded)["mean"])
+    parts = [_part(v) for v in order]
+    tree = merge(merge(parts[0], parts[1]),
+                 merge(merge(parts[2], parts[3]),
+                       merge(parts[4], merge(parts[5], parts[6]))))
+    means.add(finish(tree)["mean"])
+  # One value, and the correctly rounded one.
+  assert means == {float(sum(map(Fraction, values)) / len(values))}
+  # Plain float addition would not have been order-free.
+  assert len({sum(order) for order in itertools.permutations(values)}) > 1
