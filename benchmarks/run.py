@@ -3,7 +3,7 @@
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
                               images|transform|portable|tfrecord|cli|
                               cluster|nested|checks|stats|tft|read|
-                              engines|all]
+                              members|engines|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
@@ -18,7 +18,8 @@ Each suite is a module of this folder, whose docstring says what it
 measures and against which baselines: examples_suite, sequences_suite,
 accounting_suite, scale_suite, images_suite, transform_suite,
 portable_suite, tfrecord_suite, cli_suite, cluster, nested, checks,
-stats, tft_suite, read_suite and engines (by name only, not in `all`).
+stats, tft_suite, read_suite, members_suite and engines (by name only,
+not in `all`).
 What several share is in common.py. This file parses the flags, runs the
 suites, and runs the baselines that the suites start in fresh
 interpreters (`--run-baseline KIND ARG...`, hidden).
@@ -38,6 +39,7 @@ from examples_suite import (beam_row_by_row, examples_suite, plain_loop,
                             write_parquet)
 from images_suite import (images_suite, make_images, plain_image_loop,
                           plain_pixels_loop)
+from members_suite import members_suite
 from nested import nested_suite
 from portable_suite import portable_suite
 from read_suite import read_suite
@@ -69,8 +71,8 @@ def main():
   p.add_argument("--suite", choices=["examples", "sequences", "accounting",
                                      "scale", "images", "transform", "portable",
                                      "tfrecord", "cli", "cluster", "nested",
-                                     "checks", "stats", "tft", "read", "engines",
-                                     "all"],
+                                     "checks", "stats", "tft", "read",
+                                     "members", "engines", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="10000000,40000000,100000000",
@@ -132,6 +134,7 @@ def main():
                       ("stats", stats_suite),
                       ("tft", tft_suite),
                       ("read", read_suite),
+                      ("members", members_suite),
                       ("engines", engines_suite)):
     # (engines: by name only; it needs Java and Maven, and 10 minutes)
     if args.suite == name or (args.suite == "all" and name != "engines"):
