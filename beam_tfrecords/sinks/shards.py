@@ -509,7 +509,7 @@ class _DealFn(beam.DoFn):
 
   def start_bundle(self):
     self._gathered: Dict[Tuple[str, int], list] = {}
-    self._chunks = 0
+    self._batches_dealt = 0
 
   def process(self, batch):
     split, key, items = batch
@@ -527,8 +527,8 @@ class _DealFn(beam.DoFn):
       return
     for shard, part in self._spilled(split, dealt):
       self._gathered.setdefault((split, shard), []).append(part)
-    self._chunks += 1
-    if self._chunks >= self._gather:
+    self._batches_dealt += 1
+    if self._batches_dealt >= self._gather:
       yield from self._flush()
 
   def finish_bundle(self):
@@ -536,7 +536,7 @@ class _DealFn(beam.DoFn):
       yield beam.transforms.window.GlobalWindows.windowed_value(element)
 
   def _flush(self):
-    gathered, self._gathered, self._chunks = self._gathered, {}, 0
+    gathered, self._gathered, self._batches_dealt = self._gathered, {}, 0
     for where in sorted(gathered):
       yield where, Gathered(gathered[where])
 
