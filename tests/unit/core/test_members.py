@@ -78,3 +78,19 @@ def test_foreign_or_cut_members_are_refused():
   other[12:14] = b"XY"  # another writer's subfield
   with pytest.raises(MemberError, match="without the BT size subfield"):
     member_table(bytes(other))
+
+
+def test_beams_tfrecord_reader_reads_the_members(tmp_path):
+  """What ReadFromTFRecord does to a file: Beam's gzip file, then its
+  TFRecord framing."""
+  from apache_beam.io.filesystem import CompressedFile, CompressionTypes
+  from apache_beam.io.tfrecordio import _TFRecordUtil
+  full = [g for g in GROUPS if g]
+  path = tmp_path / "s.tfrecord.gz"
+  path.write_bytes(b"".join(_member(g) for g in full))
+  got = []
+  with open(path, "rb") as raw:
+    f = CompressedFile(raw, CompressionTypes.GZIP)
+    while (record := _TFRecordUtil.read_record(f)) is not None:
+      got.append(record)
+  assert got == [r for g in full for r in g]
