@@ -1,6 +1,6 @@
 # A custom Beam SDK worker image for Dataflow, Flink and Spark, with
 # beam_tfrecords installed. The base image's Beam and Python versions must
-# equal the launcher's (setup.py pins Beam; tests/test_packaging.py checks):
+# equal the launcher's (setup.py pins Beam; tests/unit/test_packaging.py checks):
 # Python 3.11 by default, another supported one with --build-arg.
 #
 #   docker build -t REGISTRY/beam-tfrecords:0.1.0 .

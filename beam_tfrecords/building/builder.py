@@ -201,7 +201,8 @@ def _stage(schema: Schema, plan: InputPlan, opts: BuildOptions, output: str,
       overwrite_hint="--overwrite", tfmd=tfmd_text(schema),
       plan=lambda run: planning.dataset_plan(
           schema, plan, opts.resolved(schema),
-          Publication(output, run, key, opts.overwrite), described,
+          Publication(output, run, key, opts.overwrite, tfmd_text(schema),
+                      "--overwrite"), described,
           user_fn))
 
 

@@ -223,18 +223,30 @@ class Anomalies:
             "found": [a.to_json() for a in self.found]}
 
 
+def _unknown(cls, d: Mapping[str, Any], *known: str) -> Dict[str, Any]:
+  """The keys of `d` that `cls` does not type (written by a later
+  version): kept in its `extra`, written back as they were."""
+  names = {f.name for f in dataclasses.fields(cls)} | set(known)
+  return {k: v for k, v in d.items() if k not in names}
+
+
+def _extra() -> Any:
+  return dataclasses.field(default_factory=dict, compare=False)
+
+
 @dataclasses.dataclass(frozen=True)
 class ToolInfo:
   """What wrote the dataset: beam-tfrecords and its version."""
   name: str
   version: str
+  extra: Dict[str, Any] = _extra()
 
   @classmethod
   def from_json(cls, d: Mapping[str, Any]) -> "ToolInfo":
-    return cls(d["name"], d["version"])
+    return cls(d["name"], d["version"], _unknown(cls, d))
 
   def to_json(self) -> Dict[str, Any]:
-    return {"name": self.name, "version": self.version}
+    return {**self.extra, "name": self.name, "version": self.version}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,13 +258,16 @@ class InputFileInfo:
   num_bytes: int
   modified: Optional[float] = None
   images: Optional[int] = None
+  extra: Dict[str, Any] = _extra()
 
   @classmethod
   def from_json(cls, d: Mapping[str, Any]) -> "InputFileInfo":
-    return cls(d["path"], d["bytes"], d.get("modified"), d.get("images"))
+    return cls(d["path"], d["bytes"], d.get("modified"), d.get("images"),
+               _unknown(cls, d, "bytes"))
 
   def to_json(self) -> Dict[str, Any]:
-    out: Dict[str, Any] = {"path": self.path, "bytes": self.num_bytes}
+    out: Dict[str, Any] = {**self.extra, "path": self.path,
+                           "bytes": self.num_bytes}
     for key in ("modified", "images"):
       if getattr(self, key) is not None:
         out[key] = getattr(self, key)
@@ -269,16 +284,17 @@ class InputsInfo:
   files: Tuple[InputFileInfo, ...]
   fingerprint: Optional[str]
   source: Optional[str] = None
+  extra: Dict[str, Any] = _extra()
 
   @classmethod
   def from_json(cls, d: Mapping[str, Any]) -> "InputsInfo":
     return cls(d["format"], tuple(d.get("patterns", ())),
                tuple(InputFileInfo.from_json(f) for f in d.get("files", ())),
-               d.get("fingerprint"), d.get("source"))
+               d.get("fingerprint"), d.get("source"), _unknown(cls, d))
 
   def to_json(self) -> Dict[str, Any]:
     out: Dict[str, Any] = {
-        "format": self.format, "patterns": list(self.patterns),
+        **self.extra, "format": self.format, "patterns": list(self.patterns),
         "files": [f.to_json() for f in self.files],
         "fingerprint": self.fingerprint}
     if self.source is not None:
@@ -306,14 +322,17 @@ class OptionsInfo:
   # Written only when set, so that other datasets' dataset.json stays as
   # it was.
   tfds: bool = False
+  extra: Dict[str, Any] = _extra()
 
   @classmethod
   def from_json(cls, d: Mapping[str, Any]) -> "OptionsInfo":
-    fields = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in d.items() if k in fields})
+    extra = _unknown(cls, d)
+    return cls(**{k: v for k, v in d.items() if k not in extra},
+               extra=extra)
 
   def to_json(self) -> Dict[str, Any]:
-    out = dataclasses.asdict(self)
+    out = {**self.extra, **dataclasses.asdict(self)}
+    del out["extra"]
     if not out.pop("tfds"):
       return out
     return {**out, "tfds": True}
@@ -388,6 +407,7 @@ class FeatureStats:
   frequencies: Optional[Ranked] = None
   drift_note: Optional[str] = None
   histogram: Optional[Dict[str, Any]] = None
+  extra: Dict[str, Any] = _extra()
 
   @property
   def records(self) -> int:
@@ -395,21 +415,21 @@ class FeatureStats:
 
   @classmethod
   def from_json(cls, d: Mapping[str, Any]) -> "FeatureStats":
-    kept = {f.name for f in dataclasses.fields(cls)}
-    values = {k: v for k, v in d.items() if k in kept}
+    extra = _unknown(cls, d)
+    values: Dict[str, Any] = {k: v for k, v in d.items() if k not in extra}
     for key in ("list_length", "steps"):
       if key in values:
         values[key] = Span(values[key]["min"], values[key]["max"])
     for key in ("top", "frequencies"):
       if key in values:
         values[key] = tuple((v, c) for v, c in values[key])
-    return cls(**values)
+    return cls(**values, extra=extra)
 
   def to_json(self) -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
+    out: Dict[str, Any] = dict(self.extra)
     for f in dataclasses.fields(self):
       value = getattr(self, f.name)
-      if value is None:
+      if value is None or f.name == "extra":
         continue
       if isinstance(value, Span):
         value = {"min": value.min, "max": value.max}
@@ -460,7 +480,7 @@ class DatasetInfo:
     label: the label feature(s), when the schema names them.
     feature_spec: the parsing spec, as JSON ({feature: {kind, dtype,
       shape}}); `btr.feature_spec(path)` gives TensorFlow's.
-    schema: the schema, as a dict (`btr.dataset_schema(path)` parses it).
+    schema: the schema, as a dict (`btr.open(path).schema` parses it).
     statistics: {split: {feature: FeatureStats}}, when computed.
     transform: TensorFlow Transform's part, with `transform:`.
     inputs: what was read (InputsInfo); options: the build options as

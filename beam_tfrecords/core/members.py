@@ -84,6 +84,9 @@ def member_table(data: bytes, offset: int = 0) -> List[Member]:
     if (xlen, name, length) != (_EXTRA.size - 2, SUBFIELD, 8):
       raise MemberError(f"byte {offset + at:,}: a gzip member without the "
                         "BT size subfield")
+    if size < HEADER_BYTES + _TRAILER.size:
+      raise MemberError(f"byte {offset + at:,}: a member header that says "
+                        f"{size:,} bytes, less than a member takes")
     if at + size > len(data):
       raise MemberError(f"byte {offset + at:,}: a member of {size:,} bytes "
                         f"but only {len(data) - at:,} are left")

@@ -51,7 +51,7 @@ def exists(path: str) -> bool:
 
 # The publish in progress checks, before each file operation, that its
 # build still holds the output's lock (renewing it): set by
-# `publishing.publish(guard=...)`.
+# `journal.publish(guard=...)`.
 guard: Optional[Callable[[], None]] = None
 
 

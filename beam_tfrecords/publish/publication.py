@@ -11,14 +11,14 @@ Beam's own file sinks:
              lock released (`publish`, from the last step: publish.finish);
     recover  a next build finishes (or undoes) a switch a kill cut short,
              and removes the staging folders of builds that died before
-             theirs (`recover`, part of every stage).
+             theirs: part of every stage (publish.journal.recover).
 
 A `Publication` is a plain value, decided on the launcher and pickled into
 the steps; `expand()` only wires them.
 """
 
 import dataclasses
-from typing import Any, Callable, List, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -43,6 +43,8 @@ class Publication:
   overwrite: bool = False
   tfmd: str = ""
   overwrite_hint: str = "overwrite=True"
+  # The launcher's version (in _SUCCESS), also where a worker runs another.
+  version: str = __version__
 
   @property
   def staging(self) -> str:
@@ -53,7 +55,7 @@ class Publication:
   def success_text(self) -> str:
     """_SUCCESS, the publish's last file. The run id makes each publish's
     own: readers tell a replaced dataset by it (core.generations)."""
-    return f"beam-tfrecords {__version__} {self.key} {self.run}\n"
+    return f"beam-tfrecords {self.version} {self.key} {self.run}\n"
 
   def stage(self, options) -> str:
     """Locks and stages the output; the staging folder. Safe to run again
@@ -67,11 +69,6 @@ class Publication:
     output, `guard` called before each file operation."""
     journal.publish(self.staging, self.output, meta, self.success_text,
                     guard=guard)
-
-  def recover(self) -> List[str]:
-    """Finishes the output's interrupted publishes and removes other
-    builds' staging folders (this one's kept); what it removed."""
-    return journal.recover(self.output, keep=self.staging)
 
 
 class _StageFn(beam.DoFn):

@@ -192,7 +192,7 @@ def _uses(missing: Sequence[str],
 
 
 # Formats whose values nest (objects, structs, lists of them): there a
-# source with an unquoted "." or "[]" is a path (schema.paths). In CSV,
+# source with an unquoted "." or "[]" is a path (schema.field_paths). In CSV,
 # TFRecord and image input every source is a plain column name.
 NESTED_FORMATS = ("json", "jsonl", "parquet")
 
@@ -236,7 +236,7 @@ def read_columns(columns: Optional[Sequence[str]], paths: Mapping[str, Path]
 
 def read_unit(unit: ReadUnit, columns: Optional[Sequence[str]]):
   """Yields the SourceBatches of one read unit; a path's values are the
-  column named by the path's text (sources.paths)."""
+  column named by the path's text (sources.nested_columns)."""
   paths = source_paths(columns, unit.format)
   if not paths:
     yield from FORMATS[unit.format].read(unit, columns)
@@ -253,7 +253,7 @@ def read_unit(unit: ReadUnit, columns: Optional[Sequence[str]]):
 def with_paths(found: Mapping[str, Any], columns: Sequence[str],
                paths: Mapping[str, Path]) -> Dict[str, Any]:
   """`columns` of a batch read with read_columns(): each path's values
-  (sources.paths.resolve) under the path's text.
+  (sources.nested_columns.resolve) under the path's text.
 
   Raises:
     PathError: a path meets a value of the wrong kind.

@@ -1,4 +1,4 @@
-"""Reading paths (schema.paths) out of nested columns: Arrow struct field
+"""Reading paths (schema.field_paths) out of nested columns: Arrow struct field
 access and list flattening, with a per-row Python walk for JSON columns
 that Arrow cannot type (values of mixed types).
 

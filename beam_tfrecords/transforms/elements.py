@@ -66,7 +66,7 @@ def _batch_digest(batch: pa.RecordBatch) -> str:
 
 def _columns_of(batch: pa.RecordBatch, columns: Optional[Sequence[str]]):
   """The batch's columns the schema reads (absent ones: all missing;
-  paths into nested columns resolved, see sources.paths)."""
+  paths into nested columns resolved, see sources.nested_columns)."""
   names = batch.schema.names
   paths = source_paths(columns, "parquet")
   wanted = names if columns is None else read_columns(columns, paths)

@@ -3,6 +3,7 @@ own size and record count, read by every gzip reader and found again by
 hopping headers."""
 
 import gzip
+import struct
 import zlib
 
 import pytest
@@ -54,12 +55,27 @@ def test_tensorflow_reads_the_members_as_one_gzip_tfrecord_file(tf,
   assert read([[]]) == []
 
 
-def test_the_same_body_makes_the_same_bytes():
-  assert _member(GROUPS[3]) == _member(GROUPS[3])
-  # The header: FEXTRA with the BT subfield, 24 bytes in all (14 more
-  # than a standard member's).
-  one = _member(GROUPS[0])
-  assert HEADER_BYTES == 24 and one[3] == 4 and one[12:14] == b"BT"
+def test_a_member_is_these_bytes():
+  """RFC 1952 with FEXTRA: the header (FLG 4, MTIME 0, XFL 0, OS 255),
+  XLEN 12, the subfield BT of 8 bytes (the member's size, its records),
+  the body as given, then CRC-32 and size of what it inflates to."""
+  got = member(b"BODY", b"framed", 7)
+  assert got == (b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff"
+                 + struct.pack("<H2sHII", 12, b"BT", 8, 36, 7) + b"BODY"
+                 + struct.pack("<II", zlib.crc32(b"framed"), 6))
+  assert HEADER_BYTES == 24 and len(got) == 36
+  assert member_table(got) == [Member(0, 36, 7)]
+
+
+def test_tensorflow_stops_at_an_empty_standard_member_too(tf, tmp_path):
+  """Why a writer puts no empty member inside a file (ours or gzip's)."""
+  path = tmp_path / "s.tfrecord.gz"
+  path.write_bytes(gzip.compress(frame_records([b"a"]), mtime=0)
+                   + gzip.compress(b"", mtime=0)
+                   + gzip.compress(frame_records([b"b"]), mtime=0))
+  assert [r.numpy() for r in tf.data.TFRecordDataset(
+      str(path), compression_type="GZIP")] == [b"a"]
+  assert gzip.decompress(path.read_bytes()) == frame_records([b"a", b"b"])
 
 
 def test_foreign_or_cut_members_are_refused():
@@ -74,6 +90,11 @@ def test_foreign_or_cut_members_are_refused():
   with pytest.raises(MemberError, match=f"byte 0: a member of {len(good):,} "
                      f"bytes but only {len(good) - 1:,} are left"):
     member_table(good[:-1])
+  zero = bytearray(good)
+  zero[16:20] = bytes(4)  # a header that says 0 bytes: no endless loop
+  with pytest.raises(MemberError, match="says 0 bytes, less than a member "
+                     "takes"):
+    member_table(bytes(zero))
   other = bytearray(good)
   other[12:14] = b"XY"  # another writer's subfield
   with pytest.raises(MemberError, match="without the BT size subfield"):
