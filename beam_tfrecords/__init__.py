@@ -13,10 +13,10 @@ infer-schema) does not pay for importing Apache Beam or TensorFlow.
 import importlib
 
 from beam_tfrecords.core.errors import (AnomalyError, BadRowsError,
-                                   DatasetReplacedError, EncodingError,
-                                   InputError, JobFailedError,
-                                   OutputBusyError, OutputError,
-                                   PublishInterruptedError, SchemaError)
+                                        DatasetReplacedError, EncodingError,
+                                        InputError, JobFailedError,
+                                        OutputBusyError, OutputError,
+                                        PublishInterruptedError, SchemaError)
 from beam_tfrecords.core.version import __version__
 
 # Public name -> the module that defines it.

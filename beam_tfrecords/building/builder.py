@@ -24,21 +24,20 @@ from beam_tfrecords import tft
 from beam_tfrecords.building import planning
 from beam_tfrecords.building.options import BuildOptions
 from beam_tfrecords.building.planning import shard_plan
-from beam_tfrecords.core.errors import (AnomalyError, InputError, OutputBusyError,
-                                   OutputError, PublishInterruptedError,
-                                   from_worker)
+from beam_tfrecords.core.errors import (AnomalyError, InputError,
+                                        OutputBusyError, OutputError,
+                                        PublishInterruptedError, from_worker)
 from beam_tfrecords.core.info import DatasetInfo, InputsInfo, SplitInfo
 from beam_tfrecords.inspect.expectations import ANOMALIES_FILE
-from beam_tfrecords.publish.journal import (has_journal, recover,
-                                            remove_staging)
+from beam_tfrecords.publish.journal import has_journal, recover, remove_staging
 from beam_tfrecords.publish.output import check_output_path
 from beam_tfrecords.publish.publication import Publication
-from beam_tfrecords.publish.staging import (Staged, output_failure,
-                                            stage_output)
+from beam_tfrecords.publish.staging import Staged, output_failure, stage_output
 from beam_tfrecords.runners.dofn_specs import memoized_dofn_specs
-from beam_tfrecords.runners.pipeline_options import (check_paths_reach_workers, is_dask,
-                                         pipeline_options, runner_name,
-                                         spread_on_dask)
+from beam_tfrecords.runners.pipeline_options import (check_paths_reach_workers,
+                                                     is_dask, pipeline_options,
+                                                     runner_name,
+                                                     spread_on_dask)
 from beam_tfrecords.runners.run import job_failure, run_pipeline
 from beam_tfrecords.schema import Schema, load_schema
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
@@ -46,7 +45,7 @@ from beam_tfrecords.schema.tfmd import tfmd_text
 from beam_tfrecords.sources import InputPlan, plan_inputs
 from beam_tfrecords.sources.csv import TRANSFORM_BLOCK_SIZE
 from beam_tfrecords.sources.preprocess import (SHIPPING, Preprocess,
-                                       resolve_preprocess)
+                                               resolve_preprocess)
 from beam_tfrecords.transforms import ReadInputs
 from beam_tfrecords.transforms.dataset import WriteBatches
 from beam_tfrecords.transforms.inputs import unit_bytes
@@ -216,7 +215,7 @@ def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
         runner=runner_name(options)))
   _LOG.info("Building %s from %d file(s), %d read unit(s) -> %s",
             schema.name, len(plan.files), len(plan.units),
-            dataset.finish.publication.output)
+            dataset.finish.output)
   pipeline = beam.Pipeline(runner=runner, options=options)
   _ = (pipeline
        | "ReadInputs" >> ReadInputs(

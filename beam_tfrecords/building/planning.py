@@ -12,8 +12,8 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Union
 from beam_tfrecords.building.options import BuildOptions
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import (Counts, DatasetInfo, Errors,
-                                      InputFileInfo, InputsInfo,
-                                      SplitRuleInfo, ToolInfo)
+                                      InputFileInfo, InputsInfo, SplitRuleInfo,
+                                      ToolInfo)
 from beam_tfrecords.core.version import __version__
 from beam_tfrecords.encoding.splitting import producible_splits, split_fraction
 from beam_tfrecords.inspect.expectations import CheckPlan, load_baseline

@@ -41,10 +41,10 @@ from typing import List, Optional
 from beam_tfrecords.cli import show
 from beam_tfrecords.cli.args import build_flags, format_options, parser
 from beam_tfrecords.core.errors import (AnomalyError, BadRowsError,
-                                   BeamTFRecordsError, InputError,
-                                   JobFailedError, NoInputError,
-                                   OutputBusyError,
-                                   PublishInterruptedError)
+                                        BeamTFRecordsError, InputError,
+                                        JobFailedError, NoInputError,
+                                        OutputBusyError,
+                                        PublishInterruptedError)
 from beam_tfrecords.runners.progress import human_bytes
 
 __all__ = ["main", "parser", "EXIT_OK", "EXIT_FAILED", "EXIT_INPUT",
@@ -245,7 +245,7 @@ def _build_command(args, beam_args: List[str]) -> int:
   from beam_tfrecords.runners.pipeline_options import check_beam_args
   from beam_tfrecords.building.builder import build
   from beam_tfrecords.building.schedule import (Schedule, has_placeholders,
-                                      resolve_patterns)
+                                                resolve_patterns)
   check_beam_args(beam_args, build_flags("build"))
   # Checked here with our flags for the suggestions; build() takes the
   # options as they are (no second check).

@@ -128,8 +128,8 @@ def _inspect_window(args, found) -> int:
 def inspect_command(args) -> int:
   """beam-tfrecords inspect: a dataset, a window of them, or TFRecord
   files made by anything."""
-  from beam_tfrecords.read.reader import (dataset_info, is_dataset, iter_records,
-                                     iter_transformed)
+  from beam_tfrecords.read.reader import (dataset_info, is_dataset,
+                                          iter_records, iter_transformed)
   found = _window_of(args.path)
   if found is not None:
     return _inspect_window(args, found)

@@ -13,9 +13,11 @@ import heapq
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from beam_tfrecords.encoding import record_bytes, wire
-from beam_tfrecords.encoding.grouped_sequences import (
-    ENTRY_OVERHEAD, GROUP_REJECTED, STEP_OVERHEAD, BadRows, GroupError,
-    GroupResult, Step, StepEntry)
+from beam_tfrecords.encoding.grouped_sequences import (ENTRY_OVERHEAD,
+                                                       GROUP_REJECTED,
+                                                       STEP_OVERHEAD, BadRows,
+                                                       GroupError, GroupResult,
+                                                       Step, StepEntry)
 from beam_tfrecords.encoding.sequences import SchemaSource, check_sequence
 from beam_tfrecords.schema import Derive, Overflow
 from beam_tfrecords.schema.model import OnBadStep

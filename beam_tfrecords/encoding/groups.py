@@ -34,8 +34,10 @@ import pyarrow.compute as pc
 
 from beam_tfrecords.encoding import wire
 from beam_tfrecords.encoding.assembler import SequenceAssembler
-from beam_tfrecords.encoding.grouped_sequences import (
-    ENTRY_OVERHEAD, STEP_OVERHEAD, BadRows, GroupedRecords, GroupError, Step)
+from beam_tfrecords.encoding.grouped_sequences import (ENTRY_OVERHEAD,
+                                                       STEP_OVERHEAD, BadRows,
+                                                       GroupedRecords,
+                                                       GroupError, Step)
 from beam_tfrecords.encoding.ragged import (Ragged, from_arrow, offsets_of,
                                             ranges, to_arrow)
 from beam_tfrecords.encoding.sequences import SchemaSource, check_sequence

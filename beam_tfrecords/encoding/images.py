@@ -68,9 +68,9 @@ import numpy as np
 from PIL import Image
 
 from beam_tfrecords.encoding.image_formats import (FORMATS, ImageError,
-                                                   check_container,
-                                                   open_image, pillow_errors,
-                                                   stored_shape, verify_gif)
+                                                   check_container, open_image,
+                                                   pillow_errors, stored_shape,
+                                                   verify_gif)
 from beam_tfrecords.schema.model import (IMAGE_CONVERTS, IMAGE_ENCODES,
                                          IMAGE_METHODS)
 

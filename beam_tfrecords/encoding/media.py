@@ -32,14 +32,13 @@ import pyarrow.compute as pc
 
 from beam_tfrecords.encoding import columns as col
 from beam_tfrecords.encoding import tensors
-from beam_tfrecords.encoding.images import ImageError, ImageInfo, \
-    ImageOptions, process_image
+from beam_tfrecords.encoding.images import (ImageError, ImageInfo, ImageOptions,
+                                            process_image)
 from beam_tfrecords.encoding.media_cells import (MediaError, Problems,
                                                  add_problem, binary_array,
                                                  cells, int_array, text)
 from beam_tfrecords.encoding.media_paths import resolve_path
-from beam_tfrecords.schema.model import (Media, MediaKind, Schema,
-                                         made_column)
+from beam_tfrecords.schema.model import Media, MediaKind, Schema, made_column
 
 __all__ = ["MediaPreparer", "Fetch", "resolve_path", "MediaError"]
 

@@ -28,8 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tfrecords.encoding.steps import (CONTEXT, KEY, ROW, STEP,
-                                           columns_of, key_hash)
+from beam_tfrecords.encoding.steps import (CONTEXT, KEY, ROW, STEP, columns_of,
+                                           key_hash)
 
 __all__ = ["Refused", "PassPlan", "plan_passes", "step_bytes", "table_bytes"]
 

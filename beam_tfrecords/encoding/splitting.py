@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tfrecords.schema.model import (Feature, FeatureType, Schema,
-                                        SplitKind, SplitRule)
+                                         SplitKind, SplitRule)
 
 __all__ = ["SplitAssigner", "key_hash", "hash_columns", "split_fraction",
            "producible_splits",

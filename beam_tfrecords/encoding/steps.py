@@ -25,8 +25,7 @@ import pyarrow.compute as pc
 
 from beam_tfrecords.encoding import columns as col
 from beam_tfrecords.encoding import wire
-from beam_tfrecords.encoding.example import (RowError, feature_bytes,
-                                             row_errors)
+from beam_tfrecords.encoding.example import RowError, feature_bytes, row_errors
 from beam_tfrecords.encoding.grouped_sequences import BadStep, Step
 from beam_tfrecords.encoding.ragged import from_arrow, to_arrow
 from beam_tfrecords.encoding.sequences import (SchemaSource, check_sequence,

@@ -21,8 +21,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.core.tfrecord_files import (decode_example, decode_sequence_example,
-                                    iter_tfrecords)
+from beam_tfrecords.core.tfrecord_files import (decode_example,
+                                                decode_sequence_example,
+                                                iter_tfrecords)
 from beam_tfrecords.schema.model import Derive, Feature, Schema
 
 __all__ = ["FeatureSummary", "FileSummary", "inspect_files", "validate",

@@ -22,8 +22,7 @@ from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import FeatureStats
 from beam_tfrecords.encoding.stats import TOP_SHOWN
 from beam_tfrecords.schema.field_paths import parse_path, quote_name
-from beam_tfrecords.sources import (NESTED_FORMATS, match_inputs,
-                                    resolve_format)
+from beam_tfrecords.sources import NESTED_FORMATS, match_inputs, resolve_format
 from beam_tfrecords.sources.nested_columns import resolve
 
 __all__ = ["infer_schema", "infer_schema_for", "SAMPLE_ROWS"]

@@ -49,6 +49,18 @@ class FinishPlan(NamedTuple):
   # --tfds: TFDS's features.json (sinks.tfds_files), else None.
   tfds_features: Optional[Dict[str, Any]] = None
 
+  @property
+  def output(self) -> str:
+    return self.publication.output
+
+  @property
+  def staging(self) -> str:
+    return self.publication.staging
+
+  @property
+  def run(self) -> str:
+    return self.publication.run
+
 
 class _Fence:
   """This build's hold on the output's lock, from inside the pipeline:
@@ -61,7 +73,7 @@ class _Fence:
 
   def __init__(self, plan: FinishPlan, options):
     self._plan = plan
-    self._store = OutputLock(plan.publication.output, options)._store  # pylint: disable=protected-access
+    self._store = OutputLock(plan.output, options)._store  # pylint: disable=protected-access
     self.token = None
     self._renewed = 0.0
     self.renew()
@@ -74,7 +86,7 @@ class _Fence:
       info = json.loads(current[0].decode("utf-8"))
     except ValueError:
       return None
-    return (info, current[1]) if info.get("run") == self._plan.publication.run else None
+    return (info, current[1]) if info.get("run") == self._plan.run else None
 
   def renew(self) -> None:
     for _ in range(3):  # the launcher renews it too: adopt its token
@@ -93,7 +105,7 @@ class _Fence:
         self._renewed = time.monotonic()
         return
     raise OutputBusyError(
-        f"{self._plan.publication.output}: the lock was removed or taken over by another "
+        f"{self._plan.output}: the lock was removed or taken over by another "
         "build; this build publishes nothing")
 
 
@@ -101,14 +113,14 @@ def finish(info: DatasetInfo, plan: FinishPlan,
            options=None) -> DatasetInfo:
   """Thresholds, lock, publish, unlock; returns the published dataset.json."""
   try:
-    remove_parts(plan.publication.staging)
+    remove_parts(plan.staging)
   except Exception:  # pylint: disable=broad-except
-    _LOG.warning("could not remove the part files under %s", plan.publication.staging,
+    _LOG.warning("could not remove the part files under %s", plan.staging,
                  exc_info=True)
   if plan.analyze_split is not None:
     # pylint: disable=import-outside-toplevel
     from beam_tfrecords.sinks.transform_files import describe_transform
-    info = describe_transform(plan.publication.staging, info)
+    info = describe_transform(plan.staging, info)
     analyzed = info.transform.splits.get(plan.analyze_split) \
         if info.transform else None
     if analyzed is None or not analyzed.num_records:
@@ -116,16 +128,16 @@ def finish(info: DatasetInfo, plan: FinishPlan,
           f"the split {plan.analyze_split!r} that TensorFlow Transform "
           "analyzes has no records, so its statistics (means, "
           "vocabularies, buckets) would be meaningless; nothing was "
-          f"published (see {plan.publication.staging}). Check the split rule and "
+          f"published (see {plan.staging}). Check the split rule and "
           "errors/, or set transform.analyze_split")
   if plan.tfds_features is not None:
     # pylint: disable=import-outside-toplevel
     from beam_tfrecords.sinks.tfds_files import write_tfds_files
-    write_tfds_files(plan.publication.staging, info, plan.tfds_features)
+    write_tfds_files(plan.staging, info, plan.tfds_features)
   if plan.units and not info.counts.rows_read:
     _check_nothing_lost(plan)
   check_thresholds(info, plan.max_bad_rows, plan.max_bad_fraction,
-                   plan.publication.staging, plan.producible)
+                   plan.staging, plan.producible)
   _check_anomalies(info, plan)
   fence = _Fence(plan, options)
   with sigint_deferred("publishing"):
@@ -137,7 +149,7 @@ def finish(info: DatasetInfo, plan: FinishPlan,
     except Exception:  # pylint: disable=broad-except
       # Published: the launcher removes the lock when the build ends.
       _LOG.warning("%s: published; could not remove the lock",
-                   plan.publication.output, exc_info=True)
+                   plan.output, exc_info=True)
   return info
 
 
@@ -155,8 +167,8 @@ def _check_anomalies(info: DatasetInfo, plan: FinishPlan) -> None:
   raise AnomalyError(
       f"{len(found)} anomal{'y' if len(found) == 1 else 'ies'}: the data "
       "does not meet the schema's expectations; nothing was published "
-      f"({plan.publication.output} keeps its previous content). What would have been "
-      f"published is in {plan.publication.staging} ({ANOMALIES_FILE}, and report.html "
+      f"({plan.output} keeps its previous content). What would have been "
+      f"published is in {plan.staging} ({ANOMALIES_FILE}, and report.html "
       "unless --no-report; the next build removes it). To publish anyway: "
       "--on-anomaly warn.\n"
       + "\n".join("  " + line for line in lines),
@@ -177,7 +189,7 @@ def _check_nothing_lost(plan: FinishPlan) -> None:
             f"holds rows ({unit.path} has "
             f"{batch.num_rows + len(batch.errors):,} in its first batch): "
             "the runner lost them, and nothing was published (see "
-            f"{plan.publication.staging}). Run on the DirectRunner, Dataflow, or the "
+            f"{plan.staging}). Run on the DirectRunner, Dataflow, or the "
             "portable runner (Flink, Spark): see docs/operations.md, "
             "\"Running on a cluster\"")
 

@@ -41,8 +41,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.core.errors import (InputError, OutputBusyError, OutputError,
-                                   PublishInterruptedError)
+from beam_tfrecords.core.errors import (InputError, OutputBusyError,
+                                        OutputError, PublishInterruptedError)
 from beam_tfrecords.publish import file_ops as ops
 from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
                                            STAGING_PREFIX, SUCCESS,

@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.read.reader import (dataset_errors, dataset_schema,
-                                   iter_records, load, transform_output)
+                                        iter_records, load, transform_output)
 from beam_tfrecords.read.stream import SHUFFLE_BUFFER, RecordStream
 from beam_tfrecords.read.window import Datasets, Window, window
 from beam_tfrecords.schema import Schema

@@ -27,7 +27,7 @@ from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.generations import Guard
 from beam_tfrecords.core.shares import (Piece, check_share, file_order, share,
-                                   share_of, stable_seed)
+                                        share_of, stable_seed)
 from beam_tfrecords.core.tfrecord_files import iter_tfrecord_lists
 from beam_tfrecords.read.window import Datasets, split_files, window
 

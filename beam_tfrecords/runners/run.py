@@ -25,7 +25,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beam_tfrecords.core.errors import JobFailedError
 from beam_tfrecords.runners.progress import ENV_DIR, LocalProgress, poll_metrics
 from beam_tfrecords.runners.gaps import release_bundle_outputs
-from beam_tfrecords.runners.pipeline_options import is_dask, is_direct, is_local_direct
+from beam_tfrecords.runners.pipeline_options import (is_dask, is_direct,
+                                                     is_local_direct)
 
 __all__ = ["run_pipeline", "sigint_deferred", "signals_deferred",
            "sigterm_interrupts", "Terminated", "runs_started"]

@@ -22,12 +22,10 @@ import yaml
 
 from beam_tfrecords.core.errors import SchemaError, preview
 from beam_tfrecords.schema.checking import Checker, listed, suggest
-from beam_tfrecords.schema.expect import (check_disjoint_keys,
-                                          parse_baseline,
+from beam_tfrecords.schema.expect import (check_disjoint_keys, parse_baseline,
                                           parse_dataset_expect,
                                           parse_on_anomaly)
-from beam_tfrecords.schema.features import (FEATURE_TYPES, NAME_RE,
-                                            parse_feature)
+from beam_tfrecords.schema.features import FEATURE_TYPES, NAME_RE, parse_feature
 from beam_tfrecords.schema.media_features import media_kind, parse_media
 from beam_tfrecords.schema.model import Feature, Media, RecordKind, Schema
 from beam_tfrecords.schema.sequence import (SEQUENCE_TOP_KEYS,

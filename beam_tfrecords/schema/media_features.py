@@ -11,9 +11,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from beam_tfrecords.core.errors import preview
 from beam_tfrecords.schema.checking import Checker, listed, suggest
-from beam_tfrecords.schema.features import (FEATURE_KEYS, IMAGE_KEYS,
-                                            NAME_RE, TENSOR_KEYS,
-                                            parse_feature,
+from beam_tfrecords.schema.features import (FEATURE_KEYS, IMAGE_KEYS, NAME_RE,
+                                            TENSOR_KEYS, parse_feature,
                                             required_and_description)
 from beam_tfrecords.schema.model import (Feature, FeatureType, IMAGE_CONVERTS,
                                          IMAGE_ENCODES, IMAGE_METHODS, Media,

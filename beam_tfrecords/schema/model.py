@@ -9,8 +9,7 @@ import dataclasses
 import enum
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from beam_tfrecords.schema.split_rule import (DEFAULT_SPLIT, SplitKind,
-                                             SplitRule)
+from beam_tfrecords.schema.split_rule import DEFAULT_SPLIT, SplitKind, SplitRule
 
 __all__ = ["FeatureType", "RecordKind", "Derive", "Overflow", "OnBadStep",
            "Feature", "OrderKey", "SplitKind", "SplitRule", "Schema", "Media",

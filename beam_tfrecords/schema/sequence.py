@@ -16,8 +16,7 @@ from beam_tfrecords.schema.features import (CONTEXT, LISTS, STEPS,
                                             parse_feature, parse_type)
 from beam_tfrecords.schema.model import (DEFAULT_MAX_RECORD_BYTES, Derive,
                                          Feature, FeatureType, OnBadStep,
-                                         OrderKey, Overflow, RecordKind,
-                                         Schema)
+                                         OrderKey, Overflow, RecordKind, Schema)
 from beam_tfrecords.schema.sizes import record_bytes
 
 __all__ = ["SEQUENCE_TOP_KEYS", "sequence_schema", "check_split_columns"]

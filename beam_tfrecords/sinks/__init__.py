@@ -3,11 +3,10 @@ dataset.json, statistics.pb and what TFDS and TFT read (publishing them is
 beam_tfrecords.publish's)."""
 
 from beam_tfrecords.sinks.metadata import (DATASET_JSON,
-                                           DEFAULT_MAX_BAD_FRACTION,
-                                           ERRORS_DIR, STAGING_PREFIX,
-                                           SUCCESS, Commit, WriteErrors,
-                                           check_thresholds, read_json,
-                                           rejection_lines)
+                                           DEFAULT_MAX_BAD_FRACTION, ERRORS_DIR,
+                                           STAGING_PREFIX, SUCCESS, Commit,
+                                           WriteErrors, check_thresholds,
+                                           read_json, rejection_lines)
 from beam_tfrecords.sinks.shards import (JSON_LINES, SHARD_SUFFIX,
                                          TFRECORD_GZIP, Shuffle, WriteShards,
                                          WriteWithBeamSink, stable_hash)

@@ -23,7 +23,7 @@ from beam_tfrecords.core.info import (DATASET_JSON, Counts, DatasetInfo,
                                       FeatureStats, ShardInfo, SplitInfo,
                                       TransformInfo)
 from beam_tfrecords.inspect.expectations import (ANOMALIES_FILE, CheckPlan,
-                                         check_dataset)
+                                                 check_dataset)
 from beam_tfrecords.runners.gaps import gather
 from beam_tfrecords.sinks.tfdv import STATISTICS_FILE, statistics_bytes
 # The transformed shards' folder (beam_tfrecords.tft, which imports

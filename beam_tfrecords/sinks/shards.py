@@ -51,7 +51,7 @@ from isal import isal_zlib
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.tfrecord_files import (count_tfrecords, frame_records,
-                                           unframe_records)
+                                                unframe_records)
 from beam_tfrecords.runners.gaps import separates_outputs
 from beam_tfrecords.sinks import runs
 from beam_tfrecords.sinks.parts import ShardWritten

@@ -23,8 +23,7 @@ from typing import Any, Dict
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.encoding import histogram
 from beam_tfrecords.encoding.stats import (FINE_LEVEL_STAT, FINE_STAT,
-                                            STEPS_STAT, TOP_SHOWN, mean,
-                                            std_dev)
+                                           STEPS_STAT, TOP_SHOWN, mean, std_dev)
 
 __all__ = ["STATISTICS_FILE", "statistics_bytes"]
 

@@ -24,8 +24,8 @@ import pyarrow.csv as pacsv
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.sources import files as file_io
-from beam_tfrecords.sources.base import (Format, InputFile, ReadError,
-                                         ReadUnit, SourceBatch, register_format)
+from beam_tfrecords.sources.base import (Format, InputFile, ReadError, ReadUnit,
+                                         SourceBatch, register_format)
 
 __all__ = ["CsvFormat", "CSV_DEFAULTS", "TRANSFORM_BLOCK_SIZE", "MAX_BLOCK",
            "RowNumbering", "first_row", "row_at"]

@@ -29,10 +29,9 @@ import pyarrow.compute as pc
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.tfrecord_files import (iter_tfrecords, proto_fields,
-                                    read_varint)
-from beam_tfrecords.sources.base import (Format, InputFile, ReadError,
-                                         ReadUnit, SourceBatch,
-                                         register_format)
+                                                read_varint)
+from beam_tfrecords.sources.base import (Format, InputFile, ReadError, ReadUnit,
+                                         SourceBatch, register_format)
 
 __all__ = ["TFRecordFormat", "decode_examples", "scalars", "unwrap_scalars"]
 

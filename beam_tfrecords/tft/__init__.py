@@ -55,10 +55,9 @@ naming the function and the error.
 
 from beam_tfrecords.sinks.metadata import (RAW_METADATA_DIR, TFT_TEMP_DIR,
                                            TRANSFORM_DIRS, TRANSFORMED_DIR)
-from beam_tfrecords.tft.functions import (check_traces, combined_fn,
-                                          fn_digest, preprocessing_fn,
-                                          stored_features, traced_key,
-                                          with_preprocessing_fn)
+from beam_tfrecords.tft.functions import (check_traces, combined_fn, fn_digest,
+                                          preprocessing_fn, stored_features,
+                                          traced_key, with_preprocessing_fn)
 from beam_tfrecords.tft.pipeline import TransformRecords
 
 __all__ = ["TransformRecords", "preprocessing_fn", "TRANSFORMED_DIR",

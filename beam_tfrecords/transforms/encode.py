@@ -19,9 +19,9 @@ from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.sources.fetch import fetch_files
 from beam_tfrecords.runners.gaps import par_do, threads_for
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
-                                                KEY_DIGESTS, STAT_FIELDS,
-                                                STATS, Output, SchemaFn,
-                                                by_split, stats, take)
+                                                KEY_DIGESTS, STAT_FIELDS, STATS,
+                                                Output, SchemaFn, by_split,
+                                                stats, take)
 from beam_tfrecords.transforms.overlap import digest
 from beam_tfrecords.transforms.spilled import spill
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors

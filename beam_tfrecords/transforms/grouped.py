@@ -48,12 +48,11 @@ from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.schema.model import OnBadStep
 from beam_tfrecords.sinks.shards import SPILL_BYTES, stable_hash
 from beam_tfrecords.sources import SourceBatch
-from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
-                                                STATS, Output, SchemaFn,
-                                                by_split, stats, take)
+from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS, STATS,
+                                                Output, SchemaFn, by_split,
+                                                stats, take)
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors
-from beam_tfrecords.runners.gaps import (par_do, separates_outputs,
-                                         threads_for)
+from beam_tfrecords.runners.gaps import par_do, separates_outputs, threads_for
 
 __all__ = ["EncodeGroupedSequences", "buckets_for", "BUCKET_BYTES",
            "DEFAULT_BUCKETS", "ASSEMBLY_BYTES"]

@@ -16,9 +16,8 @@ import pytest
 from PIL import Image
 
 from beam_tfrecords.encoding import images
-from beam_tfrecords.encoding.images import (ImageError, ImageInfo,
-                                            ImageOptions, process_image,
-                                            probe)
+from beam_tfrecords.encoding.images import (ImageError, ImageInfo, ImageOptions,
+                                            process_image, probe)
 
 H, W = 24, 32
 
