@@ -14,18 +14,18 @@ import sys
 import numpy as np
 import pytest
 
-import beam_tfrecords as btr  # noqa: E402
-from beam_tfrecords.read.torch import Dataset, collate  # noqa: E402
-
-from tests.helpers.penguins import _build  # noqa: E402
-
-
 # Skipped without the torch extra (make setup-extras), but for CI, which
 # installs it and sets BTR_REQUIRE_EXTRAS.
 if os.environ.get("BTR_REQUIRE_EXTRAS"):
   import torch
 else:
   torch = pytest.importorskip("torch")
+
+import beam_tfrecords as btr  # noqa: E402
+from beam_tfrecords.read.torch import Dataset, collate  # noqa: E402
+
+from tests.helpers.penguins import _build  # noqa: E402
+
 
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
