@@ -16,7 +16,8 @@ from beam_tfrecords.core.errors import (AnomalyError, BadRowsError,
                                         DatasetReplacedError, EncodingError,
                                         InputError, JobFailedError,
                                         OutputBusyError, OutputError,
-                                        PublishInterruptedError, SchemaError)
+                                        PublishInterruptedError, SchemaError,
+                                        ShardIndexError)
 from beam_tfrecords.core.version import __version__
 
 # Public name -> the module that defines it.
@@ -42,6 +43,7 @@ __all__ = sorted(["AnomalyError", "BadRowsError", "DatasetReplacedError",
                   "EncodingError", "InputError", "JobFailedError",
                   "OutputBusyError",
                   "OutputError", "PublishInterruptedError", "SchemaError",
+                  "ShardIndexError",
                   "__version__", *_LAZY])
 
 

@@ -89,6 +89,12 @@ class DatasetReplacedError(InputError):
   would mix the two. Read it again."""
 
 
+class ShardIndexError(InputError):
+  """A shard's index does not belong to the shard beside it (a stale or
+  foreign index, or a cut file): random access would read wrong records.
+  The message names both files."""
+
+
 class EncodingError(BeamTFRecordsError):
   """One value cannot be encoded as its feature says.
 

@@ -22,7 +22,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from beam_tfrecords.core import fs
 
-__all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "Counts", "Errors",
+__all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "Counts",
+           "Errors",
            "Anomaly", "Anomalies", "InputsInfo", "InputFileInfo",
            "OptionsInfo", "SplitRuleInfo", "ToolInfo", "FeatureStats",
            "Span", "Statistics",
@@ -32,19 +33,45 @@ DATASET_JSON = "dataset.json"
 
 
 @dataclasses.dataclass(frozen=True)
+class IndexInfo:
+  """A shard's index file (core.shard_index, or DALI's `.idx` beside an
+  uncompressed shard): its path relative to the dataset folder, bytes and
+  SHA-256 (hex)."""
+  file: str
+  num_bytes: int
+  sha256: str
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> "IndexInfo":
+    return cls(d["file"], d["bytes"], d["sha256"])
+
+  def to_json(self) -> Dict[str, Any]:
+    return {"file": self.file, "bytes": self.num_bytes,
+            "sha256": self.sha256}
+
+
+@dataclasses.dataclass(frozen=True)
 class ShardInfo:
-  """One shard file: its path relative to the dataset folder."""
+  """One shard file: its path relative to the dataset folder; `index`:
+  the index beside it (None: a dataset written before indexes, or by
+  Beam's sink, reads as a stream only)."""
   file: str
   num_records: int
   num_bytes: int
+  index: Optional[IndexInfo] = None
 
   @classmethod
   def from_json(cls, d: Mapping[str, Any]) -> "ShardInfo":
-    return cls(d["file"], d["records"], d["bytes"])
+    index = d.get("index")
+    return cls(d["file"], d["records"], d["bytes"],
+               IndexInfo.from_json(index) if index else None)
 
   def to_json(self) -> Dict[str, Any]:
-    return {"file": self.file, "records": self.num_records,
-            "bytes": self.num_bytes}
+    out: Dict[str, Any] = {"file": self.file, "records": self.num_records,
+                           "bytes": self.num_bytes}
+    if self.index is not None:
+      out["index"] = self.index.to_json()
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -322,6 +349,9 @@ class OptionsInfo:
   # Written only when set, so that other datasets' dataset.json stays as
   # it was.
   tfds: bool = False
+  # Framed bytes per gzip member at most (--member-size); only for the
+  # deterministic sink's gzip shards.
+  member_bytes: Optional[int] = None
   extra: Dict[str, Any] = _extra()
 
   @classmethod
@@ -333,6 +363,8 @@ class OptionsInfo:
   def to_json(self) -> Dict[str, Any]:
     out = {**self.extra, **dataclasses.asdict(self)}
     del out["extra"]
+    if out["member_bytes"] is None:
+      del out["member_bytes"]
     if not out.pop("tfds"):
       return out
     return {**out, "tfds": True}

@@ -68,12 +68,15 @@ _STAGING_NAME = re.compile(re.escape(STAGING_PREFIX) + "[0-9a-f]{12}")
 def listed(meta: Mapping[str, Any]) -> List[str]:
   """The files a dataset.json says its dataset has (relative paths; a
   DatasetInfo, or the JSON object of any version's dataset.json)."""
-  names = [shard["file"] for split in meta.get("splits", {}).values()
-           for shard in split.get("shards", [])]
-  names += [e["file"] for e in meta.get("errors", {}).get("files", [])]
   transform = meta.get("transform", {})
-  names += [shard["file"] for split in transform.get("splits", {}).values()
-            for shard in split.get("shards", [])]
+  names = []
+  for splits in (meta.get("splits", {}), transform.get("splits", {})):
+    for split in splits.values():
+      for shard in split.get("shards", []):
+        names.append(shard["file"])
+        if shard.get("index"):  # the index beside it (core.shard_index)
+          names.append(shard["index"]["file"])
+  names += [e["file"] for e in meta.get("errors", {}).get("files", [])]
   names += list(transform.get("files", []))
   for key in ("tfmd_schema", "tfdv_statistics", "report"):
     if meta.get(key):

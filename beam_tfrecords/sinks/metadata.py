@@ -20,7 +20,8 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecords.core.errors import BadRowsError, reason_category
 from beam_tfrecords.core.info import (DATASET_JSON, Counts, DatasetInfo,
                                       ErrorFile, ErrorReason, Errors,
-                                      FeatureStats, ShardInfo, SplitInfo,
+                                      FeatureStats, IndexInfo, ShardInfo,
+                                      SplitInfo,
                                       TransformInfo)
 from beam_tfrecords.inspect.expectations import (ANOMALIES_FILE, CheckPlan,
                                                  check_dataset)
@@ -147,7 +148,9 @@ def _splits(shards: List[ShardWritten], prefix: str = ""
   """The shards (sorted by split and file) by split."""
   splits: Dict[str, SplitInfo] = {}
   for split, group in itertools.groupby(shards, key=lambda s: s.split):
-    files = tuple(ShardInfo(prefix + s.file, s.records, s.bytes)
+    files = tuple(ShardInfo(prefix + s.file, s.records, s.bytes,
+                            IndexInfo(prefix + s.index_file, s.index_bytes,
+                                      s.index_sha256) if s.index_file else None)
                   for s in group)
     splits[split] = SplitInfo(split, sum(f.num_records for f in files),
                               sum(f.num_bytes for f in files), files)

@@ -12,7 +12,9 @@ class ShardWritten(NamedTuple):
   """One file of a split's shard (sinks.shards): its name in the folder
   written to, records and bytes; `writer` is the shard, `roll` the file
   of that shard (a shard continues in further files past max_shard_size);
-  `transformed`: TensorFlow Transform's output."""
+  `transformed`: TensorFlow Transform's output; `index_file`: the index file
+  written beside it (core.shard_index, or DALI's for uncompressed
+  TFRecords), its bytes and SHA-256 (hex), or "" for none."""
   split: str
   file: str
   records: int
@@ -20,6 +22,9 @@ class ShardWritten(NamedTuple):
   writer: int = 0
   roll: int = 0
   transformed: bool = False
+  index_file: str = ""
+  index_bytes: int = 0
+  index_sha256: str = ""
 
 
 class ErrorsWritten(NamedTuple):

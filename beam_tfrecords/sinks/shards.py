@@ -37,6 +37,7 @@ import hashlib
 import itertools
 import random
 import re
+import struct
 import uuid
 import zlib
 from typing import (Any, BinaryIO, Callable, Dict, Iterator, List, NamedTuple,
@@ -50,7 +51,11 @@ import numpy as np
 from isal import isal_zlib
 
 from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.core.tfrecord_files import (count_tfrecords, frame_records,
+from beam_tfrecords.core.members import MEMBER_CAP, Hopper, from_gzip, inflate
+from beam_tfrecords.core.shard_index import (INDEX_DIR, INDEX_SUFFIX,
+                                             ShardIndex)
+from beam_tfrecords.core.tfrecord_files import (count_tfrecords, framed_ends,
+                                                frame_records,
                                                 unframe_records)
 from beam_tfrecords.runners.gaps import separates_outputs
 from beam_tfrecords.sinks import runs
@@ -59,7 +64,8 @@ from beam_tfrecords.sinks.parts import ShardWritten
 __all__ = ["WriteShards", "WriteWithBeamSink", "Codec", "Shuffle",
            "finish_shard_names", "rolled_name", "TFRECORD_GZIP", "JSON_LINES",
            "stable_hash", "shard_name", "SHARD_SUFFIX", "ShardFiles",
-           "write_window", "compressor", "gzip_member", "open_part",
+           "write_window", "compressor", "gzip_member", "gzip_members",
+           "MEMBER_CAP", "DALI_INDEX_SUFFIX", "open_part",
            "read_part", "INLINE", "MEMBER", "PART_FILE", "Slice", "read_slice",
            "resolved"]
 
@@ -78,6 +84,9 @@ INLINE_MEMBER_BYTES = 1024 * 1024
 ISAL_LEVEL = 2
 # Parts at least this large are compressed before the shuffle.
 MEMBER_BYTES = 64 * 1024
+# DALI's tfrecord2idx index beside an uncompressed shard: a line
+# "offset framed_size" per record.
+DALI_INDEX_SUFFIX = ".idx"
 # Compressed parts (and uncompressed ones of codecs without gzip) at least
 # this large go to part files (see Gathered and WriteShards).
 SPILL_BYTES = 256 * 1024
@@ -94,11 +103,17 @@ INLINE, MEMBER, PART_FILE = 0, 1, 2
 class Codec(NamedTuple):
   """How items become file bytes: `frame` turns a list of items into the
   bytes they take in the file; `empty_files`: a codec without gzip writes
-  an empty file for an empty shard too."""
+  an empty file for an empty shard too. TFRecord codecs (frame_records)
+  write an index beside each file: ours (core.shard_index) for gzip, DALI's
+  for uncompressed files."""
   suffix: str
   frame: Callable[[Any], bytes]
   gzip: bool
   empty_files: bool = False
+
+  @property
+  def tfrecord(self) -> bool:
+    return self.frame is frame_records
 
 
 TFRECORD_GZIP = Codec(SHARD_SUFFIX, frame_records, True)
@@ -191,6 +206,28 @@ def gzip_member(data: bytes, level: Optional[int]) -> bytes:
   return comp.compress(data) + comp.flush()
 
 
+def gzip_members(framed, level: Optional[int], cap: int = MEMBER_CAP
+                 ) -> bytes:
+  """Framed records as gzip members of at most `cap` framed bytes each (a
+  larger record: a member of its own), each saying its size and record
+  count (core.members), back to back. Cut greedily, so the bytes depend
+  only on the records, the level and the cap."""
+  if not len(framed):
+    return from_gzip(gzip_member(b"", level), 0)
+  ends = framed_ends(framed)
+  view = memoryview(framed)
+  out = []
+  start = 0
+  while start < len(ends):
+    base = int(ends[start - 1]) if start else 0
+    stop = max(int(np.searchsorted(ends, base + cap, side="right")),
+               start + 1)
+    out.append(from_gzip(gzip_member(view[base:int(ends[stop - 1])], level),
+                         stop - start))
+    start = stop
+  return b"".join(out)
+
+
 def open_part(path: str):
   return FileSystems.open(path, compression_type=(
       CompressionTypes.UNCOMPRESSED))
@@ -246,10 +283,12 @@ class ShardFiles:
 
   def __init__(self, directory: str, split: str, shard: int, n: int,
                codec: Codec, level: Optional[int], limit: Optional[int],
-               expected: int = 0):
+               expected: int = 0, member_cap: int = MEMBER_CAP):
     self._directory, self._split, self._shard, self._n = (directory, split,
                                                           shard, n)
     self._codec, self._level, self._limit = codec, level, limit
+    self._cap = member_cap
+    self._hopper: Optional[Hopper] = None
     # A shard expected to outgrow the limit is cut into files of about
     # equal size (not full files and a small last one).
     self._files = 1 if not limit else max(1, -(-expected // limit))
@@ -269,6 +308,10 @@ class ShardFiles:
     self.files.append(ShardWritten(self._split, name, 0, 0, self._shard,
                                    len(self.files)))
     self._size = self._records = 0
+    self._hopper = None
+    if self._codec.tfrecord:
+      self._hopper = Hopper() if self._codec.gzip else Hopper(
+          8, _framed_record_size)
 
   def _close(self):
     if self._file is not None:
@@ -276,6 +319,32 @@ class ShardFiles:
       self.files[-1] = self.files[-1]._replace(records=self._records,
                                                bytes=self._size)
       self._file = None
+      if self._hopper is not None:
+        self.files[-1] = self._write_index(self.files[-1], self._hopper)
+
+  def _write_index(self, written: ShardWritten, hopper: Hopper
+                   ) -> ShardWritten:
+    if not hopper.done() or sum(u.records for u in hopper.units) != (
+        written.records):
+      raise RuntimeError(  # a defect here: the data is not what was counted
+          f"{written.file}: the units written do not add up to the "
+          f"{written.records:,} records counted")
+    if self._codec.gzip:
+      assert hopper.first is not None and hopper.last is not None
+      data = ShardIndex.from_members(
+          hopper.units, hashlib.sha256(hopper.first).digest(),
+          hashlib.sha256(hopper.last).digest()).to_bytes()
+      name = f"{INDEX_DIR}/{written.file}{INDEX_SUFFIX}"
+    else:
+      data = "".join(f"{u.offset} {u.size}\n" for u in hopper.units
+                     ).encode("ascii")
+      name = f"{INDEX_DIR}/{written.file}{DALI_INDEX_SUFFIX}"
+    with FileSystems.create(FileSystems.join(self._directory, name),
+                            compression_type=CompressionTypes.UNCOMPRESSED
+                            ) as f:
+      f.write(data)
+    return written._replace(index_file=name, index_bytes=len(data),
+                            index_sha256=hashlib.sha256(data).hexdigest())
 
   def _room(self, size: int) -> None:
     """Opens a file, or the next one if `size` more bytes would not fit,
@@ -293,6 +362,8 @@ class ShardFiles:
     self._room(len(data))
     assert self._file is not None  # _room() opened it
     self._file.write(data)
+    if self._hopper is not None:
+      self._hopper.feed(data)
     self._size += len(data)
     self._records += count
 
@@ -306,12 +377,14 @@ class ShardFiles:
         if not block:
           break
         self._file.write(block)
+        if self._hopper is not None:
+          self._hopper.feed(block)
     self._size += size
     self._records += count
 
   def _members(self, records: list) -> Iterator[Tuple[bytes, int]]:
     """Gzip members of the records, each within the limit."""
-    data = gzip_member(frame_records(records), self._level)
+    data = gzip_members(frame_records(records), self._level, self._cap)
     if self._limit is None or len(data) <= self._limit:
       yield data, len(records)
       return
@@ -330,7 +403,7 @@ class ShardFiles:
     self.flush()
     if self._limit is not None and len(data) > self._limit:
       for piece, n in self._members(
-          list(unframe_records(isal_zlib.decompress(data, wbits=31)))):
+          unframe_records(inflate(data))):
         self._put(piece, n)
     else:
       self._put(data, count)
@@ -382,9 +455,9 @@ class ShardFiles:
     data = b"".join(self._pending)
     count = self._pending_count
     self._pending, self._pending_bytes, self._pending_count = [], 0, 0
-    member = gzip_member(data, self._level)
+    member = gzip_members(data, self._level, self._cap)
     if self._limit is not None and len(member) > self._limit:
-      for piece, n in self._members(list(unframe_records(data))):
+      for piece, n in self._members(unframe_records(data)):
         self._put(piece, n)
     else:
       self._put(member, count)
@@ -402,7 +475,7 @@ class ShardFiles:
         return []
       self._open()
       if self._codec.gzip:
-        self._put(gzip_member(b"", self._level), 0)
+        self._put(gzip_members(b"", self._level), 0)
     self._close()
     return self.files
 
@@ -426,6 +499,10 @@ def write_window(out: "ShardFiles", window) -> None:
         out.part_file(window.other[i], int(window.size[i]), count)
     start = i + 1
 
+
+
+def _framed_record_size(head: bytes, at: int) -> Tuple[int, int]:
+  return struct.unpack("<Q", head)[0] + 16, 1
 
 
 class Gathered(NamedTuple):
@@ -469,8 +546,9 @@ class _DealFn(beam.DoFn):
   def __init__(self, num_shards: Dict[str, int], codec: Codec,
                level: Optional[int], parts_dir: Optional[str] = None,
                shuffle: Optional["Shuffle"] = None,
-               gather: int = GATHER_BATCHES):
+               gather: int = GATHER_BATCHES, member_cap: int = MEMBER_CAP):
     self._n = dict(num_shards)
+    self._cap = member_cap
     self._codec = codec
     self._level = level
     self._parts_dir = parts_dir
@@ -499,7 +577,7 @@ class _DealFn(beam.DoFn):
     data = self._codec.frame(part)
     how = INLINE
     if self._codec.gzip and len(data) >= MEMBER_BYTES:
-      data, how = gzip_member(data, self._level), MEMBER
+      data, how = gzip_members(data, self._level, self._cap), MEMBER
     size = len(data)
     if spill and self._parts_dir is not None and size >= SPILL_BYTES and (
         how == MEMBER or not self._codec.gzip):
@@ -592,7 +670,7 @@ class _DealFn(beam.DoFn):
   def _part_of_framed(self, split, shard, data: bytes) -> tuple:
     """(how, data, size) of framed bytes of at least MEMBER_BYTES, as
     `_part` makes them."""
-    member = gzip_member(data, self._level)
+    member = gzip_members(data, self._level, self._cap)
     size = len(member)
     if self._parts_dir is not None and size >= SPILL_BYTES:
       return PART_FILE, _write_part(FileSystems.join(self._parts_dir, split),
@@ -619,9 +697,11 @@ class _WriteShardFn(beam.DoFn):
   def __init__(self, directory: str, num_shards: Dict[str, int],
                codec: Codec, level: Optional[int],
                shuffle: Optional["Shuffle"] = None,
-               max_bytes: Optional[Dict[str, Optional[int]]] = None):
+               max_bytes: Optional[Dict[str, Optional[int]]] = None,
+               member_cap: int = MEMBER_CAP):
     self._directory = directory
     self._n = dict(num_shards)
+    self._cap = member_cap
     self._codec = codec
     self._level = level
     self._shuffle = shuffle
@@ -636,11 +716,11 @@ class _WriteShardFn(beam.DoFn):
         if how == PART_FILE:
           data = read_part(data)
         if how != INLINE:
-          data = isal_zlib.decompress(data, wbits=31)
+          data = inflate(data)
         records.extend(unframe_records(data))
       random.Random(stable_hash((seed, split, shard, bucket))
                     ).shuffle(records)
-      data = gzip_member(frame_records(records), self._level)
+      data = gzip_members(frame_records(records), self._level, self._cap)
       yield ((bucket,), MEMBER, data, len(records), len(data))
 
   def process(self, element):
@@ -651,7 +731,7 @@ class _WriteShardFn(beam.DoFn):
     expected = _expected([p[1] for p in parts],
                          [p[4] for p in parts]) if limit else 0
     out = ShardFiles(self._directory, split, shard, self._n[split],
-                      self._codec, self._level, limit, expected)
+                     self._codec, self._level, limit, expected, self._cap)
     if self._shuffle is None and self._codec.gzip:
       for window in runs.windows(parts, open_part, resolved):
         write_window(out, window)
@@ -687,6 +767,8 @@ class WriteShards(beam.PTransform):
     shuffle: a seeded Shuffle, or None for key order.
     max_bytes: split name -> the largest file size, or None for no limit
       (gzip codecs only).
+    member_cap: framed bytes per gzip member at most (MEMBER_CAP): where
+      random access can enter a shard.
 
   Outputs a sinks.parts.ShardWritten per file.
   """
@@ -695,8 +777,12 @@ class WriteShards(beam.PTransform):
                codec: Codec = TFRECORD_GZIP,
                gzip_level: Optional[int] = None,
                shuffle: Optional["Shuffle"] = None,
-               max_bytes: Optional[Dict[str, Optional[int]]] = None):
+               max_bytes: Optional[Dict[str, Optional[int]]] = None,
+               member_cap: int = MEMBER_CAP):
     super().__init__()
+    if member_cap < 1:
+      raise ValueError(f"member_cap must be at least 1, got {member_cap}")
+    self._cap = member_cap
     self._shuffle = shuffle
     self._max = dict(max_bytes or {})
     if self._max and any(self._max.values()) and not codec.gzip:
@@ -716,8 +802,8 @@ class WriteShards(beam.PTransform):
              # (split, key, [item])
              | "Deal" >> beam.ParDo(_DealFn(
                  self._n, self._codec, self._level, parts_dir, self._shuffle,
-                 GATHER_BATCHES if separates_outputs(batches.pipeline) else 1
-             )).with_output_types(Any))
+                 GATHER_BATCHES if separates_outputs(batches.pipeline) else 1,
+                 self._cap)).with_output_types(Any))
              # ((split, shard), (key, how, data, count, size) or Gathered)
     every = (batches.pipeline
              | "AllShards" >> beam.Create(sorted(
@@ -730,7 +816,7 @@ class WriteShards(beam.PTransform):
             # ((split, shard), [part or None])
             | "WriteShard" >> beam.ParDo(_WriteShardFn(
                 self._directory, self._n, self._codec, self._level,
-                self._shuffle, self._max)).with_output_types(Any))
+                self._shuffle, self._max, self._cap)).with_output_types(Any))
             # ShardWritten
 
 
@@ -739,7 +825,8 @@ def finish_shard_names(directory: str, files: List[ShardWritten]
   """Final names for the files of WriteShards: a split whose shards all
   stayed within one file keeps its names; a split where some continued in
   further files gets `<split>-i-of-total` in (shard, roll) order. The
-  staged files are renamed in one call per split, after one listing: on
+  staged files (and their indexes) are renamed in one call per split,
+  after one listing: on
   GCS and S3 a rename is a copy, which the file systems batch. A rename
   already done is skipped, so a retried commit works. Returns the
   descriptions with the final names."""
@@ -757,13 +844,24 @@ def finish_shard_names(directory: str, files: List[ShardWritten]
     suffix = first.group(1)
     present = {m.path.rsplit("/", 1)[-1] for m in FileSystems.match(
         [FileSystems.join(directory, f"{split}-*")])[0].metadata_list}
+    present |= {f"{INDEX_DIR}/" + m.path.rsplit("/", 1)[-1]
+                for m in FileSystems.match([FileSystems.join(
+                    directory, INDEX_DIR, f"{split}-*")])[0].metadata_list}
     olds, news = [], []
     for i, f in enumerate(group):
       final = shard_name(split, i, total, suffix)
-      if f.file != final and (f.file in present or final not in present):
-        olds.append(FileSystems.join(directory, f.file))
-        news.append(FileSystems.join(directory, final))
-      out.append(f._replace(file=final))
+      renamed = f._replace(file=final)
+      pairs = [(f.file, final)]
+      if f.index_file:
+        renamed = renamed._replace(index_file=(
+            f"{INDEX_DIR}/{final}" + f.index_file[len(INDEX_DIR) + 1
+                                                  + len(f.file):]))
+        pairs.append((f.index_file, renamed.index_file))
+      for old, new in pairs:
+        if old != new and (old in present or new not in present):
+          olds.append(FileSystems.join(directory, old))
+          news.append(FileSystems.join(directory, new))
+      out.append(renamed)
     if olds:
       FileSystems.rename(olds, news)
   return out

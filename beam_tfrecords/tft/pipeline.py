@@ -33,7 +33,7 @@ from beam_tfrecords.core.tfrecord_files import frame_records, iter_tfrecords
 from beam_tfrecords.read.arrays import tfx_decoder
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.sinks.metadata import RAW_METADATA_DIR
-from beam_tfrecords.sinks.shards import TFRECORD_GZIP, ShardFiles
+from beam_tfrecords.sinks.shards import MEMBER_CAP, TFRECORD_GZIP, ShardFiles
 from beam_tfrecords.tft.functions import (analyze_columns, combined_fn,
                                           tfxio_source)
 from beam_tfrecords.tft.outputs import TransformedEncoder
@@ -101,8 +101,10 @@ class _TransformShardFn(beam.DoFn):
   def __init__(self, schema: Schema, raw_dir: str, out_dir: str,
                transform_dir: str, num_shards: Dict[str, int],
                level: Optional[int],
-               max_bytes: Optional[Dict[str, Optional[int]]]):
+               max_bytes: Optional[Dict[str, Optional[int]]],
+               member_cap: int = MEMBER_CAP):
     self._schema = schema
+    self._cap = member_cap
     self._raw_dir, self._out_dir = raw_dir, out_dir
     self._transform_dir = transform_dir
     self._n = dict(num_shards)
@@ -137,7 +139,8 @@ class _TransformShardFn(beam.DoFn):
     files = sorted(files, key=lambda f: f.roll)
     out = ShardFiles(self._out_dir, split, shard, self._n[split],
                      TFRECORD_GZIP, self._level, self._max.get(split),
-                     expected=sum(f.bytes for f in files))
+                     expected=sum(f.bytes for f in files),
+                     member_cap=self._cap)
     for f in files:
       records = iter_tfrecords(FileSystems.join(self._raw_dir, f.file),
                                "gzip", check_crc=False)
@@ -163,13 +166,16 @@ class TransformRecords(beam.PTransform):
     num_shards: split -> shards (as the raw shards).
     gzip_level: None for ISA-L's fast level, or a zlib level 1-9.
     max_bytes: split -> the largest file size, or None.
+    member_cap: framed bytes per gzip member at most.
   """
 
   def __init__(self, schema: Schema, transform_dir: str, temp_dir: str,
                raw_dir: str, out_dir: str, num_shards: Dict[str, int],
                gzip_level: Optional[int] = None,
-               max_bytes: Optional[Dict[str, Optional[int]]] = None):
+               max_bytes: Optional[Dict[str, Optional[int]]] = None,
+               member_cap: int = MEMBER_CAP):
     super().__init__()
+    self._cap = member_cap
     self._schema = schema
     self._transform_dir, self._temp_dir = transform_dir, temp_dir
     self._raw_dir, self._out_dir = raw_dir, out_dir
@@ -221,6 +227,6 @@ class TransformRecords(beam.PTransform):
             | "TransformShards" >> beam.ParDo(
                 _TransformShardFn(self._schema, self._raw_dir, self._out_dir,
                                   self._transform_dir, self._n, self._level,
-                                  self._max),
+                                  self._max, self._cap),
                 beam.pvalue.AsList(written)).with_output_types(Any))
             # ShardWritten (transformed=True)

@@ -24,7 +24,7 @@ from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
                                   WriteShards, WriteWithBeamSink)
 from beam_tfrecords.sinks.parts import (FeatureStatistics, OutputStaged,
                                         RowCounts)
-from beam_tfrecords.sinks.shards import PARTS_DIR, Codec
+from beam_tfrecords.sinks.shards import MEMBER_CAP, PARTS_DIR, Codec
 from beam_tfrecords.transforms.dead_letters import dead_letter_json
 from beam_tfrecords.transforms.encode import (FEATURE_STATS, KEY_DIGESTS,
                                               STAT_FIELDS, Encode)
@@ -33,12 +33,12 @@ from beam_tfrecords.transforms.overlap import CountOverlap
 __all__ = ["WriteBatches", "DatasetPlan", "SINKS"]
 
 SINKS = {
-    "deterministic": lambda d, plan, level, shuffle, codec: WriteShards(
+    "deterministic": lambda d, plan, level, shuffle, codec, cap: WriteShards(
         d, plan.shards, codec, gzip_level=level, shuffle=shuffle,
-        max_bytes=plan.max_bytes),
+        max_bytes=plan.max_bytes, member_cap=cap),
     # WriteToTFRecord compresses with zlib's default level and cannot bound
     # file sizes: it writes exactly plan.shards files.
-    "beam": lambda d, plan, level, shuffle, codec: WriteWithBeamSink(
+    "beam": lambda d, plan, level, shuffle, codec, cap: WriteWithBeamSink(
         d, plan.shards),
 }
 
@@ -64,6 +64,7 @@ class DatasetPlan:
       schema expects nothing).
     codec: how record shards are written (gzip TFRecords; uncompressed
       ones for --tfds).
+    member_bytes: framed bytes per gzip member at most (--member-size).
   """
   staging: str
   shards: Any
@@ -77,6 +78,7 @@ class DatasetPlan:
   buckets: Optional[int] = None
   checks: Optional[CheckPlan] = None
   codec: Codec = TFRECORD_GZIP
+  member_bytes: int = MEMBER_CAP
 
 
 def merge_split_stats(parts) -> dict:
@@ -123,7 +125,7 @@ class WriteBatches(beam.PTransform):
            # (split, key, [record])
            | "WriteSplits" >> SINKS[plan.sink](
                raw_dir, plan.shards, plan.gzip_level, plan.shuffle,
-               plan.codec))
+               plan.codec, plan.member_bytes))
     parts = [raw] if raw_dir == plan.staging else []
     if transform is not None:
       from beam_tfrecords.tft import TransformRecords
@@ -133,7 +135,8 @@ class WriteBatches(beam.PTransform):
               schema, plan.staging,
               FileSystems.join(plan.staging, TFT_TEMP_DIR), raw_dir,
               FileSystems.join(plan.staging, TRANSFORMED_DIR),
-              plan.shards.shards, plan.gzip_level, plan.shards.max_bytes))
+              plan.shards.shards, plan.gzip_level, plan.shards.max_bytes,
+              plan.member_bytes))
     return parts
 
   def expand(self, batches):

@@ -19,7 +19,7 @@ def test_unknown_keys_are_kept():
                   "gzip_level": None, "statistics": False,
                   "max_bad_rows": None, "max_bad_fraction": None,
                   "preprocess": None, "format_options": {},
-                  "member_bytes": 262144},
+                  "later_option": 262144},
       "split_rule": {"kind": "none", "splits": ["train"]},
       "tool": {"name": "t", "version": "0", "commit": "c"},
       "statistics": {"train": {"x": {"present": 1, "missing": 0,
@@ -34,7 +34,7 @@ def test_unknown_keys_are_kept():
   info = DatasetInfo.from_json(json.loads(text))
   assert info.extra == {"from_a_later_version": {"k": [1, 2]}}
   # Unknown keys inside the typed parts are kept too.
-  assert info.options.extra == {"member_bytes": 262144}
+  assert info.options.extra == {"later_option": 262144}
   assert info.inputs.files[0].extra == {"sha256": "ab"}
   assert info.tool.extra == {"commit": "c"}
   assert info.statistics["train"]["x"].extra == {"later_stat": [5]}

@@ -17,7 +17,7 @@ def _part(rng, key):
              for _ in range(rng.randint(1, 3))]
   data = frame_records(records)
   if how == shards.MEMBER:
-    data = shards.gzip_member(data, None)
+    data = shards.gzip_members(data, None)
   elif how == shards.PART_FILE:
     data = f"/parts/{key}"
   return (key, how, data, len(records),
@@ -69,8 +69,8 @@ def test_inline_many_writes_the_same_members(tmp_path, monkeypatch,
   for p in parts:
     if p[1] == shards.PART_FILE:  # a real part file to copy
       path = tmp_path / p[2].strip("/").replace("/", "_")
-      path.write_bytes(
-          shards.gzip_member(frame_records([b"x" * 10]), None))
+      path.write_bytes(shards.gzip_members(
+          frame_records([b"x" * 10] * p[3]), None))
   parts = [(k, how, str(tmp_path / d.strip("/").replace("/", "_"))
             if how == shards.PART_FILE else d, n, size)
            for k, how, d, n, size in parts]

@@ -1,6 +1,7 @@
 """beam_tfrecords/sinks/shards.py, on values: Deterministic sharded files:
 every byte is decided by the data."""
 
+import hashlib
 import os
 
 from isal import isal_zlib
@@ -9,7 +10,8 @@ import pytest
 import beam_tfrecords as btr
 from beam_tfrecords import InputError
 from beam_tfrecords.building.planning import shard_plan
-from beam_tfrecords.core.tfrecord_files import frame_records
+from beam_tfrecords.core.tfrecord_files import frame_record, frame_records
+import numpy as np
 from beam_tfrecords.schema import load_schema
 from beam_tfrecords.sinks import shards
 
@@ -151,3 +153,87 @@ def test_final_names_with_many_shards(tmp_path):
   assert [f.file for f in finish_shard_names(str(tmp_path), files)] == \
       names
   assert sorted(os.listdir(tmp_path)) == names
+
+
+def _records(n, seed=0):
+  import random
+  rng = random.Random(seed)
+  return [bytes(rng.randrange(256) for _ in range(rng.randint(0, 300)))
+          for _ in range(n)]
+
+
+def test_members_hold_at_most_the_cap_and_say_their_records():
+  import gzip
+  from beam_tfrecords.core.members import inflate, member_table
+  from beam_tfrecords.core.tfrecord_files import unframe_records
+  records = _records(400) + [b"z" * 5000] + _records(50, 1)
+  framed = frame_records(records)
+  data = shards.gzip_members(framed, None, cap=2048)
+  table = member_table(data)
+  assert sum(m.records for m in table) == len(records)
+  assert inflate(data) == gzip.decompress(data) == framed
+  at = 0
+  for m in table:
+    piece = unframe_records(inflate(data[m.offset:m.offset + m.size]))
+    assert piece == records[at:at + m.records]
+    # Within the cap, but for the record larger than it (alone).
+    assert len(frame_records(piece)) <= 2048 or piece == [b"z" * 5000]
+    at += m.records
+  # Greedy: no member would have room for its successor's first record.
+  sizes = [len(frame_records(records[a:a + m.records])) for a, m in zip(
+      [sum(t.records for t in table[:i]) for i in range(len(table))], table)]
+  firsts = [len(records[sum(t.records for t in table[:i])]) + 16
+            for i in range(1, len(table))]
+  assert all(s + f > 2048 for s, f in zip(sizes, firsts))
+  # The same bytes every time; the empty shard's one empty member.
+  assert shards.gzip_members(framed, None, cap=2048) == data
+  assert member_table(shards.gzip_members(b"", None))[0].records == 0
+
+
+@pytest.mark.parametrize("codec", ["gzip", "plain"])
+def test_every_tfrecord_file_gets_its_index(tmp_path, codec):
+  """ShardFiles writes index/<file>.index (ours) for gzip shards and
+  DALI's index/<file>.idx for uncompressed ones, from what it wrote:
+  inline parts, members and part files; a shard cut into files by the
+  limit gets one per file, renamed with it by finish_shard_names."""
+  from beam_tfrecords.core.members import member_table
+  from beam_tfrecords.core.shard_index import ShardIndex
+  from beam_tfrecords.sinks.shards import finish_shard_names
+  from beam_tfrecords.sinks.tfds_files import TFRECORD_PLAIN
+  gz = codec == "gzip"
+  c = shards.TFRECORD_GZIP if gz else TFRECORD_PLAIN
+  records = _records(600)
+  part = tmp_path / "p.part"
+  framed = frame_records(records[100:200])
+  part.write_bytes(shards.gzip_members(framed, None, 1024) if gz else framed)
+  out = shards.ShardFiles(str(tmp_path), "train", 0, 1, c, None,
+                          20_000 if gz else None, 60_000, member_cap=1024)
+  for r in records[:100]:
+    out.inline(frame_record(r), 1)
+  out.part_file(str(part), part.stat().st_size, 100)
+  data = frame_records(records[200:600])
+  out.member(shards.gzip_members(data, None, 1024) if gz else data, 400)
+  written = finish_shard_names(str(tmp_path), out.close())
+  assert sum(w.records for w in written) == 600
+  assert len(written) > 1 if gz else len(written) == 1  # cut by the limit
+  for w in written:
+    shard = (tmp_path / w.file).read_bytes()
+    index = (tmp_path / w.index_file).read_bytes()
+    assert w.index_bytes == len(index)
+    assert w.index_sha256 == hashlib.sha256(index).hexdigest()
+    if gz:
+      assert w.index_file == f"index/{w.file}.index"
+      table = member_table(shard)
+      got = ShardIndex.from_bytes(index, w.index_file)
+      assert got.offsets.tolist() == [m.offset for m in table] + [len(shard)]
+      assert got.records == w.records
+      got.check(len(shard), lambda o, n: shard[o:o + n], w.index_file,
+                w.file)
+    else:
+      assert w.index_file == f"index/{w.file}.idx"
+      lines = index.decode("ascii").splitlines()
+      sizes = [len(r) + 16 for r in records]
+      offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
+      assert lines == [f"{o} {s}" for o, s in zip(offsets, sizes)]
+  assert sorted(os.listdir(tmp_path / "index")) == sorted(
+      w.index_file[len("index/"):] for w in written)
