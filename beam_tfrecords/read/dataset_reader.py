@@ -85,13 +85,23 @@ class DatasetReader:
              drop_remainder: bool = False,
              shuffle_seed: Optional[int] = None, epoch: int = 0,
              shuffle_buffer: int = SHUFFLE_BUFFER,
-             transformed: bool = False) -> RecordStream:
+             transformed: bool = False, shuffle: str = "buffer",
+             block: int = 1) -> RecordStream:
     """The serialized records of `rank`'s exact share ((index, count);
     None: all), and `worker`'s part of it, resumable
-    (state_dict / load_state_dict): read.stream.RecordStream."""
+    (state_dict / load_state_dict): read.stream.RecordStream;
+    shuffle="global" (with a seed): a permutation of every record."""
     return RecordStream(self._window, split, rank, drop_remainder,
                         shuffle_seed, epoch, shuffle_buffer, worker,
-                        transformed)
+                        transformed, shuffle, block)
+
+  def by_number(self, split: str = "train", transformed: bool = False):
+    """The split's serialized records by number (`len`, `[i]`,
+    `.get([i, ...])`): read.random_access.RecordIndex, through the
+    shards' indexes."""
+    # pylint: disable=import-outside-toplevel
+    from beam_tfrecords.read.random_access import RecordIndex
+    return RecordIndex(self._window, split, transformed)
 
   def torch(self, split: str = "train", **options: Any):
     """A torch.utils.data.IterableDataset of the split (options: the

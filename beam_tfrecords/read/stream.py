@@ -17,6 +17,15 @@ order is the same on every run and differs between epochs. The state is
 the number of records yielded; resuming reads the share again from its
 start and skips that many (records are not decoded while skipped), so it
 continues with exactly the records that were still to come, in order.
+
+`shuffle="global"` (with a seed) reads the split in a permutation of all
+its records drawn from (seed, epoch) instead (read.global_order): any
+record may follow any other. It reads through the shards' indexes
+(read.random_access), `lookahead` positions at a time, each gzip member
+inflated once per lookahead. The rank's share is a range of the
+permutation; its workers take blocks of `block` positions in turn (give
+the DataLoader's batch size: then the batches come out in the
+permutation's order). A resume skips without reading anything.
 """
 
 import copy
@@ -29,9 +38,16 @@ from beam_tfrecords.core.generations import Guard
 from beam_tfrecords.core.shares import (Piece, check_share, file_order, share,
                                         share_of, stable_seed)
 from beam_tfrecords.core.tfrecord_files import iter_tfrecord_lists
+from beam_tfrecords.read.global_order import (LOOKAHEAD, GlobalOrder,
+                                              Positions, read_in_order)
+from beam_tfrecords.read.random_access import RecordIndex
 from beam_tfrecords.read.window import Datasets, split_files, window
 
-__all__ = ["RecordStream", "SHUFFLE_BUFFER", "buffer_shuffled"]
+__all__ = ["RecordStream", "SHUFFLE_BUFFER", "SHUFFLES", "buffer_shuffled"]
+
+# "buffer": the files in a seeded order, records through a seeded buffer;
+# "global": a permutation of every record (the shards' indexes).
+SHUFFLES = ("buffer", "global")
 
 SHUFFLE_BUFFER = 10_000
 
@@ -65,6 +81,12 @@ class RecordStream:
     shuffle_buffer: records the shuffle draws from (with a seed).
     worker: (index, count): this reader's part of the share.
     transformed: the records of the schema's `transform:` section.
+    shuffle: with a seed, "buffer" (files in a seeded order, records
+      through the buffer) or "global" (a permutation of every record).
+    block: "global": positions dealt to a worker at a time (the
+      DataLoader's batch size).
+    lookahead: "global": positions read at a time (memory: this many
+      records).
   """
 
   def __init__(self, datasets: Datasets, split: str = "train",
@@ -73,7 +95,14 @@ class RecordStream:
                shuffle_seed: Optional[int] = None, epoch: int = 0,
                shuffle_buffer: int = SHUFFLE_BUFFER,
                worker: Optional[Tuple[int, int]] = None,
-               transformed: bool = False):
+               transformed: bool = False, shuffle: str = "buffer",
+               block: int = 1, lookahead: int = LOOKAHEAD):
+    if shuffle not in SHUFFLES:
+      raise ValueError(f"shuffle must be one of {SHUFFLES}; got "
+                       f"{shuffle!r}")
+    if shuffle == "global" and shuffle_seed is None:
+      raise ValueError("shuffle='global' needs a shuffle_seed (the "
+                       "permutation is drawn from the seed and the epoch)")
     self.found = window(datasets)
     # Each file checked against its dataset's generation once open.
     self.guard = Guard({path: info.generation for path, info in self.found})
@@ -88,6 +117,12 @@ class RecordStream:
     self.shuffle_seed = shuffle_seed
     self.epoch = epoch
     self.shuffle_buffer = shuffle_buffer
+    self.shuffle, self.block, self.lookahead = shuffle, block, lookahead
+    self.transformed = transformed
+    self._records: Optional[RecordIndex] = None
+    if shuffle == "global":
+      self._records = RecordIndex.of_window(self.found, split, transformed)
+      Positions(1, block=block)  # (checks block)
     self._skip = 0
     self._yielded = 0
 
@@ -117,7 +152,22 @@ class RecordStream:
     return share_of(mine, *self.worker) if self.worker[1] > 1 else mine
 
   def __len__(self) -> int:
+    if self._records is not None:
+      return len(self._positions())
     return sum(p.take for p in self.pieces)
+
+  def _positions(self) -> Positions:
+    assert self._records is not None
+    return Positions(len(self._records), self.shard, self.worker,
+                     self.block, self.drop_remainder)
+
+  def _global(self, skip: int) -> Iterator[List[bytes]]:
+    """Shuffle "global": the records after the first `skip`, a list per
+    lookahead."""
+    assert self._records is not None and self.shuffle_seed is not None
+    order = GlobalOrder(len(self._records), self.shuffle_seed, self.epoch)
+    return read_in_order(self._records, order, self._positions(), skip,
+                         self.lookahead)
 
   def _lists(self) -> Iterator[List[bytes]]:
     """The pieces' records, a list per read of a file. A piece that ends
@@ -151,6 +201,12 @@ class RecordStream:
     return self._from(skip)
 
   def _from(self, skip: int) -> Iterator[bytes]:
+    if self._records is not None:
+      for records in self._global(skip):
+        for record in records:
+          self._yielded += 1
+          yield record
+      return
     if self.shuffle_seed is None:
       for records in self._unshuffled(skip):
         for record in records:
@@ -183,6 +239,8 @@ class RecordStream:
       raise ValueError(f"a batch has at least 1 record; got {size}")
     skip, self._skip = self._skip, 0
     self._yielded = skip
+    if self._records is not None:
+      return self._counted(_regrouped(self._global(skip), size))
     if self.shuffle_seed is not None:
       return _regrouped(([r] for r in self._from(skip)), size)
     return self._counted(_regrouped(self._unshuffled(skip), size))
@@ -198,7 +256,9 @@ class RecordStream:
             "shard": list(self.shard), "worker": list(self.worker),
             "drop_remainder": self.drop_remainder,
             "shuffle_seed": self.shuffle_seed, "epoch": self.epoch,
-            "shuffle_buffer": self.shuffle_buffer}
+            "shuffle_buffer": self.shuffle_buffer,
+            **({"shuffle": "global", "block": self.block}
+               if self._records is not None else {})}
 
   def state_dict(self) -> Dict[str, Any]:
     """Where the reader is: its arguments and the records yielded in
@@ -222,6 +282,14 @@ class RecordStream:
                          f"this one has {mine.get(key)!r}: make it with the "
                          "same arguments to resume")
     self._skip = self._yielded = position
+
+  def resume_rank(self, consumed: int) -> None:
+    """Shuffle "global": the next iteration continues after the first
+    `consumed` records of the rank's share, as its workers gave them out
+    block by block (what a DataLoader handed the trainer)."""
+    if self._records is None:
+      raise ValueError("resume_rank() needs shuffle='global'")
+    self._skip = self._yielded = self._positions().skipped(consumed)
 
 
 

@@ -24,6 +24,24 @@ so that collective steps never wait on a rank with one batch fewer).
 `state_dict()` / `load_state_dict()` resume mid-epoch (torchdata's
 StatefulDataLoader calls them on each worker's copy).
 
+A global shuffle (`shuffle="global"`: a permutation of every record of
+the split from (seed, epoch), read through the shards' indexes) comes
+with an exact resume from the trainer's side:
+
+    ds = Dataset(path, "train", shuffle_seed=7, shuffle="global",
+                 batch_size=256)
+    loader = ds.loader(num_workers=2)     # a DataLoader that counts
+    for batch in loader:
+        ...
+        state = loader.state_dict()       # small JSON: records taken
+    # after a restart (or a killed worker):
+    loader = ds.loader(num_workers=2); loader.load_state_dict(state)
+
+Random access: `IndexedDataset` is a map-style Dataset (`len`,
+`ds[i]`, and `__getitems__` for a batch of indices: each gzip member
+inflated once); `GlobalSampler` gives the same permutation and shares
+as indices, and `IndexedDataset.loader` resumes it the same way.
+
 Needs the `torch` extra: pip install beam-tfrecords[torch].
 """
 
@@ -37,13 +55,17 @@ import pyarrow as pa
 import torch
 import torch.utils.data
 
+from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.read.arrays import RecordDecoder, cuts
+from beam_tfrecords.read.global_order import GlobalOrder, Positions
+from beam_tfrecords.read.random_access import RecordIndex
 from beam_tfrecords.read.reader import dataset_schema
 from beam_tfrecords.read.stream import SHUFFLE_BUFFER, RecordStream
-from beam_tfrecords.read.window import Datasets
+from beam_tfrecords.read.window import Datasets, window
 from beam_tfrecords.read.wire_columns import Text, objects
 
-__all__ = ["Batch", "Dataset", "collate"]
+__all__ = ["Batch", "Dataset", "IndexedDataset", "GlobalSampler", "Loader",
+           "collate"]
 
 _GROUP = 8192
 
@@ -247,6 +269,11 @@ class Dataset(torch.utils.data.IterableDataset):
       [N, *shape] for a fixed feature, {"values", "lengths"} tensors for
       a variable one (feature lists: beam_tfrecords.read.arrays). The last
       batch may be smaller.
+    shuffle: with a seed, "buffer" (files in a seeded order, records
+      through a buffer of `shuffle_buffer`) or "global" (a permutation of
+      every record; needs the shards' indexes; with batch_size, the
+      workers' batches come in the permutation's order and `loader()`
+      resumes exactly).
   """
 
   def __init__(self, datasets: Datasets, split: str = "train",
@@ -254,14 +281,18 @@ class Dataset(torch.utils.data.IterableDataset):
                drop_remainder: bool = False,
                shuffle_seed: Optional[int] = None, epoch: int = 0,
                shuffle_buffer: int = SHUFFLE_BUFFER,
-               batch_size: Optional[int] = None):
+               batch_size: Optional[int] = None, shuffle: str = "buffer"):
     super().__init__()
     # No shard: torch.distributed's, looked up when iterating (the
     # Dataset may be made before init_process_group).
     self._shard = shard
     self._stream = RecordStream(
         datasets, split, shard or _rank_share(), drop_remainder,
-        shuffle_seed, epoch, shuffle_buffer)
+        shuffle_seed, epoch, shuffle_buffer, shuffle=shuffle,
+        block=batch_size or 1)
+    # Records of the rank's share the trainer took (Loader), to resume
+    # from in every worker; None: the worker's own state, if any.
+    self._consumed: Optional[int] = None
     first, info = self._stream.found[0]
     self._decoder = RecordDecoder(dataset_schema(first, info))
     self._batch = batch_size
@@ -306,7 +337,10 @@ class Dataset(torch.utils.data.IterableDataset):
   def __iter__(self) -> Iterator[Dict[str, Any]]:
     stream = self._worker_stream()
     self._position = 0
-    if self._state is not None:
+    if self._consumed is not None:
+      stream.resume_rank(self._consumed)
+      self._position = stream.state_dict()["position"]
+    elif self._state is not None:
       stream.load_state_dict(self._state)
       self._position, self._state = self._state["position"], None
     return self._from(stream)
@@ -347,3 +381,170 @@ class Dataset(torch.utils.data.IterableDataset):
     worker: its state names it)."""
     self._state = dict(state)
     self._stream.epoch = state["epoch"]
+
+  def loader(self, **options: Any) -> "Loader":
+    """A DataLoader of this dataset (options: DataLoader's, e.g.
+    num_workers) that knows the records the trainer took: resumable
+    exactly (`shuffle="global"` with a batch_size)."""
+    if self._stream.shuffle != "global" or not self._batch:
+      raise InputError("Dataset.loader() resumes a global shuffle: give "
+                       "shuffle_seed, shuffle='global' and batch_size")
+    return Loader(self, self._batch, len(self._stream.replaced(
+        self._share())), options)
+
+  def _resume(self, epoch: int, consumed: Optional[int]) -> None:
+    self.set_epoch(epoch)
+    self._consumed = consumed
+
+  def _config(self) -> Dict[str, Any]:
+    return {k: v for k, v in self._stream.state_dict().items()
+            if k not in ("position", "worker", "epoch")}
+
+  @property
+  def epoch(self) -> int:
+    return self._stream.epoch
+
+
+class GlobalSampler(torch.utils.data.Sampler):
+  """The indices of a global shuffle of `n` records (read.global_order):
+  the permutation from (seed, epoch), this rank's share (torch.distributed's
+  rank unless `shard` is given), from its `start`-th position."""
+
+  def __init__(self, n: int, seed: int, epoch: int = 0,
+               shard: Optional[Tuple[int, int]] = None,
+               drop_remainder: bool = False):
+    super().__init__()
+    self.n, self.seed, self.epoch = n, seed, epoch
+    self.shard, self.drop_remainder = shard, drop_remainder
+    self.start = 0
+
+  def set_epoch(self, epoch: int) -> None:
+    if epoch != self.epoch:
+      self.start = 0
+    self.epoch = epoch
+
+  def _positions(self) -> Positions:
+    return Positions(self.n, self.shard or _rank_share(),
+                     drop_remainder=self.drop_remainder)
+
+  def __len__(self) -> int:
+    return len(self._positions())
+
+  def __iter__(self) -> Iterator[int]:
+    positions, order = self._positions(), GlobalOrder(self.n, self.seed,
+                                                      self.epoch)
+    start, self.start = self.start, 0
+    at = start
+    while at < len(positions):
+      chunk = order(positions.take(at, 65_536))
+      at += len(chunk)
+      yield from chunk.tolist()
+
+  def _resume(self, epoch: int, consumed: Optional[int]) -> None:
+    self.epoch, self.start = epoch, consumed or 0
+
+  def _config(self) -> Dict[str, Any]:
+    return {"n": self.n, "shuffle_seed": self.seed,
+            "shard": list(self.shard or _rank_share() or (0, 1)),
+            "drop_remainder": self.drop_remainder}
+
+
+class IndexedDataset(torch.utils.data.Dataset):
+  """The records of one split by number (map-style): `len(ds)`, `ds[i]`
+  (a dict of numpy arrays, as Dataset gives) and `__getitems__` (a batch
+  of indices: each gzip member they touch inflated once). Needs the
+  shards' indexes (read.random_access).
+
+  Args:
+    datasets: a dataset folder, a glob, a pin file, or a list of them.
+    split: the split.
+    transformed: the records of the schema's `transform:` section.
+  """
+
+  def __init__(self, datasets: Datasets, split: str = "train",
+               transformed: bool = False):
+    super().__init__()
+    found = window(datasets)
+    self._records = RecordIndex.of_window(found, split, transformed)
+    first, info = found[0]
+    self._decoder = RecordDecoder(dataset_schema(first, info))
+
+  @property
+  def collate(self):
+    """This dataset's collate_fn (see `collate`)."""
+    return functools.partial(collate, fixed=self._decoder.fixed)
+
+  def __len__(self) -> int:
+    return len(self._records)
+
+  def __getitem__(self, i: int) -> Dict[str, Any]:
+    return self._decoder.decode([self._records[int(i)]])[0]
+
+  def __getitems__(self, indices) -> list:
+    return self._decoder.decode(self._records.get(list(indices)))
+
+  def loader(self, batch_size: int, shuffle_seed: int, epoch: int = 0,
+             shard: Optional[Tuple[int, int]] = None,
+             drop_remainder: bool = False, **options: Any) -> "Loader":
+    """A DataLoader of this dataset in a global shuffle's order
+    (GlobalSampler), resumable exactly (Loader)."""
+    sampler = GlobalSampler(len(self), shuffle_seed, epoch, shard,
+                            drop_remainder)
+    return Loader(self, batch_size, len(sampler),
+                  dict(options, sampler=sampler, batch_size=batch_size,
+                       collate_fn=options.get("collate_fn", self.collate)))
+
+
+class Loader:
+  """A torch DataLoader whose batches come in a global shuffle's order,
+  and so whose state is the records the trainer took: `state_dict()`
+  after any batch (a small JSON object), `load_state_dict()` before
+  iterating, and the next iteration continues with exactly the records
+  still to come, whatever happened to the process or its workers.
+
+  Made by Dataset.loader (an IterableDataset of batches; the workers
+  take the permutation's blocks in turn) or IndexedDataset.loader (a
+  GlobalSampler: DataLoader keeps a sampler's order)."""
+
+  def __init__(self, source, batch_size: int, share: int,
+               options: Dict[str, Any]):
+    self._source, self._batch, self._share = source, batch_size, share
+    self._sampler = options.get("sampler")
+    self._options = dict(options)
+    if self._sampler is None:
+      self._options["batch_size"] = None
+    self._epoch = (self._sampler or source).epoch
+    self._consumed = 0
+
+  def set_epoch(self, epoch: int) -> None:
+    if epoch != self._epoch:
+      self._consumed = 0
+    self._epoch = epoch
+
+  def __len__(self) -> int:
+    return -(-(self._share - self._consumed) // self._batch)
+
+  def __iter__(self) -> Iterator[Any]:
+    (self._sampler or self._source)._resume(self._epoch, self._consumed)
+    loader = torch.utils.data.DataLoader(self._source, **self._options)
+    for batch in loader:
+      self._consumed = min(self._consumed + self._batch, self._share)
+      yield batch
+    self._consumed = 0
+    self._epoch += 1
+
+  def state_dict(self) -> Dict[str, Any]:
+    return dict((self._sampler or self._source)._config(),
+                epoch=self._epoch, consumed=self._consumed)
+
+  def load_state_dict(self, state: Dict[str, Any]) -> None:
+    """Raises InputError for the state of another reader."""
+    want = dict(state)
+    consumed, epoch = int(want.pop("consumed")), int(want.pop("epoch"))
+    mine = (self._sampler or self._source)._config()
+    for key, value in sorted(want.items()):
+      if mine.get(key) != value:
+        raise InputError(f"the state is of a loader with {key}={value!r}; "
+                         f"this one has {mine.get(key)!r}: make it with "
+                         "the same arguments to resume")
+    self._epoch, self._consumed = epoch, consumed

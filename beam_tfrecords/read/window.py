@@ -210,10 +210,12 @@ def digest(path: str) -> str:
   h = hashlib.sha256()
   with fs.open_read(fs.join(path, DATASET_JSON)) as f:
     h.update(f.read())
-  listed = [s.file for split in info.splits.values() for s in split.shards]
+  shards = [s for split in info.splits.values() for s in split.shards]
   if info.transform is not None:
-    listed += [s.file for split in info.transform.splits.values()
+    shards += [s for split in info.transform.splits.values()
                for s in split.shards]
+  listed = [s.file for s in shards] + [s.index.file for s in shards
+                                       if s.index is not None]
   sizes = {}  # one listing per folder, not a request per file
   for folder in sorted({os.path.dirname(n) for n in listed}):
     base = fs.join(path, folder) if folder else path

@@ -1,0 +1,164 @@
+"""Random access (issue 47): records by number through the index beside
+every gzip shard, a global shuffle from (seed, epoch) with exact shares,
+and stale or missing indexes refused by name. Real builds, real files;
+the records compared with what the streaming reader and tf.data read."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import beam_tfrecords as btr
+from beam_tfrecords.read.global_order import GlobalOrder
+from beam_tfrecords.read.random_access import RecordIndex
+from beam_tfrecords.read.stream import RecordStream
+
+from tests.helpers.shard_size import SCHEMA, _csv
+
+ROWS = 3000
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+  """A split of 3,000 records in 3 shards cut into members of 4 KiB."""
+  folder = tmp_path_factory.mktemp("random_access")
+  src = _csv(folder / "in.csv", ROWS)
+  out = str(folder / "out")
+  btr.build(SCHEMA, src, out, num_shards=3, member_size="4KiB")
+  return out
+
+
+def _ids(records):
+  return [btr_decode(r) for r in records]
+
+
+def btr_decode(record):
+  from beam_tfrecords.core.tfrecord_files import decode_example
+  return decode_example(record)["id"][1][0]
+
+
+def test_records_by_number_are_the_streams(built, tf):
+  info = btr.dataset_info(built)
+  shards = info.splits["train"].shards
+  assert all(s.index is not None and s.index.file ==
+             f"index/{s.file}.index" for s in shards)
+  assert info.options.member_bytes == 4096
+  records = RecordIndex(built, "train")
+  stream = list(RecordStream(built, "train"))
+  assert len(records) == len(stream) == ROWS
+  # What tf.data reads from the shards, in order, is what the index gives.
+  files = [os.path.join(built, s.file) for s in shards]
+  read = [r.numpy() for r in tf.data.TFRecordDataset(
+      files, compression_type="GZIP")]
+  assert read == stream
+  assert [records[i] for i in range(0, ROWS, 7)] == stream[::7]
+  picks = np.random.default_rng(0).integers(0, ROWS, 500).tolist()
+  assert records.get(picks) == [stream[i] for i in picks]
+  assert records.get([]) == []
+  # The same through the one read handle.
+  handle = btr.open(built)
+  assert handle.by_number("train").get([3, 2]) == [stream[3], stream[2]]
+  assert list(handle.stream("train", shuffle_seed=1, shuffle="global")) == \
+      list(RecordStream(built, "train", shuffle_seed=1, shuffle="global"))
+  with pytest.raises(IndexError, match="record 3000 of a split of 3,000"):
+    records[ROWS]
+
+
+def test_a_global_shuffle_is_a_permutation_with_exact_shares(built):
+  everything = sorted(_ids(RecordStream(built, "train")))
+  assert everything == list(range(ROWS))
+  one = _ids(RecordStream(built, "train", shuffle_seed=5,
+                          shuffle="global"))
+  assert sorted(one) == everything
+  # The order is the permutation's (the index's numbering: stream order).
+  order = GlobalOrder(ROWS, 5, 0)(np.arange(ROWS))
+  stream = _ids(RecordStream(built, "train"))
+  assert one == [stream[i] for i in order]
+  # The same for the same seed and epoch, however many at a time; another
+  # epoch, another order.
+  assert _ids(RecordStream(built, "train", shuffle_seed=5,
+                           shuffle="global", lookahead=97)) == one
+  other = _ids(RecordStream(built, "train", shuffle_seed=5, epoch=1,
+                            shuffle="global"))
+  assert sorted(other) == everything and other != one
+  # Any record may follow any other: not file by file.
+  assert len({i // 1000 for i in one[:30]}) == 3
+  # Shares: 4 ranks of 2 workers each, blocks of 8: no record twice.
+  parts = []
+  for rank in range(4):
+    rank_records = []
+    streams = [RecordStream(built, "train", shard=(rank, 4),
+                            worker=(w, 2), shuffle_seed=5,
+                            shuffle="global", block=8) for w in range(2)]
+    lists = [_ids(s) for s in streams]
+    # The workers' blocks in turn give the rank's share in order.
+    at = [0, 0]
+    while at[0] < len(lists[0]) or at[1] < len(lists[1]):
+      for w in range(2):
+        rank_records += lists[w][at[w]:at[w] + 8]
+        at[w] += 8
+    assert rank_records == one[rank * ROWS // 4:(rank + 1) * ROWS // 4]
+    parts += rank_records
+  assert parts == one
+
+
+def test_a_stream_resumes_a_global_shuffle_exactly(built):
+  full = _ids(RecordStream(built, "train", shuffle_seed=2,
+                           shuffle="global"))
+  stream = RecordStream(built, "train", shuffle_seed=2, shuffle="global")
+  it = iter(stream)
+  first = [btr_decode(next(it)) for _ in range(1234)]
+  state = json.loads(json.dumps(stream.state_dict()))
+  assert state["position"] == 1234 and state["shuffle"] == "global"
+  again = RecordStream(built, "train", shuffle_seed=2, shuffle="global")
+  again.load_state_dict(state)
+  assert first + _ids(again) == full
+  with pytest.raises(btr.InputError, match="shuffle_seed=2"):
+    RecordStream(built, "train", shuffle_seed=3,
+                 shuffle="global").load_state_dict(state)
+
+
+def test_stale_foreign_and_missing_indexes_are_refused(built, tmp_path):
+  out = str(tmp_path / "copy")
+  shutil.copytree(built, out)
+  info = btr.dataset_info(out)
+  s0, s1 = info.splits["train"].shards[:2]
+  # Another shard's index beside this one: both files named.
+  shutil.copy(os.path.join(out, s1.index.file),
+              os.path.join(out, s0.index.file))
+  records = RecordIndex(out, "train")
+  with pytest.raises(btr.ShardIndexError) as e:
+    records[0]
+  assert f"the index {os.path.join(out, s0.index.file)} does not belong " \
+         f"to the shard {os.path.join(out, s0.file)}" in str(e.value)
+  # Records in the second shard still read.
+  assert btr_decode(records[s0.num_records]) == \
+      btr_decode(list(RecordStream(built, "train"))[s0.num_records])
+  # Not an index at all.
+  with open(os.path.join(out, s1.index.file), "wb") as f:
+    f.write(b"garbage")
+  with pytest.raises(btr.ShardIndexError, match="is not a shard index"):
+    RecordIndex(out, "train")[s0.num_records]
+  # A dataset without indexes (Beam's sink writes none): said, with what
+  # to do instead.
+  beam_out = str(tmp_path / "beam")
+  btr.build(SCHEMA, _csv(tmp_path / "b.csv", 20), beam_out, num_shards=1,
+            sink="beam")
+  with pytest.raises(btr.InputError, match="has no index, so its records "
+                     "cannot be read by number .* read it as a stream"):
+    RecordIndex(beam_out, "train")
+  with pytest.raises(ValueError, match="needs a shuffle_seed"):
+    RecordStream(built, "train", shuffle="global")
+
+
+def test_member_size_is_checked(tmp_path):
+  src = _csv(tmp_path / "a.csv", 5)
+  with pytest.raises(btr.InputError, match="--member-size must be a size "
+                     "from 1KiB to 1GiB"):
+    btr.build(SCHEMA, src, str(tmp_path / "o"), member_size="10")
+  with pytest.raises(btr.InputError, match="--member-size works with the "
+                     "deterministic sink"):
+    btr.build(SCHEMA, src, str(tmp_path / "o"), member_size="64KiB",
+              sink="beam")

@@ -1,0 +1,113 @@
+"""PyTorch with random access (issue 47): the map-style IndexedDataset,
+and a global shuffle through a DataLoader with 2 workers that resumes
+exactly, to the record, after a worker is killed. Real torch (the
+`torch` extra; CI installs it)."""
+
+import json
+import multiprocessing
+import os
+import signal
+
+import numpy as np
+import pytest
+
+if os.environ.get("BTR_REQUIRE_EXTRAS"):
+  import torch
+else:
+  torch = pytest.importorskip("torch")
+
+import beam_tfrecords as btr  # noqa: E402
+from beam_tfrecords.read.global_order import GlobalOrder  # noqa: E402
+from beam_tfrecords.read.stream import RecordStream  # noqa: E402
+from beam_tfrecords.read.torch import (Dataset, GlobalSampler,  # noqa: E402
+                                       IndexedDataset)
+
+from tests.helpers.shard_size import SCHEMA, _csv  # noqa: E402
+
+ROWS = 2000
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+  folder = tmp_path_factory.mktemp("torch_random_access")
+  out = str(folder / "out")
+  btr.build(SCHEMA, _csv(folder / "in.csv", ROWS), out, num_shards=2,
+            member_size="4KiB")
+  return out
+
+
+def _stream_ids(out):
+  from beam_tfrecords.core.tfrecord_files import decode_example
+  return [decode_example(r)["id"][1][0] for r in RecordStream(out, "train")]
+
+
+def test_the_map_style_dataset_gives_records_by_number(built):
+  ds = IndexedDataset(built, "train")
+  ids = _stream_ids(built)
+  assert len(ds) == ROWS
+  assert int(ds[17]["id"]) == ids[17]
+  batch = ds.__getitems__([5, 1999, 0, 5])
+  assert [int(r["id"]) for r in batch] == [ids[5], ids[1999], ids[0], ids[5]]
+  assert batch[0]["text"] == ds[5]["text"]
+  # With torch's own sampler and DataLoader (its fetcher calls
+  # __getitems__ with each batch's indices).
+  loader = torch.utils.data.DataLoader(
+      ds, batch_size=64, shuffle=True, collate_fn=ds.collate,
+      generator=torch.Generator().manual_seed(0))
+  seen = [int(v) for b in loader for v in b["id"]]
+  assert sorted(seen) == sorted(ids)
+
+
+def test_the_sampler_gives_the_permutation_and_shares(built):
+  order = GlobalOrder(ROWS, 9, 4)(np.arange(ROWS)).tolist()
+  assert list(GlobalSampler(ROWS, 9, epoch=4)) == order
+  shares = [list(GlobalSampler(ROWS, 9, 4, shard=(r, 3)))
+            for r in range(3)]
+  assert [len(s) for s in shares] == [666, 667, 667]
+  assert sum(shares, []) == order
+
+
+def _ids(batches):
+  return [int(v) for b in batches for v in b["id"]]
+
+
+@pytest.mark.parametrize("kind", ["iterable", "map"])
+def test_a_killed_worker_resumes_to_the_record(built, kind):
+  def make():
+    if kind == "iterable":
+      ds = Dataset(built, "train", shuffle_seed=11, shuffle="global",
+                   batch_size=50)
+      return ds.loader(num_workers=2)
+    return IndexedDataset(built, "train").loader(
+        batch_size=50, shuffle_seed=11, num_workers=2)
+
+  ids = _stream_ids(built)
+  order = [ids[i] for i in GlobalOrder(ROWS, 11, 0)(np.arange(ROWS))]
+  assert _ids(make()) == order  # the whole epoch, in the permutation's order
+  loader = make()
+  taken, it = [], iter(loader)
+  for _ in range(7):
+    taken += _ids([next(it)])
+  # A worker dies (the OOM killer, a preemption): the DataLoader fails.
+  workers = multiprocessing.active_children()
+  assert len(workers) >= 2
+  os.kill(workers[0].pid, signal.SIGKILL)
+  with pytest.raises(RuntimeError, match="DataLoader worker"):
+    for _ in range(100):
+      taken += _ids([next(it)])
+  state = json.loads(json.dumps(loader.state_dict()))
+  assert state["consumed"] == len(taken) and state["epoch"] == 0
+  del it
+  resumed = make()
+  resumed.load_state_dict(state)
+  rest = _ids(resumed)
+  assert taken + rest == order  # none skipped, none twice, same order
+  # After the epoch: the next one, from its start.
+  assert resumed.state_dict()["epoch"] == 1
+  assert resumed.state_dict()["consumed"] == 0
+  with pytest.raises(btr.InputError, match="the state is of a loader with "
+                     "shuffle_seed=11"):
+    other = (Dataset(built, "train", shuffle_seed=12, shuffle="global",
+                     batch_size=50).loader() if kind == "iterable" else
+             IndexedDataset(built, "train").loader(50, shuffle_seed=12))
+    other.load_state_dict(state)
