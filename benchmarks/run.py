@@ -3,7 +3,7 @@
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
                               images|transform|portable|tfrecord|cli|
                               cluster|nested|checks|stats|tft|read|
-                              members|engines|all]
+                              members|access|engines|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
@@ -18,7 +18,7 @@ Each suite is a module of this folder, whose docstring says what it
 measures and against which baselines: examples_suite, sequences_suite,
 accounting_suite, scale_suite, images_suite, transform_suite,
 portable_suite, tfrecord_suite, cli_suite, cluster, nested, checks,
-stats, tft_suite, read_suite, members_suite and engines (by name only,
+stats, tft_suite, read_suite, members_suite, access_suite and engines (by name only,
 not in `all`).
 What several share is in common.py. This file parses the flags, runs the
 suites, and runs the baselines that the suites start in fresh
@@ -28,6 +28,7 @@ interpreters (`--run-baseline KIND ARG...`, hidden).
 import argparse
 import os
 
+from access_suite import access_suite
 from accounting_suite import accounting_suite
 from checks import checks_suite
 from cli_suite import cli_suite
@@ -72,7 +73,7 @@ def main():
                                      "scale", "images", "transform", "portable",
                                      "tfrecord", "cli", "cluster", "nested",
                                      "checks", "stats", "tft", "read",
-                                     "members", "engines", "all"],
+                                     "members", "access", "engines", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="10000000,40000000,100000000",
@@ -135,6 +136,7 @@ def main():
                       ("tft", tft_suite),
                       ("read", read_suite),
                       ("members", members_suite),
+                      ("access", access_suite),
                       ("engines", engines_suite)):
     # (engines: by name only; it needs Java and Maven, and 10 minutes)
     if args.suite == name or (args.suite == "all" and name != "engines"):

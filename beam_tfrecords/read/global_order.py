@@ -17,7 +17,9 @@ A rank's share is positions [⌊rN/W⌋, ⌊(r+1)N/W⌋) of the order (with
 blocks of `block` positions go to the workers in turn, block b to worker
 b mod workers: a DataLoader asks its workers for a batch in turn, so with
 `block` its batch size it hands the rank its share in the order's order,
-and the records consumed say exactly where to resume.
+and the records consumed say exactly where to resume: a resumed
+DataLoader asks worker 0 first again, so the blocks are dealt anew from
+there (`origin`: the positions of the share already consumed).
 
 Reading: the next `lookahead` positions are mapped to records, and every
 gzip member they touch is inflated once (read.random_access.RecordIndex):
@@ -89,11 +91,13 @@ class Positions:
     worker: (worker, workers); None: (0, 1).
     block: positions dealt to a worker at a time.
     drop_remainder: every rank ⌊n/ranks⌋ positions.
+    origin: the share's first positions left out (consumed before a
+      resume); the blocks are dealt from there.
   """
 
   def __init__(self, n: int, shard: Optional[Tuple[int, int]] = None,
                worker: Optional[Tuple[int, int]] = None, block: int = 1,
-               drop_remainder: bool = False):
+               drop_remainder: bool = False, origin: int = 0):
     if block < 1:
       raise ValueError(f"block must be at least 1; got {block}")
     rank, ranks = check_share(shard)
@@ -104,18 +108,15 @@ class Positions:
     else:
       self.start, self.stop = rank * n // ranks, (rank + 1) * n // ranks
     self.block = block
-    share = self.stop - self.start
+    self.share = self.stop - self.start
+    self.origin = min(max(origin, 0), self.share)
+    share = self.share - self.origin
     blocks = -(-share // block)
     # This worker's blocks: worker, worker + workers, ...
     self._blocks = max(0, -(-(blocks - self.worker) // self.workers))
     last = self.worker + (self._blocks - 1) * self.workers
     self._len = 0 if not self._blocks else (
         (self._blocks - 1) * block + min(block, share - last * block))
-
-  @property
-  def share(self) -> int:
-    """The positions of the whole rank (all its workers)."""
-    return self.stop - self.start
 
   def __len__(self) -> int:
     return self._len
@@ -127,14 +128,14 @@ class Positions:
       return np.zeros(0, dtype=np.int64)
     mine = np.arange(skip, stop, dtype=np.int64)
     b, within = mine // self.block, mine % self.block
-    return self.start + (self.worker + b * self.workers) * self.block + \
-        within
+    return self.start + self.origin + (
+        self.worker + b * self.workers) * self.block + within
 
   def skipped(self, consumed: int) -> int:
-    """This worker's positions among the first `consumed` of its rank's
-    share (the rank consumed its blocks in turn: block b is worker
+    """This worker's positions among the first `consumed` after the
+    origin (the rank consumed its blocks in turn: block b is worker
     b mod workers')."""
-    consumed = min(max(consumed, 0), self.share)
+    consumed = min(max(consumed, 0), self.share - self.origin)
     full, part = divmod(consumed, self.block)
     mine = max(0, -(-(full - self.worker) // self.workers))
     if part and full % self.workers == self.worker:

@@ -11,8 +11,10 @@ dataset over a window), as core.shares numbers them. Record i is in the
 gzip member the shard's index (core.shard_index) names; that member is
 read (one ranged read) and inflated (ISA-L, its CRC-32 checked) and the
 record cut out of it. `get` groups the positions asked for by member, so
-a member is inflated once however many of its records are wanted, and
-the last few members stay in a small cache for neighbours asked next.
+a member is inflated once however many of its records are wanted; the
+members inflated last stay in a cache of `cache_bytes`, and where each
+member's records start is walked once per process and kept (4 bytes a
+record).
 
 Each shard's index is read when the shard is first used and checked
 against the shard (size, first and last member's SHA-256); an index that
@@ -26,7 +28,7 @@ dataset replaced meanwhile raises DatasetReplacedError.
 import collections
 import os
 import threading
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from isal import isal_zlib
@@ -35,13 +37,15 @@ from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError, ShardIndexError
 from beam_tfrecords.core.generations import Guard
 from beam_tfrecords.core.shard_index import ShardIndex
-from beam_tfrecords.core.tfrecord_files import unframe_records
+from beam_tfrecords.core.tfrecord_files import framed_ends
 from beam_tfrecords.read.window import Datasets, window
 
-__all__ = ["RecordIndex", "IndexedShard", "indexed_files"]
+__all__ = ["RecordIndex", "IndexedShard", "MemberCache", "indexed_files",
+           "CACHE_BYTES"]
 
-# Members kept inflated (each about MEMBER_CAP of framed records).
-CACHED_MEMBERS = 8
+# Bytes of inflated members kept, by default: a 1M-flight split's
+# members take about 420 MB inflated.
+CACHE_BYTES = 256 << 20
 
 
 class IndexedShard:
@@ -55,6 +59,7 @@ class IndexedShard:
     self._pid: Optional[int] = None
     self._fd: Optional[int] = None
     self._index: Optional[ShardIndex] = None
+    self._record_starts: Dict[int, np.ndarray] = {}
     self._lock = threading.Lock()
 
   def _read(self, offset: int, length: int) -> bytes:
@@ -98,20 +103,81 @@ class IndexedShard:
           "the dataset's files are not of one build")
     self._index = index
 
-  def member(self, m: int) -> List[bytes]:
-    """The records of member m."""
+  def _inflated(self, m: int) -> bytes:
+    """Member m's framed records."""
     index = self.index
     start, stop = int(index.offsets[m]), int(index.offsets[m + 1])
     data = self._read(start, stop - start)
     if len(data) != stop - start:
       raise InputError(f"{self.path}: {len(data):,} bytes at {start:,}, "
                        f"{stop - start:,} expected (a cut file)")
-    records = unframe_records(isal_zlib.decompress(data, wbits=31))
-    want = int(index.first_records[m + 1] - index.first_records[m])
-    if len(records) != want:
-      raise InputError(f"{self.path}: member {m} at byte {start:,} holds "
-                       f"{len(records):,} records, its index says {want:,}")
-    return records
+    return isal_zlib.decompress(data, wbits=31)
+
+  def _starts(self, m: int, framed: bytes) -> np.ndarray:
+    """Where member m's records start in its framed bytes (and its end),
+    walked once per process (4 bytes a record)."""
+    starts = self._record_starts.get(m)
+    if starts is None:
+      ends = framed_ends(framed)
+      want = int(self.index.first_records[m + 1] -
+                 self.index.first_records[m])
+      if len(ends) != want:
+        raise InputError(
+            f"{self.path}: member {m} at byte "
+            f"{int(self.index.offsets[m]):,} holds {len(ends):,} records, "
+            f"its index says {want:,}")
+      starts = np.zeros(len(ends) + 1, dtype=np.uint32 if len(framed) <
+                        2**32 else np.int64)
+      starts[1:] = ends
+      self._record_starts[m] = starts
+    return starts
+
+  def get(self, local: np.ndarray, cache: "MemberCache") -> List[bytes]:
+    """The records at these positions of the shard, in their order; each
+    member they touch inflated once (or found in `cache`)."""
+    index = self.index
+    member = index.member_of(local)
+    within = local - index.first_records[member].astype(np.int64)
+    order = np.argsort(member, kind="stable")
+    cuts = np.flatnonzero(np.diff(member[order])) + 1
+    out: List[bytes] = [b""] * len(local)
+    for group in np.split(order, cuts) if len(order) else ():
+      m = int(member[group[0]])
+      key = (self.path, m)
+      framed = cache.get(key)
+      if framed is None:
+        framed = self._inflated(m)
+        cache.put(key, framed)
+      starts = self._starts(m, framed)
+      for g, w in zip(group.tolist(), within[group].tolist()):
+        out[g] = framed[int(starts[w]) + 12:int(starts[w + 1]) - 4]
+    return out
+
+
+class MemberCache:
+  """Inflated members, the most recently used kept up to `limit` bytes
+  (0: none kept)."""
+
+  def __init__(self, limit: int):
+    self.limit = limit
+    self._held: "collections.OrderedDict[tuple, bytes]" = \
+        collections.OrderedDict()
+    self._bytes = 0
+
+  def get(self, key) -> Optional[bytes]:
+    data = self._held.get(key)
+    if data is not None:
+      self._held.move_to_end(key)
+    return data
+
+  def put(self, key, data: bytes) -> None:
+    if len(data) > self.limit:
+      return
+    self._held[key] = data
+    self._bytes += len(data)
+    while self._bytes > self.limit:
+      _, old = self._held.popitem(last=False)
+      self._bytes -= len(old)
 
 
 def indexed_files(found, split: str, transformed: bool = False
@@ -149,17 +215,23 @@ class RecordIndex:
     datasets: a dataset folder, a glob, a pin file, or a list of them.
     split: the split.
     transformed: the records of the schema's `transform:` section.
+    cache_bytes: inflated members kept for the next reads (the most
+      recently used): reads that come back to a member (batches of
+      random records over a split that fits, a global shuffle's next
+      lookahead) skip its inflating. 0: none.
   """
 
   def __init__(self, datasets: Datasets, split: str = "train",
-               transformed: bool = False):
+               transformed: bool = False, cache_bytes: int = CACHE_BYTES):
+    self.cache_bytes = cache_bytes
     self._setup(window(datasets), split, transformed)
 
   @classmethod
-  def of_window(cls, found, split: str, transformed: bool = False
-                ) -> "RecordIndex":
+  def of_window(cls, found, split: str, transformed: bool = False,
+                cache_bytes: int = CACHE_BYTES) -> "RecordIndex":
     """Of a window already read (window.window's)."""
     out = cls.__new__(cls)
+    out.cache_bytes = cache_bytes
     out._setup(found, split, transformed)
     return out
 
@@ -170,8 +242,7 @@ class RecordIndex:
                    for p, i, n in indexed_files(found, split, transformed)]
     self.starts = np.zeros(len(self.shards) + 1, dtype=np.int64)
     np.cumsum([s.records for s in self.shards], out=self.starts[1:])
-    self._cache: "collections.OrderedDict[Tuple[int, int], List[bytes]]" \
-        = collections.OrderedDict()
+    self._cache = MemberCache(self.cache_bytes)
 
   def __len__(self) -> int:
     return int(self.starts[-1])
@@ -179,56 +250,21 @@ class RecordIndex:
   def __getitem__(self, i: int) -> bytes:
     return self.get([i])[0]
 
-  def locate(self, positions) -> Tuple[np.ndarray, np.ndarray,
-                                       np.ndarray]:
-    """(shard, member, record within the member) of each position."""
-    positions = np.asarray(positions, dtype=np.int64)
+  def get(self, wanted: Sequence[int]) -> List[bytes]:
+    """The records at these positions, in their order; each member they
+    touch inflated once."""
+    positions = np.asarray(wanted, dtype=np.int64)
     n = len(self)
     if positions.size and (positions.min() < 0 or positions.max() >= n):
       bad = positions[(positions < 0) | (positions >= n)][0]
       raise IndexError(f"record {int(bad)} of a split of {n:,} records")
     shard = np.searchsorted(self.starts, positions, side="right") - 1
-    local = positions - self.starts[shard]
-    member = np.empty_like(positions)
-    within = np.empty_like(positions)
+    if len(self.shards) == 1:
+      return self.shards[0].get(positions, self._cache)
+    out: List[bytes] = [b""] * len(positions)
     for s in np.unique(shard).tolist():
-      mine = shard == s
-      index = self.shards[s].index
-      m = index.member_of(local[mine])
-      member[mine] = m
-      within[mine] = local[mine] - index.first_records[m].astype(np.int64)
-    return shard, member, within
-
-  def get(self, positions: Sequence[int]) -> List[bytes]:
-    """The records at these positions, in their order; each member they
-    touch inflated once."""
-    shard, member, within = self.locate(positions)
-    if not len(shard):
-      return []
-    key = shard * (1 << 32) + member
-    order = np.argsort(key, kind="stable")
-    out: List[Optional[bytes]] = [None] * len(key)
-    sorted_keys = key[order]
-    cuts = np.flatnonzero(np.diff(sorted_keys)) + 1
-    for group in np.split(order, cuts):
-      first = int(group[0])
-      records = self._member(int(shard[first]), int(member[first]),
-                             len(group))
-      for g, w in zip(group.tolist(), within[group].tolist()):
-        out[g] = records[w]
-    return out  # type: ignore[return-value]
-
-  def _member(self, shard: int, member: int, wanted: int) -> List[bytes]:
-    key = (shard, member)
-    records = self._cache.get(key)
-    if records is not None:
-      self._cache.move_to_end(key)
-      return records
-    records = self.shards[shard].member(member)
-    if wanted < len(records):  # a few of its records: keep it for more
-      self._cache[key] = records
-      while len(self._cache) > CACHED_MEMBERS:
-        self._cache.popitem(last=False)
-    return records
-
-
+      mine = np.flatnonzero(shard == s)
+      for i, record in zip(mine.tolist(), self.shards[s].get(
+          positions[mine] - self.starts[s], self._cache)):
+        out[i] = record
+    return out

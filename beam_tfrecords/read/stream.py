@@ -120,6 +120,7 @@ class RecordStream:
     self.shuffle, self.block, self.lookahead = shuffle, block, lookahead
     self.transformed = transformed
     self._records: Optional[RecordIndex] = None
+    self._origin = 0  # "global": the share's positions consumed before
     if shuffle == "global":
       self._records = RecordIndex.of_window(self.found, split, transformed)
       Positions(1, block=block)  # (checks block)
@@ -133,7 +134,7 @@ class RecordStream:
     epoch."""
     out = copy.copy(self)
     out.shard, out.worker = check_share(shard), check_share(worker)
-    out._skip = out._yielded = 0
+    out._skip = out._yielded = out._origin = 0
     return out
 
   def set_epoch(self, epoch: int) -> None:
@@ -141,7 +142,7 @@ class RecordStream:
     epoch a loaded state is of keeps its place: load_state_dict, then
     set_epoch(that epoch), resumes."""
     if epoch != self.epoch:
-      self._skip = self._yielded = 0
+      self._skip = self._yielded = self._origin = 0
     self.epoch = epoch
 
   @property
@@ -159,7 +160,7 @@ class RecordStream:
   def _positions(self) -> Positions:
     assert self._records is not None
     return Positions(len(self._records), self.shard, self.worker,
-                     self.block, self.drop_remainder)
+                     self.block, self.drop_remainder, self._origin)
 
   def _global(self, skip: int) -> Iterator[List[bytes]]:
     """Shuffle "global": the records after the first `skip`, a list per
@@ -262,7 +263,11 @@ class RecordStream:
 
   def state_dict(self) -> Dict[str, Any]:
     """Where the reader is: its arguments and the records yielded in
-    this epoch (torchdata's Stateful protocol)."""
+    this epoch (torchdata's Stateful protocol); "global": also the
+    origin its blocks were dealt from (resume_rank)."""
+    if self._records is not None:
+      return dict(self._config(), position=self._yielded,
+                  origin=self._origin)
     return dict(self._config(), position=self._yielded)
 
   def load_state_dict(self, state: Dict[str, Any]) -> None:
@@ -274,6 +279,7 @@ class RecordStream:
     """
     want = dict(state)
     position = int(want.pop("position"))
+    self._origin = int(want.pop("origin", 0))
     self.epoch = want["epoch"]
     mine = self._config()
     for key, value in sorted(want.items()):
@@ -285,11 +291,13 @@ class RecordStream:
 
   def resume_rank(self, consumed: int) -> None:
     """Shuffle "global": the next iteration continues after the first
-    `consumed` records of the rank's share, as its workers gave them out
-    block by block (what a DataLoader handed the trainer)."""
+    `consumed` records of the rank's share (what a DataLoader handed the
+    trainer), its blocks dealt to the workers anew from there (a new
+    DataLoader asks worker 0 first)."""
     if self._records is None:
       raise ValueError("resume_rank() needs shuffle='global'")
-    self._skip = self._yielded = self._positions().skipped(consumed)
+    self._origin = consumed
+    self._skip = self._yielded = 0
 
 
 

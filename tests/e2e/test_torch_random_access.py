@@ -88,6 +88,13 @@ def test_a_killed_worker_resumes_to_the_record(built, kind):
   taken, it = [], iter(loader)
   for _ in range(7):
     taken += _ids([next(it)])
+  # After an odd number of batches (worker 1 would be next; a new
+  # DataLoader asks worker 0 first), a resume gives the rest in order.
+  seven = loader.state_dict()
+  assert seven["consumed"] == 350
+  after_seven = make()
+  after_seven.load_state_dict(seven)
+  assert taken + _ids(after_seven) == order
   # A worker dies (the OOM killer, a preemption): the DataLoader fails.
   workers = multiprocessing.active_children()
   assert len(workers) >= 2

@@ -64,3 +64,19 @@ def test_drop_remainder_gives_equal_shares():
            for r in range(3)]
   assert sizes == [3, 3, 3]
   assert [Positions(10, (r, 3)).share for r in range(3)] == [3, 3, 4]
+
+
+@pytest.mark.parametrize("consumed", [0, 8, 9 * 8, 9 * 8 + 3, 101])
+def test_a_resume_deals_the_rest_from_worker_0(consumed):
+  """A resumed DataLoader asks worker 0 first: the rest of the share,
+  block by block from worker 0, is the share after what was consumed."""
+  n, block, workers = 101, 8, 2
+  mine = [Positions(n, worker=(w, workers), block=block, origin=consumed)
+          for w in range(workers)]
+  got = [p.take(0, n).tolist() for p in mine]
+  ordered, at, w = [], [0] * workers, 0
+  while any(at[i] < len(got[i]) for i in range(workers)):
+    ordered += got[w][at[w]:at[w] + block]
+    at[w] += block
+    w = (w + 1) % workers
+  assert ordered == list(range(consumed, n))
