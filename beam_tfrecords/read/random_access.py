@@ -27,6 +27,7 @@ dataset replaced meanwhile raises DatasetReplacedError.
 
 import collections
 import os
+import struct
 import threading
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -36,30 +37,31 @@ from isal import isal_zlib
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError, ShardIndexError
 from beam_tfrecords.core.generations import Guard
-from beam_tfrecords.core.shard_index import ShardIndex
-from beam_tfrecords.core.tfrecord_files import framed_ends
+from beam_tfrecords.core.shard_index import INDEX_SUFFIX, ShardIndex
+from beam_tfrecords.core.tfrecord_files import framed_ends, masked_crc32c
 from beam_tfrecords.read.window import Datasets, window
 
-__all__ = ["RecordIndex", "IndexedShard", "MemberCache", "indexed_files",
-           "CACHE_BYTES"]
+__all__ = ["RecordIndex", "IndexedShard", "PlainShard", "ArrayRecordShard",
+           "MemberCache", "indexed_files", "CACHE_BYTES"]
+
+ARRAY_RECORD_SUFFIX = ".array_record"
 
 # Bytes of inflated members kept, by default: a 1M-flight split's
 # members take about 420 MB inflated.
 CACHE_BYTES = 256 << 20
 
 
-class IndexedShard:
-  """One gzip shard and its index: the records of its members. Opened on
-  first use (in each process: DataLoader workers fork)."""
+class _Shard:
+  """One shard file, opened on first use in each process (DataLoader
+  workers fork): local files by descriptor (pread), others through Beam's
+  FileSystems."""
 
-  def __init__(self, path: str, index_path: str, records: int,
+  def __init__(self, path: str, index_path: Optional[str], records: int,
                guard: Optional[Guard] = None):
     self.path, self.index_path, self.records = path, index_path, records
     self._guard = guard
     self._pid: Optional[int] = None
     self._fd: Optional[int] = None
-    self._index: Optional[ShardIndex] = None
-    self._record_starts: Dict[int, np.ndarray] = {}
     self._lock = threading.Lock()
 
   def _read(self, offset: int, length: int) -> bytes:
@@ -69,20 +71,21 @@ class IndexedShard:
       f.seek(offset)
       return f.read(length)
 
-  @property
-  def index(self) -> ShardIndex:
-    if self._index is None or self._pid != os.getpid():
+  def _ready(self) -> None:
+    if self._pid != os.getpid():
       with self._lock:
-        self._open()
-    assert self._index is not None
-    return self._index
+        if self._pid != os.getpid():
+          self._open()
+          self._pid = os.getpid()
 
   def _open(self) -> None:
-    self._pid = os.getpid()
-    self._fd = None
+    """Opens the shard and its index, and checks them."""
     try:
-      with fs.open_read(self.index_path, fs.UNCOMPRESSED) as f:
-        index = ShardIndex.from_bytes(f.read(), self.index_path)
+      index = None
+      if self.index_path is not None:
+        with fs.open_read(self.index_path, fs.UNCOMPRESSED) as f:
+          index = f.read()
+      self._fd = None
       if fs.is_local(self.path):
         self._fd = os.open(self.path, os.O_RDONLY)
         size = os.fstat(self._fd).st_size
@@ -95,13 +98,48 @@ class IndexedShard:
              else error) from e
     if self._guard is not None:
       self._guard.check(self.path)
-    index.check(size, self._read, self.index_path, self.path)
-    if index.records != self.records:
+    self._check(index, size)
+
+  def _check(self, index: Optional[bytes], size: int) -> None:
+    raise NotImplementedError
+
+  def _mismatch(self, what: str) -> ShardIndexError:
+    return ShardIndexError(
+        f"the index {self.index_path} does not belong to the shard "
+        f"{self.path}: {what}. The index is stale (from another build) or "
+        "foreign; rebuild the dataset, or read the shard as a stream")
+
+  def get(self, local: np.ndarray, cache: "MemberCache") -> List[bytes]:
+    """The records at these positions of the shard, in their order."""
+    raise NotImplementedError
+
+
+class IndexedShard(_Shard):
+  """A gzip shard and its index (core.shard_index): the records of its
+  members."""
+
+  def __init__(self, path: str, index_path: str, records: int,
+               guard: Optional[Guard] = None):
+    super().__init__(path, index_path, records, guard)
+    self._index: Optional[ShardIndex] = None
+    self._record_starts: Dict[int, np.ndarray] = {}
+
+  @property
+  def index(self) -> ShardIndex:
+    self._ready()
+    assert self._index is not None
+    return self._index
+
+  def _check(self, index: Optional[bytes], size: int) -> None:
+    assert index is not None and self.index_path is not None
+    parsed = ShardIndex.from_bytes(index, self.index_path)
+    parsed.check(size, self._read, self.index_path, self.path)
+    if parsed.records != self.records:
       raise ShardIndexError(
           f"the index {self.index_path} of the shard {self.path} counts "
-          f"{index.records:,} records, its dataset.json {self.records:,}: "
+          f"{parsed.records:,} records, its dataset.json {self.records:,}: "
           "the dataset's files are not of one build")
-    self._index = index
+    self._index = parsed
 
   def _inflated(self, m: int) -> bytes:
     """Member m's framed records."""
@@ -154,6 +192,71 @@ class IndexedShard:
     return out
 
 
+class PlainShard(_Shard):
+  """An uncompressed TFRecord shard and DALI's index of it (a line
+  "offset framed_size" per record): each record one ranged read, its
+  length and CRC checked against the index."""
+
+  def _check(self, index: Optional[bytes], size: int) -> None:
+    assert index is not None
+    pairs = np.array(index.split(), dtype=np.int64).reshape(-1, 2)
+    offsets, sizes = pairs[:, 0], pairs[:, 1]
+    if len(offsets) != self.records:
+      raise self._mismatch(f"the index lists {len(offsets):,} records, the "
+                           f"dataset {self.records:,}")
+    ends = offsets + sizes
+    if len(offsets) and (offsets[0] != 0 or (offsets[1:] != ends[:-1]).any()
+                         or ends[-1] != size) or (not len(offsets) and size):
+      raise self._mismatch(f"its records do not tile the shard's {size:,} "
+                           "bytes")
+    self._offsets, self._sizes = offsets, sizes
+
+  def get(self, local: np.ndarray, cache: "MemberCache") -> List[bytes]:
+    self._ready()
+    out = []
+    for offset, size in zip(self._offsets[local].tolist(),
+                            self._sizes[local].tolist()):
+      framed = self._read(offset, size)
+      if len(framed) != size or struct.unpack_from("<Q", framed)[0] != (
+          size - 16) or masked_crc32c(framed[12:-4]) != struct.unpack_from(
+              "<I", framed, size - 4)[0]:
+        raise self._mismatch(f"no record of {size - 16:,} bytes with its "
+                             f"CRC at byte {offset:,}")
+      out.append(framed[12:-4])
+    return out
+
+
+class ArrayRecordShard(_Shard):
+  """An ArrayRecord shard (its own footer indexes it), read by
+  array_record's reader (local files; the `array_record` extra)."""
+
+  def _open(self) -> None:
+    if not fs.is_local(self.path):
+      raise InputError(
+          f"{self.path}: array_record's reader reads local files only; "
+          "copy the dataset to a local disk for random access (or read it "
+          "as a stream)")
+    try:
+      # pylint: disable=import-outside-toplevel
+      from array_record.python.array_record_module import ArrayRecordReader
+    except ImportError as e:
+      raise InputError("reading ArrayRecord shards needs array-record: "
+                       "pip install 'beam-tfrecords[array_record]'") from e
+    if self._guard is not None:
+      self._guard.check(self.path)
+    try:
+      self._reader = ArrayRecordReader(self.path)
+    except Exception as e:  # pylint: disable=broad-except
+      raise (self._guard.failed(self.path, e) if self._guard else e)
+    if self._reader.num_records() != self.records:
+      raise InputError(f"{self.path} holds {self._reader.num_records():,} "
+                       f"records, its dataset.json says {self.records:,}")
+
+  def get(self, local: np.ndarray, cache: "MemberCache") -> List[bytes]:
+    self._ready()
+    return list(self._reader.read(local.tolist())) if len(local) else []
+
+
 class MemberCache:
   """Inflated members, the most recently used kept up to `limit` bytes
   (0: none kept)."""
@@ -181,29 +284,38 @@ class MemberCache:
 
 
 def indexed_files(found, split: str, transformed: bool = False
-                  ) -> List[Tuple[str, str, int]]:
-  """(shard path, index path, records) of a split over a window, in
-  reading order.
+                  ) -> List[_Shard]:
+  """The shards of a split over a window, in reading order, each as the
+  reader of its kind: gzip with our index, uncompressed with DALI's,
+  ArrayRecord.
 
   Raises:
     InputError: a shard without an index (names the dataset).
   """
-  out = []
+  out: List[_Shard] = []
   for path, info in found:
+    guard = Guard({path: info.generation})
     splits = (info.transform.splits if transformed and info.transform
               else info.splits)
     if split not in splits:
       raise InputError(f"{path} has no split {split!r}; it has "
                        f"{sorted(splits)}")
     for s in splits[split].shards:
-      if s.index is None or not s.index.file.endswith(".index"):
+      file = fs.join(path, s.file)
+      if s.file.endswith(ARRAY_RECORD_SUFFIX):
+        out.append(ArrayRecordShard(file, None, s.num_records, guard))
+      elif s.index is not None and s.index.file.endswith(INDEX_SUFFIX):
+        out.append(IndexedShard(file, fs.join(path, s.index.file),
+                                s.num_records, guard))
+      elif s.index is not None and s.index.file.endswith(".idx"):
+        out.append(PlainShard(file, fs.join(path, s.index.file),
+                              s.num_records, guard))
+      else:
         raise InputError(
             f"{path}: the shard {s.file} has no index, so its records "
             "cannot be read by number (a dataset built before indexes, or "
-            "with --sink beam or --tfds); read it as a stream "
-            "(RecordStream, shuffle='buffer'), or build it again")
-      out.append((fs.join(path, s.file), fs.join(path, s.index.file),
-                  s.num_records))
+            "with --sink beam); read it as a stream (RecordStream, "
+            "shuffle='buffer'), or build it again")
   return out
 
 
@@ -236,10 +348,8 @@ class RecordIndex:
     return out
 
   def _setup(self, found, split: str, transformed: bool) -> None:
-    guard = Guard({path: info.generation for path, info in found})
     self.split = split
-    self.shards = [IndexedShard(p, i, n, guard)
-                   for p, i, n in indexed_files(found, split, transformed)]
+    self.shards = indexed_files(found, split, transformed)
     self.starts = np.zeros(len(self.shards) + 1, dtype=np.int64)
     np.cumsum([s.records for s in self.shards], out=self.starts[1:])
     self._cache = MemberCache(self.cache_bytes)

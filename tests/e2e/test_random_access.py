@@ -162,3 +162,87 @@ def test_member_size_is_checked(tmp_path):
                      "deterministic sink"):
     btr.build(SCHEMA, src, str(tmp_path / "o"), member_size="64KiB",
               sink="beam")
+
+
+TFDS_SCHEMA = {"name": "s", "features": {
+    "id": {"type": "int64", "required": True},
+    "text": {"type": "string", "required": True}}}
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+  """Uncompressed shards (--tfds), each with DALI's index."""
+  folder = tmp_path_factory.mktemp("plain")
+  out = str(folder / "out")
+  btr.build(TFDS_SCHEMA, _csv(folder / "in.csv", 1000), out, num_shards=2,
+            tfds=True)
+  return out
+
+
+def test_uncompressed_shards_have_dalis_index_and_random_access(plain,
+                                                                 tmp_path):
+  from beam_tfrecords.core.tfrecord_files import frame_record
+  info = btr.dataset_info(plain)
+  stream = list(RecordStream(plain, "train"))
+  at = 0
+  for s in info.splits["train"].shards:
+    assert s.index.file == f"index/{s.file}.idx"
+    # DALI's tfrecord2idx layout: "offset framed_size" per record.
+    lines = open(os.path.join(plain, s.index.file)).read().splitlines()
+    sizes = [len(frame_record(r)) for r in stream[at:at + s.num_records]]
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
+    assert lines == [f"{o} {n}" for o, n in zip(offsets, sizes)]
+    at += s.num_records
+  records = RecordIndex(plain, "train")
+  picks = np.random.default_rng(1).integers(0, 1000, 300).tolist()
+  assert records.get(picks) == [stream[i] for i in picks]
+  assert sorted(_ids(RecordStream(plain, "train", shuffle_seed=4,
+                                  shuffle="global"))) == list(range(1000))
+  # A stale index: another shard's lines (the sizes do not tile it).
+  out = str(tmp_path / "copy")
+  shutil.copytree(plain, out)
+  s0, s1 = btr.dataset_info(out).splits["train"].shards
+  with open(os.path.join(out, s0.index.file), "a") as f:
+    f.write(f"{os.path.getsize(os.path.join(out, s0.file))} 20\n")
+  with pytest.raises(btr.ShardIndexError, match="the index .*does not "
+                     "belong to the shard .*00000-of-00002.tfrecord: the "
+                     "index lists 501 records, the dataset 500"):
+    RecordIndex(out, "train")[0]
+
+
+def test_dali_reads_the_uncompressed_shards_with_their_index(plain):
+  """NVIDIA DALI's own TFRecord reader (CPU only) over our shards and
+  index files, without its tfrecord2idx step: every record, in order.
+  (The `dali` extra; CI installs it.)"""
+  if os.environ.get("BTR_REQUIRE_EXTRAS"):
+    import nvidia.dali  # noqa: F401
+  else:
+    pytest.importorskip("nvidia.dali")
+  from nvidia.dali import fn, pipeline_def
+  import nvidia.dali.tfrecord as tfrec
+  info = btr.dataset_info(plain)
+  shards = info.splits["train"].shards
+
+  @pipeline_def(batch_size=100, num_threads=1, device_id=None)
+  def pipe():
+    read = fn.readers.tfrecord(
+        path=[os.path.join(plain, s.file) for s in shards],
+        index_path=[os.path.join(plain, s.index.file) for s in shards],
+        features={"id": tfrec.FixedLenFeature([1], tfrec.int64, -1),
+                  "text": tfrec.FixedLenFeature((), tfrec.string, "")},
+        random_shuffle=False, name="reader")
+    return read["id"], read["text"]
+
+  p = pipe()
+  p.build()
+  assert p.epoch_size("reader") == 1000
+  ids, texts = [], []
+  for _ in range(10):
+    id_batch, text_batch = p.run()
+    ids += [int(id_batch.at(i)[0]) for i in range(len(id_batch))]
+    texts += [text_batch.at(i).tobytes().decode() for i in
+              range(len(text_batch))]
+  stream = list(RecordStream(plain, "train"))
+  assert ids == _ids(stream)
+  from beam_tfrecords.core.tfrecord_files import decode_example
+  assert texts == [decode_example(r)["text"][1][0].decode() for r in stream]
