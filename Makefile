@@ -5,8 +5,9 @@
 #               its cluster tier
 # make test-fast runs the fast tier (no slow or cluster test): run it
 #             before every commit.
-# make setup-extras adds the torch and tfds extras (PyTorch, ~3 GB, and
-#             TensorFlow Datasets) to the virtualenv, for their tests.
+# make setup-extras adds the torch, tfds and array_record extras (PyTorch,
+#             ~3 GB, TensorFlow Datasets, array-record and Grain) to the
+#             virtualenv, for their tests.
 # make cluster-tools installs Flink and Spark (from PyPI) and builds their
 #             Beam job servers (Maven, JDK 17) into a tools folder outside
 #             the repository, for the real-cluster tests (3-8 minutes
@@ -51,11 +52,13 @@ $(VENV)/.installed: setup.py $(wildcard $(LOCK))
 
 setup: $(VENV)/.installed
 
-# The torch and tfds extras (beam_tfrecords.read.torch; TensorFlow Datasets to
-# read --tfds datasets), beside the core install: their tests run with
-# them and are skipped without them (CI installs them).
+# The torch, tfds and array_record extras (beam_tfrecords.read.torch;
+# TensorFlow Datasets to read --tfds datasets; array-record to write
+# --file-format array_record, Grain to read it), beside the core install:
+# their tests run with them and are skipped without them (CI installs
+# them).
 $(VENV)/.extras: $(VENV)/.installed
-	$(BIN)/pip install --quiet --no-build-isolation -e '.[torch,tfds]'
+	$(BIN)/pip install --quiet --no-build-isolation -e '.[torch,tfds,array_record]'
 	$(BIN)/pip check
 	touch $@
 

@@ -74,6 +74,12 @@ setup(
         # TensorFlow Datasets, to read what `build --tfds` writes (the
         # build itself does not need it).
         "tfds": ["tensorflow-datasets>=4.9,<5"],
+        # `build --file-format array_record`: array-record writes the
+        # shards (0.8.6 needs absl-py and etils only, nothing that
+        # conflicts with tfx-bsl's pins; the bytes it writes were checked
+        # deterministic with 0.8.6); Grain reads them at random. Grain
+        # 0.2.18 needs protobuf>=5.28.3 (the lock has 6.x).
+        "array_record": ["array-record>=0.8.6,<0.9", "grain>=0.2.18,<0.3"],
         # moto's server mode: a real S3 endpoint on 127.0.0.1 for the
         # s3:// tests; the Dask tests start a cluster on 127.0.0.1.
         # mypy: `make test` type-checks the library first (mypy.ini),

@@ -19,6 +19,10 @@ import difflib
 from typing import (Any, Dict, Mapping, NamedTuple, Optional, Sequence,
                     Union)
 
+from beam_tfrecords.core.array_record_files import (ARRAY_RECORD,
+                                                    DEFAULT_OPTIONS,
+                                                    FILE_FORMATS,
+                                                    check_options)
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import OptionsInfo
 from beam_tfrecords.core.members import MEMBER_CAP
@@ -27,7 +31,7 @@ from beam_tfrecords.schema.model import ON_ANOMALY
 from beam_tfrecords.schema.sizes import parse_size
 
 __all__ = ["BuildOptions", "ShardOptions", "Thresholds", "SINK_NAMES",
-           "GROUPS", "add_arguments"]
+           "FILE_FORMATS", "GROUPS", "add_arguments"]
 
 SINK_NAMES = ("deterministic", "beam")
 
@@ -115,8 +119,14 @@ class BuildOptions:
       as text (256KiB): where random access can enter a shard (its
       index); smaller members are entered faster and compress worse.
       None: 256 KiB (+1.8% in shard size on the flights).
-    tfds: a dataset TensorFlow Datasets reads: uncompressed shards and
-      TFDS's metadata files (sinks.tfds_files).
+    tfds: a dataset TensorFlow Datasets reads: uncompressed shards (or
+      ArrayRecord ones) and TFDS's metadata files (sinks.tfds_files).
+    file_format: "tfrecord" (TFRecord shards) or "array_record"
+      (ArrayRecord shards, one file per shard, for random access:
+      sinks.array_records; the array_record extra).
+    array_record_options: array-record's writer options for ArrayRecord
+      shards; the default, group_size:1, is what Grain's random access
+      needs.
     report: write report.html into the dataset (beam_tfrecords.inspect.report):
       one HTML page with the splits, rejected rows and per-feature plots.
     statistics: per-feature statistics in dataset.json and statistics.pb
@@ -166,6 +176,18 @@ class BuildOptions:
       "(tfds.builder_from_directory): uncompressed shards and TFDS's "
       "dataset_info.json and features.json; Example schemas whose features "
       "are always there", key="changed")
+  file_format: str = _option(
+      "tfrecord", "writing", "tfrecord: TFRecord shards (default); "
+      "array_record: ArrayRecord shards, one file per shard, that Grain "
+      "(ArrayRecordDataSource) and TFDS (as_data_source, with --tfds) read "
+      "at random (needs the array_record extra)",
+      choices=list(FILE_FORMATS), key="changed")
+  array_record_options: str = _option(
+      DEFAULT_OPTIONS, "writing", "array-record's writer options for "
+      "--file-format array_record, e.g. group_size:1,brotli:6 (default: "
+      "group_size:1, a record per chunk, which Grain's random access "
+      "needs; the chunks are compressed with zstd:3 unless told)",
+      key="changed", metavar="OPTIONS")
   report: bool = _option(
       True, "contents", "do not write report.html into the dataset",
       key="changed", flag="--no-report")
@@ -269,7 +291,15 @@ class BuildOptions:
         max_bad_fraction=self.max_bad_fraction, preprocess=preprocess,
         format_options=dict(format_options), tfds=self.tfds,
         member_bytes=self.member_bytes if (
-            self.sink == "deterministic" and not self.tfds) else None)
+            self.sink == "deterministic" and not self.tfds
+            and not self.array_record) else None,
+        array_record_options=(self.array_record_options
+                              if self.array_record else None))
+
+  @property
+  def array_record(self) -> bool:
+    """Whether the shards are ArrayRecord files."""
+    return self.file_format == ARRAY_RECORD
 
   @property
   def member_bytes(self) -> int:
@@ -309,9 +339,25 @@ class BuildOptions:
     if schema.transform is not None and self.sink != "deterministic":
       raise InputError("a schema with transform: writes with the "
                        "deterministic sink; drop --sink beam")
+    self._check_file_format(schema)
     return dataclasses.replace(self, max_bad_rows=rows,
                                max_bad_fraction=fraction,
                                **self._checks(schema))
+
+  def _check_file_format(self, schema: Schema) -> None:
+    if self.file_format not in FILE_FORMATS:
+      raise InputError(f"--file-format must be one of {list(FILE_FORMATS)}, "
+                       f"got {self.file_format!r}")
+    if not self.array_record:
+      if self.array_record_options != DEFAULT_OPTIONS:
+        raise InputError("--array-record-options is for --file-format "
+                         "array_record: add that, or drop the options")
+      return
+    if schema.transform is not None:
+      raise InputError("a schema with transform: writes TFRecord shards "
+                       "(TensorFlow Transform reads them back); drop "
+                       "--file-format array_record")
+    check_options(self.array_record_options)
 
   def _checks(self, schema: Schema) -> Dict[str, Any]:
     """baseline and on_anomaly with the schema's defaults, checked."""
@@ -333,7 +379,21 @@ class BuildOptions:
 
   def check_sink_options(self) -> None:
     """What only the deterministic sink can do (checked after the shard
-    plan, whose errors come first), and what --tfds cannot."""
+    plan, whose errors come first), and what --tfds and ArrayRecord
+    shards cannot."""
+    if self.array_record:
+      for given, flag in ((self.sink != "deterministic", "--sink beam"),
+                          (self.gzip_level is not None, "--gzip-level"),
+                          (self.member_size is not None, "--member-size"),
+                          (self.max_shard_size is not None,
+                           "--max-shard-size")):
+        if given:
+          raise InputError(
+              "--file-format array_record writes one ArrayRecord file per "
+              "shard with the deterministic sink, compressed by "
+              f"array-record (--array-record-options): drop {flag}"
+              + (" (--num-shards sets the number of files)"
+                 if flag == "--max-shard-size" else ""))
     if self.tfds:
       for given, flag in ((self.sink != "deterministic", "--sink beam"),
                           (self.shuffle_seed is not None, "--shuffle-seed"),
@@ -342,10 +402,14 @@ class BuildOptions:
                            "--max-shard-size"),
                           (self.member_size is not None, "--member-size")):
         if given:
+          shards, shuffle = (
+              ("ArrayRecord", "Grain's shuffle over as_data_source()")
+              if self.array_record else
+              ("uncompressed", "as_dataset(shuffle_files=True)"))
           raise InputError(
-              f"--tfds writes uncompressed shards in the deterministic "
-              f"sink's order, one file per shard: drop {flag} (TFDS "
-              "shuffles when it reads: as_dataset(shuffle_files=True))")
+              f"--tfds writes {shards} shards in the deterministic sink's "
+              f"order, one file per shard: drop {flag} (TFDS shuffles when "
+              f"it reads: {shuffle})")
     if self.sink == "deterministic":
       return
     if self.member_size is not None:

@@ -10,6 +10,7 @@ import os
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Union
 
 from beam_tfrecords.building.options import BuildOptions
+from beam_tfrecords.core.array_record_files import ARRAY_RECORD, compression_of
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import (Counts, DatasetInfo, Errors,
                                       InputFileInfo, InputsInfo, SplitRuleInfo,
@@ -26,6 +27,8 @@ from beam_tfrecords.schema.sizes import parse_size
 from beam_tfrecords.schema.spec import aligned_lists
 from beam_tfrecords.schema.tfmd import TFMD_FILE
 from beam_tfrecords.sinks import TFRECORD_GZIP, Shuffle
+from beam_tfrecords.sinks.array_records import array_record_codec
+from beam_tfrecords.sinks.shards import Codec
 from beam_tfrecords.sinks.tfds_files import (TFRECORD_PLAIN, check_tfds,
                                              features_json)
 from beam_tfrecords.transforms.dataset import DatasetPlan
@@ -303,14 +306,29 @@ def _shards(schema: Schema, plan, opts: BuildOptions):
   opts.check_sink_options()
   if opts.tfds:
     check_tfds(schema)
-  if opts.sink != "deterministic" or opts.tfds:
-    # WriteToTFRecord (and --tfds's uncompressed codec) writes
-    # shards.shards files, however large.
+  if opts.sink != "deterministic" or opts.tfds or opts.array_record:
+    # WriteToTFRecord (and --tfds's uncompressed codec, and ArrayRecord
+    # shards) writes shards.shards files, however large.
     shards = ShardPlan(shards.shards, dict.fromkeys(shards.shards))
   opts.check_shuffle_seed()
   shuffle = None if opts.shuffle_seed is None else Shuffle(
       opts.shuffle_seed, shuffle_buckets(schema, shards.shards, input_bytes))
   return shards, shuffle
+
+
+def _codec(opts: BuildOptions) -> Codec:
+  """How the record shards are written: ArrayRecord files, uncompressed
+  TFRecords (--tfds) or gzip TFRecords."""
+  if opts.array_record:
+    return array_record_codec(opts.array_record_options)
+  return TFRECORD_PLAIN if opts.tfds else TFRECORD_GZIP
+
+
+def _compression(opts: BuildOptions) -> str:
+  """dataset.json's `compression` (core.info.DatasetInfo)."""
+  if opts.array_record:
+    return compression_of(opts.array_record_options)
+  return "NONE" if opts.tfds else "GZIP"
 
 
 def dataset_plan(schema: Schema, plan, opts: BuildOptions,
@@ -325,7 +343,8 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions,
       record=schema.record.value,
       schema=schema.to_dict(),
       feature_spec=spec_to_json(schema),
-      compression="NONE" if opts.tfds else "GZIP",
+      compression=_compression(opts),
+      file_format=ARRAY_RECORD if opts.array_record else None,
       inputs=inputs,
       split_rule=SplitRuleInfo(schema.splits.kind.value,
                                tuple(schema.splits.names),
@@ -356,7 +375,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions,
       splits={}, counts=Counts(0, 0, 0, 0, 0), errors=Errors(0))
   return DatasetPlan(
       staging=publication.staging, shards=shards, sink=opts.sink,
-      codec=TFRECORD_PLAIN if opts.tfds else TFRECORD_GZIP,
+      codec=_codec(opts),
       gzip_level=opts.gzip_level, shuffle=shuffle,
       member_bytes=opts.member_bytes,
       statistics=opts.statistics,

@@ -49,6 +49,11 @@ def _show(value) -> str:
                     ensure_ascii=False, sort_keys=True)
 
 
+def _compression(kind: str) -> str:
+  return {"gzip": "gzip", "none": "uncompressed",
+          "array_record": "ArrayRecord"}.get(kind, kind)
+
+
 def _inspect_files(args) -> int:
   from beam_tfrecords.inspect.check import inspect_files
   files, kind, features, lists, first = inspect_files(args.path,
@@ -62,7 +67,7 @@ def _inspect_files(args) -> int:
     status = f"  ERROR: {f.error}" if f.error else ""
     failed += bool(f.error)
     print(f"  {f.path}: {f.records:,} records, {human_bytes(f.bytes)}, "
-          f"{'gzip' if f.compression == 'gzip' else 'uncompressed'}{status}")
+          f"{_compression(f.compression)}{status}")
   for title, table in (("context features" if lists else "features",
                         features), ("feature lists (steps per record)",
                                     lists)):

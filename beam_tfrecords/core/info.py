@@ -352,6 +352,9 @@ class OptionsInfo:
   # Framed bytes per gzip member at most (--member-size); only for the
   # deterministic sink's gzip shards.
   member_bytes: Optional[int] = None
+  # array-record's writer options (--array-record-options); only for
+  # ArrayRecord shards.
+  array_record_options: Optional[str] = None
   extra: Dict[str, Any] = _extra()
 
   @classmethod
@@ -363,8 +366,9 @@ class OptionsInfo:
   def to_json(self) -> Dict[str, Any]:
     out = {**self.extra, **dataclasses.asdict(self)}
     del out["extra"]
-    if out["member_bytes"] is None:
-      del out["member_bytes"]
+    for key in ("member_bytes", "array_record_options"):
+      if out[key] is None:
+        del out[key]
     if not out.pop("tfds"):
       return out
     return {**out, "tfds": True}
@@ -495,8 +499,8 @@ _PLAIN = ("schema", "feature_spec", "vocabularies", "aligned_lists")
 # Keys typed with their own classes (from_json / to_json).
 _TYPED: Dict[str, Any] = {"inputs": InputsInfo, "options": OptionsInfo,
                           "split_rule": SplitRuleInfo, "tool": ToolInfo}
-_TEXT = ("name", "record", "compression", "statistics_of", "tfmd_schema",
-         "build_key", "tfdv_statistics", "report")
+_TEXT = ("name", "record", "compression", "file_format", "statistics_of",
+         "tfmd_schema", "build_key", "tfdv_statistics", "report")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -506,6 +510,11 @@ class DatasetInfo:
   Attributes:
     name, record: the schema's name and record kind ("example" or
       "sequence_example").
+    compression: how the shards are compressed: GZIP or NONE for
+      TFRecord shards; for ArrayRecord shards (`file_format`
+      "array_record"), how array-record compresses their chunks (ZSTD,
+      BROTLI, SNAPPY or NONE).
+    file_format: None (TFRecord shards) or "array_record".
     splits: {split: SplitInfo} of the records written.
     counts: where the input rows went.
     errors: the dead-letter output.
@@ -532,6 +541,10 @@ class DatasetInfo:
   split_rule: SplitRuleInfo
   tool: ToolInfo
   compression: Optional[str] = None
+  # None: TFRecord shards; "array_record" (--file-format array_record):
+  # ArrayRecord shards (core.array_record_files). Written only then, so
+  # that other datasets' dataset.json stays as it was.
+  file_format: Optional[str] = None
   vocabularies: Optional[Dict[str, Any]] = None
   statistics_of: Optional[str] = None
   tfmd_schema: Optional[str] = None

@@ -20,6 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tfrecords.core import fs
+from beam_tfrecords.core.array_record_files import is_array_record
+from beam_tfrecords.core.errors import InputError
 
 __all__ = ["iter_tfrecords", "iter_tfrecord_lists", "count_tfrecords", "masked_crc32c",
            "decode_example", "decode_sequence_example", "decode_feature",
@@ -157,7 +159,9 @@ def iter_tfrecords(path: str, compression: Optional[str] = None,
 
   Raises:
     ValueError: the file is truncated or a CRC does not match; the
-      message numbers records from 1, as rows are.
+      message numbers records from 1, as rows are. An InputError (a
+      ValueError) for an ArrayRecord file (`.array_record`), saying how
+      to read it.
     OSError, zlib.error, EOFError: the (gzip) stream cannot be read; only
       after every record before the bad spot was yielded.
   """
@@ -170,6 +174,13 @@ def iter_tfrecord_lists(path: str, compression: Optional[str] = None,
   """The records of one TFRecord file as `iter_tfrecords` gives them (the
   same errors, after the same records), in lists: the records of each
   read (8 MB), cut without a Python step between them."""
+  if is_array_record(path):
+    # Its first bytes would be taken for a record's length.
+    raise InputError(
+        f"{path} is an ArrayRecord file (file_format array_record), not a "
+        "TFRecord file: read it with beam_tfrecords.core."
+        "array_record_files.read_array_record, Grain's "
+        "ArrayRecordDataSource or TFDS's as_data_source()")
   kind = _compression(path, compression)
   yielded = [0]
   try:

@@ -2,7 +2,8 @@
 built dataset against a schema (`validate`). No TensorFlow needed.
 
 `inspect_files` reads TFRecord files made by anything (gzip or not, told
-apart by their first bytes), checks every record's CRCs, tells Examples
+apart by their first bytes; ArrayRecord files, `.array_record`, too:
+core.array_record_files), checks every record's CRCs, tells Examples
 from SequenceExamples, and summarizes the features it finds: kind, how many
 records hold each, and the fewest / most values (or steps) per record.
 
@@ -20,6 +21,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 
 from beam_tfrecords.core import fs
+from beam_tfrecords.core.array_record_files import (ARRAY_RECORD,
+                                                    is_array_record,
+                                                    read_array_record)
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example,
@@ -35,6 +39,21 @@ def is_gzip(path: str) -> bool:
   """Whether a file starts with the gzip magic bytes."""
   with fs.open_read(path, fs.UNCOMPRESSED) as f:
     return f.read(2) == b"\x1f\x8b"
+
+
+def _kind(path: str) -> str:
+  """gzip, none (uncompressed TFRecords) or array_record."""
+  if is_array_record(path):
+    return ARRAY_RECORD
+  return "gzip" if is_gzip(path) else "none"
+
+
+def _records(path: str, kind: Optional[str] = None):
+  """The records of a shard file of any kind (None: by its name and first
+  bytes)."""
+  if is_array_record(path):
+    return read_array_record(path)
+  return iter_tfrecords(path, kind)
 
 
 @dataclasses.dataclass
@@ -57,9 +76,9 @@ class FeatureSummary:
 
 @dataclasses.dataclass
 class FileSummary:
-  """One TFRecord file."""
+  """One TFRecord file (or ArrayRecord file)."""
   path: str
-  compression: str
+  compression: str  # gzip, none or array_record
   bytes: int
   records: int = 0
   error: Optional[str] = None
@@ -101,10 +120,10 @@ def inspect_files(patterns: List[str], show: int = 3
   first: List[Any] = []
   kind = "empty"
   for path, size in _match(patterns):
-    summary = FileSummary(path, "gzip" if is_gzip(path) else "none", size)
+    summary = FileSummary(path, _kind(path), size)
     files.append(summary)
     try:
-      for data in iter_tfrecords(path, summary.compression):
+      for data in _records(path, summary.compression):
         summary.records += 1
         context, steps = decode_sequence_example(data)
         if steps:  # feature lists: a SequenceExample
@@ -226,7 +245,7 @@ def validate(path: str, schema: Schema, show: int = 10) -> ValidationReport:
       file_path = fs.join(path.rstrip("/"), shard.file)
       index = -1
       try:
-        for index, data in enumerate(iter_tfrecords(file_path)):
+        for index, data in enumerate(_records(file_path)):
           report.records += 1
           problems = _problems(schema, data)
           if problems:

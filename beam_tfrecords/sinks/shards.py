@@ -105,11 +105,15 @@ class Codec(NamedTuple):
   bytes they take in the file; `empty_files`: a codec without gzip writes
   an empty file for an empty shard too. TFRecord codecs (frame_records)
   write an index beside each file: ours (core.shard_index) for gzip, DALI's
-  for uncompressed files."""
+  for uncompressed files. `files`: the shard's writer, called with
+  ShardFiles' arguments (None: ShardFiles); another one writes the framed
+  parts of a codec without gzip into another container
+  (sinks.array_records)."""
   suffix: str
   frame: Callable[[Any], bytes]
   gzip: bool
   empty_files: bool = False
+  files: Optional[Callable[..., Any]] = None
 
   @property
   def tfrecord(self) -> bool:
@@ -709,18 +713,23 @@ class _WriteShardFn(beam.DoFn):
 
   def _shuffled(self, seed, split, shard, parts):
     """One part per bucket: the bucket's records (from every batch) in a
-    seeded random order, as one gzip member. Memory: one bucket."""
+    seeded random order, as one gzip member (framed records for a codec
+    without gzip). Memory: one bucket."""
     for bucket, group in itertools.groupby(parts, key=lambda p: p[0][0]):
       records = []
       for _, how, data, _, _ in group:
         if how == PART_FILE:
           data = read_part(data)
-        if how != INLINE:
+        if how != INLINE and self._codec.gzip:
           data = inflate(data)
         records.extend(unframe_records(data))
       random.Random(stable_hash((seed, split, shard, bucket))
                     ).shuffle(records)
-      data = gzip_members(frame_records(records), self._level, self._cap)
+      data = frame_records(records)
+      if not self._codec.gzip:
+        yield ((bucket,), INLINE, data, len(records), len(data))
+        continue
+      data = gzip_members(data, self._level, self._cap)
       yield ((bucket,), MEMBER, data, len(records), len(data))
 
   def process(self, element):
@@ -730,15 +739,16 @@ class _WriteShardFn(beam.DoFn):
     limit = self._max.get(split) if self._codec.gzip else None
     expected = _expected([p[1] for p in parts],
                          [p[4] for p in parts]) if limit else 0
-    out = ShardFiles(self._directory, split, shard, self._n[split],
-                     self._codec, self._level, limit, expected, self._cap)
+    out = (self._codec.files or ShardFiles)(
+        self._directory, split, shard, self._n[split], self._codec,
+        self._level, limit, expected, self._cap)
     if self._shuffle is None and self._codec.gzip:
       for window in runs.windows(parts, open_part, resolved):
         write_window(out, window)
       yield from out.close()
       return
     parts = map(resolved, runs.in_key_order(parts, open_part))
-    if self._shuffle is not None and self._codec.gzip:
+    if self._shuffle is not None and self._codec.tfrecord:
       parts = self._shuffled(self._shuffle.seed, split, shard, parts)
     for _, how, data, count, size in parts:
       if how == INLINE:
@@ -762,7 +772,8 @@ class WriteShards(beam.PTransform):
   Args:
     directory: where the files go: DIR/<split>-00000-of-00004<suffix>.
     num_shards: split name -> number of shards.
-    codec: TFRECORD_GZIP or JSON_LINES.
+    codec: TFRECORD_GZIP, JSON_LINES, tfds_files.TFRECORD_PLAIN or
+      array_records.array_record_codec(options).
     gzip_level: None for ISA-L's fast level, or a zlib level 1-9.
     shuffle: a seeded Shuffle, or None for key order.
     max_bytes: split name -> the largest file size, or None for no limit

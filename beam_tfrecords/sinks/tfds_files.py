@@ -7,6 +7,11 @@ compression option, so these shards are not gzip). The shards keep this
 tool's names, `train-00000-of-00003.tfrecord`, which the template
 `{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}` written into dataset_info.json
 names; `btr.load`, `iter_records` and `inspect` read them as any other.
+With `--file-format array_record` the shards are ArrayRecord files,
+`train-00000-of-00003.array_record` by the same template, and
+dataset_info.json says `"fileFormat": "array_record"`: TFDS's
+`as_data_source()` reads them at random (its `as_dataset()` does not read
+ArrayRecord files).
 
 Each stored feature is a TFDS feature of the same name: `Tensor` of its
 shape and dtype (int64, float32, string; a variable-length one of shape
@@ -121,7 +126,8 @@ def dataset_info_json(info: DatasetInfo) -> Dict[str, Any]:
   """dataset_info.json: the name, the splits' shard lengths and bytes, and
   the template of the shard names."""
   out: Dict[str, Any] = {
-      "name": info.name, "version": "1.0.0", "fileFormat": "tfrecord",
+      "name": info.name, "version": "1.0.0",
+      "fileFormat": info.file_format or "tfrecord",
       "splits": [{"name": name, "filepathTemplate": TFDS_TEMPLATE,
                   "numBytes": str(split.num_bytes),
                   "shardLengths": [str(s.num_records)

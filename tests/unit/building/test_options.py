@@ -96,3 +96,60 @@ def test_groups_read_as_values():
   assert dataclasses.is_dataclass(opts)
   with pytest.raises(dataclasses.FrozenInstanceError):
     opts.num_shards = 2  # type: ignore[misc]
+
+
+_ARRAY_RECORD_DROP = ("--file-format array_record writes one ArrayRecord "
+                      "file per shard with the deterministic sink, "
+                      "compressed by array-record \\(--array-record-options"
+                      "\\): drop ")
+
+
+@pytest.mark.parametrize("flags,message", [
+    ({"sink": "beam"}, _ARRAY_RECORD_DROP + "--sink beam$"),
+    ({"gzip_level": 3}, _ARRAY_RECORD_DROP + "--gzip-level$"),
+    ({"member_size": "64KiB"}, _ARRAY_RECORD_DROP + "--member-size$"),
+    ({"max_shard_size": "1MiB"}, _ARRAY_RECORD_DROP + "--max-shard-size "
+     "\\(--num-shards sets the number of files\\)$"),
+    ({"array_record_options": "group_size:0"}, "--array-record-options "
+     "'group_size:0': array-record says: Option group_size: invalid value"),
+    ({"tfds": True, "shuffle_seed": 3}, "--tfds writes ArrayRecord shards "
+     "in the deterministic sink's order, one file per shard: drop "
+     "--shuffle-seed \\(TFDS shuffles when it reads: Grain's shuffle over "
+     "as_data_source\\(\\)\\)$"),
+], ids=["sink", "gzip-level", "member-size", "max-shard-size", "options",
+        "tfds-shuffle"])
+def test_array_record_refuses_what_makes_no_sense(tmp_path, flags, message):
+  pytest.importorskip("array_record")
+  with pytest.raises(InputError, match=message):
+    btr.build(SCHEMA, _csv(tmp_path), str(tmp_path / "out"),
+              file_format="array_record", **flags)
+  assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.parametrize("flags,message", [
+    ({"array_record_options": "group_size:8"},
+     "--array-record-options is for --file-format array_record: add that, "
+     "or drop the options"),
+    ({"file_format": "parquet"},
+     "--file-format must be one of \\['tfrecord', 'array_record'\\], got "
+     "'parquet'"),
+], ids=["options-alone", "unknown-format"])
+def test_file_format_flags_are_checked(tmp_path, flags, message):
+  with pytest.raises(InputError, match=message):
+    btr.build(SCHEMA, _csv(tmp_path), str(tmp_path / "out"), **flags)
+  assert not os.path.exists(tmp_path / "out")
+
+
+def test_the_file_format_flags_parse_and_enter_the_key_when_changed():
+  assert _parsed(["--file-format", "array_record",
+                  "--array-record-options", "group_size:2"]) == \
+      BuildOptions(file_format="array_record",
+                   array_record_options="group_size:2")
+  with pytest.raises(SystemExit):
+    _parsed(["--file-format", "parquet"])
+  assert "file_format" not in BuildOptions().key()
+  assert BuildOptions(file_format="array_record").key() == {
+      **BuildOptions().key(), "file_format": "array_record"}
+  assert BuildOptions(file_format="array_record",
+                      array_record_options="group_size:4").key()[
+                          "array_record_options"] == "group_size:4"

@@ -62,3 +62,18 @@ def test_gzip_trailers_members_and_padding_as_the_gzip_module_reads_them(
                    + bytes(100))
   assert list(records.iter_tfrecords(str(path))) == [
       b"r%d" % i for i in range(40)]
+
+
+def test_an_array_record_file_is_refused_by_name(tmp_path):
+  """An ArrayRecord shard's first bytes would be taken for a record's
+  length (a MemoryError once): the reader names the format and how to
+  read it instead."""
+  from beam_tfrecords import InputError
+  from beam_tfrecords.core.tfrecord_files import iter_tfrecords
+  path = tmp_path / "train-00000-of-00001.array_record"
+  path.write_bytes(b"\x8a\x00\x00\x00\x00\x00\x00\x7f" + b"\0" * 64)
+  with pytest.raises(InputError, match=r"is an ArrayRecord file \(file_"
+                     r"format array_record\), not a TFRecord file: read it "
+                     r"with beam_tfrecords.core.array_record_files."
+                     r"read_array_record"):
+    list(iter_tfrecords(str(path)))

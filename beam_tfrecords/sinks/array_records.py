@@ -1,0 +1,150 @@
+"""ArrayRecord shards, which Grain and TFDS read at random, written by the
+deterministic sink (`--file-format array_record`).
+
+The parts of an ArrayRecord shard travel as those of an uncompressed
+TFRecord shard do (`Codec(..., gzip=False, empty_files=True)`: framed
+records, in part files past a size), in the same key order, so a shard
+holds exactly the records, in exactly the order, of the same build's
+TFRecord shard. Only the shard's writer differs: `ArrayRecordFiles`
+unframes the parts into array-record's writer.
+
+array-record writes local files only, so each shard is built in a local
+temporary file (deleted after) and then copied to its path through Beam's
+FileSystems (the staging folder may be on gs:// or s3://). A shard is one
+file (no `max_shard_size`), and every shard is written, even an empty
+one, as TFDS expects every shard its template names. The bytes are the
+same on every run for the same records and options
+(core.array_record_files.DEFAULT_OPTIONS says why).
+
+    batches | WriteShards(directory, {"train": 4}, array_record_codec())
+    # -> a ShardWritten (split, file, records, bytes) per shard
+"""
+
+import functools
+import os
+import tempfile
+from typing import Any, List, Optional
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecords.core.array_record_files import (ARRAY_RECORD_SUFFIX,
+                                                    DEFAULT_OPTIONS,
+                                                    array_record_module)
+from beam_tfrecords.core.tfrecord_files import (frame_records,
+                                                iter_tfrecord_lists,
+                                                unframe_records)
+from beam_tfrecords.sinks.parts import ShardWritten
+from beam_tfrecords.sinks.shards import Codec, shard_name
+
+__all__ = ["ArrayRecordFiles", "array_record_codec", "ARRAY_RECORD_SUFFIX"]
+
+_COPY_BYTES = 8 * 1024 * 1024
+
+
+def array_record_codec(options: str = DEFAULT_OPTIONS) -> Codec:
+  """The codec of ArrayRecord shards written with array-record's writer
+  `options` (--array-record-options)."""
+  return Codec(ARRAY_RECORD_SUFFIX, frame_records, gzip=False,
+               empty_files=True,
+               files=functools.partial(ArrayRecordFiles, options=options))
+
+
+class ArrayRecordFiles:
+  """One shard's records as one ArrayRecord file.
+
+  Takes the parts `_WriteShardFn` gives a shard writer of a codec without
+  gzip, in key order: framed records (`inline`, `member`) and part files
+  of framed records (`part_file`). `close()` ends the file, copies it to
+  DIR/<split>-00000-of-00004.array_record and describes it.
+  """
+
+  def __init__(self, directory: str, split: str, shard: int, n: int,
+               codec: Codec, level: Optional[int], limit: Optional[int],
+               expected: int = 0, member_cap: int = 0, *,
+               options: str = DEFAULT_OPTIONS):
+    del level, expected, member_cap  # (gzip's, and the limit's)
+    if limit is not None:
+      raise ValueError("an ArrayRecord shard is one file: no max_bytes")
+    name = shard_name(split, shard, n, codec.suffix)
+    self._path = FileSystems.join(directory, name)
+    self._written = ShardWritten(split, name, 0, 0, shard, 0)
+    self._options = options
+    self._records = 0
+    self._local: Optional[str] = None
+    self._writer: Any = None
+    self.files: List[ShardWritten] = []
+
+  def _open(self) -> None:
+    handle, self._local = tempfile.mkstemp(prefix="btr-",
+                                           suffix=ARRAY_RECORD_SUFFIX)
+    os.close(handle)
+    self._writer = array_record_module().ArrayRecordWriter(self._local,
+                                                           self._options)
+
+  def _write(self, records, count: int, what: str) -> None:
+    if self._writer is None:
+      self._open()
+    n = 0
+    for record in records:
+      self._writer.write(record)
+      n += 1
+    if n != count:
+      raise RuntimeError(  # a defect here: the data is not what was counted
+          f"{self._written.file}: {what} held {n:,} records, not the "
+          f"{count:,} counted")
+    self._records += n
+
+  def inline(self, data: bytes, count: int) -> None:
+    """Framed records."""
+    self._write(unframe_records(data), count, "a part")
+
+  def member(self, data: bytes, count: int) -> None:
+    """Framed records (parts of a codec without gzip are never members)."""
+    self.inline(data, count)
+
+  def part_file(self, path: str, size: int, count: int) -> None:
+    """A part file of framed records, read a few MB at a time."""
+    del size
+    lists = iter_tfrecord_lists(path, "none", check_crc=False)
+    self._write((r for records in lists for r in records), count,
+                f"part file {path}")
+
+  def flush(self) -> None:
+    """Nothing waits here: every record went to the writer."""
+
+  def close(self) -> List[ShardWritten]:
+    """Ends the file (an empty shard is an empty ArrayRecord file), copies
+    it to the shard's path and returns its description."""
+    if self._writer is None:
+      self._open()
+    assert self._local is not None  # _open() made it
+    try:
+      # (ok() is False once closed; write() and close() raise
+      # RuntimeError on a failure.)
+      if not self._writer.ok():
+        raise OSError(f"array-record could not write {self._local} "
+                      f"(for {self._path})")
+      self._writer.close()
+      size = os.path.getsize(self._local)
+      with open(self._local, "rb") as source, FileSystems.create(
+          self._path, mime_type="application/octet-stream",
+          compression_type=CompressionTypes.UNCOMPRESSED) as copy:
+        while True:
+          block = source.read(_COPY_BYTES)
+          if not block:
+            break
+          copy.write(block)
+    finally:
+      os.remove(self._local)
+    self.files = [self._written._replace(records=self._records, bytes=size)]
+    return self.files
+
+  def __del__(self):
+    # A shard abandoned by an exception: its temporary file goes too.
+    local = getattr(self, "_local", None)
+    if local and os.path.exists(local):
+      try:
+        os.remove(local)
+      except OSError:
+        pass
