@@ -26,7 +26,9 @@ dataset replaced meanwhile raises DatasetReplacedError.
 """
 
 import collections
+import logging
 import os
+import re
 import struct
 import threading
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -294,6 +296,7 @@ def indexed_files(found, split: str, transformed: bool = False
   """
   out: List[_Shard] = []
   for path, info in found:
+    _warn_group_size(path, info)
     guard = Guard({path: info.generation})
     splits = (info.transform.splits if transformed and info.transform
               else info.splits)
@@ -317,6 +320,26 @@ def indexed_files(found, split: str, transformed: bool = False
             "with --sink beam); read it as a stream (RecordStream, "
             "shuffle='buffer'), or build it again")
   return out
+
+
+def _warn_group_size(path: str, info) -> None:
+  """Random access into ArrayRecord shards of more than one record per
+  chunk decompresses the whole chunk for each record: said once."""
+  options = info.options.array_record_options if info.options else None
+  if not options:
+    return
+  sizes = re.findall(r"(?:^|,)group_size:(\d+)", options)
+  if sizes and int(sizes[-1]) > 1 and path not in _WARNED:
+    _WARNED.add(path)
+    logging.warning(
+        "%s: its ArrayRecord shards hold %s records per chunk "
+        "(--array-record-options %s): each random read decompresses a "
+        "whole chunk. Grain's and our random access want group_size:1 "
+        "(the default); build again with it for random access", path,
+        sizes[-1], options)
+
+
+_WARNED: set = set()
 
 
 class RecordIndex:

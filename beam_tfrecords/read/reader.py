@@ -12,6 +12,7 @@ from typing import (Any, Callable, Dict, Iterator, List, Optional,
 
 
 from beam_tfrecords.core import fs
+from beam_tfrecords.core.array_record_files import is_array_record
 from beam_tfrecords.core.errors import DatasetReplacedError, InputError
 from beam_tfrecords.core.generations import Guard, Pinned
 from beam_tfrecords.core.info import DatasetInfo, ShardInfo
@@ -241,6 +242,12 @@ def _records(stream: RecordStream):
   pieces = stream.pieces
   if not pieces:
     return tf.data.Dataset.from_tensor_slices(tf.constant([], tf.string))
+  if any(is_array_record(p.file) for p in pieces):
+    # tf.data has no ArrayRecord reader: the stream's (array-record's
+    # reader, each file checked against its generation), in its order.
+    return _shuffled(tf.data.Dataset.from_generator(
+        lambda: (r for records in stream.lists() for r in records),
+        output_signature=tf.TensorSpec((), tf.string)), stream)
   whole = {f: n for f, n in stream.files}
   pinned = Pinned(stream.guard, [p.file for p in pieces])
 
@@ -304,6 +311,11 @@ def _records(stream: RecordStream):
   ds = parts[0]
   for part in parts[1:]:
     ds = ds.concatenate(part)
+  return _shuffled(ds, stream)
+
+
+def _shuffled(ds, stream: RecordStream):
+  """With the stream's seed: tf.data's seeded shuffle buffer."""
   if stream.shuffle_seed is not None:
     ds = ds.shuffle(stream.shuffle_buffer, seed=stable_seed(
         "tf.data", stream.shuffle_seed, stream.epoch, stream.shard) % 2**31,

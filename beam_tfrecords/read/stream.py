@@ -34,6 +34,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.array_record_files import (is_array_record,
+                                                   read_array_record)
 from beam_tfrecords.core.generations import Guard
 from beam_tfrecords.core.shares import (Piece, check_share, file_order, share,
                                         share_of, stable_seed)
@@ -170,15 +172,14 @@ class RecordStream:
     return read_in_order(self._records, order, self._positions(), skip,
                          self.lookahead)
 
-  def _lists(self) -> Iterator[List[bytes]]:
+  def lists(self) -> Iterator[List[bytes]]:
     """The pieces' records, a list per read of a file. A piece that ends
     the file reads it to its end: what follows the last record (a
     truncated one, say) is an error."""
     whole = dict(self.files)
     for p in self.pieces:
       at, end = 0, p.skip + p.take  # records of the file before the list
-      records_of = self.guard.lists(
-          p.file, iter_tfrecord_lists(p.file, check_crc=False))
+      records_of = self.guard.lists(p.file, _file_lists(p.file))
       for records in records_of:
         lo, hi = max(p.skip - at, 0), min(end - at, len(records))
         at += len(records)
@@ -215,7 +216,7 @@ class RecordStream:
           yield record
       return
     shuffled = buffer_shuffled(
-        (r for rs in self._lists() for r in rs), self.shuffle_buffer,
+        (r for rs in self.lists() for r in rs), self.shuffle_buffer,
         random.Random(stable_seed("records", self.shuffle_seed, self.epoch,
                                   self.shard, self.worker)))
     for i, record in enumerate(shuffled):
@@ -225,7 +226,7 @@ class RecordStream:
 
   def _unshuffled(self, skip: int) -> Iterator[List[bytes]]:
     """The lists, the first `skip` records left out (not decoded)."""
-    for records in self._lists():
+    for records in self.lists():
       if skip >= len(records):
         skip -= len(records)
         continue
@@ -299,6 +300,14 @@ class RecordStream:
     self._origin = consumed
     self._skip = self._yielded = 0
 
+
+
+def _file_lists(path: str) -> Iterator[List[bytes]]:
+  """A shard's records, a list per read: TFRecord (gzip or not) or
+  ArrayRecord."""
+  if not is_array_record(path):
+    return iter_tfrecord_lists(path, check_crc=False)
+  return _regrouped(([r] for r in read_array_record(path)), 4096)
 
 
 def _regrouped(lists: Iterator[List[bytes]], size: int

@@ -362,3 +362,34 @@ def test_a_transform_section_is_refused(tmp_path):
               str(DATA / "ratings.csv"), str(tmp_path / "out"),
               file_format="array_record")
   assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(BUNDLED))
+def test_our_readers_read_it_as_the_tfrecord_build(builds, name, tf):
+  """btr.iter_records, btr.load (tf.data), RecordStream and random access
+  (a global shuffle, records by number) give the TFRecord build's values
+  and records."""
+  from beam_tfrecords.read.random_access import RecordIndex
+  from beam_tfrecords.read.stream import RecordStream
+  tfrecord, array_record, _ = builds[name]
+  assert list(btr.iter_records(array_record)) == \
+      list(btr.iter_records(tfrecord))
+  records = list(RecordStream(tfrecord))
+  assert list(RecordStream(array_record)) == records
+  def loaded(path):
+    def value(t):
+      if hasattr(t, "to_list"):  # a RaggedTensor
+        return t.to_list()
+      if isinstance(t, tf.SparseTensor):
+        return tf.sparse.to_dense(t).numpy().tolist()
+      v = t.numpy()
+      return v.tolist() if hasattr(v, "tolist") else v
+    return [tf.nest.map_structure(value, x) for x in btr.load(path)]
+  assert loaded(array_record) == loaded(tfrecord)
+  by_number = RecordIndex(array_record)
+  picks = np.random.default_rng(2).integers(0, len(records), 50).tolist()
+  assert by_number.get(picks) == [records[i] for i in picks]
+  assert list(RecordStream(array_record, shuffle_seed=3,
+                           shuffle="global")) == list(RecordStream(
+                               tfrecord, shuffle_seed=3, shuffle="global"))

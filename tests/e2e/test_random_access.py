@@ -246,3 +246,19 @@ def test_dali_reads_the_uncompressed_shards_with_their_index(plain):
   assert ids == _ids(stream)
   from beam_tfrecords.core.tfrecord_files import decode_example
   assert texts == [decode_example(r)["text"][1][0].decode() for r in stream]
+
+
+def test_random_access_to_chunks_of_many_records_is_warned(tmp_path,
+                                                          caplog):
+  pytest.importorskip("array_record.python.array_record_module")
+  out = str(tmp_path / "grouped")
+  btr.build(SCHEMA, _csv(tmp_path / "a.csv", 100), out, num_shards=1,
+            file_format="array_record",
+            array_record_options="group_size:64")
+  stream = list(RecordStream(out, "train"))
+  with caplog.at_level("WARNING"):
+    records = RecordIndex(out, "train")
+  assert "holds 64 records per chunk" not in caplog.text
+  assert "its ArrayRecord shards hold 64 records per chunk " \
+         "(--array-record-options group_size:64)" in caplog.text
+  assert records.get([99, 0]) == [stream[99], stream[0]]

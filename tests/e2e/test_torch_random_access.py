@@ -36,6 +36,17 @@ def built(tmp_path_factory):
   return out
 
 
+@pytest.fixture(scope="module")
+def array_records(tmp_path_factory):
+  """The same records as ArrayRecord shards (the array_record extra)."""
+  pytest.importorskip("array_record.python.array_record_module")
+  folder = tmp_path_factory.mktemp("torch_array_record")
+  out = str(folder / "out")
+  btr.build(SCHEMA, _csv(folder / "in.csv", ROWS), out, num_shards=2,
+            file_format="array_record")
+  return out
+
+
 def _stream_ids(out):
   from beam_tfrecords.core.tfrecord_files import decode_example
   return [decode_example(r)["id"][1][0] for r in RecordStream(out, "train")]
@@ -71,8 +82,13 @@ def _ids(batches):
   return [int(v) for b in batches for v in b["id"]]
 
 
+@pytest.mark.parametrize("fmt", ["tfrecord", "array_record"])
 @pytest.mark.parametrize("kind", ["iterable", "map"])
-def test_a_killed_worker_resumes_to_the_record(built, kind):
+def test_a_killed_worker_resumes_to_the_record(request, kind, fmt):
+  """Through the index of gzip shards, and through ArrayRecord's."""
+  built = request.getfixturevalue(
+      "built" if fmt == "tfrecord" else "array_records")
+
   def make():
     if kind == "iterable":
       ds = Dataset(built, "train", shuffle_seed=11, shuffle="global",
