@@ -306,9 +306,9 @@ def _shards(schema: Schema, plan, opts: BuildOptions):
   opts.check_sink_options()
   if opts.tfds:
     check_tfds(schema)
-  if opts.sink != "deterministic" or opts.tfds or opts.array_record:
-    # WriteToTFRecord (and --tfds's uncompressed codec, and ArrayRecord
-    # shards) writes shards.shards files, however large.
+  if opts.sink != "deterministic" or opts.uncompressed or opts.array_record:
+    # WriteToTFRecord (and the uncompressed codec, and ArrayRecord shards)
+    # writes shards.shards files, however large.
     shards = ShardPlan(shards.shards, dict.fromkeys(shards.shards))
   opts.check_shuffle_seed()
   shuffle = None if opts.shuffle_seed is None else Shuffle(
@@ -321,14 +321,14 @@ def _codec(opts: BuildOptions) -> Codec:
   TFRecords (--tfds) or gzip TFRecords."""
   if opts.array_record:
     return array_record_codec(opts.array_record_options)
-  return TFRECORD_PLAIN if opts.tfds else TFRECORD_GZIP
+  return TFRECORD_PLAIN if opts.uncompressed else TFRECORD_GZIP
 
 
 def _compression(opts: BuildOptions) -> str:
   """dataset.json's `compression` (core.info.DatasetInfo)."""
   if opts.array_record:
     return compression_of(opts.array_record_options)
-  return "NONE" if opts.tfds else "GZIP"
+  return "NONE" if opts.uncompressed else "GZIP"
 
 
 def dataset_plan(schema: Schema, plan, opts: BuildOptions,

@@ -262,3 +262,40 @@ def test_random_access_to_chunks_of_many_records_is_warned(tmp_path,
   assert "its ArrayRecord shards hold 64 records per chunk " \
          "(--array-record-options group_size:64)" in caplog.text
   assert records.get([99, 0]) == [stream[99], stream[0]]
+
+
+def test_uncompressed_output_without_tfds(tmp_path, tf):
+  """--compression none: uncompressed TFRecord shards with DALI's index,
+  for schemas --tfds refuses (features that may be missing); tf.data and
+  our readers read them, and random access reads each record alone."""
+  out = str(tmp_path / "plain")
+  src = _csv(tmp_path / "a.csv", 300)
+  btr.build(SCHEMA, src, out, num_shards=2, compression="none")
+  gz = str(tmp_path / "gz")
+  btr.build(SCHEMA, src, gz, num_shards=2)
+  info = btr.dataset_info(out)
+  assert info.compression == "NONE" and info.options.member_bytes is None
+  shards = info.splits["train"].shards
+  assert [s.file for s in shards] == ["train-00000-of-00002.tfrecord",
+                                      "train-00001-of-00002.tfrecord"]
+  assert [s.index.file for s in shards] == [
+      f"index/{s.file}.idx" for s in shards]
+  records = list(RecordStream(gz, "train"))
+  assert list(RecordStream(out, "train")) == records
+  read = [r.numpy() for r in tf.data.TFRecordDataset(
+      [os.path.join(out, s.file) for s in shards])]
+  assert read == records
+  assert RecordIndex(out, "train").get([299, 3]) == [records[299],
+                                                      records[3]]
+  for flag, value, said in (("gzip_level", 6, "--gzip-level"),
+                            ("member_size", "64KiB", "--member-size"),
+                            ("max_shard_size", "1MB", "--max-shard-size")):
+    with pytest.raises(btr.InputError, match="--compression none writes "
+                       f"one uncompressed TFRecord file per shard with the "
+                       f"deterministic sink: drop {said}"):
+      btr.build(SCHEMA, src, str(tmp_path / "x"), compression="none",
+                **{flag: value})
+  with pytest.raises(btr.InputError, match="--compression is for TFRecord "
+                     "shards"):
+    btr.build(SCHEMA, src, str(tmp_path / "x"), compression="none",
+              file_format="array_record")
