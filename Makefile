@@ -5,9 +5,10 @@
 #               its cluster tier
 # make test-fast runs the fast tier (no slow or cluster test): run it
 #             before every commit.
-# make setup-extras adds the torch, tfds and array_record extras (PyTorch,
-#             ~3 GB, TensorFlow Datasets, array-record and Grain) to the
-#             virtualenv, for their tests.
+# make setup-extras adds the torch, tfds, array_record and dali extras
+#             (PyTorch, ~3 GB, TensorFlow Datasets, array-record and
+#             Grain, NVIDIA DALI, ~420 MB) to the virtualenv, for their
+#             tests.
 # make cluster-tools installs Flink and Spark (from PyPI) and builds their
 #             Beam job servers (Maven, JDK 17) into a tools folder outside
 #             the repository, for the real-cluster tests (3-8 minutes
@@ -52,13 +53,13 @@ $(VENV)/.installed: setup.py $(wildcard $(LOCK))
 
 setup: $(VENV)/.installed
 
-# The torch, tfds and array_record extras (beam_tfrecords.read.torch;
+# The torch, tfds, array_record and dali extras (beam_tfrecords.read.torch;
 # TensorFlow Datasets to read --tfds datasets; array-record to write
-# --file-format array_record, Grain to read it), beside the core install:
-# their tests run with them and are skipped without them (CI installs
-# them).
+# --file-format array_record, Grain to read it; DALI's reader of
+# uncompressed shards and their index), beside the core install: their
+# tests run with them and are skipped without them (CI installs them).
 $(VENV)/.extras: $(VENV)/.installed
-	$(BIN)/pip install --quiet --no-build-isolation -e '.[torch,tfds,array_record]'
+	$(BIN)/pip install --quiet --no-build-isolation -e '.[torch,tfds,array_record,dali]'
 	$(BIN)/pip check
 	touch $@
 

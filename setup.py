@@ -80,6 +80,11 @@ setup(
         # deterministic with 0.8.6); Grain reads them at random. Grain
         # 0.2.18 needs protobuf>=5.28.3 (the lock has 6.x).
         "array_record": ["array-record>=0.8.6,<0.9", "grain>=0.2.18,<0.3"],
+        # NVIDIA DALI, whose TFRecord reader reads uncompressed shards with
+        # the index the build writes beside them (a test runs it on the
+        # CPU). Linux x86_64 wheels only, ~420 MB with its nvidia
+        # packages: never part of the core install.
+        "dali": ["nvidia-dali-cuda120>=2.4,<3"],
         # moto's server mode: a real S3 endpoint on 127.0.0.1 for the
         # s3:// tests; the Dask tests start a cluster on 127.0.0.1.
         # mypy: `make test` type-checks the library first (mypy.ini),
