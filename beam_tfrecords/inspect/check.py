@@ -16,8 +16,11 @@ the transformed spec (TensorFlow's own parser: it needs TensorFlow).
 """
 
 import dataclasses
+import hashlib
 import glob as _glob
 from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
 
 
 from beam_tfrecords.core import fs
@@ -223,6 +226,39 @@ def _problems(schema: Schema, data: bytes) -> List[str]:
   return out
 
 
+def _index_problem(path: str, shard) -> Optional[str]:
+  """What is wrong with a shard's index (None: nothing, or no index):
+  its SHA-256 against dataset.json's, and it against the shard, member by
+  member (gzip) or record by record (DALI's)."""
+  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.core.members import member_table
+  from beam_tfrecords.read.random_access import (IndexedShard, MemberCache,
+                                                 PlainShard)
+  if shard.index is None:
+    return None
+  base = path.rstrip("/")
+  file, index = fs.join(base, shard.file), fs.join(base, shard.index.file)
+  try:
+    with fs.open_read(index, fs.UNCOMPRESSED) as f:
+      digest = hashlib.sha256(f.read()).hexdigest()
+    if digest != shard.index.sha256:
+      return (f"{shard.index.file}: its SHA-256 is not the one dataset.json "
+              "lists (the index was changed or replaced)")
+    if shard.index.file.endswith(".idx"):
+      plain = PlainShard(file, index, shard.num_records)
+      plain.get(np.arange(shard.num_records), MemberCache(0))
+      return None
+    indexed = IndexedShard(file, index, shard.num_records)
+    with fs.open_read(file, fs.UNCOMPRESSED) as f:
+      members = member_table(f.read())
+    if [m.offset for m in members] != indexed.index.offsets[:-1].tolist():
+      return (f"{shard.index.file}: its members are not the shard's "
+              f"({shard.file})")
+  except Exception as e:  # pylint: disable=broad-except
+    return f"{shard.index.file}: {type(e).__name__}: {e}"
+  return None
+
+
 def validate(path: str, schema: Schema, show: int = 10) -> ValidationReport:
   """Checks every record of a built dataset against `schema`."""
   from beam_tfrecords.read.reader import dataset_info  # no cycle at import
@@ -243,6 +279,11 @@ def validate(path: str, schema: Schema, show: int = 10) -> ValidationReport:
     for shard in s.shards:
       report.files += 1
       file_path = fs.join(path.rstrip("/"), shard.file)
+      wrong = _index_problem(path, shard)
+      if wrong is not None:
+        report.bad_records += 1
+        report.failures.append(wrong)
+        report.counts[wrong] = report.counts.get(wrong, 0) + 1
       index = -1
       try:
         for index, data in enumerate(_records(file_path)):
