@@ -299,3 +299,21 @@ def test_uncompressed_output_without_tfds(tmp_path, tf):
                      "shards"):
     btr.build(SCHEMA, src, str(tmp_path / "x"), compression="none",
               file_format="array_record")
+
+
+def test_validate_checks_every_index_against_its_shard(built, plain,
+                                                       tmp_path):
+  from beam_tfrecords.inspect.check import validate
+  from beam_tfrecords.schema import load_schema
+  assert validate(built, load_schema(SCHEMA)).ok
+  assert validate(plain, load_schema(TFDS_SCHEMA)).ok
+  out = str(tmp_path / "copy")
+  shutil.copytree(built, out)
+  s0, s1 = btr.dataset_info(out).splits["train"].shards[:2]
+  shutil.copy(os.path.join(out, s1.index.file),
+              os.path.join(out, s0.index.file))
+  report = validate(out, load_schema(SCHEMA))
+  assert not report.ok
+  assert report.failures == [
+      f"{s0.index.file}: its SHA-256 is not the one dataset.json lists (the "
+      "index was changed or replaced)"]
