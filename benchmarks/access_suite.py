@@ -81,6 +81,14 @@ loader = torch.utils.data.DataLoader(
 """, """
 n = sum(len(b["year"]) for b in loader)
 """),
+    "gzip+index: global shuffle, IndexedDataset.loader, 2 workers": (
+        "gzip", """
+from beam_tfrecords.read.torch import IndexedDataset
+loader = IndexedDataset(PATH).loader(batch_size=1024, shuffle_seed=1,
+                                     num_workers=2)
+""", """
+n = sum(len(b["year"]) for b in loader)
+"""),
     "gzip: today's sequential torch Dataset, 2 workers": ("gzip", """
 import torch; from beam_tfrecords.read.torch import Dataset
 loader = torch.utils.data.DataLoader(Dataset(PATH, batch_size=1024),
@@ -139,11 +147,20 @@ N = r.num_records()
 """, """
 n = sum(len(r.read(i, min(i + 1024, N))) for i in range(0, N, 1024))
 """),
-    "array_record: global shuffle, torch IndexedDataset, 2 workers": (
+    "array_record: global shuffle, torch Dataset, 2 workers": (
+        "array_record", """
+import torch; from beam_tfrecords.read.torch import Dataset
+loader = torch.utils.data.DataLoader(
+    Dataset(PATH, shuffle_seed=1, shuffle="global", batch_size=1024),
+    batch_size=None, num_workers=2)
+""", """
+n = sum(len(b["year"]) for b in loader)
+"""),
+    "array_record: global shuffle, IndexedDataset.loader, 2 workers": (
         "array_record", """
 from beam_tfrecords.read.torch import IndexedDataset
-ds = IndexedDataset(PATH)
-loader = ds.loader(batch_size=1024, shuffle_seed=1, num_workers=2)
+loader = IndexedDataset(PATH).loader(batch_size=1024, shuffle_seed=1,
+                                     num_workers=2)
 """, """
 n = sum(len(b["year"]) for b in loader)
 """),

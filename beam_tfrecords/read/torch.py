@@ -487,12 +487,45 @@ class IndexedDataset(torch.utils.data.Dataset):
              shard: Optional[Tuple[int, int]] = None,
              drop_remainder: bool = False, **options: Any) -> "Loader":
     """A DataLoader of this dataset in a global shuffle's order
-    (GlobalSampler), resumable exactly (Loader)."""
+    (GlobalSampler), resumable exactly (Loader). Its batches are decoded
+    column by column in the workers, as Dataset's with a batch_size are;
+    given a `collate_fn`, it gets the per-record dicts instead."""
     sampler = GlobalSampler(len(self), shuffle_seed, epoch, shard,
                             drop_remainder)
-    return Loader(self, batch_size, len(sampler),
-                  dict(options, sampler=sampler, batch_size=batch_size,
-                       collate_fn=options.get("collate_fn", self.collate)))
+    if "collate_fn" in options:
+      return Loader(self, batch_size, len(sampler),
+                    dict(options, sampler=sampler, batch_size=batch_size))
+    return Loader(self, batch_size, len(sampler), dict(
+        options, sampler=sampler, batch_size=batch_size,
+        collate_fn=functools.partial(_decoded_batch, self._decoder)),
+                  dataset=_Serialized(self._records))
+
+
+class _Serialized(torch.utils.data.Dataset):
+  """The serialized records by number (IndexedDataset.loader's: decoded
+  a whole batch at a time by its collate_fn)."""
+
+  def __init__(self, records: RecordIndex):
+    super().__init__()
+    self._records = records
+
+  def __len__(self) -> int:
+    return len(self._records)
+
+  def __getitem__(self, i: int) -> bytes:
+    return self._records[int(i)]
+
+  def __getitems__(self, indices) -> list:
+    return self._records.get(list(indices))
+
+
+def _decoded_batch(decoder: RecordDecoder, records: list) -> Batch:
+  """Serialized records -> one batch, decoded column by column."""
+  columns = decoder.decode_batch(records, text=True)
+  (_, part), = cuts(columns, len(records), max(len(records), 1))
+  if torch.utils.data.get_worker_info() is not None:
+    return _shipped(part)
+  return Batch(_tensors(objects(part)))
 
 
 class Loader:
@@ -507,8 +540,10 @@ class Loader:
   GlobalSampler: DataLoader keeps a sampler's order)."""
 
   def __init__(self, source, batch_size: int, share: int,
-               options: Dict[str, Any]):
+               options: Dict[str, Any], dataset=None):
     self._source, self._batch, self._share = source, batch_size, share
+    # What the DataLoader reads (default: the source).
+    self._dataset = source if dataset is None else dataset
     self._sampler = options.get("sampler")
     self._options = dict(options)
     if self._sampler is None:
@@ -526,7 +561,7 @@ class Loader:
 
   def __iter__(self) -> Iterator[Any]:
     (self._sampler or self._source)._resume(self._epoch, self._consumed)
-    loader = torch.utils.data.DataLoader(self._source, **self._options)
+    loader = torch.utils.data.DataLoader(self._dataset, **self._options)
     for batch in loader:
       self._consumed = min(self._consumed + self._batch, self._share)
       yield batch
