@@ -125,7 +125,7 @@ class BuildOptions:
       None: 256 KiB (+1.8% in shard size on the flights).
     compression: "gzip" or "none" for TFRecord shards (None: gzip, but
       uncompressed with --tfds). Uncompressed shards are read at random
-      one record at a time (DALI's index beside each), at about 3.7 times
+      one record at a time (DALI's index beside each), at about 7 times
       the size.
     tfds: a dataset TensorFlow Datasets reads: uncompressed shards (or
       ArrayRecord ones) and TFDS's metadata files (sinks.tfds_files).
@@ -186,7 +186,7 @@ class BuildOptions:
       "are always there", key="changed")
   compression: Optional[str] = _option(
       None, "writing", "gzip: gzip TFRecord shards (default); none: "
-      "uncompressed ones (about 3.7 times larger; each record read at "
+      "uncompressed ones (about 7 times larger on the flights; each record read at "
       "random by one ranged read, and by NVIDIA DALI with the index "
       "written beside it)", choices=list(COMPRESSIONS), key="changed")
   file_format: str = _option(

@@ -30,10 +30,14 @@ import numpy as np
 from beam_tfrecords.core.errors import ShardIndexError
 from beam_tfrecords.core.members import Member
 
-__all__ = ["ShardIndex", "INDEX_DIR", "INDEX_SUFFIX", "MAGIC"]
+__all__ = ["ShardIndex", "INDEX_DIR", "INDEX_SUFFIX", "DALI_INDEX_SUFFIX",
+           "MAGIC"]
 
 INDEX_DIR = "index"
 INDEX_SUFFIX = ".index"
+# DALI's tfrecord2idx index beside an uncompressed shard: a line
+# "offset framed_size" per record.
+DALI_INDEX_SUFFIX = ".idx"
 MAGIC = b"BTRIDX01"
 _HEAD = struct.Struct("<8sQ32s32s")
 

@@ -232,6 +232,7 @@ def _index_problem(path: str, shard) -> Optional[str]:
   member (gzip) or record by record (DALI's)."""
   # pylint: disable=import-outside-toplevel
   from beam_tfrecords.core.members import member_table
+  from beam_tfrecords.core.shard_index import DALI_INDEX_SUFFIX
   from beam_tfrecords.read.random_access import (IndexedShard, MemberCache,
                                                  PlainShard)
   if shard.index is None:
@@ -244,18 +245,30 @@ def _index_problem(path: str, shard) -> Optional[str]:
     if digest != shard.index.sha256:
       return (f"{shard.index.file}: its SHA-256 is not the one dataset.json "
               "lists (the index was changed or replaced)")
-    if shard.index.file.endswith(".idx"):
+    if shard.index.file.endswith(DALI_INDEX_SUFFIX):
       plain = PlainShard(file, index, shard.num_records)
-      plain.get(np.arange(shard.num_records), MemberCache(0))
+      try:
+        plain.get(np.arange(shard.num_records), MemberCache(0))
+      finally:
+        plain.close()
       return None
     indexed = IndexedShard(file, index, shard.num_records)
-    with fs.open_read(file, fs.UNCOMPRESSED) as f:
-      members = member_table(f.read())
-    if [m.offset for m in members] != indexed.index.offsets[:-1].tolist():
-      return (f"{shard.index.file}: its members are not the shard's "
-              f"({shard.file})")
+    try:
+      offsets = indexed.index.offsets[:-1].tolist()
+      counts = np.diff(indexed.index.first_records).tolist()
+    finally:
+      indexed.close()
   except Exception as e:  # pylint: disable=broad-except
     return f"{shard.index.file}: {type(e).__name__}: {e}"
+  try:
+    with fs.open_read(file, fs.UNCOMPRESSED) as f:
+      members = member_table(f.read())
+  except Exception as e:  # pylint: disable=broad-except
+    return f"{shard.file}: {type(e).__name__}: {e}"
+  if [m.offset for m in members] != offsets or [
+      m.records for m in members] != counts:
+    return (f"{shard.index.file}: its members are not the shard's "
+            f"({shard.file})")
   return None
 
 

@@ -55,12 +55,14 @@ class GlobalOrder:
   the record numbers at those positions."""
 
   def __init__(self, n: int, seed: int, epoch: int = 0):
-    self.n, self.seed, self.epoch = n, seed, epoch
+    # (ints: numpy's would give other keys through repr())
+    self.n, self.seed, self.epoch = int(n), int(seed), int(epoch)
     bits = max(2, (max(n, 1) - 1).bit_length())
     bits += bits % 2
     self._half = np.uint64(bits // 2)
     self._mask = np.uint64((1 << (bits // 2)) - 1)
-    self._keys = [np.uint64(stable_seed("global order", seed, epoch, r))
+    self._keys = [np.uint64(stable_seed("global order", self.seed,
+                                        self.epoch, r))
                   for r in range(_ROUNDS)]
 
   def _permute(self, x: np.ndarray) -> np.ndarray:
@@ -132,17 +134,6 @@ class Positions:
     b, within = mine // self.block, mine % self.block
     return self.start + self.origin + (
         self.worker + b * self.workers) * self.block + within
-
-  def skipped(self, consumed: int) -> int:
-    """This worker's positions among the first `consumed` after the
-    origin (the rank consumed its blocks in turn: block b is worker
-    b mod workers')."""
-    consumed = min(max(consumed, 0), self.share - self.origin)
-    full, part = divmod(consumed, self.block)
-    mine = max(0, -(-(full - self.worker) // self.workers))
-    if part and full % self.workers == self.worker:
-      return mine * self.block + part
-    return mine * self.block
 
 
 def read_in_order(records, order: GlobalOrder, positions: Positions,

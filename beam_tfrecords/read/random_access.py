@@ -1,5 +1,6 @@
 """Records by number: a split's records (over a window of datasets)
-read at any position, through the index beside each gzip shard.
+read at any position, through the index beside each shard (gzip or
+uncompressed TFRecords) or ArrayRecord's own.
 
     records = RecordIndex("out/flights", "train")
     len(records)                       # every record of the split
@@ -11,18 +12,23 @@ dataset over a window), as core.shares numbers them. Record i is in the
 gzip member the shard's index (core.shard_index) names; that member is
 read (one ranged read) and inflated (ISA-L, its CRC-32 checked) and the
 record cut out of it. `get` groups the positions asked for by member, so
-a member is inflated once however many of its records are wanted; the
-members inflated last stay in a cache of `cache_bytes`, and where each
-member's records start is walked once per process and kept (4 bytes a
-record).
+a member is inflated once however many of its records are wanted;
+inflated members stay in a cache of `cache_bytes` (MemberCache: the first
+ones taken, and the last few used), and where each member's records start
+is walked once per process and kept (4 bytes a record). An uncompressed
+shard's record is one ranged read (DALI's index gives its place); an
+ArrayRecord shard's, array_record's reader.
 
 Each shard's index is read when the shard is first used and checked
 against the shard (size, first and last member's SHA-256); an index that
 is not the shard's raises ShardIndexError naming both files. A dataset
 without indexes (built before them, or with --sink beam) raises an
-InputError that says to read it as a stream or rebuild it. Every shard is
-checked against its dataset's generation when first opened, so a
-dataset replaced meanwhile raises DatasetReplacedError.
+InputError that says to read it as a stream or rebuild it. A shard is
+checked against its dataset's generation whenever it is opened (local
+shards stay open, at most _Descriptors.MAX_OPEN a process, and must be
+the file first opened; others are read by name, and a failed read is
+reported as the dataset's replacement when it was one), so a dataset
+replaced meanwhile raises DatasetReplacedError.
 """
 
 import collections
@@ -37,69 +43,142 @@ import numpy as np
 from isal import isal_zlib
 
 from beam_tfrecords.core import fs
+from beam_tfrecords.core.array_record_files import (array_record_module,
+                                                   is_array_record)
 from beam_tfrecords.core.errors import InputError, ShardIndexError
 from beam_tfrecords.core.generations import Guard
-from beam_tfrecords.core.shard_index import INDEX_SUFFIX, ShardIndex
+from beam_tfrecords.core.shard_index import (DALI_INDEX_SUFFIX, INDEX_SUFFIX,
+                                             ShardIndex)
 from beam_tfrecords.core.tfrecord_files import framed_ends, masked_crc32c
 from beam_tfrecords.read.window import Datasets, window
 
 __all__ = ["RecordIndex", "IndexedShard", "PlainShard", "ArrayRecordShard",
            "MemberCache", "indexed_files", "CACHE_BYTES"]
 
-ARRAY_RECORD_SUFFIX = ".array_record"
-
 # Bytes of inflated members kept, by default (per process: each DataLoader
 # worker has its own): a 1M-flight split's members take about 420 MB.
 CACHE_BYTES = 256 << 20
 
 
+class _Descriptors:
+  """The descriptors of the local shards a process reads, at most MAX_OPEN
+  open (the least recently used closed, and opened again when read again):
+  a split of thousands of shards must not run out of descriptors. Forked
+  DataLoader workers inherit them (pread does not move a shared offset)."""
+
+  MAX_OPEN = 64
+
+  def __init__(self):
+    self._open: "collections.OrderedDict[str, int]" = \
+        collections.OrderedDict()
+    self._lock = threading.Lock()
+
+  def get(self, shard: "_Shard") -> int:
+    with self._lock:
+      fd = self._open.get(shard.path)
+      if fd is not None:
+        self._open.move_to_end(shard.path)
+        return fd
+      fd = shard.opened()
+      self._open[shard.path] = fd
+      while len(self._open) > self.MAX_OPEN:
+        _, old = self._open.popitem(last=False)
+        os.close(old)
+      return fd
+
+  def close(self, path: str) -> None:
+    with self._lock:
+      fd = self._open.pop(path, None)
+      if fd is not None:
+        os.close(fd)
+
+
+_DESCRIPTORS = _Descriptors()
+
+
 class _Shard:
-  """One shard file, opened on first use in each process (DataLoader
-  workers fork): local files by descriptor (pread), others through Beam's
-  FileSystems."""
+  """One shard file, checked against its index on first use: local files
+  read by descriptor (pread), others through Beam's FileSystems."""
 
   def __init__(self, path: str, index_path: Optional[str], records: int,
                guard: Optional[Guard] = None):
     self.path, self.index_path, self.records = path, index_path, records
     self._guard = guard
-    self._pid: Optional[int] = None
-    self._fd: Optional[int] = None
+    self._checked = False
+    # The local file first opened (device, inode): opened again, it must
+    # be the same file.
+    self._identity: Optional[Tuple[int, int]] = None
     self._lock = threading.Lock()
 
+  def __getstate__(self) -> dict:  # (spawned DataLoader workers)
+    state = dict(self.__dict__)
+    del state["_lock"]
+    return state
+
+  def __setstate__(self, state: dict) -> None:
+    self.__dict__.update(state)
+    self._lock = threading.Lock()
+
+  def _failed(self, error: Exception) -> BaseException:
+    return self._guard.failed(self.path, error) if self._guard else error
+
+  def opened(self) -> int:
+    """A new descriptor of the local shard, checked: still the dataset's
+    generation, and the file first opened."""
+    try:
+      fd = os.open(self.path, os.O_RDONLY)
+    except OSError as e:
+      raise self._failed(InputError(f"cannot read {self.path}: {e}")) from e
+    try:
+      if self._guard is not None:
+        self._guard.check(self.path)
+      st = os.fstat(fd)
+      if self._identity is None:
+        self._identity = (st.st_dev, st.st_ino)
+      elif self._identity != (st.st_dev, st.st_ino):
+        raise self._failed(InputError(
+            f"{self.path} was replaced while it was read; read it again"))
+    except BaseException:
+      os.close(fd)
+      raise
+    return fd
+
+  def close(self) -> None:
+    """Closes its descriptor (opened again if read again)."""
+    _DESCRIPTORS.close(self.path)
+
   def _read(self, offset: int, length: int) -> bytes:
-    if self._fd is not None:
-      return os.pread(self._fd, length, offset)
-    with fs.open_read(self.path, fs.UNCOMPRESSED) as f:
-      f.seek(offset)
-      return f.read(length)
+    if fs.is_local(self.path):
+      return os.pread(_DESCRIPTORS.get(self), length, offset)
+    try:
+      with fs.open_read(self.path, fs.UNCOMPRESSED) as f:
+        f.seek(offset)
+        return f.read(length)
+    except Exception as e:  # pylint: disable=broad-except
+      raise self._failed(e) from e
 
   def _ready(self) -> None:
-    if self._pid != os.getpid():
+    if not self._checked:
       with self._lock:
-        if self._pid != os.getpid():
+        if not self._checked:
           self._open()
-          self._pid = os.getpid()
+          self._checked = True
 
   def _open(self) -> None:
-    """Opens the shard and its index, and checks them."""
+    """Reads the index and checks it against the shard."""
     try:
       index = None
       if self.index_path is not None:
         with fs.open_read(self.index_path, fs.UNCOMPRESSED) as f:
           index = f.read()
-      self._fd = None
       if fs.is_local(self.path):
-        self._fd = os.open(self.path, os.O_RDONLY)
-        size = os.fstat(self._fd).st_size
+        size = os.fstat(_DESCRIPTORS.get(self)).st_size
       else:
         size = fs.match(self.path)[0].size
     except (OSError, IndexError) as e:
-      error = InputError(f"cannot read {self.path} or its index "
-                         f"{self.index_path}: {e}")
-      raise (self._guard.failed(self.path, error) if self._guard
-             else error) from e
-    if self._guard is not None:
-      self._guard.check(self.path)
+      raise self._failed(InputError(
+          f"cannot read {self.path} or its index {self.index_path}: "
+          f"{e}")) from e
     self._check(index, size)
 
   def _check(self, index: Optional[bytes], size: int) -> None:
@@ -232,9 +311,14 @@ class ArrayRecordShard(_Shard):
   """An ArrayRecord shard (its own footer indexes it), read by
   array_record's reader (local files; the `array_record` extra), without
   read-ahead, a record at a time: `read(i, i + 1)` gave 133k random
-  records/s here, where `read([i])` gave 220 (a call with a list of
-  indices costs about 4.5 ms whatever it holds; a list of 1,024, 57k
-  records/s)."""
+  records/s here, where `read([i])` gave 220 on a 346 MB file (a call
+  with a list of indices costs milliseconds there)."""
+
+  def __getstate__(self) -> dict:
+    state = super().__getstate__()
+    state.pop("_reader", None)
+    state["_checked"] = False
+    return state
 
   def _open(self) -> None:
     if not fs.is_local(self.path):
@@ -242,21 +326,22 @@ class ArrayRecordShard(_Shard):
           f"{self.path}: array_record's reader reads local files only; "
           "copy the dataset to a local disk for random access (or read it "
           "as a stream)")
+    module = array_record_module()
+    os.close(self.opened())  # (checks the generation)
     try:
-      # pylint: disable=import-outside-toplevel
-      from array_record.python.array_record_module import ArrayRecordReader
-    except ImportError as e:
-      raise InputError("reading ArrayRecord shards needs array-record: "
-                       "pip install 'beam-tfrecords[array_record]'") from e
-    if self._guard is not None:
-      self._guard.check(self.path)
-    try:
-      self._reader = ArrayRecordReader(self.path, "readahead_buffer_size:0")
+      self._reader = module.ArrayRecordReader(self.path,
+                                              "readahead_buffer_size:0")
     except Exception as e:  # pylint: disable=broad-except
-      raise (self._guard.failed(self.path, e) if self._guard else e)
+      raise self._failed(e) from e
     if self._reader.num_records() != self.records:
       raise InputError(f"{self.path} holds {self._reader.num_records():,} "
                        f"records, its dataset.json says {self.records:,}")
+
+  def close(self) -> None:
+    reader = self.__dict__.pop("_reader", None)
+    if reader is not None:
+      reader.close()
+      self._checked = False
 
   def get(self, local: np.ndarray, cache: "MemberCache") -> List[bytes]:
     self._ready()
@@ -282,6 +367,7 @@ class MemberCache:
     self._recent: "collections.OrderedDict[tuple, bytes]" = \
         collections.OrderedDict()
     self._bytes = 0
+    self._recent_bytes = 0
 
   def get(self, key) -> Optional[bytes]:
     data = self._kept.get(key)
@@ -292,15 +378,18 @@ class MemberCache:
     return data
 
   def put(self, key, data: bytes) -> None:
-    if not self.limit:
+    if len(data) > self.limit:
       return
     if self._bytes + len(data) <= self.limit:
       self._kept[key] = data
       self._bytes += len(data)
       return
     self._recent[key] = data
-    if len(self._recent) > self.RECENT:
-      self._recent.popitem(last=False)
+    self._recent_bytes += len(data)
+    while len(self._recent) > self.RECENT or (
+        self._recent_bytes > self.limit):
+      _, old = self._recent.popitem(last=False)
+      self._recent_bytes -= len(old)
 
 
 def indexed_files(found, split: str, transformed: bool = False
@@ -316,19 +405,23 @@ def indexed_files(found, split: str, transformed: bool = False
   for path, info in found:
     _warn_group_size(path, info)
     guard = Guard({path: info.generation})
-    splits = (info.transform.splits if transformed and info.transform
-              else info.splits)
+    splits = info.splits
+    if transformed:
+      if info.transform is None:
+        raise InputError(f"{path} has no transformed records (its schema "
+                         "has no `transform:` section)")
+      splits = info.transform.splits
     if split not in splits:
       raise InputError(f"{path} has no split {split!r}; it has "
                        f"{sorted(splits)}")
     for s in splits[split].shards:
       file = fs.join(path, s.file)
-      if s.file.endswith(ARRAY_RECORD_SUFFIX):
+      if is_array_record(s.file):
         out.append(ArrayRecordShard(file, None, s.num_records, guard))
       elif s.index is not None and s.index.file.endswith(INDEX_SUFFIX):
         out.append(IndexedShard(file, fs.join(path, s.index.file),
                                 s.num_records, guard))
-      elif s.index is not None and s.index.file.endswith(".idx"):
+      elif s.index is not None and s.index.file.endswith(DALI_INDEX_SUFFIX):
         out.append(PlainShard(file, fs.join(path, s.index.file),
                               s.num_records, guard))
       else:
@@ -368,10 +461,9 @@ class RecordIndex:
     datasets: a dataset folder, a glob, a pin file, or a list of them.
     split: the split.
     transformed: the records of the schema's `transform:` section.
-    cache_bytes: inflated members kept for the next reads (the most
-      recently used): reads that come back to a member (batches of
-      random records over a split that fits, a global shuffle's next
-      lookahead) skip its inflating. 0: none.
+    cache_bytes: inflated members kept for the next reads (MemberCache):
+      reads that come back to a member (batches of random records, a
+      global shuffle's next lookahead) skip its inflating. 0: none.
   """
 
   def __init__(self, datasets: Datasets, split: str = "train",
@@ -397,6 +489,16 @@ class RecordIndex:
 
   def __len__(self) -> int:
     return int(self.starts[-1])
+
+  def __getstate__(self) -> dict:  # (spawned DataLoader workers)
+    state = dict(self.__dict__)
+    state["_cache"] = MemberCache(self.cache_bytes)  # not its contents
+    return state
+
+  def close(self) -> None:
+    """Closes the shards' files (opened again if read again)."""
+    for shard in self.shards:
+      shard.close()
 
   def __getitem__(self, i: int) -> bytes:
     return self.get([i])[0]

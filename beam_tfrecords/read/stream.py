@@ -301,7 +301,6 @@ class RecordStream:
     self._skip = self._yielded = 0
 
 
-
 def _file_lists(path: str) -> Iterator[List[bytes]]:
   """A shard's records, a list per read: TFRecord (gzip or not) or
   ArrayRecord."""

@@ -311,6 +311,7 @@ class Dataset(torch.utils.data.IterableDataset):
     if epoch != self._stream.epoch:
       self._state = None
       self._position = 0
+      self._consumed = None
     self._stream.set_epoch(epoch)
 
   def __len__(self) -> int:
@@ -338,8 +339,9 @@ class Dataset(torch.utils.data.IterableDataset):
     stream = self._worker_stream()
     self._position = 0
     if self._consumed is not None:
+      # On a copy: in the main process (no workers) the stream is ours.
+      stream = stream.replaced(stream.shard, stream.worker)
       stream.resume_rank(self._consumed)
-      self._position = stream.state_dict()["position"]
     elif self._state is not None:
       stream.load_state_dict(self._state)
       self._position, self._state = self._state["position"], None
@@ -397,8 +399,9 @@ class Dataset(torch.utils.data.IterableDataset):
     self._consumed = consumed
 
   def _config(self) -> Dict[str, Any]:
-    return {k: v for k, v in self._stream.state_dict().items()
-            if k not in ("position", "worker", "epoch")}
+    return dict({k: v for k, v in self._stream.state_dict().items()
+                 if k not in ("position", "worker", "epoch", "origin")},
+                shard=list(self._share() or (0, 1)))
 
   @property
   def epoch(self) -> int:
@@ -569,8 +572,13 @@ class Loader:
     self._epoch += 1
 
   def state_dict(self) -> Dict[str, Any]:
-    return dict((self._sampler or self._source)._config(),
-                epoch=self._epoch, consumed=self._consumed)
+    """The arguments, the epoch and the records taken in it; after an
+    epoch's last batch, the next epoch's start."""
+    epoch, consumed = self._epoch, self._consumed
+    if consumed >= self._share:
+      epoch, consumed = epoch + 1, 0
+    return dict((self._sampler or self._source)._config(), epoch=epoch,
+                consumed=consumed)
 
   def load_state_dict(self, state: Dict[str, Any]) -> None:
     """Raises InputError for the state of another reader."""

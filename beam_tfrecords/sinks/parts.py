@@ -46,7 +46,6 @@ class FeatureStatistics(NamedTuple):
   splits: Dict[str, Dict[str, Any]]
 
 
-
 class SplitOverlap(NamedTuple):
   """Distinct records (kind "records": `disjoint_splits`) or key values
   (kind "keys": `disjoint_keys`) found in more than one split

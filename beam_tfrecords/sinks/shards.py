@@ -52,8 +52,8 @@ from isal import isal_zlib
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.members import MEMBER_CAP, Hopper, from_gzip, inflate
-from beam_tfrecords.core.shard_index import (INDEX_DIR, INDEX_SUFFIX,
-                                             ShardIndex)
+from beam_tfrecords.core.shard_index import (DALI_INDEX_SUFFIX, INDEX_DIR,
+                                             INDEX_SUFFIX, ShardIndex)
 from beam_tfrecords.core.tfrecord_files import (count_tfrecords, framed_ends,
                                                 frame_records,
                                                 unframe_records)
@@ -84,9 +84,6 @@ INLINE_MEMBER_BYTES = 1024 * 1024
 ISAL_LEVEL = 2
 # Parts at least this large are compressed before the shuffle.
 MEMBER_BYTES = 64 * 1024
-# DALI's tfrecord2idx index beside an uncompressed shard: a line
-# "offset framed_size" per record.
-DALI_INDEX_SUFFIX = ".idx"
 # Compressed parts (and uncompressed ones of codecs without gzip) at least
 # this large go to part files (see Gathered and WriteShards).
 SPILL_BYTES = 256 * 1024
@@ -504,8 +501,8 @@ def write_window(out: "ShardFiles", window) -> None:
     start = i + 1
 
 
-
 def _framed_record_size(head: bytes, at: int) -> Tuple[int, int]:
+  """(framed size, 1) of the record whose length field is `head`."""
   return struct.unpack("<Q", head)[0] + 16, 1
 
 

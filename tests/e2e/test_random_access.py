@@ -317,3 +317,19 @@ def test_validate_checks_every_index_against_its_shard(built, plain,
   assert report.failures == [
       f"{s0.index.file}: its SHA-256 is not the one dataset.json lists (the "
       "index was changed or replaced)"]
+
+
+def test_descriptors_stay_few_and_transformed_needs_a_transform(
+    built, monkeypatch):
+  from beam_tfrecords.read import random_access
+  monkeypatch.setattr(random_access._DESCRIPTORS, "MAX_OPEN", 1)
+  before = len(os.listdir("/proc/self/fd"))
+  records = RecordIndex(built, "train")
+  stream = list(RecordStream(built, "train"))
+  picks = list(range(0, ROWS, 37))  # every shard, many times over
+  assert records.get(picks) == [stream[i] for i in picks]
+  assert len(os.listdir("/proc/self/fd")) <= before + 1
+  records.close()
+  assert len(os.listdir("/proc/self/fd")) <= before
+  with pytest.raises(btr.InputError, match="has no transformed records"):
+    RecordIndex(built, "train", transformed=True)

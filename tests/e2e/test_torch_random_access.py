@@ -134,3 +134,49 @@ def test_a_killed_worker_resumes_to_the_record(request, kind, fmt):
                      batch_size=50).loader() if kind == "iterable" else
              IndexedDataset(built, "train").loader(50, shuffle_seed=12))
     other.load_state_dict(state)
+
+
+def test_resumes_in_the_main_process_twice_and_after_an_epoch(built):
+  """Without workers (the DataLoader's default) a resumed loader's state
+  resumes again; a state taken after an epoch's last batch starts the
+  next epoch."""
+  def make():
+    return Dataset(built, "train", shuffle_seed=4, shuffle="global",
+                   batch_size=100).loader()
+  ids = _stream_ids(built)
+  order = [ids[i] for i in GlobalOrder(ROWS, 4, 0)(np.arange(ROWS))]
+  taken, loader = [], make()
+  it = iter(loader)
+  taken += _ids([next(it) for _ in range(3)])
+  state = json.loads(json.dumps(loader.state_dict()))
+  second = make()
+  second.load_state_dict(state)
+  it = iter(second)
+  taken += _ids([next(it) for _ in range(5)])
+  third = make()
+  third.load_state_dict(json.loads(json.dumps(second.state_dict())))
+  assert taken + _ids(third) == order
+  # The state after the last batch: epoch 1 from its start.
+  loader = make()
+  for batch in loader:
+    state = loader.state_dict()
+  assert (state["epoch"], state["consumed"]) == (1, 0)
+  fourth = make()
+  fourth.load_state_dict(state)
+  epoch1 = [ids[i] for i in GlobalOrder(ROWS, 4, 1)(np.arange(ROWS))]
+  assert _ids(fourth) == epoch1
+
+
+def test_random_access_objects_pickle_for_spawned_workers(built):
+  """What a spawned (not forked) DataLoader worker gets: the records
+  by number without open files, locks or cached members."""
+  import pickle
+  from beam_tfrecords.read.random_access import RecordIndex
+  records = RecordIndex(built, "train")
+  first = records.get([0, 1999])
+  again = pickle.loads(pickle.dumps(records))
+  assert again.get([0, 1999]) == first
+  ds = pickle.loads(pickle.dumps(IndexedDataset(built, "train")))
+  assert int(ds[5]["id"]) == _stream_ids(built)[5]
+  pickle.dumps(Dataset(built, "train", shuffle_seed=1, shuffle="global",
+                       batch_size=10))
