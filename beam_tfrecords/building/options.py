@@ -186,9 +186,10 @@ class BuildOptions:
       "are always there", key="changed")
   compression: Optional[str] = _option(
       None, "writing", "gzip: gzip TFRecord shards (default); none: "
-      "uncompressed ones (about 7 times larger on the flights; each record read at "
-      "random by one ranged read, and by NVIDIA DALI with the index "
-      "written beside it)", choices=list(COMPRESSIONS), key="changed")
+      "uncompressed ones (about 7 times larger on the flights; each "
+      "record read at random by one ranged read, and by NVIDIA DALI with "
+      "the index written beside it)", choices=list(COMPRESSIONS),
+      key="changed")
   file_format: str = _option(
       "tfrecord", "writing", "tfrecord: TFRecord shards (default); "
       "array_record: ArrayRecord shards, one file per shard, that Grain "
