@@ -307,11 +307,14 @@ class PlainShard(_Shard):
     return out
 
 
-# ArrayRecord positions at least this many are read by one call with the
-# list of them (array_record's reader reads them in parallel, but a call
-# costs about 0.5 ms; measured on a 43 MB shard: 1 index, 2k records/s;
-# 128, 66k/s; 1,024, 145k/s), fewer one `read(i, i + 1)` each (89k/s).
-LIST_READ = 128
+# ArrayRecord positions at least this many in one shard are read by one
+# call with the list of them (array_record's reader reads them in
+# parallel, but a call costs about 0.5 ms; measured on a 43 MB shard: 1
+# index, 2k records/s; 128, 66k/s; 1,024, 145k/s), fewer by one
+# `read(i, i + 1)` each (89k/s). Batches of 1,024 over 8 shards (128 a
+# shard) measured 30-69k/s by lists and 74-84k/s one by one: the lists pay
+# only from a few hundred on.
+LIST_READ = 512
 
 
 class ArrayRecordShard(_Shard):
