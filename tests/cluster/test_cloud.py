@@ -40,6 +40,7 @@ def test_build_from_and_to_s3(s3, tmp_path):
       Bucket="datasets")["Contents"])
   assert keys == ["events/_SUCCESS", "events/dataset.json",
                   "events/errors/errors-00000-of-00001.jsonl",
+                  "events/index/train-00000-of-00001.tfrecord.gz.index",
                   "events/report.html", "events/schema.pbtxt",
                   "events/statistics.pb",
                   "events/train-00000-of-00001.tfrecord.gz"]
@@ -114,27 +115,28 @@ def test_array_record_shards_are_built_locally_and_copied_to_s3(s3,
   btr.build(schema, str(source), local, num_shards=2)
   # (Last: Beam's FileSystems keep the S3 options of the last build, for
   # the reads below.)
-  btr.build(schema, str(source), "s3://datasets/events", num_shards=2,
+  btr.build(schema, str(source), "s3://datasets/ar_events", num_shards=2,
             beam_args=beam_args, file_format="array_record")
   keys = sorted(o["Key"] for o in client.list_objects_v2(
-      Bucket="datasets")["Contents"])
+      Bucket="datasets", Prefix="ar_events/")["Contents"])
   assert [k for k in keys if "-of-" in k] == [
-      "events/train-00000-of-00002.array_record",
-      "events/train-00001-of-00002.array_record"]
+      "ar_events/train-00000-of-00002.array_record",
+      "ar_events/train-00001-of-00002.array_record"]
   assert not [k for k in keys if ".staging" in k or k.endswith(".part")]
   for shard in (0, 1):
     name = f"train-0000{shard}-of-00002"
     path = tmp_path / f"{name}.array_record"
     path.write_bytes(client.get_object(
-        Bucket="datasets", Key=f"events/{name}.array_record")["Body"].read())
+        Bucket="datasets",
+        Key=f"ar_events/{name}.array_record")["Body"].read())
     reader = array_record_module.ArrayRecordReader(str(path))
     records = reader.read(0, reader.num_records())
     reader.close()
     assert records == list(iter_tfrecords(f"{local}/{name}.tfrecord.gz"))
     # core's reader copies a remote file to a local one first.
     assert list(read_array_record(
-        f"s3://datasets/events/{name}.array_record")) == records
+        f"s3://datasets/ar_events/{name}.array_record")) == records
   assert sum(decode_example(r)["id"][1][0] for shard in (0, 1)
              for r in read_array_record(
-                 f"s3://datasets/events/train-0000{shard}-of-00002"
+                 f"s3://datasets/ar_events/train-0000{shard}-of-00002"
                  ".array_record")) == sum(range(40))
