@@ -113,7 +113,10 @@ class Codec(NamedTuple):
   files: Optional[Callable[..., Any]] = None
 
   @property
-  def tfrecord(self) -> bool:
+  def framed(self) -> bool:
+    """Whether items are framed as TFRecords (the ArrayRecord codec's
+    too: its writer unframes them). ShardFiles indexes the files of such
+    codecs."""
     return self.frame is frame_records
 
 
@@ -310,7 +313,7 @@ class ShardFiles:
                                    len(self.files)))
     self._size = self._records = 0
     self._hopper = None
-    if self._codec.tfrecord:
+    if self._codec.framed:
       self._hopper = Hopper() if self._codec.gzip else Hopper(
           8, _framed_record_size)
 
@@ -745,7 +748,7 @@ class _WriteShardFn(beam.DoFn):
       yield from out.close()
       return
     parts = map(resolved, runs.in_key_order(parts, open_part))
-    if self._shuffle is not None and self._codec.tfrecord:
+    if self._shuffle is not None and self._codec.framed:
       parts = self._shuffled(self._shuffle.seed, split, shard, parts)
     for _, how, data, count, size in parts:
       if how == INLINE:
