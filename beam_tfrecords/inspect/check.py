@@ -231,7 +231,7 @@ def _index_problem(path: str, shard) -> Optional[str]:
   its SHA-256 against dataset.json's, and it against the shard, member by
   member (gzip) or record by record (DALI's)."""
   # pylint: disable=import-outside-toplevel
-  from beam_tfrecords.core.members import member_table
+  from beam_tfrecords.core.members import Hopper, MemberError
   from beam_tfrecords.core.shard_index import DALI_INDEX_SUFFIX
   from beam_tfrecords.read.random_access import (IndexedShard, MemberCache,
                                                  PlainShard)
@@ -260,9 +260,14 @@ def _index_problem(path: str, shard) -> Optional[str]:
       indexed.close()
   except Exception as e:  # pylint: disable=broad-except
     return f"{shard.index.file}: {type(e).__name__}: {e}"
-  try:
+  try:  # hopped over in blocks: never the whole shard in memory
+    hopper = Hopper()
     with fs.open_read(file, fs.UNCOMPRESSED) as f:
-      members = member_table(f.read())
+      for block in iter(lambda: f.read(8 << 20), b""):
+        hopper.feed(block)
+    if not hopper.done():
+      raise MemberError("the shard ends inside a member")
+    members = hopper.units
   except Exception as e:  # pylint: disable=broad-except
     return f"{shard.file}: {type(e).__name__}: {e}"
   if [m.offset for m in members] != offsets or [

@@ -333,3 +333,34 @@ def test_descriptors_stay_few_and_transformed_needs_a_transform(
   assert len(os.listdir("/proc/self/fd")) <= before
   with pytest.raises(btr.InputError, match="has no transformed records"):
     RecordIndex(built, "train", transformed=True)
+
+
+def test_validate_compares_every_member_with_the_index(built, tmp_path):
+  """An index whose ends match its shard (size, first and last member)
+  but whose middle does not: validate reads the shard's members and says
+  so; dataset.json's digest of the index was updated too."""
+  import hashlib
+  from beam_tfrecords.core.shard_index import ShardIndex
+  from beam_tfrecords.inspect.check import validate
+  from beam_tfrecords.schema import load_schema
+  out = str(tmp_path / "copy")
+  shutil.copytree(built, out)
+  s0 = btr.dataset_info(out).splits["train"].shards[0]
+  path = os.path.join(out, s0.index.file)
+  index = ShardIndex.from_bytes(open(path, "rb").read(), path)
+  assert index.members > 3
+  offsets = index.offsets.copy()
+  offsets[2] += 1
+  bad = ShardIndex(offsets, index.first_records, index.first_digest,
+                   index.last_digest).to_bytes()
+  with open(path, "wb") as f:
+    f.write(bad)
+  meta_path = os.path.join(out, "dataset.json")
+  meta = json.load(open(meta_path))
+  meta["splits"]["train"]["shards"][0]["index"]["sha256"] = \
+      hashlib.sha256(bad).hexdigest()
+  with open(meta_path, "w") as f:
+    json.dump(meta, f)
+  report = validate(out, load_schema(SCHEMA))
+  assert report.failures == [f"{s0.index.file}: its members are not the "
+                             f"shard's ({s0.file})"]
