@@ -127,7 +127,7 @@ class Hopper:
 
   def feed(self, block) -> None:
     data = self._carry + bytes(block) if self._carry else block
-    pos = 0
+    pos, last = 0, None
     while True:
       if len(data) - pos < self._header_bytes:
         break
@@ -135,13 +135,14 @@ class Hopper:
                                   self._at)
       if len(data) - pos < size:
         break
-      unit = bytes(data[pos:pos + size])
       if self.first is None:
-        self.first = unit
-      self.last = unit
+        self.first = bytes(data[pos:pos + size])
+      last = (pos, size)  # copied once, after the loop
       self.units.append(Member(self._at, size, count))
       self._at += size
       pos += size
+    if last is not None:
+      self.last = bytes(data[last[0]:last[0] + last[1]])
     self._carry = bytes(data[pos:])
 
   def done(self) -> bool:
@@ -171,17 +172,14 @@ def member_table(data: bytes, offset: int = 0) -> List[Member]:
     MemberError: a member without the `BT` subfield, or data that ends
       inside a member.
   """
-  out: List[Member] = []
-  at = 0
-  while at < len(data):
-    head = data[at:at + HEADER_BYTES]
-    if len(head) < HEADER_BYTES:
+  hopper = Hopper(offset=offset)
+  hopper.feed(data)
+  if not hopper.done():
+    at = sum(u.size for u in hopper.units)
+    if len(data) - at < HEADER_BYTES:
       raise MemberError(f"byte {offset + at:,}: no gzip member with a size "
                         "subfield starts here")
-    size, records = member_size(head, offset + at)
-    if at + size > len(data):
-      raise MemberError(f"byte {offset + at:,}: a member of {size:,} bytes "
-                        f"but only {len(data) - at:,} are left")
-    out.append(Member(offset + at, size, records))
-    at += size
-  return out
+    size, _ = member_size(data[at:at + HEADER_BYTES], offset + at)
+    raise MemberError(f"byte {offset + at:,}: a member of {size:,} bytes "
+                      f"but only {len(data) - at:,} are left")
+  return hopper.units

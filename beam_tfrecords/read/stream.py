@@ -125,7 +125,8 @@ class RecordStream:
     self._origin = 0  # "global": the share's positions consumed before
     if shuffle == "global":
       self._records = RecordIndex.of_window(self.found, split, transformed)
-      Positions(1, block=block)  # (checks block)
+      if block < 1:
+        raise ValueError(f"block must be at least 1; got {block}")
     self._skip = 0
     self._yielded = 0
 

@@ -57,7 +57,8 @@ import torch.utils.data
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.read.arrays import RecordDecoder, cuts
-from beam_tfrecords.read.global_order import GlobalOrder, Positions
+from beam_tfrecords.read.global_order import (LOOKAHEAD, GlobalOrder,
+                                              Positions)
 from beam_tfrecords.read.random_access import RecordIndex
 from beam_tfrecords.read.reader import dataset_schema
 from beam_tfrecords.read.stream import SHUFFLE_BUFFER, RecordStream
@@ -439,7 +440,7 @@ class GlobalSampler(torch.utils.data.Sampler):
     start, self.start = self.start, 0
     at = start
     while at < len(positions):
-      chunk = order(positions.take(at, 65_536))
+      chunk = order(positions.take(at, LOOKAHEAD))
       at += len(chunk)
       yield from chunk.tolist()
 
