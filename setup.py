@@ -99,6 +99,6 @@ setup(
                  "types-PyYAML>=6,<7", "mkdocs>=1.6,<2"] + DASK_REQUIRES,
     },
     entry_points={
-        "console_scripts": ["beam-tfrecords=beam_tfrecords.cli:main"],
+        "console_scripts": ["beam-tfrecords=beam_tfrecords.cli:run"],
     },
 )

@@ -3,11 +3,12 @@
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
                               images|transform|portable|tfrecord|cli|
                               cluster|nested|checks|stats|tft|read|
-                              members|access|engines|all]
+                              members|access|native|engines|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
         [--scale-rows 10000000,40000000,100000000] [--sequence-memory-rows 10000000]
+        [--native-rows 1000000,10000000] [--native-before a8b0e9f]
 
 Prints one table per suite: wall seconds, rows/s, input MB/s, peak RSS of
 the largest process, and ratios against baselines measured in the same run
@@ -18,7 +19,8 @@ Each suite is a module of this folder, whose docstring says what it
 measures and against which baselines: examples_suite, sequences_suite,
 accounting_suite, scale_suite, images_suite, transform_suite,
 portable_suite, tfrecord_suite, cli_suite, cluster, nested, checks,
-stats, tft_suite, read_suite, members_suite, access_suite and engines (by name only,
+stats, tft_suite, read_suite, members_suite, access_suite, native_suite
+and engines (by name only,
 not in `all`).
 What several share is in common.py. This file parses the flags, runs the
 suites, and runs the baselines that the suites start in fresh
@@ -41,13 +43,14 @@ from examples_suite import (beam_row_by_row, examples_suite, plain_loop,
 from images_suite import (images_suite, make_images, plain_image_loop,
                           plain_pixels_loop)
 from members_suite import members_suite
+from native_suite import native_suite, stage_cpu
 from nested import nested_suite
 from portable_suite import portable_suite
 from read_suite import read_suite
 from scale_suite import scale_suite
 from sequences_suite import (make_events_csv, plain_sequence_loop,
                              sequences_suite)
-from stats import (floor_steps, plain_flights_loop, plain_grouped_loop,
+from stats import (plain_flights_loop, plain_grouped_loop,
                    stats_suite)
 from tfrecord_suite import tf_copy_loop, tf_parse_loop, tfrecord_suite
 from tft_suite import hand_written_tft, tft_suite
@@ -63,8 +66,9 @@ BASELINES = {"examples": plain_loop, "sequences": plain_sequence_loop,
              "make-images": make_images, "plain-images": plain_image_loop,
              "plain-pixels": plain_pixels_loop, "tf-copy": tf_copy_loop,
              "tf-parse": tf_parse_loop, "flights-loop": plain_flights_loop,
-             "flights-floor": floor_steps, "tft-hand": hand_written_tft,
-             "flights-grouped-loop": plain_grouped_loop}
+             "flights-floor": stage_cpu, "tft-hand": hand_written_tft,
+             "flights-grouped-loop": plain_grouped_loop,
+             "native-stages": stage_cpu}
 
 
 def main():
@@ -73,7 +77,8 @@ def main():
                                      "scale", "images", "transform", "portable",
                                      "tfrecord", "cli", "cluster", "nested",
                                      "checks", "stats", "tft", "read",
-                                     "members", "access", "engines", "all"],
+                                     "members", "access", "native",
+                                     "engines", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="10000000,40000000,100000000",
@@ -111,6 +116,11 @@ def main():
                  help="read suite: flight records")
   p.add_argument("--read-shards", type=int, default=8,
                  help="read suite: shards they are built into")
+  p.add_argument("--native-rows", default="1000000,10000000",
+                 help="native suite: flight rows, comma-separated")
+  p.add_argument("--native-before", default="a8b0e9f",
+                 help="native suite: the git revision to build with as "
+                 "'before' (the tree before the native core); '' to skip")
   p.add_argument("--workdir", default="/tmp/btr-bench")
   p.add_argument("--run-baseline", nargs="+", metavar="ARG",
                  help=argparse.SUPPRESS)
@@ -137,6 +147,7 @@ def main():
                       ("read", read_suite),
                       ("members", members_suite),
                       ("access", access_suite),
+                      ("native", native_suite),
                       ("engines", engines_suite)):
     # (engines: by name only; it needs Java and Maven, and 10 minutes)
     if args.suite == name or (args.suite == "all" and name != "engines"):

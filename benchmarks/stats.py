@@ -20,7 +20,6 @@ fixed cost: a 200-row build as a whole process beside
 import csv
 import os
 import sys
-import time
 from typing import Dict, List
 
 from common import Result, baseline_cmd, cli_cmd, run, table
@@ -92,42 +91,6 @@ def plain_flights_loop(src: str, dst: str) -> None:
               value=[row[name].encode()]))
       w.write(tf.train.Example(features=tf.train.Features(
           feature=feature)).SerializeToString())
-
-
-def floor_steps(src: str, schema: str, dst: str) -> None:
-  """CPU seconds of each step over the whole file, batch by batch (so 10M
-  rows fit in memory), written to `dst` as JSON lines."""
-  import json
-  import pyarrow as pa
-  import pyarrow.csv as pacsv
-  from isal import isal_zlib
-  from beam_tfrecords.encoding import ExampleEncoder
-  from beam_tfrecords.core.tfrecord_files import frame_records
-  encoder = ExampleEncoder(schema)
-  types = {n: pa.int64() for n in INTS}
-  types.update({n: pa.string() for n in TEXTS})
-  spent: Dict[str, float] = {"read": 0.0, "encode": 0.0, "frame": 0.0,
-                             "deflate": 0.0}
-
-  def timed(step, fn, *a):
-    start = time.process_time()
-    out = fn(*a)
-    spent[step] += time.process_time() - start
-    return out
-
-  reader = timed("read", pacsv.open_csv, src, pacsv.ReadOptions(
-      block_size=16 << 20), None, pacsv.ConvertOptions(column_types=types))
-  while True:
-    try:
-      batch = timed("read", reader.read_next_batch)
-    except StopIteration:
-      break
-    records = timed("encode", lambda b: encoder.encode(b).record_list(),
-                    batch)
-    framed = timed("frame", frame_records, records)
-    timed("deflate", isal_zlib.compress, framed, 2, 31)
-  with open(dst, "w") as f:
-    json.dump(spent, f)
 
 
 GROUPED = """name: flight_sequences
@@ -227,7 +190,7 @@ def stats_suite(args) -> None:
     steps_file = os.path.join(args.workdir, f"floor-{rows}.json")
     run(baseline_cmd("flights-floor", src, schema, steps_file))
     with open(steps_file) as f:
-      steps = json.load(f)
+      steps = json.load(f)["cpu"]
     floor = sum(steps.values()) / (os.cpu_count() or 1) + beam_import
     plain = run(baseline_cmd("flights-loop", src, os.path.join(
         args.workdir, "plain-flights.tfrecord.gz")))

@@ -24,6 +24,7 @@ from beam_tfrecords import tft
 from beam_tfrecords.building import planning
 from beam_tfrecords.building.options import BuildOptions
 from beam_tfrecords.building.planning import shard_plan
+from beam_tfrecords.core import native
 from beam_tfrecords.core.errors import (AnomalyError, InputError,
                                         OutputBusyError, OutputError,
                                         PublishInterruptedError, from_worker)
@@ -216,6 +217,7 @@ def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
   _LOG.info("Building %s from %d file(s), %d read unit(s) -> %s",
             schema.name, len(plan.files), len(plan.units),
             dataset.finish.output)
+  native.log_path(_LOG)
   pipeline = beam.Pipeline(runner=runner, options=options)
   _ = (pipeline
        | "ReadInputs" >> ReadInputs(

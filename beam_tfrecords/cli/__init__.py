@@ -27,6 +27,7 @@ folder), named in a `details: ...` line when a build's pipeline failed;
 bug: it is raised with its traceback (exit 1).
 """
 
+import atexit
 import dataclasses
 import json
 import logging
@@ -306,6 +307,21 @@ def _build_command(args, beam_args: List[str]) -> int:
     for line in rejection_lines(info):
       print("  " + line.replace("\n", "\n  "))
   return 0
+
+
+def run() -> None:
+  """The program (the beam-tfrecords command, python -m beam_tfrecords):
+  main(), then an exit that skips tearing down every module, which costs
+  a build about 0.3 CPU-seconds (Beam's module graph) and does nothing a
+  finished command needs; exit handlers (logging's flush) still run."""
+  code = main()
+  try:
+    sys.stdout.flush()
+    sys.stderr.flush()
+  except (BrokenPipeError, ValueError):  # a closed pipe: nothing to flush
+    pass
+  atexit._run_exitfuncs()  # pylint: disable=protected-access
+  os._exit(code)  # pylint: disable=protected-access
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -19,14 +19,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tfrecords.core import fs
+from beam_tfrecords.core import fs, native
 from beam_tfrecords.core.array_record_files import is_array_record
 from beam_tfrecords.core.errors import InputError
 
 __all__ = ["iter_tfrecords", "iter_tfrecord_lists", "count_tfrecords", "masked_crc32c",
            "decode_example", "decode_sequence_example", "decode_feature",
            "decode_features", "frame_record", "frame_records",
-           "unframe_records", "framed_ends", "proto_fields", "read_varint"]
+           "frame_buffer", "unframe_records", "framed_ends", "proto_fields", "read_varint"]
 
 _MASK_DELTA = 0xA282EAD8
 # Fewer records than this are framed one by one (see frame_records).
@@ -53,10 +53,36 @@ def _mask(crcs: np.ndarray) -> np.ndarray:
 
 def frame_records(records: Sequence[bytes]) -> bytes:
   """Many records in TFRecord framing, back to back (= b"".join of
-  frame_record), with the framing built in numpy."""
+  frame_record): by the native core, else in numpy."""
   n = len(records)
   if n == 0:
     return b""
+  module = native.core()
+  if module is None:
+    return _frame_list(records)
+  offsets = np.zeros(n + 1, dtype=np.int64)
+  np.cumsum(np.fromiter(map(len, records), dtype=np.int64, count=n),
+            out=offsets[1:])
+  return module.frame(b"".join(records), offsets)
+
+
+def frame_buffer(data, offsets: np.ndarray) -> bytes:
+  """The records data[offsets[i]:offsets[i+1]] in TFRecord framing
+  (`data` a bytes-like object, `offsets` int64), with no per-record
+  object on the native core."""
+  offsets = np.require(offsets, dtype=np.int64, requirements=["C", "A"])
+  module = native.core()
+  if module is not None:
+    return module.frame(data, offsets)
+  whole = bytes(data)
+  o = offsets.tolist()
+  return _frame_list([whole[o[i]:o[i + 1]] for i in range(len(o) - 1)])
+
+
+def _frame_list(records: Sequence[bytes]) -> bytes:
+  """The pure-Python framing (the reference), with the CRCs per record
+  and the framing built in numpy."""
+  n = len(records)
   if n < _SMALL:  # numpy's per-call overhead is more than the work here
     return b"".join(map(frame_record, records))
   lengths = np.fromiter(map(len, records), dtype="<u8", count=n)
@@ -106,6 +132,9 @@ def unframe_records(data: bytes) -> List[bytes]:
 def framed_ends(data) -> np.ndarray:
   """Where each framed record of `data` ends (int64), found by walking
   the length fields (CRCs are not checked)."""
+  module = native.core()
+  if module is not None:
+    return np.frombuffer(module.framed_ends(data), dtype=np.int64)
   ends: List[int] = []
   pos, end = 0, len(data)
   unpack = struct.Struct("<Q").unpack_from

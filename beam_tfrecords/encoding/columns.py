@@ -213,6 +213,35 @@ def _to_float32(f64: pa.Array) -> pa.Array:
   return f32
 
 
+# The bytes of a plain integer's text (no space, sign "+" or fraction).
+_DIGITS = np.zeros(256, dtype=bool)
+_DIGITS[np.frombuffer(b"0123456789-", dtype=np.uint8)] = True
+_AS_TEXT = {pa.binary(): pa.string(), pa.large_binary(): pa.large_string(),
+            pa.string(): pa.string(), pa.large_string(): pa.large_string()}
+
+
+def _plain_integers(array: pa.Array) -> Optional[pa.Array]:
+  """Text integers as int64 in one cast, when every value byte is a digit
+  or "-" (most integer columns); None for anything else (spaces, "+4",
+  "4.00", "4-", a number past int64...), which the rules of the general
+  path then judge."""
+  text_type = _AS_TEXT.get(array.type)
+  buffers = array.buffers()
+  if text_type is None or buffers[2] is None:
+    return None
+  wide = np.int64 if text_type == pa.large_string() else np.int32
+  offsets = np.frombuffer(buffers[1], dtype=wide)
+  first, last = array.offset, array.offset + len(array)
+  data = np.frombuffer(buffers[2], dtype=np.uint8)[
+      int(offsets[first]):int(offsets[last])]
+  if not _DIGITS[data].all():
+    return None
+  try:
+    return pc.cast(array.view(text_type), pa.int64())
+  except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    return None
+
+
 def _fast_values(ftype: FeatureType, array: pa.Array) -> pa.Array:
   """Converts flat values (nulls kept) to VALUE_TYPES[ftype], or raises."""
   t = array.type
@@ -222,6 +251,10 @@ def _fast_values(ftype: FeatureType, array: pa.Array) -> pa.Array:
   if pa.types.is_null(t):
     return pa.nulls(len(array), VALUE_TYPES[ftype])
   if ftype in (FeatureType.INT64, FeatureType.FLOAT):
+    if ftype is FeatureType.INT64 and is_text(t):
+      plain = _plain_integers(array)
+      if plain is not None:
+        return plain
     if is_text(t):
       text = pc.utf8_trim_whitespace(as_utf8(array))
       pattern = (value_rules.INT_TEXT if ftype is FeatureType.INT64

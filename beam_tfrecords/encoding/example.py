@@ -12,13 +12,12 @@ import numpy as np
 import pyarrow as pa
 
 from beam_tfrecords.encoding import columns as col
-from beam_tfrecords.encoding import wire
+from beam_tfrecords.encoding import messages, wire
 from beam_tfrecords.encoding.ragged import Ragged
 from beam_tfrecords.encoding.stats import column_stats
 from beam_tfrecords.schema import Feature, FeatureType, Schema, load_schema
 
-__all__ = ["RowError", "EncodedBatch", "ExampleEncoder", "row_errors",
-           "feature_bytes"]
+__all__ = ["RowError", "EncodedBatch", "ExampleEncoder", "row_errors"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,26 +70,6 @@ class EncodedBatch:
 
   def record_list(self) -> List[bytes]:
     return self.records.to_list()
-
-
-def feature_bytes(feature: Feature, lists: pa.LargeListArray,
-                  present: Optional[np.ndarray] = None) -> wire.Pieces:
-  """The serialized tf.train.Feature of every row of one converted column
-  (wire.Pieces); nothing for the rows where `present` is False."""
-  offsets = np.asarray(lists.offsets, dtype=np.int64)
-  values = lists.values
-  if feature.type is FeatureType.INT64:
-    return wire.int64_feature(
-        values.to_numpy(zero_copy_only=False), offsets, present)
-  if feature.type is FeatureType.FLOAT:
-    return wire.float_feature(
-        values.to_numpy(zero_copy_only=False), offsets, present)
-  buffers = values.buffers()
-  value_offsets = np.frombuffer(buffers[1], dtype=np.int64)[
-      values.offset:values.offset + len(values) + 1]
-  data = (np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None
-          else np.empty(0, dtype=np.uint8))
-  return wire.bytes_feature(data, value_offsets, offsets, present)
 
 
 class ExampleEncoder:
@@ -152,9 +131,9 @@ class ExampleEncoder:
       if stats:
         described[feature.name] = column_stats(feature, lists)
       present = lists.is_valid().to_numpy(zero_copy_only=False)
-      parts.append(wire.Entry(feature.name,
-                              feature_bytes(feature, lists, present), present))
-    records = wire.example_message(wire.sorted_by_name(parts), len(rows))
+      parts.append(messages.Field(feature.name,
+                                  messages.typed(feature, lists), present))
+    records = messages.examples(wire.sorted_by_name(parts), len(rows))
     return EncodedBatch(records=records, rows=rows,
                         errors=row_errors(problems),
                         stats=described if stats else None)

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tfrecords.encoding import wire
+from beam_tfrecords.encoding import messages, wire
 from beam_tfrecords.encoding.assembler import SequenceAssembler
 from beam_tfrecords.encoding.grouped_sequences import (ENTRY_OVERHEAD,
                                                        STEP_OVERHEAD, BadRows,
@@ -309,30 +309,31 @@ class GroupAssembler:
     if not (begin[0] == 0 and ends[-1] == t.num_rows
             and np.array_equal(begin[1:], ends[:-1])):
       steps = pa.array(ranges(begin, length))
-    lists: List[wire.Entry] = []
+    lists: List[messages.Field] = []
     for i, f in enumerate(s.sequence):
       column = _column(t, f"{STEP}{i}")
       features = from_arrow(column if steps is None else column.take(steps))
-      lists.append(wire.Entry(
-          f.name, wire.feature_lists(features, offsets_of(length)),
+      lists.append(messages.Field(
+          f.name, messages.steps_column(features, offsets_of(length)),
           np.ones(len(begin), dtype=bool)))
-    context: List[wire.Entry] = []
+    context: List[messages.Field] = []
     every = np.arange(len(begin) + 1)
     for f in s.context:
       if f.derive is Derive.LENGTH or f.derive is Derive.PART:
         value = (part if f.derive is Derive.PART else length).astype(np.int64)
-        context.append(wire.Entry(f.name, wire.int64_feature(value, every),
-                                  np.ones(len(begin), dtype=bool)))
+        context.append(messages.Field(
+            f.name, messages.int64_column(value, every),
+            np.ones(len(begin), dtype=bool)))
         continue
       j = self._row_read.index(f)
       at = begin + length - 1 if f.derive is Derive.LAST else begin
       values = _column(t, f"{CONTEXT}{j}").take(pa.array(at))
-      context.append(wire.Entry(
-          f.name, from_arrow(values),
+      context.append(messages.Field(
+          f.name, messages.raw_column(from_arrow(values)),
           values.is_valid().to_numpy(zero_copy_only=False)))
-    return wire.sequence_example_message(wire.sorted_by_name(context),
-                                         wire.sorted_by_name(lists),
-                                         len(begin))
+    return messages.sequence_examples(wire.sorted_by_name(context),
+                                      wire.sorted_by_name(lists),
+                                      len(begin))
 
   def _chunks(self, t: pa.Table, start: int, size: int
               ) -> List[Tuple[str, List[Step]]]:

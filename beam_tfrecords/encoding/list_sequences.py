@@ -16,9 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tfrecords.encoding import columns as col
-from beam_tfrecords.encoding import wire
-from beam_tfrecords.encoding.example import (EncodedBatch, feature_bytes,
-                                             row_errors)
+from beam_tfrecords.encoding import messages, wire
+from beam_tfrecords.encoding.example import EncodedBatch, row_errors
 from beam_tfrecords.encoding.ragged import offsets_of, ranges
 from beam_tfrecords.encoding.sequences import (SchemaSource, check_sequence,
                                                convert_feature)
@@ -284,10 +283,10 @@ class SequenceEncoder:
     s = self._schema
     take = pa.array(rows)
     described: _Described = []
-    ctx_parts: List[wire.Entry] = []
+    ctx_parts: List[messages.Field] = []
     by_name = dict(context)
     lengths_of: Dict[str, np.ndarray] = {}
-    list_parts: List[wire.Entry] = []
+    list_parts: List[messages.Field] = []
     for f, st in steps:
       row_steps = st.counts[rows]
       # This piece's steps of this feature (fewer when ragged).
@@ -297,11 +296,11 @@ class SequenceEncoder:
       index = ranges(st.offsets[rows] + begin, n_steps)
       values = st.values.take(pa.array(index)) if len(index) else \
           st.values.slice(0, 0)
-      feats = feature_bytes(f, values)
-      body = wire.feature_lists(feats, offsets_of(n_steps))
+      feats = messages.feature_values(messages.typed(f, values))
+      body = messages.steps_column(feats, offsets_of(n_steps))
       present = st.present[rows]
       lengths_of[f.name] = n_steps
-      list_parts.append(wire.Entry(f.name, body, present))
+      list_parts.append(messages.Field(f.name, body, present))
       if stats:
         described.append((f, _per_sequence(values, n_steps, present),
                           n_steps))
@@ -309,20 +308,20 @@ class SequenceEncoder:
       if f.derive is Derive.LENGTH or f.derive is Derive.PART:
         value = part if f.derive is Derive.PART else (
             lengths_of[f.of] if f.of else length).astype(np.int64)
-        ctx_parts.append(wire.Entry(f.name, wire.int64_feature(
+        ctx_parts.append(messages.Field(f.name, messages.int64_column(
             value, np.arange(len(value) + 1)),
-                                    np.ones(len(value), dtype=bool)))
+                                        np.ones(len(value), dtype=bool)))
         if stats:
           described.append((f, pa.LargeListArray.from_arrays(
               pa.array(np.arange(len(value) + 1)), pa.array(value)), None))
       else:
         lists = by_name[f].take(take)
-        ctx_parts.append(wire.Entry(
-            f.name, feature_bytes(f, lists),
+        ctx_parts.append(messages.Field(
+            f.name, messages.typed(f, lists),
             lists.is_valid().to_numpy(zero_copy_only=False)))
         if stats:
           described.append((f, lists, None))
-    records = wire.sequence_example_message(
+    records = messages.sequence_examples(
         wire.sorted_by_name(ctx_parts), wire.sorted_by_name(list_parts),
         len(rows))
     too_big = records.lengths > s.max_record_bytes

@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tfrecords.encoding import columns as col
-from beam_tfrecords.encoding import wire
-from beam_tfrecords.encoding.example import RowError, feature_bytes, row_errors
+from beam_tfrecords.encoding import messages
+from beam_tfrecords.encoding.example import RowError, row_errors
 from beam_tfrecords.encoding.grouped_sequences import BadStep, Step
 from beam_tfrecords.encoding.ragged import from_arrow, to_arrow
 from beam_tfrecords.encoding.sequences import (SchemaSource, check_sequence,
@@ -197,13 +197,13 @@ class StepEncoder:
     for i, f in enumerate(s.sequence):
       lists = converted(f)
       # A missing step value (no default, not required) is an empty step.
-      out[f"{STEP}{i}"] = to_arrow(wire.materialize(feature_bytes(f, lists)))
+      out[f"{STEP}{i}"] = to_arrow(messages.feature_values(messages.typed(f, lists)))
       described.append((f, lists))
     for i, f in enumerate(self._context):
       lists = converted(f)
       present = lists.is_valid().to_numpy(zero_copy_only=False)
       out[f"{CONTEXT}{i}"] = to_arrow(
-          wire.materialize(feature_bytes(f, lists)),
+          messages.feature_values(messages.typed(f, lists)),
           None if present.all() else present)
       described.append((f, lists))
     numbers = row_numbers if row_numbers is not None else [None] * n

@@ -23,7 +23,7 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
 import numpy as np
 import pyarrow as pa
 
-from beam_tfrecords.core.tfrecord_files import frame_records
+from beam_tfrecords.core.tfrecord_files import frame_buffer
 
 __all__ = ["RUN", "Parts", "pack", "in_key_order", "windows", "deal_records",
            "BLOCK_BYTES"]
@@ -294,15 +294,14 @@ def deal_records(items, hashes: np.ndarray, n: int, member_bytes: int,
   keys = items.keys
   offsets = np.asarray(items.offsets, dtype=np.int64)
   counts = np.diff(offsets)
-  records = items.records.to_list()
+  records = items.records  # a Ragged: framed without a bytes per record
   first = (hashes % np.uint64(n)).astype(np.int64)
   group = np.repeat(np.arange(len(keys)), counts)
   rank = np.arange(len(records)) - np.repeat(offsets[:-1], counts)
   shard = (first[group] + rank) % n
-  framed = frame_records(records)
+  framed = frame_buffer(records.buf, records.offsets)
   ends = np.zeros(len(records) + 1, dtype=np.int64)
-  np.cumsum(np.fromiter(map(len, records), dtype=np.int64,
-                        count=len(records)) + 16, out=ends[1:])
+  np.cumsum(records.lengths + 16, out=ends[1:])
   # Records by (shard, batch, rank): a part is a run of equal (shard,
   # batch), its bytes the framed records in rank order.
   order = np.lexsort((rank, group, shard))

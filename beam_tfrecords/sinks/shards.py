@@ -566,10 +566,12 @@ class _DealFn(beam.DoFn):
     n = self._n[split]
     parts: Dict[Tuple[int, Any], list] = {}
     if self._shuffle is None:
+      # Round-robin from the hashed first shard: shard first + j (mod n)
+      # takes items j, j + n, j + 2n, ...
       first = stable_hash(key) % n
-      for j, item in enumerate(items):
-        parts.setdefault(((first + j) % n, key), []).append(item)
-      return parts
+      items = list(items)
+      return {((first + j) % n, key): items[j::n]
+              for j in range(min(n, len(items)))}
     rng = random.Random(stable_hash((self._shuffle.seed, split, key)))
     m = self._shuffle.buckets[split]
     for item in items:

@@ -384,6 +384,16 @@ def _open_unit(unit: ReadUnit, opts: Mapping[str, Any], num_columns: int):
           first_row, unit.path, offset, 1 if opts["header"] else 0))
 
 
+def _may_hold(array: pa.Array, byte: int) -> bool:
+  """False when no value of a binary/string column holds `byte` (its data
+  buffer, values of rows outside a slice included, has none)."""
+  buffers = array.buffers()
+  if len(buffers) != 3:
+    return True  # not a flat text column: let the caller look
+  return buffers[2] is not None and bool(
+      (np.frombuffer(buffers[2], dtype=np.uint8) == byte).any())
+
+
 def _split_off_line_breaks(columns, numbers, errors, n, number_rows):
   """Rows with a line break inside a value become error rows.
 
@@ -394,6 +404,8 @@ def _split_off_line_breaks(columns, numbers, errors, n, number_rows):
   (explicit from `number_rows()` once a row is taken out), the errors with
   these rows added, and the new row count.
   """
+  if not any(_may_hold(array, 0x0A) for array in columns.values()):
+    return columns, numbers, errors, n  # (one byte scan per column)
   hit = None
   for array in columns.values():
     m = pc.fill_null(pc.match_substring(array, "\n"), False)

@@ -6,11 +6,13 @@ Examples and list-column SequenceExamples are encoded batch by batch
 GroupByKey, then one assembly per bucket.
 """
 
+import logging
 from typing import Any, Dict, List, Optional, Union
 
 import apache_beam as beam
 import numpy as np
 
+from beam_tfrecords.core import native
 from beam_tfrecords.encoding import ExampleEncoder, SequenceEncoder
 from beam_tfrecords.encoding.media import MediaPreparer
 from beam_tfrecords.schema import Schema
@@ -28,6 +30,8 @@ from beam_tfrecords.transforms.dead_letters import remapped, row_errors
 
 __all__ = ["Encode", "EncodeRows", "ERRORS", "FEATURE_STATS", "KEY_DIGESTS",
            "STATS", "STAT_FIELDS", "key_digests"]
+
+_LOG = logging.getLogger(__name__)
 
 # Rows per piece of a batch whose schema reads files (images, .npy): the
 # most files one piece holds in memory.
@@ -60,6 +64,7 @@ class _EncodeBatchFn(SchemaFn):
 
   def setup(self):
     super().setup()
+    native.log_path(_LOG)  # on a worker: once per process
     schema = self._encoder.schema
     self._keys = schema.expect.disjoint_keys if schema.expect else ()
     self._media = MediaPreparer(schema, fetch_files) \

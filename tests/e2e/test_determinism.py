@@ -77,6 +77,9 @@ VARIANTS = {
                   "ARROW_USER_SIMD_LEVEL": "NONE",
                   "JSIMD_FORCENONE": "1",
                   "ONEDNN_MAX_CPU_ISA": "SSE41"}, None),
+    # The pure-Python encoder instead of the native core (a worker
+    # without it): the same bytes.
+    "python-encoder": ({"BTR_NATIVE": "0"}, None),
 }
 
 # Builds every bundled pipeline in one interpreter, each into OUT/<name>.

@@ -26,6 +26,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords.building import planning
+from beam_tfrecords.core import native
 
 from tests.helpers.bundled import manifest_of
 from tests.helpers.paths import ROOT
@@ -104,6 +105,9 @@ def test_grouped_output_is_pinned(tmp_path, events, case, monkeypatch):
     # Where the build's plan takes the bucket count from (raising: a
     # move of buckets_for must fail here, not leave the patch unused).
     monkeypatch.setattr(planning, "buckets_for", lambda _, b=buckets: b)
+    # One build by the native core (where it is installed), the other by
+    # the pure-Python path: both must be the pinned bytes.
+    monkeypatch.setenv(native.ENV, "0" if buckets == 3 else "")
     out = str(tmp_path / f"out{buckets}")
     btr.build(str(schema), os.path.join(events, "events*.csv"), out,
               max_bad_fraction=1.0, **options)

@@ -1,0 +1,83 @@
+"""The native encoding core, or the pure-Python reference: which one runs.
+
+`beam_tfrecords_native` is built from the repository's `native/` folder
+(Rust, PyO3; `make setup` builds it where cargo is installed, and workers
+get it as a wheel: docs/operations.md). It gives the same bytes as the
+pure-Python encoder (`encoding.wire`, `core.tfrecord_files`), which stays
+the reference and the fallback: a process without the core writes the
+same records, only slower.
+
+    BTR_NATIVE=0   use the pure-Python path even where the core is installed
+    BTR_NATIVE=1   require the core (an ImportError names what is missing)
+    unset          the core where it is installed, else the fallback
+
+    from beam_tfrecords.core import native
+    native.core()        # the module, or None on the fallback
+    native.describe()    # "native core beam_tfrecords_native 0.1.0" ...
+"""
+
+import functools
+import logging
+import os
+from types import ModuleType
+from typing import Optional
+
+__all__ = ["ENV", "CONTRACT", "core", "describe", "log_path", "MISSING"]
+
+ENV = "BTR_NATIVE"
+# The contract this package speaks (beam_tfrecords_native.CONTRACT).
+CONTRACT = 1
+MISSING = ("the native encoding core (beam_tfrecords_native) is not "
+           "installed: records are encoded by the pure-Python path (the same "
+           "bytes, about 3x the CPU); build it with `make native` "
+           "(needs cargo)")
+
+
+@functools.lru_cache(maxsize=None)
+def _load(wanted: str) -> Optional[ModuleType]:
+  if wanted == "0":
+    return None
+  try:
+    import beam_tfrecords_native as module  # pylint: disable=import-outside-toplevel
+  except ImportError as e:
+    if wanted == "1":
+      raise ImportError(f"{ENV}=1 but {MISSING}") from e
+    return None
+  if getattr(module, "CONTRACT", None) != CONTRACT:
+    message = (f"beam_tfrecords_native {module.__version__} speaks contract "
+               f"{getattr(module, 'CONTRACT', None)}, this package "
+               f"{CONTRACT}: rebuild it (`make native`)")
+    if wanted == "1":
+      raise ImportError(message)
+    return None
+  return module
+
+
+def core() -> Optional[ModuleType]:
+  """The native module, or None where the pure-Python path runs."""
+  return _load(os.environ.get(ENV, "").strip())
+
+
+def describe() -> str:
+  """One line for the build's log: which encoder runs, and why."""
+  module = core()
+  if module is not None:
+    return f"records encoded by the native core (beam_tfrecords_native " \
+        f"{module.__version__})"
+  if os.environ.get(ENV, "").strip() == "0":
+    return f"records encoded by the pure-Python path ({ENV}=0)"
+  return MISSING
+
+
+_logged = set()
+
+
+def log_path(logger: logging.Logger) -> None:
+  """Says in `logger` which path this process encodes with, once per
+  process (a warning where the core is missing)."""
+  line = describe()
+  if line in _logged:
+    return
+  _logged.add(line)
+  missing = core() is None and os.environ.get(ENV, "").strip() != "0"
+  logger.log(logging.WARNING if missing else logging.INFO, "%s", line)
