@@ -8,6 +8,21 @@
 #   beam-tfrecords build ... --runner DataflowRunner \
 #       --sdk_container_image REGISTRY/beam-tfrecords:0.1.0
 ARG PYTHON_VERSION=3.11
+
+# The native encoding core (native/) as an abi3 wheel (CPython 3.11 and
+# later), built in a Rust image of the SDK images' Debian release
+# (bookworm, glibc 2.36) with the crates of native/Cargo.lock.
+FROM rust:1-slim-bookworm AS native
+RUN apt-get update && apt-get install -y --no-install-recommends python3-venv \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /build
+COPY requirements/native.txt ./requirements/
+COPY native ./native
+RUN python3 -m venv /venv \
+    && /venv/bin/pip install --require-hashes -r requirements/native.txt \
+    && cd native && /venv/bin/maturin build --release --locked \
+       --compatibility manylinux_2_34 -o /wheels
+
 FROM apache/beam_python${PYTHON_VERSION}_sdk:2.77.0
 
 WORKDIR /opt/beam_tfrecords
@@ -15,6 +30,8 @@ COPY setup.py README.md ./
 COPY beam_tfrecords ./beam_tfrecords
 COPY pipelines ./pipelines
 COPY schemas ./schemas
-RUN pip install --no-cache-dir . && python -c "import beam_tfrecords"
+COPY --from=native /wheels /tmp/native-wheels
+RUN pip install --no-cache-dir . /tmp/native-wheels/*.whl \
+    && python -c "import beam_tfrecords, beam_tfrecords_native"
 
 # The base image's entrypoint (/opt/apache/beam/boot) starts the SDK harness.

@@ -53,10 +53,13 @@ def _mask(crcs: np.ndarray) -> np.ndarray:
 
 def frame_records(records: Sequence[bytes]) -> bytes:
   """Many records in TFRecord framing, back to back (= b"".join of
-  frame_record): by the native core, else in numpy."""
+  frame_record): by the native core, else in numpy. `records` may be a
+  list or one buffer with offsets (encoding.ragged.Ragged)."""
   n = len(records)
   if n == 0:
     return b""
+  if hasattr(records, "offsets"):  # one buffer: no bytes per record
+    return frame_buffer(records.buf, records.offsets)  # type: ignore
   module = native.core()
   if module is None:
     return _frame_list(records)

@@ -6,7 +6,7 @@ i are buf[offsets[i]:offsets[i+1]]. Arrow's large_binary arrays have the
 same layout, so `to_arrow` / `from_arrow` convert without copying.
 """
 
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +40,10 @@ class Ragged:
     lengths = self.lengths[index]
     src = ranges(self.offsets[:-1][index], lengths)
     return Ragged(self.buf[src], offsets_of(lengths))
+
+  def __iter__(self) -> Iterator[bytes]:
+    """The rows as bytes (a Ragged stands where a list of records may)."""
+    return iter(self.to_list())
 
   def to_list(self) -> List[bytes]:
     data = self.buf.tobytes()

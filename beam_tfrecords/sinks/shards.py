@@ -48,6 +48,7 @@ import google_crc32c
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 import numpy as np
+
 from isal import isal_zlib
 
 from beam_tfrecords.core.errors import InputError
@@ -57,6 +58,7 @@ from beam_tfrecords.core.shard_index import (DALI_INDEX_SUFFIX, INDEX_DIR,
 from beam_tfrecords.core.tfrecord_files import (count_tfrecords, framed_ends,
                                                 frame_records,
                                                 unframe_records)
+from beam_tfrecords.encoding.ragged import Ragged
 from beam_tfrecords.runners.gaps import separates_outputs
 from beam_tfrecords.sinks import runs
 from beam_tfrecords.sinks.parts import ShardWritten
@@ -569,6 +571,11 @@ class _DealFn(beam.DoFn):
       # Round-robin from the hashed first shard: shard first + j (mod n)
       # takes items j, j + n, j + 2n, ...
       first = stable_hash(key) % n
+      if isinstance(items, Ragged):  # taken as buffers, framed as one
+        if n == 1:
+          return {(first, key): items} if len(items) else {}
+        return {((first + j) % n, key): items.take(
+            np.arange(j, len(items), n)) for j in range(min(n, len(items)))}
       items = list(items)
       return {((first + j) % n, key): items[j::n]
               for j in range(min(n, len(items)))}

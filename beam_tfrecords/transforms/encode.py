@@ -100,7 +100,9 @@ class _EncodeBatchFn(SchemaFn):
       if result.stats is not None:
         described[split] = result.stats
       if len(result.rows):
-        outputs.append((split, batch.order, result.record_list()
+        # The records as one buffer (a Ragged, which iterates as the list
+        # of records): framed by the sink without a bytes per record.
+        outputs.append((split, batch.order, result.records
                         if self._records_dir is None else
                         spill(self._records_dir, result.records)))
         if self._keys:

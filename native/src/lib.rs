@@ -139,12 +139,12 @@ fn encode<'py>(
         }
         built.push(Group { tag: *tag, columns });
     }
-    let layout = py.detach(|| messages::measure(n, &built, omit_empty));
-    let data = PyBytes::new_with(py, layout.total(), |out| {
-        py.detach(|| layout.write(&built, omit_empty, out));
+    let offsets = py.detach(|| messages::measure(n, &built, omit_empty));
+    let data = PyBytes::new_with(py, *offsets.last().unwrap() as usize, |out| {
+        py.detach(|| messages::write(&built, omit_empty, &offsets, out));
         Ok(())
     })?;
-    let offsets = offsets_bytes(py, &layout.offsets)?;
+    let offsets = offsets_bytes(py, &offsets)?;
     drop(built);
     drop(held);
     Ok((data, offsets))
@@ -161,11 +161,8 @@ fn values<'py>(
     let mut held: Vec<Buffers> = Vec::new();
     let c = column(&column_tuple, &mut held)?;
     c.check(n).map_err(PyValueError::new_err)?;
-    let (offsets, total) = py.detach(|| messages::values(n, &c));
-    let data = PyBytes::new_with(py, total, |out| {
-        py.detach(|| messages::write_values(n, &c, out));
-        Ok(())
-    })?;
+    let (data, offsets) = py.detach(|| messages::values(n, &c));
+    let data = PyBytes::new(py, &data);
     let offsets = offsets_bytes(py, &offsets)?;
     drop(held);
     Ok((data, offsets))

@@ -1,5 +1,4 @@
-//! Whole messages per row from columns, measured first and then written
-//! once into one buffer:
+//! Whole messages per row from columns, written once into one buffer:
 //!
 //!   Example         = 0x0A len Features               always written
 //!   SequenceExample = 0x0A len Features (context)     omitted when empty
@@ -8,9 +7,17 @@
 //!
 //! Columns come sorted by key (protobuf's order of map keys); the caller
 //! sorts them.
+//!
+//! Rows go in blocks of BLOCK: each block is measured column by column
+//! (every column's buffers read in order), then written row by row while
+//! that block of every column is still in cache. Row by row over whole
+//! columns would read 19 columns' buffers at once, more streams than a
+//! core prefetches: it ran at a third of the speed.
 
 use crate::columns::Column;
 use crate::varint::{self, Writer};
+
+const BLOCK: usize = 1024;
 
 /// One field of the message: its tag and the map entries it holds.
 pub struct Group<'a> {
@@ -18,68 +25,79 @@ pub struct Group<'a> {
     pub columns: Vec<Column<'a>>,
 }
 
-/// The measured layout of a batch of messages.
-pub struct Layout {
-    /// n + 1 offsets of each row's message in the output.
-    pub offsets: Vec<i64>,
-    /// Value length per (row, column), row-major over every group's columns.
+/// Value lengths per (column, row) and body lengths per (group, row) of
+/// one block of rows.
+struct Block {
     values: Vec<usize>,
-    /// Body length per (row, group).
     bodies: Vec<usize>,
-    columns: usize,
 }
 
-/// Measures every row: `omit_empty` leaves out a group whose body is
-/// empty (SequenceExample), otherwise it is written empty (Example).
-pub fn measure(n: usize, groups: &[Group], omit_empty: bool) -> Layout {
-    let columns: usize = groups.iter().map(|g| g.columns.len()).sum();
-    let mut values = vec![0usize; n * columns];
-    let mut bodies = vec![0usize; n * groups.len()];
-    // Row by row: every column is read in order, and both tables are
-    // written in order.
-    for row in 0..n {
-        let mut c = row * columns;
+impl Block {
+    fn new(groups: &[Group]) -> Self {
+        let columns: usize = groups.iter().map(|g| g.columns.len()).sum();
+        Block { values: vec![0; columns * BLOCK], bodies: vec![0; groups.len() * BLOCK] }
+    }
+
+    /// Measures rows start..start + rows, column by column.
+    fn measure(&mut self, groups: &[Group], start: usize, rows: usize) {
+        self.bodies.iter_mut().for_each(|b| *b = 0);
+        let mut c = 0;
         for (g, group) in groups.iter().enumerate() {
-            let mut body = 0;
             for column in &group.columns {
-                if column.present(row) {
-                    let v = column.value_len(row);
-                    values[c] = v;
-                    body += column.entry_len(v);
-                }
+                column.measure(
+                    start,
+                    &mut self.values[c * BLOCK..c * BLOCK + rows],
+                    &mut self.bodies[g * BLOCK..g * BLOCK + rows],
+                );
                 c += 1;
             }
-            bodies[row * groups.len() + g] = body;
         }
     }
+
+    /// Bytes of row r's message.
+    fn size(&self, groups: usize, r: usize, omit_empty: bool) -> usize {
+        (0..groups)
+            .map(|g| self.bodies[g * BLOCK + r])
+            .filter(|&body| body > 0 || !omit_empty)
+            .map(varint::field)
+            .sum()
+    }
+}
+
+/// The n + 1 offsets of the messages of rows 0..n. `omit_empty` leaves out
+/// a group whose body is empty (SequenceExample), otherwise it is written
+/// empty (Example).
+pub fn measure(n: usize, groups: &[Group], omit_empty: bool) -> Vec<i64> {
+    let mut block = Block::new(groups);
     let mut offsets = Vec::with_capacity(n + 1);
     let mut total = 0usize;
     offsets.push(0i64);
-    for row in 0..n {
-        for g in 0..groups.len() {
-            let body = bodies[row * groups.len() + g];
-            if body > 0 || !omit_empty {
-                total += varint::field(body);
-            }
+    for start in (0..n).step_by(BLOCK) {
+        let rows = BLOCK.min(n - start);
+        block.measure(groups, start, rows);
+        for r in 0..rows {
+            total += block.size(groups.len(), r, omit_empty);
+            offsets.push(total as i64);
         }
-        offsets.push(total as i64);
     }
-    Layout { offsets, values, bodies, columns }
+    offsets
 }
 
-impl Layout {
-    pub fn total(&self) -> usize {
-        *self.offsets.last().unwrap() as usize
-    }
-
-    /// Writes every row into `out` (`total()` bytes).
-    pub fn write(&self, groups: &[Group], omit_empty: bool, out: &mut [u8]) {
-        let n = self.offsets.len() - 1;
-        let mut w = Writer::new(out);
-        for row in 0..n {
+/// Writes the messages `measure` measured into `out` (its last offset
+/// long). Each block is measured again, column by column, and written row
+/// by row while it is in cache: cheaper than keeping every row's lengths.
+pub fn write(groups: &[Group], omit_empty: bool, offsets: &[i64], out: &mut [u8]) {
+    let n = offsets.len() - 1;
+    let mut block = Block::new(groups);
+    let mut w = Writer::new(out);
+    for start in (0..n).step_by(BLOCK) {
+        let rows = BLOCK.min(n - start);
+        block.measure(groups, start, rows);
+        for r in 0..rows {
+            let row = start + r;
             let mut c = 0;
             for (g, group) in groups.iter().enumerate() {
-                let body = self.bodies[row * groups.len() + g];
+                let body = block.bodies[g * BLOCK + r];
                 if body == 0 && omit_empty {
                     c += group.columns.len();
                     continue;
@@ -87,23 +105,19 @@ impl Layout {
                 w.header(group.tag, body);
                 for column in &group.columns {
                     if column.present(row) {
-                        column.write_entry(row, self.values[row * self.columns + c], &mut w);
+                        column.write_entry(row, block.values[c * BLOCK + r], &mut w);
                     }
                     c += 1;
                 }
             }
-            debug_assert_eq!(w.pos() as i64, self.offsets[row + 1]);
+            assert_eq!(w.pos() as i64, offsets[row + 1]);
         }
-        assert_eq!(w.pos(), out_len(&self.offsets));
     }
 }
 
-fn out_len(offsets: &[i64]) -> usize {
-    *offsets.last().unwrap() as usize
-}
-
-/// The value of one column per row, with no key (absent rows: no bytes).
-pub fn values(n: usize, column: &Column) -> (Vec<i64>, usize) {
+/// One column's value per row with no key (absent rows: no bytes):
+/// (bytes back to back, n + 1 offsets).
+pub fn values(n: usize, column: &Column) -> (Vec<u8>, Vec<i64>) {
     let mut offsets = Vec::with_capacity(n + 1);
     let mut total = 0usize;
     offsets.push(0i64);
@@ -113,15 +127,13 @@ pub fn values(n: usize, column: &Column) -> (Vec<i64>, usize) {
         }
         offsets.push(total as i64);
     }
-    (offsets, total)
-}
-
-pub fn write_values(n: usize, column: &Column, out: &mut [u8]) {
-    let mut w = Writer::new(out);
+    let mut out = vec![0u8; total];
+    let mut w = Writer::new(&mut out);
     for row in 0..n {
         if column.present(row) {
             column.write_value(row, &mut w);
         }
     }
-    assert_eq!(w.pos(), out.len());
+    assert_eq!(w.pos(), total);
+    (out, offsets)
 }

@@ -1,13 +1,19 @@
 //! Protobuf varints and a bounds-checked writer over a preallocated buffer.
 
 /// Bytes of the varint of `v` (1 to 10).
-#[inline]
+#[inline(always)]
 pub fn len(v: u64) -> usize {
-    (70 - (v | 1).leading_zeros() as usize) / 7
+    // Most are lengths under 128: one byte, without the chain of a
+    // leading-zero count and a division (nested lengths add up serially).
+    if v < 0x80 {
+        1
+    } else {
+        (70 - v.leading_zeros() as usize) / 7
+    }
 }
 
 /// Bytes of a length-delimited field: tag, varint of `n`, `n` bytes.
-#[inline]
+#[inline(always)]
 pub fn field(n: usize) -> usize {
     1 + len(n as u64) + n
 }

@@ -81,9 +81,16 @@ def test_the_dockerfile_build_context_is_enough_for_the_package(tmp_path):
   (the image itself needs a Docker engine, which CI has not)."""
   with open(os.path.join(HERE, "Dockerfile")) as f:
     text = f.read()
+  native_stage, image = text.rsplit("\nFROM ", 1)
+  # The native core's stage builds from the repository's native/ and the
+  # lock of its build backend.
+  assert re.findall(r"^COPY\s+(\S+)", native_stage, re.M) == [
+      "requirements/native.txt", "native"]
+  assert "maturin build --release --locked" in native_stage
+  assert "COPY --from=native /wheels" in image
   context = tmp_path / "context"
   context.mkdir()
-  for line in re.findall(r"^COPY\s+(.+)$", text, re.M):
+  for line in re.findall(r"^COPY\s+([^-].+)$", image, re.M):
     *sources, dest = line.split()
     for src in sources:
       target = context / (src if dest.endswith("/") else dest)
@@ -92,7 +99,7 @@ def test_the_dockerfile_build_context_is_enough_for_the_package(tmp_path):
                         ignore=shutil.ignore_patterns("__pycache__"))
       else:
         shutil.copy(os.path.join(HERE, src), target)
-  assert "RUN pip install --no-cache-dir ." in text
+  assert "RUN pip install --no-cache-dir . /tmp/native-wheels/" in text
   with zipfile.ZipFile(_wheel(context, tmp_path / "a")) as a, \
       zipfile.ZipFile(_wheel(HERE, tmp_path / "b")) as b:
     assert sorted(a.namelist()) == sorted(b.namelist())

@@ -26,7 +26,8 @@ def test_dockerfile_base_matches_pinned_beam_and_python():
     dockerfile = f.read()
   default = re.search(r"^ARG PYTHON_VERSION=(\S+)$", dockerfile,
                       re.M).group(1)
-  base = re.search(r"^FROM\s+(\S+)", dockerfile, re.M).group(1)
+  # The last stage is the image (the one before builds the native core).
+  base = re.findall(r"^FROM\s+(\S+)", dockerfile, re.M)[-1]
   m = re.fullmatch(r"apache/beam_python\$\{PYTHON_VERSION\}_sdk:(\S+)",
                    base)
   assert m, f"unexpected base image {base}"
