@@ -140,4 +140,4 @@ lock:
 	  --python-platform x86_64-manylinux_2_28 --quiet -o $(LOCK)
 
 clean:
-	rm -rf $(VENV) .venv-lock .venv-py3* out build site *.egg-info .coverage
+	rm -rf $(VENV) .venv-lock .venv-py3* out build site *.egg-info .coverage native/target

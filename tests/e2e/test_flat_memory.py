@@ -30,17 +30,20 @@ features:
 """
 WORDS = [f"w{i:04d}" for i in range(3000)]
 
-# Runs the CLI, then writes the process's peak RSS (kB) to argv[1].
+# Runs the CLI, then writes the process's peak RSS (kB) to argv[1] (at
+# exit: the CLI ends with os._exit after the exit handlers).
 _MEASURED = """
-import runpy, sys
+import atexit, runpy, sys
 where = sys.argv.pop(1)
-try:
-  runpy.run_module("beam_tfrecords", run_name="__main__")
-finally:
+
+def peak():
   with open("/proc/self/status") as f:
-    peak = next(l.split()[1] for l in f if l.startswith("VmHWM:"))
+    kb = next(l.split()[1] for l in f if l.startswith("VmHWM:"))
   with open(where, "w") as out:
-    out.write(peak)
+    out.write(kb)
+
+atexit.register(peak)
+runpy.run_module("beam_tfrecords", run_name="__main__")
 """
 
 
