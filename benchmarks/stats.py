@@ -188,7 +188,7 @@ def stats_suite(args) -> None:
         if name not in best or got[0] < best[name][0]:
           best[name] = got
     steps_file = os.path.join(args.workdir, f"floor-{rows}.json")
-    run(baseline_cmd("flights-floor", src, schema, steps_file))
+    run(baseline_cmd("native-stages", src, schema, steps_file))
     with open(steps_file) as f:
       steps = json.load(f)["cpu"]
     floor = sum(steps.values()) / (os.cpu_count() or 1) + beam_import

@@ -315,13 +315,17 @@ def run() -> None:
   a build about 0.3 CPU-seconds (Beam's module graph) and does nothing a
   finished command needs; exit handlers (logging's flush) still run."""
   code = main()
-  try:
-    sys.stdout.flush()
-    sys.stderr.flush()
-  except (BrokenPipeError, ValueError):  # a closed pipe: nothing to flush
-    pass
+  # What the interpreter's own exit does first: join non-daemon threads
+  # (and the executors' exit hooks), then run the exit handlers.
+  threading._shutdown()  # type: ignore[attr-defined]  # pylint: disable=protected-access
   atexit._run_exitfuncs()  # pylint: disable=protected-access
-  os._exit(code)  # pylint: disable=protected-access
+  for stream in (sys.stdout, sys.stderr):
+    try:
+      if stream is not None:
+        stream.flush()
+    except (OSError, ValueError):  # a closed pipe: nothing to flush
+      pass
+  os._exit(code)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -58,8 +58,8 @@ def frame_records(records: Sequence[bytes]) -> bytes:
   n = len(records)
   if n == 0:
     return b""
-  if hasattr(records, "offsets"):  # one buffer: no bytes per record
-    return frame_buffer(records.buf, records.offsets)  # type: ignore
+  if hasattr(records, "buf") and hasattr(records, "offsets"):  # a Ragged
+    return frame_buffer(records.buf, records.offsets)
   module = native.core()
   if module is None:
     return _frame_list(records)

@@ -45,6 +45,13 @@ class Ragged:
     """The rows as bytes (a Ragged stands where a list of records may)."""
     return iter(self.to_list())
 
+  def __getitem__(self, i: int) -> bytes:
+    """Row i as bytes."""
+    if not -len(self) <= i < len(self):
+      raise IndexError(f"row {i} of {len(self)}")
+    i %= len(self)
+    return self.buf[int(self.offsets[i]):int(self.offsets[i + 1])].tobytes()
+
   def to_list(self) -> List[bytes]:
     data = self.buf.tobytes()
     o = self.offsets.tolist()

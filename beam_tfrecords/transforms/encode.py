@@ -42,7 +42,8 @@ MEDIA_SLICE_ROWS = 64
 class _EncodeBatchFn(SchemaFn):
   """Encodes one batch (Examples, or list-column SequenceExamples).
 
-  Outputs: main: (split, batch order, [serialized record]) per split with
+  Outputs: main: (split, batch order, records: an encoding.ragged.Ragged,
+  which iterates as the list of serialized records) per split with
   records (with `records_dir`, a transforms.spilled.SpilledRecords in a
   part file there, in place of the list); ERRORS: (batch order, [dead-letter dict]) per batch with errors;
   STATS: a STAT_FIELDS tuple per batch.
@@ -140,7 +141,7 @@ def key_digests(columns, keys, rows: np.ndarray) -> bytes:
 class EncodeRows(beam.PTransform):
   """Encodes SourceBatches row by row (Examples, list-column sequences).
 
-  Returns {"records": (split, batch order, [record]) (with `records_dir`
+  Returns {"records": (split, batch order, records: a Ragged) (with `records_dir`
   a SpilledRecords, which iterates as that list: see _EncodeBatchFn),
   ERRORS ((batch order, [dead-letter dict: source, row, rows, reason,
   problems, raw])) and STATS.

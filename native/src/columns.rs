@@ -41,8 +41,8 @@ pub struct Column<'a> {
 }
 
 /// Checks that `offsets` are n + 1 non-decreasing positions in 0..=end.
-fn check_offsets(what: &str, offsets: &[i64], n: usize, end: usize) -> Result<(), String> {
-    if offsets.len() != n + 1 {
+pub fn check_offsets(what: &str, offsets: &[i64], n: usize, end: usize) -> Result<(), String> {
+    if n.checked_add(1) != Some(offsets.len()) {
         return Err(format!("{what}: {} offsets for {n} rows", offsets.len()));
     }
     let mut last = 0i64;
@@ -106,12 +106,6 @@ impl<'a> Column<'a> {
         (self.offsets[row] as usize, self.offsets[row + 1] as usize)
     }
 
-    /// Bytes of the packed varints of an Int64 row.
-    #[inline]
-    fn packed_ints(values: &[i64]) -> usize {
-        values.iter().map(|&v| varint::len(v as u64)).sum()
-    }
-
     /// Bytes of the row's value (whether or not it is present).
     #[inline]
     pub fn value_len(&self, row: usize) -> usize {
@@ -157,7 +151,7 @@ impl<'a> Column<'a> {
         match self.kind {
             Kind::Int64(v) => {
                 let values = &v[a..b];
-                let packed = Self::packed_ints(values);
+                let packed = packed_ints(values);
                 w.header(0x1A, if a < b { varint::field(packed) } else { 0 });
                 if a < b {
                     w.header(0x0A, packed);
@@ -216,7 +210,13 @@ impl<'a> Column<'a> {
 
 #[inline(always)]
 fn int64_len(v: &[i64], a: usize, b: usize) -> usize {
-    list_feature(if a < b { v[a..b].iter().map(|&x| varint::len(x as u64)).sum() } else { 0 }, a < b)
+    list_feature(if a < b { packed_ints(&v[a..b]) } else { 0 }, a < b)
+}
+
+/// Bytes of the packed varints of an Int64 row.
+#[inline(always)]
+fn packed_ints(values: &[i64]) -> usize {
+    values.iter().map(|&v| varint::len(v as u64)).sum()
 }
 
 #[inline(always)]

@@ -181,10 +181,7 @@ fn frame<'py>(
     if o.is_empty() {
         return Err(PyValueError::new_err("frame: no offsets"));
     }
-    if o[0] < 0 || o.windows(2).any(|p| p[1] < p[0]) || *o.last().unwrap() as u64 > d.len() as u64 {
-        return Err(PyValueError::new_err(
-            "frame: the offsets must be non-decreasing positions within the data"));
-    }
+    columns::check_offsets("frame", o, o.len() - 1, d.len()).map_err(PyValueError::new_err)?;
     let out = PyBytes::new_with(py, framing::framed_len(o), |out| {
         py.detach(|| framing::frame(d, o, out));
         Ok(())

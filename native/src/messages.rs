@@ -8,7 +8,9 @@
 //! Columns come sorted by key (protobuf's order of map keys); the caller
 //! sorts them.
 //!
-//! Rows go in blocks of BLOCK: each block is measured column by column
+//! Rows go in blocks (1,024 rows, fewer for schemas of over 64
+//! columns, so that a block's lengths stay within 512 KiB): each block is
+//! measured column by column
 //! (every column's buffers read in order), then written row by row while
 //! that block of every column is still in cache. Row by row over whole
 //! columns would read 19 columns' buffers at once, more streams than a
@@ -18,6 +20,8 @@ use crate::columns::Column;
 use crate::varint::{self, Writer};
 
 const BLOCK: usize = 1024;
+/// Lengths per block at most (rows x columns).
+const BLOCK_CELLS: usize = 64 * 1024;
 
 /// One field of the message: its tag and the map entries it holds.
 pub struct Group<'a> {
@@ -28,6 +32,7 @@ pub struct Group<'a> {
 /// Value lengths per (column, row) and body lengths per (group, row) of
 /// one block of rows.
 struct Block {
+    rows: usize,
     values: Vec<usize>,
     bodies: Vec<usize>,
 }
@@ -35,7 +40,8 @@ struct Block {
 impl Block {
     fn new(groups: &[Group]) -> Self {
         let columns: usize = groups.iter().map(|g| g.columns.len()).sum();
-        Block { values: vec![0; columns * BLOCK], bodies: vec![0; groups.len() * BLOCK] }
+        let rows = (BLOCK_CELLS / columns.max(1)).clamp(1, BLOCK);
+        Block { rows, values: vec![0; columns * rows], bodies: vec![0; groups.len() * rows] }
     }
 
     /// Measures rows start..start + rows, column by column.
@@ -46,8 +52,8 @@ impl Block {
             for column in &group.columns {
                 column.measure(
                     start,
-                    &mut self.values[c * BLOCK..c * BLOCK + rows],
-                    &mut self.bodies[g * BLOCK..g * BLOCK + rows],
+                    &mut self.values[c * self.rows..c * self.rows + rows],
+                    &mut self.bodies[g * self.rows..g * self.rows + rows],
                 );
                 c += 1;
             }
@@ -57,7 +63,7 @@ impl Block {
     /// Bytes of row r's message.
     fn size(&self, groups: usize, r: usize, omit_empty: bool) -> usize {
         (0..groups)
-            .map(|g| self.bodies[g * BLOCK + r])
+            .map(|g| self.bodies[g * self.rows + r])
             .filter(|&body| body > 0 || !omit_empty)
             .map(varint::field)
             .sum()
@@ -72,8 +78,8 @@ pub fn measure(n: usize, groups: &[Group], omit_empty: bool) -> Vec<i64> {
     let mut offsets = Vec::with_capacity(n + 1);
     let mut total = 0usize;
     offsets.push(0i64);
-    for start in (0..n).step_by(BLOCK) {
-        let rows = BLOCK.min(n - start);
+    for start in (0..n).step_by(block.rows) {
+        let rows = block.rows.min(n - start);
         block.measure(groups, start, rows);
         for r in 0..rows {
             total += block.size(groups.len(), r, omit_empty);
@@ -90,14 +96,14 @@ pub fn write(groups: &[Group], omit_empty: bool, offsets: &[i64], out: &mut [u8]
     let n = offsets.len() - 1;
     let mut block = Block::new(groups);
     let mut w = Writer::new(out);
-    for start in (0..n).step_by(BLOCK) {
-        let rows = BLOCK.min(n - start);
+    for start in (0..n).step_by(block.rows) {
+        let rows = block.rows.min(n - start);
         block.measure(groups, start, rows);
         for r in 0..rows {
             let row = start + r;
             let mut c = 0;
             for (g, group) in groups.iter().enumerate() {
-                let body = block.bodies[g * BLOCK + r];
+                let body = block.bodies[g * block.rows + r];
                 if body == 0 && omit_empty {
                     c += group.columns.len();
                     continue;
@@ -105,7 +111,7 @@ pub fn write(groups: &[Group], omit_empty: bool, offsets: &[i64], out: &mut [u8]
                 w.header(group.tag, body);
                 for column in &group.columns {
                     if column.present(row) {
-                        column.write_entry(row, block.values[c * BLOCK + r], &mut w);
+                        column.write_entry(row, block.values[c * block.rows + r], &mut w);
                     }
                     c += 1;
                 }

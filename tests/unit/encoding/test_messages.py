@@ -256,7 +256,7 @@ def test_the_core_refuses_offsets_outside_its_buffers(offsets, message):
 
 
 def test_the_core_refuses_bad_framing_input():
-  with pytest.raises(ValueError, match="non-decreasing positions"):
+  with pytest.raises(ValueError, match="past the end"):
     NATIVE.frame(b"abc", np.array([0, 4], np.int64))
   framed = tfrecord_files.frame_record(b"abcdef")
   for which in ("0", "1"):
@@ -273,3 +273,38 @@ def test_the_log_line_names_the_path():
     assert native.core() is None
     assert native.describe() == \
         "records encoded by the pure-Python path (BTR_NATIVE=0)"
+
+
+@pytest.mark.parametrize("value, path", [
+    ("0", None), ("off", None), ("False", None), ("no", None),
+    ("", "native"), ("auto", "native"), ("1", "native"), ("on", "native")])
+def test_the_environment_picks_the_path(monkeypatch, value, path):
+  monkeypatch.setenv(native.ENV, value)
+  assert (native.core() is not None) == (path == "native")
+
+
+def test_a_core_of_another_contract_is_not_used(monkeypatch):
+  """A stale build: the pure-Python path runs, and the line says why."""
+  monkeypatch.setattr(NATIVE, "CONTRACT", native.CONTRACT + 1)
+  native._load.cache_clear()  # pylint: disable=protected-access
+  try:
+    with _path(""):
+      assert native.core() is None
+      assert "speaks contract" in native.describe()
+    with _path("1"), pytest.raises(ImportError, match="rebuild it"):
+      native.core()
+  finally:
+    monkeypatch.undo()
+    native._load.cache_clear()  # pylint: disable=protected-access
+
+
+def test_a_ragged_is_a_sequence_of_records():
+  records = [b"a", b"", b"xyz"]
+  ragged = Ragged(np.frombuffer(b"".join(records), np.uint8),
+                  offsets_of(np.array([1, 0, 3], np.int64)))
+  assert list(ragged) == records and len(ragged) == 3
+  assert [ragged[i] for i in (0, 1, 2, -1)] == records + [b"xyz"]
+  with pytest.raises(IndexError):
+    ragged[3]  # pylint: disable=pointless-statement
+  assert tfrecord_files.frame_records(ragged) == \
+      tfrecord_files.frame_records(records)
