@@ -214,8 +214,7 @@ def _to_float32(f64: pa.Array) -> pa.Array:
 
 
 # The bytes of a plain integer's text (no space, sign "+" or fraction).
-_DIGITS = np.zeros(256, dtype=bool)
-_DIGITS[np.frombuffer(b"0123456789-", dtype=np.uint8)] = True
+_DIGITS = b"0123456789-"
 _AS_TEXT = {pa.binary(): pa.string(), pa.large_binary(): pa.large_string(),
             pa.string(): pa.string(), pa.large_string(): pa.large_string()}
 
@@ -232,9 +231,8 @@ def _plain_integers(array: pa.Array) -> Optional[pa.Array]:
   wide = np.int64 if text_type == pa.large_string() else np.int32
   offsets = np.frombuffer(buffers[1], dtype=wide)
   first, last = array.offset, array.offset + len(array)
-  data = np.frombuffer(buffers[2], dtype=np.uint8)[
-      int(offsets[first]):int(offsets[last])]
-  if not _DIGITS[data].all():
+  data = memoryview(buffers[2])[int(offsets[first]):int(offsets[last])]
+  if bytes(data).translate(None, _DIGITS):  # a byte that is not a digit
     return None
   try:
     return pc.cast(array.view(text_type), pa.int64())

@@ -36,10 +36,9 @@ class Ragged:
     return Ragged(self.buf, self.offsets[offsets])
 
   def take(self, index: np.ndarray) -> "Ragged":
-    """The rows at `index`, in that order (copied into a new buffer)."""
-    lengths = self.lengths[index]
-    src = ranges(self.offsets[:-1][index], lengths)
-    return Ragged(self.buf[src], offsets_of(lengths))
+    """The rows at `index`, in that order (copied into a new buffer, by
+    Arrow's take: an index per row, not per byte)."""
+    return from_arrow(to_arrow(self).take(pa.array(index, pa.int64())))
 
   def __iter__(self) -> Iterator[bytes]:
     """The rows as bytes (a Ragged stands where a list of records may)."""
