@@ -5,7 +5,9 @@ A `Column` is a batch's column not yet encoded (flat values and n+1 row
 offsets, as Arrow holds them). The functions here give the serialized
 messages of every row as one `Ragged`, by the native core where it is
 installed (`core.native`) and by the pure-Python reference (`wire`)
-otherwise; both give the same bytes for every input (tests/unit/encoding/test_messages.py checks them against each other over random schemas).
+otherwise; both give the same bytes for every input
+(tests/unit/encoding/test_messages.py checks them against each other
+over random schemas).
 
     cols = [Field("x", int64_column(values, offsets), present), ...]
     examples(sorted_by_name(cols), n)        # Ragged: one Example per row
