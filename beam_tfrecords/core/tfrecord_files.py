@@ -26,7 +26,8 @@ from beam_tfrecords.core.errors import InputError
 __all__ = ["iter_tfrecords", "iter_tfrecord_lists", "count_tfrecords", "masked_crc32c",
            "decode_example", "decode_sequence_example", "decode_feature",
            "decode_features", "frame_record", "frame_records",
-           "frame_buffer", "unframe_records", "framed_ends", "proto_fields", "read_varint"]
+           "frame_buffer", "unframe_records", "framed_ends", "proto_fields",
+           "read_varint"]
 
 _MASK_DELTA = 0xA282EAD8
 # Fewer records than this are framed one by one (see frame_records).

@@ -51,7 +51,8 @@ class Column(NamedTuple):
   data: np.ndarray                       # values, or uint8 data
   value_offsets: Optional[np.ndarray] = None
 
-  def __len__(self) -> int:
+  @property
+  def rows(self) -> int:
     return len(self.offsets) - 1
 
 
@@ -140,7 +141,7 @@ def feature_values(column: Column, present: Optional[np.ndarray] = None
                    ) -> Ragged:
   """The column's value per row with no key (a Feature, the bytes as they
   are, or a FeatureList body); empty where `present` is False."""
-  n = len(column)
+  n = column.rows
   mask = None if present is None else _mask(present)
   module = native.core()
   if module is None:
@@ -150,9 +151,7 @@ def feature_values(column: Column, present: Optional[np.ndarray] = None
                 np.frombuffer(offsets, dtype=_I64))
 
 
-def _encoded(groups, n: int, omit_empty: bool) -> Ragged:
-  module = native.core()
-  assert module is not None
+def _encoded(module, groups, n: int, omit_empty: bool) -> Ragged:
   data, offsets = module.encode(n, [
       (tag, [_native_column(f.name, f.column, _mask(f.present))
              for f in fields]) for tag, fields in groups], omit_empty)
@@ -168,17 +167,20 @@ def _entries(fields: Sequence[Field]):
 def examples(fields: Sequence[Field], n: int) -> Ragged:
   """A serialized tf.train.Example per row; `fields` sorted by name
   (`wire.sorted_by_name`)."""
-  if native.core() is None:
+  module = native.core()
+  if module is None:
     return wire.example_message(_entries(fields), n)
-  return _encoded([(0x0A, fields)], n, omit_empty=False)
+  return _encoded(module, [(0x0A, fields)], n, omit_empty=False)
 
 
 def sequence_examples(context: Sequence[Field], lists: Sequence[Field],
                       n: int) -> Ragged:
   """A serialized tf.train.SequenceExample per row: `context` Features and
   `lists` (STEPS or RAW FeatureList bodies), each sorted by name."""
-  if native.core() is None:
+  module = native.core()
+  if module is None:
     return wire.sequence_example_message(_entries(context), _entries(lists),
                                          n)
-  return _encoded([(0x0A, context), (0x12, lists)], n, omit_empty=True)
+  return _encoded(module, [(0x0A, context), (0x12, lists)], n,
+                  omit_empty=True)
 

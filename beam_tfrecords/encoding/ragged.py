@@ -44,8 +44,14 @@ class Ragged:
     """The rows as bytes (a Ragged stands where a list of records may)."""
     return iter(self.to_list())
 
-  def __getitem__(self, i: int) -> bytes:
-    """Row i as bytes."""
+  def __getitem__(self, i):
+    """Row i as bytes; a slice as a Ragged (the rows copied, unless it is
+    every row), as a list of records slices."""
+    if isinstance(i, slice):
+      rows = range(len(self))[i]
+      if rows == range(len(self)):
+        return self
+      return self.take(np.arange(rows.start, rows.stop, rows.step))
     if not -len(self) <= i < len(self):
       raise IndexError(f"row {i} of {len(self)}")
     i %= len(self)

@@ -571,12 +571,8 @@ class _DealFn(beam.DoFn):
       # Round-robin from the hashed first shard: shard first + j (mod n)
       # takes items j, j + n, j + 2n, ...
       first = stable_hash(key) % n
-      if isinstance(items, Ragged):  # taken as buffers, framed as one
-        if n == 1:
-          return {(first, key): items} if len(items) else {}
-        return {((first + j) % n, key): items.take(
-            np.arange(j, len(items), n)) for j in range(min(n, len(items)))}
-      items = list(items)
+      if not isinstance(items, Ragged):  # (a Ragged is dealt as buffers)
+        items = list(items)
       return {((first + j) % n, key): items[j::n]
               for j in range(min(n, len(items)))}
     rng = random.Random(stable_hash((self._shuffle.seed, split, key)))
