@@ -4,17 +4,28 @@ scripts, nothing fetched) from its dataset.json and statistics.pb.
     beam-tfrecords report out/movies -o report.html
 
 Header: name, record kind, splits (records, bytes, shards), inputs, tool
-version, rows rejected with the top reasons and links to errors/. Then a
-section per feature (id "feature-<name>") with one column per split: type
-and spec, present / missing, values per record, for numbers the moments
-and a histogram (statistics.pb's standard one: bars of a round width drawn
-where they lie on a linear axis with round labels; every bar carries its
-range and exact count as data- attributes),
-for text the top values as bars, for image features a strip of thumbnails
-from the first records. Where a feature's distribution differs between a
-split and the first split, the section is flagged with the distance
-(over DIFFERENCE_FLAG), and with a baseline the training split is drawn
-beside the baseline's: beam_tfrecords.inspect.drift measures both, from
+version, rows rejected with the top reasons and links to errors/. Then an
+overview (table id "overview", as TFDV's Facets Overview): a row per
+feature (data-feature="<name>") with its name linking to its section, its
+type as the schema declares it (int64, float, string, bytes, image,
+tensor; its shape; for SequenceExamples context or sequence), and in the
+training split (marked in the headers when there are several): missing
+records, the mean (numbers) or the top value with its share of the values
+(text and bytes), and a small chart, the histogram its section draws or
+its top values' bars ("—" for images and raw tensors); every number is
+exact in a data- attribute (data-missing, data-records, data-mean,
+data-top, data-top-count, data-values), from dataset.json's statistics
+(else statistics.pb's); without statistics a row has just the name and
+type. Then a section per feature (id "feature-<name>") with one column per
+split: type and spec, present / missing, values per record, for numbers
+the moments and a histogram (statistics.pb's standard one: bars of a round
+width drawn where they lie on a linear axis with round labels; every bar
+carries its range and exact count as data- attributes), for text the top
+values as bars, for image features a strip of thumbnails from the first
+records. Where a feature's distribution differs between a split and the
+first split, the section is flagged with the distance (over
+DIFFERENCE_FLAG), and with a baseline the training split is drawn beside
+the baseline's: beam_tfrecords.inspect.drift measures both, from
 dataset.json's exact counts where the schema's expect: blocks kept them
 (the number the publish gate judged), else from statistics.pb.
 """
@@ -23,11 +34,11 @@ import base64
 import html
 import math
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.core.info import DatasetInfo
+from beam_tfrecords.core.info import DatasetInfo, FeatureStats
 from beam_tfrecords.encoding import histogram
 from beam_tfrecords.encoding.histogram import round_width
 from beam_tfrecords.encoding.stats import STEPS_STAT, TOP_SHOWN
@@ -48,7 +59,13 @@ border:1px solid #e3e3e3;text-align:left;vertical-align:top}
 .splits{display:flex;gap:16px;flex-wrap:wrap}.split{flex:1;min-width:260px}
 .flag{background:#fff3cd;border:1px solid #e0b000;padding:4px 8px}
 .muted{color:#777}svg{display:block}img{margin:2px;image-rendering:pixelated}
+#overview td{vertical-align:middle}#overview .num{text-align:right}
 """
+# The overview's charts: tiny bars, drawn as the sections' charts are.
+SPARK_WIDTH, SPARK_HEIGHT = 100, 24
+# The stored type of a parsing spec's dtype, for features the schema does
+# not declare itself (an image's height, a vocabulary's index).
+_DTYPES = {"float32": "float", "int64": "int64", "string": "string"}
 
 
 def _e(value: Any) -> str:
@@ -114,12 +131,13 @@ def _slots(bars: List[Tuple[float, float, float]]
 
 
 def _linear_svg(series: List[Tuple[List[Tuple[float, float, float]], str,
-                                   str]], what: str, snap: bool = False
-                ) -> str:
+                                   str]], what: str, snap: bool = False,
+                small: bool = False) -> str:
   """Bars drawn where their ranges lie on a linear axis with round labels
   (snap: in their slots of a round width, see _slots); series: ([(low,
   high, height value)], class, style); what: the data- attribute of the
-  height value ("count" or "share")."""
+  height value ("count" or "share"); small: the overview's tiny chart
+  (SPARK_WIDTH x SPARK_HEIGHT, no axis)."""
   every = [b for bars, _, _ in series for b in bars]
   if not every:
     return ""
@@ -128,7 +146,7 @@ def _linear_svg(series: List[Tuple[List[Tuple[float, float, float]], str,
   low = min(d[0] for ds in drawn for d in ds)
   high = max(d[1] for ds in drawn for d in ds)
   top = max(b[2] for b in every) or 1
-  width, height = 320, 90
+  width, height = (SPARK_WIDTH, SPARK_HEIGHT) if small else (320, 90)
   scale = width / (high - low) if high > low else 0.0
   rects = []
   for (bars, kind, style), places in zip(series, drawn):
@@ -142,14 +160,19 @@ def _linear_svg(series: List[Tuple[List[Tuple[float, float, float]], str,
           f'width="{w:.1f}" height="{h}" {style} data-low="{b_low!r}" '
           f'data-high="{b_high!r}" data-{what}="{shown.replace(",", "")}">'
           f'<title>[{b_low:.6g}, {b_high:.6g}): {shown}</title></rect>')
+  if small:
+    return (f'<svg class="spark" width="{width}" height="{height}" '
+            f'role="img">' + "".join(rects) + "</svg>")
   return (f'<svg width="{width}" height="{height + 16}" role="img">'
           + "".join(rects) + _axis(low, high, width, height) + "</svg>")
 
 
-def _histogram_svg(buckets) -> str:
+def _histogram_svg(buckets, small: bool = False) -> str:
+  """statistics.pb's histogram (its buckets) as bars (small: the
+  overview's tiny chart)."""
   return _linear_svg([([(b.low_value, b.high_value, int(b.sample_count))
                         for b in buckets], "bar", 'fill="#4a7bd0"')],
-                     "count", snap=True)
+                     "count", snap=True, small=small)
 
 
 def _deciles(feature) -> str:
@@ -172,18 +195,38 @@ def _deciles(feature) -> str:
           "90%: ~{:.4g}</div>").format(points[10], points[50], points[90])
 
 
-def _top_svg(values) -> str:
+def _top_rect(v, x: float, y: float, w: float, h: float) -> str:
+  """A top value's bar (v: statistics.pb's FreqAndValue), its value and
+  exact count as data- attributes."""
+  return (f'<rect class="top" x="{x:g}" y="{y:g}" width="{w:g}" '
+          f'height="{h:g}" fill="#5aa469" data-value="{_e(v.value)}" '
+          f'data-count="{int(v.frequency)}"><title>{_e(v.value[:40])}: '
+          f'{int(v.frequency):,}</title></rect>')
+
+
+def _top_svg(values, small: bool = False) -> str:
+  """The top values (statistics.pb's) as bars, labelled; small: the
+  overview's tiny chart, a column per value, most frequent first."""
   if not values:
     return ""
   top = max(v.frequency for v in values) or 1
+  if small:
+    slot = SPARK_WIDTH / len(values)
+    bars = []
+    for i, v in enumerate(values):
+      h = max(1, round(SPARK_HEIGHT * v.frequency / top))
+      bars.append(_top_rect(v, round(i * slot, 1), SPARK_HEIGHT - h,
+                            round(max(1.0, slot - 1), 1), h))
+    return (f'<svg class="spark" width="{SPARK_WIDTH}" '
+            f'height="{SPARK_HEIGHT}" role="img">' + "".join(bars)
+            + "</svg>")
   rows = []
   for i, v in enumerate(values):
     w = round(180 * v.frequency / top)
     rows.append(f'<text x="0" y="{i * 16 + 11}" font-size="11">'
-                f'{_e(v.value[:24])}</text><rect class="top" x="130" '
-                f'y="{i * 16 + 2}" width="{w}" height="12" fill="#5aa469" '
-                f'data-value="{_e(v.value)}" data-count="{int(v.frequency)}">'
-                f'</rect><text x="{134 + w}" y="{i * 16 + 11}" '
+                f'{_e(v.value[:24])}</text>'
+                + _top_rect(v, 130, i * 16 + 2, w, 12)
+                + f'<text x="{134 + w}" y="{i * 16 + 11}" '
                 f'font-size="10">{int(v.frequency):,}</text>')
   return (f'<svg width="380" height="{len(values) * 16 + 4}" role="img">'
           + "".join(rows) + "</svg>")
@@ -339,6 +382,141 @@ def _baseline_section(info: DatasetInfo, stats: Dict[str, Dict[str, Any]]
   return out
 
 
+class _Summary(NamedTuple):
+  """A feature's overview numbers in one split: records with and without
+  it, the mean of its numbers, its top value (value, count) and its
+  values in all records."""
+  records: int
+  missing: int
+  mean: Optional[float]
+  top: Optional[Tuple[str, int]]
+  values: int
+
+
+def _summary(kept: Optional[FeatureStats], feature) -> Optional[_Summary]:
+  """The overview's numbers: dataset.json's exact statistics (`kept`),
+  else statistics.pb's (`feature`); None without either."""
+  if kept is not None:
+    top = (str(kept.top[0][0]), int(kept.top[0][1])) if kept.top else None
+    return _Summary(kept.records, kept.missing, kept.mean, top, kept.values)
+  if feature is None:
+    return None
+  numbers = feature.HasField("num_stats")
+  common = feature.num_stats.common_stats if numbers else \
+      feature.string_stats.common_stats
+  first = None if numbers or not feature.string_stats.top_values else \
+      feature.string_stats.top_values[0]
+  return _Summary(
+      common.num_non_missing + common.num_missing, common.num_missing,
+      feature.num_stats.mean if numbers else None,
+      (first.value, int(first.frequency)) if first is not None else None,
+      common.tot_num_values)
+
+
+def _declarations(info: DatasetInfo) -> Dict[str, Dict[str, Any]]:
+  """The schema's declarations by name, each as a dict: an example's
+  features, a SequenceExample's context and sequence ones."""
+  out: Dict[str, Dict[str, Any]] = {}
+  for key in ("features", "context", "sequence"):
+    for name, raw in (info.schema.get(key) or {}).items():
+      out[name] = {"type": raw} if isinstance(raw, str) else \
+          dict(raw) if isinstance(raw, dict) else {}
+  return out
+
+
+def _feature_type(name: str, spec: Dict[str, Any],
+                  declared: Dict[str, Dict[str, Any]]
+                  ) -> Tuple[str, List[int], str]:
+  """(type, shape, owner): the type and shape the schema declares for the
+  feature; for a feature the build makes of a declaration (an image's
+  height, a vocabulary's index), the type and shape of its parsing spec
+  and the declaration's name (owner), else ""."""
+  raw = declared.get(name)
+  if raw is not None and raw.get("type"):
+    return str(raw["type"]), list(raw.get("shape") or []), ""
+  owner = next((d for d in sorted(declared, key=lambda d: (-len(d), d))
+                if name.startswith(f"{d}_")), "")
+  dtype = str(spec.get("dtype", ""))
+  return (_DTYPES.get(dtype, dtype), list(spec["shape"]) if "shape" in spec
+          else [-1], owner)
+
+
+def _type_cell(name: str, spec: Dict[str, Any],
+               declared: Dict[str, Dict[str, Any]], part: str) -> str:
+  """The overview's type cell: type, shape (but a scalar's), the
+  declaration it is made of, and (SequenceExamples) context or
+  sequence."""
+  kind, shape, owner = _feature_type(name, spec, declared)
+  notes = [n for n in (f"of {owner}" if owner else "", part) if n]
+  shown = f"{kind} {shape}" if shape else kind
+  return (f'<td class="type" data-type="{_e(kind)}" data-shape="'
+          f'{_e(shape)}"' + (f' data-part="{part}"' if part else "")
+          + f">{_e(shown)}" + "".join(
+              f' <span class="muted">{_e(n)}</span>' for n in notes)
+          + "</td>")
+
+
+def _overview_row(name: str, type_cell: str, summary: Optional[_Summary],
+                  feature, other: bool, label: bool) -> str:
+  """A feature's overview row; `feature`: its statistics.pb entry for the
+  chart; other: a feature whose values are neither numbers nor text
+  (an image, a raw tensor): no top value, no chart."""
+  title = ' <span class="muted">(label)</span>' if label else ""
+  row = (f'<tr data-feature="{_e(name)}"><td class="name"><a href='
+         f'"#feature-{_e(name)}">{_e(name)}</a>{title}</td>{type_cell}')
+  if summary is None:
+    return row + '<td class="muted" colspan="3">no statistics</td></tr>'
+  share = 100 * summary.missing / summary.records if summary.records else 0
+  row += (f'<td class="missing num" data-missing="{summary.missing}" '
+          f'data-records="{summary.records}" title="{summary.missing:,} of '
+          f'{summary.records:,} records">{share:.1f}%</td>')
+  if summary.mean is not None:
+    row += (f'<td class="value" data-mean="{summary.mean!r}">mean '
+            f'{summary.mean:.4g}</td>')
+  elif summary.top is not None and not other:
+    value, count = summary.top
+    part = 100 * count / summary.values if summary.values else 0
+    row += (f'<td class="value" data-top="{_e(value)}" data-top-count='
+            f'"{count}" data-values="{summary.values}">{_e(value[:24])} '
+            f'<span class="muted">{part:.1f}%</span></td>')
+  else:
+    row += '<td class="value">—</td>'
+  chart = ""
+  if feature is not None and feature.HasField("num_stats"):
+    if feature.num_stats.histograms:
+      chart = _histogram_svg(feature.num_stats.histograms[0].buckets, True)
+  elif feature is not None and not other:
+    chart = _top_svg(list(feature.string_stats.top_values), True)
+  return row + f'<td class="chart">{chart or "—"}</td></tr>'
+
+
+def _overview(info: DatasetInfo, stats: Dict[str, Dict[str, Any]],
+              splits: List[str], spec: Dict[str, Any],
+              labels: List[str]) -> List[str]:
+  """The table at the top (id "overview"): a row per feature, its
+  numbers those of the training split (named in the headers when there
+  are several)."""
+  split = training_split(splits) or ""
+  kept = (info.statistics or {}).get(split, {})
+  described = stats.get(split, {})
+  declared = _declarations(info)
+  parts = {n: p for p in ("context", "sequence")
+           for n in info.feature_spec.get(p, {})} \
+      if info.record == "sequence_example" else {}
+  mark = f" ({_e(split)})" if len(splits) > 1 else ""
+  out = ["<h2>overview</h2><table id='overview'><tr><th>feature</th>"
+         f"<th>type</th><th>missing{mark}</th><th>mean / top value{mark}"
+         f"</th><th>distribution{mark}</th></tr>"]
+  for name in sorted(spec):
+    kind = _feature_type(name, spec[name], declared)[0]
+    out.append(_overview_row(
+        name, _type_cell(name, spec[name], declared, parts.get(name, "")),
+        _summary(kept.get(name), described.get(name)), described.get(name),
+        kind in ("image", "tensor"), name in labels))
+  out.append("</table>")
+  return out
+
+
 def render_report(path: str, info: Optional[DatasetInfo] = None) -> str:
   """The report of the dataset at `path` (`info`: its dataset.json, given
   while it is staged, before it is finished), as HTML text."""
@@ -356,6 +534,7 @@ def render_report(path: str, info: Optional[DatasetInfo] = None) -> str:
   images = {n for n, f in info.schema.get("features", {}).items()
             if isinstance(f, dict) and f.get("type") == "image"}
   counts = info.counts
+  labels = list(info.label or [])
   out = [f"<!doctype html><html><head><meta charset='utf-8'><title>"
          f"{_e(info.name)}</title><style>{_CSS}</style></head><body>",
          f"<h1>{_e(info.name)}</h1><div class='muted'>"
@@ -381,9 +560,9 @@ def render_report(path: str, info: Optional[DatasetInfo] = None) -> str:
     out.append("</table><p>" + " ".join(
         f"<a href='{_e(e.file)}'>{_e(e.file)}</a>"
         for e in info.errors.files) + "</p>")
+  out += _overview(info, stats, splits, spec, labels)
   out += _anomalies_section(info)
   out += _baseline_section(info, stats)
-  labels = list(info.label or [])
   for label in labels:
     out.append(f"<h2 id='label-balance'>label balance: {_e(label)}</h2>"
                "<div class='splits'>")

@@ -103,17 +103,206 @@ def test_the_report_command_writes_the_page(tmp_path, capsys):
   assert page.startswith("<!doctype html>") and len(page) < 2_000_000
 
 
+def _overview(page):
+  """(the overview table's HTML, {feature: its row's HTML} in order)."""
+  table = re.search(r"<table id='overview'>(.*?)</table>", page,
+                    re.S).group(1)
+  return table, dict(re.findall(r'<tr data-feature="([^"]+)">(.*?)</tr>',
+                                table, re.S))
+
+
+def _cell(row, kind):
+  """The attributes of a row's cell of this class, {name: value}, and its
+  text."""
+  attributes, text = re.search(rf'<td class="{kind}"([^>]*)>(.*?)</td>',
+                               row, re.S).groups()
+  return dict(re.findall(r'(data-[\w-]+)="([^"]*)"', attributes)), text
+
+
+def _exact_mean(values):
+  """The mean correctly rounded, as dataset.json's statistics give it."""
+  from fractions import Fraction
+  return float(sum(map(Fraction, values)) / len(values))
+
+
+def test_the_overview_shows_the_training_splits_numbers(tmp_path):
+  out, rows = _build(tmp_path)
+  page = render_report(out)
+  # At the top: after the splits summary, before any feature's section.
+  assert page.index("<table id='overview'>") < page.index(
+      "<h2 id='label-balance'>") < page.index("<section id='feature-")
+  assert page.index("</table><p>rows read") < page.index(
+      "<table id='overview'>")
+  table, found = _overview(page)
+  assert list(found) == ["c", "l", "n", "x"]  # one row per feature
+  # Two splits: the numbers are the training split's, and say so.
+  assert "<th>missing (train)</th>" in table
+  assert "<th>mean / top value (train)</th>" in table
+  train = [r for r in rows if r["split"] == "train"]
+  for name, row in found.items():
+    assert f'<a href="#feature-{name}">{name}</a>' in row
+    assert f"<section id='feature-{name}'>" in page  # where it links
+    missing = sum(r[name] is None for r in train)
+    cell, text = _cell(row, "missing num")
+    assert cell == {"data-missing": str(missing),
+                    "data-records": str(len(train))}
+    assert text == f"{100 * missing / len(train):.1f}%"
+  assert _cell(found["n"], "missing num")[0]["data-missing"] != "0"
+  assert [_cell(found[n], "type")[0]["data-type"] for n in found] == [
+      "string", "int64", "int64", "float"]
+  assert "l</a></td><td class=\"type\" data-type=\"int64\" " \
+         "data-shape=\"[-1]\">int64 [-1]</td>" in found["l"]
+  assert "c</a> <span class=\"muted\">(label)</span>" in found["c"]
+  numbers = {
+      "x": [float(np.float32(r["x"])) for r in train],
+      "n": [r["n"] for r in train if r["n"] is not None],
+      "l": [v for r in train for v in r["l"]]}
+  for name, values in numbers.items():
+    cell, text = _cell(found[name], "value")
+    assert float(cell["data-mean"]) == _exact_mean(values), name
+    assert text == f"mean {_exact_mean(values):.4g}"
+  c = [r["c"] for r in train]
+  top = max(set(c), key=c.count)
+  cell, text = _cell(found["c"], "value")
+  assert cell == {"data-top": top, "data-top-count": str(c.count(top)),
+                  "data-values": str(len(c))}
+  assert text == f'{top} <span class="muted">' \
+                 f'{100 * c.count(top) / len(c):.1f}%</span>'
+  # The charts: the histogram the train column of x's section draws, and
+  # c's top values, tiny.
+  bar = r'data-low="([^"]+)" data-high="([^"]+)" data-count="(\d+)"'
+  spark = _cell(found["x"], "chart")[1]
+  assert spark.startswith('<svg class="spark" width="100" height="24"')
+  assert re.findall(bar, spark) == re.findall(bar, _split_cells(
+      page, "x")[1]["train"])
+  tops = re.findall(r'data-value="(\w)" data-count="(\d+)"',
+                    _cell(found["c"], "chart")[1])
+  assert tops == sorted(((v, str(c.count(v))) for v in set(c)),
+                        key=lambda t: -int(t[1]))
+  assert render_report(out) == page  # the same page again
+
+
+def test_the_movie_ratings_overview_has_the_csv_numbers(tmp_path):
+  import csv
+  import os
+  from pipelines import movie_ratings
+  out = str(tmp_path / "movies")
+  movie_ratings.run(["--output", out])
+  with open(os.path.join(ROOT, "pipelines", "data", "movie_ratings.csv"),
+            encoding="utf-8") as f:
+    rows = list(csv.DictReader(f))
+  table, found = _overview(render_report(out))
+  assert list(found) == ["age", "movies", "price", "ratings", "suggestion",
+                         "suggestion_purchased"]
+  assert "<th>missing</th>" in table  # one split: not named
+  for name, row in found.items():  # every row has every column
+    assert _cell(row, "missing num") == (
+        {"data-missing": "0", "data-records": str(len(rows))}, "0.0%")
+  ages = [int(r["Age"]) for r in rows]
+  assert _cell(found["age"], "value") == (
+      {"data-mean": repr(sum(ages) / len(ages))},
+      f"mean {sum(ages) / len(ages):.4g}")
+  ratings = [float(np.float32(v)) for r in rows
+             for v in r["Movie Ratings"].split("|")]
+  assert float(_cell(found["ratings"], "value")[0]["data-mean"]) == \
+      _exact_mean(ratings)
+  assert _cell(found["ratings"], "type")[0] == {"data-type": "float",
+                                               "data-shape": "[-1]"}
+  for name, values in (
+      ("suggestion", [r["Suggestion"] for r in rows]),
+      ("movies", [m for r in rows for m in r["Movie"].split("|")])):
+    counts = {v: values.count(v) for v in values}
+    top = max(counts.values())
+    cell, text = _cell(found[name], "value")
+    assert [v for v, n in counts.items() if n == top] == [cell["data-top"]]
+    assert cell["data-top-count"] == str(top)
+    assert cell["data-values"] == str(len(values))
+    assert text.endswith(f'<span class="muted">'
+                         f'{100 * top / len(values):.1f}%</span>')
+  assert _cell(found["suggestion"], "value")[0]["data-top"] == "Amélie"
+
+
 def _chromium():
   import shutil
   return shutil.which("chromium") or shutil.which("chromium-browser") or \
       shutil.which("google-chrome")
 
 
+# Measures the overview as Chromium lays it out, into <pre id="layout">:
+# added to a copy of a report (the report itself has no script).
+_MEASURE = """<script>
+(() => {
+  const box = e => { const b = e.getBoundingClientRect();
+                     return [b.left, b.top, b.width, b.height]; };
+  const table = document.getElementById("overview");
+  const style = getComputedStyle(table);
+  const out = {
+    shown: style.display + " " + style.visibility, table: box(table),
+    rows: [...table.querySelectorAll("tr[data-feature]")].map(
+        r => [r.dataset.feature, box(r)]),
+    sparks: [...table.querySelectorAll("svg.spark")].map(box),
+    section: box(document.querySelector("section"))};
+  const pre = document.createElement("pre");
+  pre.id = "layout";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def _overview_layout(flags, page, tmp_path):
+  """The overview's boxes ([left, top, width, height] in CSS pixels) as
+  Chromium lays the report out: the table, its rows, its charts and the
+  first feature section."""
+  import html
+  import json
+  import subprocess
+  probe = tmp_path / f"probe-{page.name}"
+  probe.write_text(page.read_text().replace("</body>",
+                                            _MEASURE + "</body>"))
+  dom = subprocess.run(flags + ["--dump-dom", probe.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+  assert dom.returncode == 0, dom.stderr[-2000:]
+  return json.loads(html.unescape(re.search(
+      r'<pre id="layout">(.*?)</pre>', dom.stdout, re.S).group(1)))
+
+
+def _check_overview_drawn(layout, names, shot, height):
+  """The overview is shown, a row per feature one under the other, above
+  the first section and within the screenshot (`height` pixels), whose
+  pixels there are not blank: text and lines in the table, a bar of the
+  charts' blue or green in every chart."""
+  from PIL import Image
+  assert layout["shown"] == "table visible"
+  left, top, width, tall = layout["table"]
+  assert [n for n, _ in layout["rows"]] == sorted(names)
+  assert width > 300 and tall > 24 * len(names)
+  assert top + tall <= min(layout["section"][1], height)
+  bottom = top
+  for _, (_, row_top, _, row_height) in layout["rows"]:
+    assert row_top >= bottom - 1 and row_height >= 24
+    bottom = row_top + row_height
+  assert bottom <= top + tall + 1
+  image = Image.open(shot).convert("RGB")
+  assert image.size == (1280, height)
+  pixels = np.asarray(image).astype(int)  # [y, x, rgb]
+  table = pixels[int(top):int(top + tall), int(left):int(left + width)]
+  assert (table.min(axis=2) < 200).mean() > 0.02
+  for x, y, w, h in layout["sparks"]:
+    assert (w, h) == (100, 24) and left <= x and x + w <= left + width
+    assert top <= y and y + h <= top + tall
+    chart = pixels[int(y):int(y + h), int(x):int(x + w)]
+    assert any((abs(chart - colour).sum(axis=2) < 60).any()
+               for colour in ((74, 123, 208), (90, 164, 105)))
+
+
 @pytest.mark.slow
 def test_reports_render_in_a_headless_browser(tmp_path):
   """Examples with splits, SequenceExamples and images: each report loads
   in headless Chromium without a console error, every feature's section
-  is in the rendered page, and a screenshot is taken."""
+  is in the rendered page, so is the overview, a row per feature, laid
+  out at the top of the page, and a screenshot is taken, not blank where
+  the overview is."""
   import os
   import subprocess
   import pytest
@@ -132,7 +321,7 @@ def test_reports_render_in_a_headless_browser(tmp_path):
     assert cli.main(["report", out, "-o", str(page)]) == 0
     flags = [browser, "--headless", "--no-sandbox", "--disable-gpu",
              "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
-             "--window-size=1280,1600"]
+             "--window-size=1280,1600", "--force-device-scale-factor=1"]
     dom = subprocess.run(flags + ["--dump-dom", page.as_uri()],
                          capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
@@ -143,10 +332,18 @@ def test_reports_render_in_a_headless_browser(tmp_path):
         if "context" in spec else list(spec)
     for feature in names:
       assert f'<section id="feature-{feature}">' in dom.stdout, feature
+    overview = dom.stdout.split('<table id="overview">', 1)[1].split(
+        "</table>", 1)[0]
+    assert re.findall(r'<tr data-feature="([^"]+)">', overview) == \
+        sorted(names)
     shot = tmp_path / f"{name}.png"
     run = subprocess.run(flags + [f"--screenshot={shot}", page.as_uri()],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and os.path.getsize(shot) > 10_000
+    layout = _overview_layout(flags, page, tmp_path)
+    _check_overview_drawn(layout, names, shot, 1600)
+    # A chart for every feature but the image's bytes.
+    assert len(layout["sparks"]) == len(names) - (name == "images")
     if name == "images":  # a strip of thumbnails from the first records
       assert dom.stdout.count('class="thumb"') == 8
 
