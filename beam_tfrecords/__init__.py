@@ -35,6 +35,7 @@ _LAZY = {
     "iter_records": "beam_tfrecords.read.reader",
     "load": "beam_tfrecords.read.reader",
     "pin": "beam_tfrecords.read.window",
+    "verify": "beam_tfrecords.publish.verify",
     "Schema": "beam_tfrecords.schema",
     "load_schema": "beam_tfrecords.schema",
 }

@@ -9,6 +9,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("BTR_LOG_DIR", os.path.join(
     os.environ.get("TMPDIR", "/tmp"), f"btr-test-logs-{os.getpid()}"))
 
+# croissant.json holds the build time, the one thing in a dataset that
+# differs between two runs of the same build: the suite fixes it the
+# reproducible-builds way, so that its comparisons of whole datasets
+# (rebuilt, killed and resumed, on other runners) hold.
+# tests/e2e/test_croissant.py checks the time without it.
+os.environ.setdefault("SOURCE_DATE_EPOCH", "1795000000")
+
 import pytest
 
 # Fixtures that tests in more than one folder use (a plugin registers them

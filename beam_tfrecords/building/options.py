@@ -27,13 +27,17 @@ from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import OptionsInfo
 from beam_tfrecords.core.members import MEMBER_CAP
 from beam_tfrecords.schema import Schema
+from beam_tfrecords.schema.card_section import missing_for_croissant
 from beam_tfrecords.schema.model import ON_ANOMALY
 from beam_tfrecords.schema.sizes import parse_size
 
 __all__ = ["BuildOptions", "ShardOptions", "Thresholds", "SINK_NAMES",
+           "CROISSANT_MODES",
            "FILE_FORMATS", "GROUPS", "add_arguments"]
 
 SINK_NAMES = ("deterministic", "beam")
+# --croissant's values.
+CROISSANT_MODES = ("auto", "required", "off")
 
 # The groups, in the order the CLI's help shows them: (name, title).
 GROUPS = (("shards", "shards"), ("writing", "writing"),
@@ -137,6 +141,9 @@ class BuildOptions:
       needs.
     report: write report.html into the dataset (beam_tfrecords.inspect.report):
       one HTML page with the splits, rejected rows and per-feature plots.
+    croissant: "auto" (croissant.json from what the schema's card:
+      gives), "required" (the same; a build whose schema lacks the license
+      or description fails before reading) or "off" (publish.croissant).
     statistics: per-feature statistics in dataset.json and statistics.pb
       (computed in the encoding pass).
     max_bad_rows, max_bad_fraction: fail instead of publishing when more
@@ -205,6 +212,14 @@ class BuildOptions:
   report: bool = _option(
       True, "contents", "do not write report.html into the dataset",
       key="changed", flag="--no-report")
+  croissant: str = _option(
+      "auto", "contents", "auto: write croissant.json (MLCommons Croissant "
+      "1.1: every file with its SHA-256, the splits, the features, a "
+      "Parquet preview of each split's first records) with what the "
+      "schema's card: gives; required: the same, and fail before reading "
+      "when the license or description it needs is missing; off: no "
+      "croissant.json, no preview", choices=list(CROISSANT_MODES),
+      key="changed")
   statistics: bool = _option(
       True, "contents", "leave the per-feature statistics out of "
       "dataset.json (they cost about 7%% of a build's time)",
@@ -354,6 +369,7 @@ class BuildOptions:
       raise InputError("a schema with transform: writes with the "
                        "deterministic sink; drop --sink beam")
     self._check_file_format(schema)
+    self._check_croissant(schema)
     return dataclasses.replace(self, max_bad_rows=rows,
                                max_bad_fraction=fraction,
                                **self._checks(schema))
@@ -364,6 +380,18 @@ class BuildOptions:
     or --tfds's)."""
     return not self.array_record and (self.compression == "none" or (
         self.tfds and self.compression is None))
+
+  def _check_croissant(self, schema: Schema) -> None:
+    if self.croissant not in CROISSANT_MODES:
+      raise InputError(f"--croissant must be one of "
+                       f"{', '.join(CROISSANT_MODES)}; got {self.croissant!r}")
+    missing = missing_for_croissant(schema.card, schema.description)
+    if self.croissant == "required" and missing:
+      raise InputError(
+          f"--croissant required: the schema {schema.path} lacks what a "
+          "Croissant description needs (nothing was read):\n"
+          + "\n".join("  " + m for m in missing)
+          + "\n(or build with --croissant auto, which leaves them out)")
 
   def _check_file_format(self, schema: Schema) -> None:
     if self.compression is not None:

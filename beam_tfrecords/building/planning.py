@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Union
 from beam_tfrecords.building.options import BuildOptions
 from beam_tfrecords.core.array_record_files import ARRAY_RECORD, compression_of
 from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.core.info import (Counts, DatasetInfo, Errors,
+from beam_tfrecords.core.info import (Counts, DatasetInfo, Errors, FileSum,
                                       InputFileInfo, InputsInfo, SplitRuleInfo,
                                       ToolInfo)
 from beam_tfrecords.core.version import __version__
@@ -362,6 +362,8 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions,
           if schema.group_by else "the written records"),
       tool=ToolInfo("beam-tfrecords", __version__),
       tfmd_schema=TFMD_FILE,
+      # Staged with the output (publish.staging), these bytes.
+      files={TFMD_FILE: FileSum.of(publication.tfmd.encode("utf-8"))},
       build_key=publication.key,
       # Written in the staging folder, published with the rest.
       report=REPORT_FILE if opts.report else None,
@@ -391,6 +393,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions,
           analyze_split=(schema.transform.analyze_split
                          if schema.transform is not None else None),
           on_anomaly=opts.on_anomaly or "fail",
-          tfds_features=features_json(schema) if opts.tfds else None),
+          tfds_features=features_json(schema) if opts.tfds else None,
+          croissant=opts.croissant),
       checks=(CheckPlan(schema, *load_baseline(opts.baseline, schema))
               if schema.expects else None))

@@ -24,6 +24,7 @@ def parser() -> argparse.ArgumentParser:
   _validate(sub)
   _infer_schema(sub)
   _report(sub)
+  _verify(sub)
   return p
 
 
@@ -139,6 +140,19 @@ def _report(sub) -> None:
   r.add_argument("-o", "--output", default="report.html",
                  help="the HTML file (default: report.html in the working "
                  "directory)")
+
+
+def _verify(sub) -> None:
+  v = sub.add_parser(
+      "verify", help="check every file of a dataset against the SHA-256 "
+      "its build recorded (missing, truncated, damaged and extra files)",
+      description="Check every file of a finished dataset against the "
+      "sizes and SHA-256s in its dataset.json; exit 0 when all are intact, "
+      "1 naming each missing, truncated, damaged or extra file. Other "
+      "--flags go to Beam's file systems (--s3_endpoint_url, ...).")
+  v.add_argument("path", help="dataset directory (local, gs://, s3://, ...)")
+  v.add_argument("--threads", type=int, default=4,
+                 help="files read at once (default 4)")
 
 
 def format_options(args) -> dict:

@@ -17,12 +17,14 @@ attributes; `to_json()` gives the JSON object).
 """
 
 import dataclasses
+import hashlib
 import json
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from beam_tfrecords.core import fs
 
-__all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "Counts",
+__all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "FileSum",
+           "Counts",
            "Errors",
            "Anomaly", "Anomalies", "InputsInfo", "InputFileInfo",
            "OptionsInfo", "SplitRuleInfo", "ToolInfo", "FeatureStats",
@@ -51,26 +53,50 @@ class IndexInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class FileSum:
+  """A published file's bytes and SHA-256 (hex), taken while it was
+  written."""
+  num_bytes: int
+  sha256: str
+
+  @classmethod
+  def of(cls, data: bytes) -> "FileSum":
+    return cls(len(data), hashlib.sha256(data).hexdigest())
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> "FileSum":
+    return cls(d["bytes"], d["sha256"])
+
+  def to_json(self) -> Dict[str, Any]:
+    return {"bytes": self.num_bytes, "sha256": self.sha256}
+
+
+@dataclasses.dataclass(frozen=True)
 class ShardInfo:
   """One shard file: its path relative to the dataset folder; `index`:
   the index beside it (None: a dataset written before indexes, or by
-  Beam's sink, reads as a stream only)."""
+  Beam's sink, reads as a stream only); `sha256`: of its bytes (hex; None
+  in datasets written before checksums)."""
   file: str
   num_records: int
   num_bytes: int
   index: Optional[IndexInfo] = None
+  sha256: Optional[str] = None
 
   @classmethod
   def from_json(cls, d: Mapping[str, Any]) -> "ShardInfo":
     index = d.get("index")
     return cls(d["file"], d["records"], d["bytes"],
-               IndexInfo.from_json(index) if index else None)
+               IndexInfo.from_json(index) if index else None,
+               d.get("sha256"))
 
   def to_json(self) -> Dict[str, Any]:
     out: Dict[str, Any] = {"file": self.file, "records": self.num_records,
                            "bytes": self.num_bytes}
     if self.index is not None:
       out["index"] = self.index.to_json()
+    if self.sha256 is not None:
+      out["sha256"] = self.sha256
     return out
 
 
@@ -133,13 +159,25 @@ class Counts:
 
 @dataclasses.dataclass(frozen=True)
 class ErrorFile:
-  """One dead-letter file: JSON lines, and the input rows they name."""
+  """One dead-letter file: JSON lines, the input rows they name, and its
+  bytes and SHA-256 (None in datasets written before checksums)."""
   file: str
   lines: int
   rows: int
+  num_bytes: Optional[int] = None
+  sha256: Optional[str] = None
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> "ErrorFile":
+    return cls(d["file"], d["lines"], d["rows"], d.get("bytes"),
+               d.get("sha256"))
 
   def to_json(self) -> Dict[str, Any]:
-    return dataclasses.asdict(self)
+    out: Dict[str, Any] = {"file": self.file, "lines": self.lines,
+                           "rows": self.rows}
+    if self.sha256 is not None:
+      out.update(bytes=self.num_bytes, sha256=self.sha256)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,7 +201,7 @@ class Errors:
 
   @classmethod
   def from_json(cls, d: Mapping[str, Any]) -> "Errors":
-    return cls(d["rows"], tuple(ErrorFile(**f) for f in d["files"]),
+    return cls(d["rows"], tuple(ErrorFile.from_json(f) for f in d["files"]),
                tuple(ErrorReason(**r) for r in d["reasons"]))
 
   def to_json(self) -> Dict[str, Any]:
@@ -500,7 +538,8 @@ _PLAIN = ("schema", "feature_spec", "vocabularies", "aligned_lists")
 _TYPED: Dict[str, Any] = {"inputs": InputsInfo, "options": OptionsInfo,
                           "split_rule": SplitRuleInfo, "tool": ToolInfo}
 _TEXT = ("name", "record", "compression", "file_format", "statistics_of",
-         "tfmd_schema", "build_key", "tfdv_statistics", "report")
+         "tfmd_schema", "build_key", "tfdv_statistics", "report",
+         "croissant")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -524,6 +563,15 @@ class DatasetInfo:
     schema: the schema, as a dict (`btr.open(path).schema` parses it).
     statistics: {split: {feature: FeatureStats}}, when computed.
     transform: TensorFlow Transform's part, with `transform:`.
+    files: {path: FileSum} of the published files besides the shards,
+      their indexes and errors/ (which carry their own): statistics.pb,
+      the report, schema.pbtxt, anomalies.json, the card (README.md),
+      TensorFlow Transform's and TFDS's files. None in datasets written
+      before checksums.
+    croissant: croissant.json, the Croissant description (not in
+      `files`: it holds the build time and dataset.json's own SHA-256,
+      so dataset.json stays the same bytes on every run; publish.verify
+      checks it against both).
     inputs: what was read (InputsInfo); options: the build options as
       they shaped the output (OptionsInfo); split_rule: how rows went to
       splits (SplitRuleInfo); tool: what wrote it (ToolInfo).
@@ -557,6 +605,8 @@ class DatasetInfo:
   aligned_lists: Optional[Dict[str, Any]] = None
   # With expect: blocks (beam_tfrecords.inspect.expectations).
   anomalies: Optional[Anomalies] = None
+  files: Optional[Dict[str, FileSum]] = None
+  croissant: Optional[str] = None
   extra: Dict[str, Any] = dataclasses.field(default_factory=dict)
   # Not in dataset.json: the _SUCCESS text of the publish this was read
   # from (beam_tfrecords.core.generations), when read as a finished dataset.
@@ -578,6 +628,8 @@ class DatasetInfo:
                    if d.get("anomalies") is not None else None),
         extra={k: v for k, v in d.items() if k not in known},
         statistics=_statistics_from_json(d.get("statistics")),
+        files=({name: FileSum.from_json(f) for name, f in d["files"].items()}
+               if d.get("files") is not None else None),
         **{k: kind.from_json(d[k]) for k, kind in _TYPED.items()},
         **{k: d.get(k) for k in _PLAIN + _TEXT})  # type: ignore[arg-type]
 
@@ -608,6 +660,32 @@ class DatasetInfo:
       out["label"] = list(self.label)
     if self.anomalies is not None:
       out["anomalies"] = self.anomalies.to_json()
+    if self.files is not None:
+      out["files"] = {name: f.to_json()
+                      for name, f in sorted(self.files.items())}
+    return out
+
+  def shards(self) -> List[ShardInfo]:
+    """Every shard, raw and transformed, in split and file order."""
+    out = [s for split in self.splits.values() for s in split.shards]
+    if self.transform is not None:
+      out += [s for split in self.transform.splits.values()
+              for s in split.shards]
+    return out
+
+  def checksums(self) -> Dict[str, Tuple[Optional[int], Optional[str]]]:
+    """{path: (bytes, SHA-256)} of every published file dataset.json
+    lists, but croissant.json: shards, indexes, errors/ and `files`
+    (None where a dataset written before checksums has none)."""
+    out: Dict[str, Tuple[Optional[int], Optional[str]]] = {}
+    for shard in self.shards():
+      out[shard.file] = (shard.num_bytes, shard.sha256)
+      if shard.index is not None:
+        out[shard.index.file] = (shard.index.num_bytes, shard.index.sha256)
+    for error in self.errors.files:
+      out[error.file] = (error.num_bytes, error.sha256)
+    for name, f in (self.files or {}).items():
+      out[name] = (f.num_bytes, f.sha256)
     return out
 
   def to_text(self) -> str:

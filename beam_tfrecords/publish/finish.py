@@ -3,7 +3,9 @@ folder to the published dataset.
 
 After `Commit` wrote the staged dataset.json: TensorFlow Transform's
 output is described (when the schema has `transform:`), the rejection
-thresholds are applied, the output's lock is checked to still be this
+thresholds and expectations are applied, the card, the previews and
+croissant.json are written with every file's checksum
+(publish.describe), the output's lock is checked to still be this
 build's, the staging folder is published (its Publication), and the
 lock is released. The step's output is the published dataset.json
 content, so a pipeline can go on after it.
@@ -19,6 +21,7 @@ import apache_beam as beam
 from beam_tfrecords.core.errors import AnomalyError, InputError, OutputBusyError
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.inspect.expectations import ANOMALIES_FILE
+from beam_tfrecords.publish.describe import describe
 from beam_tfrecords.publish.journal import remove_parts
 from beam_tfrecords.publish.lock import LEASE_SECONDS, OutputLock
 from beam_tfrecords.publish.publication import Publication
@@ -48,6 +51,9 @@ class FinishPlan(NamedTuple):
   on_anomaly: str = "fail"
   # --tfds: TFDS's features.json (sinks.tfds_files), else None.
   tfds_features: Optional[Dict[str, Any]] = None
+  # BuildOptions.croissant; live: a scheduled build (isLiveDataset).
+  croissant: str = "auto"
+  live: bool = False
 
   @property
   def output(self) -> str:
@@ -130,15 +136,14 @@ def finish(info: DatasetInfo, plan: FinishPlan,
           "vocabularies, buckets) would be meaningless; nothing was "
           f"published (see {plan.staging}). Check the split rule and "
           "errors/, or set transform.analyze_split")
-  if plan.tfds_features is not None:
-    # pylint: disable=import-outside-toplevel
-    from beam_tfrecords.sinks.tfds_files import write_tfds_files
-    write_tfds_files(plan.staging, info, plan.tfds_features)
   if plan.units and not info.counts.rows_read:
     _check_nothing_lost(plan)
   check_thresholds(info, plan.max_bad_rows, plan.max_bad_fraction,
                    plan.staging, plan.producible)
   _check_anomalies(info, plan)
+  # The card, the previews, every file's checksum, croissant.json.
+  info = describe(plan.staging, info, croissant=plan.croissant,
+                  tfds_features=plan.tfds_features, live=plan.live)
   fence = _Fence(plan, options)
   with sigint_deferred("publishing"):
     plan.publication.publish(info.to_json(), guard=fence.renew)

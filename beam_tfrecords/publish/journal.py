@@ -85,7 +85,11 @@ def listed(meta: Mapping[str, Any]) -> List[str]:
     names.append(meta["anomalies"]["file"])
   if (meta.get("options") or {}).get("tfds"):
     names += list(TFDS_FILES)
-  return names
+  # With checksums: every other file, and croissant.json.
+  names += list(meta.get("files") or {})
+  if meta.get("croissant"):
+    names.append(meta["croissant"])
+  return list(dict.fromkeys(names))
 
 
 def _sized_files_under(directory: str) -> List[tuple]:

@@ -27,6 +27,7 @@ from beam_tfrecords.schema.expect import (check_disjoint_keys, parse_baseline,
                                           parse_on_anomaly)
 from beam_tfrecords.schema.features import FEATURE_TYPES, NAME_RE, parse_feature
 from beam_tfrecords.schema.media_features import media_kind, parse_media
+from beam_tfrecords.schema.card_section import parse_card
 from beam_tfrecords.schema.model import Feature, Media, RecordKind, Schema
 from beam_tfrecords.schema.sequence import (SEQUENCE_TOP_KEYS,
                                             check_split_columns,
@@ -40,7 +41,7 @@ __all__ = ["load_schema", "schema_from_dict", "FEATURE_TYPES", "parse_size"]
 
 _TOP_KEYS = ("name", "record", "description", "features", "label",
              "max_bad_rows", "max_bad_fraction", "splits", "transform",
-             "expect", "baseline", "on_anomaly")
+             "expect", "baseline", "on_anomaly", "card")
 
 
 class _UniqueKeySafeLoader(yaml.SafeLoader):
@@ -219,6 +220,8 @@ def _limits(check: Checker, raw: dict) -> Dict[str, Any]:
     out["baseline"] = parse_baseline(check, raw["baseline"])
   if raw.get("on_anomaly") is not None:
     out["on_anomaly"] = parse_on_anomaly(check, raw["on_anomaly"])
+  if raw.get("card") is not None:
+    out["card"] = parse_card(check, raw["card"])
   return out
 
 

@@ -10,6 +10,7 @@ import enum
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from beam_tfrecords.schema.split_rule import DEFAULT_SPLIT, SplitKind, SplitRule
+from beam_tfrecords.schema.card_section import Card
 
 __all__ = ["FeatureType", "RecordKind", "Derive", "Overflow", "OnBadStep",
            "Feature", "OrderKey", "SplitKind", "SplitRule", "Schema", "Media",
@@ -408,6 +409,8 @@ class Schema:
   expect: Optional[DatasetExpect] = None
   baseline: Optional[str] = None
   on_anomaly: Optional[str] = None
+  # What the dataset's card and croissant.json say of it (schema.card_section).
+  card: Optional[Card] = None
 
   @property
   def expects(self) -> bool:
@@ -461,6 +464,8 @@ class Schema:
       out["baseline"] = self.baseline
     if self.on_anomaly is not None:
       out["on_anomaly"] = self.on_anomaly
+    if self.card is not None:
+      out["card"] = self.card.to_dict()
     if not self.is_sequence:
       made = {n for m in self.media for n in m.stored}
       out["features"] = {f.name: f.to_dict() for f in self.features

@@ -25,7 +25,8 @@ SEQUENCE_TOP_KEYS = ("name", "record", "description", "context", "sequence",
                      "group_by", "order_by", "max_length", "overflow",
                      "on_bad_step", "ragged", "max_record_bytes",
                      "max_bad_rows", "max_bad_fraction", "splits", "label",
-                     "expect", "baseline", "on_anomaly", "transform")
+                     "expect", "baseline", "on_anomaly", "transform",
+                     "card")
 _ORDER_KEYS = ("column", "type", "descending")
 
 

@@ -21,6 +21,7 @@ same on every run for the same records and options
 """
 
 import functools
+import hashlib
 import os
 import tempfile
 from typing import Any, List, Optional
@@ -127,6 +128,7 @@ class ArrayRecordFiles:
                       f"(for {self._path})")
       self._writer.close()
       size = os.path.getsize(self._local)
+      digest = hashlib.sha256()
       with open(self._local, "rb") as source, FileSystems.create(
           self._path, mime_type="application/octet-stream",
           compression_type=CompressionTypes.UNCOMPRESSED) as copy:
@@ -135,9 +137,11 @@ class ArrayRecordFiles:
           if not block:
             break
           copy.write(block)
+          digest.update(block)
     finally:
       os.remove(self._local)
-    self.files = [self._written._replace(records=self._records, bytes=size)]
+    self.files = [self._written._replace(records=self._records, bytes=size,
+                                         sha256=digest.hexdigest())]
     return self.files
 
   def __del__(self):

@@ -12,7 +12,7 @@ import dataclasses
 import itertools
 import json
 import logging
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -20,7 +20,8 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecords.core.errors import BadRowsError, reason_category
 from beam_tfrecords.core.info import (DATASET_JSON, Counts, DatasetInfo,
                                       ErrorFile, ErrorReason, Errors,
-                                      FeatureStats, IndexInfo, ShardInfo,
+                                      FeatureStats, FileSum, IndexInfo,
+                                      ShardInfo,
                                       SplitInfo,
                                       TransformInfo)
 from beam_tfrecords.inspect.expectations import (ANOMALIES_FILE, CheckPlan,
@@ -43,7 +44,8 @@ from beam_tfrecords.sinks.shards import (JSON_LINES, WriteShards,
 
 __all__ = ["WriteErrors", "Commit", "DATASET_JSON", "SUCCESS", "ERRORS_DIR",
            "STAGING_PREFIX", "check_thresholds", "rejection_lines",
-           "DEFAULT_MAX_BAD_FRACTION", "read_json", "write_info"]
+           "DEFAULT_MAX_BAD_FRACTION", "read_json", "write_info",
+           "write_file", "listed_with"]
 
 SUCCESS = "_SUCCESS"
 ERRORS_DIR = "errors"
@@ -83,7 +85,8 @@ def _count_errors(info: ShardWritten, directory: str) -> ErrorsWritten:
       if entry[1] is None:
         entry[1] = {k: error.get(k) for k in ("source", "row", "group",
                                               "reason") if k in error}
-  return ErrorsWritten(f"{ERRORS_DIR}/{info.file}", lines, rows, reasons)
+  return ErrorsWritten(f"{ERRORS_DIR}/{info.file}", lines, rows, reasons,
+                       info.bytes, info.sha256)
 
 
 class WriteErrors(beam.PTransform):
@@ -113,9 +116,18 @@ class WriteErrors(beam.PTransform):
                                   ).with_output_types(Any))
 
 
-def _write_text(path: str, text: str) -> None:
-  with FileSystems.create(path) as f:
-    f.write(text.encode("utf-8"))
+def write_file(directory: str, name: str, data: bytes) -> FileSum:
+  """Writes a file of the dataset into a (staging) folder; its bytes and
+  SHA-256, for dataset.json's `files`."""
+  with FileSystems.create(FileSystems.join(directory, name)) as f:
+    f.write(data)
+  return FileSum.of(data)
+
+
+def listed_with(info: DatasetInfo, sums: Mapping[str, FileSum]
+                ) -> DatasetInfo:
+  """`info` with these files' checksums in its `files`."""
+  return dataclasses.replace(info, files={**(info.files or {}), **sums})
 
 
 def read_json(path: str) -> dict:
@@ -150,7 +162,8 @@ def _splits(shards: List[ShardWritten], prefix: str = ""
   for split, group in itertools.groupby(shards, key=lambda s: s.split):
     files = tuple(ShardInfo(prefix + s.file, s.records, s.bytes,
                             IndexInfo(prefix + s.index_file, s.index_bytes,
-                                      s.index_sha256) if s.index_file else None)
+                                      s.index_sha256) if s.index_file else None,
+                            s.sha256 or None)
                   for s in group)
     splits[split] = SplitInfo(split, sum(f.num_records for f in files),
                               sum(f.num_bytes for f in files), files)
@@ -221,7 +234,8 @@ def _commit(parts: List[Any], directory: str, planned: DatasetInfo,
                     counts["rows_rejected"], counts["rows_dropped"], written,
                     counts["steps"] if sequences else None,
                     counts["steps_dropped"] if sequences else None),
-      errors=Errors(error_rows, tuple(ErrorFile(e.file, e.lines, e.rows)
+      errors=Errors(error_rows, tuple(ErrorFile(e.file, e.lines, e.rows,
+                                                e.bytes, e.sha256 or None)
                                       for e in error_files),
                     _top_reasons(error_files)),
       transform=(TransformInfo(transformed_splits) if transformed_splits
@@ -235,18 +249,21 @@ def _commit(parts: List[Any], directory: str, planned: DatasetInfo,
         for split, features in sorted(described[0].items())},
                                tfdv_statistics=STATISTICS_FILE)
     # TensorFlow Data Validation's format, for TFDV and Facets.
-    with FileSystems.create(FileSystems.join(
-        directory, STATISTICS_FILE)) as f:
-      f.write(statistics_bytes(info, described[0]))
+    info = listed_with(info, {STATISTICS_FILE: write_file(
+        directory, STATISTICS_FILE, statistics_bytes(info, described[0]))})
   if checks is not None:
     info = _checked(directory, info, checks, parts)
   page = _report(directory, info) if info.report else None
   if page is None:
     info = dataclasses.replace(info, report=None)
+  elif info.report:
+    # The page shows the dataset, not its own checksum: taken from the
+    # bytes about to be written. Listed: published with the rest.
+    data = page.encode("utf-8")
+    info = listed_with(info, {info.report: FileSum.of(data)})
   write_info(directory, info)
-  if page is not None and info.report:  # listed: published with the rest
-    with FileSystems.create(FileSystems.join(directory, info.report)) as f:
-      f.write(page.encode("utf-8"))
+  if page is not None and info.report:
+    write_file(directory, info.report, page.encode("utf-8"))
   return info
 
 
@@ -260,15 +277,15 @@ def _checked(directory: str, info: DatasetInfo, checks: CheckPlan,
       sum(p.records for p in overlaps if p.kind == "records"),
       sum(p.records for p in overlaps if p.kind == "keys"))
   described = checked.described(checks.baseline_path)
-  _write_text(FileSystems.join(directory, ANOMALIES_FILE),
-              json.dumps(described.to_json(), indent=2, sort_keys=True)
-              + "\n")
-  return dataclasses.replace(info, anomalies=described)
+  written = write_file(directory, ANOMALIES_FILE, (json.dumps(
+      described.to_json(), indent=2, sort_keys=True) + "\n").encode("utf-8"))
+  return listed_with(dataclasses.replace(info, anomalies=described),
+                     {ANOMALIES_FILE: written})
 
 
 def write_info(directory: str, info: DatasetInfo) -> None:
   """Writes dataset.json into a (staging) folder."""
-  _write_text(FileSystems.join(directory, DATASET_JSON), info.to_text())
+  write_file(directory, DATASET_JSON, info.to_text().encode("utf-8"))
 
 
 def _report(directory: str, info: DatasetInfo) -> Optional[str]:

@@ -14,7 +14,8 @@ class ShardWritten(NamedTuple):
   of that shard (a shard continues in further files past max_shard_size);
   `transformed`: TensorFlow Transform's output; `index_file`: the index file
   written beside it (core.shard_index, or DALI's for uncompressed
-  TFRecords), its bytes and SHA-256 (hex), or "" for none."""
+  TFRecords), its bytes and SHA-256 (hex), or "" for none; `sha256`: the
+  file's own SHA-256 (hex), taken as its bytes were written."""
   split: str
   file: str
   records: int
@@ -25,15 +26,18 @@ class ShardWritten(NamedTuple):
   index_file: str = ""
   index_bytes: int = 0
   index_sha256: str = ""
+  sha256: str = ""
 
 
 class ErrorsWritten(NamedTuple):
-  """One dead-letter file (errors/): lines, the input rows they name, and
-  {reason category: [rows, first example]}."""
+  """One dead-letter file (errors/): lines, the input rows they name,
+  {reason category: [rows, first example]}, and its bytes and SHA-256."""
   file: str
   lines: int
   rows: int
   reasons: Dict[str, List[Any]]
+  bytes: int = 0
+  sha256: str = ""
 
 
 class RowCounts(NamedTuple):

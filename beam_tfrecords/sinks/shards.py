@@ -300,6 +300,7 @@ class ShardFiles:
     self._files = 1 if not limit else max(1, -(-expected // limit))
     self._target = expected / self._files if limit else None
     self._file: Optional[BinaryIO] = None
+    self._sha256: Any = None
     self._size = self._records = 0
     self._pending: List[bytes] = []
     self._pending_bytes = self._pending_count = 0
@@ -314,6 +315,7 @@ class ShardFiles:
     self.files.append(ShardWritten(self._split, name, 0, 0, self._shard,
                                    len(self.files)))
     self._size = self._records = 0
+    self._sha256 = hashlib.sha256()
     self._hopper = None
     if self._codec.framed:
       self._hopper = Hopper() if self._codec.gzip else Hopper(
@@ -322,8 +324,9 @@ class ShardFiles:
   def _close(self):
     if self._file is not None:
       self._file.close()
-      self.files[-1] = self.files[-1]._replace(records=self._records,
-                                               bytes=self._size)
+      self.files[-1] = self.files[-1]._replace(
+          records=self._records, bytes=self._size,
+          sha256=self._sha256.hexdigest())
       self._file = None
       if self._hopper is not None:
         self.files[-1] = self._write_index(self.files[-1], self._hopper)
@@ -368,6 +371,7 @@ class ShardFiles:
     self._room(len(data))
     assert self._file is not None  # _room() opened it
     self._file.write(data)
+    self._sha256.update(data)
     if self._hopper is not None:
       self._hopper.feed(data)
     self._size += len(data)
@@ -383,6 +387,7 @@ class ShardFiles:
         if not block:
           break
         self._file.write(block)
+        self._sha256.update(block)
         if self._hopper is not None:
           self._hopper.feed(block)
     self._size += size
@@ -884,9 +889,19 @@ def finish_shard_names(directory: str, files: List[ShardWritten]
 
 
 def _shard_info(path: str, split: str) -> ShardWritten:
+  """A file Beam's sink wrote, read once: its records counted and its
+  SHA-256 taken (Beam's sink says neither)."""
+  digest = hashlib.sha256()
+  with FileSystems.open(path, compression_type=(
+      CompressionTypes.UNCOMPRESSED)) as f:
+    while True:
+      block = f.read(_COPY_BYTES)
+      if not block:
+        break
+      digest.update(block)
   size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
   return ShardWritten(split, path.rsplit("/", 1)[-1], count_tfrecords(path),
-                      size)
+                      size, sha256=digest.hexdigest())
 
 
 def _records_of(batch, split):

@@ -28,13 +28,12 @@ are plain data; the build does not need tensorflow-datasets).
 import json
 from typing import Any, Dict
 
-from apache_beam.io.filesystems import FileSystems
-
 from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.core.info import DatasetInfo
+from beam_tfrecords.core.info import DatasetInfo, FileSum
 from beam_tfrecords.core.tfrecord_files import frame_records
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 from beam_tfrecords.schema.model import MediaKind
+from beam_tfrecords.sinks.metadata import write_file
 from beam_tfrecords.sinks.shards import Codec
 
 __all__ = ["check_tfds", "write_tfds_files", "features_json", "TFDS_FILES",
@@ -140,11 +139,10 @@ def dataset_info_json(info: DatasetInfo) -> Dict[str, Any]:
 
 
 def write_tfds_files(staging: str, info: DatasetInfo,
-                     features: Dict[str, Any]) -> None:
+                     features: Dict[str, Any]) -> Dict[str, FileSum]:
   """Writes TFDS's two files into the staging folder (`features`: what
-  features_json gave on the launcher)."""
-  for name, content in zip(TFDS_FILES, (dataset_info_json(info),
-                                        features)):
-    with FileSystems.create(FileSystems.join(staging, name)) as f:
-      f.write((json.dumps(content, indent=2, sort_keys=True) + "\n")
-              .encode("utf-8"))
+  features_json gave on the launcher); their checksums."""
+  return {name: write_file(staging, name, (json.dumps(
+      content, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+          for name, content in zip(TFDS_FILES, (dataset_info_json(info),
+                                                features))}

@@ -189,11 +189,35 @@ def test_the_variants_change_what_they_claim_to():
   assert out.strip() == "[] none"
 
 
+def _unsummed(entry: dict) -> dict:
+  return {k: v for k, v in entry.items() if k not in ("bytes", "sha256")}
+
+
+# The files whose bytes hold the input's path (and dataset.json, which
+# lists their checksums).
+_PATH_HOLDERS = ("dataset.json", "report.html", "errors/")
+
+
+def _unsummed_croissant(described: dict) -> dict:
+  """croissant.json without the sizes and checksums of the files that
+  hold the input's path, and without the input fingerprint (of the
+  input's time) and build key it names."""
+  for entry in described["distribution"]:
+    if entry["@id"].startswith(_PATH_HOLDERS):
+      entry.pop("sha256", None)
+      entry.pop("contentSize", None)
+  described["prov:wasGeneratedBy"]["identifier"] = [
+      i for i in described["prov:wasGeneratedBy"]["identifier"]
+      if not i.startswith(("build key ", "input fingerprint "))]
+  return described
+
+
 def test_the_same_input_elsewhere_and_later_differs_only_as_listed(
     tmp_path):
   """The contract's exceptions, and nothing else: dataset.json's inputs
   and build_key, _SUCCESS, and the input paths in errors/ and
-  report.html."""
+  report.html (and so their checksums, in dataset.json and
+  croissant.json)."""
   import beam_tfrecords as btr
   schema = {"name": "ex", "splits": {"column": "split",
                                      "values": ["train", "eval"]},
@@ -228,14 +252,25 @@ def test_the_same_input_elsewhere_and_later_differs_only_as_listed(
     differing.add(rel)
     if rel == "dataset.json":  # the input's path (in errors), the key
       mx, my = json.loads(x.decode().replace(here, there)), json.loads(y)
-      assert {k for k in mx if mx[k] != my.get(k)} == {"inputs", "build_key"}
+      # ... and the checksums of the files that hold the path.
+      assert {k for k in mx if mx[k] != my.get(k)} == {
+          "inputs", "build_key", "errors", "files"}
       assert set(mx) == set(my)
       assert mx["inputs"]["files"][0]["modified"] == 1_600_000_000
+      assert [_unsummed(e) for e in mx["errors"]["files"]] == [
+          _unsummed(e) for e in my["errors"]["files"]]
+      assert {k for k in mx["files"] if mx["files"][k] != my["files"][k]
+              } == {"report.html"}
+    elif rel == "croissant.json":  # the same, and dataset.json's checksum
+      cx, cy = (_unsummed_croissant(json.loads(v)) for v in (
+          x.decode().replace(here, there).encode(), y))
+      assert cx == cy
     elif rel == "_SUCCESS":  # the tool and version, the key, the run id
       assert x.split()[:2] == y.split()[:2]
       assert len(x.split()) == len(y.split()) == 4
     else:  # the input's path, and nothing else
       assert x.decode().replace(here, there) == y.decode(), rel
   assert differing <= {"dataset.json", "_SUCCESS", "report.html",
+                       "croissant.json",
                        "errors/errors-00000-of-00001.jsonl"}
   assert {"dataset.json", "_SUCCESS"} <= differing

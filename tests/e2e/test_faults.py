@@ -113,10 +113,11 @@ def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
   assert all(isinstance(g, shards.Gathered) and len(g.parts) == 3 and all(
       isinstance(p[2], shards.Slice) for p in g.parts) for g in gathered)
   assert dataset_files(spilled_out.output) == [
-      "_SUCCESS", "dataset.json"] + [
+      "README.md", "_SUCCESS", "croissant.json", "dataset.json"] + [
           f"index/train-0000{i}-of-00004.tfrecord.gz.index"
           for i in range(4)] + [
-              "report.html", "schema.pbtxt", "statistics.pb"] + [
+              "preview/train.parquet", "report.html", "schema.pbtxt",
+              "statistics.pb"] + [
                   f"train-0000{i}-of-00004.tfrecord.gz" for i in range(4)]
   # The parts themselves through the shuffle (no part directory): the
   # same bytes.
@@ -270,9 +271,9 @@ def test_publish_leaves_files_it_did_not_make(tmp_path):
   (out / "notes.txt").write_text("keep")
   btr.build(SCHEMA, src, str(out), num_shards=1, overwrite=True)
   assert sorted(os.listdir(out)) == [
-      "_SUCCESS", "dataset.json", "errors", "index", "mine.tfrecord.gz",
-      "notes.txt", "report.html", "schema.pbtxt", "statistics.pb",
-      "train-00000-of-00001.tfrecord.gz"]
+      "README.md", "_SUCCESS", "croissant.json", "dataset.json", "errors",
+      "index", "mine.tfrecord.gz", "notes.txt", "preview", "report.html",
+      "schema.pbtxt", "statistics.pb", "train-00000-of-00001.tfrecord.gz"]
   assert (out / "mine.tfrecord.gz").read_bytes() == b"not ours"
   assert os.listdir(out / "errors") == []  # no errors: no errors file
 

@@ -61,11 +61,12 @@ def test_a_kill_before_any_file_operation_ends_in_a_whole_dataset(
   _expect(out, datasets)
   operations = count[0]
   # Made first: the new _SUCCESS and the marker; the journal; moves of
-  # _SUCCESS and of the 11 old files (3 shards and their indexes, the
-  # errors file, schema.pbtxt, statistics.pb, report.html, dataset.json);
-  # the marker's; moves of the 9 new files (2 shards and their indexes);
-  # _SUCCESS's; the journal's removal, the staging folder's.
-  assert operations == 28
+  # _SUCCESS and of the 14 old files (3 shards and their indexes, the
+  # errors file, schema.pbtxt, statistics.pb, report.html, README.md,
+  # preview/train.parquet, croissant.json, dataset.json); the marker's;
+  # moves of the 12 new files (2 shards and their indexes); _SUCCESS's;
+  # the journal's removal, the staging folder's.
+  assert operations == 34
   journal = 2  # the operation that writes the journal
   old = datasets["old"]["files"]
   for k in range(operations):
@@ -207,7 +208,7 @@ def test_simultaneous_builds_into_one_output_never_mix(tmp_path):
 def test_an_interrupted_publish_missing_new_files_is_left_for_a_person(
     tmp_path, monkeypatch, datasets):
   out, staging, meta, success = _prepared(tmp_path, datasets)
-  monkeypatch.setattr(file_ops, "before_operation", _kill_at(17)[0])
+  monkeypatch.setattr(file_ops, "before_operation", _kill_at(20)[0])
   with pytest.raises(Killed):  # after the old files went aside
     publishing.publish(staging, out, meta, success)
   monkeypatch.setattr(file_ops, "before_operation", None)

@@ -32,9 +32,65 @@ def _normalized(text: str, inputs: str = DATA) -> str:
   return text
 
 
+# Files whose bytes hold the inputs' folder: their checksums (in
+# dataset.json and croissant.json) are checked against the files, then
+# written as <checked>, so that the manifest does not depend on where the
+# inputs are.
+_PATH_HOLDERS = ("report.html", "errors/")
+# TensorFlow Transform's saved model, which TensorFlow does not write the
+# same way twice (left out of the manifest): checked, and not pinned.
+_UNPINNED = ("transform_fn/", "transformed_metadata/")
+
+
+def _checked(output: str, name: str, size, sha: str) -> str:
+  with open(os.path.join(output, name), "rb") as f:
+    data = f.read()
+  assert (len(data), _digest(data)) == (size, sha), (
+      f"{output}: {name}'s recorded checksum is not its bytes'")
+  return "<checked>" if name.startswith(_PATH_HOLDERS + _UNPINNED) else sha
+
+
+def _dataset_json(output: str, meta: dict) -> dict:
+  """dataset.json without what depends on where and when the inputs
+  were, every checksum it records checked."""
+  for key in ("inputs", "build_key"):
+    meta.pop(key)
+  for error in meta["errors"]["files"]:
+    error["sha256"] = _checked(output, error["file"], error["bytes"],
+                               error["sha256"])
+  for name, entry in meta.get("files", {}).items():
+    entry["sha256"] = _checked(output, name, entry["bytes"], entry["sha256"])
+    if name.startswith(_UNPINNED):
+      entry["bytes"] = "<checked>"
+  shards = [s for split in meta["splits"].values() for s in split["shards"]]
+  shards += [s for split in meta.get("transform", {}).get(
+      "splits", {}).values() for s in split["shards"]]
+  for shard in shards:
+    _checked(output, shard["file"], shard["bytes"], shard["sha256"])
+  return meta
+
+
+def _croissant(output: str, described: dict) -> dict:
+  """croissant.json without what depends on where and when the inputs
+  were (their paths, the fingerprint, the build key, dataset.json's and
+  the path holders' checksums; the build time is SOURCE_DATE_EPOCH's)."""
+  for entry in described["distribution"]:
+    if entry["@id"].startswith(_PATH_HOLDERS + _UNPINNED
+                               + ("dataset.json",)):
+      entry["sha256"] = "<checked>"
+      entry.pop("contentSize")
+  activity = described["prov:wasGeneratedBy"]
+  activity["identifier"] = [i for i in activity.get("identifier", [])
+                            if not i.startswith(("build key ",
+                                                 "input fingerprint "))]
+  described.pop("prov:wasDerivedFrom", None)
+  return described
+
+
 def manifest_of(output: str, inputs: str = DATA) -> dict:
   """name -> SHA-256 of each published file; `inputs` (the inputs'
-  folder) is written as <data>."""
+  folder) is written as <data>; the checksums dataset.json records are
+  checked against the files."""
   found = {}
   for root, dirs, files in os.walk(output):
     dirs[:] = sorted(d for d in dirs if not d.startswith(".")
@@ -45,12 +101,13 @@ def manifest_of(output: str, inputs: str = DATA) -> dict:
       with open(path, "rb") as f:
         data = f.read()
       if rel == "dataset.json":
-        meta = json.loads(data)
-        for key in ("inputs", "build_key"):
-          meta.pop(key)
+        meta = _dataset_json(output, json.loads(data))
         # Its listing of TFT's saved model files (names only) stays.
         data = _normalized(json.dumps(meta, sort_keys=True),
                            inputs).encode()
+      elif rel == "croissant.json":
+        data = _normalized(json.dumps(_croissant(output, json.loads(data)),
+                                      sort_keys=True), inputs).encode()
       elif rel == "_SUCCESS":
         continue  # holds the build key
       elif rel.startswith("errors/") or rel == "report.html":

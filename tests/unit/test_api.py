@@ -18,6 +18,6 @@ def test_docs_api_lists_exactly_the_public_names():
           "api.md").read_text()
   listed = set(re.findall(r"^\| `btr\.(\w+)`", page, re.M))
   assert listed == set(btr.__all__) - {"__version__"}
-  assert len(listed) <= 26  # the trimmed API: about 20 names and errors
+  assert len(listed) <= 27  # the trimmed API: about 20 names and errors
   for name in listed:
     assert (getattr(btr, name).__doc__ or "").strip(), name

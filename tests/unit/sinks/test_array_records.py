@@ -3,6 +3,7 @@
 deterministic sink gives a shard's writer. Real array-record (the
 `array_record` extra; CI installs it)."""
 
+import hashlib
 import os
 import pickle
 import tempfile
@@ -55,8 +56,9 @@ def test_the_parts_become_one_file_in_their_order(tmp_path):
   out.flush()
   [written] = out.close()
   path = tmp_path / "train-00001-of-00004.array_record"
-  assert written == ShardWritten("train", path.name, 6,
-                                 path.stat().st_size, 1, 0)
+  assert written == ShardWritten(
+      "train", path.name, 6, path.stat().st_size, 1, 0,
+      sha256=hashlib.sha256(path.read_bytes()).hexdigest())
   assert _read(path) == [b"a", b"b", b"c", b"d" * 300, b"", b"e"]
   # The local temporary file is gone.
   assert _temporary_shards() == before

@@ -1,0 +1,237 @@
+"""The dataset card: a short README.md in the dataset folder, rendered
+from its dataset.json (the schema's `card:` block, the splits, the
+features with their statistics, the rejected rows and anomalies) so that
+whoever finds the folder knows what it holds, under what terms, and how
+to read it with tf.data, PyTorch and TFDS.
+
+    text = render_card(info)       # the build writes it as README.md
+
+It says only what dataset.json says (no times, no paths), so it is the
+same bytes on every run of the same build, and dataset.json records its
+SHA-256 like any other file's.
+"""
+
+from typing import Any, Dict, List, Optional
+
+from beam_tfrecords.core.info import DatasetInfo, FeatureStats
+from beam_tfrecords.schema.card_section import RAI_FIELDS, Card
+from beam_tfrecords.schema.split_rule import training_split
+
+__all__ = ["render_card", "CARD_FILE", "feature_rows"]
+
+CARD_FILE = "README.md"
+
+_RAI_TITLES = {
+    "dataCollection": "Data collection",
+    "dataLimitations": "Limitations",
+    "dataBiases": "Biases",
+    "personalSensitiveInformation": "Personal and sensitive information",
+    "dataUseCases": "Intended uses"}
+
+
+def _cell(value: Any) -> str:
+  return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _bytes(n: int) -> str:
+  for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+    if n < 1024 or unit == "TiB":
+      return f"{n:,} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    n /= 1024  # type: ignore[assignment]
+  raise AssertionError("unreachable")
+
+
+def _number(value: Optional[float]) -> str:
+  return "" if value is None else f"{value:.6g}"
+
+
+def _declared(info: DatasetInfo) -> List[Dict[str, Any]]:
+  """(section, name, declaration) of each schema feature, in the order
+  the schema dict lists them."""
+  schema = info.schema
+  out = []
+  if info.record == "sequence_example":
+    for part in ("context", "sequence"):
+      for name, decl in (schema.get(part) or {}).items():
+        out.append({"part": part, "name": name, "decl": decl})
+  else:
+    for name, decl in (schema.get("features") or {}).items():
+      out.append({"part": "", "name": name, "decl": decl})
+  return out
+
+
+def _type(decl: Any) -> str:
+  if not isinstance(decl, dict):
+    return str(decl)
+  kind = decl.get("type", "")
+  shape = decl.get("shape")
+  return f"{kind} {shape}" if shape not in (None, []) else str(kind)
+
+
+def feature_rows(info: DatasetInfo) -> List[Dict[str, Any]]:
+  """One row per schema feature: name, part (context / sequence for
+  SequenceExamples), type, and in the training split its missing share
+  and its mean or most frequent value (when statistics were computed)."""
+  split = training_split(list(info.splits)) if info.splits else None
+  stats: Dict[str, FeatureStats] = (info.statistics or {}).get(
+      split or "", {})
+  rows = []
+  for entry in _declared(info):
+    name = entry["name"]
+    s = stats.get(name)
+    row: Dict[str, Any] = {"name": name, "part": entry["part"],
+                           "type": _type(entry["decl"]), "missing": None,
+                           "value": ""}
+    if s is not None and s.records:
+      row["missing"] = s.missing / s.records
+      if s.mean is not None:
+        row["value"] = f"mean {_number(s.mean)}"
+      elif s.top:
+        value, count = s.top[0]
+        share = count / max(s.values, 1)
+        row["value"] = f"top {str(value)[:40]!r} ({share:.0%})"
+    rows.append(row)
+  return rows
+
+
+def _head(info: DatasetInfo, card: Card) -> List[str]:
+  lines = [f"# {card.title or info.name}", ""]
+  description = info.schema.get("description", "")
+  lines += [description if description else
+            "_No description: give one in the schema's `description:`._", ""]
+  facts = [("License", card.license or "_not given (card: license)_")]
+  if card.creators:
+    facts.append(("Creators", ", ".join(
+        c.name + (f" <{c.email}>" if c.email else "") for c in card.creators)))
+  if card.version:
+    facts.append(("Version", card.version))
+  if card.url:
+    facts.append(("URL", card.url))
+  if card.keywords:
+    facts.append(("Keywords", ", ".join(card.keywords)))
+  kind = ("SequenceExample" if info.record == "sequence_example"
+          else "Example")
+  facts.append(("Records", f"`tf.train.{kind}`, "
+                f"{_compression(info)}; dataset name `{info.name}`"))
+  facts.append(("Built by", f"{info.tool.name} {info.tool.version} from "
+                f"{info.counts.rows_read:,} rows of {info.inputs.format} "
+                f"input"))
+  lines += [f"- **{k}:** {v}" for k, v in facts]
+  return lines + [""]
+
+
+def _compression(info: DatasetInfo) -> str:
+  if info.file_format == "array_record":
+    return "ArrayRecord shards"
+  return ("gzip TFRecord shards" if (info.compression or "GZIP") == "GZIP"
+          else "uncompressed TFRecord shards")
+
+
+def _splits(info: DatasetInfo) -> List[str]:
+  lines = ["## Splits", "", "| split | records | shards | bytes |",
+           "|---|---:|---:|---:|"]
+  for name, split in sorted(info.splits.items()):
+    lines.append(f"| {name} | {split.num_records:,} | {split.num_shards} | "
+                 f"{_bytes(split.num_bytes)} |")
+  return lines + [""]
+
+
+def _features(info: DatasetInfo) -> List[str]:
+  rows = feature_rows(info)
+  split = training_split(list(info.splits)) if info.splits else ""
+  sequence = info.record == "sequence_example"
+  head = "| feature | " + ("part | " if sequence else "") + \
+      f"type | missing ({split}) | mean or top value |"
+  lines = ["## Features", "", head,
+           "|---|" + ("---|" if sequence else "") + "---|---:|---|"]
+  for r in rows:
+    missing = "" if r["missing"] is None else f"{r['missing']:.1%}"
+    part = f"{r['part']} | " if sequence else ""
+    lines.append(f"| `{_cell(r['name'])}` | {part}{_cell(r['type'])} | "
+                 f"{missing} | {_cell(r['value'])} |")
+  if info.label:
+    lines += ["", f"Label: {', '.join(f'`{n}`' for n in info.label)}."]
+  return lines + [""]
+
+
+def _quality(info: DatasetInfo) -> List[str]:
+  lines = ["## Rejected rows and anomalies", ""]
+  rejected = info.counts.rows_rejected
+  if rejected:
+    lines.append(f"{rejected:,} of {info.counts.rows_read:,} input rows "
+                 "were rejected; `errors/` holds each with its reason. "
+                 "The most frequent reasons:")
+    lines.append("")
+    lines += [f"- {r.rows:,} rows: {_cell(r.reason)}"
+              for r in info.errors.reasons[:5]]
+  else:
+    lines.append(f"No input row was rejected ({info.counts.rows_read:,} "
+                 "read).")
+  found = info.anomalies.found if info.anomalies else ()
+  lines.append("")
+  if info.anomalies is None:
+    lines.append("The schema declares no expectations (`expect:`).")
+  elif found:
+    lines.append(f"{len(found)} anomal{'y' if len(found) == 1 else 'ies'} "
+                 "(published with `--on-anomaly warn`):")
+    lines += [f"- {_cell(a.line())}" for a in found]
+  else:
+    lines.append("Every expectation of the schema holds.")
+  return lines + [""]
+
+
+def _rai(card: Card) -> List[str]:
+  given = dict(card.rai)
+  lines = ["## Responsible AI", ""]
+  for key in RAI_FIELDS:
+    if key in given:
+      lines.append(f"- **{_RAI_TITLES[key]}:** {given[key]}")
+  absent = [k for k in RAI_FIELDS if k not in given]
+  if absent:
+    lines.append(f"- _Not given (card: rai: {', '.join(absent)})._")
+  return lines + [""]
+
+
+def _loading(info: DatasetInfo) -> List[str]:
+  split = training_split(list(info.splits)) if info.splits else "train"
+  gzip = (info.compression or "GZIP") == "GZIP"
+  lines = ["## Loading it", "", "With tf.data (`pip install beam-tfrecords`, "
+           "in this folder):", "", "```python", "import beam_tfrecords as btr",
+           f'ds = btr.load(".", split="{split}")    # parsed feature dicts',
+           "```", ""]
+  if info.file_format != "array_record":
+    lines += ["Or with TensorFlow alone (`feature_spec` in dataset.json):",
+              "", "```python", "import glob, tensorflow as tf",
+              f'files = sorted(glob.glob("{split}-*"))',
+              "ds = tf.data.TFRecordDataset(files" + (
+                  ', compression_type="GZIP")' if gzip else ")"), "```", ""]
+  lines += ["With PyTorch (the torch extra; no TensorFlow):", "",
+            "```python", "from beam_tfrecords.read.torch import Dataset",
+            f'ds = Dataset(".", "{split}")', "```", ""]
+  if info.options.tfds:
+    lines += ["With TensorFlow Datasets:", "", "```python",
+              "import tensorflow_datasets as tfds",
+              'ds = tfds.builder_from_directory(".").as_dataset(split='
+              f'"{split}")', "```", ""]
+  elif info.croissant:
+    lines += ["With TensorFlow Datasets, from `croissant.json` (its "
+              "records are the Parquet preview of each split; the shards "
+              "are described there with their checksums):", "",
+              "```python", "import tensorflow_datasets as tfds",
+              'builder = tfds.dataset_builders.CroissantBuilder(',
+              '    jsonld="croissant.json", file_format="array_record")',
+              "```", ""]
+  lines += ["Every file's SHA-256 is in dataset.json; `beam-tfrecords "
+            "verify .` checks them all.", ""]
+  return lines
+
+
+def render_card(info: DatasetInfo) -> str:
+  """README.md's text."""
+  card = Card.from_dict(info.schema.get("card"))
+  lines = (_head(info, card) + _splits(info) + _features(info)
+           + _quality(info) + _rai(card))
+  if card.citation:
+    lines += ["## Citation", "", "```", card.citation, "```", ""]
+  lines += _loading(info)
+  return "\n".join(lines).rstrip("\n") + "\n"

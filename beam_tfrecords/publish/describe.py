@@ -1,0 +1,92 @@
+"""The dataset's last descriptions, written into the staging folder by
+the finish step just before the publish, once every other file is there:
+
+    TensorFlow Transform's and TFDS's files    their checksums
+    preview/<split>.parquet                    (sinks.preview)
+    README.md                                  the card (inspect.card)
+    dataset.json                               every file's checksum
+    croissant.json                             (publish.croissant), with
+                                               dataset.json's SHA-256
+
+Every checksum is of bytes this process writes (TFT's files, written by
+TensorFlow Transform, are read back: a few small files), so they stay
+the same on every run of the same build. croissant.json alone holds the
+build time, which is why dataset.json lists it without a checksum.
+"""
+
+import dataclasses
+import datetime
+import hashlib
+import os
+from typing import Dict, Optional
+
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo, FileSum
+from beam_tfrecords.inspect.card import CARD_FILE, render_card
+from beam_tfrecords.sinks.metadata import listed_with, write_file
+
+__all__ = ["describe", "build_time", "CROISSANT_FILE"]
+
+CROISSANT_FILE = "croissant.json"
+
+
+def build_time() -> str:
+  """Now, in UTC (ISO 8601, seconds), or SOURCE_DATE_EPOCH's time where
+  it is set (the reproducible-builds convention: a build that must be
+  the same bytes, croissant.json included, sets it)."""
+  epoch = os.environ.get("SOURCE_DATE_EPOCH")
+  when = (datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc)
+          if epoch and epoch.isdigit() else
+          datetime.datetime.now(datetime.timezone.utc))
+  return when.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _read_sums(staging: str, names) -> Dict[str, FileSum]:
+  out = {}
+  for name in names:
+    digest, size = hashlib.sha256(), 0
+    with FileSystems.open(FileSystems.join(staging, name)) as f:
+      while True:
+        block = f.read(1 << 20)
+        if not block:
+          break
+        digest.update(block)
+        size += len(block)
+    out[name] = FileSum(size, digest.hexdigest())
+  return out
+
+
+def describe(staging: str, info: DatasetInfo, *, croissant: str = "auto",
+             tfds_features: Optional[dict] = None,
+             live: bool = False) -> DatasetInfo:
+  """Writes the previews, the card, dataset.json and croissant.json into
+  the staging folder; the dataset.json written.
+
+  Args:
+    croissant: BuildOptions.croissant ("off": no previews, no
+      croissant.json).
+    tfds_features: --tfds's features.json (TFDS's files written too).
+    live: a scheduled build's (croissant.json: isLiveDataset).
+  """
+  # pylint: disable=import-outside-toplevel
+  sums: Dict[str, FileSum] = {}
+  if info.transform is not None and info.transform.files:
+    sums.update(_read_sums(staging, info.transform.files))
+  if tfds_features is not None:
+    from beam_tfrecords.sinks.tfds_files import write_tfds_files
+    sums.update(write_tfds_files(staging, info, tfds_features))
+  if croissant != "off":
+    from beam_tfrecords.sinks.preview import write_previews
+    sums.update(write_previews(staging, info))
+    info = dataclasses.replace(info, croissant=CROISSANT_FILE)
+  info = listed_with(info, sums)
+  info = listed_with(info, {CARD_FILE: write_file(
+      staging, CARD_FILE, render_card(info).encode("utf-8"))})
+  own = write_file(staging, DATASET_JSON, info.to_text().encode("utf-8"))
+  if croissant != "off":
+    from beam_tfrecords.publish.croissant import croissant_json
+    write_file(staging, CROISSANT_FILE, croissant_json(
+        info, own, build_time(), live=live))
+  return info
+
