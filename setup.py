@@ -73,7 +73,10 @@ setup(
         "torch": ["torch>=2.4,<3"],
         # TensorFlow Datasets, to read what `build --tfds` writes (the
         # build itself does not need it).
-        "tfds": ["tensorflow-datasets>=4.9,<5"],
+        # importlib_resources: TFDS 4.9 imports it and declares it only
+        # for Python < 3.9 (tensorflow/datasets#11212); its
+        # CroissantBuilder fails without it.
+        "tfds": ["tensorflow-datasets>=4.9,<5", "importlib_resources>=6,<7"],
         # `build --file-format array_record`: array-record writes the
         # shards (0.8.6 needs absl-py and etils only, nothing that
         # conflicts with tfx-bsl's pins; the bytes it writes were checked
@@ -92,11 +95,15 @@ setup(
         # mkdocs: tests/e2e/test_docs.py builds the documentation site.
         # pytest-xdist: make test runs the suite on every core;
         # coverage / pytest-cov: make coverage.
+        # mlcroissant: MLCommons' validator checks croissant.json
+        # (tests/e2e/test_croissant.py; pure Python: rdflib, jsonpath-rw,
+        # scipy).
         "test": ["pytest>=8,<10", "pytest-xdist>=3.5,<4",
                  "coverage>=7.4,<8", "pytest-cov>=5,<8",
                  "hypothesis>=6.100,<7",
                  "moto[server]>=5,<6", "mypy>=1.10,<2",
-                 "types-PyYAML>=6,<7", "mkdocs>=1.6,<2"] + DASK_REQUIRES,
+                 "types-PyYAML>=6,<7", "mkdocs>=1.6,<2",
+                 "mlcroissant>=1.1.1,<1.2"] + DASK_REQUIRES,
     },
     entry_points={
         "console_scripts": ["beam-tfrecords=beam_tfrecords.cli:run"],
