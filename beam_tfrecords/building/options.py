@@ -144,6 +144,8 @@ class BuildOptions:
     croissant: "auto" (croissant.json from what the schema's card:
       gives), "required" (the same; a build whose schema lacks the license
       or description fails before reading) or "off" (publish.croissant).
+    live_dataset: one build of a series (the CLI sets it for a scheduled
+      build): croissant.json's isLiveDataset.
     statistics: per-feature statistics in dataset.json and statistics.pb
       (computed in the encoding pass).
     max_bad_rows, max_bad_fraction: fail instead of publishing when more
@@ -220,6 +222,10 @@ class BuildOptions:
       "when the license or description it needs is missing; off: no "
       "croissant.json, no preview", choices=list(CROISSANT_MODES),
       key="changed")
+  live_dataset: bool = _option(
+      False, "contents", "this build is one of a series (a scheduled "
+      "build's --date / --span set it): croissant.json says "
+      "isLiveDataset", key="never")
   statistics: bool = _option(
       True, "contents", "leave the per-feature statistics out of "
       "dataset.json (they cost about 7%% of a build's time)",

@@ -394,6 +394,6 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions,
                          if schema.transform is not None else None),
           on_anomaly=opts.on_anomaly or "fail",
           tfds_features=features_json(schema) if opts.tfds else None,
-          croissant=opts.croissant),
+          croissant=opts.croissant, live=opts.live_dataset),
       checks=(CheckPlan(schema, *load_baseline(opts.baseline, schema))
               if schema.expects else None))

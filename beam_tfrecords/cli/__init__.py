@@ -261,6 +261,8 @@ def _build_command(args, beam_args: List[str]) -> int:
   args.output_template, args.output = args.output, output
   from beam_tfrecords.building.options import BuildOptions
   opts = BuildOptions.from_args(args)
+  if chosen:  # one build of a series
+    opts = dataclasses.replace(opts, live_dataset=True)
   # Loaded once, here (for --baseline previous) and for build(); the
   # schema and the outputs may be on gs:// or s3://: the file systems need
   # the Beam options (endpoint, credentials) first.

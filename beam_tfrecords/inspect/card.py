@@ -11,6 +11,7 @@ same bytes on every run of the same build, and dataset.json records its
 SHA-256 like any other file's.
 """
 
+import re
 from typing import Any, Dict, List, Optional
 
 from beam_tfrecords.core.info import DatasetInfo, FeatureStats
@@ -192,19 +193,60 @@ def _rai(card: Card) -> List[str]:
   return lines + [""]
 
 
+_DTYPES = {"int64": "tf.int64", "float32": "tf.float32",
+           "string": "tf.string"}
+
+
+def _spec(entry: Dict[str, Any]) -> str:
+  """One feature's parsing spec as Python (schema.spec's JSON form)."""
+  kind, dtype = entry["kind"], _DTYPES.get(entry["dtype"], entry["dtype"])
+  if kind == "VarLenFeature":
+    return f"tf.io.VarLenFeature({dtype})"
+  if kind == "RaggedFeature":
+    return f"tf.io.RaggedFeature({dtype})"
+  shape = entry.get("shape", [])
+  if kind == "FixedLenSequenceFeature":
+    missing = ", allow_missing=True" if entry.get("allow_missing") else ""
+    return f"tf.io.FixedLenSequenceFeature({shape}, {dtype}{missing})"
+  default = entry.get("default_value")
+  extra = f", default_value={default!r}" if default is not None else ""
+  return f"tf.io.FixedLenFeature({shape}, {dtype}{extra})"
+
+
+def _spec_lines(info: DatasetInfo) -> List[str]:
+  spec = info.feature_spec
+  parts = ((("context", spec.get("context", {})),
+            ("sequence", spec.get("sequence", {})))
+           if info.record == "sequence_example" else (("spec", spec),))
+  lines = []
+  for variable, entries in parts:
+    lines.append(f"{variable} = {{")
+    lines += [f'    "{name}": {_spec(entry)},'
+              for name, entry in sorted(entries.items())]
+    lines.append("}")
+  return lines
+
+
 def _loading(info: DatasetInfo) -> List[str]:
-  split = training_split(list(info.splits)) if info.splits else "train"
+  split = training_split(list(info.splits)) or "train"
   gzip = (info.compression or "GZIP") == "GZIP"
   lines = ["## Loading it", "", "With tf.data (`pip install beam-tfrecords`, "
            "in this folder):", "", "```python", "import beam_tfrecords as btr",
            f'ds = btr.load(".", split="{split}")    # parsed feature dicts',
            "```", ""]
-  if info.file_format != "array_record":
-    lines += ["Or with TensorFlow alone (`feature_spec` in dataset.json):",
-              "", "```python", "import glob, tensorflow as tf",
-              f'files = sorted(glob.glob("{split}-*"))',
+  if info.file_format != "array_record" and info.splits.get(split) and (
+      info.splits[split].shards):
+    suffix = re.sub(r"^.*-of-[0-9]+", "", info.splits[split].shards[0].file)
+    lines += ["Or with TensorFlow alone (dataset.json's `feature_spec`):",
+              "", "```python", "import glob, tensorflow as tf"]
+    lines += _spec_lines(info)
+    parse = ("tf.io.parse_single_sequence_example(r, context, sequence)"
+             if info.record == "sequence_example"
+             else "tf.io.parse_single_example(r, spec)")
+    lines += [f'files = sorted(glob.glob("{split}-*-of-*{suffix}"))',
               "ds = tf.data.TFRecordDataset(files" + (
-                  ', compression_type="GZIP")' if gzip else ")"), "```", ""]
+                  ', compression_type="GZIP")' if gzip else ")")
+              + f".map(lambda r: {parse})", "```", ""]
   lines += ["With PyTorch (the torch extra; no TensorFlow):", "",
             "```python", "from beam_tfrecords.read.torch import Dataset",
             f'ds = Dataset(".", "{split}")', "```", ""]

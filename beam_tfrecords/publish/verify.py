@@ -26,6 +26,7 @@ the GIL; remote reads wait on the network).
 
 import concurrent.futures
 import dataclasses
+import glob
 import hashlib
 import json
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -97,7 +98,9 @@ def _present(path: str) -> Dict[str, int]:
   """{path relative to the dataset: size} of every file under it."""
   root = path.rstrip("/") + "/"
   out = {}
-  for f in fs.match(fs.join(path, "**")):
+  # (a local folder's name may hold glob characters: escaped)
+  folder = glob.escape(path) if fs.is_local(path) else path
+  for f in fs.match(fs.join(folder, "**")):
     if f.path.endswith("/"):  # a "folder" made in a bucket's console
       continue
     name = f.path[len(root):] if f.path.startswith(root) else f.path
@@ -195,13 +198,12 @@ def verify(path: str, beam_args: Optional[Sequence[str]] = None,
   problems += [Problem(n, "extra", f"{present[n]:,} bytes, not listed in "
                        "dataset.json") for n in sorted(present)
                if n not in expected and not n.startswith(_BESIDE)]
-  if info.croissant:
-    if info.croissant in present:
-      problems += _croissant(path, info, own)
-    else:
-      problems.append(Problem(info.croissant, "missing",
-                              "listed in dataset.json, not there"))
-  unchecked = tuple(n for n in sorted(listed) if listed[n][1] is None)
+  if info.croissant and info.croissant in present:
+    problems += _croissant(path, info, own)
+  # (croissant.json has no checksum of its own: it is checked against
+  # dataset.json instead, so it is not "unchecked".)
+  unchecked = tuple(n for n in sorted(listed)
+                    if listed[n][1] is None and n != info.croissant)
   bad = {p.file for p in problems}
   return Verified(path, sum(1 for n in names if n not in bad
                             and listed[n][1] is not None),

@@ -48,17 +48,26 @@ class Column:
   for Croissant (`array_shape`: "" for a scalar, "-1", "3", "-1,-1"),
   and whether it is a feature list."""
 
-  def __init__(self, name: str, spec: Dict[str, Any], declared: str,
-               steps: bool):
-    self.name, self.declared, self.steps = name, declared, steps
+  def __init__(self, name: str, spec: Dict[str, Any],
+               declared: Dict[str, Any], steps: bool):
+    self.name, self.steps = name, steps
+    self.declared = str(declared.get("type", ""))
     dtype = spec["dtype"]
-    text = dtype == "string" and declared == "string"
+    text = dtype == "string" and self.declared == "string"
     self.kind = "text" if text else dtype
     value = (pa.string() if text else
              _TYPES.get(dtype, pa.binary()))
     shape = list(spec.get("shape", []))
     fixed = spec["kind"] in ("FixedLenFeature", "FixedLenSequenceFeature")
-    self.scalar = fixed and not shape
+    # A scalar the schema declares (a value, or none) stays one, though a
+    # record may lack it (then TensorFlow's spec is a VarLen one).
+    self.scalar = (fixed and not shape) or (
+        bool(declared) and not declared.get("shape")
+        and spec["kind"] in ("VarLenFeature", "RaggedFeature")
+        and declared.get("type") not in ("image", "tensor"))
+    if self.scalar:
+      shape = []
+      fixed = True
     per_record = value if self.scalar else pa.list_(value)
     self.type = pa.list_(per_record) if steps else per_record
     dims = [str(d) for d in shape] if fixed else ["-1"]
@@ -81,28 +90,28 @@ class Column:
     return list(values)
 
 
-def _declared_types(info: DatasetInfo) -> Dict[str, str]:
-  """{stored name: declared type} for the features the schema declares
-  (derived ones, as image_height, take their stored dtype)."""
+def _declarations(info: DatasetInfo) -> Dict[str, Dict[str, Any]]:
+  """{stored name: declaration} of the features the schema declares
+  (derived ones, as image_height, have none: their stored dtype and
+  shape say it)."""
   schema = info.schema
   out = {}
   for part in ("features", "context", "sequence"):
     for name, decl in (schema.get(part) or {}).items():
-      if isinstance(decl, dict):
-        out[name] = str(decl.get("type", ""))
+      out[name] = decl if isinstance(decl, dict) else {"type": decl}
   return out
 
 
 def preview_columns(info: DatasetInfo) -> List[Column]:
   """The preview's columns, in feature_spec order (sorted names)."""
-  declared = _declared_types(info)
+  declared = _declarations(info)
   spec = info.feature_spec
   if info.record == "sequence_example":
-    return ([Column(n, s, declared.get(n, ""), False)
+    return ([Column(n, s, declared.get(n, {}), False)
              for n, s in sorted(spec.get("context", {}).items())]
-            + [Column(n, s, declared.get(n, ""), True)
+            + [Column(n, s, declared.get(n, {}), True)
                for n, s in sorted(spec.get("sequence", {}).items())])
-  return [Column(n, s, declared.get(n, ""), False)
+  return [Column(n, s, declared.get(n, {}), False)
           for n, s in sorted(spec.items())]
 
 

@@ -36,7 +36,7 @@ def _normalized(text: str, inputs: str = DATA) -> str:
 # dataset.json and croissant.json) are checked against the files, then
 # written as <checked>, so that the manifest does not depend on where the
 # inputs are.
-_PATH_HOLDERS = ("report.html", "errors/")
+_PATH_HOLDERS = ("report.html", "errors/", "README.md")
 # TensorFlow Transform's saved model, which TensorFlow does not write the
 # same way twice (left out of the manifest): checked, and not pinned.
 _UNPINNED = ("transform_fn/", "transformed_metadata/")
@@ -55,12 +55,11 @@ def _dataset_json(output: str, meta: dict) -> dict:
   were, every checksum it records checked."""
   for key in ("inputs", "build_key"):
     meta.pop(key)
-  for error in meta["errors"]["files"]:
-    error["sha256"] = _checked(output, error["file"], error["bytes"],
-                               error["sha256"])
-  for name, entry in meta.get("files", {}).items():
+  entries = [(e["file"], e) for e in meta["errors"]["files"]]
+  entries += list(meta.get("files", {}).items())
+  for name, entry in entries:
     entry["sha256"] = _checked(output, name, entry["bytes"], entry["sha256"])
-    if name.startswith(_UNPINNED):
+    if entry["sha256"] == "<checked>":  # (their sizes vary as theirs do)
       entry["bytes"] = "<checked>"
   shards = [s for split in meta["splits"].values() for s in split["shards"]]
   shards += [s for split in meta.get("transform", {}).get(
@@ -110,7 +109,7 @@ def manifest_of(output: str, inputs: str = DATA) -> dict:
                                       sort_keys=True), inputs).encode()
       elif rel == "_SUCCESS":
         continue  # holds the build key
-      elif rel.startswith("errors/") or rel == "report.html":
+      elif rel.startswith(_PATH_HOLDERS):
         data = _normalized(data.decode("utf-8"), inputs).encode()
       found[rel] = _digest(data)
   return found
