@@ -12,25 +12,30 @@ sorted by path), one after the other; each must be finished and have the
 same feature spec (the record kind and every feature's parsing spec), or
 the window is refused naming the dataset and the feature that differs.
 
-A pin holds each dataset's path and a digest of its content: dataset.json
-(which a rebuild rewrites: build key, counts, shard list) and the name and
-size of every file it lists. Reading a pin checks the digests first, so a
-window reads the same records on every day, or fails naming the dataset
-that was rebuilt or changed since.
+A pin holds each dataset's path and a digest of its records: the name,
+size and SHA-256 of every shard, as its dataset.json records them (taken
+as the build wrote them). Reading a pin checks them, and the shards'
+sizes on disk, first, so a window reads the same records on every day,
+or fails naming the dataset that was rebuilt with other records or
+changed since; a rebuild that wrote the same records (--force, another
+report) keeps it. `btr.verify` checks every byte against the checksums.
+(Pins of version 1, and datasets written before checksums, use a digest
+of dataset.json's bytes and the files' sizes instead.)
 """
 
 import dataclasses
 import hashlib
 import json
 import os
-from typing import Any, Dict, List, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.generations import consistent
 from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo
 
-__all__ = ["datasets", "window", "pin", "digest", "PIN_KIND", "is_pin",
+__all__ = ["datasets", "window", "pin", "digest", "records_digest",
+           "PIN_KIND", "is_pin",
            "finished", "split_files", "Datasets", "Window"]
 
 PIN_KIND = "beam_tfrecords.read.window"
@@ -203,38 +208,73 @@ def split_files(found: Sequence[Tuple[str, DatasetInfo]], split: str,
   return out
 
 
+def _sizes(path: str, names: Sequence[str]) -> Dict[str, int]:
+  """{name: size} of these files of a dataset (-1: not there), one
+  listing per folder, not a request per file."""
+  sizes = {}
+  for folder in sorted({os.path.dirname(n) for n in names}):
+    base = fs.join(path, folder) if folder else path
+    sizes.update({os.path.join(folder, f.path.rsplit("/", 1)[-1]): f.size
+                  for f in fs.match(fs.join(base, "*"))})
+  return {name: sizes.get(name, -1) for name in names}
+
+
 def digest(path: str) -> str:
   """A digest of a finished dataset's content: dataset.json's bytes and
-  the name and size of every file it lists."""
+  the name and size of every file it lists (a pin of version 1, for
+  datasets written before checksums)."""
   info = finished(path)
   h = hashlib.sha256()
   with fs.open_read(fs.join(path, DATASET_JSON)) as f:
     h.update(f.read())
-  shards = [s for split in info.splits.values() for s in split.shards]
-  if info.transform is not None:
-    shards += [s for split in info.transform.splits.values()
-               for s in split.shards]
+  shards = info.shards()
   listed = [s.file for s in shards] + [s.index.file for s in shards
                                        if s.index is not None]
-  sizes = {}  # one listing per folder, not a request per file
-  for folder in sorted({os.path.dirname(n) for n in listed}):
-    base = fs.join(path, folder) if folder else path
-    sizes.update({os.path.join(folder, f.path.rsplit("/", 1)[-1]): f.size
-                  for f in fs.match(fs.join(base, "*"))})
-  for name in sorted(listed):
-    h.update(f"\0{name}\0{sizes.get(name, -1)}".encode("utf-8"))
+  for name, size in sorted(_sizes(path, listed).items()):
+    h.update(f"\0{name}\0{size}".encode("utf-8"))
+  return h.hexdigest()
+
+
+def records_digest(info: DatasetInfo) -> Optional[str]:
+  """A digest of a dataset's records: the name, size and SHA-256 of
+  every shard, raw and transformed, as dataset.json records them (None:
+  a dataset written before checksums)."""
+  shards = sorted(info.shards(), key=lambda s: s.file)
+  if any(s.sha256 is None for s in shards):
+    return None
+  h = hashlib.sha256()
+  for s in shards:
+    h.update(f"{s.file}\0{s.num_bytes}\0{s.sha256}\n".encode("utf-8"))
   return h.hexdigest()
 
 
 def pin(spec: Datasets, out: str) -> Dict[str, Any]:
-  """Writes a pin file naming exactly these datasets (each with its
-  digest) and returns its content. The datasets must read as one."""
+  """Writes a pin file naming exactly these datasets (each with the
+  digest of its records' checksums) and returns its content. The
+  datasets must read as one."""
   found = window(spec)
-  content = {"kind": PIN_KIND, "version": 1,
-             "datasets": [{"path": p, "digest": digest(p)}
-                          for p, _ in found]}
+  entries = []
+  for path, info in found:
+    records = records_digest(info)
+    entries.append({"path": path, "records": records} if records
+                   else {"path": path, "digest": digest(path)})
+  content = {"kind": PIN_KIND, "version": 2, "datasets": entries}
   fs.write_bytes(out, (json.dumps(content, indent=2) + "\n").encode("utf-8"))
   return content
+
+
+def _still(path: str, entry: Dict[str, Any]) -> bool:
+  """Whether a pinned dataset holds what it held: the same shard
+  checksums in its dataset.json, and shards of those sizes (a file
+  copied over one is caught without reading it; `btr.verify` reads
+  every byte). A version-1 entry: the same digest."""
+  if "records" not in entry:
+    return digest(path) == entry["digest"]
+  info = finished(path)
+  if records_digest(info) != entry["records"]:
+    return False
+  sizes = _sizes(path, [s.file for s in info.shards()])
+  return all(sizes[s.file] == s.num_bytes for s in info.shards())
 
 
 def _read_pin(path: str) -> List[str]:
@@ -252,7 +292,7 @@ def _read_pin(path: str) -> List[str]:
   for entry in content["datasets"]:
     if not fs.exists(fs.join(entry["path"], DATASET_JSON)):
       raise InputError(f"{path}: pinned dataset {entry['path']} is gone")
-    if digest(entry["path"]) != entry["digest"]:
+    if not _still(entry["path"], entry):
       raise InputError(
           f"{path}: pinned dataset {entry['path']} was rebuilt or changed "
           "since it was pinned; its records may differ. Pin the window "

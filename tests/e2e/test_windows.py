@@ -63,6 +63,51 @@ def test_a_pin_reads_exactly_its_datasets_or_names_the_changed_one(
     btr.load(pinned, "train")
 
 
+def test_a_pin_holds_the_records_checksums_and_survives_a_same_rebuild(
+    days, tmp_path):
+  """A pin is of the records (each shard's checksum, as dataset.json
+  records it): a rebuild that wrote the same records keeps it; a shard
+  replaced by another file is caught by its size; a pin of version 1
+  (a digest of dataset.json) still reads."""
+  import hashlib
+  import json
+  from beam_tfrecords.read.window import digest
+  folder, paths = days
+  copy = tmp_path / "days"
+  shutil.copytree(folder / "days", copy)
+  pinned = str(tmp_path / "window.json")
+  day = str(copy / "2007-01-01")
+  content = btr.pin(day, pinned)
+  info = btr.dataset_info(day)
+  h = hashlib.sha256()
+  for shard in sorted(info.splits["train"].shards, key=lambda s: s.file):
+    with open(os.path.join(day, shard.file), "rb") as f:
+      data = f.read()
+    h.update(f"{shard.file}\0{len(data)}\0"
+             f"{hashlib.sha256(data).hexdigest()}\n".encode())
+  assert content == {"kind": "beam_tfrecords.read.window", "version": 2,
+                     "datasets": [{"path": day, "records": h.hexdigest()}]}
+  want = _rows(btr.iter_records(pinned))
+  # Rebuilt from the same input without a report: the same records.
+  btr.build(SCHEMA, str(folder / "2007.csv"), day, num_shards=3,
+            overwrite=True, report=False)
+  assert btr.dataset_info(day).report is None
+  assert _rows(btr.iter_records(pinned)) == want
+  # A shard replaced (dataset.json unchanged): refused by its size.
+  shard = os.path.join(day, info.splits["train"].files[1])
+  with open(shard, "ab") as f:
+    f.write(b"\0")
+  with pytest.raises(InputError, match="2007-01-01 was rebuilt or changed"):
+    list(btr.iter_records(pinned))
+  # A version-1 pin of the untouched day still reads, by its digest.
+  other = str(copy / "2008-01-01")
+  old = tmp_path / "old.json"
+  old.write_text(json.dumps({"kind": "beam_tfrecords.read.window",
+                             "version": 1, "datasets": [
+                                 {"path": other, "digest": digest(other)}]}))
+  assert _rows(btr.iter_records(str(old))) == _rows(btr.iter_records(other))
+
+
 def test_a_window_refuses_what_does_not_read_as_one(days, tmp_path):
   folder, paths = days
   other = dict(SCHEMA, features=dict(SCHEMA["features"], body_mass_g={
