@@ -25,7 +25,7 @@ from beam_tfrecords.schema.field_paths import parse_path, quote_name
 from beam_tfrecords.sources import NESTED_FORMATS, match_inputs, resolve_format
 from beam_tfrecords.sources.nested_columns import resolve
 
-__all__ = ["infer_schema", "infer_schema_for", "SAMPLE_ROWS"]
+__all__ = ["CARD_PROPOSAL", "infer_schema", "infer_schema_for", "SAMPLE_ROWS"]
 
 SAMPLE_ROWS = 10_000
 _SEPARATORS = ("|", ";")
@@ -318,6 +318,31 @@ def _flow(value: Any) -> str:
   return _yaml_value(value)
 
 
+# The card, to fill in (an empty value is not given): what README.md and
+# croissant.json say of the dataset (schema.card_section).
+CARD_PROPOSAL = [
+    'description: ""  # what the data is, in a sentence or two',
+    "card:  # who may use it, how to cite it (README.md, croissant.json); "
+    "every key optional",
+    '  title: ""',
+    '  license: ""  # an SPDX id (CC-BY-4.0, MIT) or its URL; '
+    "--croissant required needs it and the description",
+    "  creators: []  # names, or {name: ..., email: ..., url: ...}",
+    '  citation: ""  # e.g. a BibTeX entry',
+    '  url: ""  # the dataset\'s home page',
+    "  keywords: []",
+    '  version: ""  # MAJOR.MINOR.PATCH',
+    "  rai:  # Croissant's Responsible-AI fields (the NeurIPS datasets "
+    "track asks for them)",
+    '    dataCollection: ""  # how, when and from whom the data was '
+    "collected",
+    '    dataLimitations: ""  # what it does not cover',
+    '    dataBiases: ""  # who or what is over- or under-represented',
+    '    personalSensitiveInformation: ""  # and how it is protected',
+    '    dataUseCases: ""  # what it is for, and not for',
+]
+
+
 def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
                  rows: int = SAMPLE_ROWS, expect: bool = False) -> str:
   """Schema YAML text for the inputs, from their first `rows` rows; with
@@ -331,7 +356,8 @@ def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
            f" sampled row(s) of {len(paths)} {fmt} file(s).",
            "# Check every line: types, lists, required and defaults are "
            "guesses from the sample.",
-           f"name: {_yaml_value(name)}", "record: example", "features:"]
+           f"name: {_yaml_value(name)}", "record: example"]
+  lines += CARD_PROPOSAL + ["features:"]
   taken: set = set()
   skipped: List[str] = []
   objects: List[str] = []

@@ -18,7 +18,8 @@ dataset (its README.md card and croissant.json say it).
         dataUseCases: Training recommenders; not for profiling people.
 
 The dataset's description is the schema's top-level `description:` (one
-word per meaning: the card does not repeat it). Every key is optional;
+word per meaning: the card does not repeat it). Every key is optional
+(an empty value is not given: `infer-schema` proposes the card so);
 `--croissant required` fails a build before it reads anything when the
 license or the description is missing (`missing_for_croissant`).
 """
@@ -122,7 +123,7 @@ def _creators(check: Checker, raw: Any) -> Tuple[Creator, ...]:
 
 
 def parse_card(check: Checker, raw: Any) -> Optional[Card]:
-  """The schema's `card:` block (None when absent)."""
+  """The schema's `card:` block (None when absent or all empty)."""
   if raw is None:
     return None
   if not isinstance(raw, dict):
@@ -130,8 +131,9 @@ def parse_card(check: Checker, raw: Any) -> Optional[Card]:
                f"got {preview(raw)}")
   check.check_keys("card", raw, CARD_KEYS)
   values: Dict[str, Any] = {}
+  # An empty value is not given (infer-schema proposes the card so).
   for key in ("title", "license", "citation", "url", "version"):
-    if raw.get(key) is not None:
+    if raw.get(key) not in (None, ""):
       values[key] = _text(check, f"card.{key}", raw[key])
   if values.get("version") and not _VERSION.match(values["version"]):
     check.fail("card.version", f"{preview(values['version'])} is not a "
@@ -156,8 +158,9 @@ def parse_card(check: Checker, raw: Any) -> Optional[Card]:
                  f"{listed(RAI_FIELDS)}; got {preview(rai)}")
     check.check_keys("card.rai", rai, RAI_FIELDS)
     values["rai"] = tuple((k, _text(check, f"card.rai.{k}", rai[k]))
-                          for k in RAI_FIELDS if rai.get(k) is not None)
-  return Card(**values)
+                          for k in RAI_FIELDS if rai.get(k) not in (None, ""))
+  card = Card(**values)
+  return card if card != Card() else None
 
 
 def missing_for_croissant(card: Optional[Card], description: str

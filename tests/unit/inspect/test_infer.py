@@ -51,3 +51,41 @@ def test_infer_schema_edge_cases(tmp_path, capsys):
   assert cli.main(["infer-schema", "--input", str(tmp_path / "empty.csv")]) \
       == 2
   assert "no rows to look at" in capsys.readouterr().err
+
+
+def test_infer_schema_proposes_an_empty_card_to_fill_in(tmp_path, capsys):
+  """The card's keys with comments, empty: the schema loads as it is (no
+  card), says what --croissant required lacks, and takes the values
+  written into it."""
+  import yaml
+  from beam_tfrecords.building.options import BuildOptions
+  from beam_tfrecords.schema.card_section import RAI_FIELDS
+  (tmp_path / "t.csv").write_text("x,y\n1,a\n2,b\n")
+  assert cli.main(["infer-schema", "--input", str(tmp_path / "t.csv")]) == 0
+  text = capsys.readouterr().out
+  assert "\ndescription: \"\"  # what the data is, in a sentence or two\n" \
+      in text
+  assert "  license: \"\"  # an SPDX id (CC-BY-4.0, MIT) or its URL; " \
+      "--croissant required needs it and the description\n" in text
+  for key in RAI_FIELDS:
+    assert f"\n    {key}: \"\"  # " in text
+  path = tmp_path / "s.yaml"
+  path.write_text(text)
+  schema = btr.load_schema(str(path))
+  assert schema.card is None and schema.description == ""
+  assert "card" not in schema.to_dict()
+  try:
+    BuildOptions(croissant="required").resolved(schema)
+    raise AssertionError("a schema without license or description passed")
+  except btr.InputError as e:
+    assert "description: the schema's top-level" in str(e)
+    assert "license: `card: {license: ...}`" in str(e)
+  raw = yaml.safe_load(text)
+  raw["description"] = "Two rows."
+  raw["card"]["license"] = "MIT"
+  raw["card"]["rai"]["dataBiases"] = "Tiny."
+  schema = btr.load_schema(raw)
+  assert (schema.card.license, schema.card.rai) == ("MIT", (
+      ("dataBiases", "Tiny."),))
+  assert BuildOptions(croissant="required").resolved(
+      schema).croissant == "required"
