@@ -102,6 +102,34 @@ def _before_tree(workdir: str, rev: str) -> Optional[str]:
   return root
 
 
+def best_builds(commands, rounds: int) -> Dict[str, Tuple[float, float,
+                                                         float]]:
+  """{name: (wall s, CPU s, peak RSS MB)}, the best CPU of `rounds`
+  alternating rounds of each (name, make the command, environment), in
+  their order."""
+  best: Dict[str, Tuple[float, float, float]] = {}
+  for _ in range(rounds):
+    for name, command, env in commands:
+      got = _run(command(), env)
+      if name not in best or got[1] < best[name][1]:
+        best[name] = got
+  return best
+
+
+def builds_table(title: str, best: Dict[str, Tuple[float, float, float]],
+                 digits: int = 2) -> None:
+  """The builds' table, with ratios against the first."""
+  first = next(iter(best))
+  base = best[first]
+  print(f"\n{title}\n")
+  print(f"| build | CPU s | wall s | peak RSS MB | CPU / {first} "
+        f"| wall / {first} |")
+  print("|---|---|---|---|---|---|")
+  for name, (wall, cpu, rss) in best.items():
+    print(f"| {name} | {cpu:.2f} | {wall:.2f} | {rss:,.0f} | "
+          f"{cpu / base[1]:.{digits}f}x | {wall / base[0]:.{digits}f}x |")
+
+
 def _build_cmd(workdir: str, schema: str, src: str, extra=()) -> List[str]:
   out = os.path.join(workdir, "native-out")
   return [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
@@ -153,22 +181,11 @@ def native_suite(args) -> None:
       print(f"| {stage} | {a:.2f} | {b:.2f} | {a / max(b, 1e-9):.1f}x |")
     a, b = sum(py["cpu"].values()), sum(nat["cpu"].values())
     print(f"| **sum** | **{a:.2f}** | **{b:.2f}** | **{a / b:.1f}x** |")
-    best: Dict[str, Tuple[float, float, float]] = {}
-    for _ in range(rounds):  # alternating, the best CPU of each
-      for name, env in builds:
-        got = _run(_build_cmd(args.workdir, schema, src), env)
-        if name not in best or got[1] < best[name][1]:
-          best[name] = got
-    base = best[builds[0][0]]
-    print(f"\nnative: whole build (defaults: statistics + report), "
-          f"{rows:,} rows, {os.cpu_count()} cores, best of {rounds}\n")
-    print(f"| build | CPU s | wall s | peak RSS MB | CPU / {builds[0][0]} "
-          f"| wall / {builds[0][0]} |")
-    print("|---|---|---|---|---|---|")
-    for name, _ in builds:
-      wall, cpu, rss = best[name]
-      print(f"| {name} | {cpu:.2f} | {wall:.2f} | {rss:,.0f} | "
-            f"{cpu / base[1]:.2f}x | {wall / base[0]:.2f}x |")
+    best = best_builds([(name, lambda: _build_cmd(args.workdir, schema, src),
+                         env) for name, env in builds], rounds)
+    builds_table(f"native: whole build (defaults: statistics + report), "
+                 f"{rows:,} rows, {os.cpu_count()} cores, best of {rounds}",
+                 best)
     floor = b + beam_import
     print(f"\nfloor: native stage sum {b:.2f} + `import apache_beam` "
           f"{beam_import:.2f} = {floor:.2f} CPU s; the native build's CPU is "

@@ -3,12 +3,13 @@
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
                               images|transform|portable|tfrecord|cli|
                               cluster|nested|checks|stats|tft|read|
-                              members|access|native|engines|all]
+                              members|access|native|published|engines|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
         [--scale-rows 10000000,40000000,100000000] [--sequence-memory-rows 10000000]
         [--native-rows 1000000,10000000] [--native-before a8b0e9f]
+        [--published-rows 1000000,10000000] [--published-before 9623429]
 
 Prints one table per suite: wall seconds, rows/s, input MB/s, peak RSS of
 the largest process, and ratios against baselines measured in the same run
@@ -19,8 +20,8 @@ Each suite is a module of this folder, whose docstring says what it
 measures and against which baselines: examples_suite, sequences_suite,
 accounting_suite, scale_suite, images_suite, transform_suite,
 portable_suite, tfrecord_suite, cli_suite, cluster, nested, checks,
-stats, tft_suite, read_suite, members_suite, access_suite, native_suite
-and engines (by name only,
+stats, tft_suite, read_suite, members_suite, access_suite, native_suite,
+published_suite and engines (by name only,
 not in `all`).
 What several share is in common.py. This file parses the flags, runs the
 suites, and runs the baselines that the suites start in fresh
@@ -46,6 +47,7 @@ from members_suite import members_suite
 from native_suite import native_suite, stage_cpu
 from nested import nested_suite
 from portable_suite import portable_suite
+from published_suite import published_suite
 from read_suite import read_suite
 from scale_suite import scale_suite
 from sequences_suite import (make_events_csv, plain_sequence_loop,
@@ -78,7 +80,7 @@ def main():
                                      "tfrecord", "cli", "cluster", "nested",
                                      "checks", "stats", "tft", "read",
                                      "members", "access", "native",
-                                     "engines", "all"],
+                                     "published", "engines", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="10000000,40000000,100000000",
@@ -121,6 +123,12 @@ def main():
   p.add_argument("--native-before", default="a8b0e9f",
                  help="native suite: the git revision to build with as "
                  "'before' (the tree before the native core); '' to skip")
+  p.add_argument("--published-rows", default="1000000,10000000",
+                 help="published suite: flight rows, comma-separated")
+  p.add_argument("--published-before", default="9623429",
+                 help="published suite: the git revision to build with as "
+                 "'before' (the tree before checksums and croissant.json); "
+                 "'' to skip")
   p.add_argument("--workdir", default="/tmp/btr-bench")
   p.add_argument("--run-baseline", nargs="+", metavar="ARG",
                  help=argparse.SUPPRESS)
@@ -148,6 +156,7 @@ def main():
                       ("members", members_suite),
                       ("access", access_suite),
                       ("native", native_suite),
+                      ("published", published_suite),
                       ("engines", engines_suite)):
     # (engines: by name only; it needs Java and Maven, and 10 minutes)
     if args.suite == name or (args.suite == "all" and name != "engines"):

@@ -29,9 +29,40 @@ __all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "FileSum",
            "Anomaly", "Anomalies", "InputsInfo", "InputFileInfo",
            "OptionsInfo", "SplitRuleInfo", "ToolInfo", "FeatureStats",
            "Span", "Statistics",
-           "ErrorFile", "ErrorReason", "TransformInfo", "DATASET_JSON"]
+           "ErrorFile", "ErrorReason", "TransformInfo", "DATASET_JSON",
+           "TFDS_FILES", "listed"]
 
 DATASET_JSON = "dataset.json"
+# TFDS's two files (sinks.tfds_files writes them), with --tfds.
+TFDS_FILES = ("dataset_info.json", "features.json")
+
+
+def listed(meta: Mapping[str, Any]) -> List[str]:
+  """The files a dataset.json says its dataset has (relative paths), from
+  the JSON object of any version's dataset.json: what a publish moves and
+  verify expects."""
+  transform = meta.get("transform", {})
+  names = []
+  for splits in (meta.get("splits", {}), transform.get("splits", {})):
+    for split in splits.values():
+      for shard in split.get("shards", []):
+        names.append(shard["file"])
+        if shard.get("index"):  # the index beside it (core.shard_index)
+          names.append(shard["index"]["file"])
+  names += [e["file"] for e in meta.get("errors", {}).get("files", [])]
+  names += list(transform.get("files", []))
+  for key in ("tfmd_schema", "tfdv_statistics", "report"):
+    if meta.get(key):
+      names.append(meta[key])
+  if meta.get("anomalies"):
+    names.append(meta["anomalies"]["file"])
+  if (meta.get("options") or {}).get("tfds"):
+    names += list(TFDS_FILES)
+  # With checksums: every other file, and croissant.json.
+  names += list(meta.get("files") or {})
+  if meta.get("croissant"):
+    names.append(meta["croissant"])
+  return list(dict.fromkeys(names))
 
 
 @dataclasses.dataclass(frozen=True)

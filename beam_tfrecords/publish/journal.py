@@ -43,12 +43,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.errors import (InputError, OutputBusyError,
                                         OutputError, PublishInterruptedError)
+from beam_tfrecords.core.info import listed
 from beam_tfrecords.publish import file_ops as ops
 from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
                                            STAGING_PREFIX, SUCCESS,
                                            TFT_TEMP_DIR, TRANSFORMED_DIR)
 from beam_tfrecords.sinks.shards import PARTS_DIR
-from beam_tfrecords.sinks.tfds_files import TFDS_FILES
 
 __all__ = ["publish", "recover", "has_journal", "remove_staging", "remove_parts",
            "previous_dataset", "check_output_files", "JOURNAL"]
@@ -64,33 +64,6 @@ SUCCESS_NEXT = "SUCCESS_NEXT"
 _LOG = logging.getLogger(__name__)
 # Our staging folders' names (a run id of 12 hex digits).
 _STAGING_NAME = re.compile(re.escape(STAGING_PREFIX) + "[0-9a-f]{12}")
-
-def listed(meta: Mapping[str, Any]) -> List[str]:
-  """The files a dataset.json says its dataset has (relative paths; a
-  DatasetInfo, or the JSON object of any version's dataset.json)."""
-  transform = meta.get("transform", {})
-  names = []
-  for splits in (meta.get("splits", {}), transform.get("splits", {})):
-    for split in splits.values():
-      for shard in split.get("shards", []):
-        names.append(shard["file"])
-        if shard.get("index"):  # the index beside it (core.shard_index)
-          names.append(shard["index"]["file"])
-  names += [e["file"] for e in meta.get("errors", {}).get("files", [])]
-  names += list(transform.get("files", []))
-  for key in ("tfmd_schema", "tfdv_statistics", "report"):
-    if meta.get(key):
-      names.append(meta[key])
-  if meta.get("anomalies"):
-    names.append(meta["anomalies"]["file"])
-  if (meta.get("options") or {}).get("tfds"):
-    names += list(TFDS_FILES)
-  # With checksums: every other file, and croissant.json.
-  names += list(meta.get("files") or {})
-  if meta.get("croissant"):
-    names.append(meta["croissant"])
-  return list(dict.fromkeys(names))
-
 
 def _sized_files_under(directory: str) -> List[tuple]:
   """(path, size) of every file under a directory, sorted."""

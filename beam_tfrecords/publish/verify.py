@@ -32,7 +32,7 @@ import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from beam_tfrecords.core import fs
-from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo
+from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo, listed
 from beam_tfrecords.read.window import finished
 
 __all__ = ["verify", "Verified", "Problem", "KINDS", "describe"]
@@ -112,8 +112,6 @@ def _listed(info: DatasetInfo) -> Dict[str, Tuple[Optional[int],
                                                   Optional[str]]]:
   """What dataset.json lists, with the size and SHA-256 it gives (None:
   not recorded: a dataset written before checksums)."""
-  # pylint: disable=import-outside-toplevel
-  from beam_tfrecords.publish.journal import listed
   out: Dict[str, Tuple[Optional[int], Optional[str]]] = {
       name: (None, None) for name in listed(info.to_json())}
   out.update(info.checksums())

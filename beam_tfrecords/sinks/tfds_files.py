@@ -29,7 +29,7 @@ import json
 from typing import Any, Dict
 
 from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.core.info import DatasetInfo, FileSum
+from beam_tfrecords.core.info import TFDS_FILES, DatasetInfo, FileSum
 from beam_tfrecords.core.tfrecord_files import frame_records
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 from beam_tfrecords.schema.model import MediaKind
@@ -41,7 +41,6 @@ __all__ = ["check_tfds", "write_tfds_files", "features_json", "TFDS_FILES",
 
 TFDS_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}"
 # Published with the dataset when its dataset.json's options say tfds.
-TFDS_FILES = ("dataset_info.json", "features.json")
 TFDS_SUFFIX = ".tfrecord"
 # Uncompressed TFRecord shards, every one written (an empty file is an
 # empty TFRecord file, and TFDS expects each shard its template names).

@@ -24,7 +24,7 @@ from beam_tfrecords.core.array_record_files import read_array_record
 from beam_tfrecords.core.tfrecord_files import iter_tfrecords
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.inspect.check import inspect_files, validate
-from beam_tfrecords.publish.journal import listed
+from beam_tfrecords.core.info import listed
 from beam_tfrecords.schema import load_schema
 
 from tests.helpers.expectations import DAY1, SCHEMA as FLIGHTS
