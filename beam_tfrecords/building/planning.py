@@ -363,7 +363,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions,
       tool=ToolInfo("beam-tfrecords", __version__),
       tfmd_schema=TFMD_FILE,
       # Staged with the output (publish.staging), these bytes.
-      files={TFMD_FILE: FileSum.of(publication.tfmd.encode("utf-8"))},
+      checksums={TFMD_FILE: FileSum.of(publication.tfmd.encode("utf-8"))},
       build_key=publication.key,
       # Written in the staging folder, published with the rest.
       report=REPORT_FILE if opts.report else None,

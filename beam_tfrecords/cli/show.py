@@ -194,9 +194,9 @@ def inspect_command(args) -> int:
 
 def verify_command(args, beam_args) -> int:
   """beam-tfrecords verify: 0 every file intact, 1 a problem named."""
-  from beam_tfrecords.publish.verify import describe, verify
+  from beam_tfrecords.publish.verify import lines, verify
   result = verify(args.path, beam_args=beam_args, threads=args.threads)
-  for line in describe(result):
+  for line in lines(result):
     print(line)
   return 0 if result.ok else 1
 

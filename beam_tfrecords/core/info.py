@@ -30,14 +30,14 @@ __all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "FileSum",
            "OptionsInfo", "SplitRuleInfo", "ToolInfo", "FeatureStats",
            "Span", "Statistics",
            "ErrorFile", "ErrorReason", "TransformInfo", "DATASET_JSON",
-           "TFDS_FILES", "listed"]
+           "TFDS_FILES", "listed_files"]
 
 DATASET_JSON = "dataset.json"
 # TFDS's two files (sinks.tfds_files writes them), with --tfds.
 TFDS_FILES = ("dataset_info.json", "features.json")
 
 
-def listed(meta: Mapping[str, Any]) -> List[str]:
+def listed_files(meta: Mapping[str, Any]) -> List[str]:
   """The files a dataset.json says its dataset has (relative paths), from
   the JSON object of any version's dataset.json: what a publish moves and
   verify expects."""
@@ -59,7 +59,7 @@ def listed(meta: Mapping[str, Any]) -> List[str]:
   if (meta.get("options") or {}).get("tfds"):
     names += list(TFDS_FILES)
   # With checksums: every other file, and croissant.json.
-  names += list(meta.get("files") or {})
+  names += list(meta.get("checksums") or {})
   if meta.get("croissant"):
     names.append(meta["croissant"])
   return list(dict.fromkeys(names))
@@ -594,13 +594,14 @@ class DatasetInfo:
     schema: the schema, as a dict (`btr.open(path).schema` parses it).
     statistics: {split: {feature: FeatureStats}}, when computed.
     transform: TensorFlow Transform's part, with `transform:`.
-    files: {path: FileSum} of the published files besides the shards,
-      their indexes and errors/ (which carry their own): statistics.pb,
-      the report, schema.pbtxt, anomalies.json, the card (README.md),
-      TensorFlow Transform's and TFDS's files. None in datasets written
-      before checksums.
+    checksums: {path: FileSum} of the published files besides the
+      shards, their indexes and errors/ (which carry their own):
+      statistics.pb, the report, schema.pbtxt, anomalies.json, the card
+      (README.md), the previews, TensorFlow Transform's and TFDS's files.
+      None in datasets written before checksums. `file_checksums()`
+      gives every file's.
     croissant: croissant.json, the Croissant description (not in
-      `files`: it holds the build time and dataset.json's own SHA-256,
+      `checksums`: it holds the build time and dataset.json's own SHA-256,
       so dataset.json stays the same bytes on every run; publish.verify
       checks it against both).
     inputs: what was read (InputsInfo); options: the build options as
@@ -636,7 +637,7 @@ class DatasetInfo:
   aligned_lists: Optional[Dict[str, Any]] = None
   # With expect: blocks (beam_tfrecords.inspect.expectations).
   anomalies: Optional[Anomalies] = None
-  files: Optional[Dict[str, FileSum]] = None
+  checksums: Optional[Dict[str, FileSum]] = None
   croissant: Optional[str] = None
   extra: Dict[str, Any] = dataclasses.field(default_factory=dict)
   # Not in dataset.json: the _SUCCESS text of the publish this was read
@@ -659,8 +660,9 @@ class DatasetInfo:
                    if d.get("anomalies") is not None else None),
         extra={k: v for k, v in d.items() if k not in known},
         statistics=_statistics_from_json(d.get("statistics")),
-        files=({name: FileSum.from_json(f) for name, f in d["files"].items()}
-               if d.get("files") is not None else None),
+        checksums=({name: FileSum.from_json(f)
+                    for name, f in d["checksums"].items()}
+                   if d.get("checksums") is not None else None),
         **{k: kind.from_json(d[k]) for k, kind in _TYPED.items()},
         **{k: d.get(k) for k in _PLAIN + _TEXT})  # type: ignore[arg-type]
 
@@ -691,10 +693,30 @@ class DatasetInfo:
       out["label"] = list(self.label)
     if self.anomalies is not None:
       out["anomalies"] = self.anomalies.to_json()
-    if self.files is not None:
-      out["files"] = {name: f.to_json()
-                      for name, f in sorted(self.files.items())}
+    if self.checksums is not None:
+      out["checksums"] = {name: f.to_json()
+                          for name, f in sorted(self.checksums.items())}
     return out
+
+  def declarations(self) -> Dict[str, Dict[str, Any]]:
+    """The schema's feature declarations by name, each as a dict (`int64`
+    written alone is {"type": "int64"}): an example's features, a
+    SequenceExample's context then sequence ones, in the schema's order.
+    Features the build makes of a declaration (an image's height, a
+    vocabulary's index) have none."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for part in ("features", "context", "sequence"):
+      for name, raw in (self.schema.get(part) or {}).items():
+        out[name] = ({"type": raw} if isinstance(raw, str) else
+                     dict(raw) if isinstance(raw, dict) else {})
+    return out
+
+  def part_of(self, name: str) -> str:
+    """"context" or "sequence" for a SequenceExample's feature, else ""."""
+    for part in ("context", "sequence"):
+      if name in (self.schema.get(part) or {}):
+        return part
+    return ""
 
   def shards(self) -> List[ShardInfo]:
     """Every shard, raw and transformed, in split and file order."""
@@ -704,9 +726,10 @@ class DatasetInfo:
               for s in split.shards]
     return out
 
-  def checksums(self) -> Dict[str, Tuple[Optional[int], Optional[str]]]:
+  def file_checksums(self) -> Dict[str, Tuple[Optional[int],
+                                              Optional[str]]]:
     """{path: (bytes, SHA-256)} of every published file dataset.json
-    lists, but croissant.json: shards, indexes, errors/ and `files`
+    lists, but croissant.json: shards, indexes, errors/ and `checksums`
     (None where a dataset written before checksums has none)."""
     out: Dict[str, Tuple[Optional[int], Optional[str]]] = {}
     for shard in self.shards():
@@ -715,7 +738,7 @@ class DatasetInfo:
         out[shard.index.file] = (shard.index.num_bytes, shard.index.sha256)
     for error in self.errors.files:
       out[error.file] = (error.num_bytes, error.sha256)
-    for name, f in (self.files or {}).items():
+    for name, f in (self.checksums or {}).items():
       out[name] = (f.num_bytes, f.sha256)
     return out
 

@@ -46,21 +46,6 @@ def _number(value: Optional[float]) -> str:
   return "" if value is None else f"{value:.6g}"
 
 
-def _declared(info: DatasetInfo) -> List[Dict[str, Any]]:
-  """(section, name, declaration) of each schema feature, in the order
-  the schema dict lists them."""
-  schema = info.schema
-  out = []
-  if info.record == "sequence_example":
-    for part in ("context", "sequence"):
-      for name, decl in (schema.get(part) or {}).items():
-        out.append({"part": part, "name": name, "decl": decl})
-  else:
-    for name, decl in (schema.get("features") or {}).items():
-      out.append({"part": "", "name": name, "decl": decl})
-  return out
-
-
 def _type(decl: Any) -> str:
   if not isinstance(decl, dict):
     return str(decl)
@@ -77,11 +62,10 @@ def feature_rows(info: DatasetInfo) -> List[Dict[str, Any]]:
   stats: Dict[str, FeatureStats] = (info.statistics or {}).get(
       split or "", {})
   rows = []
-  for entry in _declared(info):
-    name = entry["name"]
+  for name, decl in info.declarations().items():
     s = stats.get(name)
-    row: Dict[str, Any] = {"name": name, "part": entry["part"],
-                           "type": _type(entry["decl"]), "missing": None,
+    row: Dict[str, Any] = {"name": name, "part": info.part_of(name),
+                           "type": _type(decl), "missing": None,
                            "value": ""}
     if s is not None and s.records:
       row["missing"] = s.missing / s.records
@@ -131,9 +115,11 @@ def _compression(info: DatasetInfo) -> str:
 def _splits(info: DatasetInfo) -> List[str]:
   lines = ["## Splits", "", "| split | records | shards | bytes |",
            "|---|---:|---:|---:|"]
-  for name, split in sorted(info.splits.items()):
-    lines.append(f"| {name} | {split.num_records:,} | {split.num_shards} | "
-                 f"{_bytes(split.num_bytes)} |")
+  transformed = info.transform.splits if info.transform else {}
+  for label, splits in (("", info.splits), (" (transformed)", transformed)):
+    for name, split in sorted(splits.items()):
+      lines.append(f"| {name}{label} | {split.num_records:,} | "
+                   f"{split.num_shards} | {_bytes(split.num_bytes)} |")
   return lines + [""]
 
 
@@ -228,14 +214,17 @@ def _spec_lines(info: DatasetInfo) -> List[str]:
 
 
 def _loading(info: DatasetInfo) -> List[str]:
-  split = training_split(list(info.splits)) or "train"
+  raw = bool(info.splits)  # (a transform: may keep no raw records)
+  splits = info.splits or (info.transform.splits if info.transform else {})
+  split = training_split(list(splits)) or "train"
   gzip = (info.compression or "GZIP") == "GZIP"
+  transformed = "" if raw else ", transformed=True"
   lines = ["## Loading it", "", "With tf.data (`pip install beam-tfrecords`, "
            "in this folder):", "", "```python", "import beam_tfrecords as btr",
-           f'ds = btr.load(".", split="{split}")    # parsed feature dicts',
-           "```", ""]
-  if info.file_format != "array_record" and info.splits.get(split) and (
-      info.splits[split].shards):
+           f'ds = btr.load(".", split="{split}"{transformed})'
+           "    # parsed feature dicts", "```", ""]
+  if raw and info.file_format != "array_record" and info.splits.get(
+      split) and info.splits[split].shards:
     suffix = re.sub(r"^.*-of-[0-9]+", "", info.splits[split].shards[0].file)
     lines += ["Or with TensorFlow alone (dataset.json's `feature_spec`):",
               "", "```python", "import glob, tensorflow as tf"]
@@ -247,22 +236,31 @@ def _loading(info: DatasetInfo) -> List[str]:
               "ds = tf.data.TFRecordDataset(files" + (
                   ', compression_type="GZIP")' if gzip else ")")
               + f".map(lambda r: {parse})", "```", ""]
-  lines += ["With PyTorch (the torch extra; no TensorFlow):", "",
-            "```python", "from beam_tfrecords.read.torch import Dataset",
-            f'ds = Dataset(".", "{split}")', "```", ""]
+  if raw:
+    lines += ["With PyTorch (the torch extra; no TensorFlow):", "",
+              "```python", "from beam_tfrecords.read.torch import Dataset",
+              f'ds = Dataset(".", "{split}")', "```", ""]
   if info.options.tfds:
     lines += ["With TensorFlow Datasets:", "", "```python",
               "import tensorflow_datasets as tfds",
               'ds = tfds.builder_from_directory(".").as_dataset(split='
               f'"{split}")', "```", ""]
-  elif info.croissant:
+  elif info.croissant and any(name.startswith("preview/")
+                              for name in info.file_checksums()):
     lines += ["With TensorFlow Datasets, from `croissant.json` (its "
-              "records are the Parquet preview of each split; the shards "
-              "are described there with their checksums):", "",
+              "records are the Parquet preview of each split, its first "
+              "records; every shard is described there with its "
+              "checksum):", "",
               "```python", "import tensorflow_datasets as tfds",
-              'builder = tfds.dataset_builders.CroissantBuilder(',
-              '    jsonld="croissant.json", file_format="array_record")',
-              "```", ""]
+              "from apache_beam.options.pipeline_options import "
+              "PipelineOptions",
+              "builder = tfds.dataset_builders.CroissantBuilder(",
+              '    jsonld="croissant.json", record_set_ids=["records"],',
+              '    file_format="tfrecord", data_dir="tfds")',
+              "builder.download_and_prepare(download_config=tfds.download."
+              "DownloadConfig(",
+              "    beam_options=PipelineOptions(flags=[])))",
+              f'ds = builder.as_dataset(split="{split}")', "```", ""]
   lines += ["Every file's SHA-256 is in dataset.json; `beam-tfrecords "
             "verify .` checks them all.", ""]
   return lines

@@ -413,17 +413,6 @@ def _summary(kept: Optional[FeatureStats], feature) -> Optional[_Summary]:
       common.tot_num_values)
 
 
-def _declarations(info: DatasetInfo) -> Dict[str, Dict[str, Any]]:
-  """The schema's declarations by name, each as a dict: an example's
-  features, a SequenceExample's context and sequence ones."""
-  out: Dict[str, Dict[str, Any]] = {}
-  for key in ("features", "context", "sequence"):
-    for name, raw in (info.schema.get(key) or {}).items():
-      out[name] = {"type": raw} if isinstance(raw, str) else \
-          dict(raw) if isinstance(raw, dict) else {}
-  return out
-
-
 def _feature_type(name: str, spec: Dict[str, Any],
                   declared: Dict[str, Dict[str, Any]]
                   ) -> Tuple[str, List[int], str]:
@@ -499,7 +488,7 @@ def _overview(info: DatasetInfo, stats: Dict[str, Dict[str, Any]],
   split = training_split(splits) or ""
   kept = (info.statistics or {}).get(split, {})
   described = stats.get(split, {})
-  declared = _declarations(info)
+  declared = info.declarations()
   parts = {n: p for p in ("context", "sequence")
            for n in info.feature_spec.get(p, {})} \
       if info.record == "sequence_example" else {}

@@ -10,7 +10,7 @@ Generated from the typed dataset.json (`DatasetInfo`):
   creators, citation, url, keywords, version, the rai: fields),
   `isLiveDataset` for a scheduled build, the build time (`dateCreated`,
   `datePublished`) and provenance (`prov:wasDerivedFrom`: every input
-  file with its size and time; `prov:wasGeneratedBy`: the build, its
+  file with its size and modification time; `prov:wasGeneratedBy`: the build, its
   tool and version, its input fingerprint and build key);
 * `distribution`: a FileObject per published file (shards, indexes,
   errors/, the report, the card, dataset.json, ...) with `sha256`,
@@ -33,6 +33,7 @@ decoded), and both the RecordSet and the files say they are a preview;
 the shards are described file by file for readers of TFRecords.
 """
 
+import datetime
 import json
 import re
 from typing import Any, Dict, List, Optional
@@ -170,7 +171,7 @@ def _distribution(info: DatasetInfo, dataset_json: FileSum
   files = [_file_object(DATASET_JSON, dataset_json.num_bytes,
                         dataset_json.sha256, info)]
   files += [_file_object(name, size, sha, info)
-            for name, (size, sha) in sorted(info.checksums().items())]
+            for name, (size, sha) in sorted(info.file_checksums().items())]
   out = files + _shard_sets(info)
   if _previews(info):
     out.append({"@type": "cr:FileSet", "@id": PREVIEWS, "name": PREVIEWS,
@@ -184,7 +185,7 @@ def _distribution(info: DatasetInfo, dataset_json: FileSum
 def _previews(info: DatasetInfo) -> List[str]:
   """The splits with a preview file."""
   return [split for split in sorted(info.splits)
-          if preview_file(split) in (info.files or {})]
+          if preview_file(split) in (info.checksums or {})]
 
 
 def _data_type(column: Column, decl: Dict[str, Any]) -> str:
@@ -192,19 +193,9 @@ def _data_type(column: Column, decl: Dict[str, Any]) -> str:
     return "cr:Int64"
   if column.kind == "float32":
     return "cr:Float32"
-  if decl.get("type") == "image" and decl.get("encode") != "raw" and (
-      column.name == decl.get("_name")):
-    return "sc:ImageObject"
-  return "sc:Text"  # text; bytes come as they are
-
-
-def _declarations(info: DatasetInfo) -> Dict[str, Dict[str, Any]]:
-  out = {}
-  for part in ("features", "context", "sequence"):
-    for name, decl in (info.schema.get(part) or {}).items():
-      if isinstance(decl, dict):
-        out[name] = {**decl, "_name": name, "_part": part}
-  return out
+  if decl.get("type") == "image" and decl.get("encode") != "raw":
+    return "sc:ImageObject"  # (a stored image file: mlcroissant decodes it)
+  return "sc:Text"  # text; bytes (raw pixels, tensors) come as they are
 
 
 def _statistics(info: DatasetInfo, name: str) -> List[Dict[str, Any]]:
@@ -218,7 +209,8 @@ def _statistics(info: DatasetInfo, name: str) -> List[Dict[str, Any]]:
     if value is None:
       continue
     entry: Dict[str, Any] = {
-        "@type": "cr:Field", "@id": f"{RECORDS}/{name}/statistics/{key}",
+        # ("#" is in no feature name: no field has this id)
+        "@type": "cr:Field", "@id": f"{RECORDS}/{name}#{key}",
         "name": f"{key} ({split} split)", "value": value,
         "dataType": f"ddi-stats:{STATISTIC_TYPES[key]}"}
     if key in ("min", "max"):
@@ -249,8 +241,25 @@ def _field(column: Column, info: DatasetInfo,
   return out
 
 
+def _unused(wanted: str, taken) -> str:
+  """`wanted`, or it with _ appended until no feature's field has it (a
+  feature may be named split)."""
+  while wanted in taken:
+    wanted += "_"
+  return wanted
+
+
+def _split_names(info: DatasetInfo) -> List[str]:
+  """The splits: the records', else the transformed ones' (a transform:
+  that keeps no raw records)."""
+  return sorted(info.splits or (info.transform.splits if info.transform
+                                else {}))
+
+
 def _record_sets(info: DatasetInfo) -> List[Dict[str, Any]]:
-  splits = sorted(info.splits)
+  splits = _split_names(info)
+  if not splits:  # (a RecordSet's data may not be empty)
+    return []
   out: List[Dict[str, Any]] = [{
       "@type": "cr:RecordSet", "@id": SPLITS, "name": SPLITS,
       "description": "the dataset's splits", "dataType": "cr:Split",
@@ -268,9 +277,13 @@ def _record_sets(info: DatasetInfo) -> List[Dict[str, Any]]:
   if not previewed:
     return out
   names = "|".join(re.escape(s) for s in previewed)
-  declared = _declarations(info)
+  declared = info.declarations()
+  columns = preview_columns(info)
+  split_field = _unused(f"{RECORDS}/split", {f"{RECORDS}/{c.name}"
+                                            for c in columns})
   fields = [{
-      "@type": "cr:Field", "@id": f"{RECORDS}/split", "name": "split",
+      "@type": "cr:Field", "@id": split_field,
+      "name": split_field[len(RECORDS) + 1:],
       "description": "the split the record belongs to",
       "dataType": "sc:Text", "references": {"field": {"@id":
                                                        f"{SPLITS}/name"}},
@@ -280,7 +293,7 @@ def _record_sets(info: DatasetInfo) -> List[Dict[str, Any]]:
                  # split name: both match)
                  "transform": {"regex": f"^(?:{PREVIEW_DIR}/)?({names})"
                                         r"(?:\.parquet)?$"}}}]
-  fields += [_field(c, info, declared) for c in preview_columns(info)]
+  fields += [_field(c, info, declared) for c in columns]
   kind = ("SequenceExample" if info.record == "sequence_example"
           else "Example")
   out.append({
@@ -296,7 +309,10 @@ def _record_sets(info: DatasetInfo) -> List[Dict[str, Any]]:
 def _provenance(info: DatasetInfo, built: str) -> Dict[str, Any]:
   inputs = info.inputs
   derived = [{"@type": "prov:Entity", "name": f.path,
-              "contentSize": f"{f.num_bytes} B"} for f in inputs.files]
+              "contentSize": f"{f.num_bytes} B",
+              **({"dateModified": _utc(f.modified)}
+                 if f.modified is not None else {})}
+             for f in inputs.files]
   activity: Dict[str, Any] = {
       "@type": "prov:Activity", "name": f"{info.tool.name} build",
       "prov:endedAtTime": built,
@@ -321,6 +337,11 @@ def _provenance(info: DatasetInfo, built: str) -> Dict[str, Any]:
     out["prov:wasDerivedFrom"] = [{"@type": "prov:Entity",
                                    "name": inputs.source}]
   return out
+
+
+def _utc(seconds: float) -> str:
+  return datetime.datetime.fromtimestamp(
+      int(seconds), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _card(card: Card) -> Dict[str, Any]:

@@ -9,9 +9,11 @@ the finish step just before the publish, once every other file is there:
                                                dataset.json's SHA-256
 
 Every checksum is of bytes this process writes (TFT's files, written by
-TensorFlow Transform, are read back: a few small files), so they stay
-the same on every run of the same build. croissant.json alone holds the
-build time, which is why dataset.json lists it without a checksum.
+TensorFlow Transform, are read back: a few small files). They are the
+same on every run of the same build where the bytes are (not TFT's saved
+model, which TensorFlow does not write the same way twice).
+croissant.json alone holds the build time, which is why dataset.json
+lists it without a checksum.
 """
 
 import dataclasses
@@ -20,6 +22,7 @@ import hashlib
 import os
 from typing import Dict, Optional
 
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo, FileSum
@@ -46,7 +49,10 @@ def _read_sums(staging: str, names) -> Dict[str, FileSum]:
   out = {}
   for name in names:
     digest, size = hashlib.sha256(), 0
-    with FileSystems.open(FileSystems.join(staging, name)) as f:
+    # (as stored: a .gz asset is hashed as verify reads it, not inflated)
+    with FileSystems.open(FileSystems.join(staging, name),
+                          compression_type=CompressionTypes.UNCOMPRESSED
+                          ) as f:
       while True:
         block = f.read(1 << 20)
         if not block:

@@ -118,6 +118,15 @@ class _Fence:
 def finish(info: DatasetInfo, plan: FinishPlan,
            options=None) -> DatasetInfo:
   """Thresholds, lock, publish, unlock; returns the published dataset.json."""
+  begun = plan.publication.state()
+  if begun:
+    # A retried last step whose publish began or ended: its checks passed
+    # and its files were described; the staging folder may be half moved
+    # (or gone, with the lock). Finish the publish, and say what it
+    # published.
+    if begun == "began":
+      _publish(info, plan, options)
+    return DatasetInfo.from_directory(plan.output)
   try:
     remove_parts(plan.staging)
   except Exception:  # pylint: disable=broad-except
@@ -144,6 +153,13 @@ def finish(info: DatasetInfo, plan: FinishPlan,
   # The card, the previews, every file's checksum, croissant.json.
   info = describe(plan.staging, info, croissant=plan.croissant,
                   tfds_features=plan.tfds_features, live=plan.live)
+  _publish(info, plan, options)
+  return info
+
+
+def _publish(info: DatasetInfo, plan: FinishPlan, options) -> None:
+  """The staging folder switched into the output under the lock, which
+  is then released."""
   fence = _Fence(plan, options)
   with sigint_deferred("publishing"):
     plan.publication.publish(info.to_json(), guard=fence.renew)
@@ -155,7 +171,6 @@ def finish(info: DatasetInfo, plan: FinishPlan,
       # Published: the launcher removes the lock when the build ends.
       _LOG.warning("%s: published; could not remove the lock",
                    plan.output, exc_info=True)
-  return info
 
 
 def _check_anomalies(info: DatasetInfo, plan: FinishPlan) -> None:

@@ -43,14 +43,18 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.errors import (InputError, OutputBusyError,
                                         OutputError, PublishInterruptedError)
-from beam_tfrecords.core.info import listed
+from beam_tfrecords.core.info import listed_files
+from beam_tfrecords.inspect.card import CARD_FILE
 from beam_tfrecords.publish import file_ops as ops
+from beam_tfrecords.publish.describe import CROISSANT_FILE
 from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
                                            STAGING_PREFIX, SUCCESS,
                                            TFT_TEMP_DIR, TRANSFORMED_DIR)
+from beam_tfrecords.sinks.preview import PREVIEW_DIR
 from beam_tfrecords.sinks.shards import PARTS_DIR
 
-__all__ = ["publish", "recover", "has_journal", "remove_staging", "remove_parts",
+__all__ = ["publish", "state", "recover", "has_journal", "remove_staging",
+           "remove_parts",
            "previous_dataset", "check_output_files", "JOURNAL"]
 
 JOURNAL = "publish.json"
@@ -111,7 +115,7 @@ def _old_files(meta: Optional[Dict[str, Any]], present) -> List[str]:
   """The previous dataset's files that exist (relative names)."""
   if meta is None:
     return []
-  return [n for n in dict.fromkeys(listed(meta)) if n in present] + [
+  return [n for n in dict.fromkeys(listed_files(meta)) if n in present] + [
       DATASET_JSON]
 
 
@@ -138,6 +142,7 @@ def check_output_files(output: str) -> None:
   (hidden files, our lock and staging folders aside)."""
   meta = previous_dataset(output)
   if meta is not None:
+    _check_described_files(output, meta)
     return
   others = [n for n in _relative(output)
             if not n.startswith(".") and not (n == SUCCESS
@@ -150,6 +155,24 @@ def check_output_files(output: str) -> None:
         f"({shown}); a dataset gets a folder of its own (new, empty, or "
         "holding a dataset of ours): give another --output, or move those "
         "files away")
+
+
+def _check_described_files(output: str, meta: Mapping[str, Any]) -> None:
+  """Refuses, before the build runs, a README.md, croissant.json or
+  preview/ in the output that its dataset does not list: the publish
+  would refuse to replace them at the end (they are not ours to)."""
+  kept = set(listed_files(meta))
+  foreign = [n for n in _relative(output)
+             if n not in kept and (n in (CARD_FILE, CROISSANT_FILE)
+                                   or n.startswith(PREVIEW_DIR + "/"))]
+  if foreign:
+    raise InputError(
+        f"output {output} holds {', '.join(foreign[:5])}, which a build "
+        "writes (the dataset card, croissant.json, the previews) and the "
+        "dataset there does not list: a file of yours, or one an older "
+        "beam-tfrecords left when it overwrote a newer one's dataset. "
+        "Move it away (or delete it, if it is an old description), then "
+        "build again")
 
 
 def publish(staging: str, output: str, meta: Mapping[str, Any],
@@ -172,13 +195,13 @@ def publish(staging: str, output: str, meta: Mapping[str, Any],
   journal_path = FileSystems.join(staging, JOURNAL)
   ops.guard = guard
   try:
-    if ops.exists(journal_path) or ops.exists(
-        FileSystems.join(staging, ROLLBACK)):
+    now = state(staging, output, success_text)
+    if now == "began":
       # A retried last step (runners retry a failed bundle): this build's
       # own publish began; finish it (or its rollback).
       _resume(staging, output)
       return
-    if not _relative(staging) and _success_matches(output, success_text):
+    if now == "ended":
       return  # a retry after this build's publish ended
     journal = _journal(staging, output, meta, success_text)
     try:
@@ -196,12 +219,25 @@ def publish(staging: str, output: str, meta: Mapping[str, Any],
     ops.guard = None
 
 
+def state(staging: str, output: str, success_text: str) -> str:
+  """Where this build's publish is: "began" (its journal, or its
+  rollback, is in the staging folder: a retried last step finishes it),
+  "ended" (the staging folder is empty or gone and the output's
+  _SUCCESS is this build's: nothing is left to do), else ""."""
+  if ops.exists(FileSystems.join(staging, JOURNAL)) or ops.exists(
+      FileSystems.join(staging, ROLLBACK)):
+    return "began"
+  if not _relative(staging) and _success_matches(output, success_text):
+    return "ended"
+  return ""
+
+
 def _journal(staging: str, output: str, meta: Mapping[str, Any],
              success_text: str) -> Dict[str, Any]:
   """The switch's journal: what moves aside, what moves in."""
   present = set(_relative(output))
   old = _old_files(previous_dataset(output), present)
-  new = [n for n in dict.fromkeys(listed(meta)) if n != DATASET_JSON]
+  new = [n for n in dict.fromkeys(listed_files(meta)) if n != DATASET_JSON]
   new.append(DATASET_JSON)  # last: the dataset's description
   staged = set(_relative(staging))
   missing = [n for n in new if n not in staged]

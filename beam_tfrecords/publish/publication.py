@@ -63,6 +63,11 @@ class Publication:
     return stage_at_run(self.output, self.run, self.staging, self.tfmd,
                         self.overwrite, self.overwrite_hint, options)
 
+  def state(self) -> str:
+    """Where this build's publish is: "began", "ended" or "" (not yet):
+    a retried last step only finishes it (journal.state)."""
+    return journal.state(self.staging, self.output, self.success_text)
+
   def publish(self, meta: Mapping[str, Any],
               guard: Optional[Callable[[], None]] = None) -> None:
     """The staging folder (its dataset.json: `meta`) switched into the

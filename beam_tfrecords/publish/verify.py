@@ -18,9 +18,9 @@ names its file and is one of:
                dataset.json's own SHA-256, and every shard's).
 
 dataset.json and _SUCCESS have no checksum of their own: croissant.json
-holds dataset.json's, and _SUCCESS is the publish's token. Files of a
-dataset written before checksums (no `sha256`) are checked by size only,
-and said so. Files are read by a few threads at once (hashlib releases
+holds dataset.json's, and _SUCCESS is the publish's token. A dataset
+written before checksums (no `sha256`) has its shards and indexes
+checked by size and its other files found, and says so. Files are read by a few threads at once (hashlib releases
 the GIL; remote reads wait on the network).
 """
 
@@ -32,10 +32,10 @@ import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from beam_tfrecords.core import fs
-from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo, listed
+from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo, listed_files
 from beam_tfrecords.read.window import finished
 
-__all__ = ["verify", "Verified", "Problem", "KINDS", "describe"]
+__all__ = ["verify", "Verified", "Problem", "KINDS", "lines"]
 
 KINDS = ("missing", "truncated", "resized", "damaged", "extra", "croissant")
 _BLOCK = 8 * 1024 * 1024
@@ -108,13 +108,13 @@ def _present(path: str) -> Dict[str, int]:
   return out
 
 
-def _listed(info: DatasetInfo) -> Dict[str, Tuple[Optional[int],
+def _wanted(info: DatasetInfo) -> Dict[str, Tuple[Optional[int],
                                                   Optional[str]]]:
   """What dataset.json lists, with the size and SHA-256 it gives (None:
   not recorded: a dataset written before checksums)."""
   out: Dict[str, Tuple[Optional[int], Optional[str]]] = {
-      name: (None, None) for name in listed(info.to_json())}
-  out.update(info.checksums())
+      name: (None, None) for name in listed_files(info.to_json())}
+  out.update(info.file_checksums())
   return out
 
 
@@ -147,7 +147,7 @@ def _croissant(path: str, info: DatasetInfo,
   except (OSError, ValueError) as e:
     return [Problem(name, "croissant", f"cannot be read as JSON ({e})")]
   want = {DATASET_JSON: dataset_json[1]}
-  want.update((n, s) for n, (_, s) in info.checksums().items() if s)
+  want.update((n, s) for n, (_, s) in info.file_checksums().items() if s)
   problems = []
   for entry in described.get("distribution", []):
     if entry.get("@type") != "cr:FileObject":
@@ -182,16 +182,16 @@ def verify(path: str, beam_args: Optional[Sequence[str]] = None,
     FileSystems.set_options(PipelineOptions(list(beam_args)))
   path = path.rstrip("/") if len(path) > 1 else path
   info = finished(path)
-  listed = _listed(info)
+  wanted = _wanted(info)
   present = _present(path)
-  names = sorted(n for n in listed if n in present)
+  names = sorted(n for n in wanted if n in present)
   with concurrent.futures.ThreadPoolExecutor(max(1, threads)) as pool:
     sums = dict(zip(names, pool.map(lambda n: _sha256(fs.join(path, n)),
                                     names)))
     own = pool.submit(_sha256, fs.join(path, DATASET_JSON)).result()
-  problems = [p for p in (_compare(n, listed[n], sums.get(n))
-                          for n in sorted(listed)) if p is not None]
-  expected = set(listed) | set(_OWN) | (
+  problems = [p for p in (_compare(n, wanted[n], sums.get(n))
+                          for n in sorted(wanted)) if p is not None]
+  expected = set(wanted) | set(_OWN) | (
       {info.croissant} if info.croissant else set())
   problems += [Problem(n, "extra", f"{present[n]:,} bytes, not listed in "
                        "dataset.json") for n in sorted(present)
@@ -200,27 +200,28 @@ def verify(path: str, beam_args: Optional[Sequence[str]] = None,
     problems += _croissant(path, info, own)
   # (croissant.json has no checksum of its own: it is checked against
   # dataset.json instead, so it is not "unchecked".)
-  unchecked = tuple(n for n in sorted(listed)
-                    if listed[n][1] is None and n != info.croissant)
+  unchecked = tuple(n for n in sorted(wanted)
+                    if wanted[n][1] is None and n != info.croissant)
   bad = {p.file for p in problems}
   return Verified(path, sum(1 for n in names if n not in bad
-                            and listed[n][1] is not None),
+                            and wanted[n][1] is not None),
                   sum(s for s, _ in sums.values()) + own[0],
                   tuple(sorted(problems, key=lambda p: (p.file, p.kind))),
                   unchecked)
 
 
-def describe(result: Verified) -> Sequence[str]:
+def lines(result: Verified) -> Sequence[str]:
   """The lines `beam-tfrecords verify` prints."""
-  lines = [p.line() for p in result.problems]
+  out = [p.line() for p in result.problems]
   if result.unchecked:
-    lines.append(f"note: {len(result.unchecked)} file(s) have no checksum "
-                 "(written before beam-tfrecords recorded them): their "
-                 "sizes were compared, not their bytes")
+    out.append(f"note: {len(result.unchecked)} file(s) have no checksum "
+               "(written before beam-tfrecords recorded them): their sizes "
+               "were compared where dataset.json gives one (shards and "
+               "indexes), the others only found")
   if result.ok:
-    lines.append(f"{result.path}: {result.checked} file(s) intact "
-                 f"({result.num_bytes:,} bytes read)")
+    out.append(f"{result.path}: {result.checked} file(s) intact "
+               f"({result.num_bytes:,} bytes read)")
   else:
-    lines.append(f"{result.path}: {len(result.problems)} problem(s); "
-                 f"{result.checked} file(s) intact")
-  return lines
+    out.append(f"{result.path}: {len(result.problems)} problem(s); "
+               f"{result.checked} file(s) intact")
+  return out

@@ -14,7 +14,7 @@ the window is refused naming the dataset and the feature that differs.
 
 A pin holds each dataset's path and a digest of its records: the name,
 size and SHA-256 of every shard, as its dataset.json records them (taken
-as the build wrote them). Reading a pin checks them, and the shards'
+as the build wrote them), and how they parse (records_digest). Reading a pin checks them, and the shards'
 sizes on disk, first, so a window reads the same records on every day,
 or fails naming the dataset that was rebuilt with other records or
 changed since; a rebuild that wrote the same records (--force, another
@@ -236,13 +236,20 @@ def digest(path: str) -> str:
 
 
 def records_digest(info: DatasetInfo) -> Optional[str]:
-  """A digest of a dataset's records: the name, size and SHA-256 of
-  every shard, raw and transformed, as dataset.json records them (None:
-  a dataset written before checksums)."""
+  """A digest of a dataset's records as a reader gets them: the name,
+  size and SHA-256 of every shard, raw and transformed, as dataset.json
+  records them, and how they parse (the record kind, the compression,
+  the file format, the feature specs, the label, the image and tensor
+  declarations). None: a dataset written before checksums."""
   shards = sorted(info.shards(), key=lambda s: s.file)
   if any(s.sha256 is None for s in shards):
     return None
-  h = hashlib.sha256()
+  h = hashlib.sha256(json.dumps({
+      "record": info.record, "compression": info.compression,
+      "file_format": info.file_format, "feature_spec": info.feature_spec,
+      "label": info.label, "media": _media(info),
+      "transformed": info.transform and info.transform.feature_spec},
+                                sort_keys=True).encode("utf-8"))
   for s in shards:
     h.update(f"{s.file}\0{s.num_bytes}\0{s.sha256}\n".encode("utf-8"))
   return h.hexdigest()

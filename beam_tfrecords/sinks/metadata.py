@@ -118,7 +118,7 @@ class WriteErrors(beam.PTransform):
 
 def write_file(directory: str, name: str, data: bytes) -> FileSum:
   """Writes a file of the dataset into a (staging) folder; its bytes and
-  SHA-256, for dataset.json's `files`."""
+  SHA-256, for dataset.json's `checksums`."""
   with FileSystems.create(FileSystems.join(directory, name)) as f:
     f.write(data)
   return FileSum.of(data)
@@ -126,8 +126,9 @@ def write_file(directory: str, name: str, data: bytes) -> FileSum:
 
 def listed_with(info: DatasetInfo, sums: Mapping[str, FileSum]
                 ) -> DatasetInfo:
-  """`info` with these files' checksums in its `files`."""
-  return dataclasses.replace(info, files={**(info.files or {}), **sums})
+  """`info` with these files' checksums in its `checksums`."""
+  return dataclasses.replace(info, checksums={**(info.checksums or {}),
+                                              **sums})
 
 
 def read_json(path: str) -> dict:

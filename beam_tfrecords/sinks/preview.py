@@ -90,21 +90,9 @@ class Column:
     return list(values)
 
 
-def _declarations(info: DatasetInfo) -> Dict[str, Dict[str, Any]]:
-  """{stored name: declaration} of the features the schema declares
-  (derived ones, as image_height, have none: their stored dtype and
-  shape say it)."""
-  schema = info.schema
-  out = {}
-  for part in ("features", "context", "sequence"):
-    for name, decl in (schema.get(part) or {}).items():
-      out[name] = decl if isinstance(decl, dict) else {"type": decl}
-  return out
-
-
 def preview_columns(info: DatasetInfo) -> List[Column]:
   """The preview's columns, in feature_spec order (sorted names)."""
-  declared = _declarations(info)
+  declared = info.declarations()
   spec = info.feature_spec
   if info.record == "sequence_example":
     return ([Column(n, s, declared.get(n, {}), False)

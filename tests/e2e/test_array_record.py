@@ -24,7 +24,7 @@ from beam_tfrecords.core.array_record_files import read_array_record
 from beam_tfrecords.core.tfrecord_files import iter_tfrecords
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.inspect.check import inspect_files, validate
-from beam_tfrecords.core.info import listed
+from beam_tfrecords.core.info import listed_files
 from beam_tfrecords.schema import load_schema
 
 from tests.helpers.expectations import DAY1, SCHEMA as FLIGHTS
@@ -170,7 +170,7 @@ def test_the_dataset_is_described_as_the_tfrecord_builds(builds, name):
     assert meta[key] == theirs[key], key
   if name == "movie_ratings":
     assert meta["counts"]["rows_rejected"] == 2
-  for f in listed(meta):
+  for f in listed_files(meta):
     if f.startswith("errors/") or f == "statistics.pb":
       with open(os.path.join(array_record, f), "rb") as a, \
           open(os.path.join(tfrecord, f), "rb") as b:
@@ -178,7 +178,7 @@ def test_the_dataset_is_described_as_the_tfrecord_builds(builds, name):
   present = sorted(os.path.relpath(os.path.join(root, f), array_record)
                    for root, _, files in os.walk(array_record)
                    for f in files)
-  assert present == sorted(set(listed(meta)) | {"dataset.json", "_SUCCESS"})
+  assert present == sorted(set(listed_files(meta)) | {"dataset.json", "_SUCCESS"})
   assert "report.html" in present
   assert DatasetInfo.from_directory(array_record).to_text() == json.dumps(
       meta, indent=2, sort_keys=True) + "\n"

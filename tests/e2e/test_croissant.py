@@ -81,10 +81,12 @@ def test_the_dataset_says_the_card_provenance_and_time(flights):
       int(os.environ["SOURCE_DATE_EPOCH"]), datetime.timezone.utc
   ).strftime("%Y-%m-%dT%H:%M:%SZ")
   assert described["datePublished"] == described["dateCreated"][:10]
-  assert [(e["name"], e["contentSize"])
+  assert [(e["name"], e["contentSize"], e["dateModified"])
           for e in described["prov:wasDerivedFrom"]] == [
-              (DAY1, f"{os.path.getsize(DAY1)} B"),
-              (DAY2, f"{os.path.getsize(DAY2)} B")]
+              (path, f"{os.path.getsize(path)} B",
+               datetime.datetime.fromtimestamp(
+                   int(os.path.getmtime(path)), datetime.timezone.utc
+               ).strftime("%Y-%m-%dT%H:%M:%SZ")) for path in (DAY1, DAY2)]
   activity = described["prov:wasGeneratedBy"]
   assert activity["prov:wasAssociatedWith"]["name"] == (
       f"beam-tfrecords {btr.__version__}")
@@ -142,7 +144,7 @@ def test_the_fields_follow_the_schema_with_its_statistics(flights):
           ("flight", "cr:Int64", None), ("origin", "sc:Text", None),
           ("tailnum", "sc:Text", None)]
   stats = info.statistics["train"]["dep_delay"]
-  assert {a["@id"].rsplit("/", 1)[1]: (a["dataType"], a["value"])
+  assert {a["@id"].rsplit("#", 1)[1]: (a["dataType"], a["value"])
           for a in fields["dep_delay"]["annotation"]} == {
               "valid": ("ddi-stats:c646dd8", stats.present),
               "min": ("ddi-stats:a1d0ec6", stats.min),
@@ -326,3 +328,25 @@ def test_tfds_croissant_builder_loads_the_declared_records(flights,
     ours = sorted((r["carrier"], r["flight"], r["origin"])
                   for r in list(btr.iter_records(out, split))[:100])
     assert loaded == ours
+
+
+def test_a_feature_named_split_keeps_its_column(tmp_path):
+  """The records' split field takes another id when a feature is named
+  split: both read back (JSON-LD would merge two nodes of one id)."""
+  (tmp_path / "in.csv").write_text("split,x\n" + "".join(
+      f"{i % 3},{i}\n" for i in range(10)))
+  out = str(tmp_path / "out")
+  btr.build({"name": "s", "features": {"split": "int64", "x": "int64"}},
+            str(tmp_path / "in.csv"), out)
+  with open(os.path.join(out, "croissant.json")) as f:
+    described = json.load(f)
+  ids = [f["@id"] for f in described["recordSet"][1]["field"]]
+  assert ids == ["records/split_", "records/split", "records/x"]
+  for record_set in described["recordSet"]:
+    everything = [f["@id"] for f in record_set["field"]] + [
+        a["@id"] for f in record_set["field"] for a in f.get("annotation", [])]
+    assert len(everything) == len(set(everything))
+  declared = mlc.Dataset(jsonld=os.path.join(out, "croissant.json"))
+  rows = [(_plain(r["records/split"]), _plain(r["records/x"]),
+           _plain(r["records/split_"])) for r in declared.records("records")]
+  assert rows == [(i % 3, i, "train") for i in range(10)]

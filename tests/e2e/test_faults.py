@@ -278,6 +278,30 @@ def test_publish_leaves_files_it_did_not_make(tmp_path):
   assert os.listdir(out / "errors") == []  # no errors: no errors file
 
 
+def test_a_readme_the_dataset_does_not_list_is_refused_before_the_build(
+    tmp_path):
+  """A README.md (or croissant.json, preview/) in the output that its
+  dataset does not list, as a dataset of an older version with a file of
+  the user's beside it has: refused before anything is read, not at the
+  end of the build, and the dataset stays as it was."""
+  out = tmp_path / "out"
+  src = write_rows(tmp_path / "in.csv", 10)
+  btr.build(SCHEMA, src, str(out), num_shards=1)
+  meta = json.loads((out / "dataset.json").read_text())
+  del meta["checksums"]["README.md"]  # as an older version's lists it
+  (out / "dataset.json").write_text(json.dumps(meta, indent=2))
+  (out / "README.md").write_text("my notes")
+  before = dataset_files(str(out))
+  with pytest.raises(InputError) as e:
+    btr.build(SCHEMA, src, str(out), num_shards=2, overwrite=True)
+  assert str(e.value).startswith(
+      f"output {out} holds README.md, which a build writes (the dataset "
+      "card, croissant.json, the previews) and the dataset there does not "
+      "list")
+  assert dataset_files(str(out)) == before
+  assert (out / "README.md").read_text() == "my notes"
+
+
 @pytest.mark.slow
 def test_gzip_level_changes_the_bytes_not_the_records(tf, tmp_path):
   src = write_rows(tmp_path / "in.csv", 20_000)

@@ -237,3 +237,37 @@ def test_a_retried_last_step_finishes_its_own_publish(tmp_path, monkeypatch,
   _expect(out, datasets)
   publishing.publish(staging, out, meta, success)  # and once more
   _expect(out, datasets)
+
+
+@pytest.mark.parametrize("kill_at", [4, 20])
+def test_a_retried_finish_step_finishes_the_publish_it_began(
+    tmp_path, monkeypatch, datasets, kill_at):
+  """The pipeline's last step killed inside its publish and run again (a
+  runner's retry), then once more after it ended: the retries skip the
+  checks and descriptions (the staging folder is half moved) and finish
+  the publish; each returns the published dataset.json."""
+  from beam_tfrecords.publish import finish as finishing
+  out = tmp_path / "out"
+  shutil.copytree(datasets["old"]["dir"], out)
+  real = finishing.finish
+  returned = []
+
+  def killed_then_retried(info, plan, options=None):
+    monkeypatch.setattr(file_ops, "before_operation", _kill_at(kill_at)[0])
+    with pytest.raises(Killed):
+      real(info, plan, options)
+    monkeypatch.setattr(file_ops, "before_operation", None)
+    assert plan.publication.state() == "began"
+    returned.append(real(info, plan, options))  # the retry
+    assert plan.publication.state() == "ended"
+    returned.append(real(info, plan, options))  # and after it ended
+    return returned[0]
+
+  monkeypatch.setattr(finishing, "finish", killed_then_retried)
+  btr.build(SCHEMA, datasets["new"]["src"], str(out), num_shards=2,
+            overwrite=True, **OPTIONS)
+  published = btr.dataset_info(str(out))
+  assert returned == [published, published]
+  assert published.counts.records_written == 20
+  assert btr.verify(str(out)).ok
+  assert sorted(n for n in os.listdir(out) if n.startswith(".")) == []

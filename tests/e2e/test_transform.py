@@ -3,6 +3,7 @@ computed here with numpy on the training split, and the saved
 transform_fn against the written records."""
 
 import collections
+import json
 import os
 import random
 
@@ -139,6 +140,23 @@ def test_transformed_only_and_the_same_bytes(tmp_path, tf):
   assert not [f for f in os.listdir(one.output) if f.endswith(".gz")]
   t = one.info.transform.splits
   assert t["train"].num_records + t["eval"].num_records == 600
+  # Every file checks, and croissant.json names the transformed splits
+  # (no preview: the records are TensorFlow Transform's).
+  assert btr.verify(one.output).ok
+  with open(os.path.join(one.output, "croissant.json")) as f:
+    described = json.load(f)
+  assert [r["@id"] for r in described["recordSet"]] == ["splits"]
+  assert [d["splits/name"] for d in described["recordSet"][0]["data"]] == [
+      "eval", "train"]
+  assert {e["@id"] for e in described["distribution"]
+          if e["@type"] == "cr:FileSet"} == {"shards-transformed/eval",
+                                             "shards-transformed/train"}
+  mlc = pytest.importorskip("mlcroissant")
+  mlc.Dataset(jsonld=os.path.join(one.output, "croissant.json"))  # valid
+  with open(os.path.join(one.output, "README.md")) as f:
+    card = f.read()
+  assert "| train (transformed) | " in card
+  assert 'btr.load(".", split="train", transformed=True)' in card
   for split in ("train", "eval"):
     for shard in t[split].shards:
       with open(os.path.join(one.output, shard.file), "rb") as a, \

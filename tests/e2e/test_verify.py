@@ -77,7 +77,7 @@ def _assert_checksums_are_of_the_bytes(out):
   """Every file dataset.json lists has the size and SHA-256 of its bytes;
   croissant.json gives dataset.json's own and the shards'."""
   info = DatasetInfo.from_directory(out)
-  sums = info.checksums()
+  sums = info.file_checksums()
   for name, (size, sha) in sums.items():
     assert sha is not None, name
     assert os.path.getsize(os.path.join(out, name)) == size, name
@@ -106,7 +106,7 @@ def test_the_recorded_checksums_are_of_the_bytes_written(built):
              for split in meta["splits"].values() for s in split["shards"])
   (error,) = meta["errors"]["files"]
   assert error["sha256"] == _sha(os.path.join(built, error["file"]))
-  assert sorted(meta["files"]) == ["README.md", "preview/test.parquet",
+  assert sorted(meta["checksums"]) == ["README.md", "preview/test.parquet",
                                    "preview/train.parquet", "report.html",
                                    "schema.pbtxt", "statistics.pb"]
 

@@ -69,9 +69,9 @@ def test_a_pin_holds_the_records_checksums_and_survives_a_same_rebuild(
   records it): a rebuild that wrote the same records keeps it; a shard
   replaced by another file is caught by its size; a pin of version 1
   (a digest of dataset.json) still reads."""
-  import hashlib
+  import dataclasses
   import json
-  from beam_tfrecords.read.window import digest
+  from beam_tfrecords.read.window import digest, records_digest
   folder, paths = days
   copy = tmp_path / "days"
   shutil.copytree(folder / "days", copy)
@@ -79,14 +79,21 @@ def test_a_pin_holds_the_records_checksums_and_survives_a_same_rebuild(
   day = str(copy / "2007-01-01")
   content = btr.pin(day, pinned)
   info = btr.dataset_info(day)
-  h = hashlib.sha256()
-  for shard in sorted(info.splits["train"].shards, key=lambda s: s.file):
-    with open(os.path.join(day, shard.file), "rb") as f:
-      data = f.read()
-    h.update(f"{shard.file}\0{len(data)}\0"
-             f"{hashlib.sha256(data).hexdigest()}\n".encode())
   assert content == {"kind": "beam_tfrecords.read.window", "version": 2,
-                     "datasets": [{"path": day, "records": h.hexdigest()}]}
+                     "datasets": [{"path": day,
+                                   "records": records_digest(info)}]}
+  # Of every shard's checksum, and of how the records parse.
+  shard = info.splits["train"].shards[0]
+  other = dataclasses.replace(shard, sha256="0" * 64)
+  for changed in (
+      dataclasses.replace(info, splits={"train": dataclasses.replace(
+          info.splits["train"], shards=(other,) + info.splits[
+              "train"].shards[1:])}),
+      dataclasses.replace(info, feature_spec=dict(
+          info.feature_spec, row={"kind": "VarLenFeature",
+                                  "dtype": "string"})),
+      dataclasses.replace(info, label=("species",))):
+    assert records_digest(changed) != records_digest(info)
   want = _rows(btr.iter_records(pinned))
   # Rebuilt from the same input without a report: the same records.
   btr.build(SCHEMA, str(folder / "2007.csv"), day, num_shards=3,

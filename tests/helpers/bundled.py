@@ -56,7 +56,7 @@ def _dataset_json(output: str, meta: dict) -> dict:
   for key in ("inputs", "build_key"):
     meta.pop(key)
   entries = [(e["file"], e) for e in meta["errors"]["files"]]
-  entries += list(meta.get("files", {}).items())
+  entries += list(meta.get("checksums", {}).items())
   for name, entry in entries:
     entry["sha256"] = _checked(output, name, entry["bytes"], entry["sha256"])
     if entry["sha256"] == "<checked>":  # (their sizes vary as theirs do)

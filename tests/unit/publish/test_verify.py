@@ -10,7 +10,7 @@ import pytest
 
 from beam_tfrecords import InputError
 from beam_tfrecords.core.info import DatasetInfo
-from beam_tfrecords.publish.verify import Problem, describe, verify
+from beam_tfrecords.publish.verify import Problem, lines, verify
 
 SHARD0 = "train-00000-of-00002.tfrecord.gz"
 SHARD1 = "train-00001-of-00002.tfrecord.gz"
@@ -56,7 +56,7 @@ def _shard(name, records, with_sha, index=None):
 
 def _meta(checksums=True):
   """dataset.json's object, as a build writes it (checksums=False: as
-  one did before it recorded checksums: no sha256, no `files`, no
+  one did before it recorded checksums: no sha256, no `checksums`, no
   croissant.json, no index)."""
   sha = checksums
   error = {"file": ERRORS, "lines": 1, "rows": 1}
@@ -87,7 +87,7 @@ def _meta(checksums=True):
       "tfmd_schema": "schema.pbtxt",
   }
   if sha:
-    meta["files"] = {name: _sum(CONTENT[name]) for name in OTHERS}
+    meta["checksums"] = {name: _sum(CONTENT[name]) for name in OTHERS}
     meta["croissant"] = "croissant.json"
   return meta
 
@@ -134,8 +134,8 @@ def _all_bytes(out):
 
 def test_the_hand_made_folder_reads_as_a_build_writes_it(tmp_path):
   info = DatasetInfo.from_directory(str(make(tmp_path)))
-  assert sorted(info.checksums()) == sorted(CONTENT)
-  assert all(sha is not None for _, sha in info.checksums().values())
+  assert sorted(info.file_checksums()) == sorted(CONTENT)
+  assert all(sha is not None for _, sha in info.file_checksums().values())
 
 
 def test_an_intact_dataset_is_ok(tmp_path):
@@ -146,7 +146,7 @@ def test_an_intact_dataset_is_ok(tmp_path):
   assert result.path == str(out)
   assert result.checked == CHECKSUMMED
   assert result.num_bytes == _all_bytes(out)
-  assert describe(result)[-1] == (
+  assert lines(result)[-1] == (
       f"{out}: {CHECKSUMMED} file(s) intact ({_all_bytes(out):,} bytes read)")
 
 
@@ -161,7 +161,7 @@ def test_a_dataset_with_checksums_has_no_unchecked_file(tmp_path):
   out = make(tmp_path)
   result = verify(str(out))
   assert result.unchecked == ()
-  assert describe(result) == [
+  assert lines(result) == [
       f"{out}: {CHECKSUMMED} file(s) intact ({_all_bytes(out):,} bytes read)"]
 
 
@@ -184,9 +184,9 @@ def test_a_flipped_byte_in_a_shard_is_damaged(tmp_path):
   assert result.problems[0].detail == (
       f"SHA-256 {got[:16]}..., {want[:16]}... written: its bytes changed")
   assert result.checked == CHECKSUMMED - 1
-  assert describe(result)[0] == (
+  assert lines(result)[0] == (
       f"damaged: {SHARD1}: {result.problems[0].detail}")
-  assert describe(result)[-1] == (
+  assert lines(result)[-1] == (
       f"{out}: 1 problem(s); {CHECKSUMMED - 1} file(s) intact")
 
 
@@ -296,16 +296,17 @@ def test_a_deleted_croissant_json_is_missing_once(tmp_path):
 def test_a_dataset_written_before_checksums_is_checked_by_size(tmp_path):
   out = make(tmp_path, checksums=False)
   meta = json.loads((out / "dataset.json").read_bytes())
-  assert "files" not in meta and "sha256" not in json.dumps(meta)
+  assert "checksums" not in meta and "sha256" not in json.dumps(meta)
   result = verify(str(out))
   assert result.ok
   assert result.checked == 0
   assert result.unchecked == tuple(sorted(
       [SHARD0, SHARD1, TEST, ERRORS, "report.html", "schema.pbtxt",
        "statistics.pb"]))
-  assert describe(result) == [
+  assert lines(result) == [
       "note: 7 file(s) have no checksum (written before beam-tfrecords "
-      "recorded them): their sizes were compared, not their bytes",
+      "recorded them): their sizes were compared where dataset.json gives "
+      "one (shards and indexes), the others only found",
       f"{out}: 0 file(s) intact ({_all_bytes(out):,} bytes read)"]
 
 
@@ -346,6 +347,6 @@ def test_several_problems_are_all_reported_sorted_by_file(tmp_path):
       (TEST, "missing"),
   ]
   assert result.checked == CHECKSUMMED - 4
-  lines = describe(result)
-  assert lines[:5] == [p.line() for p in result.problems]
-  assert lines[-1] == f"{out}: 5 problem(s); {CHECKSUMMED - 4} file(s) intact"
+  said = lines(result)
+  assert said[:5] == [p.line() for p in result.problems]
+  assert said[-1] == f"{out}: 5 problem(s); {CHECKSUMMED - 4} file(s) intact"
