@@ -65,9 +65,12 @@ def test_hash_split_keeps_each_key_in_one_split_with_the_ratios(tmp_path):
       s: len(u) for s, u in got.items()}
   # Each split's files are named by it and read by TensorFlow.
   assert sorted(os.listdir(result.output)) == [
-      "_SUCCESS", "dataset.json", "errors", "eval-00000-of-00001.tfrecord.gz",
-      "index", "report.html", "schema.pbtxt", "statistics.pb",
-      "test-00000-of-00001.tfrecord.gz", "train-00000-of-00001.tfrecord.gz"]
+      "README.md", "_SUCCESS", "croissant.json", "dataset.json", "errors",
+      "eval-00000-of-00001.tfrecord.gz", "index", "preview", "report.html",
+      "schema.pbtxt", "statistics.pb", "test-00000-of-00001.tfrecord.gz",
+      "train-00000-of-00001.tfrecord.gz"]
+  assert sorted(os.listdir(os.path.join(result.output, "preview"))) == [
+      f"{s}.parquet" for s in ("eval", "test", "train")]
   assert sorted(os.listdir(os.path.join(result.output, "index"))) == [
       f"{s}-00000-of-00001.tfrecord.gz.index"
       for s in ("eval", "test", "train")]
