@@ -84,7 +84,9 @@ def test_two_builds_on_s3_one_refused(s3, tmp_path, monkeypatch):
   keys = sorted(o["Key"] for o in boto3.client(
       "s3", endpoint_url=s3).list_objects_v2(Bucket="datasets",
                                              Prefix="two/")["Contents"])
-  assert keys == ["two/_SUCCESS", "two/dataset.json",
+  assert keys == ["two/README.md", "two/_SUCCESS", "two/croissant.json",
+                  "two/dataset.json",
                   "two/index/train-00000-of-00001.tfrecord.gz.index",
+                  "two/preview/train.parquet",
                   "two/report.html", "two/schema.pbtxt", "two/statistics.pb",
                   "two/train-00000-of-00001.tfrecord.gz"]
