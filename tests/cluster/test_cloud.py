@@ -61,6 +61,9 @@ def test_build_from_and_to_s3(s3, tmp_path):
                     "s3://datasets/events", beam_args=beam_args,
                         max_bad_fraction=1.0)
   assert again.up_to_date
+  # Every file checks against its recorded SHA-256, and what changes is
+  # named.
+  _verified_then_damaged(s3, client, tmp_path, "datasets", "events")
 
 
 def test_the_cli_reads_its_schema_from_s3_with_the_s3_options(s3, tmp_path):
@@ -146,70 +149,41 @@ def test_array_record_shards_are_built_locally_and_copied_to_s3(s3,
 
 # --- beam-tfrecords verify on a bucket ----------------------------------------
 
-VERIFY_SCHEMA = {"name": "events", "features": {
-    "id": {"type": "int64", "required": True}, "v": "int64"}}
 
-
-def _built_on_s3(s3, tmp_path, bucket):
-  """A dataset built to s3://<bucket>/ds: two shards, an index each, one
-  rejected row in errors/; the boto3 client."""
-  client = boto3.client("s3", endpoint_url=s3)
-  client.create_bucket(Bucket=bucket)
-  source = tmp_path / "in.csv"
-  source.write_text("id,v\n" + "".join(f"{i},{i * 10}\n" for i in range(60))
-                    + "oops,7\n")
-  result = btr.build(VERIFY_SCHEMA, str(source), f"s3://{bucket}/ds",
-                     num_shards=2, max_bad_fraction=1.0,
-                     beam_args=s3_beam_args(s3))
-  assert result.rows_rejected == 1
-  return client
-
-
-def _objects(client, bucket):
-  """{key under ds/: size}."""
-  return {o["Key"][len("ds/"):]: o["Size"] for o in client.list_objects_v2(
-      Bucket=bucket, Prefix="ds/")["Contents"]}
-
-
-def test_verify_a_dataset_on_s3(s3, tmp_path):
-  client = _built_on_s3(s3, tmp_path, "verified")
-  result = btr.verify("s3://verified/ds", beam_args=s3_beam_args(s3))
+def _verified_then_damaged(s3, client, tmp_path, bucket, prefix):
+  """The dataset at s3://bucket/prefix verifies intact; then a shard with
+  a flipped byte, a deleted index, a stray object and a truncated copy of
+  statistics.pb: the four problems, from btr.verify and from the command
+  line with the S3 flags. (On test_build_from_and_to_s3's dataset: a
+  build to S3 takes a while.)"""
+  import hashlib
+  url = f"s3://{bucket}/{prefix}"
+  objects = {o["Key"][len(prefix) + 1:]: o["Size"]
+             for o in client.list_objects_v2(
+                 Bucket=bucket, Prefix=prefix + "/")["Contents"]}
+  result = btr.verify(url, beam_args=s3_beam_args(s3))
   assert result.ok, result.problems
-  assert result.path == "s3://verified/ds"
-  objects = _objects(client, "verified")
+  assert result.path == url
   # All but _SUCCESS, dataset.json and croissant.json have a checksum.
   assert result.checked == len(objects) - 3
   assert result.num_bytes == sum(size for key, size in objects.items()
                                  if key != "_SUCCESS")
-  assert {"errors/errors-00000-of-00001.jsonl",
-          "index/train-00001-of-00002.tfrecord.gz.index",
-          "train-00000-of-00002.tfrecord.gz"} < set(objects)
-
-
-def test_verify_names_what_changed_on_s3(s3, tmp_path):
-  """A shard with a flipped byte, a deleted index, a stray object and a
-  truncated copy of statistics.pb: the four problems, from btr.verify and
-  from the command line with the S3 flags."""
-  import hashlib
-  client = _built_on_s3(s3, tmp_path, "damaged")
-  # What was intact: all but _SUCCESS, dataset.json and croissant.json;
-  # the shard, the index and statistics.pb are not any more.
-  checked = len(_objects(client, "damaged")) - 3 - 3
 
   def get(key):
-    return client.get_object(Bucket="damaged", Key=f"ds/{key}")["Body"].read()
+    return client.get_object(Bucket=bucket,
+                             Key=f"{prefix}/{key}")["Body"].read()
 
   def put(key, body):
-    client.put_object(Bucket="damaged", Key=f"ds/{key}", Body=body)
+    client.put_object(Bucket=bucket, Key=f"{prefix}/{key}", Body=body)
 
-  shard = "train-00000-of-00002.tfrecord.gz"
+  shard = "train-00000-of-00001.tfrecord.gz"
   data = bytearray(get(shard))
   before = hashlib.sha256(data).hexdigest()
   data[30] ^= 0x01
   put(shard, bytes(data))
   after = hashlib.sha256(data).hexdigest()
-  index = "index/train-00001-of-00002.tfrecord.gz.index"
-  client.delete_object(Bucket="damaged", Key=f"ds/{index}")
+  index = "index/train-00000-of-00001.tfrecord.gz.index"
+  client.delete_object(Bucket=bucket, Key=f"{prefix}/{index}")
   put("notes.txt", b"left here")
   stats = get("statistics.pb")
   put("statistics.pb", stats[:len(stats) // 2])
@@ -221,14 +195,16 @@ def test_verify_names_what_changed_on_s3(s3, tmp_path):
       ("damaged", shard, f"SHA-256 {after[:16]}..., {before[:16]}... "
        "written: its bytes changed"),
   ]
-  result = btr.verify("s3://damaged/ds/", beam_args=s3_beam_args(s3))
+  # What is still intact: the shard, the index and statistics.pb are not.
+  checked = len(objects) - 3 - 3
+  result = btr.verify(url + "/", beam_args=s3_beam_args(s3))
   assert [(p.kind, p.file, p.detail) for p in result.problems] == expected
   assert result.checked == checked
   run = subprocess.run(
-      [sys.executable, "-m", "beam_tfrecords", "verify", "s3://damaged/ds",
+      [sys.executable, "-m", "beam_tfrecords", "verify", url,
        *s3_beam_args(s3)],
       cwd=tmp_path, capture_output=True, text=True, timeout=300)
   assert run.returncode == 1, run.stderr[-2000:]
-  assert run.stdout.splitlines() == [f"{kind}: {file}: {detail}"
-                   for kind, file, detail in expected] + [
-      f"s3://damaged/ds: 4 problem(s); {checked} file(s) intact"]
+  assert run.stdout.splitlines() == [
+      f"{kind}: {file}: {detail}" for kind, file, detail in expected] + [
+          f"{url}: 4 problem(s); {checked} file(s) intact"]
