@@ -39,6 +39,7 @@ def tf():
 CLUSTER_FIXTURES = {"s3", "portable_pool", "portable", "bare_pool",
                     "cluster", "flink", "spark"}
 TIERS = ("unit", "e2e", "cluster")
+LONGEST_FILES = ("test_spark.py", "test_flink.py")
 TESTS = pathlib.Path(__file__).resolve().parent
 
 
@@ -62,3 +63,7 @@ def pytest_collection_modifyitems(items):
                    "servers: it belongs in tests/cluster/")
     item.add_marker(getattr(pytest.mark, tier or "e2e"))
   assert not wrong, "tests in the wrong tier:\n  " + "\n  ".join(wrong)
+  # The longest files first (pytest-xdist's --dist loadfile hands files
+  # out in this order): the two engines' take about 7 minutes each, and
+  # started last one of them would run alone at the end of the tier.
+  items.sort(key=lambda item: item.path.name not in LONGEST_FILES)
