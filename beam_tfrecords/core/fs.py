@@ -14,16 +14,17 @@ so a glob matches the same files here as in a build.
 import bz2
 import fnmatch
 import gzip
+import hashlib
 import io
 import lzma
 import os
 import re
-from typing import Callable, Dict, List, NamedTuple
+from typing import Callable, Dict, List, NamedTuple, Tuple
 
 from beam_tfrecords.core.errors import InputError
 
 __all__ = ["FileInfo", "is_local", "join", "exists", "open_read", "match",
-           "write_bytes",
+           "write_bytes", "sha256_of",
            "AUTO", "GZIP", "UNCOMPRESSED"]
 
 # Compression names, as Beam's CompressionTypes spells them.
@@ -79,6 +80,21 @@ def open_read(path: str,
       if lower.endswith(suffix):
         return opener(path, "rb")
   return open(path, "rb")
+
+
+def sha256_of(path: str, block: int = 8 << 20) -> Tuple[int, str]:
+  """(bytes, SHA-256 hex) of a file as stored (a .gz one not inflated),
+  read in blocks."""
+  digest = hashlib.sha256()
+  size = 0
+  with open_read(path, UNCOMPRESSED) as f:
+    while True:
+      data = f.read(block)
+      if not data:
+        break
+      size += len(data)
+      digest.update(data)
+  return size, digest.hexdigest()
 
 
 def write_bytes(path: str, data: bytes) -> None:

@@ -18,13 +18,10 @@ lists it without a checksum.
 
 import dataclasses
 import datetime
-import hashlib
 import os
 from typing import Dict, Optional
 
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-
+from beam_tfrecords.core import fs
 from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo, FileSum
 from beam_tfrecords.inspect.card import CARD_FILE, render_card
 from beam_tfrecords.sinks.metadata import listed_with, write_file
@@ -46,21 +43,9 @@ def build_time() -> str:
 
 
 def _read_sums(staging: str, names) -> Dict[str, FileSum]:
-  out = {}
-  for name in names:
-    digest, size = hashlib.sha256(), 0
-    # (as stored: a .gz asset is hashed as verify reads it, not inflated)
-    with FileSystems.open(FileSystems.join(staging, name),
-                          compression_type=CompressionTypes.UNCOMPRESSED
-                          ) as f:
-      while True:
-        block = f.read(1 << 20)
-        if not block:
-          break
-        digest.update(block)
-        size += len(block)
-    out[name] = FileSum(size, digest.hexdigest())
-  return out
+  # (as stored: a .gz asset is hashed as verify reads it, not inflated)
+  return {name: FileSum(*fs.sha256_of(fs.join(staging, name)))
+          for name in names}
 
 
 def describe(staging: str, info: DatasetInfo, *, croissant: str = "auto",

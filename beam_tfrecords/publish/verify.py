@@ -20,14 +20,14 @@ names its file and is one of:
 dataset.json and _SUCCESS have no checksum of their own: croissant.json
 holds dataset.json's, and _SUCCESS is the publish's token. A dataset
 written before checksums (no `sha256`) has its shards and indexes
-checked by size and its other files found, and says so. Files are read by a few threads at once (hashlib releases
-the GIL; remote reads wait on the network).
+checked by size and its other files found, and says so. Files are read
+by a few threads at once (hashlib releases the GIL; remote reads wait on
+the network).
 """
 
 import concurrent.futures
 import dataclasses
 import glob
-import hashlib
 import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -38,7 +38,6 @@ from beam_tfrecords.read.window import finished
 __all__ = ["verify", "Verified", "Problem", "KINDS", "lines"]
 
 KINDS = ("missing", "truncated", "resized", "damaged", "extra", "croissant")
-_BLOCK = 8 * 1024 * 1024
 _THREADS = 4
 # Files a finished dataset has besides what dataset.json lists: its own
 # description and the publish's token; and what a build in progress puts
@@ -79,19 +78,6 @@ class Verified:
   @property
   def ok(self) -> bool:
     return not self.problems
-
-
-def _sha256(path: str) -> Tuple[int, str]:
-  digest = hashlib.sha256()
-  size = 0
-  with fs.open_read(path, fs.UNCOMPRESSED) as f:
-    while True:
-      block = f.read(_BLOCK)
-      if not block:
-        break
-      size += len(block)
-      digest.update(block)
-  return size, digest.hexdigest()
 
 
 def _present(path: str) -> Dict[str, int]:
@@ -186,9 +172,9 @@ def verify(path: str, beam_args: Optional[Sequence[str]] = None,
   present = _present(path)
   names = sorted(n for n in wanted if n in present)
   with concurrent.futures.ThreadPoolExecutor(max(1, threads)) as pool:
-    sums = dict(zip(names, pool.map(lambda n: _sha256(fs.join(path, n)),
+    sums = dict(zip(names, pool.map(lambda n: fs.sha256_of(fs.join(path, n)),
                                     names)))
-    own = pool.submit(_sha256, fs.join(path, DATASET_JSON)).result()
+    own = pool.submit(fs.sha256_of, fs.join(path, DATASET_JSON)).result()
   problems = [p for p in (_compare(n, wanted[n], sums.get(n))
                           for n in sorted(wanted)) if p is not None]
   expected = set(wanted) | set(_OWN) | (

@@ -52,6 +52,7 @@ import numpy as np
 from isal import isal_zlib
 
 from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.fs import sha256_of
 from beam_tfrecords.core.members import MEMBER_CAP, Hopper, from_gzip, inflate
 from beam_tfrecords.core.shard_index import (DALI_INDEX_SUFFIX, INDEX_DIR,
                                              INDEX_SUFFIX, ShardIndex)
@@ -889,19 +890,11 @@ def finish_shard_names(directory: str, files: List[ShardWritten]
 
 
 def _shard_info(path: str, split: str) -> ShardWritten:
-  """A file Beam's sink wrote, read once: its records counted and its
-  SHA-256 taken (Beam's sink says neither)."""
-  digest = hashlib.sha256()
-  with FileSystems.open(path, compression_type=(
-      CompressionTypes.UNCOMPRESSED)) as f:
-    while True:
-      block = f.read(_COPY_BYTES)
-      if not block:
-        break
-      digest.update(block)
-  size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+  """A file Beam's sink wrote, read back: its records counted, its size
+  and SHA-256 taken (Beam's sink says none of them)."""
+  size, sha256 = sha256_of(path)
   return ShardWritten(split, path.rsplit("/", 1)[-1], count_tfrecords(path),
-                      size, sha256=digest.hexdigest())
+                      size, sha256=sha256)
 
 
 def _records_of(batch, split):
