@@ -13,7 +13,8 @@ from typing import Optional, Tuple
 
 __all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "NoInputError",
            "OutputBusyError", "OutputError", "PublishInterruptedError",
-           "DatasetReplacedError",
+           "DatasetReplacedError", "ShardIndexError", "ShardDamagedError",
+           "MalformedFileError",
            "EncodingError",
            "BadRowsError", "AnomalyError", "reason_category", "from_worker", "is_disk_full", "write_errno",
            "preview"]
@@ -93,6 +94,30 @@ class ShardIndexError(InputError):
   """A shard's index does not belong to the shard beside it (a stale or
   foreign index, or a cut file): random access would read wrong records.
   The message names both files."""
+
+
+class ShardDamagedError(InputError):
+  """A shard's bytes are not the ones its dataset.json lists: empty, cut,
+  damaged, with members dropped, duplicated or reordered, or with bytes
+  after its end. No record after the damage was handed out (a damaged
+  member's records never are); a count or checksum that disagrees at the
+  shard's end is said there. Attributes: `file`, and where known the
+  gzip `member` (numbered from 0) and the byte `offset`."""
+
+  def __init__(self, message: str, file: str = "",
+               member: Optional[int] = None, offset: Optional[int] = None):
+    self.file, self.member, self.offset = file, member, offset
+    super().__init__(message)
+
+
+class MalformedFileError(InputError):
+  """A file of a dataset or of a reader (dataset.json, croissant.json, a
+  shard index, a pin, a saved state) is not of the shape this package
+  writes: damaged, hand-edited or another tool's. `file` names it."""
+
+  def __init__(self, message: str, file: str = ""):
+    self.file = file
+    super().__init__(message)
 
 
 class EncodingError(BeamTFRecordsError):
