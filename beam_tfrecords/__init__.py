@@ -15,8 +15,9 @@ import importlib
 from beam_tfrecords.core.errors import (AnomalyError, BadRowsError,
                                         DatasetReplacedError, EncodingError,
                                         InputError, JobFailedError,
-                                        OutputBusyError, OutputError,
-                                        PublishInterruptedError, SchemaError,
+                                        MalformedFileError, OutputBusyError,
+                                        OutputError, PublishInterruptedError,
+                                        SchemaError, ShardDamagedError,
                                         ShardIndexError)
 from beam_tfrecords.core.version import __version__
 
@@ -42,9 +43,9 @@ _LAZY = {
 
 __all__ = sorted(["AnomalyError", "BadRowsError", "DatasetReplacedError",
                   "EncodingError", "InputError", "JobFailedError",
-                  "OutputBusyError",
+                  "MalformedFileError", "OutputBusyError",
                   "OutputError", "PublishInterruptedError", "SchemaError",
-                  "ShardIndexError",
+                  "ShardDamagedError", "ShardIndexError",
                   "__version__", *_LAZY])
 
 

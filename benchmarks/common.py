@@ -128,7 +128,7 @@ def examples_input(workdir: str, rows: int):
 def same_records(a: str, b: str) -> str:
   """"identical" when the shards of `a` and `b` hold the same records in
   the same order (their gzip framing may differ)."""
-  from beam_tfrecords.core.tfrecord_files import iter_tfrecords
+  from beam_tfrecords.core.shard_reader import iter_tfrecords
   from beam_tfrecords.core.info import DatasetInfo
   info = DatasetInfo.from_directory(a)
   names = [f for split in info.splits.values() for f in split.files]

@@ -101,12 +101,16 @@ class ShardDamagedError(InputError):
   damaged, with members dropped, duplicated or reordered, or with bytes
   after its end. No record after the damage was handed out (a damaged
   member's records never are); a count or checksum that disagrees at the
-  shard's end is said there. Attributes: `file`, and where known the
-  gzip `member` (numbered from 0) and the byte `offset`."""
+  shard's end is said there. Attributes: `file`; `reason`, what is
+  wrong (the message without the file and the advice); `cut`, whether
+  the file ends early; and where known the gzip `member` (numbered from
+  0) and the byte `offset`."""
 
   def __init__(self, message: str, file: str = "",
-               member: Optional[int] = None, offset: Optional[int] = None):
+               member: Optional[int] = None, offset: Optional[int] = None,
+               reason: str = "", cut: bool = False):
     self.file, self.member, self.offset = file, member, offset
+    self.reason, self.cut = reason or message, cut
     super().__init__(message)
 
 

@@ -4,14 +4,13 @@ A TFRecord file is a sequence of records, each framed as
 
   uint64 length | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)
 
-(little-endian). `iter_tfrecords` reads them (gzip or not) and checks both
-CRCs; `decode_example` turns a serialized tf.train.Example into a dict of
-name -> ("int64_list" | "float_list" | "bytes_list", values).
+(little-endian). `frame_records` writes them (core.shard_reader reads
+files of them, checked); `decode_example` turns a serialized
+tf.train.Example into a dict of name -> ("int64_list" | "float_list" |
+"bytes_list", values), and a record that is not one into an InputError.
 """
 
-import gzip
 import struct
-import zlib
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import google_crc32c
@@ -19,11 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tfrecords.core import fs, native
-from beam_tfrecords.core.array_record_files import is_array_record
+from beam_tfrecords.core import native
 from beam_tfrecords.core.errors import InputError
 
-__all__ = ["iter_tfrecords", "iter_tfrecord_lists", "count_tfrecords", "masked_crc32c",
+__all__ = ["masked_crc32c",
            "decode_example", "decode_sequence_example", "decode_feature",
            "decode_features", "frame_record", "frame_records",
            "frame_buffer", "unframe_records", "framed_ends", "proto_fields",
@@ -160,218 +158,21 @@ def _fixed_rows(rows: np.ndarray) -> pa.LargeBinaryArray:
                              pa.py_buffer(np.ascontiguousarray(rows))])
 
 
-def _compression(path: str, compression: Optional[str]) -> str:
-  if compression is None:
-    if path.endswith(".gz"):
-      return fs.GZIP
-    # No suffix: gzip when the file starts with gzip's magic bytes and not
-    # with a TFRecord header (8 length bytes and their masked CRC).
-    with fs.open_read(path, fs.UNCOMPRESSED) as f:
-      head = f.read(12)
-    if head[:2] == b"\x1f\x8b" and not (
-        len(head) == 12 and
-        masked_crc32c(head[:8]) == struct.unpack("<I", head[8:])[0]):
-      return fs.GZIP
-    return fs.UNCOMPRESSED
-  return {"gzip": fs.GZIP, "none": fs.UNCOMPRESSED,
-          "": fs.UNCOMPRESSED}[compression.lower()]
-
-
-_READ_CHUNK = 8 << 20
-
-
-def iter_tfrecords(path: str, compression: Optional[str] = None,
-                   check_crc: bool = True) -> Iterator[bytes]:
-  """Yields the records of one TFRecord file.
-
-  Args:
-    path: a local path, or any path Beam's file systems open.
-    compression: "gzip", "none", or None: gzip for a ".gz" name or a file
-      that starts like gzip.
-    check_crc: verify both CRCs of every record.
-
-  Raises:
-    ValueError: the file is truncated or a CRC does not match; the
-      message numbers records from 1, as rows are. An InputError (a
-      ValueError) for an ArrayRecord file (`.array_record`), saying how
-      to read it.
-    OSError, zlib.error, EOFError: the (gzip) stream cannot be read; only
-      after every record before the bad spot was yielded.
-  """
-  for records in iter_tfrecord_lists(path, compression, check_crc):
-    yield from records
-
-
-def iter_tfrecord_lists(path: str, compression: Optional[str] = None,
-                        check_crc: bool = True) -> Iterator[List[bytes]]:
-  """The records of one TFRecord file as `iter_tfrecords` gives them (the
-  same errors, after the same records), in lists: the records of each
-  read (8 MB), cut without a Python step between them."""
-  if is_array_record(path):
-    # Its first bytes would be taken for a record's length.
-    raise InputError(
-        f"{path} is an ArrayRecord file (file_format array_record), not a "
-        "TFRecord file: read it with beam_tfrecords.core."
-        "array_record_files.read_array_record, Grain's "
-        "ArrayRecordDataSource or TFDS's as_data_source()")
-  kind = _compression(path, compression)
-  yielded = [0]
-  try:
-    yield from _framed(path, kind, check_crc, _READ_CHUNK, 0, yielded)
-  except ValueError:
-    raise
-  except Exception:  # pylint: disable=broad-except
-    # The stream broke off (gzip garbage, say) inside a chunk, whose good
-    # part is lost with the exception: read again, each read asking only
-    # for what the next record needs, to yield what precedes the bad spot
-    # and fail there.
-    yield from _framed(path, kind, check_crc, 0, yielded[0], [0])
-    raise  # (only if reading so got past it)
-
-
-def _framed(path: str, kind: str, check_crc: bool, chunk: int, skip: int,
-            yielded: List[int]) -> Iterator[List[bytes]]:
-  """The records of a file, read `chunk` bytes at a time (at least what
-  the next record needs) and cut out of the buffer a list at a time; the
-  first `skip` are not yielded; yielded[0] counts those that are."""
-  # (Reading again after an error, the gzip module: it yields the bytes
-  # before a bad trailer, which zlib's one call for both does not.)
-  with _open_framed(path, kind, chunk) as f:
-    buf, pos, index = b"", 0, 0
-    while True:
-      records, pos, wrong = _cut(buf, pos, check_crc)
-      error = ValueError(f"{path}: {wrong} at record "
-                         f"{index + len(records) + 1}") if wrong else None
-      index += len(records)
-      mine = records[max(0, len(records) - (index - skip)):] \
-          if index > skip else []
-      if mine:
-        yield mine
-        yielded[0] += len(mine)
-      if error:
-        raise error
-      have = len(buf) - pos
-      need = 12 if have < 12 else 16 + struct.unpack_from("<Q", buf, pos)[0]
-      more = f.read(max(chunk, need - have))
-      if more:
-        buf, pos = buf[pos:] + more, 0
-        continue
-      if have == 0:
-        return
-      raise ValueError(
-          f"{path}: truncated record header at record {index + 1}"
-          if have < 12 else f"{path}: truncated record {index + 1}")
-
-
-def _open_framed(path: str, kind: str, chunk: int):
-  """The file's bytes for `_framed`. gzip is never read through Beam's
-  gzip reader, which ends a truncated stream early without a word (the
-  records after the cut would be left out silently): zlib from large
-  reads (`_Gunzip`), or, reading again after an error, the gzip module;
-  both raise EOFError where the data ends early."""
-  if kind != fs.GZIP:
-    return fs.open_read(path, kind)
-  if chunk > 0:
-    return _Gunzip(path)
-  if fs.is_local(path):
-    return fs.open_read(path, kind)
-  return _GzipModule(path)
-
-
-class _GzipModule:
-  """A file on any file system, read through Python's gzip module."""
-
-  def __init__(self, path: str):
-    self._raw = fs.open_read(path, fs.UNCOMPRESSED)
-    self._gzip = gzip.GzipFile(fileobj=self._raw, mode="rb")
-
-  def __enter__(self) -> "_GzipModule":
-    return self
-
-  def __exit__(self, *exc) -> None:
-    self._gzip.close()
-    self._raw.close()
-
-  def read(self, n: int) -> bytes:
-    return self._gzip.read(n)
-
-
-class _Gunzip:
-  """A gzip file's members back to back, inflated by zlib straight
-  from 1 MB reads (the gzip module inflates 8 KB at a time, which costs a
-  third as much again as inflating: measured). zlib checks each
-  member's CRC and length."""
-
-  def __init__(self, path: str):
-    self._file = fs.open_read(path, fs.UNCOMPRESSED)
-    self._z = zlib.decompressobj(zlib.MAX_WBITS | 16)
-    self._input = b""
-    self._in_member = False
-
-  def __enter__(self) -> "_Gunzip":
-    return self
-
-  def __exit__(self, *exc) -> None:
-    self._file.close()
-
-  def read(self, n: int) -> bytes:
-    """Up to `n` bytes (at least one, b"" at the end)."""
-    while True:
-      if not self._input:
-        self._input = self._file.read(1 << 20)
-        if not self._input:
-          if self._in_member:
-            raise EOFError("Compressed file ended before the "
-                           "end-of-stream marker was reached")
-          return b""
-      if self._z.eof:  # the next member, after any zeros (as gzip's)
-        self._input = self._input.lstrip(b"\0")
-        if not self._input:
-          continue
-        self._z = zlib.decompressobj(zlib.MAX_WBITS | 16)
-      out = self._z.decompress(self._input, max(n, 1))
-      self._input = self._z.unconsumed_tail or self._z.unused_data
-      self._in_member = not self._z.eof
-      if out:
-        return out
-
-
-def _cut(buf: bytes, pos: int, check_crc: bool
-         ) -> Tuple[List[bytes], int, Optional[str]]:
-  """The whole records in `buf` from `pos`: (them, where the rest starts,
-  what is wrong with the next one or None). A corrupt length is not
-  believed (nor read)."""
-  unpack, crc = struct.unpack_from, masked_crc32c
-  out: List[bytes] = []
-  append, end = out.append, len(buf)
-  while end - pos >= 12:
-    if check_crc and crc(buf[pos:pos + 8]) != unpack("<I", buf, pos + 8)[0]:
-      return out, pos, "corrupt length CRC"
-    start = pos + 12
-    stop = start + unpack("<Q", buf, pos)[0]
-    if stop + 4 > end:
-      break
-    data = buf[start:stop]
-    if check_crc and crc(data) != unpack("<I", buf, stop)[0]:
-      return out, pos, "corrupt data CRC"
-    append(data)
-    pos = stop + 4
-  return out, pos, None
-
-
-def count_tfrecords(path: str) -> int:
-  """The number of records in a TFRecord file (CRCs not checked)."""
-  return sum(1 for _ in iter_tfrecords(path, check_crc=False))
-
-
 # ---------------------------------------------------------------------------
 # Protobuf wire decoding of Example / SequenceExample / Features / Feature.
+
+
+def _malformed(what: str) -> InputError:
+  return InputError(f"a record is not a serialized tf.train.Example or "
+                    f"SequenceExample: {what}")
 
 
 def read_varint(buf: bytes, pos: int) -> Tuple[int, int]:
   """(the varint at `pos`, the position after it)."""
   result = shift = 0
   while True:
+    if pos >= len(buf) or shift > 63:
+      raise _malformed(f"a varint runs past byte {pos:,}")
     b = buf[pos]
     pos += 1
     result |= (b & 0x7F) << shift
@@ -395,16 +196,29 @@ def proto_fields(buf: bytes) -> Iterator[Tuple[int, int, _WireValue]]:
     value: Union[int, bytes]
     if wire_type == 0:
       value, pos = read_varint(buf, pos)
-    elif wire_type == 2:
-      length, pos = read_varint(buf, pos)
-      value, pos = buf[pos:pos + length], pos + length
-    elif wire_type == 5:
-      value, pos = buf[pos:pos + 4], pos + 4
-    elif wire_type == 1:
-      value, pos = buf[pos:pos + 8], pos + 8
+    elif wire_type in _FIXED:
+      size = _FIXED[wire_type]
+      if wire_type == 2:
+        size, pos = read_varint(buf, pos)
+      value, pos = buf[pos:pos + size], pos + size
+      if pos > end:
+        raise _malformed(f"field {field} runs past the message's "
+                         f"{end:,} bytes")
     else:
-      raise ValueError(f"unsupported wire type {wire_type}")
+      raise _malformed(f"unsupported wire type {wire_type} (field "
+                       f"{field})")
     yield field, wire_type, value
+
+
+# Wire types whose value is bytes: LEN (its length read), I32, I64.
+_FIXED = {2: 0, 5: 4, 1: 8}
+
+
+def _text(value: bytes) -> str:
+  try:
+    return value.decode("utf-8")
+  except UnicodeDecodeError as e:
+    raise _malformed(f"a feature name is not UTF-8 ({e})") from e
 
 
 def _signed64(v: int) -> int:
@@ -447,7 +261,7 @@ def decode_features(buf: bytes) -> Dict[str, Tuple[Optional[str], list]]:
     key, feature = "", b""
     for f, _, v in proto_fields(entry):
       if f == 1:
-        key = v.decode("utf-8")
+        key = _text(v)
       elif f == 2:
         feature = v
     out[key] = decode_feature(feature)
@@ -479,7 +293,7 @@ def decode_sequence_example(buf: bytes):
         key, steps = "", []
         for k, _, v in proto_fields(entry):
           if k == 1:
-            key = v.decode("utf-8")
+            key = _text(v)
           elif k == 2:
             steps = [decode_feature(step) for sf, _, step in proto_fields(v)
                      if sf == 1]

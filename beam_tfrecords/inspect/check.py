@@ -28,9 +28,9 @@ from beam_tfrecords.core.array_record_files import (ARRAY_RECORD,
                                                     is_array_record,
                                                     read_array_record)
 from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.shard_reader import iter_tfrecords
 from beam_tfrecords.core.tfrecord_files import (decode_example,
-                                                decode_sequence_example,
-                                                iter_tfrecords)
+                                                decode_sequence_example)
 from beam_tfrecords.schema.model import Derive, Feature, Schema
 
 __all__ = ["FeatureSummary", "FileSummary", "inspect_files", "validate",

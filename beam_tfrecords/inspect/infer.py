@@ -61,7 +61,7 @@ def _column(values: list) -> pa.Array:
 def _tfrecord_sample(paths: Sequence[str], rows: int) -> Optional[pa.Table]:
   """The first Examples as a table: a feature whose sampled lists all hold
   at most one value is a scalar column, others stay lists."""
-  from beam_tfrecords.core.tfrecord_files import iter_tfrecords
+  from beam_tfrecords.core.shard_reader import iter_tfrecords
   from beam_tfrecords.sources.tfrecord import decode_examples, scalars
   import zlib
   records = []

@@ -273,7 +273,8 @@ def _cell(feature, spec: dict, image: bool = False) -> str:
 
 def _thumbnails(path: str, info: DatasetInfo, split: str, name: str) -> str:
   from beam_tfrecords.read.reader import shard_files
-  from beam_tfrecords.core.tfrecord_files import decode_example, iter_tfrecords
+  from beam_tfrecords.core.shard_reader import iter_tfrecords
+  from beam_tfrecords.core.tfrecord_files import decode_example
   images = []
   for shard in shard_files(path, split, info):
     for record in iter_tfrecords(shard):

@@ -17,9 +17,9 @@ from beam_tfrecords.core.errors import DatasetReplacedError, InputError
 from beam_tfrecords.core.generations import Guard, Pinned
 from beam_tfrecords.core.info import DatasetInfo, ShardInfo
 from beam_tfrecords.core.shares import stable_seed
+from beam_tfrecords.core.shard_reader import iter_tfrecords
 from beam_tfrecords.core.tfrecord_files import (decode_example,
-                                                decode_sequence_example,
-                                                iter_tfrecords)
+                                                decode_sequence_example)
 from beam_tfrecords.read.stream import SHUFFLE_BUFFER, RecordStream
 from beam_tfrecords.read.window import Datasets, finished
 from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,

@@ -30,22 +30,24 @@ permutation's order). A resume skips without reading anything.
 
 import copy
 import random
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from beam_tfrecords.core import fs
-from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.errors import InputError, ShardDamagedError
 from beam_tfrecords.core.array_record_files import (is_array_record,
                                                    read_array_record)
 from beam_tfrecords.core.generations import Guard
 from beam_tfrecords.core.shares import (Piece, check_share, file_order, share,
                                         share_of, stable_seed)
-from beam_tfrecords.core.tfrecord_files import iter_tfrecord_lists
+from beam_tfrecords.core.shard_reader import Expected, read_shard
 from beam_tfrecords.read.global_order import (LOOKAHEAD, GlobalOrder,
                                               Positions, read_in_order)
 from beam_tfrecords.read.random_access import RecordIndex
-from beam_tfrecords.read.window import Datasets, split_files, window
+from beam_tfrecords.read.window import (Datasets, records_digest,
+                                       split_files, window)
 
-__all__ = ["RecordStream", "SHUFFLE_BUFFER", "SHUFFLES", "buffer_shuffled"]
+__all__ = ["RecordStream", "SHUFFLE_BUFFER", "SHUFFLES", "buffer_shuffled",
+           "state_ints", "check_state"]
 
 # "buffer": the files in a seeded order, records through a seeded buffer;
 # "global": a permutation of every record (the shards' indexes).
@@ -89,6 +91,9 @@ class RecordStream:
       DataLoader's batch size).
     lookahead: "global": positions read at a time (memory: this many
       records).
+    check: check every record's CRCs and every shard's SHA-256
+      (core.shard_reader); sizes and record counts are checked either
+      way. False is faster by what benchmarks/read_suite.py measures.
   """
 
   def __init__(self, datasets: Datasets, split: str = "train",
@@ -98,7 +103,8 @@ class RecordStream:
                shuffle_buffer: int = SHUFFLE_BUFFER,
                worker: Optional[Tuple[int, int]] = None,
                transformed: bool = False, shuffle: str = "buffer",
-               block: int = 1, lookahead: int = LOOKAHEAD):
+               block: int = 1, lookahead: int = LOOKAHEAD,
+               check: bool = True):
     if shuffle not in SHUFFLES:
       raise ValueError(f"shuffle must be one of {SHUFFLES}; got "
                        f"{shuffle!r}")
@@ -110,6 +116,8 @@ class RecordStream:
     self.guard = Guard({path: info.generation for path, info in self.found})
     self.split = split
     self.files = split_files(self.found, split, transformed)
+    self.expected = _expected(self.found, transformed)
+    self.check = check
     self.shard = check_share(shard)
     self.worker = check_share(worker)
     if shuffle_buffer < 1:
@@ -174,25 +182,22 @@ class RecordStream:
                          self.lookahead)
 
   def lists(self) -> Iterator[List[bytes]]:
-    """The pieces' records, a list per read of a file. A piece that ends
-    the file reads it to its end: what follows the last record (a
-    truncated one, say) is an error."""
-    whole = dict(self.files)
+    """The pieces' records, a list per read of a file, each checked
+    (core.shard_reader): a piece that ends the file reads it to its end
+    and counts its records; one that ends before reads the rest raw for
+    the shard's checksum. A shard that is not what dataset.json lists
+    raises ShardDamagedError (or DatasetReplacedError, if it was
+    replaced)."""
     for p in self.pieces:
       at, end = 0, p.skip + p.take  # records of the file before the list
-      records_of = self.guard.lists(p.file, _file_lists(p.file))
-      for records in records_of:
+      expect = self.expected[p.file]
+      upto = end if end < expect.records else None
+      for records in self.guard.lists(
+          p.file, _file_lists(p.file, expect, self.check, upto)):
         lo, hi = max(p.skip - at, 0), min(end - at, len(records))
         at += len(records)
         if lo < hi:
           yield records if hi - lo == len(records) else records[lo:hi]
-        if at >= end:
-          # The file's end: read on (a truncated tail fails there).
-          if end >= whole[p.file] and at + sum(map(len, records_of)) > end:
-            raise self.guard.failed(p.file, InputError(
-                f"{p.file}: more records than its dataset lists "
-                f"({whole[p.file]})"))
-          break
       if not fs.is_local(p.file):  # read by name: still the generation's
         self.guard.check(p.file)
 
@@ -255,7 +260,8 @@ class RecordStream:
       yield batch
 
   def _config(self) -> Dict[str, Any]:
-    return {"datasets": [p for p, _ in self.found], "split": self.split,
+    return {"datasets": [p for p, _ in self.found],
+            "builds": _builds(self.found), "split": self.split,
             "shard": list(self.shard), "worker": list(self.worker),
             "drop_remainder": self.drop_remainder,
             "shuffle_seed": self.shuffle_seed, "epoch": self.epoch,
@@ -276,19 +282,20 @@ class RecordStream:
     """The next iteration continues where `state` was taken.
 
     Raises:
-      InputError: the state is of a reader of other datasets, split,
-        share, worker or order (the epoch is taken from it).
+      InputError: the state is of a reader of other datasets (or of
+        another build of them: other records), split, share, worker or
+        order (the epoch is taken from it), or it is malformed.
     """
-    want = dict(state)
-    position = int(want.pop("position"))
-    self._origin = int(want.pop("origin", 0))
+    want = dict(state_ints(state, ("position", "epoch"), ("origin",)))
+    position, origin = want.pop("position"), want.pop("origin", 0)
     self.epoch = want["epoch"]
-    mine = self._config()
-    for key, value in sorted(want.items()):
-      if mine.get(key) != value:
-        raise InputError(f"the state is of a reader with {key}={value!r}; "
-                         f"this one has {mine.get(key)!r}: make it with the "
-                         "same arguments to resume")
+    check_state(want, self._config(), "reader")
+    limit = len(self._records) if self._records is not None else len(self)
+    if not 0 <= origin <= limit or not 0 <= position <= limit:
+      raise InputError(f"the state's position {position:,} (origin "
+                       f"{origin:,}) is outside this reader's {limit:,} "
+                       "records: it is not this reader's state")
+    self._origin = origin
     self._skip = self._yielded = position
 
   def resume_rank(self, consumed: int) -> None:
@@ -302,12 +309,83 @@ class RecordStream:
     self._skip = self._yielded = 0
 
 
-def _file_lists(path: str) -> Iterator[List[bytes]]:
-  """A shard's records, a list per read: TFRecord (gzip or not) or
-  ArrayRecord."""
+def _expected(found, transformed: bool) -> Dict[str, Expected]:
+  """What each shard's dataset.json entry says of it, by path."""
+  out = {}
+  for path, info in found:
+    splits = info.transform.splits if transformed and info.transform \
+        else info.splits
+    out.update((fs.join(path, s.file), Expected.of(s))
+               for split in splits.values() for s in split.shards)
+  return out
+
+
+def _builds(found) -> List[Optional[str]]:
+  """Each dataset's records as a state names them: the digest of its
+  shards' checksums (the same after a rebuild with the same records), or
+  its generation for a dataset written before checksums."""
+  return [records_digest(info) or info.generation for _, info in found]
+
+
+def state_ints(state: Any, required: Sequence[str],
+               optional: Sequence[str] = ()) -> Dict[str, Any]:
+  """A saved state (a dict) with these fields checked to be whole
+  numbers (`optional` ones may be absent).
+
+  Raises:
+    InputError: not a dict, a field missing or not a whole number.
+  """
+  if not isinstance(state, dict):
+    raise InputError(f"a saved state is a dict (state_dict()'s); got "
+                     f"{type(state).__name__}")
+  out = dict(state)
+  for key in list(required) + [k for k in optional if k in state]:
+    value = state.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+      raise InputError(
+          f"the saved state's {key!r} is {value!r}, not a whole number: "
+          "pass a state that state_dict() returned (as saved, unedited)")
+  return out
+
+
+def check_state(want: Dict[str, Any], mine: Dict[str, Any],
+                what: str) -> None:
+  """Raises InputError unless a saved state's arguments are this
+  reader's (`what` it is, for the message)."""
+  if "builds" in want and want["builds"] != mine.get("builds"):
+    raise InputError(
+        f"the state was saved reading another build of the datasets "
+        f"({want.get('datasets')!r}): they were rebuilt with other records "
+        "since, so its position would name other records. Start the epoch "
+        "again (do not load the state)")
+  for key, value in sorted(want.items()):
+    if mine.get(key) != value:
+      raise InputError(f"the state is of a {what} with {key}={value!r}; "
+                       f"this one has {mine.get(key)!r}: make it with the "
+                       "same arguments to resume")
+
+
+def _file_lists(path: str, expect: Expected, check: bool,
+                upto: Optional[int]) -> Iterator[List[bytes]]:
+  """A shard's records, a list per read, checked against `expect`:
+  TFRecord (gzip or not) or ArrayRecord (its records counted; its own
+  reader checks its chunks)."""
   if not is_array_record(path):
-    return iter_tfrecord_lists(path, check_crc=False)
-  return _regrouped(([r] for r in read_array_record(path)), 4096)
+    return read_shard(path, expect=expect, check=check, upto=upto)
+  return _regrouped(_counted_array_record(path, expect), 4096)
+
+
+def _counted_array_record(path: str, expect: Expected
+                          ) -> Iterator[List[bytes]]:
+  n = 0
+  for record in read_array_record(path):
+    n += 1
+    yield [record]
+  if expect.records is not None and n != expect.records:
+    raise ShardDamagedError(
+        f"{path}: it holds {n:,} records; its dataset.json lists "
+        f"{expect.records:,}. The shard is not the one its build wrote: "
+        "restore it or build the dataset again", file=path)
 
 
 def _regrouped(lists: Iterator[List[bytes]], size: int

@@ -61,7 +61,8 @@ from beam_tfrecords.read.global_order import (LOOKAHEAD, GlobalOrder,
                                               Positions)
 from beam_tfrecords.read.random_access import RecordIndex
 from beam_tfrecords.read.reader import dataset_schema
-from beam_tfrecords.read.stream import SHUFFLE_BUFFER, RecordStream
+from beam_tfrecords.read.stream import (SHUFFLE_BUFFER, RecordStream,
+                                       check_state, state_ints)
 from beam_tfrecords.read.window import Datasets, window
 from beam_tfrecords.read.wire_columns import Text, objects
 
@@ -583,12 +584,11 @@ class Loader:
 
   def load_state_dict(self, state: Dict[str, Any]) -> None:
     """Raises InputError for the state of another reader."""
-    want = dict(state)
-    consumed, epoch = int(want.pop("consumed")), int(want.pop("epoch"))
-    mine = (self._sampler or self._source)._config()
-    for key, value in sorted(want.items()):
-      if mine.get(key) != value:
-        raise InputError(f"the state is of a loader with {key}={value!r}; "
-                         f"this one has {mine.get(key)!r}: make it with "
-                         "the same arguments to resume")
+    want = state_ints(state, ("consumed", "epoch"))
+    consumed, epoch = want.pop("consumed"), want.pop("epoch")
+    check_state(want, (self._sampler or self._source)._config(), "loader")
+    if not 0 <= consumed <= self._share:
+      raise InputError(f"the state's {consumed:,} records taken are outside "
+                       f"this loader's share of {self._share:,}: it is not "
+                       "this loader's state")
     self._epoch, self._consumed = epoch, consumed

@@ -32,9 +32,8 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecords.core.array_record_files import (ARRAY_RECORD_SUFFIX,
                                                     DEFAULT_OPTIONS,
                                                     array_record_module)
-from beam_tfrecords.core.tfrecord_files import (frame_records,
-                                                iter_tfrecord_lists,
-                                                unframe_records)
+from beam_tfrecords.core.shard_reader import iter_tfrecord_lists
+from beam_tfrecords.core.tfrecord_files import frame_records, unframe_records
 from beam_tfrecords.sinks.parts import ShardWritten
 from beam_tfrecords.sinks.shards import Codec, shard_name
 

@@ -23,9 +23,9 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.info import DatasetInfo, FileSum
+from beam_tfrecords.core.shard_reader import iter_tfrecords
 from beam_tfrecords.core.tfrecord_files import (decode_example,
-                                                decode_sequence_example,
-                                                iter_tfrecords)
+                                                decode_sequence_example)
 from beam_tfrecords.sinks.metadata import write_file
 
 __all__ = ["write_previews", "preview_file", "preview_columns",

@@ -56,8 +56,8 @@ from beam_tfrecords.core.fs import sha256_of
 from beam_tfrecords.core.members import MEMBER_CAP, Hopper, from_gzip, inflate
 from beam_tfrecords.core.shard_index import (DALI_INDEX_SUFFIX, INDEX_DIR,
                                              INDEX_SUFFIX, ShardIndex)
-from beam_tfrecords.core.tfrecord_files import (count_tfrecords, framed_ends,
-                                                frame_records,
+from beam_tfrecords.core.shard_reader import count_tfrecords
+from beam_tfrecords.core.tfrecord_files import (framed_ends, frame_records,
                                                 unframe_records)
 from beam_tfrecords.encoding.ragged import Ragged
 from beam_tfrecords.runners.gaps import separates_outputs

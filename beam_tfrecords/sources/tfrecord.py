@@ -19,7 +19,6 @@ gzip files are recognised by a `.gz` suffix or by their first bytes
 worker reads each. Batches hold up to 8,192 records and 16 MiB.
 """
 
-import zlib
 from typing import (Any, Collection, Dict, Iterator, List, Mapping, Optional,
                     Sequence, Tuple, Union)
 
@@ -27,9 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.core.tfrecord_files import (iter_tfrecords, proto_fields,
-                                                read_varint)
+from beam_tfrecords.core.errors import InputError, ShardDamagedError
+from beam_tfrecords.core.shard_reader import iter_tfrecords
+from beam_tfrecords.core.tfrecord_files import proto_fields, read_varint
 from beam_tfrecords.sources.base import (Format, InputFile, ReadError, ReadUnit,
                                          SourceBatch, register_format)
 
@@ -215,22 +214,25 @@ class TFRecordFormat(Format):
           yield self._batch(unit.path, first, records, columns, scalar)
           first += len(records)
           records, size = [], 0
-    except ValueError as e:  # framing: truncated, or a CRC mismatch
+    except ShardDamagedError as e:  # cut, a CRC, gzip that is not
+      good = first + len(records) - 1
+      if e.cut:
+        raise InputError(
+            f"{unit.path}: the file ends early ({e.reason}): it is "
+            f"truncated (an interrupted download or copy?) after {good} "
+            "good records; replace it or leave it out of --input. Nothing "
+            "from this build is published.") from e
+      if e.member == 0 and e.offset == 0:  # no gzip from its first byte
+        raise InputError(
+            f"{unit.path}: cannot read it as a TFRecord file after {good} "
+            f"good records ({e.reason}); is it gzip? "
+            "(--tfrecord-compression gzip|none)") from e
       raise InputError(
-          f"{e} (after {first + len(records) - 1} good records); the rest "
-          "of the file cannot be read, so the build stops. Rewrite the "
-          "file, or leave it out of --input") from e
-    except EOFError as e:  # gzip that stops before its end-of-stream mark
-      raise InputError(
-          f"{unit.path}: the gzip data ends early: the file is truncated "
-          "(an interrupted download or copy?) after "
-          f"{first + len(records) - 1} good records; replace it or leave "
-          "it out of --input. Nothing from this build is published.") from e
-    except (OSError, zlib.error) as e:
-      raise InputError(
-          f"{unit.path}: cannot read it as a TFRecord file after "
-          f"{first + len(records) - 1} good records ({e}); is it gzip? "
-          "(--tfrecord-compression gzip|none)") from e
+          f"{unit.path}: {e.reason}: the file is damaged after {good} good "
+          "records, so the build stops. Replace or rewrite it, or leave it "
+          "out of --input. Nothing from this build is published.") from e
+    except OSError as e:
+      raise InputError(f"{unit.path}: cannot read it ({e})") from e
     if records:
       yield self._batch(unit.path, first, records, columns, scalar)
 

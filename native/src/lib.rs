@@ -12,7 +12,7 @@
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyTuple};
 
 mod columns;
 mod framing;
@@ -24,7 +24,7 @@ use messages::Group;
 
 /// The contract the Python side checks before it uses this module: bump
 /// it when a function's arguments or output change.
-const CONTRACT: u32 = 1;
+const CONTRACT: u32 = 2;
 
 /// Keeps the Python buffers alive while slices of them are in use.
 #[derive(Default)]
@@ -204,6 +204,24 @@ fn framed_ends<'py>(py: Python<'py>, data: Bound<'py, PyAny>) -> PyResult<Bound<
     Ok(out)
 }
 
+/// The records of framed `data` (bytes each), checked with `check`:
+/// (records, where the walk stopped, None or what is wrong there:
+/// "corrupt length CRC" / "corrupt data CRC"). A stop before the end
+/// with None is a record the data ends inside.
+#[pyfunction]
+fn unframe<'py>(
+    py: Python<'py>,
+    data: Bound<'py, PyAny>,
+    check: bool,
+) -> PyResult<(Bound<'py, PyList>, usize, Option<&'static str>)> {
+    let mut held = Buffers::default();
+    let d: &[u8] = detach(held.slice::<u8>(&data, "data")?);
+    let (spans, consumed, problem) = py.detach(|| framing::unframe(d, check));
+    let list = PyList::new(py, spans.iter().map(|&(a, b)| PyBytes::new(py, &d[a..b])))?;
+    drop(held);
+    Ok((list, consumed, problem.and_then(|p| p.name())))
+}
+
 #[pymodule]
 fn beam_tfrecords_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CONTRACT", CONTRACT)?;
@@ -212,5 +230,6 @@ fn beam_tfrecords_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(values, m)?)?;
     m.add_function(wrap_pyfunction!(frame, m)?)?;
     m.add_function(wrap_pyfunction!(framed_ends, m)?)?;
+    m.add_function(wrap_pyfunction!(unframe, m)?)?;
     Ok(())
 }

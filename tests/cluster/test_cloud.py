@@ -108,7 +108,7 @@ def test_array_record_shards_are_built_locally_and_copied_to_s3(s3,
     array_record_module = pytest.importorskip(
         "array_record.python.array_record_module")
   from beam_tfrecords.core.array_record_files import read_array_record
-  from beam_tfrecords.core.tfrecord_files import iter_tfrecords
+  from beam_tfrecords.core.shard_reader import iter_tfrecords
   client = boto3.client("s3", endpoint_url=s3)
   client.create_bucket(Bucket="datasets")
   source = tmp_path / "in.csv"

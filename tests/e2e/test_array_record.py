@@ -21,7 +21,7 @@ import pytest
 import beam_tfrecords as btr
 from beam_tfrecords import AnomalyError, InputError
 from beam_tfrecords.core.array_record_files import read_array_record
-from beam_tfrecords.core.tfrecord_files import iter_tfrecords
+from beam_tfrecords.core.shard_reader import iter_tfrecords
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.inspect.check import inspect_files, validate
 from beam_tfrecords.core.info import listed_files

@@ -274,7 +274,7 @@ class _BytesCoder(beam.coders.Coder):
 
 def _records_of(path):
   from beam_tfrecords.read.reader import shard_files
-  from beam_tfrecords.core.tfrecord_files import iter_tfrecords
+  from beam_tfrecords.core.shard_reader import iter_tfrecords
   return [r for shard in shard_files(path, "train")
           for r in iter_tfrecords(shard)]
 

@@ -9,7 +9,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import InputError
-from beam_tfrecords.core.tfrecord_files import count_tfrecords
+from beam_tfrecords.core.shard_reader import count_tfrecords
 
 from tests.helpers.records import tf_records
 from tests.helpers.shard_size import SCHEMA, _csv

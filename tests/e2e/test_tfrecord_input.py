@@ -14,7 +14,7 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.core.tfrecord_files import iter_tfrecords
+from beam_tfrecords.core.shard_reader import iter_tfrecords
 
 from tests.helpers.movies import SCHEMA, ROWS
 from tests.helpers.records import tf_parse, tf_records
@@ -146,8 +146,9 @@ def test_a_broken_file_stops_the_build_naming_it(tmp_path, tf):
   data = (tmp_path / "in.tfrecord").read_bytes()
   (tmp_path / "in.tfrecord").write_bytes(data[:-7])
   with pytest.raises(InputError, match=(
-      r"in\.tfrecord: truncated record 10 \(after 9 good records\); the rest "
-      r"of the file cannot be read, so the build stops")):
+      r"in\.tfrecord: the file ends early \(the file ends inside record 10 "
+      r"of 31 bytes \(byte 423\)\): it is truncated \(an interrupted "
+      r"download or copy\?\) after 9 good records")):
     btr.build(TARGET, str(tmp_path / "in.tfrecord"), str(tmp_path / "out"))
   assert not os.path.exists(tmp_path / "out" / "_SUCCESS")
 
@@ -279,8 +280,9 @@ def test_examples_with_repeated_or_unknown_fields_are_examples(tmp_path, tf):
 
 def test_gzip_is_recognised_by_its_bytes_and_a_stream_error_keeps_the_records_before_it(
     tmp_path, tf):
-  from beam_tfrecords.core import tfrecord_files as records
-  framed = records.frame_records([b"r%d" % i for i in range(49)])
+  from beam_tfrecords.core import shard_reader as records
+  from beam_tfrecords.core.tfrecord_files import frame_records
+  framed = frame_records([b"r%d" % i for i in range(49)])
   (tmp_path / "a.tfrecord").write_bytes(gzip.compress(framed))
   assert len(list(records.iter_tfrecords(str(tmp_path / "a.tfrecord")))) \
       == 49

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import beam_tfrecords as btr
-from beam_tfrecords.core.tfrecord_files import iter_tfrecords
+from beam_tfrecords.core.shard_reader import iter_tfrecords
 
 from tests.helpers.cli_builds import NOT_WHOLE
 from tests.helpers.records import shard_paths

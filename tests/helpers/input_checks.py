@@ -55,14 +55,18 @@ GZIPPED = gzip.compress(FRAMED, mtime=0)
 
 
 def _whole_records(cut):
-  """The records whole in the first `cut` bytes of GZIPPED."""
+  """The records whole in the first `cut` bytes of GZIPPED (inflated:
+  none of them is read, their member's CRC cannot be checked)."""
   inflated = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(
       GZIPPED[:cut])
   return len(inflated) // (len(FRAMED) // len(RECORDS))
 
 
-def _truncated(path, good):
-  return (f"{path}: the gzip data ends early: the file is truncated (an "
+def _truncated(path, good=0, where="the file ends inside the member "
+               "(gzip member 0, byte 0)"):
+  """What the build says of a cut gzip TFRecord input: the records of a
+  member it ends inside are not read (their CRC-32 cannot be checked)."""
+  return (f"{path}: the file ends early ({where}): it is truncated (an "
           f"interrupted download or copy?) after {good} good records; "
           "replace it or leave it out of --input. Nothing from this build "
           "is published.")

@@ -10,7 +10,8 @@ import pytest
 
 from beam_tfrecords.core.members import (HEADER_BYTES, Member, MemberError,
                                          member, member_table)
-from beam_tfrecords.core.tfrecord_files import frame_records, iter_tfrecords
+from beam_tfrecords.core.tfrecord_files import frame_records
+from beam_tfrecords.core.shard_reader import iter_tfrecords
 
 
 def _member(records, level=6):

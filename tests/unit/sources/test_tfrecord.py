@@ -27,7 +27,8 @@ def test_a_truncated_gzip_tfrecord_on_a_cloud_file_system_is_not_read_short(
                               options=(("scalar_columns", ("id",)),))
   with pytest.raises(InputError) as e:
     list(source.TFRecordFormat().read(unit, ["id"]))
-  assert str(e.value) == _truncated(str(path), _whole_records(cut))
+  assert _whole_records(cut) > 0  # inflated, and still not handed out
+  assert str(e.value) == _truncated(str(path))
 
 
 def test_a_column_read_both_as_one_value_and_as_a_list_is_refused(tmp_path,
