@@ -122,6 +122,35 @@ class Guard:
     # Longest first: a file belongs to the deepest folder that holds it.
     self._generations = OrderedDict(sorted(
         generations.items(), key=lambda kv: -len(kv[0])))
+    # A local dataset's _SUCCESS as last seen to be its generation's:
+    # (inode, mtime, size).
+    self._stats: Dict[str, Tuple[int, int, int]] = {}
+
+  def generation_of(self, file: str) -> Optional[str]:
+    """The generation read of the dataset holding `file` (None: none)."""
+    path = self.dataset_of(file)
+    return None if path is None else self._generations[path]
+
+  def still(self) -> None:
+    """Raises DatasetReplacedError if a dataset is not the generation
+    read any more. Cheap enough for every read: on local disk a stat of
+    its _SUCCESS, read again only when the stat differs from the last
+    one seen; elsewhere nothing (files are checked as they are opened)."""
+    for path, want in self._generations.items():
+      if want is None or not fs.is_local(path):
+        continue
+      try:
+        st = os.stat(os.path.join(path, SUCCESS))
+        seen: Optional[Tuple[int, int, int]] = (st.st_ino, st.st_mtime_ns,
+                                                st.st_size)
+      except OSError:
+        seen = None
+      if seen is not None and self._stats.get(path) == seen:
+        continue
+      if generation(path) != want:
+        raise replaced_error(path)
+      if seen is not None:
+        self._stats[path] = seen
 
   def dataset_of(self, file: str) -> Optional[str]:
     for path in self._generations:

@@ -28,7 +28,7 @@ from typing import Callable, List
 import numpy as np
 
 from beam_tfrecords.core.errors import ShardIndexError
-from beam_tfrecords.core.members import Member
+from beam_tfrecords.core.members import HEADER_BYTES, Member
 
 __all__ = ["ShardIndex", "INDEX_DIR", "INDEX_SUFFIX", "DALI_INDEX_SUFFIX",
            "MAGIC"]
@@ -101,7 +101,15 @@ class ShardIndex:
                             f"has {len(data):,} (cut or damaged)")
     arrays = np.frombuffer(data, dtype="<u8", offset=_HEAD.size).astype(
         np.uint64)
-    return cls(arrays[:m + 1], arrays[m + 1:], first, last)
+    offsets, firsts = arrays[:m + 1], arrays[m + 1:]
+    # Members follow each other from byte 0, each of at least a member's
+    # header and trailer; record numbers start at 0 and never go back.
+    if m < 1 or offsets[0] != 0 or firsts[0] != 0 or (
+        np.diff(offsets) < HEADER_BYTES + 8).any() or (
+            firsts[1:] < firsts[:-1]).any() or offsets[-1] >= 2**62:
+      raise ShardIndexError(f"{name}: its member offsets or record numbers "
+                            "are not in order from 0 (a damaged index)")
+    return cls(offsets, firsts, first, last)
 
   def member_of(self, records: np.ndarray) -> np.ndarray:
     """The member holding each record number."""

@@ -42,7 +42,8 @@ from beam_tfrecords.core.errors import InputError, ShardDamagedError
 from beam_tfrecords.core.members import HEADER_BYTES, MemberError, member_size
 from beam_tfrecords.core.tfrecord_files import masked_crc32c
 
-__all__ = ["Expected", "read_shard", "iter_tfrecords", "iter_tfrecord_lists",
+__all__ = ["Expected", "read_shard", "check_whole", "iter_tfrecords",
+           "iter_tfrecord_lists",
            "count_tfrecords", "unframe", "compression_of", "HOLD"]
 
 # Bytes read from the file at a time.
@@ -402,6 +403,35 @@ def read_shard(path: str, compression: Optional[str] = None,
         shard.finish(whole=False)
         return
     shard.finish(whole=True)
+
+
+def check_whole(path: str, expect: Expected, check: bool = True,
+                name: Optional[str] = None) -> None:
+  """A shard's size, and with `check` (on local disk) its SHA-256,
+  against its dataset.json entry, without reading its records: for a
+  reader that reads them itself (tf.data, which checks the records'
+  CRCs and gzip's). `name`: the shard's name, when `path` is another way
+  to it (/proc/self/fd/N).
+
+  Raises:
+    ShardDamagedError: the size or the checksum differs.
+  """
+  name = name or path
+  size = os.stat(path).st_size if fs.is_local(path) else \
+      fs.match(path)[0].size
+  wrong = None
+  if expect.size is not None and size != expect.size:
+    wrong = (f"it is {size:,} bytes; its dataset.json lists "
+             f"{expect.size:,} (an empty, cut or replaced file, or one with "
+             "bytes added)")
+  elif check and expect.sha256 and fs.is_local(path) and fs.sha256_of(
+      path, limit=size + 1)[1] != expect.sha256:
+    wrong = "its SHA-256 is not the one its dataset.json lists"
+  if wrong:
+    raise ShardDamagedError(
+        f"{name}: {wrong}. The shard is not the one its build wrote: "
+        "`beam-tfrecords verify` names every such file; restore it or "
+        "build the dataset again", file=name, reason=wrong)
 
 
 def iter_tfrecord_lists(path: str, compression: Optional[str] = None,

@@ -32,6 +32,7 @@ replaced meanwhile raises DatasetReplacedError.
 """
 
 import collections
+import hashlib
 import logging
 import os
 import re
@@ -45,11 +46,14 @@ from isal import isal_zlib
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.array_record_files import (array_record_module,
                                                    is_array_record)
-from beam_tfrecords.core.errors import InputError, ShardIndexError
+from beam_tfrecords.core.errors import (InputError, ShardDamagedError,
+                                        ShardIndexError, preview)
 from beam_tfrecords.core.generations import Guard
+from beam_tfrecords.core.members import HEADER_BYTES, MemberError, member_size
 from beam_tfrecords.core.shard_index import (DALI_INDEX_SUFFIX, INDEX_SUFFIX,
                                              ShardIndex)
-from beam_tfrecords.core.tfrecord_files import framed_ends, masked_crc32c
+from beam_tfrecords.core.shard_reader import unframe
+from beam_tfrecords.core.tfrecord_files import masked_crc32c
 from beam_tfrecords.read.window import Datasets, window
 
 __all__ = ["RecordIndex", "IndexedShard", "PlainShard", "ArrayRecordShard",
@@ -74,21 +78,26 @@ class _Descriptors:
     self._lock = threading.Lock()
 
   def get(self, shard: "_Shard") -> int:
+    """The shard's descriptor: kept by (path, generation), so a reader of
+    another build of the dataset (made after an overwrite) opens the file
+    anew, and checked to be the file the shard first opened."""
+    key = (shard.path, shard.generation)
     with self._lock:
-      fd = self._open.get(shard.path)
+      fd = self._open.get(key)
       if fd is not None:
-        self._open.move_to_end(shard.path)
+        self._open.move_to_end(key)
+        shard.same_file(fd)
         return fd
       fd = shard.opened()
-      self._open[shard.path] = fd
+      self._open[key] = fd
       while len(self._open) > self.MAX_OPEN:
         _, old = self._open.popitem(last=False)
         os.close(old)
       return fd
 
-  def close(self, path: str) -> None:
+  def close(self, shard: "_Shard") -> None:
     with self._lock:
-      fd = self._open.pop(path, None)
+      fd = self._open.pop((shard.path, shard.generation), None)
       if fd is not None:
         os.close(fd)
 
@@ -101,9 +110,15 @@ class _Shard:
   read by descriptor (pread), others through Beam's FileSystems."""
 
   def __init__(self, path: str, index_path: Optional[str], records: int,
-               guard: Optional[Guard] = None):
+               guard: Optional[Guard] = None,
+               index_sum: Optional[Tuple[int, str]] = None,
+               check: bool = True):
     self.path, self.index_path, self.records = path, index_path, records
     self._guard = guard
+    # The generation of the dataset it was listed by (its _SUCCESS).
+    self.generation = guard.generation_of(path) if guard else None
+    # The index's (bytes, SHA-256) as dataset.json lists them.
+    self.index_sum, self.check = index_sum, check
     self._checked = False
     # The local file first opened (device, inode): opened again, it must
     # be the same file.
@@ -132,20 +147,25 @@ class _Shard:
     try:
       if self._guard is not None:
         self._guard.check(self.path)
-      st = os.fstat(fd)
-      if self._identity is None:
-        self._identity = (st.st_dev, st.st_ino)
-      elif self._identity != (st.st_dev, st.st_ino):
-        raise self._failed(InputError(
-            f"{self.path} was replaced while it was read; read it again"))
+      self.same_file(fd)
     except BaseException:
       os.close(fd)
       raise
     return fd
 
+  def same_file(self, fd: int) -> None:
+    """Raises unless `fd` is the file this shard first opened (the first
+    one opened is taken as it)."""
+    st = os.fstat(fd)
+    if self._identity is None:
+      self._identity = (st.st_dev, st.st_ino)
+    elif self._identity != (st.st_dev, st.st_ino):
+      raise self._failed(InputError(
+          f"{self.path} was replaced while it was read; read it again"))
+
   def close(self) -> None:
     """Closes its descriptor (opened again if read again)."""
-    _DESCRIPTORS.close(self.path)
+    _DESCRIPTORS.close(self)
 
   def _read(self, offset: int, length: int) -> bytes:
     if fs.is_local(self.path):
@@ -169,8 +189,7 @@ class _Shard:
     try:
       index = None
       if self.index_path is not None:
-        with fs.open_read(self.index_path, fs.UNCOMPRESSED) as f:
-          index = f.read()
+        index = self._index_bytes()
       if fs.is_local(self.path):
         size = os.fstat(_DESCRIPTORS.get(self)).st_size
       else:
@@ -180,6 +199,29 @@ class _Shard:
           f"cannot read {self.path} or its index {self.index_path}: "
           f"{e}")) from e
     self._check(index, size)
+
+  def _index_bytes(self) -> bytes:
+    """The index file, checked against the size and SHA-256 dataset.json
+    lists for it (once per open): a damaged index is refused before
+    anything is read through it."""
+    assert self.index_path is not None
+    with fs.open_read(self.index_path, fs.UNCOMPRESSED) as f:
+      if self.index_sum is None:
+        return f.read()
+      size, digest = self.index_sum
+      data = f.read(size + 1)
+    if len(data) != size or (
+        self.check and hashlib.sha256(data).hexdigest() != digest):
+      what = (f"it is {len(data):,} bytes" + (" or more" if len(data) > size
+                                              else "")
+              + f", dataset.json lists {size:,}") if len(data) != size \
+          else "its SHA-256 is not the one dataset.json lists"
+      raise ShardIndexError(
+          f"the index {self.index_path} of the shard {self.path} is "
+          f"damaged: {what}. `beam-tfrecords verify` names every damaged "
+          "file; restore it or build the dataset again (or read the shard "
+          "as a stream)")
+    return data
 
   def _check(self, index: Optional[bytes], size: int) -> None:
     raise NotImplementedError
@@ -197,13 +239,14 @@ class _Shard:
 
 class IndexedShard(_Shard):
   """A gzip shard and its index (core.shard_index): the records of its
-  members."""
+  members, each member checked as it is inflated."""
 
   def __init__(self, path: str, index_path: str, records: int,
-               guard: Optional[Guard] = None):
-    super().__init__(path, index_path, records, guard)
+               guard: Optional[Guard] = None,
+               index_sum: Optional[Tuple[int, str]] = None,
+               check: bool = True):
+    super().__init__(path, index_path, records, guard, index_sum, check)
     self._index: Optional[ShardIndex] = None
-    self._record_starts: Dict[int, np.ndarray] = {}
 
   @property
   def index(self) -> ShardIndex:
@@ -222,34 +265,45 @@ class IndexedShard(_Shard):
           "the dataset's files are not of one build")
     self._index = parsed
 
-  def _inflated(self, m: int) -> bytes:
-    """Member m's framed records."""
+  def _damaged(self, m: int, what: str) -> ShardDamagedError:
+    start = int(self.index.offsets[m])
+    return ShardDamagedError(
+        f"{self.path}: gzip member {m} (byte {start:,}) {what}. The shard "
+        "is not the one its build wrote: `beam-tfrecords verify` names "
+        "every damaged file; restore it or build the dataset again",
+        file=self.path, member=m, offset=start, reason=what)
+
+  def _inflated(self, m: int) -> List[bytes]:
+    """Member m's records, checked: the member's header says the size
+    and record count its index does, it inflates with its CRC-32 and
+    size, and (with `check`) every record's CRCs match."""
     index = self.index
     start, stop = int(index.offsets[m]), int(index.offsets[m + 1])
+    want = int(index.first_records[m + 1] - index.first_records[m])
     data = self._read(start, stop - start)
     if len(data) != stop - start:
-      raise InputError(f"{self.path}: {len(data):,} bytes at {start:,}, "
-                       f"{stop - start:,} expected (a cut file)")
-    return isal_zlib.decompress(data, wbits=31)
-
-  def _starts(self, m: int, framed: bytes) -> np.ndarray:
-    """Where member m's records start in its framed bytes (and its end),
-    walked once per process (4 bytes a record)."""
-    starts = self._record_starts.get(m)
-    if starts is None:
-      ends = framed_ends(framed)
-      want = int(self.index.first_records[m + 1] -
-                 self.index.first_records[m])
-      if len(ends) != want:
-        raise InputError(
-            f"{self.path}: member {m} at byte "
-            f"{int(self.index.offsets[m]):,} holds {len(ends):,} records, "
-            f"its index says {want:,}")
-      starts = np.zeros(len(ends) + 1, dtype=np.uint32 if len(framed) <
-                        2**32 else np.int64)
-      starts[1:] = ends
-      self._record_starts[m] = starts
-    return starts
+      raise self._damaged(m, f"is cut: {len(data):,} bytes of "
+                          f"{stop - start:,} are there")
+    try:
+      said = member_size(data[:HEADER_BYTES], start)
+    except MemberError as e:
+      raise self._damaged(m, f"has no header of ours ({e})") from e
+    if said != (stop - start, want):
+      raise self._damaged(m, f"says {said[0]:,} bytes and {said[1]:,} "
+                          f"records; its index {stop - start:,} and "
+                          f"{want:,}")
+    d = isal_zlib.decompressobj(wbits=31)
+    try:
+      framed = d.decompress(data)
+    except Exception as e:  # pylint: disable=broad-except
+      raise self._damaged(m, f"does not inflate ({e})") from e
+    if not d.eof or d.unused_data:
+      raise self._damaged(m, "does not end where its header says")
+    records, used, wrong = unframe(framed, self.check)
+    if wrong or used != len(framed) or len(records) != want:
+      raise self._damaged(m, wrong or f"holds {len(records):,} whole "
+                          f"records, its index says {want:,}")
+    return records
 
   def get(self, local: np.ndarray, cache: "MemberCache") -> List[bytes]:
     """The records at these positions of the shard, in their order; each
@@ -259,17 +313,17 @@ class IndexedShard(_Shard):
     within = local - index.first_records[member].astype(np.int64)
     order = np.argsort(member, kind="stable")
     out: List[bytes] = [b""] * len(local)
-    current, framed, starts = -1, b"", np.zeros(0, np.uint32)
+    current, records = -1, []
     for g, m, w in zip(order.tolist(), member[order].tolist(),
                        within[order].tolist()):
       if m != current:  # the next member: inflated (or cached) once
-        current, found = m, cache.get((self.path, m))
+        current, found = m, cache.get((self.path, self.generation, m))
         if found is None:
           found = self._inflated(m)
-          cache.put((self.path, m), found)
-        framed = found
-        starts = self._starts(m, framed)
-      out[g] = framed[starts.item(w) + 12:starts.item(w + 1) - 4]
+          cache.put((self.path, self.generation, m), found,
+                    sum(map(len, found)) + 40 * len(found))
+        records = found
+      out[g] = records[w]
     return out
 
 
@@ -280,7 +334,11 @@ class PlainShard(_Shard):
 
   def _check(self, index: Optional[bytes], size: int) -> None:
     assert index is not None
-    pairs = np.array(index.split(), dtype=np.int64).reshape(-1, 2)
+    try:
+      pairs = np.array(index.split(), dtype=np.int64).reshape(-1, 2)
+    except (ValueError, OverflowError) as e:
+      raise self._mismatch(f"it is not lines of two whole numbers ({e})") \
+          from e
     offsets, sizes = pairs[:, 0], pairs[:, 1]
     if len(offsets) != self.records:
       raise self._mismatch(f"the index lists {len(offsets):,} records, the "
@@ -373,37 +431,40 @@ class MemberCache:
 
   def __init__(self, limit: int):
     self.limit = limit
-    self._kept: Dict[tuple, bytes] = {}
-    self._recent: "collections.OrderedDict[tuple, bytes]" = \
-        collections.OrderedDict()
+    self._kept: Dict[tuple, List[bytes]] = {}
+    self._recent: "collections.OrderedDict[tuple, Tuple[List[bytes], int]]" \
+        = collections.OrderedDict()
     self._bytes = 0
     self._recent_bytes = 0
 
-  def get(self, key) -> Optional[bytes]:
+  def get(self, key) -> Optional[List[bytes]]:
+    """A member's records (checked when inflated), or None."""
     data = self._kept.get(key)
     if data is None:
-      data = self._recent.get(key)
-      if data is not None:
+      held = self._recent.get(key)
+      if held is not None:
         self._recent.move_to_end(key)
+        data = held[0]
     return data
 
-  def put(self, key, data: bytes) -> None:
-    if len(data) > self.limit:
+  def put(self, key, data: List[bytes], size: int) -> None:
+    """Keeps a member's records, which take `size` bytes."""
+    if size > self.limit:
       return
-    if self._bytes + len(data) <= self.limit:
+    if self._bytes + size <= self.limit:
       self._kept[key] = data
-      self._bytes += len(data)
+      self._bytes += size
       return
-    self._recent[key] = data
-    self._recent_bytes += len(data)
+    self._recent[key] = (data, size)
+    self._recent_bytes += size
     while len(self._recent) > self.RECENT or (
         self._recent_bytes > self.limit):
-      _, old = self._recent.popitem(last=False)
-      self._recent_bytes -= len(old)
+      _, (_, old) = self._recent.popitem(last=False)
+      self._recent_bytes -= old
 
 
-def indexed_files(found, split: str, transformed: bool = False
-                  ) -> List[_Shard]:
+def indexed_files(found, split: str, transformed: bool = False,
+                  check: bool = True) -> List[_Shard]:
   """The shards of a split over a window, in reading order, each as the
   reader of its kind: gzip with our index, uncompressed with DALI's,
   ArrayRecord.
@@ -430,10 +491,10 @@ def indexed_files(found, split: str, transformed: bool = False
         out.append(ArrayRecordShard(file, None, s.num_records, guard))
       elif s.index is not None and s.index.file.endswith(INDEX_SUFFIX):
         out.append(IndexedShard(file, fs.join(path, s.index.file),
-                                s.num_records, guard))
+                                s.num_records, guard, _sum(s.index), check))
       elif s.index is not None and s.index.file.endswith(DALI_INDEX_SUFFIX):
         out.append(PlainShard(file, fs.join(path, s.index.file),
-                              s.num_records, guard))
+                              s.num_records, guard, _sum(s.index), check))
       else:
         raise InputError(
             f"{path}: the shard {s.file} has no index, so its records "
@@ -441,6 +502,11 @@ def indexed_files(found, split: str, transformed: bool = False
             "with --sink beam); read it as a stream (RecordStream, "
             "shuffle='buffer'), or build it again")
   return out
+
+
+def _sum(index) -> Tuple[int, str]:
+  """An IndexInfo's (bytes, SHA-256)."""
+  return index.num_bytes, index.sha256
 
 
 def _warn_group_size(path: str, info) -> None:
@@ -474,25 +540,31 @@ class RecordIndex:
     cache_bytes: inflated members kept for the next reads (MemberCache):
       reads that come back to a member (batches of random records, a
       global shuffle's next lookahead) skip its inflating. 0: none.
+    check: check every record's CRCs and each index's SHA-256 (members'
+      CRC-32, sizes and counts are checked either way).
   """
 
   def __init__(self, datasets: Datasets, split: str = "train",
-               transformed: bool = False, cache_bytes: int = CACHE_BYTES):
+               transformed: bool = False, cache_bytes: int = CACHE_BYTES,
+               check: bool = True):
     self.cache_bytes = cache_bytes
-    self._setup(window(datasets), split, transformed)
+    self._setup(window(datasets), split, transformed, check)
 
   @classmethod
   def of_window(cls, found, split: str, transformed: bool = False,
-                cache_bytes: int = CACHE_BYTES) -> "RecordIndex":
+                cache_bytes: int = CACHE_BYTES,
+                check: bool = True) -> "RecordIndex":
     """Of a window already read (window.window's)."""
     out = cls.__new__(cls)
     out.cache_bytes = cache_bytes
-    out._setup(found, split, transformed)
+    out._setup(found, split, transformed, check)
     return out
 
-  def _setup(self, found, split: str, transformed: bool) -> None:
+  def _setup(self, found, split: str, transformed: bool,
+             check: bool) -> None:
     self.split = split
-    self.shards = indexed_files(found, split, transformed)
+    self.guards = [Guard({path: info.generation}) for path, info in found]
+    self.shards = indexed_files(found, split, transformed, check)
     self.starts = np.zeros(len(self.shards) + 1, dtype=np.int64)
     np.cumsum([s.records for s in self.shards], out=self.starts[1:])
     self._cache = MemberCache(self.cache_bytes)
@@ -511,12 +583,29 @@ class RecordIndex:
       shard.close()
 
   def __getitem__(self, i: int) -> bytes:
+    if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+      raise TypeError(f"a record position is a whole number; got "
+                      f"{preview(i)}")
     return self.get([i])[0]
 
   def get(self, wanted: Sequence[int]) -> List[bytes]:
-    """The records at these positions, in their order; each member they
-    touch inflated once."""
-    positions = np.asarray(wanted, dtype=np.int64)
+    """The records at these positions (whole numbers), in their order;
+    each member they touch inflated once.
+
+    Raises:
+      TypeError: a position that is not a whole number (1.9, "7").
+      IndexError: one outside the split.
+      DatasetReplacedError: the dataset was replaced since this reader
+        was made (read it again).
+    """
+    positions = np.asarray(wanted)
+    if positions.size and (positions.dtype.kind not in "iu"
+                           or positions.ndim != 1):
+      raise TypeError(f"record positions are whole numbers; got "
+                      f"{preview(wanted)}")
+    positions = positions.astype(np.int64, copy=False)
+    for guard in self.guards:
+      guard.still()
     n = len(self)
     if positions.size and (positions.min() < 0 or positions.max() >= n):
       bad = positions[(positions < 0) | (positions >= n)][0]

@@ -13,11 +13,13 @@ from typing import (Any, Callable, Dict, Iterator, List, Optional,
 
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.array_record_files import is_array_record
-from beam_tfrecords.core.errors import DatasetReplacedError, InputError
+from beam_tfrecords.core.errors import (DatasetReplacedError, InputError,
+                                        ShardDamagedError)
 from beam_tfrecords.core.generations import Guard, Pinned
 from beam_tfrecords.core.info import DatasetInfo, ShardInfo
 from beam_tfrecords.core.shares import stable_seed
-from beam_tfrecords.core.shard_reader import iter_tfrecords
+from beam_tfrecords.core.shard_reader import (Expected, check_whole,
+                                              read_shard)
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example)
 from beam_tfrecords.read.stream import SHUFFLE_BUFFER, RecordStream
@@ -158,7 +160,8 @@ def load(path: Datasets, split: str = "train",
          transformed: bool = False, as_supervised: bool = False, *,
          shard: Optional[Tuple[int, int]] = None,
          drop_remainder: bool = False, shuffle_seed: Optional[int] = None,
-         epoch: int = 0, shuffle_buffer: int = SHUFFLE_BUFFER):
+         epoch: int = 0, shuffle_buffer: int = SHUFFLE_BUFFER,
+         check: bool = True):
   """A tf.data.Dataset of parsed records.
 
   Examples give feature dicts; SequenceExamples give (context, sequence)
@@ -193,13 +196,18 @@ def load(path: Datasets, split: str = "train",
       and shuffle records in a seeded buffer of `shuffle_buffer`; the
       same order on every run. None: the files' order.
     epoch: with a seed, which epoch's order.
+    check: before a local shard's first record, its SHA-256 against
+      dataset.json (sizes are checked either way; tf.data checks every
+      record's CRCs and gzip's own). A damaged shard stops the read with
+      tf.errors.DataLossError, whose message is ShardDamagedError's.
   """
   if transformed and as_supervised:
     raise InputError("as_supervised reads the raw records' label; "
                      "transformed=True reads TensorFlow Transform's "
                      "outputs: split the label off them yourself")
   stream = RecordStream(path, split, shard, drop_remainder, shuffle_seed,
-                        epoch, shuffle_buffer, transformed=transformed)
+                        epoch, shuffle_buffer, transformed=transformed,
+                        check=check)
   info = stream.found[0][1]  # read once (a request on GCS / S3)
   if transformed:
     return _parsed(_records(stream), transformed_spec(info), batch_size)
@@ -249,13 +257,22 @@ def _records(stream: RecordStream):
         lambda: (r for records in stream.lists() for r in records),
         output_signature=tf.TensorSpec((), tf.string)), stream)
   whole = {f: n for f, n in stream.files}
-  pinned = Pinned(stream.guard, [p.file for p in pieces])
+  files = [p.file for p in pieces]
+  pinned = Pinned(stream.guard, files)
 
   def opened(i):
     try:
-      return pinned.open(int(i))
+      path = pinned.open(int(i))
+      # tf.data checks the records' CRCs and gzip's; a shard cut at a
+      # record or member boundary, or with members dropped or swapped,
+      # is caught here, before its first record.
+      check_whole(path, stream.expected[files[int(i)]], stream.check,
+                  files[int(i)])
+      return path
     except DatasetReplacedError as e:
       raise tf.errors.AbortedError(None, None, str(e)) from e
+    except ShardDamagedError as e:
+      raise tf.errors.DataLossError(None, None, str(e)) from e
 
   def closed(i):
     try:
@@ -413,7 +430,7 @@ def iter_records(path: Datasets, split: str = "train", *,
                  shard: Optional[Tuple[int, int]] = None,
                  drop_remainder: bool = False,
                  shuffle_seed: Optional[int] = None, epoch: int = 0,
-                 shuffle_buffer: int = SHUFFLE_BUFFER
+                 shuffle_buffer: int = SHUFFLE_BUFFER, check: bool = True
                  ) -> Iterator[Dict[str, Any]]:
   """Yields each record as a plain dict, without TensorFlow.
 
@@ -421,10 +438,11 @@ def iter_records(path: Datasets, split: str = "train", *,
   `bytes` features bytes; a missing feature is None. A SequenceExample is
   {"context": {...}, "feature_lists": {name: [value per step]}}. `path`,
   `shard`, `shuffle_seed` and the rest: as for `load` (a RecordStream;
-  use one directly to resume mid-epoch).
+  use one directly to resume mid-epoch). Every record is checked
+  (core.shard_reader; `check=False`: sizes and counts only).
   """
   stream = RecordStream(path, split, shard, drop_remainder, shuffle_seed,
-                        epoch, shuffle_buffer)
+                        epoch, shuffle_buffer, check=check)
   first, info = stream.found[0]
   schema = dataset_schema(first, info)
   for record in stream:
@@ -446,7 +464,8 @@ def iter_transformed(path: str, shard: ShardInfo
   sequence = info.record == "sequence_example"
   file = fs.join(path.rstrip("/"), shard.file)
   guard = Guard({path.rstrip("/"): info.generation})
-  for record in guard.lists(file, iter_tfrecords(file)):
+  for record in (r for records in guard.lists(file, read_shard(
+      file, expect=Expected.of(shard))) for r in records):
     if sequence:
       context, lists = decode_sequence_example(record)
       yield {"context": {k: list(v) for k, (_, v) in sorted(context.items())},

@@ -131,15 +131,25 @@ def test_stale_foreign_and_missing_indexes_are_refused(built, tmp_path):
   records = RecordIndex(out, "train")
   with pytest.raises(btr.ShardIndexError) as e:
     records[0]
-  assert f"the index {os.path.join(out, s0.index.file)} does not belong " \
-         f"to the shard {os.path.join(out, s0.file)}" in str(e.value)
+  # Checked against the checksum dataset.json lists for it, first.
+  assert f"the index {os.path.join(out, s0.index.file)} of the shard " \
+         f"{os.path.join(out, s0.file)} is damaged: " in str(e.value)
   # Records in the second shard still read.
   assert btr_decode(records[s0.num_records]) == \
       btr_decode(list(RecordStream(built, "train"))[s0.num_records])
+  # The index is its own, the shard beside it another's: both named.
+  shutil.copy(os.path.join(built, s0.index.file),
+              os.path.join(out, s0.index.file))
+  shutil.copy(os.path.join(out, s1.file), os.path.join(out, s0.file))
+  with pytest.raises(btr.ShardIndexError) as e:
+    RecordIndex(out, "train")[0]
+  assert f"the index {os.path.join(out, s0.index.file)} does not belong " \
+         f"to the shard {os.path.join(out, s0.file)}" in str(e.value)
   # Not an index at all.
   with open(os.path.join(out, s1.index.file), "wb") as f:
     f.write(b"garbage")
-  with pytest.raises(btr.ShardIndexError, match="is not a shard index"):
+  with pytest.raises(btr.ShardIndexError, match=r"is damaged: it is 7 "
+                     r"bytes, dataset\.json lists [\d,]+"):
     RecordIndex(out, "train")[s0.num_records]
   # A dataset without indexes (Beam's sink writes none): said, with what
   # to do instead.
@@ -204,9 +214,10 @@ def test_uncompressed_shards_have_dalis_index_and_random_access(plain,
   s0, s1 = btr.dataset_info(out).splits["train"].shards
   with open(os.path.join(out, s0.index.file), "a") as f:
     f.write(f"{os.path.getsize(os.path.join(out, s0.file))} 20\n")
-  with pytest.raises(btr.ShardIndexError, match="the index .*does not "
-                     "belong to the shard .*00000-of-00002.tfrecord: the "
-                     "index lists 501 records, the dataset 500"):
+  with pytest.raises(btr.ShardIndexError, match=r"the index .*00000-of-"
+                     r"00002\.tfrecord\.idx of the shard .*00000-of-00002"
+                     r"\.tfrecord is damaged: it is [\d,]+ bytes or more, "
+                     r"dataset\.json lists [\d,]+"):
     RecordIndex(out, "train")[0]
 
 
