@@ -28,7 +28,7 @@ from beam_tfrecords.core.array_record_files import (ARRAY_RECORD,
                                                     is_array_record,
                                                     read_array_record)
 from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.core.shard_reader import iter_tfrecords
+from beam_tfrecords.core.shard_reader import Expected, read_shard
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example)
 from beam_tfrecords.schema.model import Derive, Feature, Schema
@@ -51,12 +51,13 @@ def _kind(path: str) -> str:
   return "gzip" if is_gzip(path) else "none"
 
 
-def _records(path: str, kind: Optional[str] = None):
+def _records(path: str, kind: Optional[str] = None,
+             expect: Optional[Expected] = None):
   """The records of a shard file of any kind (None: by its name and first
-  bytes)."""
+  bytes), checked against its dataset.json entry when given."""
   if is_array_record(path):
     return read_array_record(path)
-  return iter_tfrecords(path, kind)
+  return (r for records in read_shard(path, kind, expect) for r in records)
 
 
 @dataclasses.dataclass
@@ -304,7 +305,8 @@ def validate(path: str, schema: Schema, show: int = 10) -> ValidationReport:
         report.counts[wrong] = report.counts.get(wrong, 0) + 1
       index = -1
       try:
-        for index, data in enumerate(_records(file_path)):
+        for index, data in enumerate(_records(
+            file_path, expect=Expected.of(shard))):
           report.records += 1
           problems = _problems(schema, data)
           if problems:

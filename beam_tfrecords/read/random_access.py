@@ -20,8 +20,13 @@ shard's record is one ranged read (DALI's index gives its place); an
 ArrayRecord shard's, array_record's reader.
 
 Each shard's index is read when the shard is first used and checked
-against the shard (size, first and last member's SHA-256); an index that
-is not the shard's raises ShardIndexError naming both files. A dataset
+against dataset.json (its size and SHA-256) and the shard (size, first
+and last member's SHA-256); an index that is not the shard's raises
+ShardIndexError naming both files. With `check` (the default) the shard's
+own SHA-256 is checked then too, once per process and build, and every
+member read is checked (its header's size and record count against the
+index, its CRC-32 and size as it inflates, each record's CRCs) before
+any of its records is handed out: ShardDamagedError otherwise. A dataset
 without indexes (built before them, or with --sink beam) raises an
 InputError that says to read it as a stream or rebuild it. A shard is
 checked against its dataset's generation whenever it is opened (local
@@ -105,6 +110,11 @@ class _Descriptors:
 _DESCRIPTORS = _Descriptors()
 
 
+# Shards whose SHA-256 this process checked: (path, generation, SHA-256).
+_HASHED: set = set()
+_HASH_BLOCK = 8 << 20
+
+
 class _Shard:
   """One shard file, checked against its index on first use: local files
   read by descriptor (pread), others through Beam's FileSystems."""
@@ -112,8 +122,9 @@ class _Shard:
   def __init__(self, path: str, index_path: Optional[str], records: int,
                guard: Optional[Guard] = None,
                index_sum: Optional[Tuple[int, str]] = None,
-               check: bool = True):
+               check: bool = True, sha256: Optional[str] = None):
     self.path, self.index_path, self.records = path, index_path, records
+    self.sha256 = sha256
     self._guard = guard
     # The generation of the dataset it was listed by (its _SUCCESS).
     self.generation = guard.generation_of(path) if guard else None
@@ -199,6 +210,37 @@ class _Shard:
           f"cannot read {self.path} or its index {self.index_path}: "
           f"{e}")) from e
     self._check(index, size)
+    self._check_sum(size)
+
+  def _check_sum(self, size: int) -> None:
+    """With `check`, the shard's SHA-256 against dataset.json's, once per
+    process and build (on first use): its index ties each member to its
+    offset, size and record count, not to its bytes, so two members of
+    one size and count swapped would read as each other."""
+    if not self.check or self.sha256 is None:
+      return
+    key = (self.path, self.generation, self.sha256)
+    if key in _HASHED:
+      return
+    if fs.is_local(self.path):
+      fd, digest, at = _DESCRIPTORS.get(self), hashlib.sha256(), 0
+      while at < size:
+        block = os.pread(fd, min(_HASH_BLOCK, size - at), at)
+        if not block:
+          break
+        digest.update(block)
+        at += len(block)
+      found = digest.hexdigest() if at == size else None
+    else:
+      found = fs.sha256_of(self.path, limit=size + 1)[1]
+    if found != self.sha256:
+      raise self._failed(ShardDamagedError(
+          f"{self.path}: its SHA-256 is not the one its dataset.json lists "
+          "(its members are not the ones the build wrote, or not in their "
+          "order). `beam-tfrecords verify` names every damaged file; "
+          "restore it or build the dataset again", file=self.path,
+          reason="its SHA-256 is not the one its dataset.json lists"))
+    _HASHED.add(key)
 
   def _index_bytes(self) -> bytes:
     """The index file, checked against the size and SHA-256 dataset.json
@@ -244,8 +286,9 @@ class IndexedShard(_Shard):
   def __init__(self, path: str, index_path: str, records: int,
                guard: Optional[Guard] = None,
                index_sum: Optional[Tuple[int, str]] = None,
-               check: bool = True):
-    super().__init__(path, index_path, records, guard, index_sum, check)
+               check: bool = True, sha256: Optional[str] = None):
+    super().__init__(path, index_path, records, guard, index_sum, check,
+                     sha256)
     self._index: Optional[ShardIndex] = None
 
   @property
@@ -491,10 +534,12 @@ def indexed_files(found, split: str, transformed: bool = False,
         out.append(ArrayRecordShard(file, None, s.num_records, guard))
       elif s.index is not None and s.index.file.endswith(INDEX_SUFFIX):
         out.append(IndexedShard(file, fs.join(path, s.index.file),
-                                s.num_records, guard, _sum(s.index), check))
+                                s.num_records, guard, _sum(s.index), check,
+                                s.sha256))
       elif s.index is not None and s.index.file.endswith(DALI_INDEX_SUFFIX):
         out.append(PlainShard(file, fs.join(path, s.index.file),
-                              s.num_records, guard, _sum(s.index), check))
+                              s.num_records, guard, _sum(s.index), check,
+                              s.sha256))
       else:
         raise InputError(
             f"{path}: the shard {s.file} has no index, so its records "
