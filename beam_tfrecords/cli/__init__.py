@@ -40,7 +40,6 @@ import time
 from typing import List, Optional
 
 from beam_tfrecords.cli import show
-from beam_tfrecords.cli.args import build_flags, format_options, parser
 from beam_tfrecords.core.errors import (AnomalyError, BadRowsError,
                                         BeamTFRecordsError, InputError,
                                         JobFailedError, NoInputError,
@@ -165,10 +164,61 @@ def _runs_started() -> int:
   return run.runs_started() if run is not None else 0
 
 
+def parser():
+  """The command line's argument parser (cli.args; imported when first
+  used: main installs its SIGTERM handler before)."""
+  from beam_tfrecords.cli.args import parser as make
+  return make()
+
+
+class _TerminatedEarly(KeyboardInterrupt):
+  """The program got SIGTERM before a build's own handling of it began
+  (runners.run.sigterm_interrupts), while Beam and TensorFlow import:
+  nothing was started."""
+
+
+class _EarlySigterm:
+  """The program's SIGTERM handler from main's first line, until a build's
+  own takes over (runners.run imports Beam, ~2 s after the start): without
+  it, a scheduler's SIGTERM then ended the process at once, exit 143 with
+  no word and no --summary-json line.
+
+  While the arguments are parsed it only notes the signal (`start()`
+  raises it, once they are known); then it raises _TerminatedEarly; once a
+  build's own handling began (`done()`), the SIGTERMs after it change
+  nothing (the build ended: nothing is left to undo)."""
+
+  def __init__(self):
+    self.state = "parsing"  # then "started", then "done"
+    self.pending = False
+    signal.signal(signal.SIGTERM, self)
+
+  def __call__(self, signum, frame):
+    if self.state == "started":
+      raise _TerminatedEarly()
+    if self.state == "parsing":
+      self.pending = True
+
+  def start(self) -> None:
+    self.state = "started"
+    if self.pending:
+      raise _TerminatedEarly()
+
+  def done(self) -> None:
+    self.state = "done"
+
+
+# The program's early handler (None: main called by other code, whose
+# SIGTERM handler stays its own).
+_EARLY: List[Optional[_EarlySigterm]] = [None]
+
+
 def _terminated(error: BaseException) -> bool:
-  """Whether a KeyboardInterrupt is a SIGTERM's (runners.run.Terminated)."""
+  """Whether a KeyboardInterrupt is a SIGTERM's (runners.run.Terminated,
+  or _TerminatedEarly)."""
   run = sys.modules.get("beam_tfrecords.runners.run")
-  return run is not None and isinstance(error, run.Terminated)
+  return isinstance(error, _TerminatedEarly) or (
+      run is not None and isinstance(error, run.Terminated))
 
 
 def _summary(args, status: str, code: int, result=None, error=None,
@@ -228,10 +278,15 @@ def _previous_baseline(args, output: str, schema) -> Optional[str]:
 
 
 def _build(args, beam_args: List[str]) -> int:
+  # (Beam imports here: a SIGTERM meanwhile is main's _TerminatedEarly.)
   from beam_tfrecords.runners.run import sigterm_interrupts
   # SIGTERM (a scheduler stopping the build) is a Ctrl-C from here on: the
   # staging folder is removed, and it is said in one line.
   with sigterm_interrupts():
+    if _EARLY[0] is not None:
+      # Back when the block ends, the build over by then: a SIGTERM then
+      # changes nothing (nothing is left to undo).
+      _EARLY[0].done()
     code = _build_command(args, beam_args)
   if getattr(args, "as_program", False) and (
       threading.current_thread() is threading.main_thread()):
@@ -243,6 +298,7 @@ def _build(args, beam_args: List[str]) -> int:
 
 
 def _build_command(args, beam_args: List[str]) -> int:
+  from beam_tfrecords.cli.args import build_flags, format_options
   from beam_tfrecords.runners.pipeline_options import check_beam_args
   from beam_tfrecords.building.builder import build
   from beam_tfrecords.building.schedule import (Schedule, has_placeholders,
@@ -331,6 +387,12 @@ def run() -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+  # First: a SIGTERM from here on is said (see _EarlySigterm), in the
+  # command line's own process (main called by other code keeps its own
+  # handler, as it is).
+  as_program = argv is None and (
+      threading.current_thread() is threading.main_thread())
+  _EARLY[0] = _EarlySigterm() if as_program else None
   args, rest = parser().parse_known_args(argv)
   args.as_program = argv is None  # the command line's own process
   verbose = getattr(args, "verbose", False)
@@ -348,6 +410,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     keep = debug is not None and debug.failed(e)
     raise
   finally:
+    if _EARLY[0] is not None:
+      _EARLY[0].done()  # the command ended: a SIGTERM now changes nothing
     if debug is not None:
       debug.stop(keep or debug.kept)
 
@@ -356,6 +420,8 @@ def _command(args, rest: List[str], debug: Optional[_DebugLog]) -> int:
   """Runs the command; our errors and interruptions become a message and
   an exit code."""
   try:
+    if _EARLY[0] is not None:
+      _EARLY[0].start()  # (raises a SIGTERM that came while parsing)
     if args.command == "build":
       return _build(args, rest)
     if args.command == "validate":
@@ -381,10 +447,13 @@ def _command(args, rest: List[str], debug: Optional[_DebugLog]) -> int:
     # what they would print says nothing more than this line.
     threading.excepthook = lambda hook_args: None
     terminated = _terminated(e)
+    early = isinstance(e, _TerminatedEarly) and args.command == "build"
     print(("terminated (SIGTERM)" if terminated else "interrupted")
+          + (" before the build started" if early else "")
           + ": nothing was published"
           + (" (this build's staging folder was removed)"
-             if args.command == "build" else ""), file=sys.stderr)
+             if args.command == "build" and not early else ""),
+          file=sys.stderr)
     if terminated:
       _summary(args, "terminated", EXIT_TERMINATED)
       return EXIT_TERMINATED

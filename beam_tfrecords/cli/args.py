@@ -148,8 +148,12 @@ def _verify(sub) -> None:
       "its build recorded (missing, truncated, damaged and extra files)",
       description="Check every file of a finished dataset against the "
       "sizes and SHA-256s in its dataset.json; exit 0 when all are intact, "
-      "1 naming each missing, truncated, damaged or extra file. Other "
-      "--flags go to Beam's file systems (--s3_endpoint_url, ...).")
+      "1 naming each missing, truncated, damaged, extra or unreadable file "
+      "(only regular files are read, each to at most one byte past its "
+      "listed size), 2 when it cannot be verified (not a finished dataset, "
+      "a dataset.json of another shape, or replaced by a newer build while "
+      "verifying: run it again). Other --flags go to Beam's file systems "
+      "(--s3_endpoint_url, ...).")
   v.add_argument("path", help="dataset directory (local, gs://, s3://, ...)")
   v.add_argument("--threads", type=int, default=4,
                  help="files read at once (default 4)")

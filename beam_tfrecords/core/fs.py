@@ -19,7 +19,7 @@ import io
 import lzma
 import os
 import re
-from typing import Callable, Dict, List, NamedTuple, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from beam_tfrecords.core.errors import InputError
 
@@ -82,14 +82,16 @@ def open_read(path: str,
   return open(path, "rb")
 
 
-def sha256_of(path: str, block: int = 8 << 20) -> Tuple[int, str]:
+def sha256_of(path: str, block: int = 8 << 20,
+              limit: Optional[int] = None) -> Tuple[int, str]:
   """(bytes, SHA-256 hex) of a file as stored (a .gz one not inflated),
-  read in blocks."""
+  read in blocks; of its first `limit` bytes at most, when given (so that
+  a file that grows while it is read cannot keep the reader forever)."""
   digest = hashlib.sha256()
   size = 0
   with open_read(path, UNCOMPRESSED) as f:
-    while True:
-      data = f.read(block)
+    while limit is None or size < limit:
+      data = f.read(block if limit is None else min(block, limit - size))
       if not data:
         break
       size += len(data)

@@ -13,7 +13,10 @@ Keys this version does not know (written by a later one) are kept in
 `extra` and written back unchanged.
 
 dataset.json is read and written only through these types (their
-attributes; `to_json()` gives the JSON object).
+attributes; `to_json()` gives the JSON object). Its shape is checked
+where it is loaded (`from_json`, against the SHAPE table): a hand-edited,
+cut or foreign dataset.json is a MalformedFileError naming the file and
+the key, before any reader uses it.
 """
 
 import dataclasses
@@ -22,6 +25,7 @@ import json
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from beam_tfrecords.core import fs
+from beam_tfrecords.core.json_shapes import Each, Maybe, OneOf, check, parse
 
 __all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "FileSum",
            "Counts",
@@ -233,7 +237,8 @@ class Errors:
   @classmethod
   def from_json(cls, d: Mapping[str, Any]) -> "Errors":
     return cls(d["rows"], tuple(ErrorFile.from_json(f) for f in d["files"]),
-               tuple(ErrorReason(**r) for r in d["reasons"]))
+               tuple(ErrorReason(r["reason"], r["rows"], r.get("example"))
+                     for r in d["reasons"]))
 
   def to_json(self) -> Dict[str, Any]:
     return {"rows": self.rows, "files": [f.to_json() for f in self.files],
@@ -572,6 +577,76 @@ _TEXT = ("name", "record", "compression", "file_format", "statistics_of",
          "tfmd_schema", "build_key", "tfdv_statistics", "report",
          "croissant")
 
+# dataset.json's shape (core.json_shapes): what from_json and the readers
+# take from it, any version's. Keys it does not name pass (a later
+# version's: kept in `extra`).
+_SUM = {"bytes": int, "sha256": str}
+_SHARD = {"file": str, "records": int, "bytes": int,
+          "index?": {"file": str, "bytes": int, "sha256": str},
+          "sha256?": str}
+_SPLITS = Each({"records": int, "bytes": int, "shards": [_SHARD]})
+# One feature's parsing spec, as schema.spec writes it.
+_SPEC = Each({"kind": OneOf(("FixedLenFeature", "VarLenFeature",
+                             "FixedLenSequenceFeature", "RaggedFeature")),
+              "dtype": OneOf(("int64", "float32", "string")),
+              "shape?": [int]})
+_SPAN = {"min": int, "max": int}
+_RANKED = [(object, int)]  # [[value, count], ...]
+_FEATURE_STATS = {
+    "present": int, "missing": int, "values": int, "list_length?": _SPAN,
+    "steps?": _SPAN, "min?": float, "max?": float, "mean?": float,
+    "long_values?": int, "top?": _RANKED, "top_exact?": bool,
+    "unexpected?": int, "non_finite?": int, "frequencies?": _RANKED,
+    "drift_note?": str, "histogram?": dict}
+_COUNT_KEYS = ("rows_read", "rows_written", "rows_rejected", "rows_dropped",
+               "records_written")
+SHAPE = {
+    "name": str, "record": OneOf(("example", "sequence_example")),
+    "schema": dict, "feature_spec": dict,
+    "splits": _SPLITS,
+    "counts": {**{k: int for k in _COUNT_KEYS}, "steps_written?": int,
+               "steps_dropped?": int},
+    "errors": {"rows": int,
+               "files": [{"file": str, "lines": int, "rows": int,
+                          "bytes?": int, "sha256?": str}],
+               "reasons": [{"reason": str, "rows": int, "example?": dict}]},
+    "inputs": {"format": str, "patterns?": [str],
+               "files?": [{"path": str, "bytes": int, "modified?": float,
+                           "images?": int}],
+               "fingerprint?": str, "source?": str},
+    "options": {"num_shards": Each(int), "max_shard_bytes": Each(Maybe(int)),
+                "sink": str, "shuffle_seed?": int,
+                "shuffle_buckets?": Each(int), "gzip_level?": int,
+                "statistics?": bool, "max_bad_rows?": int,
+                "max_bad_fraction?": float, "preprocess?": str,
+                "format_options?": dict, "tfds?": bool, "member_bytes?": int,
+                "array_record_options?": str},
+    "split_rule": {"kind": str, "splits": [str]},
+    "tool": {"name": str, "version": str},
+    "transform?": {"splits?": _SPLITS, "files?": [str],
+                   "feature_spec?": dict},
+    "label?": [str],
+    "anomalies?": {"file": str, "baseline?": str, "notes?": [str],
+                   "found?": [{"feature": Maybe(str), "check": str,
+                               "observed": object, "expected": object,
+                               "split?": str}]},
+    "statistics?": Each(Each(_FEATURE_STATS)),
+    "checksums?": Each(_SUM),
+    "vocabularies?": dict, "aligned_lists?": dict,
+    **{f"{k}?": str for k in _TEXT if k not in ("name", "record")},
+}
+# What a MalformedFileError about dataset.json says to do.
+_FIX = (" (not a dataset.json a build writes: restore it from a copy, or "
+        "build the dataset again)")
+
+
+def _check_shape(d: Any, file: str) -> None:
+  """Raises MalformedFileError if `d` is not dataset.json's object."""
+  check(d, SHAPE, file, hint=_FIX)
+  spec = (_SPEC if d["record"] == "example" else
+          {"context": _SPEC, "sequence": _SPEC})
+  check(d["feature_spec"], spec, file, "feature_spec", _FIX)
+
 
 @dataclasses.dataclass(frozen=True)
 class DatasetInfo:
@@ -645,7 +720,15 @@ class DatasetInfo:
   generation: Optional[str] = dataclasses.field(default=None, compare=False)
 
   @classmethod
-  def from_json(cls, d: Mapping[str, Any]) -> "DatasetInfo":
+  def from_json(cls, d: Mapping[str, Any],
+                file: str = DATASET_JSON) -> "DatasetInfo":
+    """dataset.json's object, typed.
+
+    Raises:
+      MalformedFileError: `d` is not of dataset.json's shape (SHAPE); the
+        message names `file` and the key.
+    """
+    _check_shape(d, file)
     known = {f.name for f in dataclasses.fields(cls)} - {"extra",
                                                           "generation"}
     label = d.get("label")
@@ -667,11 +750,27 @@ class DatasetInfo:
         **{k: d.get(k) for k in _PLAIN + _TEXT})  # type: ignore[arg-type]
 
   @classmethod
+  def from_bytes(cls, data: bytes, file: str = DATASET_JSON
+                 ) -> "DatasetInfo":
+    """dataset.json's bytes, parsed and typed.
+
+    Raises:
+      MalformedFileError: not UTF-8, not JSON, or not of dataset.json's
+        shape; the message names `file`.
+    """
+    return cls.from_json(parse(data, file, _FIX), file)
+
+  @classmethod
   def from_directory(cls, path: str) -> "DatasetInfo":
     """The dataset.json of a dataset folder (finished or not: see
-    `btr.dataset_info` for a finished one)."""
-    with fs.open_read(fs.join(path.rstrip("/"), DATASET_JSON)) as f:
-      return cls.from_json(json.loads(f.read().decode("utf-8")))
+    `btr.dataset_info` for a finished one).
+
+    Raises:
+      MalformedFileError: its dataset.json is not one a build writes.
+    """
+    file = fs.join(path.rstrip("/"), DATASET_JSON)
+    with fs.open_read(file) as f:
+      return cls.from_bytes(f.read(), file)
 
   def to_json(self) -> Dict[str, Any]:
     """The JSON object of dataset.json."""

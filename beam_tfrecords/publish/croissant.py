@@ -22,6 +22,10 @@ Generated from the typed dataset.json (`DatasetInfo`):
   description) with the training split's statistics as annotations in
   DDI-CDI's SummaryStatisticType vocabulary, read from the previews.
 
+`checksums_of(data, file)` reads one back (publish.verify checks it
+against dataset.json), its shape checked: a croissant.json of another
+shape is a MalformedFileError naming it.
+
 Why the records come from a Parquet preview. Croissant's tools read CSV,
 JSON and Parquet, not TFRecord: a RecordSet whose fields read the shards
 passes `mlcroissant validate` (which only builds the graph) but fails
@@ -39,13 +43,15 @@ import re
 from typing import Any, Dict, List, Optional
 
 from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo, FileSum
+from beam_tfrecords.core.json_shapes import check, parse
 from beam_tfrecords.schema.card_section import Card
 from beam_tfrecords.schema.split_rule import training_split
 from beam_tfrecords.sinks.preview import (PREVIEW_DIR, PREVIEW_RECORDS,
                                           Column, preview_columns,
                                           preview_file)
 
-__all__ = ["croissant_json", "CONTEXT", "CONFORMS_TO", "RECORDS", "SPLITS",
+__all__ = ["croissant_json", "checksums_of", "CONTEXT", "CONFORMS_TO",
+           "RECORDS", "SPLITS",
            "STATISTIC_TYPES"]
 
 CONFORMS_TO = "http://mlcommons.org/croissant/1.1"
@@ -393,3 +399,29 @@ def croissant_json(info: DatasetInfo, dataset_json: FileSum, built: str, *,
       "recordSet": _record_sets(info)}
   return (json.dumps(out, indent=2, ensure_ascii=False) + "\n").encode(
       "utf-8")
+
+
+# What verify reads back of croissant.json: the distribution's entries,
+# and of each FileObject its path and SHA-256 (core.json_shapes).
+_READ_SHAPE = {"distribution": [{"@type?": str}]}
+_FILE_OBJECT = {"contentUrl": str, "sha256?": str}
+_FIX = (" (not a croissant.json a build writes: build the dataset again "
+        "to write it anew)")
+
+
+def checksums_of(data: bytes, file: str) -> Dict[str, Optional[str]]:
+  """{path: SHA-256 (None: none given)} of the files croissant.json's
+  bytes describe (its distribution's FileObjects).
+
+  Raises:
+    MalformedFileError: not UTF-8 JSON of croissant.json's shape; the
+      message names `file` and the key.
+  """
+  described = parse(data, file, _FIX)
+  check(described, _READ_SHAPE, file, hint=_FIX)
+  out = {}
+  for i, entry in enumerate(described["distribution"]):
+    if entry.get("@type") == "cr:FileObject":
+      check(entry, _FILE_OBJECT, file, f"distribution[{i}]", _FIX)
+      out[entry["contentUrl"]] = entry.get("sha256")
+  return out

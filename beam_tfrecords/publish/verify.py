@@ -9,13 +9,17 @@ report, statistics.pb, the card, ...) is read once and its size and
 SHA-256 compared with what the build took as it wrote it. Each problem
 names its file and is one of:
 
-    missing    listed, not there;
-    truncated  shorter than listed (a copy cut short);
-    resized    longer than listed;
-    damaged    the size listed, other bytes (bit rot, a bad copy);
-    extra      there, not listed (left by another tool or build);
-    croissant  croissant.json disagrees with dataset.json (it records
-               dataset.json's own SHA-256, and every shard's).
+    missing     listed, not there;
+    truncated   shorter than listed (a copy cut short);
+    resized     longer than listed;
+    damaged     the size listed, other bytes (bit rot, a bad copy);
+    extra       there, not listed (left by another tool or build);
+    croissant   croissant.json disagrees with dataset.json (it records
+                dataset.json's own SHA-256, and every shard's), or is not
+                a croissant.json a build writes;
+    unreadable  not a regular file (a FIFO, a device, a folder, or a
+                symbolic link to one: not opened), or it cannot be read
+                (no permission).
 
 dataset.json and _SUCCESS have no checksum of their own: croissant.json
 holds dataset.json's, and _SUCCESS is the publish's token. A dataset
@@ -23,27 +27,48 @@ written before checksums (no `sha256`) has its shards and indexes
 checked by size and its other files found, and says so. Files are read
 by a few threads at once (hashlib releases the GIL; remote reads wait on
 the network).
+
+verify knows the dataset can be replaced while it reads (an overwrite,
+core.generations): it reads dataset.json as readers do (the same
+_SUCCESS before and after it), and _SUCCESS again once it has read every
+file. A dataset replaced meanwhile (or being replaced) is a
+DatasetReplacedError, "replaced while verifying": its files were of two
+builds, so their sizes say nothing of damage. And it is bounded: only
+regular files are read (a local one is stat-ed first), each to at most
+one byte more than the size dataset.json gives (or than its size as
+listed, where it gives none), so that no file can keep it reading
+forever.
 """
 
 import concurrent.futures
 import dataclasses
 import glob
-import json
-from typing import Dict, List, Optional, Sequence, Tuple
+import hashlib
+import os
+import stat
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from beam_tfrecords.core import fs
+from beam_tfrecords.core.errors import (DatasetReplacedError, InputError,
+                                        MalformedFileError)
+from beam_tfrecords.core.generations import consistent, generation
 from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo, listed_files
-from beam_tfrecords.read.window import finished
+from beam_tfrecords.publish.croissant import checksums_of
 
 __all__ = ["verify", "Verified", "Problem", "KINDS", "lines"]
 
-KINDS = ("missing", "truncated", "resized", "damaged", "extra", "croissant")
+KINDS = ("missing", "truncated", "resized", "damaged", "extra", "croissant",
+         "unreadable")
 _THREADS = 4
 # Files a finished dataset has besides what dataset.json lists: its own
 # description and the publish's token; and what a build in progress puts
 # beside it (the output's lock, staging folders).
 _OWN = ("_SUCCESS", DATASET_JSON)
 _BESIDE = (".beam-tfrecords.lock", ".staging-")
+# What a file that is not a regular one is (stat's tests, in order).
+_SPECIAL = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+            (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +105,12 @@ class Verified:
     return not self.problems
 
 
+# A listed file as read: (its bytes, the SHA-256 of those read, the bytes
+# read: fewer when it is longer than listed); the Problem that kept it
+# from being read; None: not there.
+Found = Union[Tuple[int, str, int], Problem, None]
+
+
 def _present(path: str) -> Dict[str, int]:
   """{path relative to the dataset: size} of every file under it."""
   root = path.rstrip("/") + "/"
@@ -104,12 +135,47 @@ def _wanted(info: DatasetInfo) -> Dict[str, Tuple[Optional[int],
   return out
 
 
+def _special(file: str, mode: int) -> str:
+  """What a file that is not a regular one is, in words."""
+  what = next((name for test, name in _SPECIAL if test(mode)),
+              "not a regular file")
+  return what + (" (through a symbolic link)" if os.path.islink(file)
+                 else "")
+
+
+def _read(path: str, name: str, size: Optional[int],
+          listed: Optional[int]) -> Found:
+  """A listed file's (bytes, SHA-256, bytes read). A local file is
+  stat-ed first, and read only if it is a regular one; any is read to at
+  most one byte past `size` (the size dataset.json gives; else its size
+  as found): enough to tell that it is longer, and a file that grows as
+  it is read cannot keep verify reading."""
+  file = fs.join(path, name)
+  try:
+    if fs.is_local(file):
+      found = os.stat(file)
+      if not stat.S_ISREG(found.st_mode):
+        return Problem(name, "unreadable", f"{_special(file, found.st_mode)}"
+                       ", not a regular file: not read")
+      listed = found.st_size  # (newer than the listing)
+    limit = (size if size is not None else listed or 0) + 1
+    got, sha = fs.sha256_of(file, limit=limit)
+  except FileNotFoundError:
+    return None
+  except OSError as e:
+    return Problem(name, "unreadable", f"cannot be read ({e.strerror or e})")
+  # Cut at the limit: longer than that (its size as found, if more).
+  return (max(got, listed or 0) if got == limit else got), sha, got
+
+
 def _compare(name: str, want: Tuple[Optional[int], Optional[str]],
-             found: Optional[Tuple[int, str]]) -> Optional[Problem]:
+             found: Found) -> Optional[Problem]:
   size, sha = want
   if found is None:
     return Problem(name, "missing", "listed in dataset.json, not there")
-  got_size, got_sha = found
+  if isinstance(found, Problem):
+    return found
+  got_size, got_sha, _ = found
   if size is not None and got_size < size:
     return Problem(name, "truncated",
                    f"{got_size:,} bytes, {size:,} written")
@@ -121,31 +187,74 @@ def _compare(name: str, want: Tuple[Optional[int], Optional[str]],
   return None
 
 
-def _croissant(path: str, info: DatasetInfo,
-               dataset_json: Tuple[int, str]) -> List[Problem]:
+def _described(path: str) -> Tuple[DatasetInfo, Tuple[int, str]]:
+  """dataset.json, typed (its `generation` set), and its own (bytes,
+  SHA-256): read as readers read it, the same _SUCCESS before and after.
+
+  Raises:
+    InputError: not a finished dataset, or no dataset.json.
+    MalformedFileError: its dataset.json is not one a build writes.
+    DatasetReplacedError: it is being replaced (for over 2 s).
+  """
+  file = fs.join(path, DATASET_JSON)
+
+  def read() -> Optional[bytes]:
+    try:
+      if fs.is_local(file):
+        mode = os.stat(file).st_mode
+        if not stat.S_ISREG(mode):
+          raise MalformedFileError(
+              f"{file}: {_special(file, mode)}, not a regular file: not "
+              "read", file)
+      with fs.open_read(file, fs.UNCOMPRESSED) as f:
+        return f.read()
+    except FileNotFoundError:
+      return None  # (said below, unless a switch took it: read again)
+
+  data, token = consistent(path, read)
+  if data is None:
+    raise InputError(f"{path} has a _SUCCESS file and no {DATASET_JSON}: "
+                     "it is not a dataset a build published, or it lost "
+                     "its description; build it again")
+  info = DatasetInfo.from_bytes(data, file)
+  return (dataclasses.replace(info, generation=token),
+          (len(data), hashlib.sha256(data).hexdigest()))
+
+
+def _croissant(path: str, info: DatasetInfo, dataset_json: Tuple[int, str],
+               listed: int) -> List[Problem]:
   """croissant.json against dataset.json: dataset.json's own SHA-256 and
   every file's it repeats."""
   name = info.croissant
   assert name is not None
+  file = fs.join(path, name)
   try:
-    with fs.open_read(fs.join(path, name), fs.UNCOMPRESSED) as f:
-      described = json.loads(f.read().decode("utf-8"))
-  except (OSError, ValueError) as e:
-    return [Problem(name, "croissant", f"cannot be read as JSON ({e})")]
+    with fs.open_read(file, fs.UNCOMPRESSED) as f:
+      described = checksums_of(f.read(listed + 1), file)
+  except OSError as e:
+    return [Problem(name, "croissant", f"cannot be read ({e})")]
+  except MalformedFileError as e:
+    # (the line names the file: the message without it)
+    return [Problem(name, "croissant", str(e)[len(file):].lstrip(": "))]
   want = {DATASET_JSON: dataset_json[1]}
   want.update((n, s) for n, (_, s) in info.file_checksums().items() if s)
   problems = []
-  for entry in described.get("distribution", []):
-    if entry.get("@type") != "cr:FileObject":
-      continue
-    file, sha = entry.get("contentUrl"), entry.get("sha256")
-    if file in want and sha != want[file]:
+  for file_name, sha in described.items():
+    if file_name in want and sha != want[file_name]:
       problems.append(Problem(
-          name, "croissant", f"gives {file} the SHA-256 {str(sha)[:16]}..., "
-          f"which is {want[file][:16]}..."
+          name, "croissant", f"gives {file_name} the SHA-256 "
+          f"{str(sha)[:16]}..., which is {want[file_name][:16]}..."
           + (" (dataset.json was changed since it was published)"
-             if file == DATASET_JSON else "")))
+             if file_name == DATASET_JSON else "")))
   return problems
+
+
+def _replaced(path: str) -> DatasetReplacedError:
+  return DatasetReplacedError(
+      f"{path} was replaced while verifying: a newer build published over "
+      "it (or is publishing) after its dataset.json was read, so the files "
+      "read were not all of the build it describes, and their sizes and "
+      "checksums say nothing of damage. Verify it again")
 
 
 def verify(path: str, beam_args: Optional[Sequence[str]] = None,
@@ -160,6 +269,9 @@ def verify(path: str, beam_args: Optional[Sequence[str]] = None,
 
   Raises:
     InputError: not a finished dataset (no _SUCCESS) or no dataset.json.
+    MalformedFileError: its dataset.json is not one a build writes (named).
+    DatasetReplacedError: a newer build replaced it while it was read
+      ("replaced while verifying": verify it again), or is replacing it.
   """
   if beam_args:
     # pylint: disable=import-outside-toplevel
@@ -167,31 +279,36 @@ def verify(path: str, beam_args: Optional[Sequence[str]] = None,
     from apache_beam.options.pipeline_options import PipelineOptions
     FileSystems.set_options(PipelineOptions(list(beam_args)))
   path = path.rstrip("/") if len(path) > 1 else path
-  info = finished(path)
+  info, own = _described(path)
   wanted = _wanted(info)
   present = _present(path)
-  names = sorted(n for n in wanted if n in present)
+  # (a local name not listed may still be there: a folder, a dangling
+  # link; stat says which)
+  names = sorted(n for n in wanted if n in present or fs.is_local(path))
   with concurrent.futures.ThreadPoolExecutor(max(1, threads)) as pool:
-    sums = dict(zip(names, pool.map(lambda n: fs.sha256_of(fs.join(path, n)),
-                                    names)))
-    own = pool.submit(fs.sha256_of, fs.join(path, DATASET_JSON)).result()
-  problems = [p for p in (_compare(n, wanted[n], sums.get(n))
+    found = dict(zip(names, pool.map(
+        lambda n: _read(path, n, wanted[n][0], present.get(n)), names)))
+  problems = [p for p in (_compare(n, wanted[n], found.get(n))
                           for n in sorted(wanted)) if p is not None]
   expected = set(wanted) | set(_OWN) | (
       {info.croissant} if info.croissant else set())
   problems += [Problem(n, "extra", f"{present[n]:,} bytes, not listed in "
                        "dataset.json") for n in sorted(present)
                if n not in expected and not n.startswith(_BESIDE)]
-  if info.croissant and info.croissant in present:
-    problems += _croissant(path, info, own)
+  if info.croissant and isinstance(found.get(info.croissant), tuple):
+    problems += _croissant(path, info, own, present.get(info.croissant, 0))
+  if generation(path) != info.generation:
+    raise _replaced(path)
   # (croissant.json has no checksum of its own: it is checked against
   # dataset.json instead, so it is not "unchecked".)
   unchecked = tuple(n for n in sorted(wanted)
                     if wanted[n][1] is None and n != info.croissant)
   bad = {p.file for p in problems}
+  sums = [f for f in found.values() if isinstance(f, tuple)]
   return Verified(path, sum(1 for n in names if n not in bad
-                            and wanted[n][1] is not None),
-                  sum(s for s, _ in sums.values()) + own[0],
+                            and wanted[n][1] is not None
+                            and isinstance(found[n], tuple)),
+                  sum(read for _, _, read in sums) + own[0],
                   tuple(sorted(problems, key=lambda p: (p.file, p.kind))),
                   unchecked)
 

@@ -30,15 +30,20 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from beam_tfrecords.core import fs
-from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.errors import InputError, MalformedFileError
 from beam_tfrecords.core.generations import consistent
 from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo
+from beam_tfrecords.core.json_shapes import check, parse
 
 __all__ = ["datasets", "window", "pin", "digest", "records_digest",
            "PIN_KIND", "is_pin",
            "finished", "split_files", "Datasets", "Window"]
 
 PIN_KIND = "beam_tfrecords.read.window"
+# A pin's shape (core.json_shapes): each dataset's path, and the digest of
+# its records (version 2) or of its dataset.json and files' sizes (1).
+_PIN_SHAPE = {"datasets": [{"path": str, "records?": str, "digest?": str}]}
+_PIN_FIX = " (btr.pin writes pin files: pin the window again)"
 
 
 class Window(List[Tuple[str, DatasetInfo]]):
@@ -275,7 +280,7 @@ def _still(path: str, entry: Dict[str, Any]) -> bool:
   checksums in its dataset.json, and shards of those sizes (a file
   copied over one is caught without reading it; `btr.verify` reads
   every byte). A version-1 entry: the same digest."""
-  if "records" not in entry:
+  if entry.get("records") is None:
     return digest(path) == entry["digest"]
   info = finished(path)
   if records_digest(info) != entry["records"]:
@@ -284,19 +289,38 @@ def _still(path: str, entry: Dict[str, Any]) -> bool:
   return all(sizes[s.file] == s.num_bytes for s in info.shards())
 
 
-def _read_pin(path: str) -> List[str]:
+def _pin_entries(path: str) -> List[Dict[str, Any]]:
+  """A pin file's datasets, its shape checked.
+
+  Raises:
+    InputError: it cannot be read.
+    MalformedFileError: it is not a pin file of the shape btr.pin writes.
+  """
   try:
     with fs.open_read(path) as f:
-      content = json.loads(f.read().decode("utf-8"))
-  except (OSError, ValueError) as e:
+      data = f.read()
+  except OSError as e:
     raise InputError(f"{path}: not a readable pin file ({e})") from e
-  if not isinstance(content, dict) or content.get("kind") != PIN_KIND:
-    raise InputError(f"{path} is not a pin file (btr.pin writes them: "
-                     f"kind {PIN_KIND!r})")
-  if not content.get("datasets"):
-    raise InputError(f"{path}: the pin names no dataset")
+  content = parse(data, path, _PIN_FIX)
+  check(content, dict, path, hint=_PIN_FIX)
+  if content.get("kind") != PIN_KIND:
+    raise MalformedFileError(f"{path} is not a pin file (btr.pin writes "
+                             f"them: kind {PIN_KIND!r})", path)
+  check(content, _PIN_SHAPE, path, hint=_PIN_FIX)
+  entries = content["datasets"]
+  if not entries:
+    raise MalformedFileError(f"{path}: the pin names no dataset", path)
+  for i, entry in enumerate(entries):
+    if entry.get("records") is None and entry.get("digest") is None:
+      raise MalformedFileError(
+          f"{path}: datasets[{i}] has neither 'records' nor 'digest' (the "
+          f"digest of what was pinned){_PIN_FIX}", path)
+  return entries
+
+
+def _read_pin(path: str) -> List[str]:
   out = []
-  for entry in content["datasets"]:
+  for entry in _pin_entries(path):
     if not fs.exists(fs.join(entry["path"], DATASET_JSON)):
       raise InputError(f"{path}: pinned dataset {entry['path']} is gone")
     if not _still(entry["path"], entry):

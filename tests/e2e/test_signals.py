@@ -70,6 +70,34 @@ def test_sigterm_during_a_build_exits_143_and_removes_staging(tmp_path):
       tmp_path / "logs")
 
 
+EARLY = "terminated (SIGTERM) before the build started: nothing was published\n"
+
+
+@pytest.mark.parametrize("after", [0.3, 1.0, 2.0], ids=["0.3s", "1s", "2s"])
+def test_a_sigterm_while_the_build_starts_is_said_with_its_summary(
+    tmp_path, after):
+  """Before runners.run's handler (Beam still importing: ~2 s), main's
+  own says it (issue 60): exit 143, one line, the --summary-json line."""
+  (tmp_path / "slowmod.py").write_text(SLOW_MODULE)
+  out = tmp_path / "out"
+  proc = subprocess.Popen(
+      [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
+       _schema(tmp_path), "--input", _csv(tmp_path, 20), "--output",
+       str(out), "--preprocess", "slowmod:slow", "--summary-json"],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      env=_env(tmp_path), cwd=str(tmp_path))
+  time.sleep(after)
+  proc.send_signal(signal.SIGTERM)
+  stdout, stderr = proc.communicate(timeout=60)
+  assert proc.returncode == cli.EXIT_TERMINATED == 143, stderr
+  # At 0.3 s Beam is still importing; by 2 s the build's own handler may
+  # have taken over (it removes the staging folder): one line either way.
+  assert stderr in ((EARLY,) if after < 1 else (EARLY, TERMINATED))
+  assert json.loads(stdout) == {"status": "terminated", "exit_code": 143,
+                                "output": str(out)}
+  assert not out.exists()
+
+
 @pytest.mark.slow
 def test_sigterm_during_an_overwrite_keeps_the_previous_dataset(tmp_path):
   out = tmp_path / "out"

@@ -218,3 +218,40 @@ def test_other_sinks_and_formats_verify(tmp_path, options, shards):
   _flip(os.path.join(out, shards[-1]), 20)
   assert [(p.file, p.kind) for p in btr.verify(out).problems] == [
       (shards[-1], "damaged")]
+
+
+def test_an_overwrite_while_verifying_is_said_not_reported_as_damage(
+    copy, tmp_path, monkeypatch, capsys):
+  """A real overwrite (other rows: other shards) between verify's read of
+  dataset.json and its reads of the files: "replaced while verifying",
+  exit 2, never truncated / resized / croissant (issue 60)."""
+  from beam_tfrecords import cli
+  from beam_tfrecords.publish import verify as verifying
+  other = write_rows(str(tmp_path / "other.csv"), 200)
+  listing = verifying._present  # pylint: disable=protected-access
+
+  def overwritten_then_listed(path):
+    # (force: the second one, of the same rows, is published too)
+    btr.build(SPLIT_SCHEMA, other, copy, num_shards=2, max_bad_fraction=1.0,
+              overwrite=True, force=True)
+    return listing(path)
+  monkeypatch.setattr(verifying, "_present", overwritten_then_listed)
+  with pytest.raises(btr.DatasetReplacedError,
+                     match=f"^{copy} was replaced while verifying: "):
+    btr.verify(copy)
+  capsys.readouterr()
+  assert cli.main(["verify", copy]) == cli.EXIT_INPUT == 2
+  out, err = capsys.readouterr()
+  assert out == ""
+  # (a details: line before it names the debug log: the overwrite's
+  # pipeline ran inside the command, here)
+  assert err.splitlines()[-1:] == [
+      f"error: {copy} was replaced while verifying: a newer build published "
+      "over it (or is publishing) after its dataset.json was read, so the "
+      "files read were not all of the build it describes, and their sizes "
+      "and checksums say nothing of damage. Verify it again"]
+  # Verified again, it is the newer build, whole.
+  monkeypatch.undo()
+  result = btr.verify(copy)
+  assert result.ok, result.problems
+  assert btr.dataset_info(copy).counts.rows_read == 200

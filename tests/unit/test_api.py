@@ -18,6 +18,8 @@ def test_docs_api_lists_exactly_the_public_names():
           "api.md").read_text()
   listed = set(re.findall(r"^\| `btr\.(\w+)`", page, re.M))
   assert listed == set(btr.__all__) - {"__version__"}
-  assert len(listed) <= 27  # the trimmed API: about 20 names and errors
+  # The trimmed API: about 20 names, and the errors (two more for damaged
+  # and malformed files, issue 60).
+  assert len(listed) <= 29
   for name in listed:
     assert (getattr(btr, name).__doc__ or "").strip(), name

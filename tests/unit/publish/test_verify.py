@@ -5,10 +5,13 @@ croissant.json against dataset.json."""
 import hashlib
 import json
 import os
+import threading
 
 import pytest
 
-from beam_tfrecords import InputError
+from beam_tfrecords import DatasetReplacedError, InputError
+from beam_tfrecords.core import fs
+from beam_tfrecords.core.errors import MalformedFileError
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.publish.verify import Problem, lines, verify
 
@@ -270,7 +273,7 @@ def test_a_croissant_json_that_is_not_json_is_named(tmp_path):
   problems = verify(str(out)).problems
   assert [(p.file, p.kind) for p in problems] == [
       ("croissant.json", "croissant")]
-  assert problems[0].detail.startswith("cannot be read as JSON (")
+  assert problems[0].detail.startswith("not valid JSON (")
 
 
 def test_a_croissant_json_with_another_shard_checksum_is_named(tmp_path):
@@ -350,3 +353,139 @@ def test_several_problems_are_all_reported_sorted_by_file(tmp_path):
   said = lines(result)
   assert said[:5] == [p.line() for p in result.problems]
   assert said[-1] == f"{out}: 5 problem(s); {CHECKSUMMED - 4} file(s) intact"
+
+
+# --- Files that are not regular ones, and files that grow (issue 60) ------
+
+def _within(seconds, call):
+  """call() in a thread, failing (instead of hanging the suite) if it does
+  not return within `seconds`: what it returned."""
+  done = {}
+
+  def run():
+    try:
+      done["value"] = call()
+    except BaseException as e:  # pylint: disable=broad-except
+      done["error"] = e
+  thread = threading.Thread(target=run, daemon=True)
+  thread.start()
+  thread.join(seconds)
+  assert not thread.is_alive(), f"still running after {seconds} s"
+  if "error" in done:
+    raise done["error"]
+  return done["value"]
+
+
+def _fifo(path):
+  os.remove(path)
+  os.mkfifo(path)
+
+
+def _dev_zero(path):
+  os.remove(path)
+  os.symlink("/dev/zero", path)
+
+
+def _folder(path):
+  os.remove(path)
+  os.mkdir(path)
+
+
+@pytest.mark.parametrize("replace,what", [
+    (_fifo, "a FIFO"),
+    (_dev_zero, "a character device (through a symbolic link)"),
+    (_folder, "a folder"),
+], ids=["fifo", "symlink_to_dev_zero", "folder"])
+def test_a_file_that_is_not_a_regular_one_is_named_not_read(tmp_path,
+                                                            replace, what):
+  out = make(tmp_path)
+  replace(str(out / SHARD1))
+  result = _within(30, lambda: verify(str(out)))
+  assert result.problems == (Problem(
+      SHARD1, "unreadable", f"{what}, not a regular file: not read"),)
+  assert result.checked == CHECKSUMMED - 1
+  assert result.num_bytes == _all_bytes(out) - (
+      0 if replace is _folder else os.path.getsize(out / SHARD1))
+  assert lines(result)[0] == (
+      f"unreadable: {SHARD1}: {what}, not a regular file: not read")
+
+
+def test_a_dataset_json_that_is_a_fifo_is_refused_not_read(tmp_path):
+  out = make(tmp_path)
+  _fifo(str(out / "dataset.json"))
+  with pytest.raises(MalformedFileError, match="dataset.json: a FIFO, not "
+                     "a regular file: not read"):
+    _within(30, lambda: verify(str(out)))
+
+
+def test_a_file_is_read_to_one_byte_past_its_listed_size(tmp_path,
+                                                         monkeypatch):
+  out = make(tmp_path)
+  size = len(CONTENT[SHARD0])
+  with open(out / SHARD0, "ab") as f:
+    f.write(b"\0" * (3 << 20))  # 3 MiB more: a file that grew
+  asked = {}
+  sha256_of = fs.sha256_of
+
+  def spy(path, block=8 << 20, limit=None):
+    asked[os.path.relpath(path, out)] = limit
+    return sha256_of(path, block, limit)
+  monkeypatch.setattr(fs, "sha256_of", spy)
+  result = verify(str(out))
+  assert result.problems == (Problem(
+      SHARD0, "resized", f"{size + (3 << 20):,} bytes, {size:,} written"),)
+  assert asked[SHARD0] == size + 1
+  assert asked["report.html"] == len(CONTENT["report.html"]) + 1
+  # Read: every file but the grown one as it is, that one to its limit.
+  assert result.num_bytes == _all_bytes(out) - (3 << 20) + 1
+
+
+# --- A dataset replaced while it is verified (issue 60) -------------------
+
+NEWER = SUCCESS.rsplit(b" ", 1)[0] + b" 2e09ebe38ed7"
+
+
+def _overwritten(out):
+  """What an overwrite does while verify reads: another build's
+  _SUCCESS, and its shards (of other sizes)."""
+  (out / "_SUCCESS").write_bytes(NEWER)
+  (out / SHARD0).write_bytes(b"\x1f\x8b the newer build's shard")
+
+
+def _being_published(out):
+  """A publish under way: _SUCCESS moved away, a shard not there yet."""
+  os.remove(out / "_SUCCESS")
+  os.remove(out / SHARD1)
+
+
+@pytest.mark.parametrize("switch", [_overwritten, _being_published],
+                         ids=["overwritten", "being_published"])
+def test_a_dataset_replaced_while_verified_says_so_not_damage(
+    tmp_path, monkeypatch, switch):
+  out = make(tmp_path)
+  sha256_of = fs.sha256_of
+  switched = []
+
+  def switching(path, *args, **kwargs):
+    if not switched:  # the first file read: the switch happens
+      switched.append(path)
+      switch(out)
+    return sha256_of(path, *args, **kwargs)
+  monkeypatch.setattr(fs, "sha256_of", switching)
+  with pytest.raises(DatasetReplacedError) as caught:
+    verify(str(out), threads=1)
+  assert switched
+  assert str(caught.value) == (
+      f"{out} was replaced while verifying: a newer build published over "
+      "it (or is publishing) after its dataset.json was read, so the files "
+      "read were not all of the build it describes, and their sizes and "
+      "checksums say nothing of damage. Verify it again")
+
+
+def test_damage_under_the_same_success_throughout_is_damage(tmp_path):
+  """_SUCCESS read back the same after every file: no replacement, the
+  damage found is said."""
+  out = make(tmp_path)
+  (out / SHARD0).write_bytes(b"short")
+  assert [(p.file, p.kind) for p in verify(str(out)).problems] == [
+      (SHARD0, "truncated")]
