@@ -198,8 +198,10 @@ def load(path: Datasets, split: str = "train",
     epoch: with a seed, which epoch's order.
     check: before a local shard's first record, its SHA-256 against
       dataset.json (sizes are checked either way; tf.data checks every
-      record's CRCs and gzip's own). A damaged shard stops the read with
-      tf.errors.DataLossError, whose message is ShardDamagedError's.
+      record's CRCs and gzip's own). A damaged shard stops the read
+      before its first record with a tf.errors.OpError (py_function
+      reports every error as UnknownError) whose message is
+      ShardDamagedError's.
   """
   if transformed and as_supervised:
     raise InputError("as_supervised reads the raw records' label; "
