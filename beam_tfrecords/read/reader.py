@@ -259,29 +259,8 @@ def _records(stream: RecordStream):
         lambda: (r for records in stream.lists() for r in records),
         output_signature=tf.TensorSpec((), tf.string)), stream)
   whole = {f: n for f, n in stream.files}
-  files = [p.file for p in pieces]
-  pinned = Pinned(stream.guard, files)
-
-  def opened(i):
-    try:
-      path = pinned.open(int(i))
-      # tf.data checks the records' CRCs and gzip's; a shard cut at a
-      # record or member boundary, or with members dropped or swapped,
-      # is caught here, before its first record.
-      check_whole(path, stream.expected[files[int(i)]], stream.check,
-                  files[int(i)])
-      return path
-    except DatasetReplacedError as e:
-      raise tf.errors.AbortedError(None, None, str(e)) from e
-    except ShardDamagedError as e:
-      raise tf.errors.DataLossError(None, None, str(e)) from e
-
-  def closed(i):
-    try:
-      pinned.close(int(i))
-    except DatasetReplacedError as e:
-      raise tf.errors.AbortedError(None, None, str(e)) from e
-    return i
+  opener = _Opener(stream, [p.file for p in pieces])
+  pinned, opened, closed = opener.pinned, opener.opened, opener.closed
 
   def piece(i, skip, take, compression, partial: bool):
     path = tf.py_function(opened, [i], tf.string)
@@ -331,6 +310,40 @@ def _records(stream: RecordStream):
   for part in parts[1:]:
     ds = ds.concatenate(part)
   return _shuffled(ds, stream)
+
+
+class _Opener:
+  """The paths tf.data reads the stream's pieces by: each file opened by
+  `generations.Pinned` (checked against its generation) and checked
+  against dataset.json (check_whole: tf.data checks the records' CRCs
+  and gzip's; a shard cut at a record or member boundary, or with members
+  dropped or swapped, is caught here, before its first record). Errors
+  as tf.errors, with our messages."""
+
+  def __init__(self, stream: RecordStream, files: List[str]):
+    self.stream, self.files = stream, files
+    self.pinned = Pinned(stream.guard, files)
+
+  def opened(self, i):
+    import tensorflow as tf
+    file = self.files[int(i)]
+    try:
+      path = self.pinned.open(int(i))
+      check_whole(path, self.stream.expected[file], self.stream.check, file)
+      return path
+    except DatasetReplacedError as e:
+      raise tf.errors.AbortedError(None, None, str(e)) from e
+    except ShardDamagedError as e:
+      raise tf.errors.DataLossError(None, None, str(e)) from e
+
+  def closed(self, i):
+    """File i, read by name to its end: its generation checked again."""
+    import tensorflow as tf
+    try:
+      self.pinned.close(int(i))
+    except DatasetReplacedError as e:
+      raise tf.errors.AbortedError(None, None, str(e)) from e
+    return i
 
 
 def _shuffled(ds, stream: RecordStream):
