@@ -22,9 +22,12 @@ the key, before any reader uses it.
 import dataclasses
 import hashlib
 import json
+import os
+import stat
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from beam_tfrecords.core import fs
+from beam_tfrecords.core.errors import InputError, MalformedFileError
 from beam_tfrecords.core.json_shapes import Each, Maybe, OneOf, check, parse
 
 __all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "FileSum",
@@ -37,6 +40,9 @@ __all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "FileSum",
            "TFDS_FILES", "listed_files"]
 
 DATASET_JSON = "dataset.json"
+# The largest dataset.json read (one of a million shards takes ~300 MB;
+# anything larger is not one a build wrote).
+_MAX_JSON = 1 << 30
 # TFDS's two files (sinks.tfds_files writes them), with --tfds.
 TFDS_FILES = ("dataset_info.json", "features.json")
 
@@ -766,11 +772,30 @@ class DatasetInfo:
     `btr.dataset_info` for a finished one).
 
     Raises:
-      MalformedFileError: its dataset.json is not one a build writes.
+      InputError: it has no dataset.json.
+      MalformedFileError: its dataset.json is not one a build writes (or
+        not a regular file: a FIFO would keep the reader forever).
     """
     file = fs.join(path.rstrip("/"), DATASET_JSON)
-    with fs.open_read(file) as f:
-      return cls.from_bytes(f.read(), file)
+    missing = InputError(f"{path} has no {DATASET_JSON}: not a dataset "
+                         "folder (or one whose build never finished)")
+    if fs.is_local(file):
+      try:
+        st = os.stat(file)
+      except FileNotFoundError:
+        raise missing from None
+      if not stat.S_ISREG(st.st_mode):
+        raise MalformedFileError(f"{file} is not a regular file (a FIFO, "
+                                 "a device or a folder): not read", file)
+      if st.st_size > _MAX_JSON:
+        raise MalformedFileError(f"{file} is {st.st_size:,} bytes: not a "
+                                 "dataset.json a build writes", file)
+    try:
+      with fs.open_read(file) as f:
+        data = f.read()
+    except FileNotFoundError:
+      raise missing from None
+    return cls.from_bytes(data, file)
 
   def to_json(self) -> Dict[str, Any]:
     """The JSON object of dataset.json."""
