@@ -205,9 +205,18 @@ def _all_match(text: pa.Array, pattern: str) -> bool:
   return matches.null_count == len(matches) or pc.all(matches).as_py()
 
 
-def _to_float32(f64: pa.Array) -> pa.Array:
+def _to_float32(f64: pa.Array, text: Optional[pa.Array] = None
+                ) -> pa.Array:
+  """float64 -> float32; a value that would become inf though its input
+  does not say inf (3.4e39, or `text` such as "1e309" that float64 already
+  reads as inf) goes to the reference rules, which refuse it."""
   f32 = pc.cast(f64, pa.float32(), safe=False)
   overflow = pc.and_(pc.is_finite(f64), pc.is_inf(f32))
+  if text is not None and pc.any(pc.is_inf(f64)).as_py():
+    written_inf = pc.match_substring_regex(
+        text, value_rules.SPECIAL_FLOAT_TEXT)
+    overflow = pc.or_(overflow, pc.and_(pc.is_inf(f64),
+                                        pc.invert(written_inf)))
   if pc.any(overflow).as_py():
     raise _Fallback()
   return f32
@@ -263,6 +272,8 @@ def _fast_values(ftype: FeatureType, array: pa.Array) -> pa.Array:
         # "+4.00" -> "4": Arrow's cast takes neither the sign nor ".00".
         text = pc.replace_substring_regex(
             text, value_rules.PLUS_SIGN + "|" + value_rules.ZERO_FRACTION, "")
+      else:
+        return _to_float32(pc.cast(text, pa.float64()), text)
       array = text
     elif not (pa.types.is_integer(t) or pa.types.is_floating(t)
               or pa.types.is_boolean(t) or pa.types.is_decimal(t)):

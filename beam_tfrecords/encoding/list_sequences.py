@@ -8,7 +8,6 @@ sequences. Vectorized over a whole batch, like Examples. No Beam here.
 """
 
 import dataclasses
-import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -25,6 +24,7 @@ from beam_tfrecords.encoding import histogram
 from beam_tfrecords.encoding.stats import column_stats
 from beam_tfrecords.schema import Derive, Feature, Overflow, Schema
 from beam_tfrecords.schema.model import FeatureType
+from beam_tfrecords.schema.values import parse_json
 
 __all__ = ["SequenceEncoder", "sequence_stats", "Steps", "convert_steps"]
 
@@ -72,10 +72,13 @@ def _step_list(feature: Feature, cell: Any) -> list:
                        "so not a JSON list of steps") from None
     if text.strip().startswith("["):
       try:
-        parsed = json.loads(text)
+        parsed = parse_json(text)
       except ValueError as e:
         raise ValueError(f"could not parse {text[:60]!r} as a JSON list of "
                          f"steps: {e}") from None
+      except RecursionError:  # "[[[[..." thousands deep
+        raise ValueError(f"could not parse {text[:60]!r} as a JSON list of "
+                         "steps: it is nested too deep to read") from None
       if isinstance(parsed, list):
         return parsed
   raise ValueError(f"expected a list of steps (a JSON or Parquet list, or "

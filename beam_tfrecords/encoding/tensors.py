@@ -110,6 +110,8 @@ def listed_rows(m: Media, array: Any, n: int, dtype: np.dtype, shape: Shape,
             cell = json.loads(str(text(cell)))
           except ValueError as e:
             raise ValueError(f"not a JSON list ({e})") from None
+          except RecursionError:  # "[[[[..." thousands deep
+            raise ValueError("a JSON list nested too deep to read") from None
         if not isinstance(cell, (list, tuple)):
           cell = [cell]
         values = [_parse_number(v, is_float)

@@ -9,8 +9,17 @@ to read it with tf.data, PyTorch and TFDS.
 It says only what dataset.json says (no times, no paths), so it is the
 same bytes on every run of the same build, and dataset.json records its
 SHA-256 like any other file's.
+
+Whatever comes from the data or the schema (values, feature names, the
+card's fields) is escaped: Markdown viewers render README.md with any HTML
+in it, so a value shows as its text and is never a tag, a link or a table
+cell of its own; the loading snippets write names as Python string
+literals, so that a copied snippet runs no code a name spells.
 """
 
+import glob
+import html
+import json
 import re
 from typing import Any, Dict, List, Optional
 
@@ -30,8 +39,61 @@ _RAI_TITLES = {
     "dataUseCases": "Intended uses"}
 
 
+# What opens Markdown's inline syntax: code, emphasis, links and images
+# (a "]" or "(" without its "[" is text), and the backslash itself.
+_MARKDOWN_INLINE = re.compile(r"([\\`*_\[])")
+# What begins a heading or a list at the start of a line ("#", "-", "+",
+# "1." or "1)"): a backslash goes before its "#", "-", "+", "." or ")".
+_BLOCK_MARK = re.compile(r"^([#+-])")
+_NUMBERED = re.compile(r"^([0-9]+)([.)])")
+
+
+def _text(value: Any) -> str:
+  """`value` (from the data or the schema) as Markdown that shows exactly
+  its text: HTML's < > & as entities (no tag or entity of its own),
+  Markdown's \\ ` * _ [ backslash-escaped (no code, emphasis or link),
+  line breaks as spaces (no heading or block of its own)."""
+  text = " ".join(str(value).splitlines()).strip()
+  return html.escape(_MARKDOWN_INLINE.sub(r"\\\1", text), quote=False)
+
+
 def _cell(value: Any) -> str:
-  return str(value).replace("|", "\\|").replace("\n", " ")
+  """`value` as the text of a table cell (a `|` in it is not a column)."""
+  return _text(value).replace("|", "\\|")
+
+
+def _paragraphs(value: Any) -> str:
+  """Text of several paragraphs (a description) as escaped Markdown
+  paragraphs; a line that would begin a heading or list begins with an
+  escape instead."""
+  paragraphs = [_text(p) for p in re.split(r"\n\s*\n", str(value))]
+  return "\n\n".join(_NUMBERED.sub(r"\1\\\2", _BLOCK_MARK.sub(r"\\\1", p))
+                     for p in paragraphs if p)
+
+
+def _code(name: str, cell: bool = False) -> str:
+  """A name as inline code; as escaped text when it holds a character that
+  inline code would not show as itself (` < > | or a line break)."""
+  if name.isprintable() and not set(name) & set("`<>|"):
+    return f"`{name}`"
+  return _cell(name) if cell else _text(name)
+
+
+def _fence(text: str) -> str:
+  """A code fence longer than any run of backticks in `text` (which then
+  cannot end the block)."""
+  longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+  return "`" * max(3, longest + 1)
+
+
+def _literal(text: str) -> str:
+  """`text` as a Python string literal that is exactly it: quotes,
+  backslashes and line breaks in a name stay in the string, never code.
+  Double-quoted as the snippets' other strings; repr() when `text` holds
+  a character that is not printable (a line break, U+2028), which JSON
+  would write raw."""
+  return (json.dumps(text, ensure_ascii=False) if text.isprintable()
+          else repr(text))
 
 
 def _bytes(n: int) -> str:
@@ -80,27 +142,31 @@ def feature_rows(info: DatasetInfo) -> List[Dict[str, Any]]:
 
 
 def _head(info: DatasetInfo, card: Card) -> List[str]:
-  lines = [f"# {card.title or info.name}", ""]
-  description = info.schema.get("description", "")
+  # (A "#" in the heading could be taken for its closing sequence.)
+  title = _text(card.title or info.name).replace("#", "\\#")
+  lines = [f"# {title}", ""]
+  description = _paragraphs(info.schema.get("description", ""))
   lines += [description if description else
             "_No description: give one in the schema's `description:`._", ""]
-  facts = [("License", card.license or "_not given (card: license)_")]
+  facts = [("License", _text(card.license) if card.license
+            else "_not given (card: license)_")]
   if card.creators:
     facts.append(("Creators", ", ".join(
-        c.name + (f" <{c.email}>" if c.email else "") for c in card.creators)))
+        _text(c.name + (f" <{c.email}>" if c.email else ""))
+        for c in card.creators)))
   if card.version:
-    facts.append(("Version", card.version))
+    facts.append(("Version", _text(card.version)))
   if card.url:
-    facts.append(("URL", card.url))
+    facts.append(("URL", _text(card.url)))
   if card.keywords:
-    facts.append(("Keywords", ", ".join(card.keywords)))
+    facts.append(("Keywords", ", ".join(_text(k) for k in card.keywords)))
   kind = ("SequenceExample" if info.record == "sequence_example"
           else "Example")
   facts.append(("Records", f"`tf.train.{kind}`, "
-                f"{_compression(info)}; dataset name `{info.name}`"))
-  facts.append(("Built by", f"{info.tool.name} {info.tool.version} from "
-                f"{info.counts.rows_read:,} rows of {info.inputs.format} "
-                f"input"))
+                f"{_compression(info)}; dataset name {_code(info.name)}"))
+  facts.append(("Built by", _text(
+      f"{info.tool.name} {info.tool.version} from "
+      f"{info.counts.rows_read:,} rows of {info.inputs.format} input")))
   lines += [f"- **{k}:** {v}" for k, v in facts]
   return lines + [""]
 
@@ -118,7 +184,7 @@ def _splits(info: DatasetInfo) -> List[str]:
   transformed = info.transform.splits if info.transform else {}
   for label, splits in (("", info.splits), (" (transformed)", transformed)):
     for name, split in sorted(splits.items()):
-      lines.append(f"| {name}{label} | {split.num_records:,} | "
+      lines.append(f"| {_cell(name)}{label} | {split.num_records:,} | "
                    f"{split.num_shards} | {_bytes(split.num_bytes)} |")
   return lines + [""]
 
@@ -134,10 +200,10 @@ def _features(info: DatasetInfo) -> List[str]:
   for r in rows:
     missing = "" if r["missing"] is None else f"{r['missing']:.1%}"
     part = f"{r['part']} | " if sequence else ""
-    lines.append(f"| `{_cell(r['name'])}` | {part}{_cell(r['type'])} | "
-                 f"{missing} | {_cell(r['value'])} |")
+    lines.append(f"| {_code(r['name'], cell=True)} | {part}"
+                 f"{_cell(r['type'])} | {missing} | {_cell(r['value'])} |")
   if info.label:
-    lines += ["", f"Label: {', '.join(f'`{n}`' for n in info.label)}."]
+    lines += ["", f"Label: {', '.join(_code(n) for n in info.label)}."]
   return lines + [""]
 
 
@@ -149,7 +215,7 @@ def _quality(info: DatasetInfo) -> List[str]:
                  "were rejected; `errors/` holds each with its reason. "
                  "The most frequent reasons:")
     lines.append("")
-    lines += [f"- {r.rows:,} rows: {_cell(r.reason)}"
+    lines += [f"- {r.rows:,} rows: {_text(r.reason)}"
               for r in info.errors.reasons[:5]]
   else:
     lines.append(f"No input row was rejected ({info.counts.rows_read:,} "
@@ -161,7 +227,7 @@ def _quality(info: DatasetInfo) -> List[str]:
   elif found:
     lines.append(f"{len(found)} anomal{'y' if len(found) == 1 else 'ies'} "
                  "(published with `--on-anomaly warn`):")
-    lines += [f"- {_cell(a.line())}" for a in found]
+    lines += [f"- {_text(a.line())}" for a in found]
   else:
     lines.append("Every expectation of the schema holds.")
   return lines + [""]
@@ -172,7 +238,7 @@ def _rai(card: Card) -> List[str]:
   lines = ["## Responsible AI", ""]
   for key in RAI_FIELDS:
     if key in given:
-      lines.append(f"- **{_RAI_TITLES[key]}:** {given[key]}")
+      lines.append(f"- **{_RAI_TITLES[key]}:** {_text(given[key])}")
   absent = [k for k in RAI_FIELDS if k not in given]
   if absent:
     lines.append(f"- _Not given (card: rai: {', '.join(absent)})._")
@@ -207,7 +273,7 @@ def _spec_lines(info: DatasetInfo) -> List[str]:
   lines = []
   for variable, entries in parts:
     lines.append(f"{variable} = {{")
-    lines += [f'    "{name}": {_spec(entry)},'
+    lines += [f"    {_literal(name)}: {_spec(entry)},"
               for name, entry in sorted(entries.items())]
     lines.append("}")
   return lines
@@ -221,7 +287,7 @@ def _loading(info: DatasetInfo) -> List[str]:
   transformed = "" if raw else ", transformed=True"
   lines = ["## Loading it", "", "With tf.data (`pip install beam-tfrecords`, "
            "in this folder):", "", "```python", "import beam_tfrecords as btr",
-           f'ds = btr.load(".", split="{split}"{transformed})'
+           f'ds = btr.load(".", split={_literal(split)}{transformed})'
            "    # parsed feature dicts", "```", ""]
   if raw and info.file_format != "array_record" and info.splits.get(
       split) and info.splits[split].shards:
@@ -232,19 +298,20 @@ def _loading(info: DatasetInfo) -> List[str]:
     parse = ("tf.io.parse_single_sequence_example(r, context, sequence)"
              if info.record == "sequence_example"
              else "tf.io.parse_single_example(r, spec)")
-    lines += [f'files = sorted(glob.glob("{split}-*-of-*{suffix}"))',
+    pattern = _literal(glob.escape(split) + "-*-of-*" + suffix)
+    lines += [f"files = sorted(glob.glob({pattern}))",
               "ds = tf.data.TFRecordDataset(files" + (
                   ', compression_type="GZIP")' if gzip else ")")
               + f".map(lambda r: {parse})", "```", ""]
   if raw:
     lines += ["With PyTorch (the torch extra; no TensorFlow):", "",
               "```python", "from beam_tfrecords.read.torch import Dataset",
-              f'ds = Dataset(".", "{split}")', "```", ""]
+              f'ds = Dataset(".", {_literal(split)})', "```", ""]
   if info.options.tfds:
     lines += ["With TensorFlow Datasets:", "", "```python",
               "import tensorflow_datasets as tfds",
               'ds = tfds.builder_from_directory(".").as_dataset(split='
-              f'"{split}")', "```", ""]
+              f'{_literal(split)})', "```", ""]
   elif info.croissant and any(name.startswith("preview/")
                               for name in info.file_checksums()):
     lines += ["With TensorFlow Datasets, from `croissant.json` (its "
@@ -260,7 +327,8 @@ def _loading(info: DatasetInfo) -> List[str]:
               "builder.download_and_prepare(download_config=tfds.download."
               "DownloadConfig(",
               "    beam_options=PipelineOptions(flags=[])))",
-              f'ds = builder.as_dataset(split="{split}")', "```", ""]
+              f"ds = builder.as_dataset(split={_literal(split)})", "```",
+              ""]
   lines += ["Every file's SHA-256 is in dataset.json; `beam-tfrecords "
             "verify .` checks them all.", ""]
   return lines
@@ -272,6 +340,9 @@ def render_card(info: DatasetInfo) -> str:
   lines = (_head(info, card) + _splits(info) + _features(info)
            + _quality(info) + _rai(card))
   if card.citation:
-    lines += ["## Citation", "", "```", card.citation, "```", ""]
+    # A code block shows its text as it is; its fence outlasts any run of
+    # backticks in the citation.
+    fence = _fence(card.citation)
+    lines += ["## Citation", "", fence, card.citation, fence, ""]
   lines += _loading(info)
   return "\n".join(lines).rstrip("\n") + "\n"

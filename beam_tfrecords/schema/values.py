@@ -13,7 +13,9 @@ decide, it falls back to these functions.
 |              | and "1.0", "2.000", "1e3" (spaces   |                  | [-2**63, 2**63-1]                       |
 |              | trimmed; pandas writes int columns  |                  |                                         |
 |              | with nulls as "1.0")                |                  |                                         |
-| float        | int, float, text number, nan, inf   | float_list (f32) | "9,7", finite values beyond +-3.4e38    |
+| float        | int, float, text number, nan, inf   | float_list (f32) | "9,7", a value not written as inf that  |
+|              | written as such ("inf", "-Infinity",|                  | would be stored as inf: beyond +-3.4e38 |
+|              | an Arrow or JSON infinity)          |                  | ("3.4e39", "1e309", 10**400)            |
 | string       | text, int (decimal text), UTF-8     | bytes_list       | bytes that are not UTF-8, floats,       |
 |              | bytes, date (ISO text 2026-11-05)   |                  | timestamps                              |
 | bytes        | bytes, text (stored as UTF-8)       | bytes_list       | numbers                                 |
@@ -27,13 +29,13 @@ import decimal
 import json
 import math
 import re
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Union
 
 from beam_tfrecords.schema.model import Feature, FeatureType
 
 __all__ = ["INT64_MIN", "INT64_MAX", "FLOAT32_MAX", "INT_TEXT", "FLOAT_TEXT",
-           "ZERO_FRACTION", "PLUS_SIGN", "DIGITS_TEXT",
-           "convert_value", "convert_cell"]
+           "SPECIAL_FLOAT_TEXT", "ZERO_FRACTION", "PLUS_SIGN", "DIGITS_TEXT",
+           "convert_value", "convert_cell", "json_float", "parse_json"]
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -51,8 +53,13 @@ PLUS_SIGN = r"^\+"
 DIGITS_TEXT = r"^[+-]?[0-9]+$"
 FLOAT_TEXT = (r"^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
               r"|[nN][aA][nN]|[iI][nN][fF]([iI][nN][iI][tT][yY])?)$")
+# Float text that says nan or inf itself: the only text stored as inf
+# ("1e309" parses as inf too, but is refused as "3.4e39" is).
+SPECIAL_FLOAT_TEXT = (r"^[+-]?([nN][aA][nN]"
+                      r"|[iI][nN][fF]([iI][nN][iI][tT][yY])?)$")
 _INT_RE = re.compile(INT_TEXT)
 _FLOAT_RE = re.compile(FLOAT_TEXT)
+_SPECIAL_FLOAT_RE = re.compile(SPECIAL_FLOAT_TEXT)
 _THOUSANDS_RE = re.compile(r"^[+-]?[0-9]{1,3}([, ][0-9]{3})+([.,][0-9]+)?$")
 _DECIMAL_COMMA_RE = re.compile(r"^[+-]?[0-9]+,[0-9]+$")
 _ONE_COMMA_RE = re.compile(r"^[+-]?[0-9]{1,3},[0-9]{3}$")
@@ -80,7 +87,12 @@ def _number_hint(text: str) -> str:
   return ""
 
 
-def _float32_overflows(value: float) -> bool:
+def _float32_overflows(value: float, written_inf: bool) -> bool:
+  """Whether a value would be stored as inf though its input does not
+  say inf: one rule for a finite float past float32 ("3.4e39") and for
+  text or a number that Python already reads as inf ("1e309", 10**400)."""
+  if math.isinf(value):
+    return not written_inf
   # Values in (FLOAT32_MAX, FLOAT32_MAX + half an ulp) still round to
   # FLOAT32_MAX, exactly as numpy's and Arrow's float64 -> float32 casts do.
   return math.isfinite(value) and abs(value) >= 3.4028235677973366e38
@@ -164,25 +176,64 @@ def _to_int64(value: Any) -> int:
 
 
 def _to_float(value: Any) -> float:
+  # written_inf: the input itself says inf (a float that is inf, Arrow's
+  # or JSON's Infinity; Decimal("Infinity"); the text "inf").
   if isinstance(value, (bool, int)):
+    written_inf = False
     try:
       result = float(value)
-    except OverflowError:
+    except OverflowError:  # 10**400
       result = math.inf
-    if not math.isfinite(result):
-      raise ValueError(f"{value} is outside the float32 range "
-                       f"(+-{FLOAT32_MAX:.7g})")
-  elif isinstance(value, (float, decimal.Decimal)):
-    result = float(value)
+  elif isinstance(value, float):
+    result, written_inf = value, True
+  elif isinstance(value, decimal.Decimal):
+    # (JSON numbers past float64, "1e309", arrive as exact decimals.)
+    result, written_inf = float(value), not value.is_finite()
   elif isinstance(value, (str, bytes)):
-    result = float(_number_text(value, _FLOAT_RE, "float"))
+    text = _number_text(value, _FLOAT_RE, "float")
+    result = float(text)
+    written_inf = bool(_SPECIAL_FLOAT_RE.match(text))
   else:
     raise ValueError(f"expected a number, got {type(value).__name__} "
                      f"{_show(value)}")
-  if _float32_overflows(result):
+  if _float32_overflows(result, written_inf):
     raise ValueError(f"{_show(value)} is outside the float32 range "
                      f"(+-{FLOAT32_MAX:.7g}); it would be stored as inf")
   return result
+
+
+def json_float(text: str) -> Any:
+  """A JSON number with a fraction or exponent, as json.loads's
+  `parse_float` gives it: a float, or the exact Decimal where float64
+  reads it as inf ("1e309"), so that the float rule refuses it as it
+  refuses "3.4e39" instead of storing an inf the input never wrote."""
+  value = float(text)
+  return decimal.Decimal(text) if math.isinf(value) else value
+
+
+# JSON text that may hold a number float64 reads as inf: an exponent of
+# 100 or more, or 309 digits in a row. Only such text is parsed with
+# json_float, a Python call per number; the rest with json's own parser.
+_MAY_OVERFLOW = r"[eE]\+?0*[1-9][0-9]{2}|[0-9]{309}"
+_MAY_OVERFLOW_TEXT = re.compile(_MAY_OVERFLOW)
+_MAY_OVERFLOW_BYTES = re.compile(_MAY_OVERFLOW.encode("ascii"))
+
+
+def parse_json(text: Union[str, bytes]) -> Any:
+  """json.loads, but a number past float64 ("1e309") is its exact Decimal
+  (json_float), not inf.
+
+  Raises:
+    ValueError: not JSON (UnicodeDecodeError: bytes that are not UTF-8).
+    RecursionError: nested deeper than Python's recursion limit.
+  """
+  if isinstance(text, bytes):
+    may_overflow = bool(_MAY_OVERFLOW_BYTES.search(text))
+  else:
+    may_overflow = bool(_MAY_OVERFLOW_TEXT.search(text))
+  if may_overflow:
+    return json.loads(text, parse_float=json_float)
+  return json.loads(text)
 
 
 def _to_string(value: Any) -> bytes:
@@ -259,10 +310,15 @@ def _as_list(feature: Feature, cell: Any) -> list:
       try:
         # An int64 list's numbers as exact decimals, as any other text
         # ("[9223372036854775807.0]" is in range).
-        parsed = json.loads(text, parse_float=decimal.Decimal if
-                            feature.type is FeatureType.INT64 else None)
+        parsed = (json.loads(text, parse_float=decimal.Decimal)
+                  if feature.type is FeatureType.INT64 else parse_json(text))
       except ValueError:
         parsed = None
+      except RecursionError:  # "[[[[..." thousands deep
+        raise ValueError(f"{_show(text)} is a JSON list nested too deep to "
+                         f"read; a feature of shape {list(feature.shape)} "
+                         f"takes {max(len(feature.shape), 1)} level(s)"
+                         ) from None
       if isinstance(parsed, list):
         return _flatten(parsed, max(len(feature.shape), 1))
     if text == "":

@@ -5,6 +5,7 @@ import gzip
 import json
 import math
 import os
+import re
 import struct
 
 import pyarrow as pa
@@ -13,7 +14,7 @@ import pytest
 import beam_tfrecords as btr
 from beam_tfrecords import InputError
 
-from tests.helpers.bad_input import SCHEMA, _write
+from tests.helpers.bad_input import SCHEMA, _write, damaged_parquet
 
 
 HEADER = "id,text,blob,x,n\n"
@@ -93,6 +94,42 @@ ROW_CASES = [
      {1: {"n": -1}, 4: {"n": -1}},
      [(2, "expected a JSON object per line, got list"),
       (3, "expected a JSON object per line, got str")]),
+    # A line may nest 64 levels, its own object included: 63 lists in a
+    # value are read (and judged by the schema), 64 or 10,000 are not.
+    ("json_nested_past_the_depth_limit", "d.jsonl",
+     '{"id": 1}\n'
+     '{"id": 2, "x": ' + "[" * 63 + "1" + "]" * 63 + '}\n'
+     '{"id": 3, "x": ' + "[" * 64 + "1" + "]" * 64 + '}\n'
+     '{"id": 4, "x": ' + "[" * 10_000 + "1" + "]" * 10_000 + '}\n'
+     '{"id": 5, "text": "' + "[" * 100 + '"}\n',
+     {1: {}, 5: {"text": "[" * 100}},
+     [(2, 'In feature "x": expected one value (shape []), got a list of 1'),
+      (3, "nested deeper than 64 levels of arrays and objects (the most a "
+          "row may have): flatten the value, or leave the row out of the "
+          "input"),
+      (4, "nested deeper than 64 levels of arrays and objects")]),
+    # One rule for floats: a value that would be stored as inf though it
+    # is not written as inf is refused, whether float64 holds it (3.4e39)
+    # or not (1e309); "inf" and "-Infinity" are stored as written.
+    ("float_past_float32_csv", "f.csv",
+     HEADER + "1,a,b,1e309,1\n2,a,b,3.4e39,1\n3,a,b,-1e309,1\n"
+     "4,a,b,inf,1\n5,a,b,-Infinity,1\n",
+     {4: {"x": math.inf}, 5: {"x": -math.inf}},
+     [(1, "In feature \"x\": '1e309' is outside the float32 range "
+          "(+-3.402823e+38); it would be stored as inf"),
+      (2, "In feature \"x\": '3.4e39' is outside the float32 range "
+          "(+-3.402823e+38); it would be stored as inf"),
+      (3, "In feature \"x\": '-1e309' is outside the float32 range")]),
+    ("float_past_float32_jsonl", "f.jsonl",
+     '{"id": 1, "x": 1e309}\n{"id": 2, "x": "1e309"}\n'
+     '{"id": 3, "x": 3.4e39}\n{"id": 4, "x": Infinity}\n'
+     '{"id": 5, "x": "-inf"}\n',
+     {4: {"x": math.inf}, 5: {"x": -math.inf}},
+     [(1, "In feature \"x\": 1E+309 is outside the float32 range "
+          "(+-3.402823e+38); it would be stored as inf"),
+      (2, "In feature \"x\": '1e309' is outside the float32 range"),
+      (3, "In feature \"x\": 3.4e+39 is outside the float32 range "
+          "(+-3.402823e+38); it would be stored as inf")]),
     ("json_missing_key_vs_null", "k.jsonl",
      '{"id": 1, "text": null}\n{"id": 2}\n{"id": 3, "text": ""}\n',
      {1: {"text": None}, 2: {"text": None}, 3: {"text": ""}}, []),
@@ -198,6 +235,105 @@ def test_broken_compressed_inputs_fail_and_publish_nothing(tmp_path, name,
   with pytest.raises(InputError, match=message.replace("(", r"\(")):
     btr.build(SCHEMA, src, out)
   assert not os.path.exists(os.path.join(out, "_SUCCESS"))
+
+
+def test_a_json_array_too_deep_to_parse_fails_naming_the_file(tmp_path):
+  """An element nested past what json can parse leaves no element to tell
+  apart: an InputError names the file (JSON lines name the line)."""
+  src = _write(tmp_path, "a.json", '[{"id": 1}, {"id": 2, "x": '
+               + "[" * 10_000 + "]" * 10_000 + "}]")
+  with pytest.raises(InputError) as e:
+    btr.build(SCHEMA, src, str(tmp_path / "out"))
+  assert str(e.value) == (
+      f"{src}: an element of the JSON array is nested deeper than Python's "
+      "JSON parser can follow (about 1,000 levels; a row may have 64), so "
+      "no row of the file can be read; fix that element, or write the file "
+      "as JSON lines, where such a line is one rejected row")
+  assert not (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_a_json_array_element_past_the_depth_limit_is_an_error_row(
+    tmp_path):
+  _, got, errors = _build(tmp_path, "a.json", json.dumps(
+      [{"id": 1}, {"id": 2, "x": json.loads("[" * 70 + "]" * 70)}]))
+  assert [r["id"] for r in got] == [1]
+  (e,) = errors
+  assert (e["row"], e["reason"]) == (2, (
+      "nested deeper than 64 levels of arrays and objects (the most a row "
+      "may have): flatten the value, or leave the row out of the input"))
+
+
+# A table of SCHEMA's columns, the last one text that compresses well.
+def _parquet_rows():
+  return pa.table({"id": pa.array(range(1, 3001), pa.int64()),
+                   "blob": pa.array([b"b"] * 3000),
+                   "x": pa.array([i / 8 for i in range(3000)]),
+                   "text": pa.array([f"row {i} " * 8 for i in range(3000)])})
+
+
+FIX = ("the file is damaged (an interrupted copy or download, a bad disk); "
+       "replace it with a good copy, or leave it out of --input. Nothing "
+       "from this build is published.")
+
+# (case, damage (tests/helpers/bad_input.py damaged_parquet), the error's
+# text after the file's path and before the fix, pyarrow's part as a
+# regular expression)
+PARQUET_DAMAGE = [
+    ("row_group", "row_group",
+     r"row group 1 \(of 3, counted from 0; rows 1,001-2,000\) cannot be "
+     r"read: Corrupt snappy compressed data \(pyarrow [0-9.]+\): "),
+    ("checksummed_page", "checksummed_page",
+     r"row group 1 \(of 3, counted from 0; rows 1,001-2,000\) cannot be "
+     r"read: could not verify page integrity, CRC checksum verification "
+     r"failed for page_ordinal 0 \(pyarrow [0-9.]+\): "),
+]
+
+
+@pytest.mark.parametrize("case", PARQUET_DAMAGE,
+                         ids=[c[0] for c in PARQUET_DAMAGE])
+def test_a_damaged_parquet_row_group_is_an_input_error_naming_it(tmp_path,
+                                                                 case):
+  """The rows of a row group that cannot be decoded cannot be told apart:
+  the build fails with one line naming the file, the row group and its
+  rows, what pyarrow said, and what to do; nothing is published."""
+  _, damage, said = case
+  good = _write(tmp_path, "a.parquet", _parquet_rows())
+  bad = damaged_parquet(tmp_path / "b.parquet", _parquet_rows(), damage)
+  out = tmp_path / "out"
+  with pytest.raises(InputError) as e:
+    btr.build(SCHEMA, [good, bad], str(out))
+  assert re.fullmatch(re.escape(f"{bad}: ") + said + re.escape(FIX),
+                      str(e.value)), str(e.value)
+  assert not (out / "_SUCCESS").exists()
+
+
+def test_a_parquet_file_with_a_cut_footer_is_an_input_error_naming_it(
+    tmp_path):
+  good = _write(tmp_path, "a.parquet", _parquet_rows())
+  bad = damaged_parquet(tmp_path / "b.parquet", _parquet_rows(), "footer")
+  with pytest.raises(InputError) as e:
+    btr.build(SCHEMA, [good, bad], str(tmp_path / "out"))
+  assert str(e.value) == (
+      f"{bad}: not a readable Parquet file: Parquet magic bytes not found "
+      "in footer. Either the file is corrupted or this is not a parquet "
+      "file.")
+  assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_damaged_row_group_read_by_a_worker_process_is_the_same_error(
+    tmp_path):
+  """Worker processes report their error as text (errors.from_worker):
+  it comes back as the InputError it was, with its message."""
+  bad = damaged_parquet(tmp_path / "b.parquet", _parquet_rows(), "row_group")
+  with pytest.raises(InputError) as e:
+    btr.build(SCHEMA, bad, str(tmp_path / "out"), beam_args=[
+        "--direct_num_workers=2", "--direct_running_mode=multi_processing"])
+  assert type(e.value) is InputError
+  assert str(e.value).startswith(
+      f"{bad}: row group 1 (of 3, counted from 0; rows 1,001-2,000) "
+      "cannot be read: Corrupt snappy compressed data (pyarrow ")
+  assert str(e.value).endswith(FIX)
 
 
 def test_missing_column_without_default_fails_before_the_run(tmp_path):

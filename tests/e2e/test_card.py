@@ -3,6 +3,7 @@ the splits and the features with the numbers of the input, its loading
 snippets run as written, and it renders in a real headless browser as a
 page with its tables."""
 
+import ast
 import gzip
 import json
 import os
@@ -14,7 +15,8 @@ import pytest
 
 import beam_tfrecords as btr
 
-from tests.helpers.cards import CARD, FLIGHTS
+from tests.helpers.cards import (CARD, FLIGHTS, HOSTILE, HOSTILE_NAMES,
+                                 HOSTILE_VALUE)
 from tests.helpers.expectations import DAY1, DAY2
 
 
@@ -147,3 +149,137 @@ def test_the_card_renders_in_a_headless_browser(flights, tmp_path):
       (n, f"{s.num_records:,}") for n, s in info.splits.items())
   features = re.findall(r"<tr>\s*<td><code>(\w+)</code></td>", tables[1])
   assert sorted(features) == sorted(FLIGHTS["features"])
+
+
+# --- Names and fields that are syntax elsewhere (issue 60) -------------------
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+  """A build whose feature names, card fields and values are HTML, Markdown
+  and Python (tests/helpers/cards.py HOSTILE)."""
+  folder = tmp_path_factory.mktemp("hostile")
+  row = {f"c{i}": HOSTILE_VALUE for i in range(len(HOSTILE_NAMES))}
+  (folder / "rows.jsonl").write_text((json.dumps(row) + "\n") * 3)
+  out = str(folder / "out")
+  btr.build(HOSTILE, str(folder / "rows.jsonl"), out)
+  with open(os.path.join(out, "README.md"), encoding="utf-8") as f:
+    return out, f.read()
+
+
+def _prose(text):
+  """README.md without its fenced code blocks (whose text every Markdown
+  viewer shows as it is)."""
+  return re.sub(r"^(`{3,})[^\n]*\n.*?^\1$", "", text, flags=re.S | re.M)
+
+
+# The elements Python-Markdown makes of the card's own syntax: any other
+# (a <script>, an <img>, an <a>) came from a value.
+CARD_TAGS = {"h1", "h2", "p", "ul", "li", "strong", "em", "code", "pre",
+             "table", "thead", "tbody", "tr", "th", "td"}
+
+
+def _tags(text):
+  import markdown
+  page = markdown.markdown(text, extensions=["tables", "fenced_code"])
+  return page, set(re.findall(r"<([a-z][a-z0-9]*)", page))
+
+
+# Calls and imports the loading snippets make: a name that became code
+# would add one.
+SNIPPET_CALLS = {"load", "sorted", "glob", "VarLenFeature", "TFRecordDataset",
+                 "map", "parse_single_example", "Dataset", "CroissantBuilder",
+                 "download_and_prepare", "DownloadConfig", "PipelineOptions",
+                 "as_dataset"}
+SNIPPET_IMPORTS = {"beam_tfrecords", "glob", "tensorflow",
+                   "beam_tfrecords.read.torch", "tensorflow_datasets",
+                   "apache_beam.options.pipeline_options"}
+
+
+def _spec_keys(trees):
+  return [key.value for tree in trees for node in ast.walk(tree)
+          if isinstance(node, ast.Dict) for key in node.keys]
+
+
+@pytest.mark.parametrize("case", HOSTILE_NAMES,
+                         ids=[c[0] for c in HOSTILE_NAMES])
+def test_a_feature_name_is_text_in_the_card_and_a_string_in_its_snippets(
+    hostile, case):
+  _, name, shown = case
+  _, text = hostile
+  (row,) = [line for line in text.splitlines()
+            if line.startswith(f"| {shown} | string | ")]
+  # Four cells: the name's | and the value's are escaped.
+  assert row == (f"| {shown} | string | 0.0% | top "
+                 "'&lt;script&gt;alert(2)&lt;/script&gt;\\|\\`x\\`' (100%) |")
+  assert "<script" not in _prose(text)
+  page, tags = _tags(text)
+  assert tags <= CARD_TAGS, tags - CARD_TAGS
+  assert "&lt;script&gt;alert(2)&lt;/script&gt;|<code>" not in page
+  trees = [ast.parse(snippet) for snippet in _snippets(text)]
+  assert len(trees) == 4  # btr.load, TensorFlow alone, PyTorch, Croissant
+  assert _spec_keys(trees).count(name) == 1
+
+
+def test_the_snippets_hold_the_names_as_strings_and_no_other_code(hostile):
+  out, text = hostile
+  names = [name for _, name, _ in HOSTILE_NAMES]
+  trees = [ast.parse(snippet) for snippet in _snippets(text)]
+  assert sorted(_spec_keys(trees)) == sorted(names)
+  calls = {node.func.attr if isinstance(node.func, ast.Attribute)
+           else node.func.id
+           for tree in trees for node in ast.walk(tree)
+           if isinstance(node, ast.Call)}
+  assert calls == SNIPPET_CALLS
+  imports = {alias.name for tree in trees for node in ast.walk(tree)
+             if isinstance(node, ast.Import) for alias in node.names} | {
+                 node.module for tree in trees for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom)}
+  assert imports == SNIPPET_IMPORTS
+  # Run as written, TensorFlow's snippet parses every feature by its name.
+  plain = _snippets(text)[1]
+  check = (plain + "import json\n"
+           "r = next(iter(ds))\n"
+           "print(json.dumps({k: [v.decode() for v in "
+           "tf.sparse.to_dense(t).numpy().tolist()] for k, t in r.items()}))\n")
+  run = subprocess.run([sys.executable, "-c", check], cwd=out,
+                       capture_output=True, text=True, timeout=300)
+  assert run.returncode == 0, run.stderr[-3000:]
+  got = json.loads(run.stdout.strip().splitlines()[-1])
+  assert got == {name: [HOSTILE_VALUE] for name in names}
+
+
+# (case, the card's text of a field of HOSTILE, and the HTML a Markdown
+# viewer makes of it: the field's text, never an element)
+HOSTILE_FIELDS = [
+    ("title", "# &lt;img src=x onerror=alert(3)&gt; \\#1\n",
+     "<h1>&lt;img src=x onerror=alert(3)&gt; #1</h1>"),
+    ("description", "&lt;script&gt;alert(6)&lt;/script&gt;\n\n"
+                    "\\# not a heading\n",
+     "<p>&lt;script&gt;alert(6)&lt;/script&gt;</p>\n<p># not a heading</p>"),
+    ("creators", "- **Creators:** &lt;b&gt;Eve&lt;/b&gt; "
+                 "&lt;eve@example.org&gt;\n",
+     "<li><strong>Creators:</strong> &lt;b&gt;Eve&lt;/b&gt; "
+     "&lt;eve@example.org&gt;</li>"),
+    ("keywords", "- **Keywords:** \\[link](javascript:alert(5))\n",
+     "<li><strong>Keywords:</strong> [link](javascript:alert(5))</li>"),
+    ("rai", "- **Biases:** \\*bold\\* \\_it\\_ &lt;i&gt;html&lt;/i&gt; "
+            "# not a heading\n",
+     "<li><strong>Biases:</strong> *bold* _it_ &lt;i&gt;html&lt;/i&gt; # not "
+     "a heading</li>"),
+    # A code block shows it as it is; its fence outlasts the one inside.
+    ("citation", "## Citation\n\n````\n```\n<script>alert(4)</script>\n"
+                 "````\n",
+     "<pre><code>```\n&lt;script&gt;alert(4)&lt;/script&gt;\n</code></pre>"),
+]
+
+
+@pytest.mark.parametrize("case", HOSTILE_FIELDS,
+                         ids=[c[0] for c in HOSTILE_FIELDS])
+def test_a_card_field_shows_as_its_text(hostile, case):
+  _, markdown_text, html = case
+  _, text = hostile
+  assert markdown_text in text
+  page, tags = _tags(text)
+  assert html in page
+  assert tags <= CARD_TAGS, tags - CARD_TAGS

@@ -5,10 +5,12 @@ still shows its traceback."""
 import os
 import textwrap
 
+import pyarrow as pa
 import pytest
 
 from beam_tfrecords import cli
 
+from tests.helpers.bad_input import damaged_parquet
 from tests.helpers.inputs import write_csv
 from tests.helpers.signals import _cli, _csv
 
@@ -61,12 +63,21 @@ def _broken_inputs(tmp_path, case):
     path.write_bytes(b"\x10" + b"\x00" * 7 + b"garbage" * 20)
     return (["--input", str(path), "--format", "tfrecord"], cli.EXIT_INPUT,
             f"error: {path}: corrupt length CRC at record 1", None)
+  if case == "damaged_parquet":
+    table = pa.table({"id": pa.array(range(3000), pa.int64()),
+                      "score": pa.array([i / 8 for i in range(3000)])})
+    path = damaged_parquet(tmp_path / "d.parquet", table, "checksummed_page")
+    return (["--input", path], cli.EXIT_INPUT,
+            f"error: {path}: row group 1 (of 3, counted from 0; rows "
+            "1,001-2,000) cannot be read: could not verify page integrity",
+            None)
   assert case == "full_disk"
   return (["--input", _csv(tmp_path)], cli.EXIT_INPUT,
           "error: cannot write the dataset to ", FULL_DISK)
 
 
-CASES = ["bad_rows", "truncated_gzip", "corrupt_tfrecord", "full_disk"]
+CASES = ["bad_rows", "truncated_gzip", "corrupt_tfrecord", "damaged_parquet",
+         "full_disk"]
 
 
 @pytest.mark.slow

@@ -30,3 +30,38 @@ FLIGHTS = {
     "splits": {"hash": ["carrier", "flight"],
                "weights": {"train": 0.8, "eval": 0.2}},
 }
+
+
+# Feature names and card fields that Markdown, HTML or Python would read as
+# syntax (issue 60): (case id, feature name, how the features table shows
+# it). A name that inline code shows as itself is inline code; the others
+# are escaped text (a line break is a space there).
+HOSTILE_NAMES = [
+    ("python_call_in_quotes", 'a"); import os; os.system("x") #',
+     '`a"); import os; os.system("x") #`'),
+    ("apostrophe", "it's", "`it's`"),
+    ("backslashes", "back\\slash\\", "`back\\slash\\`"),
+    ("newline", "two\nlines", "two lines"),
+    ("closing_code_tag", "</code>", "&lt;/code&gt;"),
+    ("script_tag", "<script>alert(1)</script>",
+     "&lt;script&gt;alert(1)&lt;/script&gt;"),
+    ("python_expression", "__import__('os').system('x')",
+     "`__import__('os').system('x')`"),
+    ("pipe_and_backtick", "a|b`c", "a\\|b\\`c"),
+]
+# The value every row holds in every column: HTML, a cell's end, code.
+HOSTILE_VALUE = "<script>alert(2)</script>|`x`"
+HOSTILE_CARD = {
+    "title": "<img src=x onerror=alert(3)> #1",
+    "license": "CC0-1.0",
+    "creators": [{"name": "<b>Eve</b>", "email": "eve@example.org"}],
+    "citation": "```\n<script>alert(4)</script>",
+    "keywords": ["[link](javascript:alert(5))"],
+    "rai": {"dataBiases": "*bold* _it_ <i>html</i>\n# not a heading"}}
+HOSTILE = {
+    "name": "hostile",
+    "description": "<script>alert(6)</script>\n\n# not a heading",
+    "card": HOSTILE_CARD,
+    "features": {name: {"type": "string", "source": f"c{i}"}
+                 for i, (_, name, _) in enumerate(HOSTILE_NAMES)},
+}

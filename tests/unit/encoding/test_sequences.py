@@ -94,6 +94,15 @@ LIST_CASES = [
      "expected a list of steps"),
     ("bad_json", {"id": "j", "tok": ["x"], "pos": "[1, 2"},
      "as a JSON list of steps"),
+    # (issue 60) A step float64 reads as inf is refused as 3.4e39 is; a
+    # list too deep for json is a reason, not a RecursionError.
+    ("step_past_float64", {"id": "k", "tok": ["x", "y"],
+                           "pos": "[1.5, 1e309]"},
+     "at step 1: 1E+309 is outside the float32 range (+-3.402823e+38); it "
+     "would be stored as inf"),
+    ("too_deep_to_parse", {"id": "l", "tok": ["x"],
+                           "pos": "[" * 10_000 + "]" * 10_000},
+     "as a JSON list of steps: it is nested too deep to read"),
     ("required_context_missing", {"id": None, "tok": ["x"], "pos": [1]},
      'required value is missing (column "id" has no value)'),
 ]

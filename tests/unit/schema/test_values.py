@@ -2,6 +2,7 @@
 value becomes the values of a feature."""
 
 import decimal
+import math
 
 import pyarrow as pa
 import pytest
@@ -119,3 +120,85 @@ def test_a_parquet_decimal_reads_as_its_number(value, result):
     with pytest.raises(ValueError) as e:
       convert_cell(SCALAR, value)
     assert str(e.value) == result
+
+
+# --- Floats past float32: one rule -----------------------------------------
+
+FLOAT = Feature("x", FeatureType.FLOAT)
+FLOATS = Feature("xs", FeatureType.FLOAT, shape=(-1,), separator="|")
+INF = ("is outside the float32 range (+-3.402823e+38); it would be stored "
+       "as inf")
+
+
+# (case, input value, how the reason shows it): a value not written as inf
+# that float32 would store as inf, whether float64 holds it or not.
+@pytest.mark.parametrize("value,shown", [
+    ("3.4e39", "'3.4e39'"),
+    ("1e309", "'1e309'"),
+    ("-1e309", "'-1e309'"),
+    (" 1E+400 ", "' 1E+400 '"),
+    (b"1e309", "'1e309'"),
+    ("1" + "0" * 400 + ".0", "'1" + "0" * 58 + "...'"),
+    (3.4e39, "3.4e+39"),
+    (10**39, str(10**39)),
+    (10**400, "1" + "0" * 59 + "...'"),
+    (decimal.Decimal("1e309"), "1E+309"),
+], ids=["text_past_float32", "text_past_float64", "negative_past_float64",
+        "spaces_and_sign", "bytes", "digits_past_float64",
+        "float_past_float32", "int_past_float32", "int_past_float64",
+        "decimal_past_float64"])
+def test_a_float_that_would_become_inf_is_refused_with_one_reason(value,
+                                                                  shown):
+  with pytest.raises(ValueError) as e:
+    convert_cell(FLOAT, value)
+  assert str(e.value) == f"{shown} {INF}"
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("3.4e39", f"'3.4e39' {INF}"),
+    ("1e309", f"'1e309' {INF}"),
+    ("-1e309", f"'-1e309' {INF}"),
+], ids=["past_float32", "past_float64", "negative_past_float64"])
+def test_both_paths_refuse_a_float_that_would_become_inf(text, reason):
+  assert _both_paths(FLOAT, ["1.5", text]) == ([[1.5], None], {1: reason})
+  assert _both_paths(FLOATS, [f"1.5|{text}"]) == (
+      [None], {0: f"at position 1: {reason}"})
+
+
+@pytest.mark.parametrize("value,stored", [
+    ("inf", math.inf), ("-Infinity", -math.inf), (" +INF ", math.inf),
+    (b"-inf", -math.inf), (math.inf, math.inf),
+    (decimal.Decimal("-Infinity"), -math.inf),
+    # Past float32's largest value by less than half a step: rounds to it.
+    ("3.4028235e38", 3.4028235e38),
+], ids=["inf", "negative_infinity", "upper_case", "bytes", "float",
+        "decimal", "rounds_to_max"])
+def test_inf_written_as_inf_is_stored_as_inf(value, stored):
+  assert convert_cell(FLOAT, value) == [stored]
+  if isinstance(value, str):
+    (got,), errors = _both_paths(FLOAT, [value])
+    assert errors == {} and got[0] == pytest.approx(stored, rel=1e-7)
+
+
+@pytest.mark.parametrize("cell,result", [
+    ("[1.5, 1e309]", f"at position 1: 1E+309 {INF}"),
+    ("[1.5, 3.4e39]", f"at position 1: 3.4e+39 {INF}"),
+    ("[1.5, Infinity]", [1.5, math.inf]),
+], ids=["past_float64", "past_float32", "infinity"])
+def test_a_json_list_of_floats_in_a_text_cell_follows_the_rule(cell, result):
+  feature = Feature("xs", FeatureType.FLOAT, shape=(-1,))
+  if isinstance(result, list):
+    assert convert_cell(feature, cell) == result
+  else:
+    with pytest.raises(ValueError) as e:
+      convert_cell(feature, cell)
+    assert str(e.value) == result
+
+
+def test_a_json_list_too_deep_to_parse_is_refused_with_a_reason():
+  feature = Feature("xs", FeatureType.FLOAT, shape=(-1,))
+  with pytest.raises(ValueError) as e:
+    convert_cell(feature, "[" * 10_000 + "]" * 10_000)
+  assert str(e.value) == (
+      "'" + "[" * 59 + "...' is a JSON list nested too deep to read; a "
+      "feature of shape [-1] takes 1 level(s)")

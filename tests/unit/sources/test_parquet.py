@@ -130,3 +130,46 @@ def test_the_parquet_check_reads_only_the_footers(tmp_path, monkeypatch):
   counts.clear()
   plan = plan_inputs([str(many / "*.parquet")], ["id", "tailnum"], needed)
   assert len(plan.files) == len(counts) == 1000
+
+
+# --- A damaged row group, and a passing failure (issue 60) ------------------
+
+def _three_row_groups(path):
+  pq.write_table(pa.table({"id": list(range(1, 3001)),
+                           "text": [f"row {i} " * 8 for i in range(3000)]}),
+                 str(path), row_group_size=1000)
+  return str(path)
+
+
+def _read_all(path):
+  from beam_tfrecords.sources.base import FORMATS, ReadUnit
+  return [b.num_rows for b in FORMATS["parquet"].read(
+      ReadUnit(path, "parquet"), None)]
+
+
+def test_a_read_failure_that_does_not_come_again_is_not_called_damage(
+    tmp_path, monkeypatch):
+  """A file system that fails once (a reset connection) is raised as it
+  is, which a runner may retry: only a row group that fails again when
+  read alone is a damaged file (an InputError, which no retry mends)."""
+  path = _three_row_groups(tmp_path / "t.parquet")
+
+  def fails(self, *args, **kwargs):
+    yield from ()
+    raise OSError("Connection reset by peer")
+
+  monkeypatch.setattr(pq.ParquetFile, "iter_batches", fails)
+  with pytest.raises(OSError, match="^Connection reset by peer$"):
+    _read_all(path)
+
+  # Row group 1 fails when read alone too: it is named.
+  def read_row_group(self, group, **kwargs):
+    if group == 1:
+      raise OSError("Connection reset by peer")
+
+  monkeypatch.setattr(pq.ParquetFile, "read_row_group", read_row_group)
+  with pytest.raises(InputError) as e:
+    _read_all(path)
+  assert str(e.value).startswith(
+      f"{path}: row group 1 (of 3, counted from 0; rows 1,001-2,000) cannot "
+      "be read: Connection reset by peer (pyarrow ")
