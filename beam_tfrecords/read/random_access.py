@@ -10,12 +10,12 @@ uncompressed TFRecords) or ArrayRecord's own.
 A split's records are numbered across its shards in order (dataset after
 dataset over a window), as core.shares numbers them. Record i is in the
 gzip member the shard's index (core.shard_index) names; that member is
-read (one ranged read) and inflated (ISA-L, its CRC-32 checked) and the
-record cut out of it. `get` groups the positions asked for by member, so
-a member is inflated once however many of its records are wanted;
-inflated members stay in a cache of `cache_bytes` (MemberCache: the first
-ones taken, and the last few used), and where each member's records start
-is walked once per process and kept (4 bytes a record). An uncompressed
+read (one ranged read) and inflated (ISA-L, its CRC-32 checked) and its
+records cut out of it (their CRCs checked). `get` groups the positions
+asked for by member, so a member is inflated once however many of its
+records are wanted; inflated members' records stay in a cache of
+`cache_bytes` (MemberCache: the first ones taken, and the last few
+used). An uncompressed
 shard's record is one ranged read (DALI's index gives its place); an
 ArrayRecord shard's, array_record's reader.
 
