@@ -350,13 +350,22 @@ class _Shard:
 def _open_raw(path: str) -> Tuple[IO[bytes], Optional[int]]:
   """The file's raw bytes and its size (None: not asked of a remote
   file system)."""
-  if fs.is_local(path):
-    try:
+  try:
+    if fs.is_local(path):
       f = open(path, "rb", buffering=0)  # pylint: disable=consider-using-with
-    except IsADirectoryError as e:
-      raise InputError(f"{path} is a folder, not a TFRecord file") from e
-    return f, os.fstat(f.fileno()).st_size
-  return fs.open_read(path, fs.UNCOMPRESSED), None
+      return f, os.fstat(f.fileno()).st_size
+    return fs.open_read(path, fs.UNCOMPRESSED), None
+  except IsADirectoryError as e:
+    raise InputError(f"{path} is a folder, not a TFRecord file") from e
+  except FileNotFoundError as e:
+    raise _missing(path) from e
+
+
+def _missing(path: str) -> ShardDamagedError:
+  return ShardDamagedError(
+      f"{path}: no such file (a shard its dataset.json lists is gone, or "
+      "the name was damaged): restore it or build the dataset again",
+      file=path, reason="no such file")
 
 
 def read_shard(path: str, compression: Optional[str] = None,
@@ -417,8 +426,11 @@ def check_whole(path: str, expect: Expected, check: bool = True,
     ShardDamagedError: the size or the checksum differs.
   """
   name = name or path
-  size = os.stat(path).st_size if fs.is_local(path) else \
-      fs.match(path)[0].size
+  try:
+    size = os.stat(path).st_size if fs.is_local(path) else \
+        fs.match(path)[0].size
+  except (FileNotFoundError, IndexError) as e:
+    raise _missing(name) from e
   wrong = None
   if expect.size is not None and size != expect.size:
     wrong = (f"it is {size:,} bytes; its dataset.json lists "

@@ -219,11 +219,16 @@ class _Shard:
     one size and count swapped would read as each other."""
     if not self.check or self.sha256 is None:
       return
-    key = (self.path, self.generation, self.sha256)
+    fd = _DESCRIPTORS.get(self) if fs.is_local(self.path) else None
+    st = os.fstat(fd) if fd is not None else None
+    # The file itself too: a copy laid over the same path (with the same
+    # _SUCCESS) is hashed again.
+    key = (self.path, self.generation, self.sha256, size) + (
+        (st.st_dev, st.st_ino, st.st_mtime_ns) if st else ())
     if key in _HASHED:
       return
-    if fs.is_local(self.path):
-      fd, digest, at = _DESCRIPTORS.get(self), hashlib.sha256(), 0
+    if fd is not None:
+      digest, at = hashlib.sha256(), 0
       while at < size:
         block = os.pread(fd, min(_HASH_BLOCK, size - at), at)
         if not block:

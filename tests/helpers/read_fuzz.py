@@ -93,9 +93,10 @@ def mutate(folder: str, kind: str, rng: random.Random) -> str:
     elif kind == "index_field":
       at = 8 * rng.randrange(10, len(raw) // 8)
       value = int.from_bytes(raw[at:at + 8], "little")
-      value = rng.choice([value + 1, value - 1, 0, 2**63, rng.getrandbits(
+      new = rng.choice([value + 1, value - 1, 0, 2**63, rng.getrandbits(
           64)]) % 2**64
-      raw[at:at + 8] = value.to_bytes(8, "little")
+      raw[at:at + 8] = (new if new != value else value ^ 1).to_bytes(
+          8, "little")
     else:
       raw = raw[:rng.randrange(len(raw))]
     _write(index_path, raw)
