@@ -32,7 +32,7 @@ import dataclasses
 import hashlib
 import os
 import struct
-from typing import IO, Any, Iterator, List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
 from isal import isal_zlib
 
@@ -124,7 +124,7 @@ class _Shard:
   """One shard being read: its raw bytes (hashed as read), what is left
   of them in `buf` from `pos`, and the checks."""
 
-  def __init__(self, path: str, raw: IO[bytes], size: Optional[int],
+  def __init__(self, path: str, raw: Any, size: Optional[int],
                check: bool, expect: Expected):
     self.path, self.raw, self.size, self.check = path, raw, size, check
     self.expect = expect
@@ -347,7 +347,7 @@ class _Shard:
           "read were other bytes, or in another order)")
 
 
-def _open_raw(path: str) -> Tuple[IO[bytes], Optional[int]]:
+def _open_raw(path: str) -> Tuple[Any, Optional[int]]:
   """The file's raw bytes and its size (None: not asked of a remote
   file system)."""
   try:

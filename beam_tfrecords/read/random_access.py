@@ -78,8 +78,9 @@ class _Descriptors:
   MAX_OPEN = 64
 
   def __init__(self):
-    self._open: "collections.OrderedDict[str, int]" = \
-        collections.OrderedDict()
+    # (path, generation) -> descriptor
+    self._open: "collections.OrderedDict[Tuple[str, Optional[str]], int]" \
+        = collections.OrderedDict()
     self._lock = threading.Lock()
 
   def get(self, shard: "_Shard") -> int:

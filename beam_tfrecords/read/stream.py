@@ -191,7 +191,8 @@ class RecordStream:
     for p in self.pieces:
       at, end = 0, p.skip + p.take  # records of the file before the list
       expect = self.expected[p.file]
-      upto = end if end < expect.records else None
+      whole = expect.records if expect.records is not None else end
+      upto = end if end < whole else None
       for records in self.guard.lists(
           p.file, _file_lists(p.file, expect, self.check, upto)):
         lo, hi = max(p.skip - at, 0), min(end - at, len(records))
@@ -311,7 +312,7 @@ class RecordStream:
 
 def _expected(found, transformed: bool) -> Dict[str, Expected]:
   """What each shard's dataset.json entry says of it, by path."""
-  out = {}
+  out: Dict[str, Expected] = {}
   for path, info in found:
     splits = info.transform.splits if transformed and info.transform \
         else info.splits
