@@ -338,7 +338,7 @@ class BuildOptions:
 
   @property
   def member_bytes(self) -> int:
-    """member_size in bytes (sinks.shards.MEMBER_CAP when not given)."""
+    """member_size in bytes (core.members.MEMBER_CAP when not given)."""
     if self.member_size is None:
       return MEMBER_CAP
     size = parse_size(self.member_size)

@@ -28,7 +28,7 @@ from beam_tfrecords.schema.spec import aligned_lists
 from beam_tfrecords.schema.tfmd import TFMD_FILE
 from beam_tfrecords.sinks import TFRECORD_GZIP, Shuffle
 from beam_tfrecords.sinks.array_records import array_record_codec
-from beam_tfrecords.sinks.shards import Codec
+from beam_tfrecords.sinks.codec import Codec
 from beam_tfrecords.sinks.tfds_files import (TFRECORD_PLAIN, check_tfds,
                                              features_json)
 from beam_tfrecords.transforms.dataset import DatasetPlan

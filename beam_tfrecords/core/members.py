@@ -18,7 +18,7 @@ from header to header, without inflating anything.
 tf.data stops reading at an empty member (a standard one too; TF 2.21),
 so a writer puts one only in an otherwise empty file.
 
-The deflate itself is the caller's (sinks.shards places its compressor so
+The deflate itself is the caller's (sinks.deflate places its compressor so
 that the bytes depend only on the data); a member made here is the same
 bytes for the same body, records and framed bytes.
 """

@@ -35,7 +35,8 @@ from beam_tfrecords.core.array_record_files import (ARRAY_RECORD_SUFFIX,
 from beam_tfrecords.core.shard_reader import iter_tfrecord_lists
 from beam_tfrecords.core.tfrecord_files import frame_records, unframe_records
 from beam_tfrecords.sinks.parts import ShardWritten
-from beam_tfrecords.sinks.shards import Codec, shard_name
+from beam_tfrecords.core.shard_names import shard_name
+from beam_tfrecords.sinks.codec import Codec
 
 __all__ = ["ArrayRecordFiles", "array_record_codec", "ARRAY_RECORD_SUFFIX"]
 

@@ -28,7 +28,7 @@ from beam_tfrecords.core.tfrecord_files import frame_buffer
 __all__ = ["RUN", "Parts", "pack", "in_key_order", "windows", "deal_records",
            "BLOCK_BYTES"]
 
-# How a run travels (sinks.shards: INLINE, MEMBER, PART_FILE are 0, 1, 2).
+# How a run travels (sinks.part_files: INLINE, MEMBER, PART_FILE are 0, 1, 2).
 RUN = 3
 _INLINE = 0
 # Bytes of parts per block of a run.
@@ -39,7 +39,7 @@ _BLOCKS, _FILE = "blocks", "file"
 
 
 class Parts(NamedTuple):
-  """One shard's parts (sinks.shards part tuples) in key order, as columns.
+  """One shard's parts (sinks.part_files part tuples) in key order, as columns.
 
   Attributes:
     keys: each part's sort key.

@@ -34,7 +34,7 @@ from beam_tfrecords.core.tfrecord_files import frame_records
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.sinks.metadata import write_file
-from beam_tfrecords.sinks.shards import Codec
+from beam_tfrecords.sinks.codec import Codec
 
 __all__ = ["check_tfds", "write_tfds_files", "features_json", "TFDS_FILES",
            "TFDS_TEMPLATE", "TFDS_SUFFIX", "TFRECORD_PLAIN"]

@@ -34,7 +34,9 @@ from beam_tfrecords.core.tfrecord_files import frame_records
 from beam_tfrecords.read.arrays import tfx_decoder
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.sinks.metadata import RAW_METADATA_DIR
-from beam_tfrecords.sinks.shards import MEMBER_CAP, TFRECORD_GZIP, ShardFiles
+from beam_tfrecords.core.members import MEMBER_CAP
+from beam_tfrecords.sinks.codec import TFRECORD_GZIP
+from beam_tfrecords.sinks.shard_files import ShardFiles
 from beam_tfrecords.tft.functions import (analyze_columns, combined_fn,
                                           tfxio_source)
 from beam_tfrecords.tft.outputs import TransformedEncoder

@@ -24,7 +24,9 @@ from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
                                   WriteShards, WriteWithBeamSink)
 from beam_tfrecords.sinks.parts import (FeatureStatistics, OutputStaged,
                                         RowCounts)
-from beam_tfrecords.sinks.shards import MEMBER_CAP, PARTS_DIR, Codec
+from beam_tfrecords.core.members import MEMBER_CAP
+from beam_tfrecords.sinks.codec import Codec
+from beam_tfrecords.sinks.part_files import PARTS_DIR
 from beam_tfrecords.transforms.dead_letters import dead_letter_json
 from beam_tfrecords.transforms.encode import (FEATURE_STATS, KEY_DIGESTS,
                                               STAT_FIELDS, Encode)

@@ -46,7 +46,8 @@ from beam_tfrecords.encoding.passes import plan_passes, step_bytes
 from beam_tfrecords.encoding.steps import StepEncoder, key_hash, keys_hash
 from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.schema.model import OnBadStep
-from beam_tfrecords.sinks.shards import SPILL_BYTES, stable_hash
+from beam_tfrecords.sinks.part_files import SPILL_BYTES
+from beam_tfrecords.sinks.shards import stable_hash
 from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS, STATS,
                                                 Output, SchemaFn, by_split,

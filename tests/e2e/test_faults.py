@@ -80,7 +80,7 @@ def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
   size), and the slices of GATHER_BATCHES batches go to a shard as one
   element; the shards are the bytes of a build whose shuffle carried the
   parts themselves, and no part file is left behind."""
-  from beam_tfrecords.sinks import shards
+  from beam_tfrecords.sinks import part_files, shards
   src = write_rows(tmp_path / "in.csv", 20_000)
   monkeypatch.setattr(shards, "GATHER_BATCHES", 3)
   small_batches = {"block_size": 64 << 10}  # 6 batches of rows
@@ -111,7 +111,7 @@ def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
   gathered = [p for p in carried if p is not None]
   assert len(gathered) == 4 * 6 // 3
   assert all(isinstance(g, shards.Gathered) and len(g.parts) == 3 and all(
-      isinstance(p[2], shards.Slice) for p in g.parts) for g in gathered)
+      isinstance(p[2], part_files.Slice) for p in g.parts) for g in gathered)
   assert dataset_files(spilled_out.output) == [
       "README.md", "_SUCCESS", "croissant.json", "dataset.json"] + [
           f"index/train-0000{i}-of-00004.tfrecord.gz.index"

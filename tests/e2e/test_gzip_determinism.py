@@ -5,7 +5,7 @@ The defect: 1 shard in 14 builds of flights150k, and once a CI shard of
 user_events, came out 4 bytes longer with the same records. ISA-L
 (python-isal) puts a stream's position 2 in the hash slot that the
 compressor object's address gives, not in the slot of its own bytes (see
-sinks/shards.py). When the address gives the slot of the member's position
+sinks/deflate.py). When the address gives the slot of the member's position
 0, 1 or 2, a match is lost or gained. The tests here craft members whose
 position 0, 1 or 2 falls in the slot of a compressor's address. Such a
 compressor writes other bytes (the premise). gzip_member() must still
@@ -25,7 +25,7 @@ import time
 import pytest
 
 from beam_tfrecords.core.tfrecord_files import frame_records
-from beam_tfrecords.sinks import shards
+from beam_tfrecords.sinks import deflate
 
 from tests.helpers.gzip_determinism import _address_slots, _member, _new, _usual
 
@@ -84,7 +84,7 @@ def test_members_are_the_same_bytes_in_threads_under_load():
     while time.monotonic() < end:
       churn(r, ballast)
       j = r.randrange(len(members))
-      if shards.gzip_member(members[j], None) != refs[j]:
+      if deflate.gzip_member(members[j], None) != refs[j]:
         wrong[j] += 1
       counts[k] += 1
 

@@ -13,7 +13,7 @@ import pytest
 from beam_tfrecords.core.tfrecord_files import frame_records
 from beam_tfrecords.sinks import array_records
 from beam_tfrecords.sinks.parts import ShardWritten
-from beam_tfrecords.sinks.shards import Codec
+from beam_tfrecords.sinks.codec import Codec
 
 if os.environ.get("BTR_REQUIRE_EXTRAS"):
   from array_record.python import array_record_module

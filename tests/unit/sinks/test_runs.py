@@ -8,20 +8,20 @@ import random
 import pytest
 
 from beam_tfrecords.core.tfrecord_files import frame_records
-from beam_tfrecords.sinks import runs, shards
+from beam_tfrecords.sinks import codec, deflate, part_files, runs, shard_files
 
 
 def _part(rng, key):
-  how = rng.choice([shards.INLINE] * 8 + [shards.MEMBER, shards.PART_FILE])
+  how = rng.choice([part_files.INLINE] * 8 + [part_files.MEMBER, part_files.PART_FILE])
   records = [bytes(rng.randrange(256) for _ in range(rng.randint(0, 60)))
              for _ in range(rng.randint(1, 3))]
   data = frame_records(records)
-  if how == shards.MEMBER:
-    data = shards.gzip_members(data, None)
-  elif how == shards.PART_FILE:
+  if how == part_files.MEMBER:
+    data = deflate.gzip_members(data, None)
+  elif how == part_files.PART_FILE:
     data = f"/parts/{key}"
   return (key, how, data, len(records),
-          len(data) if how != shards.PART_FILE else 1000)
+          len(data) if how != part_files.PART_FILE else 1000)
 
 
 def _parts(seed, sources=5, per_source=120):
@@ -63,28 +63,28 @@ def test_windows_give_the_parts_in_key_order(monkeypatch, block, seed, heap):
 @pytest.mark.parametrize("member_bytes", [50, 700, 1 << 20])
 def test_inline_many_writes_the_same_members(tmp_path, monkeypatch,
                                              member_bytes):
-  monkeypatch.setattr(shards, "INLINE_MEMBER_BYTES", member_bytes)
+  monkeypatch.setattr(shard_files, "INLINE_MEMBER_BYTES", member_bytes)
   rng = random.Random(3)
   parts = [_part(rng, (k,)) for k in range(400)]
   for p in parts:
-    if p[1] == shards.PART_FILE:  # a real part file to copy
+    if p[1] == part_files.PART_FILE:  # a real part file to copy
       path = tmp_path / p[2].strip("/").replace("/", "_")
-      path.write_bytes(shards.gzip_members(
+      path.write_bytes(deflate.gzip_members(
           frame_records([b"x" * 10] * p[3]), None))
   parts = [(k, how, str(tmp_path / d.strip("/").replace("/", "_"))
-            if how == shards.PART_FILE else d, n, size)
+            if how == part_files.PART_FILE else d, n, size)
            for k, how, d, n, size in parts]
 
   def write(directory, bulk):
-    out = shards.ShardFiles(str(directory), "train", 0, 1,
-                                 shards.TFRECORD_GZIP, None, None)
+    out = shard_files.ShardFiles(str(directory), "train", 0, 1,
+                                 codec.TFRECORD_GZIP, None, None)
     if bulk:
-      shards.write_window(out, runs.Parts.of(parts))
+      shard_files.write_window(out, runs.Parts.of(parts))
     else:
       for _, how, data, count, size in parts:
-        if how == shards.INLINE:
+        if how == part_files.INLINE:
           out.inline(data, count)
-        elif how == shards.MEMBER:
+        elif how == part_files.MEMBER:
           out.member(data, count)
         else:
           out.part_file(data, size, count)
@@ -101,4 +101,4 @@ def test_inline_many_writes_the_same_members(tmp_path, monkeypatch,
   # Members: one per MEMBER part, and the INLINE parts in between cut
   # into members of member_bytes.
   members = one_bytes.count(b"\x1f\x8b\x08")
-  assert members >= sum(1 for p in parts if p[1] == shards.MEMBER)
+  assert members >= sum(1 for p in parts if p[1] == part_files.MEMBER)

@@ -13,7 +13,7 @@ from beam_tfrecords.building.planning import shard_plan
 from beam_tfrecords.core.tfrecord_files import frame_record, frame_records
 import numpy as np
 from beam_tfrecords.schema import load_schema
-from beam_tfrecords.sinks import shards
+from beam_tfrecords.sinks import codec, deflate, shard_files
 
 from tests.helpers.gzip_determinism import (_address_slots, _compress,
                                             _member, _new, _slot, _usual)
@@ -25,7 +25,7 @@ def test_isal_hashes_position_2_by_the_compressors_address(position):
   """The defect, in python-isal itself: a compressor whose address gives
   the slot of the member's position 0, 1 or 2 writes other bytes (the
   same data). If this fails, python-isal no longer has the defect. The
-  workaround in sinks.shards.compressor() can then go, and the pinned
+  workaround in sinks.deflate.compressor() can then go, and the pinned
   bytes may change. (Five compressors at different addresses: in one full
   run of the suite out of many, one such compressor wrote the usual
   bytes, so its stream lay further from the object than STREAM_WITHIN.)"""
@@ -77,7 +77,7 @@ def test_gzip_member_writes_the_usual_bytes_at_a_colliding_address(
     made.clear()
     with monkeypatch.context() as m:
       m.setattr(isal_zlib, "compressobj", recording)
-      got = shards.gzip_member(data, None)
+      got = deflate.gzip_member(data, None)
     if made and made[0] == where:
       break
   else:
@@ -86,18 +86,18 @@ def test_gzip_member_writes_the_usual_bytes_at_a_colliding_address(
   assert isal_zlib.decompress(got, wbits=31) == data
   assert got == _usual(data), (
       "gzip_member used a compressor at an address whose hash slot is the "
-      "member's own (ISA-L's first-byte defect, sinks/shards.py)")
+      "member's own (ISA-L's first-byte defect, sinks/deflate.py)")
 
 
 def test_a_compressor_is_chosen_by_the_members_slots_only():
   """The choice itself: the slots of positions 0-2 of the member, and a
   retry only when one of them is the slot of the compressor's address."""
   data = frame_records([b"x" * 300, b"y" * 300])
-  assert shards.isal_member_slots(data) == {_slot(data[i:i + 4])
+  assert deflate.isal_member_slots(data) == {_slot(data[i:i + 4])
                                             for i in range(3)}
-  comp = shards.compressor(None, data)
-  assert not _address_slots(comp) & shards.isal_member_slots(data)
-  assert shards.isal_address_slots(comp) == _address_slots(comp)
+  comp = deflate.compressor(None, data)
+  assert not _address_slots(comp) & deflate.isal_member_slots(data)
+  assert deflate.isal_address_slots(comp) == _address_slots(comp)
 
 
 def test_default_plan_and_option_errors(tmp_path):
@@ -129,7 +129,8 @@ def test_default_plan_and_option_errors(tmp_path):
 
 def test_final_names_with_many_shards(tmp_path):
   from beam_tfrecords.sinks.parts import ShardWritten
-  from beam_tfrecords.sinks.shards import finish_shard_names, rolled_name
+  from beam_tfrecords.core.shard_names import rolled_name
+  from beam_tfrecords.sinks.shards import finish_shard_names
   n = 100_000
   files = []
   for writer, rolls in ((0, 1), (1, 2), (n - 1, 1)):
@@ -168,7 +169,7 @@ def test_members_hold_at_most_the_cap_and_say_their_records():
   from beam_tfrecords.core.tfrecord_files import unframe_records
   records = _records(400) + [b"z" * 5000] + _records(50, 1)
   framed = frame_records(records)
-  data = shards.gzip_members(framed, None, cap=2048)
+  data = deflate.gzip_members(framed, None, cap=2048)
   table = member_table(data)
   assert sum(m.records for m in table) == len(records)
   assert inflate(data) == gzip.decompress(data) == framed
@@ -186,12 +187,12 @@ def test_members_hold_at_most_the_cap_and_say_their_records():
             for i in range(1, len(table))]
   assert all(s + f > 2048 for s, f in zip(sizes, firsts))
   # The same bytes every time; the empty shard's one empty member.
-  assert shards.gzip_members(framed, None, cap=2048) == data
-  assert member_table(shards.gzip_members(b"", None))[0].records == 0
+  assert deflate.gzip_members(framed, None, cap=2048) == data
+  assert member_table(deflate.gzip_members(b"", None))[0].records == 0
 
 
-@pytest.mark.parametrize("codec", ["gzip", "plain"])
-def test_every_tfrecord_file_gets_its_index(tmp_path, codec):
+@pytest.mark.parametrize("kind", ["gzip", "plain"])
+def test_every_tfrecord_file_gets_its_index(tmp_path, kind):
   """ShardFiles writes index/<file>.index (ours) for gzip shards and
   DALI's index/<file>.idx for uncompressed ones, from what it wrote:
   inline parts, members and part files; a shard cut into files by the
@@ -200,19 +201,19 @@ def test_every_tfrecord_file_gets_its_index(tmp_path, codec):
   from beam_tfrecords.core.shard_index import ShardIndex
   from beam_tfrecords.sinks.shards import finish_shard_names
   from beam_tfrecords.sinks.tfds_files import TFRECORD_PLAIN
-  gz = codec == "gzip"
-  c = shards.TFRECORD_GZIP if gz else TFRECORD_PLAIN
+  gz = kind == "gzip"
+  c = codec.TFRECORD_GZIP if gz else TFRECORD_PLAIN
   records = _records(600)
   part = tmp_path / "p.part"
   framed = frame_records(records[100:200])
-  part.write_bytes(shards.gzip_members(framed, None, 1024) if gz else framed)
-  out = shards.ShardFiles(str(tmp_path), "train", 0, 1, c, None,
+  part.write_bytes(deflate.gzip_members(framed, None, 1024) if gz else framed)
+  out = shard_files.ShardFiles(str(tmp_path), "train", 0, 1, c, None,
                           20_000 if gz else None, 60_000, member_cap=1024)
   for r in records[:100]:
     out.inline(frame_record(r), 1)
   out.part_file(str(part), part.stat().st_size, 100)
   data = frame_records(records[200:600])
-  out.member(shards.gzip_members(data, None, 1024) if gz else data, 400)
+  out.member(deflate.gzip_members(data, None, 1024) if gz else data, 400)
   written = finish_shard_names(str(tmp_path), out.close())
   assert sum(w.records for w in written) == 600
   assert len(written) > 1 if gz else len(written) == 1  # cut by the limit
