@@ -29,7 +29,7 @@ from beam_tfrecords.core.errors import (AnomalyError, InputError,
                                         OutputBusyError, OutputError,
                                         PublishInterruptedError, from_worker)
 from beam_tfrecords.core.info import DatasetInfo, InputsInfo, SplitInfo
-from beam_tfrecords.inspect.expectations import ANOMALIES_FILE
+from beam_tfrecords.core.layout import ANOMALIES_FILE
 from beam_tfrecords.publish.journal import has_journal, recover, remove_staging
 from beam_tfrecords.publish.output import check_output_path
 from beam_tfrecords.publish.publication import Publication

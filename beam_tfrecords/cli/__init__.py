@@ -360,7 +360,7 @@ def _build_command(args, beam_args: List[str]) -> int:
         + (f" (see {result.output}/errors/)"
            if counts.rows_rejected or counts.rows_dropped else ""))
   if counts.rows_rejected:
-    from beam_tfrecords.sinks import rejection_lines
+    from beam_tfrecords.publish.thresholds import rejection_lines
     print("  top reasons for rejected rows:")
     for line in rejection_lines(info):
       print("  " + line.replace("\n", "\n  "))

@@ -31,17 +31,13 @@ from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple, TypeVar
 
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import DatasetReplacedError, InputError
+from beam_tfrecords.core.layout import JOURNALS, STAGING_PREFIX, SUCCESS
 
-__all__ = ["SUCCESS", "generation", "consistent", "Guard", "Pinned"]
+__all__ = ["generation", "consistent", "Guard", "Pinned"]
 
-SUCCESS = "_SUCCESS"
 # How long a reader that meets a switch waits for it to end (a local
 # switch takes milliseconds) before it says so.
 WAIT_SECONDS = 2.0
-# sinks.metadata's STAGING_PREFIX and sinks.publishing's JOURNAL and
-# ROLLBACK (a lower layer cannot import them; a test checks they agree).
-STAGING_PREFIX = ".staging-"
-JOURNALS = ("publish.json", "rollback.json")
 
 T = TypeVar("T")
 

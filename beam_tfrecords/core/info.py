@@ -29,6 +29,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError, MalformedFileError
 from beam_tfrecords.core.json_shapes import Each, Maybe, OneOf, check, parse
+# (Importers of DATASET_JSON and TFDS_FILES from here find them too.)
+from beam_tfrecords.core.layout import DATASET_JSON, TFDS_FILES
 
 __all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "FileSum",
            "Counts",
@@ -36,15 +38,11 @@ __all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "FileSum",
            "Anomaly", "Anomalies", "InputsInfo", "InputFileInfo",
            "OptionsInfo", "SplitRuleInfo", "ToolInfo", "FeatureStats",
            "Span", "Statistics",
-           "ErrorFile", "ErrorReason", "TransformInfo", "DATASET_JSON",
-           "TFDS_FILES", "listed_files"]
+           "ErrorFile", "ErrorReason", "TransformInfo", "listed_files"]
 
-DATASET_JSON = "dataset.json"
 # The largest dataset.json read (one of a million shards takes ~300 MB;
 # anything larger is not one a build wrote).
 _MAX_JSON = 1 << 30
-# TFDS's two files (sinks.tfds_files writes them), with --tfds.
-TFDS_FILES = ("dataset_info.json", "features.json")
 
 
 def listed_files(meta: Mapping[str, Any]) -> List[str]:

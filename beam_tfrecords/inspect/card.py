@@ -24,12 +24,11 @@ import re
 from typing import Any, Dict, List, Optional
 
 from beam_tfrecords.core.info import DatasetInfo, FeatureStats
+from beam_tfrecords.core.layout import CARD_FILE
 from beam_tfrecords.schema.card_section import RAI_FIELDS, Card
 from beam_tfrecords.schema.split_rule import training_split
 
 __all__ = ["render_card", "CARD_FILE", "feature_rows"]
-
-CARD_FILE = "README.md"
 
 _RAI_TITLES = {
     "dataCollection": "Data collection",

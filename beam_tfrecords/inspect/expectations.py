@@ -24,16 +24,14 @@ from typing import List, NamedTuple, Optional, Tuple
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import (Anomalies, Anomaly, DatasetInfo,
                                       FeatureStats)
+from beam_tfrecords.core.layout import ANOMALIES_FILE
 from beam_tfrecords.inspect import drift
 from beam_tfrecords.read.reader import dataset_info
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.schema.model import Feature
 from beam_tfrecords.schema.split_rule import training_split
 
-__all__ = ["Anomaly", "Checked", "CheckPlan", "check_dataset", "load_baseline",
-           "ANOMALIES_FILE"]
-
-ANOMALIES_FILE = "anomalies.json"
+__all__ = ["Anomaly", "Checked", "CheckPlan", "check_dataset", "load_baseline"]
 
 
 class CheckPlan(NamedTuple):

@@ -39,15 +39,14 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.info import DatasetInfo, FeatureStats
+from beam_tfrecords.core.layout import REPORT_FILE, STATISTICS_FILE
 from beam_tfrecords.encoding import histogram
 from beam_tfrecords.encoding.histogram import round_width
 from beam_tfrecords.encoding.stats import STEPS_STAT, TOP_SHOWN
 from beam_tfrecords.inspect import drift
 from beam_tfrecords.schema.split_rule import training_split
 
-__all__ = ["render_report", "write_report", "DIFFERENCE_FLAG", "REPORT_FILE"]
-
-REPORT_FILE = "report.html"
+__all__ = ["render_report", "write_report", "DIFFERENCE_FLAG"]
 DIFFERENCE_FLAG = 0.1
 THUMBNAILS = 8
 
@@ -357,7 +356,7 @@ def _baseline_section(info: DatasetInfo, stats: Dict[str, Dict[str, Any]]
   try:
     base_info = DatasetInfo.from_directory(baseline)
     base = _load_statistics(FileSystems.join(
-        baseline, base_info.tfdv_statistics or "statistics.pb"))
+        baseline, base_info.tfdv_statistics or STATISTICS_FILE))
   except Exception:  # pylint: disable=broad-except
     return [f"<p class='muted'>the baseline's statistics could not be read "
             f"({_e(baseline)})</p>"]

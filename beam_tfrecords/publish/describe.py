@@ -22,13 +22,13 @@ import os
 from typing import Dict, Optional
 
 from beam_tfrecords.core import fs
-from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo, FileSum
-from beam_tfrecords.inspect.card import CARD_FILE, render_card
-from beam_tfrecords.sinks.metadata import listed_with, write_file
+from beam_tfrecords.core.info import DatasetInfo, FileSum
+from beam_tfrecords.core.layout import CARD_FILE, CROISSANT_FILE, DATASET_JSON
+from beam_tfrecords.inspect.card import render_card
+from beam_tfrecords.publish.commit import listed_with
+from beam_tfrecords.sinks.metadata import write_file
 
-__all__ = ["describe", "build_time", "CROISSANT_FILE"]
-
-CROISSANT_FILE = "croissant.json"
+__all__ = ["describe", "build_time"]
 
 
 def build_time() -> str:

@@ -20,13 +20,14 @@ import apache_beam as beam
 
 from beam_tfrecords.core.errors import AnomalyError, InputError, OutputBusyError
 from beam_tfrecords.core.info import DatasetInfo
-from beam_tfrecords.inspect.expectations import ANOMALIES_FILE
+from beam_tfrecords.core.layout import ANOMALIES_FILE, REPORT_FILE
+from beam_tfrecords.publish.commit import write_info
 from beam_tfrecords.publish.describe import describe
 from beam_tfrecords.publish.journal import remove_parts
 from beam_tfrecords.publish.lock import LEASE_SECONDS, OutputLock
 from beam_tfrecords.publish.publication import Publication
+from beam_tfrecords.publish.thresholds import check_thresholds
 from beam_tfrecords.runners.run import sigint_deferred
-from beam_tfrecords.sinks.metadata import check_thresholds
 
 __all__ = ["Finish", "FinishPlan"]
 
@@ -136,6 +137,7 @@ def finish(info: DatasetInfo, plan: FinishPlan,
     # pylint: disable=import-outside-toplevel
     from beam_tfrecords.sinks.transform_files import describe_transform
     info = describe_transform(plan.staging, info)
+    write_info(plan.staging, info)
     analyzed = info.transform.splits.get(plan.analyze_split) \
         if info.transform else None
     if analyzed is None or not analyzed.num_records:
@@ -188,7 +190,7 @@ def _check_anomalies(info: DatasetInfo, plan: FinishPlan) -> None:
       f"{len(found)} anomal{'y' if len(found) == 1 else 'ies'}: the data "
       "does not meet the schema's expectations; nothing was published "
       f"({plan.output} keeps its previous content). What would have been "
-      f"published is in {plan.staging} ({ANOMALIES_FILE}, and report.html "
+      f"published is in {plan.staging} ({ANOMALIES_FILE}, and {REPORT_FILE} "
       "unless --no-report; the next build removes it). To publish anyway: "
       "--on-anomaly warn.\n"
       + "\n".join("  " + line for line in lines),

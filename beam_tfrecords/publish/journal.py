@@ -44,26 +44,17 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecords.core.errors import (InputError, OutputBusyError,
                                         OutputError, PublishInterruptedError)
 from beam_tfrecords.core.info import listed_files
-from beam_tfrecords.inspect.card import CARD_FILE
+from beam_tfrecords.core.layout import (ASIDE_DONE, CARD_FILE, CROISSANT_FILE,
+                                        DATASET_JSON, ERRORS_DIR, JOURNAL,
+                                        PREVIEW_DIR, PREVIOUS, ROLLBACK,
+                                        STAGING_PREFIX, SUCCESS, SUCCESS_NEXT,
+                                        TFT_TEMP_DIR, TRANSFORMED_DIR)
 from beam_tfrecords.publish import file_ops as ops
-from beam_tfrecords.publish.describe import CROISSANT_FILE
-from beam_tfrecords.sinks.metadata import (DATASET_JSON, ERRORS_DIR,
-                                           STAGING_PREFIX, SUCCESS,
-                                           TFT_TEMP_DIR, TRANSFORMED_DIR)
-from beam_tfrecords.sinks.preview import PREVIEW_DIR
-from beam_tfrecords.sinks.shards import PARTS_DIR
+from beam_tfrecords.sinks.part_files import PARTS_DIR
 
 __all__ = ["publish", "state", "recover", "has_journal", "remove_staging",
            "remove_parts",
-           "previous_dataset", "check_output_files", "JOURNAL"]
-
-JOURNAL = "publish.json"
-# A switch being undone: its journal, renamed.
-ROLLBACK = "rollback.json"
-PREVIOUS = "previous"
-ASIDE_DONE = "ASIDE_DONE"
-# The new _SUCCESS, written before the switch and renamed at its end.
-SUCCESS_NEXT = "SUCCESS_NEXT"
+           "previous_dataset", "check_output_files"]
 
 _LOG = logging.getLogger(__name__)
 # Our staging folders' names (a run id of 12 hex digits).

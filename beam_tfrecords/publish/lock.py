@@ -25,9 +25,9 @@ import uuid
 from typing import Any, Dict, Optional
 
 from beam_tfrecords.core.errors import OutputBusyError
+from beam_tfrecords.core.layout import LOCK_FILE
 
-__all__ = ["OutputLock", "LOCK_FILE", "LEASE_SECONDS", "store_for",
-           "new_run"]
+__all__ = ["OutputLock", "LEASE_SECONDS", "store_for", "new_run"]
 
 
 # Where an output's lock lives: one small object with create-if-absent,
@@ -277,7 +277,6 @@ def store_for(path: str, options):
   return _BeamStore(path)
 
 
-LOCK_FILE = ".beam-tfrecords.lock"
 # A build renews its lease every LEASE_SECONDS / 4; a lock not renewed for
 # LEASE_SECONDS is stale (clocks of builds on different hosts must agree
 # to well within this).

@@ -1,13 +1,14 @@
 """The output folder as a publish sees it: its path checked (no root, no
 pattern, not a file), its _SUCCESS and its finished dataset.json read."""
 
+import json
 import os
 from typing import Any, Dict, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.sinks import DATASET_JSON, SUCCESS, read_json
+from beam_tfrecords.core.layout import DATASET_JSON, SUCCESS
 
 __all__ = ["success_text", "check_output_path", "check_output",
            "finished_with_key"]
@@ -65,7 +66,8 @@ def finished_with_key(output: str, key: str) -> Optional[Dict[str, Any]]:
   """The dataset.json in `output` (finished: the caller saw _SUCCESS) if it
   was built with `key`."""
   try:
-    meta = read_json(FileSystems.join(output, DATASET_JSON))
+    with FileSystems.open(FileSystems.join(output, DATASET_JSON)) as f:
+      meta = json.loads(f.read().decode("utf-8"))
   except Exception:  # pylint: disable=broad-except
     return None
   return meta if meta.get("build_key") == key else None

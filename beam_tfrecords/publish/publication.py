@@ -6,7 +6,7 @@ Beam's own file sinks:
              (`StageOutput`, the pipeline's first step when it runs; build()
              stages on the launcher instead: publish.staging.stage_output);
     write    the pipeline writes shards and errors into `staging`;
-    commit   `Commit` writes the staged dataset.json (sinks.metadata);
+    commit   `Commit` writes the staged dataset.json (publish.commit);
     publish  the journaled switch into the output, `_SUCCESS` last, the
              lock released (`publish`, from the last step: publish.finish);
     recover  a next build finishes (or undoes) a switch a kill cut short,
@@ -23,10 +23,10 @@ from typing import Any, Callable, Mapping, Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords.core.layout import staging_name
 from beam_tfrecords.core.version import __version__
 from beam_tfrecords.publish import journal
 from beam_tfrecords.publish.staging import stage_at_run
-from beam_tfrecords.sinks import STAGING_PREFIX
 
 __all__ = ["Publication", "StageOutput"]
 
@@ -49,7 +49,7 @@ class Publication:
   @property
   def staging(self) -> str:
     """The staging folder the pipeline writes into."""
-    return FileSystems.join(self.output, STAGING_PREFIX + self.run)
+    return FileSystems.join(self.output, staging_name(self.run))
 
   @property
   def success_text(self) -> str:

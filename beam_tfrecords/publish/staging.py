@@ -17,13 +17,12 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.errors import InputError, OutputError, write_errno
+from beam_tfrecords.core.layout import TFMD_FILE, staging_name
 from beam_tfrecords.publish.journal import (check_output_files, has_journal,
                                             recover, remove_staging)
 from beam_tfrecords.publish.lock import OutputLock
 from beam_tfrecords.publish.output import (check_output, finished_with_key,
                                            success_text)
-from beam_tfrecords.schema.tfmd import TFMD_FILE
-from beam_tfrecords.sinks import STAGING_PREFIX
 
 __all__ = ["Staged", "stage_output", "stage_at_run", "output_failure",
            "output_errno"]
@@ -59,7 +58,7 @@ def stage_output(output: str, key: str, options, *, force: bool,
       when the output holds another finished dataset).
     tfmd: TensorFlow Metadata's schema, written into the staging folder.
     plan: the build's run id (its lock's) -> the dataset's plan
-      (Staged.dataset), whose pipeline writes into STAGING_PREFIX + run.
+      (Staged.dataset), whose pipeline writes into staging_name(run).
   """
   check_output(output)
   if not force:
@@ -81,7 +80,7 @@ def stage_output(output: str, key: str, options, *, force: bool,
       if previous is not None:
         return Staged(lock, None, previous)
     _check_overwrite(output, published, overwrite, overwrite_hint)
-    staging = FileSystems.join(output, STAGING_PREFIX + lock.run)
+    staging = FileSystems.join(output, staging_name(lock.run))
     dataset = plan(lock.run)
     _write_tfmd(output, staging, tfmd)
   except BaseException as e:

@@ -52,7 +52,9 @@ from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import (DatasetReplacedError, InputError,
                                         MalformedFileError)
 from beam_tfrecords.core.generations import consistent, generation
-from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo, listed_files
+from beam_tfrecords.core.info import DatasetInfo, listed_files
+from beam_tfrecords.core.layout import (DATASET_JSON, LOCK_FILE,
+                                        STAGING_PREFIX, SUCCESS)
 from beam_tfrecords.publish.croissant import checksums_of
 
 __all__ = ["verify", "Verified", "Problem", "KINDS", "lines"]
@@ -63,8 +65,8 @@ _THREADS = 4
 # Files a finished dataset has besides what dataset.json lists: its own
 # description and the publish's token; and what a build in progress puts
 # beside it (the output's lock, staging folders).
-_OWN = ("_SUCCESS", DATASET_JSON)
-_BESIDE = (".beam-tfrecords.lock", ".staging-")
+_OWN = (SUCCESS, DATASET_JSON)
+_BESIDE = (LOCK_FILE, STAGING_PREFIX)
 # What a file that is not a regular one is (stat's tests, in order).
 _SPECIAL = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
             (stat.S_ISCHR, "a character device"),

@@ -12,12 +12,12 @@ with the values of one step.
 
 from typing import Iterable
 
+from beam_tfrecords.core.layout import TFMD_FILE
 from beam_tfrecords.schema.model import Derive, Feature, FeatureType, Schema
 
-__all__ = ["to_tfmd", "tfmd_text", "SEQUENCE_FEATURE", "TFMD_FILE"]
+__all__ = ["to_tfmd", "tfmd_text", "SEQUENCE_FEATURE"]
 
 SEQUENCE_FEATURE = "##SEQUENCE##"
-TFMD_FILE = "schema.pbtxt"
 
 
 def _add(container, features: Iterable[Feature], in_sequence: bool) -> None:

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.info import DatasetInfo, FileSum
+from beam_tfrecords.core.layout import PREVIEW_DIR, preview_file
 from beam_tfrecords.core.shard_reader import iter_tfrecords
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example)
@@ -31,14 +32,9 @@ from beam_tfrecords.sinks.metadata import write_file
 __all__ = ["write_previews", "preview_file", "preview_columns",
            "PREVIEW_DIR", "PREVIEW_RECORDS", "PREVIEW_BYTES", "Column"]
 
-PREVIEW_DIR = "preview"
 PREVIEW_RECORDS = 100
 PREVIEW_BYTES = 4 * 1024 * 1024
 _TYPES = {"int64": pa.int64(), "float32": pa.float32()}
-
-
-def preview_file(split: str) -> str:
-  return f"{PREVIEW_DIR}/{split}.parquet"
 
 
 class Column:

@@ -21,13 +21,12 @@ baselines on.
 from typing import Any, Dict
 
 from beam_tfrecords.core.info import DatasetInfo
+from beam_tfrecords.core.layout import STATISTICS_FILE
 from beam_tfrecords.encoding import histogram
 from beam_tfrecords.encoding.stats import (FINE_LEVEL_STAT, FINE_STAT,
                                            STEPS_STAT, TOP_SHOWN, mean, std_dev)
 
-__all__ = ["STATISTICS_FILE", "statistics_bytes"]
-
-STATISTICS_FILE = "statistics.pb"
+__all__ = ["statistics_bytes"]
 
 _NUMERIC = ("int64", "float")
 

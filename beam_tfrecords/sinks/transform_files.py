@@ -1,7 +1,7 @@
 """What TensorFlow Transform wrote, described in dataset.json: after the
 run, the transform graph's files (`transform_fn/`,
-`transformed_metadata/`) and the transformed feature spec go into the
-staged dataset.json (`transform`). TensorFlow Transform is imported only
+`transformed_metadata/`) and the transformed feature spec go into
+dataset.json's `transform` (the finish step writes it again). TensorFlow Transform is imported only
 when a build has a `transform:` section."""
 
 import dataclasses
@@ -11,7 +11,7 @@ from typing import Any
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.info import DatasetInfo, TransformInfo
-from beam_tfrecords.sinks.metadata import TRANSFORM_DIRS, write_info
+from beam_tfrecords.core.layout import TRANSFORM_DIRS
 
 __all__ = ["describe_transform"]
 
@@ -45,8 +45,8 @@ def _spec_json(spec: Any, sequence: bool) -> dict:
 
 
 def describe_transform(staging: str, info: DatasetInfo) -> DatasetInfo:
-  """After the run: the transform graph's files and the transformed feature
-  spec go into dataset.json (rewritten in the staging directory)."""
+  """After the run: `info` with the transform graph's files (in `staging`)
+  and the transformed feature spec."""
   import tensorflow_transform as tft  # pylint: disable=import-outside-toplevel
   files = []
   for d in TRANSFORM_DIRS:
@@ -60,5 +60,4 @@ def describe_transform(staging: str, info: DatasetInfo) -> DatasetInfo:
       info.transform.splits if info.transform else {}, tuple(sorted(files)),
       _spec_json(output.transformed_feature_spec(),
                  info.schema.get("record") == "sequence_example")))
-  write_info(staging, info)
   return info

@@ -53,15 +53,11 @@ that fails to build its graph fails the build before the pipeline,
 naming the function and the error.
 """
 
-from beam_tfrecords.sinks.metadata import (RAW_METADATA_DIR, TFT_TEMP_DIR,
-                                           TRANSFORM_DIRS, TRANSFORMED_DIR)
 from beam_tfrecords.tft.functions import (check_traces, combined_fn, fn_digest,
                                           preprocessing_fn, stored_features,
                                           traced_key, with_preprocessing_fn)
 from beam_tfrecords.tft.pipeline import TransformRecords
 
-__all__ = ["TransformRecords", "preprocessing_fn", "TRANSFORMED_DIR",
-           "TFT_TEMP_DIR", "TRANSFORM_DIRS", "RAW_METADATA_DIR",
-           "with_preprocessing_fn", "combined_fn", "check_traces",
+__all__ = ["TransformRecords", "preprocessing_fn", "with_preprocessing_fn", "combined_fn", "check_traces",
            "fn_digest", "traced_key", "stored_features"]
 

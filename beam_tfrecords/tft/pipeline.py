@@ -29,11 +29,11 @@ from typing import Any, Dict, List, Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords.core.layout import RAW_METADATA_DIR
 from beam_tfrecords.core.shard_reader import iter_tfrecords
 from beam_tfrecords.core.tfrecord_files import frame_records
 from beam_tfrecords.read.arrays import tfx_decoder
 from beam_tfrecords.schema import Schema
-from beam_tfrecords.sinks.metadata import RAW_METADATA_DIR
 from beam_tfrecords.core.members import MEMBER_CAP
 from beam_tfrecords.sinks.codec import TFRECORD_GZIP
 from beam_tfrecords.sinks.shard_files import ShardFiles

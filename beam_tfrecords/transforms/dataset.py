@@ -15,12 +15,14 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.info import DatasetInfo
+from beam_tfrecords.core.layout import TFT_TEMP_DIR, TRANSFORMED_DIR
 from beam_tfrecords.encoding.stats import merge as merge_stats
 from beam_tfrecords.inspect.expectations import CheckPlan
+from beam_tfrecords.publish.commit import Commit
 from beam_tfrecords.publish.finish import Finish, FinishPlan
 from beam_tfrecords.runners.gaps import separates_outputs
 from beam_tfrecords.schema import Schema
-from beam_tfrecords.sinks import (TFRECORD_GZIP, Commit, Shuffle, WriteErrors,
+from beam_tfrecords.sinks import (TFRECORD_GZIP, Shuffle, WriteErrors,
                                   WriteShards, WriteWithBeamSink)
 from beam_tfrecords.sinks.parts import (FeatureStatistics, OutputStaged,
                                         RowCounts)
@@ -114,8 +116,6 @@ class WriteBatches(beam.PTransform):
 
   def _records(self, records):
     """The record shards (and TensorFlow Transform's): their parts."""
-    # pylint: disable=import-outside-toplevel
-    from beam_tfrecords.sinks.metadata import TFT_TEMP_DIR, TRANSFORMED_DIR
     schema, plan = self._schema, self._plan
     transform = schema.transform
     # Without keep_raw, the raw shards TFT transforms are part files.
@@ -130,6 +130,7 @@ class WriteBatches(beam.PTransform):
                plan.codec, plan.member_bytes))
     parts = [raw] if raw_dir == plan.staging else []
     if transform is not None:
+      # pylint: disable=import-outside-toplevel
       from beam_tfrecords.tft import TransformRecords
       parts.append(
           (records, raw)
