@@ -19,13 +19,13 @@ import difflib
 from typing import (Any, Dict, Mapping, NamedTuple, Optional, Sequence,
                     Union)
 
-from beam_tfrecords.core.array_record_files import (ARRAY_RECORD,
-                                                    DEFAULT_OPTIONS,
-                                                    FILE_FORMATS,
-                                                    check_options)
+from beam_tfrecords.core.array_record_files import DEFAULT_OPTIONS
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import OptionsInfo
 from beam_tfrecords.core.members import MEMBER_CAP
+from beam_tfrecords.core.shard_formats import (TFRECORD, TFRECORD_GZIP,
+                                               TFRECORD_PLAIN, ShardFormat,
+                                               file_formats, named)
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.schema.card_section import missing_for_croissant
 from beam_tfrecords.schema.model import ON_ANOMALY
@@ -33,7 +33,7 @@ from beam_tfrecords.schema.sizes import parse_size
 
 __all__ = ["BuildOptions", "ShardOptions", "Thresholds", "SINK_NAMES",
            "CROISSANT_MODES",
-           "FILE_FORMATS", "GROUPS", "add_arguments"]
+           "GROUPS", "add_arguments"]
 
 SINK_NAMES = ("deterministic", "beam")
 # --croissant's values.
@@ -133,9 +133,10 @@ class BuildOptions:
       the size.
     tfds: a dataset TensorFlow Datasets reads: uncompressed shards (or
       ArrayRecord ones) and TFDS's metadata files (sinks.tfds_files).
-    file_format: "tfrecord" (TFRecord shards) or "array_record"
-      (ArrayRecord shards, one file per shard, for random access:
-      sinks.array_records; the array_record extra).
+    file_format: "tfrecord" (TFRecord shards), or a format of its own
+      (core.shard_formats): "array_record" (ArrayRecord shards, one file
+      per shard, for random access: sinks.format_files; the array_record
+      extra).
     array_record_options: array-record's writer options for ArrayRecord
       shards; the default, group_size:1, is what Grain's random access
       needs.
@@ -204,7 +205,7 @@ class BuildOptions:
       "array_record: ArrayRecord shards, one file per shard, that Grain "
       "(ArrayRecordDataSource) and TFDS (as_data_source, with --tfds) read "
       "at random (needs the array_record extra)",
-      choices=list(FILE_FORMATS), key="changed")
+      choices=file_formats(), key="changed")
   array_record_options: str = _option(
       DEFAULT_OPTIONS, "writing", "array-record's writer options for "
       "--file-format array_record, e.g. group_size:1,brotli:6 (default: "
@@ -326,15 +327,27 @@ class BuildOptions:
         max_bad_fraction=self.max_bad_fraction, preprocess=preprocess,
         format_options=dict(format_options), tfds=self.tfds,
         member_bytes=self.member_bytes if (
-            self.sink == "deterministic" and not self.uncompressed
-            and not self.array_record) else None,
-        array_record_options=(self.array_record_options
-                              if self.array_record else None))
+            self.sink == "deterministic" and self.shard_format.gzip)
+        else None,
+        array_record_options=(self.writer_options
+                              if self.shard_format.own else None))
 
   @property
-  def array_record(self) -> bool:
-    """Whether the shards are ArrayRecord files."""
-    return self.file_format == ARRAY_RECORD
+  def shard_format(self) -> ShardFormat:
+    """The shards' format (core.shard_formats): --file-format's; TFRecord
+    shards are gzip, or uncompressed with --compression none or --tfds."""
+    if self.file_format != TFRECORD:
+      return named(self.file_format)
+    return TFRECORD_PLAIN if self.compression == "none" or (
+        self.tfds and self.compression is None) else TFRECORD_GZIP
+
+  @property
+  def writer_options(self) -> str:
+    """A format of its own's writer options: --array-record-options as
+    given, else the format's default."""
+    if self.array_record_options != DEFAULT_OPTIONS:
+      return self.array_record_options
+    return self.shard_format.default_options
 
   @property
   def member_bytes(self) -> int:
@@ -384,8 +397,7 @@ class BuildOptions:
   def uncompressed(self) -> bool:
     """Whether the shards are uncompressed TFRecords (--compression none,
     or --tfds's)."""
-    return not self.array_record and (self.compression == "none" or (
-        self.tfds and self.compression is None))
+    return self.shard_format is TFRECORD_PLAIN
 
   def _check_croissant(self, schema: Schema) -> None:
     if self.croissant not in CROISSANT_MODES:
@@ -404,10 +416,11 @@ class BuildOptions:
       if self.compression not in COMPRESSIONS:
         raise InputError(f"--compression must be one of {list(COMPRESSIONS)}"
                          f", got {self.compression!r}")
-      if self.array_record:
-        raise InputError("--compression is for TFRecord shards; ArrayRecord "
-                         "shards are compressed by array-record "
-                         "(--array-record-options): drop --compression")
+      own = self._own_format()
+      if own is not None:
+        raise InputError(f"--compression is for TFRecord shards; "
+                         f"{own.shards_text} are {own.writer_note}: drop "
+                         "--compression")
       if self.tfds and self.compression == "gzip":
         raise InputError("--tfds writes uncompressed TFRecord shards (what "
                          "TFDS reads): drop --compression gzip")
@@ -425,19 +438,27 @@ class BuildOptions:
                 f"per shard with the deterministic sink: drop {flag}"
                 + (" (--num-shards sets the number of files)"
                    if flag == "--max-shard-size" else ""))
-    if self.file_format not in FILE_FORMATS:
-      raise InputError(f"--file-format must be one of {list(FILE_FORMATS)}, "
-                       f"got {self.file_format!r}")
-    if not self.array_record:
+    fmt = self.shard_format  # (an unknown --file-format is refused here)
+    if not fmt.own:
       if self.array_record_options != DEFAULT_OPTIONS:
+        owners = " or ".join(file_formats()[1:])
         raise InputError("--array-record-options is for --file-format "
-                         "array_record: add that, or drop the options")
+                         f"{owners}: add that, or drop the options")
       return
-    if schema.transform is not None:
+    if schema.transform is not None and not fmt.transformable:
       raise InputError("a schema with transform: writes TFRecord shards "
                        "(TensorFlow Transform reads them back); drop "
-                       "--file-format array_record")
-    check_options(self.array_record_options)
+                       f"--file-format {fmt.name}")
+    if fmt.check_options is not None:
+      fmt.check_options(self.writer_options)
+
+  def _own_format(self) -> Optional[ShardFormat]:
+    """The format of its own --file-format names, None for TFRecord (or
+    a word no format has: said by _check_file_format)."""
+    if self.file_format == TFRECORD or self.file_format not in \
+        file_formats():
+      return None
+    return named(self.file_format)
 
   def _checks(self, schema: Schema) -> Dict[str, Any]:
     """baseline and on_anomaly with the schema's defaults, checked."""
@@ -461,7 +482,8 @@ class BuildOptions:
     """What only the deterministic sink can do (checked after the shard
     plan, whose errors come first), and what --tfds and ArrayRecord
     shards cannot."""
-    if self.array_record:
+    fmt = self.shard_format
+    if fmt.own:
       for given, flag in ((self.sink != "deterministic", "--sink beam"),
                           (self.gzip_level is not None, "--gzip-level"),
                           (self.member_size is not None, "--member-size"),
@@ -469,11 +491,10 @@ class BuildOptions:
                            "--max-shard-size")):
         if given:
           raise InputError(
-              "--file-format array_record writes one ArrayRecord file per "
-              "shard with the deterministic sink, compressed by "
-              f"array-record (--array-record-options): drop {flag}"
-              + (" (--num-shards sets the number of files)"
-                 if flag == "--max-shard-size" else ""))
+              f"--file-format {fmt.name} writes one {fmt.label} file per "
+              f"shard with the deterministic sink, {fmt.writer_note}: drop "
+              f"{flag}" + (" (--num-shards sets the number of files)"
+                           if flag == "--max-shard-size" else ""))
     if self.tfds:
       for given, flag in ((self.sink != "deterministic", "--sink beam"),
                           (self.shuffle_seed is not None, "--shuffle-seed"),
@@ -482,10 +503,7 @@ class BuildOptions:
                            "--max-shard-size"),
                           (self.member_size is not None, "--member-size")):
         if given:
-          shards, shuffle = (
-              ("ArrayRecord", "Grain's shuffle over as_data_source()")
-              if self.array_record else
-              ("uncompressed", "as_dataset(shuffle_files=True)"))
+          shards, shuffle = fmt.label, fmt.tfds_shuffle
           raise InputError(
               f"--tfds writes {shards} shards in the deterministic sink's "
               f"order, one file per shard: drop {flag} (TFDS shuffles when "

@@ -10,7 +10,6 @@ import os
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Union
 
 from beam_tfrecords.building.options import BuildOptions
-from beam_tfrecords.core.array_record_files import ARRAY_RECORD, compression_of
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import (Counts, DatasetInfo, Errors, FileSum,
                                       InputFileInfo, InputsInfo, SplitRuleInfo,
@@ -26,11 +25,10 @@ from beam_tfrecords.schema.model import MediaKind, SplitKind
 from beam_tfrecords.schema.sizes import parse_size
 from beam_tfrecords.schema.spec import aligned_lists
 from beam_tfrecords.schema.tfmd import TFMD_FILE
-from beam_tfrecords.sinks import TFRECORD_GZIP, Shuffle
-from beam_tfrecords.sinks.array_records import array_record_codec
+from beam_tfrecords.sinks import Shuffle
 from beam_tfrecords.sinks.codec import Codec
-from beam_tfrecords.sinks.tfds_files import (TFRECORD_PLAIN, check_tfds,
-                                             features_json)
+from beam_tfrecords.sinks.format_files import codec_of
+from beam_tfrecords.sinks.tfds_files import check_tfds, features_json
 from beam_tfrecords.transforms.dataset import DatasetPlan
 from beam_tfrecords.transforms.grouped import buckets_for
 
@@ -306,9 +304,9 @@ def _shards(schema: Schema, plan, opts: BuildOptions):
   opts.check_sink_options()
   if opts.tfds:
     check_tfds(schema)
-  if opts.sink != "deterministic" or opts.uncompressed or opts.array_record:
-    # WriteToTFRecord (and the uncompressed codec, and ArrayRecord shards)
-    # writes shards.shards files, however large.
+  if opts.sink != "deterministic" or not opts.shard_format.gzip:
+    # WriteToTFRecord (and every format but gzip TFRecord: uncompressed
+    # TFRecords, ArrayRecord) writes shards.shards files, however large.
     shards = ShardPlan(shards.shards, dict.fromkeys(shards.shards))
   opts.check_shuffle_seed()
   shuffle = None if opts.shuffle_seed is None else Shuffle(
@@ -317,18 +315,17 @@ def _shards(schema: Schema, plan, opts: BuildOptions):
 
 
 def _codec(opts: BuildOptions) -> Codec:
-  """How the record shards are written: ArrayRecord files, uncompressed
-  TFRecords (--tfds) or gzip TFRecords."""
-  if opts.array_record:
-    return array_record_codec(opts.array_record_options)
-  return TFRECORD_PLAIN if opts.uncompressed else TFRECORD_GZIP
+  """How the record shards are written (their format's codec)."""
+  return codec_of(opts.shard_format, opts.writer_options)
 
 
 def _compression(opts: BuildOptions) -> str:
   """dataset.json's `compression` (core.info.DatasetInfo)."""
-  if opts.array_record:
-    return compression_of(opts.array_record_options)
-  return "NONE" if opts.uncompressed else "GZIP"
+  fmt = opts.shard_format
+  if fmt.compression is not None:
+    return fmt.compression
+  assert fmt.compression_of is not None
+  return fmt.compression_of(opts.writer_options)
 
 
 def dataset_plan(schema: Schema, plan, opts: BuildOptions,
@@ -344,7 +341,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions,
       schema=schema.to_dict(),
       feature_spec=spec_to_json(schema),
       compression=_compression(opts),
-      file_format=ARRAY_RECORD if opts.array_record else None,
+      file_format=opts.shard_format.name if opts.shard_format.own else None,
       inputs=inputs,
       split_rule=SplitRuleInfo(schema.splits.kind.value,
                                tuple(schema.splits.names),

@@ -50,8 +50,10 @@ def _show(value) -> str:
 
 
 def _compression(kind: str) -> str:
-  return {"gzip": "gzip", "none": "uncompressed",
-          "array_record": "ArrayRecord"}.get(kind, kind)
+  """A file's kind as inspect says it (check._kind's word)."""
+  from beam_tfrecords.core.shard_formats import formats
+  labels = {f.name: f.label for f in formats() if f.own}
+  return {"gzip": "gzip", "none": "uncompressed", **labels}.get(kind, kind)
 
 
 def _inspect_files(args) -> int:

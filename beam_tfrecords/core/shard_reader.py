@@ -37,7 +37,6 @@ from typing import Any, Iterator, List, Optional, Tuple
 from isal import isal_zlib
 
 from beam_tfrecords.core import fs, native
-from beam_tfrecords.core.array_record_files import is_array_record
 from beam_tfrecords.core.errors import InputError, ShardDamagedError
 from beam_tfrecords.core.members import HEADER_BYTES, MemberError, member_size
 from beam_tfrecords.core.tfrecord_files import masked_crc32c
@@ -368,6 +367,18 @@ def _missing(path: str) -> ShardDamagedError:
       file=path, reason="no such file")
 
 
+def _not_another_format(path: str) -> None:
+  """Raises InputError naming the format if the file's suffix is another
+  format's (its first bytes would be taken for a record's length)."""
+  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.core.shard_formats import of_file  # (it reads here)
+  fmt = of_file(path)
+  if fmt.own:
+    raise InputError(
+        f"{path} is an {fmt.label} file (file_format {fmt.name}), not a "
+        f"TFRecord file: read it with {fmt.how_to_read or 'btr.open'}")
+
+
 def read_shard(path: str, compression: Optional[str] = None,
                expect: Optional[Expected] = None, check: bool = True,
                upto: Optional[int] = None) -> Iterator[List[bytes]]:
@@ -387,13 +398,7 @@ def read_shard(path: str, compression: Optional[str] = None,
       records before the damage (never a damaged member's).
     InputError: an ArrayRecord file (named), or a folder.
   """
-  if is_array_record(path):
-    # Its first bytes would be taken for a record's length.
-    raise InputError(
-        f"{path} is an ArrayRecord file (file_format array_record), not a "
-        "TFRecord file: read it with beam_tfrecords.core."
-        "array_record_files.read_array_record, Grain's "
-        "ArrayRecordDataSource or TFDS's as_data_source()")
+  _not_another_format(path)
   expect = expect or Expected()
   kind = compression_of(path, compression)
   raw, size = _open_raw(path)

@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional
 
 from beam_tfrecords.core.info import DatasetInfo, FeatureStats
 from beam_tfrecords.core.layout import CARD_FILE
+from beam_tfrecords.core.shard_formats import of_dataset
 from beam_tfrecords.schema.card_section import RAI_FIELDS, Card
 from beam_tfrecords.schema.split_rule import training_split
 
@@ -171,10 +172,7 @@ def _head(info: DatasetInfo, card: Card) -> List[str]:
 
 
 def _compression(info: DatasetInfo) -> str:
-  if info.file_format == "array_record":
-    return "ArrayRecord shards"
-  return ("gzip TFRecord shards" if (info.compression or "GZIP") == "GZIP"
-          else "uncompressed TFRecord shards")
+  return of_dataset(info).shards_text
 
 
 def _splits(info: DatasetInfo) -> List[str]:
@@ -282,13 +280,14 @@ def _loading(info: DatasetInfo) -> List[str]:
   raw = bool(info.splits)  # (a transform: may keep no raw records)
   splits = info.splits or (info.transform.splits if info.transform else {})
   split = training_split(list(splits)) or "train"
-  gzip = (info.compression or "GZIP") == "GZIP"
+  fmt = of_dataset(info)
+  gzip = fmt.gzip
   transformed = "" if raw else ", transformed=True"
   lines = ["## Loading it", "", "With tf.data (`pip install beam-tfrecords`, "
            "in this folder):", "", "```python", "import beam_tfrecords as btr",
            f'ds = btr.load(".", split={_literal(split)}{transformed})'
            "    # parsed feature dicts", "```", ""]
-  if raw and info.file_format != "array_record" and info.splits.get(
+  if raw and fmt.tf_data and info.splits.get(
       split) and info.splits[split].shards:
     suffix = re.sub(r"^.*-of-[0-9]+", "", info.splits[split].shards[0].file)
     lines += ["Or with TensorFlow alone (dataset.json's `feature_spec`):",

@@ -24,10 +24,8 @@ import numpy as np
 
 
 from beam_tfrecords.core import fs
-from beam_tfrecords.core.array_record_files import (ARRAY_RECORD,
-                                                    is_array_record,
-                                                    read_array_record)
 from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.shard_formats import of_file
 from beam_tfrecords.core.shard_reader import Expected, read_shard
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example)
@@ -45,18 +43,23 @@ def is_gzip(path: str) -> bool:
 
 
 def _kind(path: str) -> str:
-  """gzip, none (uncompressed TFRecords) or array_record."""
-  if is_array_record(path):
-    return ARRAY_RECORD
+  """gzip, none (uncompressed TFRecords) or the name of a format of its
+  own (core.shard_formats: array_record)."""
+  fmt = of_file(path)
+  if fmt.own:
+    return fmt.name
   return "gzip" if is_gzip(path) else "none"
 
 
 def _records(path: str, kind: Optional[str] = None,
              expect: Optional[Expected] = None):
-  """The records of a shard file of any kind (None: by its name and first
-  bytes), checked against its dataset.json entry when given."""
-  if is_array_record(path):
-    return read_array_record(path)
+  """The records of a shard file of any format (TFRecord's compression
+  None: by its name and first bytes), checked against its dataset.json
+  entry when given."""
+  fmt = of_file(path)
+  if fmt.own:
+    return (r for records in fmt.read(path, expect or Expected(), True, None)
+            for r in records)
   return (r for records in read_shard(path, kind, expect) for r in records)
 
 

@@ -44,6 +44,7 @@ from typing import Any, Dict, List, Optional
 
 from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo, FileSum
 from beam_tfrecords.core.json_shapes import check, parse
+from beam_tfrecords.core.shard_formats import of_file
 from beam_tfrecords.schema.card_section import Card
 from beam_tfrecords.schema.split_rule import training_split
 from beam_tfrecords.sinks.preview import (PREVIEW_DIR, PREVIEW_RECORDS,
@@ -95,19 +96,25 @@ _SPLIT_TERMS = {"train": "cr:TrainingSplit", "training": "cr:TrainingSplit",
                 "eval": "cr:ValidationSplit", "validation": "cr:ValidationSplit",
                 "valid": "cr:ValidationSplit", "dev": "cr:ValidationSplit",
                 "test": "cr:TestSplit"}
-_FORMATS = ((".tfrecord.gz", "application/x-tfrecord"),
-            (".tfrecord", "application/x-tfrecord"),
-            (".array_record", "application/x-array-record"),
-            (".parquet", "application/x-parquet"),
+# The other files of a dataset folder (a shard's is its format's).
+_FORMATS = ((".parquet", "application/x-parquet"),
             (".jsonl", "application/jsonlines"),
             (".json", "application/json"), (".html", "text/html"),
             (".md", "text/markdown"), (".pbtxt", "text/plain"),
             (".idx", "text/plain"), (".pb", "application/x-protobuf"))
 
 
-def _format(name: str) -> str:
+def _format(name: str, info: DatasetInfo) -> str:
+  if _is_shard(name, info):
+    return of_file(name).media_type
   return next((kind for suffix, kind in _FORMATS if name.endswith(suffix)),
               "application/octet-stream")
+
+
+def _is_shard(name: str, info: DatasetInfo) -> bool:
+  """Whether a listed file is one of the records' shards (raw or
+  transformed)."""
+  return name in {s.file for s in info.shards()}
 
 
 def _what(name: str, info: DatasetInfo) -> str:
@@ -125,10 +132,9 @@ def _what(name: str, info: DatasetInfo) -> str:
     return "the index of a shard's gzip members (random access)"
   if name.startswith("errors/"):
     return "rejected input rows (JSON lines), each with its reason"
-  if name.endswith((".tfrecord.gz", ".tfrecord", ".array_record")):
-    compressed = name.endswith(".gz")
+  if _is_shard(name, info):
     return (f"a shard of serialized tf.train.{kind} records"
-            + (", gzip-compressed TFRecord" if compressed else ""))
+            + of_file(name).shard_note)
   return {"README.md": "the dataset card", "report.html": "the report",
           "statistics.pb": "TensorFlow Data Validation's statistics",
           "schema.pbtxt": "TensorFlow Metadata's schema",
@@ -141,7 +147,7 @@ def _file_object(name: str, size: Optional[int], sha: Optional[str],
   out: Dict[str, Any] = {"@type": "cr:FileObject", "@id": name,
                          "name": name, "description": _what(name, info),
                          "contentUrl": name,
-                         "encodingFormat": _format(name)}
+                         "encodingFormat": _format(name, info)}
   if size is not None:
     out["contentSize"] = f"{size} B"
   if sha is not None:
@@ -165,9 +171,10 @@ def _shard_sets(info: DatasetInfo) -> List[Dict[str, Any]]:
               f"every shard of the {what}{split} split "
               f"({s.num_records} records), each a FileObject with its "
               "SHA-256 above; read them with tf.data.TFRecordDataset"
-              + ("(files, compression_type='GZIP')" if suffix.endswith(
-                  ".gz") else "(files)") + " or beam_tfrecords"),
-          "encodingFormat": _format(s.shards[0].file),
+              + ("(files, compression_type='GZIP')" if of_file(
+                  s.shards[0].file).gzip else "(files)")
+              + " or beam_tfrecords"),
+          "encodingFormat": _format(s.shards[0].file, info),
           "includes": f"{prefix}{split}-*-of-*{suffix}"})
   return out
 

@@ -40,7 +40,6 @@ import collections
 import hashlib
 import logging
 import os
-import re
 import struct
 import threading
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -49,19 +48,19 @@ import numpy as np
 from isal import isal_zlib
 
 from beam_tfrecords.core import fs
-from beam_tfrecords.core.array_record_files import (array_record_module,
-                                                   is_array_record)
 from beam_tfrecords.core.errors import (InputError, ShardDamagedError,
                                         ShardIndexError, preview)
 from beam_tfrecords.core.generations import Guard
 from beam_tfrecords.core.members import HEADER_BYTES, MemberError, member_size
+from beam_tfrecords.core.shard_formats import (ShardFormat, of_dataset,
+                                               of_file)
 from beam_tfrecords.core.shard_index import (DALI_INDEX_SUFFIX, INDEX_SUFFIX,
                                              ShardIndex)
 from beam_tfrecords.core.shard_reader import unframe
 from beam_tfrecords.core.tfrecord_files import masked_crc32c
 from beam_tfrecords.read.window import Datasets, window
 
-__all__ = ["RecordIndex", "IndexedShard", "PlainShard", "ArrayRecordShard",
+__all__ = ["RecordIndex", "IndexedShard", "PlainShard", "OwnShard",
            "MemberCache", "indexed_files", "CACHE_BYTES"]
 
 # Bytes of inflated members kept, by default (per process: each DataLoader
@@ -414,20 +413,15 @@ class PlainShard(_Shard):
     return out
 
 
-# ArrayRecord positions at least this many in one shard are read by one
-# call with the list of them (array_record's reader reads them in
-# parallel, but a call costs about 0.5 ms; measured on a 43 MB shard: 1
-# index, 2k records/s; 128, 66k/s; 1,024, 145k/s), fewer by one
-# `read(i, i + 1)` each (89k/s). Batches of 1,024 over 8 shards (128 a
-# shard) measured 30-69k/s by lists and 74-84k/s one by one: the lists pay
-# only from a few hundred on.
-LIST_READ = 512
+class OwnShard(_Shard):
+  """A shard of a format of its own (core.shard_formats: ArrayRecord's,
+  whose footer indexes it), read at random by its format's reader (local
+  files only)."""
 
-
-class ArrayRecordShard(_Shard):
-  """An ArrayRecord shard (its own footer indexes it), read by
-  array_record's reader (local files; the `array_record` extra), without
-  read-ahead: a few records one at a time, many by one call (LIST_READ)."""
+  def __init__(self, path: str, records: int, guard: Optional[Guard],
+               fmt: ShardFormat):
+    super().__init__(path, None, records, guard)
+    self.fmt = fmt
 
   def __getstate__(self) -> dict:
     state = super().__getstate__()
@@ -438,19 +432,19 @@ class ArrayRecordShard(_Shard):
   def _open(self) -> None:
     if not fs.is_local(self.path):
       raise InputError(
-          f"{self.path}: array_record's reader reads local files only; "
-          "copy the dataset to a local disk for random access (or read it "
-          "as a stream)")
-    module = array_record_module()
+          f"{self.path}: {self.fmt.label} files are read at random on local "
+          "disk only; copy the dataset to a local disk for random access "
+          "(or read it as a stream)")
     os.close(self.opened())  # (checks the generation)
+    assert self.fmt.open_random is not None
     try:
-      self._reader = module.ArrayRecordReader(self.path,
-                                              "readahead_buffer_size:0")
+      self._reader = self.fmt.open_random(self.path)
     except Exception as e:  # pylint: disable=broad-except
       raise self._failed(e) from e
     if self._reader.num_records() != self.records:
-      raise InputError(f"{self.path} holds {self._reader.num_records():,} "
-                       f"records, its dataset.json says {self.records:,}")
+      raise ShardDamagedError(
+          f"{self.path} holds {self._reader.num_records():,} records, its "
+          f"dataset.json says {self.records:,}", file=self.path)
 
   def close(self) -> None:
     reader = self.__dict__.pop("_reader", None)
@@ -460,10 +454,7 @@ class ArrayRecordShard(_Shard):
 
   def get(self, local: np.ndarray, cache: "MemberCache") -> List[bytes]:
     self._ready()
-    if len(local) >= LIST_READ:
-      return list(self._reader.read(local.tolist()))
-    read = self._reader.read
-    return [read(i, i + 1)[0] for i in local.tolist()]
+    return list(self._reader.read(local.tolist()))
 
 
 class MemberCache:
@@ -523,7 +514,7 @@ def indexed_files(found, split: str, transformed: bool = False,
   """
   out: List[_Shard] = []
   for path, info in found:
-    _warn_group_size(path, info)
+    _warn_random_access(path, info)
     guard = Guard({path: info.generation})
     splits = info.splits
     if transformed:
@@ -536,8 +527,9 @@ def indexed_files(found, split: str, transformed: bool = False,
                        f"{sorted(splits)}")
     for s in splits[split].shards:
       file = fs.join(path, s.file)
-      if is_array_record(s.file):
-        out.append(ArrayRecordShard(file, None, s.num_records, guard))
+      fmt = of_file(s.file)
+      if fmt.open_random is not None:
+        out.append(OwnShard(file, s.num_records, guard, fmt))
       elif s.index is not None and s.index.file.endswith(INDEX_SUFFIX):
         out.append(IndexedShard(file, fs.join(path, s.index.file),
                                 s.num_records, guard, _sum(s.index), check,
@@ -560,21 +552,16 @@ def _sum(index) -> Tuple[int, str]:
   return index.num_bytes, index.sha256
 
 
-def _warn_group_size(path: str, info) -> None:
-  """Random access into ArrayRecord shards of more than one record per
-  chunk decompresses the whole chunk for each record: said once."""
+def _warn_random_access(path: str, info) -> None:
+  """What a dataset's format says of reading its shards at random, given
+  their writer options (ArrayRecord's: chunks of more than one record
+  are decompressed whole for each record): said once."""
+  fmt = of_dataset(info)
   options = info.options.array_record_options if info.options else None
-  if not options:
-    return
-  sizes = re.findall(r"(?:^|,)group_size:(\d+)", options)
-  if sizes and int(sizes[-1]) > 1 and path not in _WARNED:
+  note = fmt.random_note(options) if fmt.random_note and options else None
+  if note and path not in _WARNED:
     _WARNED.add(path)
-    logging.warning(
-        "%s: its ArrayRecord shards hold %s records per chunk "
-        "(--array-record-options %s): each random read decompresses a "
-        "whole chunk. Grain's and our random access want group_size:1 "
-        "(the default); build again with it for random access", path,
-        sizes[-1], options)
+    logging.warning("%s: %s", path, note)
 
 
 _WARNED: set = set()

@@ -12,12 +12,12 @@ from typing import (Any, Callable, Dict, Iterator, List, Optional,
 
 
 from beam_tfrecords.core import fs
-from beam_tfrecords.core.array_record_files import is_array_record
 from beam_tfrecords.core.errors import (DatasetReplacedError, InputError,
                                         ShardDamagedError)
 from beam_tfrecords.core.generations import Guard, Pinned
 from beam_tfrecords.core.info import DatasetInfo, ShardInfo
 from beam_tfrecords.core.shares import stable_seed
+from beam_tfrecords.core.shard_formats import of_file
 from beam_tfrecords.core.shard_reader import (Expected, check_whole,
                                               read_shard)
 from beam_tfrecords.core.tfrecord_files import (decode_example,
@@ -252,9 +252,9 @@ def _records(stream: RecordStream):
   pieces = stream.pieces
   if not pieces:
     return tf.data.Dataset.from_tensor_slices(tf.constant([], tf.string))
-  if any(is_array_record(p.file) for p in pieces):
-    # tf.data has no ArrayRecord reader: the stream's (array-record's
-    # reader, each file checked against its generation), in its order.
+  if any(not of_file(p.file).tf_data for p in pieces):
+    # A format tf.data does not read: the stream's (its format's reader,
+    # each file checked against its generation), in its order.
     return _shuffled(tf.data.Dataset.from_generator(
         lambda: (r for records in stream.lists() for r in records),
         output_signature=tf.TensorSpec((), tf.string)), stream)
@@ -281,7 +281,7 @@ def _records(stream: RecordStream):
     return records.concatenate(end)
 
   def kind(p):  # per file: a window may mix gzip and --tfds datasets
-    return "GZIP" if p.file.endswith(".gz") else ""
+    return "GZIP" if of_file(p.file).gzip else ""
   # Whole files in a row are one TFRecordDataset over the paths Pinned
   # gives (no per-record skip or take, and no layer per file: as fast as
   # the plain read); a share's partial first and last files skip and take.

@@ -33,13 +33,12 @@ import random
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from beam_tfrecords.core import fs
-from beam_tfrecords.core.errors import InputError, ShardDamagedError
-from beam_tfrecords.core.array_record_files import (is_array_record,
-                                                   read_array_record)
+from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.generations import Guard
 from beam_tfrecords.core.shares import (Piece, check_share, file_order, share,
                                         share_of, stable_seed)
-from beam_tfrecords.core.shard_reader import Expected, read_shard
+from beam_tfrecords.core.shard_formats import of_file
+from beam_tfrecords.core.shard_reader import Expected
 from beam_tfrecords.read.global_order import (LOOKAHEAD, GlobalOrder,
                                               Positions, read_in_order)
 from beam_tfrecords.read.random_access import RecordIndex
@@ -368,25 +367,9 @@ def check_state(want: Dict[str, Any], mine: Dict[str, Any],
 
 def _file_lists(path: str, expect: Expected, check: bool,
                 upto: Optional[int]) -> Iterator[List[bytes]]:
-  """A shard's records, a list per read, checked against `expect`:
-  TFRecord (gzip or not) or ArrayRecord (its records counted; its own
-  reader checks its chunks)."""
-  if not is_array_record(path):
-    return read_shard(path, expect=expect, check=check, upto=upto)
-  return _regrouped(_counted_array_record(path, expect), 4096)
-
-
-def _counted_array_record(path: str, expect: Expected
-                          ) -> Iterator[List[bytes]]:
-  n = 0
-  for record in read_array_record(path):
-    n += 1
-    yield [record]
-  if expect.records is not None and n != expect.records:
-    raise ShardDamagedError(
-        f"{path}: it holds {n:,} records; its dataset.json lists "
-        f"{expect.records:,}. The shard is not the one its build wrote: "
-        "restore it or build the dataset again", file=path)
+  """A shard's records, a list per read, checked against `expect` by its
+  format's reader (core.shard_formats)."""
+  return of_file(path).read(path, expect, check, upto)
 
 
 def _regrouped(lists: Iterator[List[bytes]], size: int

@@ -1,6 +1,6 @@
 """How a shard's items become its file's bytes (a Codec): TFRecords in
 gzip members, uncompressed TFRecords, the dead letters' JSON lines, and
-the writer of another container (sinks.array_records).
+the writer of a format of its own (sinks.format_files).
 """
 
 from typing import Any, Callable, NamedTuple, Optional
@@ -8,7 +8,8 @@ from typing import Any, Callable, NamedTuple, Optional
 from beam_tfrecords.core.tfrecord_files import frame_records
 
 
-__all__ = ["Codec", "TFRECORD_GZIP", "JSON_LINES", "SHARD_SUFFIX"]
+__all__ = ["Codec", "TFRECORD_GZIP", "TFRECORD_PLAIN", "JSON_LINES",
+           "SHARD_SUFFIX"]
 
 
 SHARD_SUFFIX = ".tfrecord.gz"
@@ -22,7 +23,7 @@ class Codec(NamedTuple):
   for uncompressed files. `files`: the shard's writer, called with
   ShardFiles' arguments (None: ShardFiles); another one writes the framed
   parts of a codec without gzip into another container
-  (sinks.array_records)."""
+  (sinks.format_files)."""
   suffix: str
   frame: Callable[[Any], bytes]
   gzip: bool
@@ -38,6 +39,10 @@ class Codec(NamedTuple):
 
 
 TFRECORD_GZIP = Codec(SHARD_SUFFIX, frame_records, True)
+# Uncompressed TFRecords (--compression none, --tfds), every shard written
+# (an empty file is an empty TFRecord file, and TFDS expects each shard
+# its template names).
+TFRECORD_PLAIN = Codec(".tfrecord", frame_records, False, True)
 
 
 JSON_LINES = Codec(".jsonl", lambda lines: "".join(

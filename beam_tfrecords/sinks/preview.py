@@ -24,7 +24,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.info import DatasetInfo, FileSum
 from beam_tfrecords.core.layout import PREVIEW_DIR, preview_file
-from beam_tfrecords.core.shard_reader import iter_tfrecords
+from beam_tfrecords.core.shard_formats import of_dataset
+from beam_tfrecords.core.shard_reader import Expected
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example)
 from beam_tfrecords.sinks.metadata import write_file
@@ -102,10 +103,11 @@ def preview_columns(info: DatasetInfo) -> List[Column]:
 def _records(staging: str, info: DatasetInfo, split: str) -> List[bytes]:
   out: List[bytes] = []
   size = 0
-  compression = "gzip" if (info.compression or "GZIP") == "GZIP" else "none"
+  fmt = of_dataset(info)
   for shard in info.splits[split].shards:
-    for record in iter_tfrecords(FileSystems.join(staging, shard.file),
-                                 compression):
+    path = FileSystems.join(staging, shard.file)
+    for record in (r for records in fmt.read(path, Expected(), True, None)
+                   for r in records):
       if len(out) >= PREVIEW_RECORDS or (out and size + len(record)
                                          > PREVIEW_BYTES):
         return out
@@ -136,7 +138,7 @@ def _table(info: DatasetInfo, columns: List[Column],
 def write_previews(staging: str, info: DatasetInfo) -> Dict[str, FileSum]:
   """Writes preview/<split>.parquet for every split that holds records
   (TFRecord shards only); their checksums."""
-  if info.file_format is not None:
+  if not of_dataset(info).previewed:
     return {}
   columns = preview_columns(info)
   out = {}

@@ -336,8 +336,8 @@ class WriteShards(beam.PTransform):
   Args:
     directory: where the files go: DIR/<split>-00000-of-00004<suffix>.
     num_shards: split name -> number of shards.
-    codec: TFRECORD_GZIP, JSON_LINES, tfds_files.TFRECORD_PLAIN or
-      array_records.array_record_codec(options).
+    codec: TFRECORD_GZIP, TFRECORD_PLAIN, JSON_LINES (sinks.codec), or a
+      format of its own's (sinks.format_files.codec_of).
     gzip_level: None for ISA-L's fast level, or a zlib level 1-9.
     shuffle: a seeded Shuffle, or None for key order.
     max_bytes: split name -> the largest file size, or None for no limit

@@ -30,21 +30,15 @@ from typing import Any, Dict
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import TFDS_FILES, DatasetInfo, FileSum
-from beam_tfrecords.core.tfrecord_files import frame_records
+from beam_tfrecords.core.shard_formats import of_dataset
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.sinks.metadata import write_file
-from beam_tfrecords.sinks.codec import Codec
 
 __all__ = ["check_tfds", "write_tfds_files", "features_json", "TFDS_FILES",
-           "TFDS_TEMPLATE", "TFDS_SUFFIX", "TFRECORD_PLAIN"]
+           "TFDS_TEMPLATE"]
 
 TFDS_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}"
-# Published with the dataset when its dataset.json's options say tfds.
-TFDS_SUFFIX = ".tfrecord"
-# Uncompressed TFRecord shards, every one written (an empty file is an
-# empty TFRecord file, and TFDS expects each shard its template names).
-TFRECORD_PLAIN = Codec(TFDS_SUFFIX, frame_records, False, True)
 _DTYPES = {FeatureType.INT64: "int64", FeatureType.FLOAT: "float32",
            FeatureType.STRING: "string", FeatureType.BYTES: "string"}
 _PREFIX = "tensorflow_datasets.core.features."
@@ -125,7 +119,7 @@ def dataset_info_json(info: DatasetInfo) -> Dict[str, Any]:
   the template of the shard names."""
   out: Dict[str, Any] = {
       "name": info.name, "version": "1.0.0",
-      "fileFormat": info.file_format or "tfrecord",
+      "fileFormat": of_dataset(info).tfds_name,
       "splits": [{"name": name, "filepathTemplate": TFDS_TEMPLATE,
                   "numBytes": str(split.num_bytes),
                   "shardLengths": [str(s.num_records)

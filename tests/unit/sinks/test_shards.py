@@ -200,9 +200,8 @@ def test_every_tfrecord_file_gets_its_index(tmp_path, kind):
   from beam_tfrecords.core.members import member_table
   from beam_tfrecords.core.shard_index import ShardIndex
   from beam_tfrecords.sinks.shards import finish_shard_names
-  from beam_tfrecords.sinks.tfds_files import TFRECORD_PLAIN
   gz = kind == "gzip"
-  c = codec.TFRECORD_GZIP if gz else TFRECORD_PLAIN
+  c = codec.TFRECORD_GZIP if gz else codec.TFRECORD_PLAIN
   records = _records(600)
   part = tmp_path / "p.part"
   framed = frame_records(records[100:200])

@@ -1,4 +1,4 @@
-"""beam_tfrecords/sinks/array_records.py, on values: ArrayRecord shards
+"""beam_tfrecords/sinks/format_files.py, on values: ArrayRecord shards
 (`--file-format array_record`), written from the framed parts the
 deterministic sink gives a shard's writer. Real array-record (the
 `array_record` extra; CI installs it)."""
@@ -11,7 +11,8 @@ import tempfile
 import pytest
 
 from beam_tfrecords.core.tfrecord_files import frame_records
-from beam_tfrecords.sinks import array_records
+from beam_tfrecords.core.shard_formats import ARRAY_RECORD
+from beam_tfrecords.sinks import format_files
 from beam_tfrecords.sinks.parts import ShardWritten
 from beam_tfrecords.sinks.codec import Codec
 
@@ -43,7 +44,7 @@ def _temporary_shards():
 
 
 def test_the_parts_become_one_file_in_their_order(tmp_path):
-  codec = array_records.array_record_codec()
+  codec = format_files.codec_of(ARRAY_RECORD)
   assert (codec.suffix, codec.gzip, codec.empty_files) == (
       ".array_record", False, True)
   before = _temporary_shards()
@@ -66,7 +67,7 @@ def test_the_parts_become_one_file_in_their_order(tmp_path):
 
 def test_an_empty_shard_is_an_empty_array_record_file(tmp_path):
   """TFDS expects every shard its template names."""
-  [written] = _shard(tmp_path, array_records.array_record_codec(),
+  [written] = _shard(tmp_path, format_files.codec_of(ARRAY_RECORD),
                      shard=0, n=1).close()
   assert (written.file, written.records) == (
       "train-00000-of-00001.array_record", 0)
@@ -75,8 +76,8 @@ def test_an_empty_shard_is_an_empty_array_record_file(tmp_path):
 
 
 def test_the_options_reach_the_writer(tmp_path):
-  out = _shard(tmp_path, array_records.array_record_codec(
-      "group_size:8,uncompressed"))
+  out = _shard(tmp_path, format_files.codec_of(
+      ARRAY_RECORD, "group_size:8,uncompressed"))
   out.inline(frame_records([b"x" * 1000] * 20), 20)
   [written] = out.close()
   reader = array_record_module.ArrayRecordReader(
@@ -88,7 +89,7 @@ def test_the_options_reach_the_writer(tmp_path):
 
 
 def test_a_miscounted_part_is_a_defect_said_so(tmp_path):
-  out = _shard(tmp_path, array_records.array_record_codec())
+  out = _shard(tmp_path, format_files.codec_of(ARRAY_RECORD))
   with pytest.raises(RuntimeError, match=r"train-00001-of-00004."
                      r"array_record: a part held 2 records, not the 3 "
                      r"counted"):
@@ -96,15 +97,16 @@ def test_a_miscounted_part_is_a_defect_said_so(tmp_path):
 
 
 def test_a_limit_is_refused():
-  codec = array_records.array_record_codec()
+  codec = format_files.codec_of(ARRAY_RECORD)
   with pytest.raises(ValueError, match="one file: no max_bytes"):
-    array_records.ArrayRecordFiles("d", "train", 0, 1, codec, None, 1 << 20)
+    format_files.FormatFiles("d", "train", 0, 1, codec, None, 1 << 20,
+                             fmt=ARRAY_RECORD, options="")
 
 
 def test_the_codec_pickles_with_its_options(tmp_path):
   """It travels to the workers inside the sink's DoFns."""
-  codec = pickle.loads(pickle.dumps(array_records.array_record_codec(
-      "group_size:2")))
+  codec = pickle.loads(pickle.dumps(format_files.codec_of(
+      ARRAY_RECORD, "group_size:2")))
   out = _shard(tmp_path, codec)
   out.inline(frame_records([b"a", b"b", b"c"]), 3)
   [written] = out.close()

@@ -1,22 +1,24 @@
-"""ArrayRecord shards, which Grain and TFDS read at random, written by the
-deterministic sink (`--file-format array_record`).
+"""Shards of a format of its own (core.shard_formats: ArrayRecord's, or
+one registered beside it), written by the deterministic sink
+(`--file-format array_record`), and the codec of each shard format.
 
-The parts of an ArrayRecord shard travel as those of an uncompressed
-TFRecord shard do (`Codec(..., gzip=False, empty_files=True)`: framed
-records, in part files past a size), in the same key order, so a shard
-holds exactly the records, in exactly the order, of the same build's
-TFRecord shard. Only the shard's writer differs: `ArrayRecordFiles`
-unframes the parts into array-record's writer.
+The parts of such a shard travel as those of an uncompressed TFRecord
+shard do (`Codec(..., gzip=False, empty_files=True)`: framed records, in
+part files past a size), in the same key order, so a shard holds exactly
+the records, in exactly the order, of the same build's TFRecord shard.
+Only the shard's writer differs: `FormatFiles` unframes the parts into
+the format's writer (`write(record)`, `close()`).
 
-array-record writes local files only, so each shard is built in a local
-temporary file (deleted after) and then copied to its path through Beam's
-FileSystems (the staging folder may be on gs:// or s3://). A shard is one
-file (no `max_shard_size`), and every shard is written, even an empty
-one, as TFDS expects every shard its template names. The bytes are the
+A format's writer writes a local file (array-record's writes local files
+only), so each shard is built in a local temporary file (deleted after)
+and then copied to its path through Beam's FileSystems (the staging
+folder may be on gs:// or s3://). A shard is one file (no
+`max_shard_size`), and every shard is written, even an empty one, as
+TFDS expects every shard its template names. ArrayRecord's bytes are the
 same on every run for the same records and options
 (core.array_record_files.DEFAULT_OPTIONS says why).
 
-    batches | WriteShards(directory, {"train": 4}, array_record_codec())
+    batches | WriteShards(directory, {"train": 4}, codec_of(ARRAY_RECORD))
     # -> a ShardWritten (split, file, records, bytes) per shard
 """
 
@@ -29,44 +31,53 @@ from typing import Any, List, Optional
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecords.core.array_record_files import (ARRAY_RECORD_SUFFIX,
-                                                    DEFAULT_OPTIONS,
-                                                    array_record_module)
+from beam_tfrecords.core.shard_formats import (TFRECORD_GZIP, TFRECORD_PLAIN,
+                                               ShardFormat)
+from beam_tfrecords.core.shard_names import shard_name
 from beam_tfrecords.core.shard_reader import iter_tfrecord_lists
 from beam_tfrecords.core.tfrecord_files import frame_records, unframe_records
-from beam_tfrecords.sinks.parts import ShardWritten
-from beam_tfrecords.core.shard_names import shard_name
+from beam_tfrecords.sinks import codec
 from beam_tfrecords.sinks.codec import Codec
+from beam_tfrecords.sinks.parts import ShardWritten
 
-__all__ = ["ArrayRecordFiles", "array_record_codec", "ARRAY_RECORD_SUFFIX"]
+__all__ = ["FormatFiles", "codec_of"]
 
 _COPY_BYTES = 8 * 1024 * 1024
 
 
-def array_record_codec(options: str = DEFAULT_OPTIONS) -> Codec:
-  """The codec of ArrayRecord shards written with array-record's writer
-  `options` (--array-record-options)."""
-  return Codec(ARRAY_RECORD_SUFFIX, frame_records, gzip=False,
-               empty_files=True,
-               files=functools.partial(ArrayRecordFiles, options=options))
+def codec_of(fmt: ShardFormat, options: Optional[str] = None) -> Codec:
+  """How a format's record shards are written: gzip TFRecords, plain
+  TFRecords, or a format of its own's files, its writer given `options`
+  (None: its default; --array-record-options)."""
+  if fmt is TFRECORD_GZIP:
+    return codec.TFRECORD_GZIP
+  if fmt is TFRECORD_PLAIN:
+    return codec.TFRECORD_PLAIN
+  return Codec(fmt.suffix, frame_records, gzip=False, empty_files=True,
+               files=functools.partial(
+                   FormatFiles, fmt=fmt,
+                   options=fmt.default_options if options is None
+                   else options))
 
 
-class ArrayRecordFiles:
-  """One shard's records as one ArrayRecord file.
+class FormatFiles:
+  """One shard's records as one file of a format of its own.
 
   Takes the parts `_WriteShardFn` gives a shard writer of a codec without
   gzip, in key order: framed records (`inline`, `member`) and part files
-  of framed records (`part_file`). `close()` ends the file, copies it to
-  DIR/<split>-00000-of-00004.array_record and describes it.
+  of framed records (`part_file`), as ShardFiles does. `close()` ends
+  the file, copies it to DIR/<split>-00000-of-00004<suffix> and
+  describes it.
   """
 
   def __init__(self, directory: str, split: str, shard: int, n: int,
                codec: Codec, level: Optional[int], limit: Optional[int],
                expected: int = 0, member_cap: int = 0, *,
-               options: str = DEFAULT_OPTIONS):
+               fmt: ShardFormat, options: str):
     del level, expected, member_cap  # (gzip's, and the limit's)
     if limit is not None:
-      raise ValueError("an ArrayRecord shard is one file: no max_bytes")
+      raise ValueError(f"a {fmt.label} shard is one file: no max_bytes")
+    self._fmt = fmt
     name = shard_name(split, shard, n, codec.suffix)
     self._path = FileSystems.join(directory, name)
     self._written = ShardWritten(split, name, 0, 0, shard, 0)
@@ -78,10 +89,10 @@ class ArrayRecordFiles:
 
   def _open(self) -> None:
     handle, self._local = tempfile.mkstemp(prefix="btr-",
-                                           suffix=ARRAY_RECORD_SUFFIX)
+                                           suffix=self._fmt.suffix)
     os.close(handle)
-    self._writer = array_record_module().ArrayRecordWriter(self._local,
-                                                           self._options)
+    assert self._fmt.writer is not None  # a format of its own
+    self._writer = self._fmt.writer(self._local, self._options)
 
   def _write(self, records, count: int, what: str) -> None:
     if self._writer is None:
@@ -115,17 +126,17 @@ class ArrayRecordFiles:
     """Nothing waits here: every record went to the writer."""
 
   def close(self) -> List[ShardWritten]:
-    """Ends the file (an empty shard is an empty ArrayRecord file), copies
-    it to the shard's path and returns its description."""
+    """Ends the file (an empty shard is an empty file of the format),
+    copies it to the shard's path and returns its description."""
     if self._writer is None:
       self._open()
     assert self._local is not None  # _open() made it
     try:
-      # (ok() is False once closed; write() and close() raise
-      # RuntimeError on a failure.)
-      if not self._writer.ok():
-        raise OSError(f"array-record could not write {self._local} "
-                      f"(for {self._path})")
+      # (array-record's ok() is False once closed; its write() and
+      # close() raise RuntimeError on a failure.)
+      if not getattr(self._writer, "ok", lambda: True)():
+        raise OSError(f"the {self._fmt.label} writer could not write "
+                      f"{self._local} (for {self._path})")
       self._writer.close()
       size = os.path.getsize(self._local)
       digest = hashlib.sha256()
