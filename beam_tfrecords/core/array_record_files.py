@@ -148,7 +148,7 @@ def read_array_record(path: str) -> Iterator[bytes]:
     yield from _records(module, local, path)
 
 
-def _records(module, local: str, path: str) -> Iterator[bytes]:
+def _records(module: Any, local: str, path: str) -> Iterator[bytes]:
   if not os.path.isfile(local):
     raise ValueError(f"{path}: no such file")
   reader = module.ArrayRecordReader(local)

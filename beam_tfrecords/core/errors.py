@@ -9,7 +9,7 @@ becomes a dead-letter row instead of failing the job.
 
 import errno
 import re
-from typing import Optional, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 __all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "NoInputError",
            "OutputBusyError", "OutputError", "PublishInterruptedError",
@@ -24,7 +24,7 @@ __all__ = ["BeamTFRecordsError", "SchemaError", "InputError", "NoInputError",
 PREVIEW_CHARS = 120
 
 
-def preview(value) -> str:
+def preview(value: Any) -> str:
   """repr(value) for an error message, cut to PREVIEW_CHARS characters
   (the full length said) so that a huge value cannot flood the message."""
   text = repr(value)
@@ -45,7 +45,7 @@ class SchemaError(BeamTFRecordsError):
     key: the key path inside it, e.g. "features.age.type".
   """
 
-  def __init__(self, message, path="<dict>", key=""):
+  def __init__(self, message: str, path: str = "<dict>", key: str = ""):
     self.path = path
     self.key = key
     where = f"{path}: {key}: " if key else f"{path}: "
@@ -133,7 +133,7 @@ class EncodingError(BeamTFRecordsError):
     value: the offending value (as read).
   """
 
-  def __init__(self, feature, reason, value=None):
+  def __init__(self, feature: str, reason: str, value: Any = None):
     self.feature = feature
     self.reason = reason
     self.value = value
@@ -156,7 +156,8 @@ class AnomalyError(BeamTFRecordsError):
   observed, expected), when the launcher could read them.
   """
 
-  def __init__(self, message, anomalies=None):
+  def __init__(self, message: str,
+               anomalies: Optional[Sequence[Any]] = None):
     super().__init__(message)
     self.anomalies = list(anomalies or [])
 

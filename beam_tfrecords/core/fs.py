@@ -19,7 +19,7 @@ import io
 import lzma
 import os
 import re
-from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from beam_tfrecords.core.errors import InputError
 
@@ -47,7 +47,7 @@ def is_local(path: str) -> bool:
   return "://" not in path
 
 
-def _beam():
+def _beam() -> Any:
   # pylint: disable=import-outside-toplevel
   from apache_beam.io.filesystems import FileSystems
   return FileSystems

@@ -245,7 +245,7 @@ class Pinned:
     again."""
     self._guard.check(self._files[i])
 
-  def __del__(self):
+  def __del__(self) -> None:
     for _, fd in self._open.values():
       try:
         os.close(fd)

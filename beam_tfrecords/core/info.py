@@ -328,7 +328,7 @@ class Anomalies:
             "found": [a.to_json() for a in self.found]}
 
 
-def _unknown(cls, d: Mapping[str, Any], *known: str) -> Dict[str, Any]:
+def _unknown(cls: Any, d: Mapping[str, Any], *known: str) -> Dict[str, Any]:
   """The keys of `d` that `cls` does not type (written by a later
   version): kept in its `extra`, written back as they were."""
   names = {f.name for f in dataclasses.fields(cls)} | set(known)

@@ -25,7 +25,7 @@ bytes for the same body, records and framed bytes.
 
 import struct
 import zlib
-from typing import Callable, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, List, NamedTuple, Optional, Tuple
 
 from isal import isal_zlib
 
@@ -125,7 +125,7 @@ class Hopper:
     self.first: Optional[bytes] = None
     self.last: Optional[bytes] = None
 
-  def feed(self, block) -> None:
+  def feed(self, block: Any) -> None:
     data = self._carry + bytes(block) if self._carry else block
     pos, last = 0, None
     while True:
@@ -149,7 +149,7 @@ class Hopper:
     return not self._carry
 
 
-def inflate(data) -> bytes:
+def inflate(data: Any) -> bytes:
   """The data of every gzip member in `data`, back to back (zlib's
   decompress with wbits 31 stops after the first). Checks each member's
   CRC-32 and size."""

@@ -50,7 +50,7 @@ def _load(wanted: str) -> Optional[ModuleType]:
   return module
 
 
-def _stale(module) -> str:
+def _stale(module: ModuleType) -> str:
   return (f"the native encoding core installed (beam_tfrecords_native "
           f"{getattr(module, '__version__', '?')}) speaks contract "
           f"{getattr(module, 'CONTRACT', None)}, this package {CONTRACT}: "

@@ -23,7 +23,7 @@ file names, never reads wrong records.
 import dataclasses
 import hashlib
 import struct
-from typing import Callable, List
+from typing import Callable, List, NoReturn
 
 import numpy as np
 
@@ -78,7 +78,7 @@ class ShardIndex:
   def records(self) -> int:
     return int(self.first_records[-1])
 
-  def __eq__(self, other) -> bool:
+  def __eq__(self, other: object) -> bool:
     return isinstance(other, ShardIndex) and self.to_bytes() == \
         other.to_bytes()
 
@@ -120,7 +120,7 @@ class ShardIndex:
             index_name: str, shard_name: str) -> None:
     """Raises ShardIndexError unless this is the index of the shard of
     `shard_bytes` bytes whose bytes `read(offset, length)` returns."""
-    def fail(what):
+    def fail(what: str) -> NoReturn:
       raise ShardIndexError(
           f"the index {index_name} does not belong to the shard "
           f"{shard_name}: {what}. The index is stale (from another build) "

@@ -67,7 +67,7 @@ class Expected:
     return cls(shard.num_records, shard.num_bytes, shard.sha256)
 
 
-def unframe(data, check: bool = True
+def unframe(data: Any, check: bool = True
             ) -> Tuple[List[bytes], int, Optional[str]]:
   """The records of TFRecord-framed `data` from its start: (records,
   where the walk stopped, None or what is wrong there: "corrupt length

@@ -19,7 +19,7 @@ before the shares are cut, so each epoch gives every rank other files.
 
 import hashlib
 import random
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 __all__ = ["Piece", "share", "share_of", "file_order", "check_share",
            "stable_seed"]
@@ -51,7 +51,7 @@ def check_share(shard: Optional[Tuple[int, int]]) -> Tuple[int, int]:
   return index, count
 
 
-def stable_seed(*parts) -> int:
+def stable_seed(*parts: Any) -> int:
   """A seed from values, the same in every process and Python version
   (hash() of a str is salted per process)."""
   text = "\0".join(repr(p) for p in parts).encode("utf-8")

@@ -68,7 +68,7 @@ def frame_records(records: Sequence[bytes]) -> bytes:
   return module.frame(b"".join(records), offsets)
 
 
-def frame_buffer(data, offsets: np.ndarray) -> bytes:
+def frame_buffer(data: Any, offsets: np.ndarray) -> bytes:
   """The records data[offsets[i]:offsets[i+1]] in TFRecord framing
   (`data` a bytes-like object, `offsets` int64), with no per-record
   object on the native core."""
@@ -131,7 +131,7 @@ def unframe_records(data: bytes) -> List[bytes]:
   return out
 
 
-def framed_ends(data) -> np.ndarray:
+def framed_ends(data: Any) -> np.ndarray:
   """Where each framed record of `data` ends (int64), found by walking
   the length fields (CRCs are not checked)."""
   module = native.core()
@@ -276,7 +276,8 @@ def decode_example(buf: bytes) -> Dict[str, Tuple[Optional[str], list]]:
   return {}
 
 
-def decode_sequence_example(buf: bytes):
+def decode_sequence_example(buf: bytes) -> Tuple[Dict[str, Any],
+                                               Dict[str, Any]]:
   """A serialized tf.train.SequenceExample -> (context, feature_lists).
 
   context is {name: (kind, values)} as for Examples; feature_lists is

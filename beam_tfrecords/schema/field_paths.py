@@ -16,7 +16,7 @@ column names from CSV headers (which have no nesting) are never paths.
 """
 
 import re
-from typing import List, NamedTuple, NoReturn, Optional, Tuple
+from typing import Any, List, NamedTuple, NoReturn, Optional, Sequence, Tuple
 
 __all__ = ["Path", "parse_path", "is_path", "quote_name"]
 
@@ -55,7 +55,7 @@ def quote_name(name: str) -> str:
       "`" + name.replace("`", "``") + "`"
 
 
-def _render(root: str, steps) -> str:
+def _render(root: str, steps: Sequence[Any]) -> str:
   text = quote_name(root)
   for kind, name in steps:
     text += "[]" if kind == "each" else "." + quote_name(name)

@@ -55,7 +55,7 @@ class _UniqueKeySafeLoader(yaml.SafeLoader):
   none is accepted (a schema has no need to repeat a value by reference).
   """
 
-  def compose_node(self, parent, index):
+  def compose_node(self, parent: Any, index: Any) -> Any:
     if self.check_event(yaml.AliasEvent):
       event = self.peek_event()
       raise yaml.composer.ComposerError(

@@ -249,7 +249,7 @@ class Feature:
     return out
 
 
-def _bytes_to_text(value):
+def _bytes_to_text(value: Any) -> Any:
   if isinstance(value, list):
     return [_bytes_to_text(v) for v in value]
   return value.decode("utf-8", "backslashreplace")

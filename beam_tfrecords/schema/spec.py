@@ -29,7 +29,7 @@ sequence whose feature list is absent (a missing list cell) parses as zero
 steps (`allow_missing`).
 """
 
-from typing import Dict, List, NamedTuple
+from typing import Any, Dict, List, NamedTuple
 
 from beam_tfrecords.schema.field_paths import is_path, parse_path
 from beam_tfrecords.schema.model import Feature, FeatureType, Schema
@@ -110,7 +110,7 @@ def spec_to_json(schema: Schema) -> dict:
           for f in schema.features}
 
 
-def tf_spec(s: dict):
+def tf_spec(s: dict) -> Any:
   import tensorflow as tf  # Imported here: only readers need TensorFlow.
   dtype = tf.as_dtype(s["dtype"])
   if s["kind"] == "FixedLenFeature":
@@ -125,7 +125,7 @@ def tf_spec(s: dict):
   raise ValueError(f"unknown spec kind {s['kind']!r}")
 
 
-def feature_spec(schema: Schema):
+def feature_spec(schema: Schema) -> Any:
   """The TensorFlow parsing spec of a schema.
 
   Returns:

@@ -6,7 +6,7 @@ section are in beam_tfrecords.schema.splits.
 
 import dataclasses
 import enum
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 __all__ = ["DEFAULT_SPLIT", "SplitKind", "SplitRule", "training_split"]
 
@@ -14,7 +14,7 @@ __all__ = ["DEFAULT_SPLIT", "SplitKind", "SplitRule", "training_split"]
 DEFAULT_SPLIT = "train"
 
 
-def training_split(names) -> Optional[str]:
+def training_split(names: Iterable[str]) -> Optional[str]:
   """The split that stands for training among these (drift and the
   report's baseline comparison): train, else the first by name."""
   names = list(names)

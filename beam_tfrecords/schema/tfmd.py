@@ -10,7 +10,7 @@ the sequence features inside a STRUCT feature named "##SEQUENCE##", each
 with the values of one step.
 """
 
-from typing import Iterable
+from typing import Any, Iterable
 
 from beam_tfrecords.core.layout import TFMD_FILE
 from beam_tfrecords.schema.model import Derive, Feature, FeatureType, Schema
@@ -20,7 +20,8 @@ __all__ = ["to_tfmd", "tfmd_text", "SEQUENCE_FEATURE"]
 SEQUENCE_FEATURE = "##SEQUENCE##"
 
 
-def _add(container, features: Iterable[Feature], in_sequence: bool) -> None:
+def _add(container: Any, features: Iterable[Feature],
+         in_sequence: bool) -> None:
   from tensorflow_metadata.proto.v0 import schema_pb2
   types = {FeatureType.INT64: schema_pb2.INT,
            FeatureType.FLOAT: schema_pb2.FLOAT,
@@ -49,7 +50,7 @@ def _add(container, features: Iterable[Feature], in_sequence: bool) -> None:
       out.value_count.max = count
 
 
-def to_tfmd(schema: Schema):
+def to_tfmd(schema: Schema) -> Any:
   """A tensorflow_metadata.proto.v0.schema_pb2.Schema for `schema`."""
   from tensorflow_metadata.proto.v0 import schema_pb2
   out = schema_pb2.Schema()

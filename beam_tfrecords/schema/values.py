@@ -98,7 +98,7 @@ def _float32_overflows(value: float, written_inf: bool) -> bool:
   return math.isfinite(value) and abs(value) >= 3.4028235677973366e38
 
 
-def _number_text(value, pattern, type_name: str) -> str:
+def _number_text(value: Any, pattern: Any, type_name: str) -> str:
   """The trimmed text of a number cell, or a ValueError saying why not."""
   text = value.decode("utf-8", "replace") if isinstance(value, bytes) \
       else value
@@ -136,7 +136,7 @@ def _decimal_int64(number: decimal.Decimal, text: str) -> int:
   return int(number)
 
 
-def _text_int64(value) -> int:
+def _text_int64(value: Any) -> int:
   """A whole number written as text ("12", "1.0", "1e3"), exactly."""
   text = value.decode("utf-8", "replace") if isinstance(value, bytes) \
       else value
