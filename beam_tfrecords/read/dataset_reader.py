@@ -61,17 +61,33 @@ class DatasetReader:
     return sum(i.splits[split].num_records for i in self.infos
                if split in i.splits)
 
-  def tf_dataset(self, split: str = "train", **options: Any):
-    """A tf.data.Dataset of parsed records (options: btr.load's:
-    batch_size, decode, transformed, as_supervised, shard, shuffle_seed,
-    ...)."""
-    return load(self._window, split, **options)
+  def tf_dataset(self, split: str = "train",
+                 batch_size: Optional[int] = None, decode: bool = True,
+                 transformed: bool = False, as_supervised: bool = False, *,
+                 shard: Optional[Tuple[int, int]] = None,
+                 drop_remainder: bool = False,
+                 shuffle_seed: Optional[int] = None, epoch: int = 0,
+                 shuffle_buffer: int = SHUFFLE_BUFFER,
+                 check: bool = True) -> Any:
+    """A tf.data.Dataset of parsed records: btr.load's, whose docstring
+    says what each argument does."""
+    return load(self._window, split, batch_size, decode, transformed,
+                as_supervised, shard=shard, drop_remainder=drop_remainder,
+                shuffle_seed=shuffle_seed, epoch=epoch,
+                shuffle_buffer=shuffle_buffer, check=check)
 
-  def records(self, split: str = "train", **options: Any
+  def records(self, split: str = "train", *,
+              shard: Optional[Tuple[int, int]] = None,
+              drop_remainder: bool = False,
+              shuffle_seed: Optional[int] = None, epoch: int = 0,
+              shuffle_buffer: int = SHUFFLE_BUFFER, check: bool = True
               ) -> Iterator[Dict[str, Any]]:
-    """Each record as a plain dict, without TensorFlow (options:
-    btr.iter_records': shard, shuffle_seed, epoch, ...)."""
-    return iter_records(self._window, split, **options)
+    """Each record as a plain dict, without TensorFlow: btr.iter_records'
+    (shard, shuffle_seed, epoch, ... as there)."""
+    return iter_records(self._window, split, shard=shard,
+                        drop_remainder=drop_remainder,
+                        shuffle_seed=shuffle_seed, epoch=epoch,
+                        shuffle_buffer=shuffle_buffer, check=check)
 
   def errors(self) -> Iterator[Dict[str, Any]]:
     """The dead-letter entries of every dataset (errors/*.jsonl), in file
@@ -95,22 +111,31 @@ class DatasetReader:
                         shuffle_seed, epoch, shuffle_buffer, worker,
                         transformed, shuffle, block)
 
-  def by_number(self, split: str = "train", transformed: bool = False):
+  def by_number(self, split: str = "train", transformed: bool = False,
+                check: bool = True) -> Any:
     """The split's serialized records by number (`len`, `[i]`,
     `.get([i, ...])`): read.random_access.RecordIndex, through the
-    shards' indexes."""
+    shards' indexes (`check`: as there)."""
     # pylint: disable=import-outside-toplevel
     from beam_tfrecords.read.random_access import RecordIndex
-    return RecordIndex(self._window, split, transformed)
+    return RecordIndex(self._window, split, transformed, check=check)
 
-  def torch(self, split: str = "train", **options: Any):
-    """A torch.utils.data.IterableDataset of the split (options: the
-    torch extra's Dataset: shard, batch_size, shuffle_seed, ...)."""
+  def torch(self, split: str = "train", *,
+            shard: Optional[Tuple[int, int]] = None,
+            drop_remainder: bool = False,
+            shuffle_seed: Optional[int] = None, epoch: int = 0,
+            shuffle_buffer: int = SHUFFLE_BUFFER,
+            batch_size: Optional[int] = None, shuffle: str = "buffer"
+            ) -> Any:
+    """A torch.utils.data.IterableDataset of the split: the torch extra's
+    Dataset (beam_tfrecords.read.torch), whose docstring says what each
+    argument does."""
     # pylint: disable=import-outside-toplevel
     from beam_tfrecords.read.torch import Dataset
-    return Dataset(self._window, split, **options)
+    return Dataset(self._window, split, shard, drop_remainder, shuffle_seed,
+                   epoch, shuffle_buffer, batch_size, shuffle)
 
-  def transform_output(self):
+  def transform_output(self) -> Any:
     """TensorFlow Transform's TFTransformOutput (schemas with
     `transform:`)."""
     return transform_output(self.paths[0])
