@@ -12,6 +12,7 @@ import sys
 import pytest
 
 import beam_tfrecords as btr
+from beam_tfrecords import cli
 from beam_tfrecords.core.info import DatasetInfo
 
 from tests.helpers.faults import SCHEMA, write_rows
@@ -65,6 +66,16 @@ def _verify(out, *flags):
       [sys.executable, "-m", "beam_tfrecords", "verify", out, *flags],
       capture_output=True, text=True, timeout=120, cwd=ROOT)
   return run.returncode, run.stdout.splitlines(), run.stderr
+
+
+def _verify_here(capsys, out, *flags):
+  """The command line's main() in this process, as _verify (a child
+  process costs 2-3 s of imports; test_an_intact_build_verifies runs the
+  real one)."""
+  capsys.readouterr()
+  code = cli.main(["verify", out, *flags])
+  said = capsys.readouterr()
+  return code, said.out.splitlines(), said.err
 
 
 def _bytes_read(out):
@@ -177,17 +188,17 @@ def _damage_the_report(out):
     _damage_the_report], ids=["flipped_byte", "truncated_shard",
                               "deleted_index", "extra_file",
                               "damaged_report"])
-def test_a_damaged_build_is_named_with_exit_1(copy, damage):
+def test_a_damaged_build_is_named_with_exit_1(copy, damage, capsys):
   line, lost = damage(copy)
-  code, lines, stderr = _verify(copy)
+  code, lines, stderr = _verify_here(capsys, copy)
   assert code == 1, stderr
   assert lines == [line, f"{copy}: 1 problem(s); {len(LISTED) - lost} "
                    "file(s) intact"]
 
 
-def test_a_folder_without_success_exits_2(copy):
+def test_a_folder_without_success_exits_2(copy, capsys):
   os.remove(os.path.join(copy, "_SUCCESS"))
-  code, lines, stderr = _verify(copy)
+  code, lines, stderr = _verify_here(capsys, copy)
   assert (code, lines) == (2, [])
   assert stderr.splitlines()[-1] == (
       f"error: {copy} is not a finished dataset (no _SUCCESS file); its "
@@ -225,7 +236,6 @@ def test_an_overwrite_while_verifying_is_said_not_reported_as_damage(
   """A real overwrite (other rows: other shards) between verify's read of
   dataset.json and its reads of the files: "replaced while verifying",
   exit 2, never truncated / resized / croissant (issue 60)."""
-  from beam_tfrecords import cli
   from beam_tfrecords.publish import verify as verifying
   other = write_rows(str(tmp_path / "other.csv"), 200)
   listing = verifying._present  # pylint: disable=protected-access
