@@ -1,5 +1,7 @@
-"""build(): plan the inputs on the launcher, then `ReadInputs |
-WriteBatches` as one Beam pipeline, and run it.
+"""build(): plan the inputs on the launcher, stage the output (the stage
+phase of its publish.publication.Publication), then `ReadInputs |
+WriteBatches` as one Beam pipeline, whose last steps commit and publish
+(the same phases as btr.WriteDataset's), and run it.
 
 Everything that can be checked is checked before the pipeline is built:
 the schema (when loaded), the inputs (globs, headers, columns), the options
@@ -30,10 +32,9 @@ from beam_tfrecords.core.errors import (AnomalyError, InputError,
                                         PublishInterruptedError, from_worker)
 from beam_tfrecords.core.info import DatasetInfo, InputsInfo, SplitInfo
 from beam_tfrecords.core.layout import ANOMALIES_FILE
-from beam_tfrecords.publish.journal import has_journal, recover, remove_staging
+from beam_tfrecords.publish.lock import new_run
 from beam_tfrecords.publish.output import check_output_path
 from beam_tfrecords.publish.publication import Publication
-from beam_tfrecords.publish.staging import Staged, output_failure, stage_output
 from beam_tfrecords.runners.dofn_specs import memoized_dofn_specs
 from beam_tfrecords.runners.pipeline_options import (check_paths_reach_workers,
                                                      is_dask, pipeline_options,
@@ -143,29 +144,27 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     _check_dask(schema)
     spread_on_dask(beam_opts, len(plan.units))
   # Checked and locked (one build at a time per output: the lock is held
-  # until the end), earlier builds recovered, the staging folder made.
-  staged = _stage(schema, plan, opts, output, patterns, user_fn, tft_key,
-                  beam_opts)
-  interrupted = True
+  # until the end), earlier builds recovered, the staging folder made: the
+  # stage phase of its publication, on the launcher.
+  publication, described = _publication(schema, plan, opts, output, patterns,
+                                        user_fn, tft_key)
+  staged = publication.stage(beam_opts, if_changed=not opts.force)
+  if staged.previous is not None:
+    _LOG.info("%s is up to date (same inputs, schema and options)", output)
+    return BuildResult(output=output, info=staged.previous,
+                       seconds=time.time() - started, up_to_date=True)
   try:
-    if staged.dataset is None:
-      _LOG.info("%s is up to date (same inputs, schema and options)",
-                output)
-      return BuildResult(output=output,
-                         info=DatasetInfo.from_json(staged.previous or {}),
-                         seconds=time.time() - started, up_to_date=True)
-    dataset = staged.dataset
-    staging = dataset.staging
     with memoized_dofn_specs():
       try:
+        dataset = planning.dataset_plan(schema, plan, opts.resolved(schema),
+                                        publication, described, user_fn)
         pipeline = _pipeline(schema, plan, user_fn, dataset, runner,
                              beam_opts)
       except BaseException:  # nothing ran: no staging folder left behind
-        remove_staging(staging)
+        publication.abandon()
         raise
       _run(pipeline, beam_opts, progress, sum(f.size for f in plan.files),
-           output, staging, schema)
-    interrupted = False
+           publication, schema)
     info = DatasetInfo.from_directory(output)
     _LOG.info("Published %s", output)
     return BuildResult(output=output, info=info,
@@ -173,22 +172,17 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   except KeyboardInterrupt:
     # Between the steps that remove the staging folder on an interruption
     # (Ctrl-C, SIGTERM): removed here, unless its publish began.
-    if interrupted and staged.dataset is not None and not has_journal(
-        staged.dataset.staging):
-      try:
-        remove_staging(staged.dataset.staging)
-      except Exception:  # pylint: disable=broad-except
-        pass
+    publication.abandon()
     raise
   finally:
-    if staged.lock is not None:
-      staged.lock.release()
+    publication.release()
 
-def _stage(schema: Schema, plan: InputPlan, opts: BuildOptions, output: str,
-           patterns: List[str], user_fn, tft_key: Dict[str, Any],
-           beam_opts) -> Staged:
-  """The output checked, locked and staged for this build's key (or found
-  up to date), with the dataset's plan."""
+
+def _publication(schema: Schema, plan: InputPlan, opts: BuildOptions,
+                 output: str, patterns: List[str], user_fn,
+                 tft_key: Dict[str, Any]) -> Tuple[Publication, InputsInfo]:
+  """The build's publication into `output` (its build key, a new run id)
+  and its inputs as dataset.json describes them."""
   fingerprint = planning.input_fingerprint(plan.files)
   key = planning.build_key(schema, plan, fingerprint, {
       **opts.key(),
@@ -196,15 +190,8 @@ def _stage(schema: Schema, plan: InputPlan, opts: BuildOptions, output: str,
       **tft_key})
   described = InputsInfo(plan.format, tuple(patterns),
                          tuple(planning.listed_inputs(plan)), fingerprint)
-  return stage_output(
-      output, key, beam_opts, force=opts.force, overwrite=opts.overwrite,
-      overwrite_hint="--overwrite", tfmd=tfmd_text(schema),
-      plan=lambda run: planning.dataset_plan(
-          schema, plan, opts.resolved(schema),
-          Publication(output, run, key, opts.overwrite, tfmd_text(schema),
-                      "--overwrite"), described,
-          user_fn))
-
+  return Publication(output, new_run(), key, opts.overwrite,
+                     tfmd_text(schema), "--overwrite"), described
 
 
 def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
@@ -315,27 +302,26 @@ def _plan(schema: Schema, patterns: List[str], output: str, input_format,
   return schema, plan, user_fn
 
 
-def _run(pipeline, options, progress: bool, input_bytes: int, output: str,
-         staging: str, schema: Schema) -> None:
+def _run(pipeline, options, progress: bool, input_bytes: int,
+         publication: Publication, schema: Schema) -> None:
   """Runs the pipeline; on Ctrl-C or a failed write into the output,
   removes the staging folder (a publish that began is finished instead)."""
+  output, staging = publication.output, publication.staging
   try:
     run_pipeline(pipeline, options, progress, input_bytes)
   except KeyboardInterrupt:
-    if has_journal(staging):
+    if publication.interrupted():
       # Interrupted while publishing: the switch is finished, not undone.
-      recover(output, keep="")
       _LOG.warning("interrupted while publishing %s: finished publishing "
                    "first", output)
       return
-    remove_staging(staging)
     raise
   except Exception as e:  # pylint: disable=broad-except
     typed = from_worker(e)
     if isinstance(typed, (OutputError, PublishInterruptedError,
                           OutputBusyError)):
       raise typed from e  # the publish said what happened
-    failure = output_failure(output, staging, e)
+    failure = publication.failure(e)
     if failure is not None:
       raise failure from e
     unshipped = _unshipped_transform(e, schema)

@@ -1,17 +1,21 @@
 """One build's publish into its output, as one object in the phases of
-Beam's own file sinks:
+Beam's own file sinks, the same for `btr.build` and `btr.WriteDataset`:
 
     stage    the output checked and locked for the build's run id, killed
              builds' publishes finished (recover), the staging folder made
-             (`StageOutput`, the pipeline's first step when it runs; build()
-             stages on the launcher instead: publish.staging.stage_output);
+             (`stage`: WriteDataset's pipeline's first step when it runs,
+             `StageOutput`; build()'s launcher before its pipeline runs);
     write    the pipeline writes shards and errors into `staging`;
     commit   `Commit` writes the staged dataset.json (publish.commit);
     publish  the journaled switch into the output, `_SUCCESS` last, the
              lock released (`publish`, from the last step: publish.finish);
+             `release` when the build ends, published or not, and
+             `abandon` when it ends without publishing;
     recover  a next build finishes (or undoes) a switch a kill cut short,
              and removes the staging folders of builds that died before
-             theirs: part of every stage (publish.journal.recover).
+             theirs: part of every stage (publish.journal.recover); a
+             build interrupted while it publishes finishes it first
+             (`interrupted`).
 
 A `Publication` is a plain value, decided on the launcher and pickled into
 the steps; `expand()` only wires them.
@@ -23,10 +27,12 @@ from typing import Any, Callable, Mapping, Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords.core.errors import OutputError
 from beam_tfrecords.core.layout import staging_name
 from beam_tfrecords.core.version import __version__
 from beam_tfrecords.publish import journal
-from beam_tfrecords.publish.staging import stage_at_run
+from beam_tfrecords.publish import staging as stage_phase
+from beam_tfrecords.publish.staging import Staged
 
 __all__ = ["Publication", "StageOutput"]
 
@@ -57,11 +63,15 @@ class Publication:
     own: readers tell a replaced dataset by it (core.generations)."""
     return f"beam-tfrecords {self.version} {self.key} {self.run}\n"
 
-  def stage(self, options) -> str:
-    """Locks and stages the output; the staging folder. Safe to run again
-    (a retried step): the lock is adopted, the rest done again."""
-    return stage_at_run(self.output, self.run, self.staging, self.tfmd,
-                        self.overwrite, self.overwrite_hint, options)
+  def stage(self, options, if_changed: bool = False) -> Staged:
+    """Locks and stages the output (publish.staging.stage). Safe to run
+    again (a retried step): the lock is adopted, the rest done again.
+    With `if_changed` (build() without force), a finished dataset of this
+    build key is kept instead: Staged.previous."""
+    return stage_phase.stage(self.output, self.run, self.key, self.tfmd,
+                             overwrite=self.overwrite,
+                             overwrite_hint=self.overwrite_hint,
+                             if_changed=if_changed, options=options)
 
   def state(self) -> str:
     """Where this build's publish is: "began", "ended" or "" (not yet):
@@ -75,14 +85,46 @@ class Publication:
     journal.publish(self.staging, self.output, meta, self.success_text,
                     guard=guard)
 
+  def release(self) -> None:
+    """The output's lock, as far as this process holds it for this build,
+    released: when the build ends, published or not."""
+    stage_phase.release(self.output, self.run)
+
+  def abandon(self) -> None:
+    """A build that ends without publishing (interrupted, or its pipeline
+    could not be made): its staging folder removed, unless its publish
+    began (then only the publish's steps may remove it: a next build
+    finishes them). Never raises: the build's own error is what counts."""
+    try:
+      if not journal.has_journal(self.staging):
+        journal.remove_staging(self.staging)
+    except Exception:  # pylint: disable=broad-except
+      pass
+
+  def interrupted(self) -> bool:
+    """Ctrl-C or SIGTERM while the build's pipeline ran: True when its
+    publish had begun and is now finished (the dataset is published),
+    else its staging folder is removed and False."""
+    if journal.has_journal(self.staging):
+      journal.recover(self.output, keep="")
+      return True
+    journal.remove_staging(self.staging)
+    return False
+
+  def failure(self, error: BaseException) -> Optional[OutputError]:
+    """The OutputError of a write into the output that failed (None when
+    `error` is no such failure), the staging folder removed unless its
+    publish began (publish.staging.output_failure)."""
+    return stage_phase.output_failure(self.output, self.staging, error)
+
 
 class _StageFn(beam.DoFn):
 
   def process(self, publication: Publication):
     # The file system options the worker was started with (S3 endpoint,
     # credentials) reach the lock's store too.
-    yield publication.stage(
-        FileSystems._pipeline_options)  # pylint: disable=protected-access
+    options = FileSystems._pipeline_options  # pylint: disable=protected-access
+    yield publication.stage(options).staging
 
 
 class StageOutput(beam.PTransform):

@@ -1,22 +1,24 @@
-"""Everything a build does to its output before it writes, the same for
+"""The stage phase of a publish (publish.publication), the same for
 `btr.build` and `btr.WriteDataset`: the output checked and locked, the
-publishes of killed builds finished and their staging folders removed, a
-finished dataset kept unless overwritten (or, for build(), reported up to
-date), the staging folder with TensorFlow Metadata's schema.pbtxt.
+publishes of killed builds finished and their staging folders removed
+(recover), a finished dataset kept unless overwritten (or, for build(),
+found up to date), the staging folder with TensorFlow Metadata's
+schema.pbtxt.
 
-build() stages on the launcher before its pipeline runs (`stage_output`);
-WriteDataset only plans when its graph is built (building.planning), and
-stages in the pipeline's first step when it runs (`stage_at_run`, through
-publish.publication's StageOutput), as Beam's file sinks do: a graph built
-and never run leaves nothing.
+build() stages on the launcher before its pipeline runs; WriteDataset
+only plans when its graph is built (building.planning), and stages in the
+pipeline's first step when it runs (publish.publication's StageOutput),
+as Beam's file sinks do: a graph built and never run leaves nothing. Both
+call `Publication.stage`, which calls `stage` here.
 """
 
 import errno
-from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.errors import InputError, OutputError, write_errno
+from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.core.layout import TFMD_FILE, staging_name
 from beam_tfrecords.publish.journal import (check_output_files, has_journal,
                                             recover, remove_staging)
@@ -24,86 +26,50 @@ from beam_tfrecords.publish.lock import OutputLock
 from beam_tfrecords.publish.output import (check_output, finished_with_key,
                                            success_text)
 
-__all__ = ["Staged", "stage_output", "stage_at_run", "output_failure",
-           "output_errno"]
+__all__ = ["Staged", "stage", "release", "output_failure", "output_errno"]
 
 
 class Staged(NamedTuple):
-  """A locked output, ready for the pipeline (the caller releases the
-  lock: build() when it returns, WriteDataset's last step when it has
-  published)."""
-  # None: up to date, found without taking the lock.
-  lock: Optional[OutputLock]
-  # What the caller's `plan` made of the staging folder (how the dataset
-  # is cut and described); None: up to date (build() only).
-  dataset: Any
-  # The finished dataset.json of the same build key, when up to date.
-  previous: Optional[Dict[str, Any]] = None
-
-
-def stage_output(output: str, key: str, options, *, force: bool,
-                 overwrite: bool, overwrite_hint: str, tfmd: str,
-                 plan: Callable[[str], Any]) -> Staged:
-  """Checks and locks `output` (an absolute path or URL) and prepares its
-  staging folder: build()'s, on the launcher before its pipeline runs
-  (WriteDataset's is a step of the pipeline: `StageOutput`).
-
-  Args:
-    key: the build key (building.planning.build_key).
-    options: the pipeline options (the lock's file system reads them).
-    force: build even when the output holds a finished dataset of the
-      same key (else: Staged with dataset None and that dataset.json).
-    overwrite: replace a finished dataset of another key.
-    overwrite_hint: how the caller's user says "overwrite" (in the error
-      when the output holds another finished dataset).
-    tfmd: TensorFlow Metadata's schema, written into the staging folder.
-    plan: the build's run id (its lock's) -> the dataset's plan
-      (Staged.dataset), whose pipeline writes into staging_name(run).
-  """
-  check_output(output)
-  if not force:
-    # Up to date: said without the lock, so without writing (a read-only
-    # mount, say). A publish under way or cut short leaves no _SUCCESS.
-    previous = _up_to_date(output, key)
-    if previous is not None:
-      return Staged(None, None, previous)
-  lock = _locked(output, options, None)
+  """What the stage phase did: the output locked for the build and its
+  staging folder made (`staging`), or, with `if_changed`, a finished
+  dataset of the same build key found (`previous`: up to date; nothing
+  staged, no lock held)."""
   staging: Optional[str] = None
-  try:
-    # Builds killed before: their publishes are finished, their staging
-    # folders removed.
-    recover(output, keep="")
-    check_output_files(output)
-    published = success_text(output)
-    if not force and published is not None:
-      previous = finished_with_key(output, key)
-      if previous is not None:
-        return Staged(lock, None, previous)
-    _check_overwrite(output, published, overwrite, overwrite_hint)
-    staging = FileSystems.join(output, staging_name(lock.run))
-    dataset = plan(lock.run)
-    _write_tfmd(output, staging, tfmd)
-  except BaseException as e:
-    _unstage(output, staging, lock, e)
-    raise
-  return Staged(lock, dataset)
+  previous: Optional[DatasetInfo] = None
 
 
-# The locks StageOutput took in this process ({(output, run): lock}): held,
-# and renewed by their thread, until the pipeline's last step removes them
-# (or the process ends: then a next build takes them over).
+# The locks this process took for its builds ({(output, run): lock}): held,
+# and renewed by their thread, until the build's publish removes them (or
+# `release`, or the process ends: then a next build takes them over).
 _HELD: Dict[Tuple[str, str], OutputLock] = {}
 
 
-def stage_at_run(output: str, run: str, staging: str, tfmd: str,
-                 overwrite: bool, overwrite_hint: str, options) -> str:
-  """Locks and prepares `output` for the build `run` (its staging folder
-  `staging`), as stage_output does; the staging folder. Safe to run again
-  for the same run (a retried step, a runner that runs a side input's step
-  in each task that reads it): the lock is adopted, the other builds'
-  staging folders removed again, the schema written again.
-  (publish.publication.Publication.stage.)"""
+def stage(output: str, run: str, key: str, tfmd: str, *, overwrite: bool,
+          overwrite_hint: str, if_changed: bool, options) -> Staged:
+  """Locks and prepares `output` (an absolute path or URL) for the build
+  `run`, whose staging folder is staging_name(run) in it. Safe to run
+  again for the same run (a retried step, a runner that runs a side
+  input's step in each task that reads it): the lock is adopted, the
+  other builds' staging folders removed again, the schema written again.
+
+  Args:
+    key: the build key (building.planning.build_key).
+    tfmd: TensorFlow Metadata's schema, written into the staging folder.
+    overwrite: replace a finished dataset of another key.
+    overwrite_hint: how the caller's user says "overwrite" (in the error
+      when the output holds another finished dataset).
+    if_changed: build() without force: a finished dataset of the same
+      key is kept (Staged.previous), found without the lock when it can
+      be (a read-only mount, say), else under it once killed builds'
+      publishes are finished.
+    options: the pipeline options (the lock's file system reads them).
+  """
   check_output(output)
+  if if_changed:
+    previous = _up_to_date(output, key)
+    if previous is not None:
+      return Staged(previous=DatasetInfo.from_json(previous))
+  staging = FileSystems.join(output, staging_name(run))
   lock = _HELD.get((output, run))
   if lock is None or not lock.renew():  # (released by a publish: again)
     lock = _locked(output, options, run)
@@ -111,18 +77,33 @@ def stage_at_run(output: str, run: str, staging: str, tfmd: str,
   try:
     recover(output, keep=staging)
     check_output_files(output)
-    _check_overwrite(output, success_text(output), overwrite,
-                     overwrite_hint)
-    _write_tfmd(output, staging, tfmd)
+    published = success_text(output)
+    previous = (finished_with_key(output, key)
+                if if_changed and published is not None else None)
+    if previous is None:
+      _check_overwrite(output, published, overwrite, overwrite_hint)
+      _write_tfmd(output, staging, tfmd)
   except BaseException as e:
     _HELD.pop((output, run), None)
     _unstage(output, staging, lock, e)
     raise
-  return staging
+  if previous is not None:  # up to date: nothing to stage
+    release(output, run)
+    return Staged(previous=DatasetInfo.from_json(previous))
+  return Staged(staging)
 
 
-def _locked(output: str, options, run: Optional[str]) -> OutputLock:
-  """The output's lock, taken (for the build `run`, or a new one)."""
+def release(output: str, run: str) -> None:
+  """The lock this process holds for the build `run`, released (when
+  the build ends, published or not; one its publish removed stays
+  removed)."""
+  lock = _HELD.pop((output, run), None)
+  if lock is not None:
+    lock.release()
+
+
+def _locked(output: str, options, run: str) -> OutputLock:
+  """The output's lock, taken for the build `run`."""
   try:
     return OutputLock(output, options, run=run).acquire()
   except OSError as e:
@@ -152,7 +133,7 @@ def _write_tfmd(output: str, staging: str, text: str) -> None:
     raise
 
 
-def _unstage(output: str, staging: Optional[str], lock: OutputLock,
+def _unstage(output: str, staging: str, lock: OutputLock,
              error: BaseException) -> None:
   """After a failure while staging: the staging folder removed (unless
   its failure already did), the lock released; an OSError of the output
@@ -165,11 +146,10 @@ def _unstage(output: str, staging: Optional[str], lock: OutputLock,
     return
   # Interrupted (Ctrl-C, SIGTERM) or refused after the staging folder was
   # made: it goes too (nothing of it was published).
-  if staging is not None:
-    try:
-      remove_staging(staging)
-    except Exception:  # pylint: disable=broad-except
-      pass
+  try:
+    remove_staging(staging)
+  except Exception:  # pylint: disable=broad-except
+    pass
   lock.release()
 
 
