@@ -34,11 +34,12 @@ def _parsed(tf, output, split):
   ds = tf.data.TFRecordDataset(shard_paths(output, split),
                                compression_type="GZIP")
   out = []
-  for record in ds:
-    parsed = tf.io.parse_example(record[None], spec)
-    out.append({"id": int(parsed["id"][0]),
-                "name": parsed["name"][0].numpy().decode(),
-                "score": float(parsed["score"][0])})
+  # Parsed a batch at a time (one record at a time, eagerly, took 5 s).
+  for records in ds.batch(1024):
+    parsed = tf.io.parse_example(records, spec)
+    out += [{"id": int(i), "name": n.decode(), "score": float(s)}
+            for i, n, s in zip(parsed["id"].numpy(), parsed["name"].numpy(),
+                               parsed["score"].numpy())]
   return out
 
 
