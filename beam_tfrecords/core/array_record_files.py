@@ -64,10 +64,10 @@ def array_record_module() -> Any:
   return module
 
 
-def open_writer(local: str, options: str) -> Any:
+def open_writer(local: str, writer_options: str) -> Any:
   """array-record's writer of a local file (`write(record)`, `ok()`,
   `close()`), with these writer options."""
-  return array_record_module().ArrayRecordWriter(local, options)
+  return array_record_module().ArrayRecordWriter(local, writer_options)
 
 
 def open_random(local: str) -> "RandomReader":
@@ -107,15 +107,15 @@ class RandomReader:
     self._reader.close()
 
 
-def random_access_note(options: str) -> Optional[str]:
+def random_access_note(writer_options: str) -> Optional[str]:
   """What reading shards written with these options at random costs, if
   more than it should: chunks of more than one record are decompressed
   whole for each record read."""
-  sizes = re.findall(r"(?:^|,)group_size:(\d+)", options)
+  sizes = re.findall(r"(?:^|,)group_size:(\d+)", writer_options)
   if not sizes or int(sizes[-1]) <= 1:
     return None
   return (f"its ArrayRecord shards hold {sizes[-1]} records per chunk "
-          f"(--array-record-options {options}): each random read "
+          f"(--array-record-options {writer_options}): each random read "
           "decompresses a whole chunk. Grain's and our random access want "
           "group_size:1 (the default); build again with it for random "
           "access")
@@ -167,7 +167,7 @@ def _records(module: Any, local: str, path: str) -> Iterator[bytes]:
     reader.close()
 
 
-def check_options(options: str) -> None:
+def check_options(writer_options: str) -> None:
   """array-record's writer takes these options (--array-record-options).
 
   Raises:
@@ -178,21 +178,21 @@ def check_options(options: str) -> None:
   with tempfile.TemporaryDirectory(prefix="btr-array-record-") as folder:
     try:
       writer = module.ArrayRecordWriter(
-          os.path.join(folder, "check" + ARRAY_RECORD_SUFFIX), options)
+          os.path.join(folder, "check" + ARRAY_RECORD_SUFFIX), writer_options)
       writer.close()
     except (ValueError, RuntimeError) as e:
       raise InputError(
-          f"--array-record-options {options!r}: array-record says: {e} "
+          f"--array-record-options {writer_options!r}: array-record says: {e} "
           f"(the default is {DEFAULT_OPTIONS!r})") from None
 
 
-def compression_of(options: str) -> str:
+def compression_of(writer_options: str) -> str:
   """How the chunks of files written with these options are compressed,
   as dataset.json's `compression` says it: ZSTD (array-record's default),
   BROTLI, SNAPPY or NONE (`uncompressed`); array-record refuses options
   that name two."""
   found = "ZSTD"
-  for option in options.split(","):
+  for option in writer_options.split(","):
     name = option.split(":", 1)[0].strip()
     found = _COMPRESSIONS.get(name, found)
   return found

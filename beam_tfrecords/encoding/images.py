@@ -167,7 +167,7 @@ class ImageInfo:
 
 
 def process_image(data: bytes,
-                  options: ImageOptions = ImageOptions()) -> ImageInfo:
+                  image_options: ImageOptions = ImageOptions()) -> ImageInfo:
   """The bytes to store for one image file, and their decoded shape.
 
   Raises:
@@ -177,10 +177,10 @@ def process_image(data: bytes,
   """
   data = bytes(data)
   im, fmt = open_image(data)
-  if options.changes:
-    return _reencode(data, im, fmt, options)
+  if image_options.changes:
+    return _reencode(data, im, fmt, image_options)
   _, height, width, channels = stored_shape(data, im, fmt)
-  if options.verify:
+  if image_options.verify:
     if fmt == "jpeg":
       # Reduced DCT scale: every scan is still entropy-decoded, so a
       # truncated stream still fails, at a fraction of the cost.
@@ -206,30 +206,31 @@ def probe(data: bytes) -> Tuple[str, int, int, int]:
 
 
 def _reencode(data: bytes, im: Image.Image, fmt: str,
-              options: ImageOptions) -> ImageInfo:
+              image_options: ImageOptions) -> ImageInfo:
   """Decodes the first frame, converts, resizes and re-encodes it."""
-  out_format = options.encode or (fmt if fmt in ("png", "jpeg") else "png")
-  if options.verify:
+  out_format = image_options.encode or (fmt if fmt in ("png", "jpeg")
+                                        else "png")
+  if image_options.verify:
     check_container(data, fmt)
-  if fmt == "jpeg" and options.resize:
-    height, width = options.resize
-    im.draft("L" if options.convert == "grayscale" else None,
+  if fmt == "jpeg" and image_options.resize:
+    height, width = image_options.resize
+    im.draft("L" if image_options.convert == "grayscale" else None,
              (width, height))
   with pillow_errors():
     im.load()
   im = _working_mode(im, data, fmt)
-  if options.convert:
-    im = _convert(im, options.convert)
+  if image_options.convert:
+    im = _convert(im, image_options.convert)
   if out_format == "raw" and im.mode == "I":
     im = _to_8bit(im)
   if out_format == "jpeg" and im.mode in ("LA", "RGBA"):
     raise ImageError(f"the image has an alpha channel (mode {im.mode}), "
                      f"which jpeg cannot store; set encode: png to keep it, "
                      f"or convert: rgb to drop it")
-  if options.resize:
-    height, width = options.resize
-    im = im.resize((width, height), _FILTERS[options.method])
-  return _encode(im, out_format, options.quality)
+  if image_options.resize:
+    height, width = image_options.resize
+    im = im.resize((width, height), _FILTERS[image_options.method])
+  return _encode(im, out_format, image_options.quality)
 
 
 def _working_mode(im: Image.Image, data: bytes, fmt: str) -> Image.Image:

@@ -386,15 +386,15 @@ class Dataset(torch.utils.data.IterableDataset):
     self._state = dict(state)
     self._stream.epoch = state["epoch"]
 
-  def loader(self, **options: Any) -> "Loader":
-    """A DataLoader of this dataset (options: DataLoader's, e.g.
+  def loader(self, **dataloader_args: Any) -> "Loader":
+    """A DataLoader of this dataset (dataloader_args: DataLoader's, e.g.
     num_workers) that knows the records the trainer took: resumable
     exactly (`shuffle="global"` with a batch_size)."""
     if self._stream.shuffle != "global" or not self._batch:
       raise InputError("Dataset.loader() resumes a global shuffle: give "
                        "shuffle_seed, shuffle='global' and batch_size")
     return Loader(self, self._batch, len(self._stream.replaced(
-        self._share())), options)
+        self._share())), dataloader_args)
 
   def _resume(self, epoch: int, consumed: Optional[int]) -> None:
     self.set_epoch(epoch)
@@ -490,18 +490,20 @@ class IndexedDataset(torch.utils.data.Dataset):
 
   def loader(self, batch_size: int, shuffle_seed: int, epoch: int = 0,
              shard: Optional[Tuple[int, int]] = None,
-             drop_remainder: bool = False, **options: Any) -> "Loader":
+             drop_remainder: bool = False,
+             **dataloader_args: Any) -> "Loader":
     """A DataLoader of this dataset in a global shuffle's order
     (GlobalSampler), resumable exactly (Loader). Its batches are decoded
     column by column in the workers, as Dataset's with a batch_size are;
     given a `collate_fn`, it gets the per-record dicts instead."""
     sampler = GlobalSampler(len(self), shuffle_seed, epoch, shard,
                             drop_remainder)
-    if "collate_fn" in options:
+    if "collate_fn" in dataloader_args:
       return Loader(self, batch_size, len(sampler),
-                    dict(options, sampler=sampler, batch_size=batch_size))
+                    dict(dataloader_args, sampler=sampler,
+                         batch_size=batch_size))
     return Loader(self, batch_size, len(sampler), dict(
-        options, sampler=sampler, batch_size=batch_size,
+        dataloader_args, sampler=sampler, batch_size=batch_size,
         collate_fn=functools.partial(_decoded_batch, self._decoder)),
                   dataset=_Serialized(self._records))
 
@@ -545,12 +547,12 @@ class Loader:
   GlobalSampler: DataLoader keeps a sampler's order)."""
 
   def __init__(self, source, batch_size: int, share: int,
-               options: Dict[str, Any], dataset=None):
+               dataloader_args: Dict[str, Any], dataset=None):
     self._source, self._batch, self._share = source, batch_size, share
     # What the DataLoader reads (default: the source).
     self._dataset = source if dataset is None else dataset
-    self._sampler = options.get("sampler")
-    self._options = dict(options)
+    self._sampler = dataloader_args.get("sampler")
+    self._options = dict(dataloader_args)
     if self._sampler is None:
       self._options["batch_size"] = None
     self._epoch = (self._sampler or source).epoch

@@ -53,18 +53,19 @@ class _LocalDirectRunner(SwitchingDirectRunner):
   """
   _is_interactive = True
 
-  def run_pipeline(self, pipeline, options):
+  def run_pipeline(self, pipeline, pipeline_options):
     # pylint: disable=import-outside-toplevel
     from apache_beam.portability.api import beam_provision_api_pb2
     from apache_beam.runners.portability.fn_api_runner import fn_runner
     from apache_beam.runners.portability.portable_runner import \
         JobServiceHandle
     encoded = JobServiceHandle.encode_pipeline_options(
-        options.get_all_options())
+        pipeline_options.get_all_options())
     return fn_runner.FnApiRunner(
         provision_info=fn_runner.ExtendedProvisionInfo(
             beam_provision_api_pb2.ProvisionInfo(
-                pipeline_options=encoded))).run_pipeline(pipeline, options)
+                pipeline_options=encoded))).run_pipeline(
+                    pipeline, pipeline_options)
 
 
 def is_local_direct(runner) -> bool:
@@ -80,13 +81,14 @@ _DASK_NAMES = ("dask", "daskrunner")
 
 def is_dask(runner) -> bool:
   """Whether `runner` (an instance, or a --runner name) is Beam's
-  DaskRunner, which runs a pipeline as dask.bag operations (see runners.gaps for what it lacks)."""
+  DaskRunner, which runs a pipeline as dask.bag operations (see
+  runners.gaps for what it lacks)."""
   if isinstance(runner, str):
     return runner.rsplit(".", 1)[-1].lower() in _DASK_NAMES
   return type(runner).__name__ == "DaskRunner"
 
 
-def spread_on_dask(options: PipelineOptions, units: int) -> None:
+def spread_on_dask(pipeline_options: PipelineOptions, units: int) -> None:
   """On the DaskRunner, one dask.bag partition per read unit unless
   --dask_npartitions / --dask_partition_size say otherwise.
 
@@ -95,7 +97,7 @@ def spread_on_dask(options: PipelineOptions, units: int) -> None:
   one task, on one worker."""
   # pylint: disable=import-outside-toplevel
   from apache_beam.runners.dask.dask_runner import DaskOptions
-  dask = options.view_as(DaskOptions)
+  dask = pipeline_options.view_as(DaskOptions)
   if dask.npartitions is None and dask.partition_size is None:
     dask.npartitions = max(1, units)
 
@@ -219,12 +221,12 @@ def is_direct_name(name: Optional[str]) -> bool:
       -1].lower() in ("directrunner", "direct", "switchingdirectrunner"))
 
 
-def is_direct(options: PipelineOptions) -> bool:
-  return is_direct_name(options.view_as(StandardOptions).runner)
+def is_direct(pipeline_options: PipelineOptions) -> bool:
+  return is_direct_name(pipeline_options.view_as(StandardOptions).runner)
 
 
-def runner_name(options: PipelineOptions) -> str:
-  runner = options.view_as(StandardOptions).runner
+def runner_name(pipeline_options: PipelineOptions) -> str:
+  runner = pipeline_options.view_as(StandardOptions).runner
   return runner if isinstance(runner, str) else (
       type(runner).__name__ if runner is not None else "DirectRunner")
 
@@ -266,7 +268,7 @@ def pipeline_options(beam_args: Union[None, Sequence[str], PipelineOptions]):
 LONG_JOB_SECONDS = 7 * 24 * 3600
 
 
-def wait_for_long_jobs(options: PipelineOptions, runner,
+def wait_for_long_jobs(pipeline_options: PipelineOptions, runner,
                        given: Optional[bool] = None) -> None:
   """Portable runners (PortableRunner, Flink, Spark, Prism): without
   --job_server_timeout, waits up to LONG_JOB_SECONDS for the job.
@@ -283,37 +285,39 @@ def wait_for_long_jobs(options: PipelineOptions, runner,
   if not isinstance(runner, PortableRunner):
     return
   if given is None:
-    given = "job_server_timeout" in options.get_all_options(
+    given = "job_server_timeout" in pipeline_options.get_all_options(
         drop_default=True)
   if given:
     return
-  options.view_as(PortableOptions).job_server_timeout = LONG_JOB_SECONDS
+  pipeline_options.view_as(
+      PortableOptions).job_server_timeout = LONG_JOB_SECONDS
 
 
-def _cluster_master(options: PipelineOptions) -> Optional[str]:
+def _cluster_master(pipeline_options: PipelineOptions) -> Optional[str]:
   """`--flink_master H:P` / `--spark_master_url spark://...` when they name
   a cluster (not Beam's local ones: [auto], [local], local[N])."""
-  name = runner_name(options).rsplit(".", 1)[-1].lower()
+  name = runner_name(pipeline_options).rsplit(".", 1)[-1].lower()
   if name in ("flinkrunner", "flink"):
-    master = options.view_as(FlinkRunnerOptions).flink_master
+    master = pipeline_options.view_as(FlinkRunnerOptions).flink_master
     if master and master not in ("[auto]", "[local]"):
       return f"--flink_master {master}"
   elif name in ("sparkrunner", "spark"):
-    master = options.view_as(SparkRunnerOptions).spark_master_url
+    master = pipeline_options.view_as(SparkRunnerOptions).spark_master_url
     if master and not re.match(r"^local(\[.*\])?$", master):
       return f"--spark_master_url {master}"
   return None
 
 
-def check_environment(options: PipelineOptions) -> None:
+def check_environment(pipeline_options: PipelineOptions) -> None:
   """Refuses a Flink or Spark cluster without --environment_type.
 
   Beam then picks DOCKER without a word: every TaskManager or executor
   pulls Beam's stock SDK image (which lacks this package and TensorFlow)
   and the job fails on the workers, or hangs where there is no Docker.
   """
-  master = _cluster_master(options)
-  if master is None or options.view_as(PortableOptions).environment_type:
+  master = _cluster_master(pipeline_options)
+  if master is None or pipeline_options.view_as(
+      PortableOptions).environment_type:
     return
   raise InputError(
       f"{master} names a cluster, but no --environment_type says how its "
@@ -335,23 +339,23 @@ def _port_in_use(port: int) -> bool:
   return False
 
 
-def check_job_server(options: PipelineOptions) -> None:
+def check_job_server(pipeline_options: PipelineOptions) -> None:
   """Refuses, before anything runs, what keeps the job server that
   FlinkRunner / SparkRunner start from a jar from starting: a jar that is
   not there, no Java, a --job_port (or artifact, expansion port) in use.
   Beam would fail with a traceback, or a Java stack and "Service failed
   to start up"."""
-  name = runner_name(options).rsplit(".", 1)[-1].lower()
+  name = runner_name(pipeline_options).rsplit(".", 1)[-1].lower()
   engine = {"flinkrunner": "flink", "flink": "flink", "sparkrunner": "spark",
             "spark": "spark"}.get(name)
   if engine is None:
     return
   runner = {"flink": FlinkRunnerOptions, "spark": SparkRunnerOptions}[engine]
-  if options.view_as(PortableOptions).job_endpoint or getattr(
-      options.view_as(runner), f"{engine}_submit_uber_jar", False):
+  if pipeline_options.view_as(PortableOptions).job_endpoint or getattr(
+      pipeline_options.view_as(runner), f"{engine}_submit_uber_jar", False):
     return  # a job server of its own, or none: no java -jar here
   flag = f"{engine}_job_server_jar"
-  jar = getattr(options.view_as(runner), flag, None)
+  jar = getattr(pipeline_options.view_as(runner), flag, None)
   if not jar:
     return  # Beam downloads its own jar (and says so if it cannot)
   title = engine.capitalize()
@@ -362,7 +366,7 @@ def check_job_server(options: PipelineOptions) -> None:
         f"{'flink-VERSION' if engine == 'flink' else 'spark-3'}-job-server "
         "at your Beam version); see docs/operations.md, "
         f"\"{title}\"")
-  server = options.view_as(JobServerOptions)
+  server = pipeline_options.view_as(JobServerOptions)
   launcher = server.job_server_java_launcher or "java"
   if shutil.which(launcher) is None:
     raise InputError(
@@ -388,10 +392,10 @@ def check_job_server(options: PipelineOptions) -> None:
 _REMOTE_RUNNERS = ("dataflow", "testdataflow")
 
 
-def check_paths_reach_workers(options: PipelineOptions,
+def check_paths_reach_workers(pipeline_options: PipelineOptions,
                               paths: Sequence[str]) -> None:
   """Refuses local paths for runners whose workers run elsewhere."""
-  runner = options.view_as(StandardOptions).runner or ""
+  runner = pipeline_options.view_as(StandardOptions).runner or ""
   if not isinstance(runner, str):
     return
   name = runner.rsplit(".", 1)[-1].lower()

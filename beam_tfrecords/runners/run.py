@@ -112,7 +112,7 @@ class _QuietServerEnds(logging.Filter):
 _SUBPROCESS_LOG = logging.getLogger("apache_beam.utils.subprocess_server")
 
 
-def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
+def run_pipeline(pipeline: beam.Pipeline, pipeline_options: PipelineOptions,
                  progress: bool, input_bytes: int) -> None:
   """Runs the pipeline to its end, showing progress if asked.
 
@@ -146,7 +146,7 @@ def run_pipeline(pipeline: beam.Pipeline, options: PipelineOptions,
       _run_on_dask(pipeline, progress)
     elif not progress:
       _start(pipeline).wait_until_finish()
-    elif not is_direct(options):
+    elif not is_direct(pipeline_options):
       poll_metrics(_start(pipeline), input_bytes)
     else:
       _run_with_local_progress(pipeline, input_bytes)

@@ -45,10 +45,10 @@ __all__ = ["FormatFiles", "codec_of"]
 _COPY_BYTES = 8 * 1024 * 1024
 
 
-def codec_of(fmt: ShardFormat, options: Optional[str] = None) -> Codec:
+def codec_of(fmt: ShardFormat, writer_options: Optional[str] = None) -> Codec:
   """How a format's record shards are written: gzip TFRecords, plain
-  TFRecords, or a format of its own's files, its writer given `options`
-  (None: its default; --array-record-options)."""
+  TFRecords, or a format of its own's files, its writer given
+  `writer_options` (None: its default; --array-record-options)."""
   if fmt is TFRECORD_GZIP:
     return codec.TFRECORD_GZIP
   if fmt is TFRECORD_PLAIN:
@@ -56,8 +56,9 @@ def codec_of(fmt: ShardFormat, options: Optional[str] = None) -> Codec:
   return Codec(fmt.suffix, frame_records, gzip=False, empty_files=True,
                files=functools.partial(
                    FormatFiles, fmt=fmt,
-                   options=fmt.default_options if options is None
-                   else options))
+                   writer_options=(fmt.default_options
+                                   if writer_options is None
+                                   else writer_options)))
 
 
 class FormatFiles:
@@ -73,7 +74,7 @@ class FormatFiles:
   def __init__(self, directory: str, split: str, shard: int, n: int,
                codec: Codec, level: Optional[int], limit: Optional[int],
                expected: int = 0, member_cap: int = 0, *,
-               fmt: ShardFormat, options: str):
+               fmt: ShardFormat, writer_options: str):
     del level, expected, member_cap  # (gzip's, and the limit's)
     if limit is not None:
       raise ValueError(f"a {fmt.label} shard is one file: no max_bytes")
@@ -81,7 +82,7 @@ class FormatFiles:
     name = shard_name(split, shard, n, codec.suffix)
     self._path = FileSystems.join(directory, name)
     self._written = ShardWritten(split, name, 0, 0, shard, 0)
-    self._options = options
+    self._writer_options = writer_options
     self._records = 0
     self._local: Optional[str] = None
     self._writer: Any = None
@@ -92,7 +93,7 @@ class FormatFiles:
                                            suffix=self._fmt.suffix)
     os.close(handle)
     assert self._fmt.writer is not None  # a format of its own
-    self._writer = self._fmt.writer(self._local, self._options)
+    self._writer = self._fmt.writer(self._local, self._writer_options)
 
   def _write(self, records, count: int, what: str) -> None:
     if self._writer is None:

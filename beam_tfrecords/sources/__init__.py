@@ -70,7 +70,7 @@ class InputPlan:
 def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
                 needed_columns: Union[Mapping[str, str], Sequence[str]] = (),
                 fmt: Optional[str] = None,
-                options: Optional[Mapping[str, Any]] = None,
+                format_options: Optional[Mapping[str, Any]] = None,
                 scalar_columns: Callable[[], Sequence[str]] = tuple,
                 block_size: Optional[int] = None) -> InputPlan:
   """Matches, checks and splits the inputs, before the pipeline is built.
@@ -85,7 +85,7 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
       message), e.g. {"usr": "the split rule's key (fix splits.hash:)"};
       a plain list of names gets a message that does not say.
     fmt: the format, or None to tell it from the extensions.
-    options: format options (CSV delimiter, ...).
+    format_options: format options (CSV delimiter, ...).
     scalar_columns: gives the columns the schema reads one value from
       (features of shape []): TFRecord input holds every value in a list,
       and takes the single one of these. Called for TFRecord input only.
@@ -99,23 +99,24 @@ def plan_inputs(patterns: Sequence[str], columns: Sequence[str],
     files, where, classes = _images.list_image_folders(patterns)
     source = FORMATS["images"]
     assert isinstance(source, _images.ImageFolder)  # registered there
-    opts = source.check(files, columns, dict(options or {}))
+    opts = source.check(files, columns, dict(format_options or {}))
     return InputPlan(format="images", files=files,
                      units=source.plan_folders(where, opts),
                      format_options=dict(opts, classes=classes))
   files = match_inputs(patterns)
   name = resolve_format([f.path for f in files], fmt)
   source = FORMATS[name]
-  options = dict(options or {})
+  format_options = dict(format_options or {})
   if name == "tfrecord":
-    options["scalar_columns"] = tuple(scalar_columns())
-  elif options.get("compression") is not None:
+    format_options["scalar_columns"] = tuple(scalar_columns())
+  elif format_options.get("compression") is not None:
     raise InputError(f"--tfrecord-compression is for TFRecord input; these "
                      f"files are {name}")
-  if name == "csv" and block_size and options.get("block_size") is None:
-    options["block_size"] = block_size
+  if name == "csv" and block_size and format_options.get(
+      "block_size") is None:
+    format_options["block_size"] = block_size
   paths = source_paths(columns, name)
-  opts = source.check(files, read_columns(columns, paths), options)
+  opts = source.check(files, read_columns(columns, paths), format_options)
   available = opts.get("column_names")
   present = set(available or ())
   schemas: List[Tuple[str, Any]] = []

@@ -187,14 +187,14 @@ class Format:
   chunkable = True
 
   def check(self, files: Sequence[InputFile], columns: Sequence[str],
-            options: Mapping[str, Any]) -> Dict[str, Any]:
+            format_options: Mapping[str, Any]) -> Dict[str, Any]:
     """Checks the files before the run; returns options to pass to units."""
-    return dict(options)
+    return dict(format_options)
 
-  def plan(self, files: Sequence[InputFile], options: Mapping[str, Any]
+  def plan(self, files: Sequence[InputFile], format_options: Mapping[str, Any]
            ) -> List[ReadUnit]:
-    opts = tuple(sorted(options.items()))
-    chunkable = self.chunkable_with(options)
+    opts = tuple(sorted(format_options.items()))
+    chunkable = self.chunkable_with(format_options)
     units = []
     for f in files:
       if not chunkable or _compressed(f.path) or f.size <= CHUNK_BYTES:
@@ -205,7 +205,7 @@ class Format:
                                 min(start + CHUNK_BYTES, f.size), opts))
     return units
 
-  def chunkable_with(self, options: Mapping[str, Any]) -> bool:
+  def chunkable_with(self, format_options: Mapping[str, Any]) -> bool:
     """Whether big uncompressed files may be read as byte ranges."""
     return self.chunkable
 

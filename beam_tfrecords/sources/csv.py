@@ -213,8 +213,8 @@ class CsvFormat(Format):
   extensions = (".csv", ".tsv", ".txt")
 
   def check(self, files: Sequence[InputFile], columns: Sequence[str],
-            options: Mapping[str, Any]) -> Dict[str, Any]:
-    opts = {**CSV_DEFAULTS, **{k: v for k, v in options.items()
+            format_options: Mapping[str, Any]) -> Dict[str, Any]:
+    opts = {**CSV_DEFAULTS, **{k: v for k, v in format_options.items()
                                if v is not None}}
     _check_options(opts)
     names = list(opts["column_names"]) if opts["column_names"] else None
@@ -246,11 +246,11 @@ class CsvFormat(Format):
     opts["column_names"] = tuple(names)
     return opts
 
-  def chunkable_with(self, options):
-    return not options.get("newlines_in_values")
+  def chunkable_with(self, format_options):
+    return not format_options.get("newlines_in_values")
 
-  def columns(self, options: Mapping[str, Any]) -> List[str]:
-    return list(options["column_names"])
+  def columns(self, format_options: Mapping[str, Any]) -> List[str]:
+    return list(format_options["column_names"])
 
   def read(self, unit: ReadUnit, columns: Optional[Sequence[str]]
            ) -> Iterator[SourceBatch]:

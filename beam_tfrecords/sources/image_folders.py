@@ -102,21 +102,21 @@ class ImageFolder(Format):
   name = "images"
   extensions = ()
 
-  def check(self, files, columns, options):
+  def check(self, files, columns, format_options):
     unknown = [c for c in columns if c not in COLUMNS]
     if unknown:
       raise InputError(f"an image folder has the columns {list(COLUMNS)}; "
                        f"the schema reads {unknown}")
-    return dict(options, column_names=list(COLUMNS))
+    return dict(format_options, column_names=list(COLUMNS))
 
   def plan_folders(self, where: Sequence[Tuple[str, str]],
-                   options: Mapping[str, Any]) -> List[ReadUnit]:
+                   format_options: Mapping[str, Any]) -> List[ReadUnit]:
     """Units of IMAGES_PER_UNIT files of one folder each."""
     units = []
     by_root: Dict[str, List[str]] = {}
     for root, relative in where:
       by_root.setdefault(root, []).append(relative)
-    base = tuple(sorted((k, v) for k, v in options.items()
+    base = tuple(sorted((k, v) for k, v in format_options.items()
                         if k != "column_names"))
     for root, names in sorted(by_root.items()):
       for start in range(0, len(names), IMAGES_PER_UNIT):

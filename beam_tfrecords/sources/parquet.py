@@ -96,17 +96,17 @@ class ParquetFormat(Format):
   extensions = (".parquet", ".pq")
 
   def check(self, files: Sequence[InputFile], columns: Sequence[str],
-            options: Mapping[str, Any]) -> Dict[str, Any]:
-    opts = dict(options)
+            format_options: Mapping[str, Any]) -> Dict[str, Any]:
+    opts = dict(format_options)
     if files:
       opts["column_names"] = tuple(_open(files[0].path).schema_arrow.names)
     return opts
 
-  def columns(self, options: Mapping[str, Any]) -> List[str]:
-    return list(options.get("column_names", ()))
+  def columns(self, format_options: Mapping[str, Any]) -> List[str]:
+    return list(format_options.get("column_names", ()))
 
-  def plan(self, files, options):
-    opts = tuple(sorted(options.items()))
+  def plan(self, files, format_options):
+    opts = tuple(sorted(format_options.items()))
     units: List[ReadUnit] = []
     for f in files:
       groups = _open(f.path).num_row_groups if f.size > CHUNK_BYTES else 0

@@ -189,8 +189,8 @@ class TFRecordFormat(Format):
   chunkable = False
 
   def check(self, files: Sequence[InputFile], columns: Sequence[str],
-            options: Mapping[str, Any]) -> Dict[str, Any]:
-    opts = dict(options)
+            format_options: Mapping[str, Any]) -> Dict[str, Any]:
+    opts = dict(format_options)
     compression = opts.get("compression")
     if compression not in (None, "gzip", "none"):
       raise InputError(f"--tfrecord-compression must be gzip or none, got "

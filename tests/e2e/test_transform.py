@@ -258,12 +258,12 @@ def test_a_transform_build_reads_csv_in_smaller_blocks(built, tmp_path):
   assert plan_inputs([str(src)], columns).format_options["block_size"] == 2 << 20
   assert plan_inputs([str(src)], columns, block_size=1 << 20).format_options[
       "block_size"] == 1 << 20
-  assert plan_inputs([str(src)], columns, options={"block_size": 4096},
+  assert plan_inputs([str(src)], columns, format_options={"block_size": 4096},
                      block_size=1 << 20).format_options["block_size"] == 4096
   # (Still refused: an option CSV does not take.)
   with pytest.raises(InputError, match="--tfrecord-compression is for "
                      "TFRecord input; these files are csv"):
-    plan_inputs([str(src)], columns, options={"compression": "GZIP"},
+    plan_inputs([str(src)], columns, format_options={"compression": "GZIP"},
                 block_size=1 << 20)
   jsonl = tmp_path / "r.jsonl"
   jsonl.write_text('{"user": "u1", "rating": 2.0}\n')

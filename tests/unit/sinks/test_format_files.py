@@ -100,7 +100,7 @@ def test_a_limit_is_refused():
   codec = format_files.codec_of(ARRAY_RECORD)
   with pytest.raises(ValueError, match="one file: no max_bytes"):
     format_files.FormatFiles("d", "train", 0, 1, codec, None, 1 << 20,
-                             fmt=ARRAY_RECORD, options="")
+                             fmt=ARRAY_RECORD, writer_options="")
 
 
 def test_the_codec_pickles_with_its_options(tmp_path):
