@@ -14,17 +14,16 @@ from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import (Counts, DatasetInfo, Errors, FileSum,
                                       InputFileInfo, InputsInfo, SplitRuleInfo,
                                       ToolInfo)
+from beam_tfrecords.core.layout import REPORT_FILE, TFMD_FILE
 from beam_tfrecords.core.version import __version__
 from beam_tfrecords.encoding.splitting import producible_splits, split_fraction
 from beam_tfrecords.inspect.expectations import CheckPlan, load_baseline
-from beam_tfrecords.inspect.report import REPORT_FILE
 from beam_tfrecords.publish.finish import FinishPlan
 from beam_tfrecords.publish.publication import Publication
 from beam_tfrecords.schema import Schema, spec_to_json
 from beam_tfrecords.schema.model import MediaKind, SplitKind
 from beam_tfrecords.schema.sizes import parse_size
 from beam_tfrecords.schema.spec import aligned_lists
-from beam_tfrecords.schema.tfmd import TFMD_FILE
 from beam_tfrecords.sinks import Shuffle
 from beam_tfrecords.sinks.codec import Codec
 from beam_tfrecords.sinks.format_files import codec_of
@@ -370,7 +369,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions,
       # Features read from the same list of objects (same length in every
       # record): {list path: [feature, ...]}; only when there are some.
       aligned_lists=aligned or None,
-      # Known after the run (sinks.metadata.Commit).
+      # Known after the run (publish.commit.Commit).
       splits={}, counts=Counts(0, 0, 0, 0, 0), errors=Errors(0))
   return DatasetPlan(
       staging=publication.staging, shards=shards, sink=opts.sink,

@@ -29,7 +29,6 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError, MalformedFileError
 from beam_tfrecords.core.json_shapes import Each, Maybe, OneOf, check, parse
-# (Importers of DATASET_JSON and TFDS_FILES from here find them too.)
 from beam_tfrecords.core.layout import DATASET_JSON, TFDS_FILES
 
 __all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "FileSum",

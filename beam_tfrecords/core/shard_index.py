@@ -28,11 +28,9 @@ from typing import Callable, List, NoReturn
 import numpy as np
 
 from beam_tfrecords.core.errors import ShardIndexError
-from beam_tfrecords.core.layout import INDEX_DIR
 from beam_tfrecords.core.members import HEADER_BYTES, Member
 
-__all__ = ["ShardIndex", "INDEX_DIR", "INDEX_SUFFIX", "DALI_INDEX_SUFFIX",
-           "MAGIC"]
+__all__ = ["ShardIndex", "INDEX_SUFFIX", "DALI_INDEX_SUFFIX", "MAGIC"]
 
 INDEX_SUFFIX = ".index"
 # DALI's tfrecord2idx index beside an uncompressed shard: a line

@@ -24,12 +24,12 @@ import re
 from typing import Any, Dict, List, Optional
 
 from beam_tfrecords.core.info import DatasetInfo, FeatureStats
-from beam_tfrecords.core.layout import CARD_FILE
+from beam_tfrecords.core.layout import CROISSANT_FILE, PREVIEW_DIR
 from beam_tfrecords.core.shard_formats import of_dataset
 from beam_tfrecords.schema.card_section import RAI_FIELDS, Card
 from beam_tfrecords.schema.split_rule import training_split
 
-__all__ = ["render_card", "CARD_FILE", "feature_rows"]
+__all__ = ["render_card", "feature_rows"]
 
 _RAI_TITLES = {
     "dataCollection": "Data collection",
@@ -310,7 +310,7 @@ def _loading(info: DatasetInfo) -> List[str]:
               "import tensorflow_datasets as tfds",
               'ds = tfds.builder_from_directory(".").as_dataset(split='
               f'{_literal(split)})', "```", ""]
-  elif info.croissant and any(name.startswith("preview/")
+  elif info.croissant and any(name.startswith(PREVIEW_DIR + "/")
                               for name in info.file_checksums()):
     lines += ["With TensorFlow Datasets, from `croissant.json` (its "
               "records are the Parquet preview of each split, its first "
@@ -320,7 +320,7 @@ def _loading(info: DatasetInfo) -> List[str]:
               "from apache_beam.options.pipeline_options import "
               "PipelineOptions",
               "builder = tfds.dataset_builders.CroissantBuilder(",
-              '    jsonld="croissant.json", record_set_ids=["records"],',
+              f'    jsonld="{CROISSANT_FILE}", record_set_ids=["records"],',
               '    file_format="tfrecord", data_dir="tfds")',
               "builder.download_and_prepare(download_config=tfds.download."
               "DownloadConfig(",

@@ -25,6 +25,7 @@ import numpy as np
 
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.layout import DATASET_JSON
 from beam_tfrecords.core.shard_formats import of_file
 from beam_tfrecords.core.shard_reader import Expected, read_shard
 from beam_tfrecords.core.tfrecord_files import (decode_example,
@@ -95,7 +96,7 @@ def _match(patterns: List[str]) -> List[Tuple[str, int]]:
   found = {}
   for pattern in patterns:
     if fs.exists(pattern) and not fs.exists(
-        fs.join(pattern, "dataset.json")) and _is_dir(pattern):
+        fs.join(pattern, DATASET_JSON)) and _is_dir(pattern):
       pattern = fs.join(_glob.escape(pattern.rstrip("/")), "*")
     for m in fs.match(pattern):
       name = m.path.rsplit("/", 1)[-1]

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import FeatureStats
+from beam_tfrecords.core.layout import DATASET_JSON, SUCCESS
 from beam_tfrecords.encoding.stats import TOP_SHOWN
 from beam_tfrecords.schema.field_paths import parse_path, quote_name
 from beam_tfrecords.sources import NESTED_FORMATS, match_inputs, resolve_format
@@ -420,8 +421,8 @@ def infer_schema_for(patterns: Sequence[str], fmt: Optional[str] = None,
 def _is_dataset(path: str) -> bool:
   from beam_tfrecords.core import fs
   path = path.rstrip("/")
-  return fs.exists(fs.join(path, "dataset.json")) and \
-      fs.exists(fs.join(path, "_SUCCESS"))
+  return fs.exists(fs.join(path, DATASET_JSON)) and \
+      fs.exists(fs.join(path, SUCCESS))
 
 
 def _dataset_proposal(s: List[FeatureStats], spec: Dict[str, Any]

@@ -42,14 +42,18 @@ import json
 import re
 from typing import Any, Dict, List, Optional
 
-from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo, FileSum
+from beam_tfrecords.core.info import DatasetInfo, FileSum
 from beam_tfrecords.core.json_shapes import check, parse
+from beam_tfrecords.core.layout import (ANOMALIES_FILE, CARD_FILE,
+                                        DATASET_JSON, ERRORS_DIR, INDEX_DIR,
+                                        PREVIEW_DIR, REPORT_FILE,
+                                        STATISTICS_FILE, TFMD_FILE,
+                                        preview_file)
 from beam_tfrecords.core.shard_formats import of_file
 from beam_tfrecords.schema.card_section import Card
 from beam_tfrecords.schema.split_rule import training_split
-from beam_tfrecords.sinks.preview import (PREVIEW_DIR, PREVIEW_RECORDS,
-                                          Column, preview_columns,
-                                          preview_file)
+from beam_tfrecords.sinks.preview import (PREVIEW_RECORDS, Column,
+                                          preview_columns)
 
 __all__ = ["croissant_json", "checksums_of", "CONTEXT", "CONFORMS_TO",
            "RECORDS", "SPLITS",
@@ -128,17 +132,17 @@ def _what(name: str, info: DatasetInfo) -> str:
     split = name[len(PREVIEW_DIR) + 1:].rsplit(".", 1)[0]
     return (f"a preview: the first records (at most {PREVIEW_RECORDS}) of "
             f"the {split} split, decoded to columns")
-  if name.startswith("index/"):
+  if name.startswith(INDEX_DIR + "/"):
     return "the index of a shard's gzip members (random access)"
-  if name.startswith("errors/"):
+  if name.startswith(ERRORS_DIR + "/"):
     return "rejected input rows (JSON lines), each with its reason"
   if _is_shard(name, info):
     return (f"a shard of serialized tf.train.{kind} records"
             + of_file(name).shard_note)
-  return {"README.md": "the dataset card", "report.html": "the report",
-          "statistics.pb": "TensorFlow Data Validation's statistics",
-          "schema.pbtxt": "TensorFlow Metadata's schema",
-          "anomalies.json": "the expectations checked"}.get(
+  return {CARD_FILE: "the dataset card", REPORT_FILE: "the report",
+          STATISTICS_FILE: "TensorFlow Data Validation's statistics",
+          TFMD_FILE: "TensorFlow Metadata's schema",
+          ANOMALIES_FILE: "the expectations checked"}.get(
               name, "a file of the dataset")
 
 

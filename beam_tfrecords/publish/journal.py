@@ -46,11 +46,11 @@ from beam_tfrecords.core.errors import (InputError, OutputBusyError,
 from beam_tfrecords.core.info import listed_files
 from beam_tfrecords.core.layout import (ASIDE_DONE, CARD_FILE, CROISSANT_FILE,
                                         DATASET_JSON, ERRORS_DIR, JOURNAL,
-                                        PREVIEW_DIR, PREVIOUS, ROLLBACK,
+                                        PARTS_DIR, PREVIEW_DIR, PREVIOUS,
+                                        ROLLBACK,
                                         STAGING_PREFIX, SUCCESS, SUCCESS_NEXT,
                                         TFT_TEMP_DIR, TRANSFORMED_DIR)
 from beam_tfrecords.publish import file_ops as ops
-from beam_tfrecords.sinks.part_files import PARTS_DIR
 
 __all__ = ["publish", "state", "recover", "has_journal", "remove_staging",
            "remove_parts",

@@ -16,6 +16,7 @@ from beam_tfrecords.core.errors import (DatasetReplacedError, InputError,
                                         ShardDamagedError)
 from beam_tfrecords.core.generations import Guard, Pinned
 from beam_tfrecords.core.info import DatasetInfo, ShardInfo
+from beam_tfrecords.core.layout import DATASET_JSON
 from beam_tfrecords.core.shares import stable_seed
 from beam_tfrecords.core.shard_formats import of_file
 from beam_tfrecords.core.shard_reader import (Expected, check_whole,
@@ -38,7 +39,7 @@ __all__ = ["dataset_info", "dataset_schema", "shard_files", "load",
 def is_dataset(path: str) -> bool:
   """Whether `path` is a dataset folder (has a dataset.json), finished or
   not; TFRecord files made by anything else are not."""
-  return fs.exists(fs.join(path.rstrip("/"), "dataset.json"))
+  return fs.exists(fs.join(path.rstrip("/"), DATASET_JSON))
 
 
 def dataset_info(path: str) -> DatasetInfo:
@@ -55,7 +56,7 @@ def dataset_schema(path: str, info: Optional[DatasetInfo] = None
   """The schema a dataset was built with (`info`: its dataset.json, when
   read already)."""
   return schema_from_dict((info or dataset_info(path)).schema,
-                          fs.join(path, "dataset.json"))
+                          fs.join(path, DATASET_JSON))
 
 
 def shard_files(path: str, split: str = "train",

@@ -32,7 +32,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError, MalformedFileError
 from beam_tfrecords.core.generations import consistent
-from beam_tfrecords.core.info import DATASET_JSON, DatasetInfo
+from beam_tfrecords.core.info import DatasetInfo
+from beam_tfrecords.core.layout import DATASET_JSON
 from beam_tfrecords.core.json_shapes import check, parse
 
 __all__ = ["datasets", "window", "pin", "digest", "records_digest",

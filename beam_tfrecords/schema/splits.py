@@ -10,6 +10,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from beam_tfrecords.core.errors import preview
+from beam_tfrecords.core.layout import ERRORS_DIR
 from beam_tfrecords.schema.checking import Checker
 from beam_tfrecords.schema.model import (FeatureType, Schema, SplitKind,
                                          SplitRule)
@@ -158,13 +159,14 @@ def _below_rule(check: Checker, raw: dict, column: str) -> SplitRule:
 
 
 def _split_name(check: Checker, key: str, name: Any) -> str:
-  """A split name: it starts the names of the split's files."""
+  """A split name: it starts the names of the split's files (so not the
+  dead-letter files' own, errors-NNNNN-of-NNNNN.jsonl)."""
   if not isinstance(name, str) or not _SPLIT_NAME_RE.match(name) or \
-      name == "errors":
+      name == ERRORS_DIR:
     check.fail(key,
                f"{preview(name)} is not a valid split name; use a letter then "
                "letters, digits or '_' (it starts the file names), not "
-               "'errors'")
+               f"{ERRORS_DIR!r}")
   return name
 
 

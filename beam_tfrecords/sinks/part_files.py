@@ -1,7 +1,7 @@
 """Parts on their way to a shard: how each travels (INLINE framed items,
 a gzip MEMBER, or a PART_FILE path), and part files, written under the
-staging folder's PARTS_DIR, whose Slices the shuffle carries instead of
-the bytes.
+staging folder's PARTS_DIR (core.layout), whose Slices the shuffle
+carries instead of the bytes.
 """
 
 import uuid
@@ -10,18 +10,13 @@ from typing import NamedTuple
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-
-__all__ = ["INLINE", "MEMBER", "PART_FILE", "SPILL_BYTES", "PARTS_DIR",
-           "open_part", "read_part", "Slice", "read_slice", "resolved",
-           "write_part"]
+__all__ = ["INLINE", "MEMBER", "PART_FILE", "SPILL_BYTES", "open_part",
+           "read_part", "Slice", "read_slice", "resolved", "write_part"]
 
 
 # Compressed parts (and uncompressed ones of codecs without gzip) at least
 # this large go to part files (see Gathered and WriteShards).
 SPILL_BYTES = 256 * 1024
-
-
-PARTS_DIR = ".parts"
 
 
 # How a part travels to its shard's writer.

@@ -23,15 +23,15 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.info import DatasetInfo, FileSum
-from beam_tfrecords.core.layout import PREVIEW_DIR, preview_file
+from beam_tfrecords.core.layout import preview_file
 from beam_tfrecords.core.shard_formats import of_dataset
 from beam_tfrecords.core.shard_reader import Expected
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example)
 from beam_tfrecords.sinks.metadata import write_file
 
-__all__ = ["write_previews", "preview_file", "preview_columns",
-           "PREVIEW_DIR", "PREVIEW_RECORDS", "PREVIEW_BYTES", "Column"]
+__all__ = ["write_previews", "preview_columns", "PREVIEW_RECORDS",
+           "PREVIEW_BYTES", "Column"]
 
 PREVIEW_RECORDS = 100
 PREVIEW_BYTES = 4 * 1024 * 1024

@@ -15,8 +15,9 @@ import numpy as np
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.members import Hopper, MEMBER_CAP, inflate
-from beam_tfrecords.core.shard_index import (DALI_INDEX_SUFFIX, INDEX_DIR,
-                                             INDEX_SUFFIX, ShardIndex)
+from beam_tfrecords.core.layout import INDEX_DIR
+from beam_tfrecords.core.shard_index import (DALI_INDEX_SUFFIX, INDEX_SUFFIX,
+                                             ShardIndex)
 from beam_tfrecords.core.shard_names import rolled_name
 from beam_tfrecords.core.tfrecord_files import frame_records, unframe_records
 from beam_tfrecords.sinks.codec import Codec

@@ -47,7 +47,7 @@ import numpy as np
 
 from beam_tfrecords.core.fs import sha256_of
 from beam_tfrecords.core.members import MEMBER_CAP, inflate
-from beam_tfrecords.core.shard_index import INDEX_DIR
+from beam_tfrecords.core.layout import INDEX_DIR, PARTS_DIR
 from beam_tfrecords.core.shard_names import shard_name
 from beam_tfrecords.core.shard_reader import count_tfrecords
 from beam_tfrecords.core.tfrecord_files import frame_records, unframe_records
@@ -56,10 +56,9 @@ from beam_tfrecords.runners.gaps import separates_outputs
 from beam_tfrecords.sinks import runs
 from beam_tfrecords.sinks.codec import SHARD_SUFFIX, TFRECORD_GZIP, Codec
 from beam_tfrecords.sinks.deflate import gzip_members
-from beam_tfrecords.sinks.part_files import (INLINE, MEMBER, PARTS_DIR,
-                                             PART_FILE, SPILL_BYTES, Slice,
-                                             open_part, read_part, resolved,
-                                             write_part)
+from beam_tfrecords.sinks.part_files import (INLINE, MEMBER, PART_FILE,
+                                             SPILL_BYTES, Slice, open_part,
+                                             read_part, resolved, write_part)
 from beam_tfrecords.sinks.parts import ShardWritten
 from beam_tfrecords.sinks.shard_files import ShardFiles, write_window
 

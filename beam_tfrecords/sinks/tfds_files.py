@@ -29,7 +29,8 @@ import json
 from typing import Any, Dict
 
 from beam_tfrecords.core.errors import InputError
-from beam_tfrecords.core.info import TFDS_FILES, DatasetInfo, FileSum
+from beam_tfrecords.core.info import DatasetInfo, FileSum
+from beam_tfrecords.core.layout import TFDS_FILES
 from beam_tfrecords.core.shard_formats import of_dataset
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 from beam_tfrecords.schema.model import MediaKind

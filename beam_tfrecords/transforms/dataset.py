@@ -15,7 +15,8 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.info import DatasetInfo
-from beam_tfrecords.core.layout import TFT_TEMP_DIR, TRANSFORMED_DIR
+from beam_tfrecords.core.layout import (PARTS_DIR, TFT_TEMP_DIR,
+                                        TRANSFORMED_DIR)
 from beam_tfrecords.encoding.stats import merge as merge_stats
 from beam_tfrecords.inspect.expectations import CheckPlan
 from beam_tfrecords.publish.commit import Commit
@@ -28,7 +29,6 @@ from beam_tfrecords.sinks.parts import (FeatureStatistics, OutputStaged,
                                         RowCounts)
 from beam_tfrecords.core.members import MEMBER_CAP
 from beam_tfrecords.sinks.codec import Codec
-from beam_tfrecords.sinks.part_files import PARTS_DIR
 from beam_tfrecords.transforms.dead_letters import dead_letter_json
 from beam_tfrecords.transforms.encode import (FEATURE_STATS, KEY_DIGESTS,
                                               STAT_FIELDS, Encode)
