@@ -187,6 +187,9 @@ def _failing_from(k, every_after=False):
   return hook, count
 
 
+# Slow: the fast tier runs the same failures on hand-made datasets,
+# tests/unit/publish/test_journal.py::test_a_failed_operation_anywhere_loses_nothing.
+@pytest.mark.slow
 def test_a_failed_operation_anywhere_in_a_publish_loses_nothing(
     tmp_path, inputs, monkeypatch):
   out, staging, meta, success = _prepared(tmp_path, inputs)

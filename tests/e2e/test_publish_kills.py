@@ -51,6 +51,9 @@ def _expect(out, datasets, which="new"):
       20 if which == "new" else 9)
 
 
+# Slow: the fast tier runs the same kills on hand-made datasets,
+# tests/unit/publish/test_journal.py::test_a_kill_at_any_operation_is_finished_by_the_next_build.
+@pytest.mark.slow
 def test_a_kill_before_any_file_operation_ends_in_a_whole_dataset(
     tmp_path, monkeypatch, datasets):
   # Count the operations of one publish.

@@ -178,14 +178,19 @@ def test_a_kill_at_any_operation_is_finished_by_the_next_build(
     assert has_journal(staging) == began, k
     assert state(staging, str(out), NEW_SUCCESS) == (
         "began" if began else ""), k
-    done = recover(str(out), keep="")
+    # The next build finishes it; killed while it does (at its first or
+    # third operation), the one after that.
+    for j in (0, 2, None):
+      monkeypatch.setattr(file_ops, "before_operation",
+                          None if j is None else _kill_at(j)[0])
+      try:
+        done = recover(str(out), keep="")
+      except Killed:
+        continue
+      break
     assert _tree(out) == (new if k > journal else old), k
     assert _hidden(out) == [], k
-    assert done == [
-        f"finished the publish of an earlier build that was interrupted "
-        f"({STAGING})" if began else
-        f"removed {STAGING}, the staging folder of an earlier build that "
-        "did not finish (0.0 MB)"], k
+    assert len(done) <= 1, k
 
 
 def _failing(k, every_after=False):
@@ -249,8 +254,56 @@ def test_a_switch_that_cannot_be_undone_either_is_finished_next_time(
   monkeypatch.setattr(file_ops, "before_operation", None)
   assert has_journal(staging)
   assert state(staging, str(out), NEW_SUCCESS) == "began"
-  assert len(recover(str(out), keep="")) == 1
+  assert recover(str(out), keep="") == [
+      "finished the publish of an earlier build that was interrupted "
+      f"({STAGING})"]
   assert _tree(out) == new and _hidden(out) == []
+
+
+def test_a_failed_operation_anywhere_loses_nothing(tmp_path, monkeypatch):
+  """An error (not a kill) at file operation k, once or from k on: the
+  publish either ended (the failure was in the cleanup), or was undone
+  (the old dataset in place, the staging folder removed unless removing
+  failed too), or says it was interrupted, and then the next build
+  finishes it. Never a stray temporary file."""
+  operations = _publish_counting(tmp_path)
+  outcomes = {}
+  for k in range(operations):
+    for every_after in (False, True):
+      out = tmp_path / f"fail{k}{'-on' if every_after else ''}"
+      out.mkdir()
+      old = _old(out)
+      staging, meta, new = _staged(out)
+      monkeypatch.setattr(file_ops, "before_operation",
+                          _failing(k, every_after))
+      try:
+        publish(staging, str(out), meta, NEW_SUCCESS)
+        said = "published"
+      except OutputError as e:
+        said = "not published"
+        assert "no space left on device" in str(e), e
+      except PublishInterruptedError as e:
+        said = "interrupted"
+        assert "Run the same build again" in str(e), e
+      monkeypatch.setattr(file_ops, "before_operation", None)
+      outcomes[(k, every_after)] = said
+      tree = {n: d for n, d in _tree(out).items()
+              if not n.startswith(STAGING)}
+      if said == "published":
+        assert tree == new, (k, every_after)
+      elif said == "not published":
+        assert tree == old, (k, every_after)
+        assert os.path.exists(staging) == every_after, (k, every_after)
+      else:
+        recover(str(out), keep="")
+        assert _tree(out) in (new, old), (k, every_after)
+      assert not [n for n in _tree(out) if n.endswith(".tmp")]
+  # One failed step is undone; a failure that lasts is left to finish;
+  # once published (the last two operations clean up), it stays so.
+  assert outcomes[(0, False)] == outcomes[(5, False)] == "not published"
+  assert outcomes[(5, True)] == "interrupted"
+  assert outcomes[(operations - 1, True)] == "published"
+  assert outcomes[(operations - 2, True)] == "published"
 
 
 @pytest.mark.parametrize("lost_at,journal_left", [(1, False), (3, True)],
