@@ -45,6 +45,9 @@ def _ids_of(records):
   return [decode_example(r)["id"][1][0] for r in records]
 
 
+# Slow: the fast tier publishes over hand-made datasets while they are
+# read, tests/unit/read/test_stream.py::test_a_stream_stops_at_the_next_file_of_a_replaced_dataset.
+@pytest.mark.slow
 @pytest.mark.parametrize("new_shards", [4, 3], ids=["same-names",
                                                      "other-names"])
 def test_a_record_stream_stops_at_the_next_file_of_a_replaced_dataset(
@@ -70,6 +73,9 @@ def test_a_record_stream_stops_at_the_next_file_of_a_replaced_dataset(
   assert sorted(r["id"] for r in btr.iter_records(str(out))) == list(NEW)
 
 
+# Slow: tests/unit/read/test_reader.py::test_iter_records_of_a_replaced_dataset_never_mixes
+# is the same on hand-made datasets, in the fast tier.
+@pytest.mark.slow
 def test_iter_records_of_a_replaced_dataset_never_mixes(tmp_path, inputs):
   out = tmp_path / "ds"
   _build(inputs, "old", out, 4)

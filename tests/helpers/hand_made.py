@@ -25,6 +25,7 @@ from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.core.members import member, member_table
 from beam_tfrecords.core.shard_index import ShardIndex
 from beam_tfrecords.core.tfrecord_files import frame_records
+from beam_tfrecords.publish.journal import publish
 from beam_tfrecords.schema.spec import spec_to_json
 
 # A publish's _SUCCESS: the tool, its version, the build key, the run id.
@@ -165,3 +166,18 @@ def write_dataset(folder: str, schema: Mapping[str, Any],
   if success is not None:
     _write(os.path.join(folder, "_SUCCESS"), success.encode("utf-8"))
   return folder
+
+
+def publish_over(folder: str, schema: Mapping[str, Any],
+                 splits: Mapping[str, Sequence[Sequence[bytes]]],
+                 run: str = "abcdefabcdef") -> str:
+  """Another dataset published over the one in `folder` as a build does
+  it (staged, then publish.journal's switch: files renamed over the old
+  names, a new _SUCCESS last), by the build `run`; its _SUCCESS text."""
+  staging = os.path.join(folder, ".staging-" + run)
+  write_dataset(staging, schema, splits, success=None)
+  with open(os.path.join(staging, "dataset.json"), encoding="utf-8") as f:
+    meta = json.load(f)
+  success = SUCCESS_TEXT.replace("1d98dad27dc6", run)
+  publish(staging, folder, meta, success)
+  return success

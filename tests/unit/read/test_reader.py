@@ -9,15 +9,15 @@ import os
 import numpy as np
 import pytest
 
-from beam_tfrecords import InputError, ShardDamagedError
+from beam_tfrecords import DatasetReplacedError, InputError, ShardDamagedError
 from beam_tfrecords.read.reader import (dataset_errors, dataset_info,
                                         dataset_schema, feature_spec,
                                         is_dataset, iter_records, load,
                                         shard_files, transform_output)
 from beam_tfrecords.schema import load_schema
 
-from tests.helpers.hand_made import (SUCCESS_TEXT, example, sequence_example,
-                                     write_dataset)
+from tests.helpers.hand_made import (SUCCESS_TEXT, example, publish_over,
+                                     sequence_example, write_dataset)
 
 SCHEMA = {"name": "values", "label": "label", "features": {
     "id": {"type": "int64", "required": True},
@@ -162,6 +162,23 @@ def test_a_damaged_shard_stops_iter_records_naming_it(tmp_path):
     f.write(bytes([byte[0] ^ 0xFF]))
   with pytest.raises(ShardDamagedError, match=f"^{shard}: "):
     list(iter_records(out))
+
+
+def test_iter_records_of_a_replaced_dataset_never_mixes(tmp_path):
+  """An overwrite published after the first record: the next file is
+  refused (DatasetReplacedError); read again, the new records."""
+  records = [example(given) for given, _ in ROWS]
+  out = write_dataset(str(tmp_path / "ds"), SCHEMA, {"train": [
+      records[:2], records[2:]]})
+  it = iter_records(out)
+  first = next(it)
+  publish_over(out, SCHEMA, {"train": [records[3:], records[:1]]})
+  with pytest.raises(DatasetReplacedError, match=(
+      f"^{out} was replaced by a newer build while it was read")):
+    list(it)
+  assert first == ROWS[0][1]
+  assert dataset_info(out).generation != SUCCESS_TEXT
+  assert [r["id"] for r in iter_records(out)] == [2**63 - 1, 1]
 
 
 def test_dataset_errors_are_the_dead_letter_rows_in_order(values):

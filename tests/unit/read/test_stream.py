@@ -8,11 +8,11 @@ import random
 
 import pytest
 
-from beam_tfrecords import InputError
+from beam_tfrecords import DatasetReplacedError, InputError
 from beam_tfrecords.read.stream import (RecordStream, buffer_shuffled,
                                         check_state, state_ints)
 
-from tests.helpers.hand_made import example, write_dataset
+from tests.helpers.hand_made import example, publish_over, write_dataset
 
 SCHEMA = {"name": "s", "features": {"id": {"type": "int64",
                                           "required": True}}}
@@ -241,3 +241,29 @@ def test_state_ints_and_check_state_on_values():
   with pytest.raises(InputError, match="^the state is of a sampler with "
                      "epoch=2; this one has 1: "):
     check_state({"epoch": 2}, {"epoch": 1}, "sampler")
+
+
+@pytest.mark.parametrize("new_shards", [3, 2], ids=["same_names",
+                                                     "other_names"])
+def test_a_stream_stops_at_the_next_file_of_a_replaced_dataset(tmp_path,
+                                                               new_shards):
+  """An overwrite published while a stream reads: the file open is read
+  whole (the old dataset's), the next one is refused, never a mix; read
+  again, the new dataset whole."""
+  out = write_dataset(str(tmp_path / "ds"), SCHEMA, {"train": [
+      RECORDS[0:4], RECORDS[4:8], RECORDS[8:11]]})
+  new = [example({"id": [100 + i]}) for i in range(6)]
+  it = iter(RecordStream(out))
+  got = [next(it)]  # the first file is open
+  publish_over(out, SCHEMA, {"train": [new[i::new_shards]
+                                       for i in range(new_shards)]})
+  with pytest.raises(DatasetReplacedError) as raised:
+    for record in it:
+      got.append(record)
+  assert str(raised.value) == (
+      f"{out} was replaced by a newer build while it was read ({out}/"
+      "train-00001-of-00003.tfrecord.gz was opened): what was read so far "
+      "is the old dataset's, and reading on would mix the two. Read it "
+      "again (load, iter_records or RecordStream anew)")
+  assert ids(got) == [0, 1, 2, 3]
+  assert sorted(RecordStream(out)) == sorted(new)
