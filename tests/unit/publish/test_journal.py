@@ -69,11 +69,13 @@ def test_the_staged_dataset_replaces_the_old_and_nothing_else(tmp_path,
     _old(out)
   (out / "notes.txt").write_text("someone else's")
   (out / ".hidden").write_text("mine")
+  (out / "mine.tfrecord.gz").write_bytes(b"not ours, named like ours")
   staging, meta, new = _staged(out)
   assert state(staging, str(out), NEW_SUCCESS) == ""
   publish(staging, str(out), meta, NEW_SUCCESS)
-  assert _tree(out) == dict(new, **{"notes.txt": b"someone else's",
-                                    ".hidden": b"mine"})
+  assert _tree(out) == dict(new, **{
+      "notes.txt": b"someone else's", ".hidden": b"mine",
+      "mine.tfrecord.gz": b"not ours, named like ours"})
   # The old dataset's second shard and its index are gone.
   assert sorted(os.listdir(out / "index")) == [
       "test-00000-of-00001.tfrecord.gz.index",
