@@ -92,6 +92,10 @@ def test_inputs_inside_the_output_are_refused(tmp_path, where):
   assert _tree(out) == before
 
 
+# Slow: tests/unit/publish/test_journal.py::test_recover_removes_dead_builds_staging_folders_but_the_kept_one
+# removes (and logs) leftovers in the fast tier; test_faults checks that
+# a build over its threshold keeps its staging folder.
+@pytest.mark.slow
 def test_leftover_staging_folders_of_dead_builds_are_removed(tmp_path,
                                                              caplog):
   import logging

@@ -7,6 +7,7 @@ folders a build may write into."""
 
 import errno
 import json
+import logging
 import os
 
 import pytest
@@ -333,7 +334,7 @@ def test_a_lost_lock_stops_the_publish_for_the_build_that_has_it(
 
 
 def test_recover_removes_dead_builds_staging_folders_but_the_kept_one(
-    tmp_path):
+    tmp_path, caplog):
   out = tmp_path / "out"
   out.mkdir()
   old = _old(out)
@@ -345,9 +346,13 @@ def test_recover_removes_dead_builds_staging_folders_but_the_kept_one(
   (kept / "dataset.json").write_text("{}")
   other = out / ".staging-not-ours"  # not a run id: not ours to remove
   other.mkdir()
-  assert recover(str(out), keep=str(kept) + "/") == [
-      "removed .staging-aaaaaaaaaaaa, the staging folder of an earlier "
-      "build that did not finish (0.2 MB)"]
+  with caplog.at_level(logging.WARNING, logger="beam_tfrecords"):
+    assert recover(str(out), keep=str(kept) + "/") == [
+        "removed .staging-aaaaaaaaaaaa, the staging folder of an earlier "
+        "build that did not finish (0.2 MB)"]
+  assert [r.getMessage() for r in caplog.records] == [
+      f"{out}: removed .staging-aaaaaaaaaaaa, the staging folder of an "
+      "earlier build that did not finish (0.2 MB)"]
   assert _hidden(out) == [".staging-bbbbbbbbbbbb", ".staging-not-ours"]
   assert {k: v for k, v in _tree(out).items() if not k.startswith(".")} \
       == old
