@@ -77,7 +77,7 @@ class BuildResult:
 
 
 def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]],
-          output: str, *, options: Optional[BuildOptions] = None,
+          output: str, *, build_options: Optional[BuildOptions] = None,
           input_format: Optional[str] = None,
           format_options: Optional[Mapping[str, Any]] = None,
           beam_args: Union[None, Sequence[str], PipelineOptions] = None,
@@ -90,7 +90,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
     schema: a schema file path, dict or Schema.
     inputs: file paths or globs (local, gs://, s3://, ...).
     output: the dataset directory.
-    options: how the dataset is written (btr.BuildOptions: shards, sink,
+    build_options: how the dataset is written (btr.BuildOptions: shards, sink,
       shuffle, thresholds, overwrite, force, ...); each of its fields may
       also be given as a keyword (`num_shards=3`), which replaces the
       field of `options`.
@@ -122,8 +122,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       removed and nothing is published.
   """
   started = time.time()
-  opts = BuildOptions.with_keywords(options, option_keywords)
-  del options  # the build options are `opts` from here on
+  opts = BuildOptions.with_keywords(build_options, option_keywords)
+  del build_options  # the build options are `opts` from here on
   beam_opts, runner = pipeline_options(beam_args)
   # The launcher reads the schema, lists, reads headers and publishes
   # through FileSystems too: it needs the same file system options as the
@@ -195,17 +195,17 @@ def _publication(schema: Schema, plan: InputPlan, opts: BuildOptions,
 
 
 def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
-              options) -> beam.Pipeline:
+              pipeline_options) -> beam.Pipeline:
   """The build's pipeline: read the inputs, write the dataset."""
   if user_fn is None:  # (a function may leave no rows: not checked)
     dataset = dataclasses.replace(dataset, finish=dataset.finish._replace(
         units=tuple(plan.units), columns=tuple(schema.columns),
-        runner=runner_name(options)))
+        runner=runner_name(pipeline_options)))
   _LOG.info("Building %s from %d file(s), %d read unit(s) -> %s",
             schema.name, len(plan.files), len(plan.units),
             dataset.finish.output)
   native.log_path(_LOG)
-  pipeline = beam.Pipeline(runner=runner, options=options)
+  pipeline = beam.Pipeline(runner=runner, options=pipeline_options)
   _ = (pipeline
        | "ReadInputs" >> ReadInputs(
            plan.units, schema.columns, user_fn,
@@ -277,7 +277,7 @@ def _check_dask(schema: Schema) -> None:
 
 
 def _plan(schema: Schema, patterns: List[str], output: str, input_format,
-          format_options, preprocess, options
+          format_options, preprocess, pipeline_options
           ) -> Tuple[Schema, InputPlan, Optional[Preprocess]]:
   """The inputs (files, read units, format options), the schema with its
   media settings resolved, and the preprocess function (checked)."""
@@ -296,19 +296,19 @@ def _plan(schema: Schema, patterns: List[str], output: str, input_format,
         needed)))
   schema = planning.resolve_media(schema, plan)
   planning.check_inputs_outside(output, plan, schema)
-  check_paths_reach_workers(options, [
+  check_paths_reach_workers(pipeline_options, [
       m.options["base_dir"] for m in schema.media
       if m.kind is MediaKind.IMAGE and m.options.get("base_dir")])
   return schema, plan, user_fn
 
 
-def _run(pipeline, options, progress: bool, input_bytes: int,
+def _run(pipeline, pipeline_options, progress: bool, input_bytes: int,
          publication: Publication, schema: Schema) -> None:
   """Runs the pipeline; on Ctrl-C or a failed write into the output,
   removes the staging folder (a publish that began is finished instead)."""
   output, staging = publication.output, publication.staging
   try:
-    run_pipeline(pipeline, options, progress, input_bytes)
+    run_pipeline(pipeline, pipeline_options, progress, input_bytes)
   except KeyboardInterrupt:
     if publication.interrupted():
       # Interrupted while publishing: the switch is finished, not undone.
@@ -330,7 +330,7 @@ def _run(pipeline, options, progress: bool, input_bytes: int,
     if isinstance(typed, AnomalyError):
       typed.anomalies = _anomalies_in(staging)
     if typed is e:
-      job = job_failure(e, runner_name(options).rsplit(".", 1)[-1])
+      job = job_failure(e, runner_name(pipeline_options).rsplit(".", 1)[-1])
       if job is not None:
         raise job from e
       _LOG.error("the build's job failed on the runner; nothing was "

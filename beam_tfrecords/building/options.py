@@ -1,14 +1,15 @@
 """A build's options, declared once: `BuildOptions`.
 
     btr.build("schemas/movies.yaml", "data/*.csv", "out/movies",
-              options=btr.BuildOptions(num_shards=3, max_bad_fraction=0.05))
+              build_options=btr.BuildOptions(num_shards=3,
+                                             max_bad_fraction=0.05))
 
 Each field carries its command-line flag and help (`add_arguments` makes
 the `build` command's flags from them, and docs/cli.md is generated from
 that parser), whether it enters the build key (`key()`), and its group
 (shards, writing, contents, thresholds, publishing: the CLI's help
 sections; `.shards` and `.thresholds` give two of them as values).
-`build()` and `WriteDataset` take an `options=` and, as before, each
+`build()` and `WriteDataset` take a `build_options=` and, as before, each
 option as a keyword (`build(..., num_shards=3)`); `with_keywords` checks
 those names against the declaration.
 """
@@ -229,7 +230,8 @@ class BuildOptions:
       "isLiveDataset", key="never")
   statistics: bool = _option(
       True, "contents", "leave the per-feature statistics out of "
-      "dataset.json (they cost about 7%% of a build's time)",
+      "dataset.json (skips their pass over every value, and "
+      "statistics.pb)",
       flag="--no-statistics")
   max_bad_rows: Optional[int] = _option(
       None, "thresholds", "fail (publish nothing) when more rows are "
@@ -270,7 +272,7 @@ class BuildOptions:
     return [f.name for f in dataclasses.fields(cls)]
 
   @classmethod
-  def with_keywords(cls, options: Optional["BuildOptions"],
+  def with_keywords(cls, build_options: Optional["BuildOptions"],
                     keywords: Mapping[str, Any],
                     caller: str = "build()") -> "BuildOptions":
     """`options` (default: the defaults) with these fields replaced.
@@ -278,9 +280,10 @@ class BuildOptions:
     Raises:
       TypeError: a keyword that is no option (as Python says it).
     """
-    if options is not None and not isinstance(options, BuildOptions):
-      raise TypeError(f"{caller}: options must be a btr.BuildOptions, got "
-                      f"{type(options).__name__}")
+    if build_options is not None and not isinstance(build_options,
+                                                    BuildOptions):
+      raise TypeError(f"{caller}: build_options must be a btr.BuildOptions, "
+                      f"got {type(build_options).__name__}")
     names = cls.names()
     for name in keywords:
       if name not in names:
@@ -288,7 +291,7 @@ class BuildOptions:
         raise TypeError(f"{caller} got an unexpected keyword argument "
                         f"{name!r}" + (f"; did you mean {close[0]!r}?"
                                        if close else ""))
-    return dataclasses.replace(options or cls(), **keywords)
+    return dataclasses.replace(build_options or cls(), **keywords)
 
   @classmethod
   def from_args(cls, args: argparse.Namespace) -> "BuildOptions":

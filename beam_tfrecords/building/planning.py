@@ -279,7 +279,7 @@ def resolve_media(schema: Schema, plan) -> Schema:
 
 
 def build_key(schema: Schema, plan, fingerprint: str,
-              options: Dict[str, Any]) -> str:
+              build_options: Dict[str, Any]) -> str:
   """What decides a build's output: the schema, the input files (their
   `input_fingerprint`), the format and its options, the build options as
   given, and the tool's version."""
@@ -290,7 +290,7 @@ def build_key(schema: Schema, plan, fingerprint: str,
       "format": plan.format,
       "format_options": {k: v for k, v in plan.format_options.items()
                          if k not in ("column_names", "scalar_columns")},
-      "options": options, "version": __version__,
+      "options": build_options, "version": __version__,
   }, sort_keys=True, default=str).encode("utf-8"))
   return digest.hexdigest()
 

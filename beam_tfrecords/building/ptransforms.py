@@ -73,7 +73,7 @@ class WriteDataset(beam.PTransform):
   """
 
   def __init__(self, schema: Union[str, Mapping, Schema], output: str, *,
-               options: Optional[BuildOptions] = None,
+               build_options: Optional[BuildOptions] = None,
                preprocessing_fn: Union[None, str, Callable[..., Any]] = None,
                **option_keywords: Any):
     super().__init__()
@@ -81,7 +81,7 @@ class WriteDataset(beam.PTransform):
         _schema_for_pcollection(schema), preprocessing_fn)
     self._tft_key = tft.traced_key(self._schema)
     self._output = output
-    self._options = BuildOptions.with_keywords(options, option_keywords,
+    self._options = BuildOptions.with_keywords(build_options, option_keywords,
                                                "WriteDataset()")
     if self._options.sink != "deterministic":
       raise InputError("WriteDataset writes with the deterministic sink; "

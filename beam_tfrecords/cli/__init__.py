@@ -329,7 +329,7 @@ def _build_command(args, beam_args: List[str]) -> int:
   baseline = _previous_baseline(args, output, schema)
   if baseline is not None:
     opts = dataclasses.replace(opts, baseline=baseline)
-  result = build(schema, inputs, output, options=opts,
+  result = build(schema, inputs, output, build_options=opts,
                  input_format=args.format,
                  format_options=format_options(args), beam_args=options,
                  preprocess=args.preprocess, progress=_shows_progress(args))

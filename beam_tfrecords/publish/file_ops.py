@@ -28,9 +28,9 @@ def join(base: str, name: str) -> str:
 
 
 @functools.lru_cache(maxsize=2)
-def _s3io_for(options):
+def _s3io_for(pipeline_options):
   from apache_beam.io.aws import s3io  # pylint: disable=import-outside-toplevel
-  return s3io.S3IO(options=options)
+  return s3io.S3IO(options=pipeline_options)
 
 
 def s3_client(path: str):

@@ -78,9 +78,10 @@ class _Fence:
 
   RENEW_AFTER = LEASE_SECONDS / 8
 
-  def __init__(self, plan: FinishPlan, options):
+  def __init__(self, plan: FinishPlan, pipeline_options):
     self._plan = plan
-    self._store = OutputLock(plan.output, options)._store  # pylint: disable=protected-access
+    lock = OutputLock(plan.output, pipeline_options)
+    self._store = lock._store  # pylint: disable=protected-access
     self.token = None
     self._renewed = 0.0
     self.renew()
@@ -117,7 +118,7 @@ class _Fence:
 
 
 def finish(info: DatasetInfo, plan: FinishPlan,
-           options=None) -> DatasetInfo:
+           pipeline_options=None) -> DatasetInfo:
   """Thresholds, lock, publish, unlock; returns the published dataset.json."""
   begun = plan.publication.state()
   if begun:
@@ -126,7 +127,7 @@ def finish(info: DatasetInfo, plan: FinishPlan,
     # (or gone, with the lock). Finish the publish, and say what it
     # published.
     if begun == "began":
-      _publish(info, plan, options)
+      _publish(info, plan, pipeline_options)
     return DatasetInfo.from_directory(plan.output)
   try:
     remove_parts(plan.staging)
@@ -155,14 +156,14 @@ def finish(info: DatasetInfo, plan: FinishPlan,
   # The card, the previews, every file's checksum, croissant.json.
   info = describe(plan.staging, info, croissant=plan.croissant,
                   tfds_features=plan.tfds_features, live=plan.live)
-  _publish(info, plan, options)
+  _publish(info, plan, pipeline_options)
   return info
 
 
-def _publish(info: DatasetInfo, plan: FinishPlan, options) -> None:
+def _publish(info: DatasetInfo, plan: FinishPlan, pipeline_options) -> None:
   """The staging folder switched into the output under the lock, which
   is then released."""
-  fence = _Fence(plan, options)
+  fence = _Fence(plan, pipeline_options)
   with sigint_deferred("publishing"):
     plan.publication.publish(info.to_json(), guard=fence.renew)
     try:

@@ -133,10 +133,10 @@ class _LocalStore:
 
 class _S3Store:
 
-  def __init__(self, path: str, options):
+  def __init__(self, path: str, pipeline_options):
     # pylint: disable=import-outside-toplevel
     from apache_beam.io.aws.clients.s3.boto3_client import Client
-    self.client = Client(options).client
+    self.client = Client(pipeline_options).client
     self.bucket, _, self.key = path[len("s3://"):].partition("/")
 
   @staticmethod
@@ -185,13 +185,14 @@ class _S3Store:
 
 class _GcsStore:
 
-  def __init__(self, path: str, options):
+  def __init__(self, path: str, pipeline_options):
     # pylint: disable=import-outside-toplevel
     from apache_beam.io.gcp.gcsio import GcsIO
     from google.api_core import exceptions
     self._skip = (exceptions.PreconditionFailed, exceptions.NotFound)
     bucket, _, key = path[len("gs://"):].partition("/")
-    self.blob_of = lambda: GcsIO(pipeline_options=options).client.bucket(
+    self.blob_of = lambda: GcsIO(
+        pipeline_options=pipeline_options).client.bucket(
         bucket).blob(key)
 
   def create(self, data: bytes):
@@ -264,13 +265,13 @@ class _BeamStore:
     return True
 
 
-def store_for(path: str, options):
+def store_for(path: str, pipeline_options):
   if "://" not in path:
     return _LocalStore(path)
   if path.startswith("s3://"):
-    return _S3Store(path, options)
+    return _S3Store(path, pipeline_options)
   if path.startswith("gs://"):
-    return _GcsStore(path, options)
+    return _GcsStore(path, pipeline_options)
   _LOG.warning("%s: this file system has no create-if-absent; the output "
                "lock is checked, not atomic (two builds starting within "
                "the same moment could both run)", path)
@@ -360,7 +361,7 @@ def new_run() -> str:
 class OutputLock:
   """The lock of one output, held by this build (`acquire`)."""
 
-  def __init__(self, output: str, options=None,
+  def __init__(self, output: str, pipeline_options=None,
                lease_seconds: float = LEASE_SECONDS,
                run: Optional[str] = None):
     self.output = output
@@ -371,7 +372,7 @@ class OutputLock:
     # for the build that planned it). A lock that holds it is this
     # build's: taken again (a retried step), it is adopted (_create).
     self.run = run or new_run()
-    self._store = store_for(self.path, options)
+    self._store = store_for(self.path, pipeline_options)
     self._token = None
     self._lost: Optional[str] = None
     self._stop = threading.Event()

@@ -63,7 +63,7 @@ class Publication:
     own: readers tell a replaced dataset by it (core.generations)."""
     return f"beam-tfrecords {self.version} {self.key} {self.run}\n"
 
-  def stage(self, options, if_changed: bool = False) -> Staged:
+  def stage(self, pipeline_options, if_changed: bool = False) -> Staged:
     """Locks and stages the output (publish.staging.stage). Safe to run
     again (a retried step): the lock is adopted, the rest done again.
     With `if_changed` (build() without force), a finished dataset of this
@@ -71,7 +71,8 @@ class Publication:
     return stage_phase.stage(self.output, self.run, self.key, self.tfmd,
                              overwrite=self.overwrite,
                              overwrite_hint=self.overwrite_hint,
-                             if_changed=if_changed, options=options)
+                             if_changed=if_changed,
+                             pipeline_options=pipeline_options)
 
   def state(self) -> str:
     """Where this build's publish is: "began", "ended" or "" (not yet):

@@ -45,7 +45,7 @@ _HELD: Dict[Tuple[str, str], OutputLock] = {}
 
 
 def stage(output: str, run: str, key: str, tfmd: str, *, overwrite: bool,
-          overwrite_hint: str, if_changed: bool, options) -> Staged:
+          overwrite_hint: str, if_changed: bool, pipeline_options) -> Staged:
   """Locks and prepares `output` (an absolute path or URL) for the build
   `run`, whose staging folder is staging_name(run) in it. Safe to run
   again for the same run (a retried step, a runner that runs a side
@@ -62,7 +62,7 @@ def stage(output: str, run: str, key: str, tfmd: str, *, overwrite: bool,
       key is kept (Staged.previous), found without the lock when it can
       be (a read-only mount, say), else under it once killed builds'
       publishes are finished.
-    options: the pipeline options (the lock's file system reads them).
+    pipeline_options: the pipeline options (the lock's file system reads them).
   """
   check_output(output)
   if if_changed:
@@ -72,7 +72,7 @@ def stage(output: str, run: str, key: str, tfmd: str, *, overwrite: bool,
   staging = FileSystems.join(output, staging_name(run))
   lock = _HELD.get((output, run))
   if lock is None or not lock.renew():  # (released by a publish: again)
-    lock = _locked(output, options, run)
+    lock = _locked(output, pipeline_options, run)
     _HELD[(output, run)] = lock
   try:
     recover(output, keep=staging)
@@ -102,10 +102,10 @@ def release(output: str, run: str) -> None:
     lock.release()
 
 
-def _locked(output: str, options, run: str) -> OutputLock:
+def _locked(output: str, pipeline_options, run: str) -> OutputLock:
   """The output's lock, taken for the build `run`."""
   try:
-    return OutputLock(output, options, run=run).acquire()
+    return OutputLock(output, pipeline_options, run=run).acquire()
   except OSError as e:
     failure = output_failure(output, None, e)
     if failure is None:

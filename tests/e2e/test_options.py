@@ -25,7 +25,7 @@ def _files(out):
 def test_options_and_keywords_build_the_same_dataset(tmp_path):
   src = _csv(tmp_path)
   a, b = str(tmp_path / "a"), str(tmp_path / "b")
-  btr.build(SCHEMA, src, a, options=btr.BuildOptions(
+  btr.build(SCHEMA, src, a, build_options=btr.BuildOptions(
       num_shards=3, max_bad_fraction=0.05, report=False))
   btr.build(SCHEMA, src, b, num_shards=3, max_bad_fraction=0.05,
             report=False)
@@ -41,13 +41,13 @@ def test_a_keyword_replaces_the_field_of_options(tmp_path):
   src = _csv(tmp_path)
   out = str(tmp_path / "out")
   base = btr.BuildOptions(num_shards=2, statistics=False)
-  btr.build(SCHEMA, src, out, options=base, num_shards=1)
+  btr.build(SCHEMA, src, out, build_options=base, num_shards=1)
   info = btr.dataset_info(out)
   assert [s.num_shards for s in info.splits.values()] == [1]
   assert info.statistics is None  # statistics=False kept from `base`
   with pytest.raises(btr.InputError, match="already holds a finished"):
-    btr.build(SCHEMA, src, out, options=base)
-  result = btr.build(SCHEMA, src, out, options=base, overwrite=True)
+    btr.build(SCHEMA, src, out, build_options=base)
+  result = btr.build(SCHEMA, src, out, build_options=base, overwrite=True)
   assert [s.num_shards for s in result.splits.values()] == [2]
 
 
@@ -56,7 +56,7 @@ def test_force_is_an_option(tmp_path):
   out = str(tmp_path / "out")
   btr.build(SCHEMA, src, out)
   assert btr.build(SCHEMA, src, out).up_to_date
-  again = btr.build(SCHEMA, src, out, options=btr.BuildOptions(
+  again = btr.build(SCHEMA, src, out, build_options=btr.BuildOptions(
       force=True, overwrite=True))
   assert not again.up_to_date
 
@@ -65,7 +65,8 @@ def test_write_dataset_takes_the_options(tf, tmp_path):
   out = str(tmp_path / "out")
   with beam.Pipeline() as p:
     _ = p | beam.Create(ROWS) | btr.WriteDataset(
-        SCHEMA, out, options=btr.BuildOptions(num_shards=2, gzip_level=9))
+        SCHEMA, out,
+        build_options=btr.BuildOptions(num_shards=2, gzip_level=9))
   info = btr.dataset_info(out)
   assert [s.num_shards for s in info.splits.values()] == [2]
   assert info.options.gzip_level == 9

@@ -255,15 +255,15 @@ def test_a_retried_finish_step_finishes_the_publish_it_began(
   real = finishing.finish
   returned = []
 
-  def killed_then_retried(info, plan, options=None):
+  def killed_then_retried(info, plan, pipeline_options=None):
     monkeypatch.setattr(file_ops, "before_operation", _kill_at(kill_at)[0])
     with pytest.raises(Killed):
-      real(info, plan, options)
+      real(info, plan, pipeline_options)
     monkeypatch.setattr(file_ops, "before_operation", None)
     assert plan.publication.state() == "began"
-    returned.append(real(info, plan, options))  # the retry
+    returned.append(real(info, plan, pipeline_options))  # the retry
     assert plan.publication.state() == "ended"
-    returned.append(real(info, plan, options))  # and after it ended
+    returned.append(real(info, plan, pipeline_options))  # and after it ended
     return returned[0]
 
   monkeypatch.setattr(finishing, "finish", killed_then_retried)

@@ -375,3 +375,21 @@ if __name__ == "__main__":
   after = rest.split(END_LAYERS)[1]
   DEVELOPMENT_MD.write_text(f"{before}{BEGIN_LAYERS}\n{layer_list()}\n"
                             f"{END_LAYERS}{after}")
+
+
+def test_no_parameter_is_called_options():
+  """A parameter says which options it takes (issue 61): pipeline_options
+  (Beam's), build_options (btr.BuildOptions), format_options (an input
+  format's), writer_options (a shard format's writer), image_options,
+  dataloader_args; a bare `options` meant six things."""
+  found = []
+  for path in _modules():
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = node.args
+        names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + [
+            x.arg for x in (a.vararg, a.kwarg) if x is not None]
+        if "options" in names:
+          found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: "
+                       f"{node.name}")
+  assert found == []

@@ -40,10 +40,10 @@ def test_an_unknown_keyword_is_refused_as_python_does(tmp_path):
   with pytest.raises(TypeError, match="WriteDataset\\(\\) got an "
                      "unexpected keyword argument 'sharding'$"):
     btr.WriteDataset(SCHEMA, str(tmp_path / "o"), sharding=2)
-  with pytest.raises(TypeError, match="options must be a "
+  with pytest.raises(TypeError, match="build_options must be a "
                      "btr.BuildOptions, got dict"):
     btr.build(SCHEMA, _csv(tmp_path), str(tmp_path / "o"),
-              options={"num_shards": 2})
+              build_options={"num_shards": 2})
 
 
 def _parsed(argv):
