@@ -14,7 +14,8 @@ import dataclasses
 import itertools
 import json
 import logging
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import (Any, Dict, List, Mapping, Optional, Sequence, Tuple,
+                    no_type_check)
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -212,6 +213,7 @@ def _report(directory: str, info: DatasetInfo) -> Optional[str]:
     return None
 
 
+@no_type_check
 def _commit_step(parts, directory, planned, stat_fields, checks):
   """_commit, without annotations: Beam reads a step function's
   annotations as type hints, and makes Beam schemas of the NamedTuples
@@ -232,7 +234,8 @@ class Commit(beam.PTransform):
       and the report).
   """
 
-  def __init__(self, directory: str, planned: DatasetInfo, stat_fields,
+  def __init__(self, directory: str, planned: DatasetInfo,
+               stat_fields: Sequence[str],
                checks: Optional[CheckPlan] = None):
     super().__init__()
     self._directory = directory
@@ -240,7 +243,7 @@ class Commit(beam.PTransform):
     self._stat_fields = tuple(stat_fields)
     self._checks = checks
 
-  def expand(self, parts):
+  def expand(self, parts: Any) -> Any:
     return (parts
             # sinks.parts: ShardWritten, ErrorsWritten, RowCounts (in
             # `stat_fields` order), FeatureStatistics

@@ -40,7 +40,7 @@ the shards are described file by file for readers of TFRecords.
 import datetime
 import json
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Collection, Dict, List, Optional
 
 from beam_tfrecords.core.info import DatasetInfo, FileSum
 from beam_tfrecords.core.json_shapes import check, parse
@@ -258,7 +258,7 @@ def _field(column: Column, info: DatasetInfo,
   return out
 
 
-def _unused(wanted: str, taken) -> str:
+def _unused(wanted: str, taken: Collection[str]) -> str:
   """`wanted`, or it with _ appended until no feature's field has it (a
   feature may be named split)."""
   while wanted in taken:

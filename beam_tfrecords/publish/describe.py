@@ -19,7 +19,7 @@ lists it without a checksum.
 import dataclasses
 import datetime
 import os
-from typing import Dict, Optional
+from typing import Dict, Iterable, Optional
 
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.info import DatasetInfo, FileSum
@@ -42,7 +42,7 @@ def build_time() -> str:
   return when.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def _read_sums(staging: str, names) -> Dict[str, FileSum]:
+def _read_sums(staging: str, names: Iterable[str]) -> Dict[str, FileSum]:
   # (as stored: a .gz asset is hashed as verify reads it, not inflated)
   return {name: FileSum(*fs.sha256_of(fs.join(staging, name)))
           for name in names}

@@ -28,12 +28,12 @@ def join(base: str, name: str) -> str:
 
 
 @functools.lru_cache(maxsize=2)
-def _s3io_for(pipeline_options):
+def _s3io_for(pipeline_options: Any) -> Any:
   from apache_beam.io.aws import s3io  # pylint: disable=import-outside-toplevel
   return s3io.S3IO(options=pipeline_options)
 
 
-def s3_client(path: str):
+def s3_client(path: str) -> Any:
   """One S3 client for s3:// paths (Beam's S3 file system makes a new
   boto3 client, ~0.2 s, for every call), None for other paths."""
   if not path.startswith("s3://"):

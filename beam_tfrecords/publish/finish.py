@@ -14,7 +14,7 @@ content, so a pipeline can go on after it.
 import json
 import logging
 import time
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterator, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 
@@ -78,7 +78,7 @@ class _Fence:
 
   RENEW_AFTER = LEASE_SECONDS / 8
 
-  def __init__(self, plan: FinishPlan, pipeline_options):
+  def __init__(self, plan: FinishPlan, pipeline_options: Any):
     self._plan = plan
     lock = OutputLock(plan.output, pipeline_options)
     self._store = lock._store  # pylint: disable=protected-access
@@ -86,7 +86,7 @@ class _Fence:
     self._renewed = 0.0
     self.renew()
 
-  def _ours(self):
+  def _ours(self) -> Any:
     current = self._store.read()
     if current is None:
       return None
@@ -118,7 +118,7 @@ class _Fence:
 
 
 def finish(info: DatasetInfo, plan: FinishPlan,
-           pipeline_options=None) -> DatasetInfo:
+           pipeline_options: Any = None) -> DatasetInfo:
   """Thresholds, lock, publish, unlock; returns the published dataset.json."""
   begun = plan.publication.state()
   if begun:
@@ -160,7 +160,8 @@ def finish(info: DatasetInfo, plan: FinishPlan,
   return info
 
 
-def _publish(info: DatasetInfo, plan: FinishPlan, pipeline_options) -> None:
+def _publish(info: DatasetInfo, plan: FinishPlan,
+             pipeline_options: Any) -> None:
   """The staging folder switched into the output under the lock, which
   is then released."""
   fence = _Fence(plan, pipeline_options)
@@ -222,7 +223,7 @@ class _FinishFn(beam.DoFn):
   def __init__(self, plan: FinishPlan):
     self._plan = plan
 
-  def process(self, info):
+  def process(self, info: Any) -> Iterator[Any]:
     # pylint: disable=import-outside-toplevel
     from apache_beam.io.filesystems import FileSystems
     # The file system options the worker was started with (S3 endpoint,
@@ -238,5 +239,5 @@ class Finish(beam.PTransform):
     super().__init__()
     self._plan = plan
 
-  def expand(self, committed):
+  def expand(self, committed: Any) -> Any:
     return committed | "Publish" >> beam.ParDo(_FinishFn(self._plan))

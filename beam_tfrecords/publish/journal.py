@@ -37,7 +37,7 @@ import json
 import logging
 import os
 import re
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Collection, Dict, List, Mapping, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -102,7 +102,8 @@ def previous_dataset(output: str) -> Optional[Dict[str, Any]]:
   return meta
 
 
-def _old_files(meta: Optional[Dict[str, Any]], present) -> List[str]:
+def _old_files(meta: Optional[Dict[str, Any]],
+               present: Collection[str]) -> List[str]:
   """The previous dataset's files that exist (relative names)."""
   if meta is None:
     return []

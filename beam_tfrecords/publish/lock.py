@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from beam_tfrecords.core.errors import OutputBusyError
 from beam_tfrecords.core.layout import LOCK_FILE
@@ -39,13 +39,17 @@ _LOG = logging.getLogger(__name__)
 # -- stores: create-if-absent, read, compare-and-swap, compare-and-delete.
 # A token is what a compare checks: the content (local), ETag (S3) or
 # generation (GCS).
+Token = Any
+# Beam's PipelineOptions (not imported here: `verify` of a local folder
+# imports no Beam).
+BeamOptions = Any
 
 class _LocalStore:
 
   def __init__(self, path: str):
     self.path = path
 
-  def create(self, data: bytes):
+  def create(self, data: bytes) -> Optional[Token]:
     tmp = f"{self.path}.{uuid.uuid4().hex}.tmp"
     try:
       with open(tmp, "wb") as f:
@@ -70,7 +74,7 @@ class _LocalStore:
     return data
 
   @contextlib.contextmanager
-  def _held(self):
+  def _held(self) -> Iterator[Optional[int]]:
     """The lock file's descriptor under flock, None if there is none (the
     inode checked: a file unlinked meanwhile is not the lock any more)."""
     for _ in range(100):
@@ -100,18 +104,18 @@ class _LocalStore:
     raise OSError(f"{self.path} keeps changing")
 
   @staticmethod
-  def _content(fd) -> bytes:
+  def _content(fd: int) -> bytes:
     size = os.fstat(fd).st_size
     return os.pread(fd, size, 0)
 
-  def read(self):
+  def read(self) -> Optional[Tuple[bytes, Token]]:
     with self._held() as fd:
       if fd is None:
         return None
       data = self._content(fd)
       return data, data
 
-  def replace(self, data: bytes, token):
+  def replace(self, data: bytes, token: Token) -> Optional[Token]:
     with self._held() as fd:
       if fd is None or self._content(fd) != token:
         return None
@@ -123,7 +127,7 @@ class _LocalStore:
       os.ftruncate(fd, len(data))
       return data
 
-  def delete(self, token) -> bool:
+  def delete(self, token: Token) -> bool:
     with self._held() as fd:
       if fd is None or self._content(fd) != token:
         return False
@@ -133,19 +137,19 @@ class _LocalStore:
 
 class _S3Store:
 
-  def __init__(self, path: str, pipeline_options):
+  def __init__(self, path: str, pipeline_options: BeamOptions):
     # pylint: disable=import-outside-toplevel
     from apache_beam.io.aws.clients.s3.boto3_client import Client
     self.client = Client(pipeline_options).client
     self.bucket, _, self.key = path[len("s3://"):].partition("/")
 
   @staticmethod
-  def _failed(e) -> bool:
+  def _failed(e: BaseException) -> bool:
     code = getattr(e, "response", {}).get("Error", {}).get("Code", "")
     return code in ("PreconditionFailed", "412", "NoSuchKey", "404",
                     "ConditionalRequestConflict", "409")
 
-  def create(self, data: bytes):
+  def create(self, data: bytes) -> Optional[Token]:
     try:
       return self.client.put_object(Bucket=self.bucket, Key=self.key,
                                     Body=data, IfNoneMatch="*")["ETag"]
@@ -154,7 +158,7 @@ class _S3Store:
         return None
       raise
 
-  def read(self):
+  def read(self) -> Optional[Tuple[bytes, Token]]:
     try:
       got = self.client.get_object(Bucket=self.bucket, Key=self.key)
     except Exception as e:  # pylint: disable=broad-except
@@ -163,7 +167,7 @@ class _S3Store:
       raise
     return got["Body"].read(), got["ETag"]
 
-  def replace(self, data: bytes, token):
+  def replace(self, data: bytes, token: Token) -> Optional[Token]:
     try:
       return self.client.put_object(Bucket=self.bucket, Key=self.key,
                                     Body=data, IfMatch=token)["ETag"]
@@ -172,7 +176,7 @@ class _S3Store:
         return None
       raise
 
-  def delete(self, token) -> bool:
+  def delete(self, token: Token) -> bool:
     try:
       self.client.delete_object(Bucket=self.bucket, Key=self.key,
                                 IfMatch=token)
@@ -185,7 +189,7 @@ class _S3Store:
 
 class _GcsStore:
 
-  def __init__(self, path: str, pipeline_options):
+  def __init__(self, path: str, pipeline_options: BeamOptions):
     # pylint: disable=import-outside-toplevel
     from apache_beam.io.gcp.gcsio import GcsIO
     from google.api_core import exceptions
@@ -195,7 +199,7 @@ class _GcsStore:
         pipeline_options=pipeline_options).client.bucket(
         bucket).blob(key)
 
-  def create(self, data: bytes):
+  def create(self, data: bytes) -> Optional[Token]:
     blob = self.blob_of()
     try:
       blob.upload_from_string(data, if_generation_match=0)
@@ -203,7 +207,7 @@ class _GcsStore:
       return None          # bucket's NotFound is raised)
     return blob.generation
 
-  def read(self):
+  def read(self) -> Optional[Tuple[bytes, Token]]:
     blob = self.blob_of()
     try:
       data = blob.download_as_bytes()
@@ -211,7 +215,7 @@ class _GcsStore:
       return None
     return data, blob.generation
 
-  def replace(self, data: bytes, token):
+  def replace(self, data: bytes, token: Token) -> Optional[Token]:
     blob = self.blob_of()
     try:
       blob.upload_from_string(data, if_generation_match=token)
@@ -219,7 +223,7 @@ class _GcsStore:
       return None
     return blob.generation
 
-  def delete(self, token) -> bool:
+  def delete(self, token: Token) -> bool:
     try:
       self.blob_of().delete(if_generation_match=token)
       return True
@@ -235,21 +239,21 @@ class _BeamStore:
     from apache_beam.io.filesystems import FileSystems
     self.fs, self.path = FileSystems, path
 
-  def create(self, data: bytes):
+  def create(self, data: bytes) -> Optional[Token]:
     if self.fs.exists(self.path):
       return None
     with self.fs.create(self.path) as f:
       f.write(data)
     return data
 
-  def read(self):
+  def read(self) -> Optional[Tuple[bytes, Token]]:
     if not self.fs.exists(self.path):
       return None
     with self.fs.open(self.path) as f:
       data = f.read()
     return data, data
 
-  def replace(self, data: bytes, token):
+  def replace(self, data: bytes, token: Token) -> Optional[Token]:
     current = self.read()
     if current is None or current[1] != token:
       return None
@@ -257,7 +261,7 @@ class _BeamStore:
       f.write(data)
     return data
 
-  def delete(self, token) -> bool:
+  def delete(self, token: Token) -> bool:
     current = self.read()
     if current is None or current[1] != token:
       return False
@@ -265,7 +269,7 @@ class _BeamStore:
     return True
 
 
-def store_for(path: str, pipeline_options):
+def store_for(path: str, pipeline_options: BeamOptions) -> Any:
   if "://" not in path:
     return _LocalStore(path)
   if path.startswith("s3://"):
@@ -361,7 +365,7 @@ def new_run() -> str:
 class OutputLock:
   """The lock of one output, held by this build (`acquire`)."""
 
-  def __init__(self, output: str, pipeline_options=None,
+  def __init__(self, output: str, pipeline_options: BeamOptions = None,
                lease_seconds: float = LEASE_SECONDS,
                run: Optional[str] = None):
     self.output = output
@@ -404,7 +408,7 @@ class OutputLock:
       return None
     return current[1] if run == self.run else None
 
-  def _create(self):
+  def _create(self) -> Optional[Token]:
     for _ in range(3):
       if "://" not in self.output and not os.path.isdir(self.output):
         os.makedirs(self.output, exist_ok=True)
@@ -536,5 +540,5 @@ class OutputLock:
   def __enter__(self) -> "OutputLock":
     return self.acquire()
 
-  def __exit__(self, *exc) -> None:
+  def __exit__(self, *exc: Any) -> None:
     self.release()

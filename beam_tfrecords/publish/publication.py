@@ -22,7 +22,7 @@ the steps; `expand()` only wires them.
 """
 
 import dataclasses
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -63,7 +63,8 @@ class Publication:
     own: readers tell a replaced dataset by it (core.generations)."""
     return f"beam-tfrecords {self.version} {self.key} {self.run}\n"
 
-  def stage(self, pipeline_options, if_changed: bool = False) -> Staged:
+  def stage(self, pipeline_options: Any,
+            if_changed: bool = False) -> Staged:
     """Locks and stages the output (publish.staging.stage). Safe to run
     again (a retried step): the lock is adopted, the rest done again.
     With `if_changed` (build() without force), a finished dataset of this
@@ -121,7 +122,7 @@ class Publication:
 
 class _StageFn(beam.DoFn):
 
-  def process(self, publication: Publication):
+  def process(self, publication: Any) -> Iterator[str]:
     # The file system options the worker was started with (S3 endpoint,
     # credentials) reach the lock's store too.
     options = FileSystems._pipeline_options  # pylint: disable=protected-access
@@ -138,7 +139,7 @@ class StageOutput(beam.PTransform):
     super().__init__()
     self._publication = publication
 
-  def expand(self, pipeline):
+  def expand(self, pipeline: Any) -> Any:
     return (pipeline
             | "Plan" >> beam.Create([self._publication])
             | "LockAndStage" >> beam.ParDo(_StageFn()).with_output_types(

@@ -45,7 +45,8 @@ _HELD: Dict[Tuple[str, str], OutputLock] = {}
 
 
 def stage(output: str, run: str, key: str, tfmd: str, *, overwrite: bool,
-          overwrite_hint: str, if_changed: bool, pipeline_options) -> Staged:
+          overwrite_hint: str, if_changed: bool,
+          pipeline_options: Any) -> Staged:
   """Locks and prepares `output` (an absolute path or URL) for the build
   `run`, whose staging folder is staging_name(run) in it. Safe to run
   again for the same run (a retried step, a runner that runs a side
@@ -102,7 +103,7 @@ def release(output: str, run: str) -> None:
     lock.release()
 
 
-def _locked(output: str, pipeline_options, run: str) -> OutputLock:
+def _locked(output: str, pipeline_options: Any, run: str) -> OutputLock:
   """The output's lock, taken for the build `run`."""
   try:
     return OutputLock(output, pipeline_options, run=run).acquire()
