@@ -50,7 +50,7 @@ class WriteDataset(beam.PTransform):
   """Rows (dicts or RecordBatches) -> a finished dataset in `output`.
 
   The output PCollection holds one element: the published dataset.json
-  content. Building the graph only plans: the pipeline's first step, when
+  as a btr.DatasetInfo (`.counts.rows_read`, `.splits["train"]`, ...). Building the graph only plans: the pipeline's first step, when
   it runs, checks and locks the output and makes the staging folder (a
   graph built and never run leaves nothing), and its last step publishes
   and releases the lock. If the pipeline fails, the lock is taken over

@@ -228,8 +228,8 @@ class _FinishFn(beam.DoFn):
     from apache_beam.io.filesystems import FileSystems
     # The file system options the worker was started with (S3 endpoint,
     # credentials) reach the lock's store too.
-    yield finish(info, self._plan,
-                 FileSystems._pipeline_options).to_json()  # pylint: disable=protected-access
+    options = FileSystems._pipeline_options  # pylint: disable=protected-access
+    yield finish(info, self._plan, options)
 
 
 class Finish(beam.PTransform):

@@ -50,7 +50,7 @@ def _write(rows, output, workers=1, **options):
     published = (p | beam.Create(rows)
                  | btr.WriteDataset(SCHEMA, output, num_shards=2,
                                     max_bad_fraction=1.0, **options))
-    assert_that(published | beam.Map(lambda m: m["counts"]["rows_read"]),
+    assert_that(published | beam.Map(lambda info: info.counts.rows_read),
                 equal_to([len(rows)]))
 
 
