@@ -85,9 +85,10 @@ def tally() -> _Tally:
 
 
 def human_bytes(n: float) -> str:
-  """1536 -> '1.5 KB'."""
-  for unit in ("B", "KB", "MB", "GB", "TB"):
-    if n < 1024 or unit == "TB":
+  """1536 -> '1.5 KiB': binary units, named as such (`--max-shard-size`
+  reads KB as 1000 bytes, so a KiB labelled KB would disagree with it)."""
+  for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+    if n < 1024 or unit == "TiB":
       return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
     n /= 1024
   return str(n)

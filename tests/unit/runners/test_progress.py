@@ -51,7 +51,7 @@ def test_other_runners_log_the_jobs_counters_while_it_runs(caplog):
     progress.poll_metrics(Job(), 200_000, every=0.01)
   lines = [r.getMessage() for r in caplog.records]
   assert len(lines) == 2
-  assert lines[1].startswith("progress: 97.7 KB of 195.3 KB read (50%), "
+  assert lines[1].startswith("progress: 97.7 KiB of 195.3 KiB read (50%), "
                              "2,000 rows (")
   assert lines[1].endswith("1,999 records, 1 rejected, ETA " +
                            lines[1].rsplit("ETA ", 1)[1])
