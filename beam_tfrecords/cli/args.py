@@ -84,7 +84,8 @@ def _input_formats(g) -> None:
                  "read whole, not split)")
   g.add_argument("--tfrecord-compression", choices=["gzip", "none"],
                  help="TFRecord input: gzip or not (default: gzip for "
-                 "names ending in .gz)")
+                 "names ending in .gz and for files that start with "
+                 "gzip's magic bytes)")
   g.add_argument("--encoding", help="text encoding of CSV input (default utf-8)")
 
 
@@ -145,12 +146,14 @@ def _report(sub) -> None:
 def _verify(sub) -> None:
   v = sub.add_parser(
       "verify", help="check every file of a dataset against the SHA-256 "
-      "its build recorded (missing, truncated, damaged and extra files)",
+      "its build recorded (missing, truncated, resized, damaged, extra "
+      "and unreadable files, and a croissant.json that disagrees)",
       description="Check every file of a finished dataset against the "
       "sizes and SHA-256s in its dataset.json; exit 0 when all are intact, "
-      "1 naming each missing, truncated, damaged, extra or unreadable file "
-      "(only regular files are read, each to at most one byte past its "
-      "listed size), 2 when it cannot be verified (not a finished dataset, "
+      "1 naming each missing, truncated, resized, damaged, extra or "
+      "unreadable file (only regular files are read, each to at most one "
+      "byte past its listed size) and a croissant.json that disagrees "
+      "with dataset.json or does not read, 2 when it cannot be verified (not a finished dataset, "
       "a dataset.json of another shape, or replaced by a newer build while "
       "verifying: run it again). Other --flags go to Beam's file systems "
       "(--s3_endpoint_url, ...).")
