@@ -29,7 +29,7 @@ ENV = "BTR_NATIVE"
 CONTRACT = 2
 MISSING = ("the native encoding core (beam_tfrecords_native) is not "
            "installed: records are encoded by the pure-Python path (the same "
-           "bytes, about 3x the CPU); build it with `make native` "
+           "bytes, about twice a build's CPU); build it with `make native` "
            "(needs cargo)")
 
 
@@ -55,7 +55,7 @@ def _stale(module: ModuleType) -> str:
           f"{getattr(module, '__version__', '?')}) speaks contract "
           f"{getattr(module, 'CONTRACT', None)}, this package {CONTRACT}: "
           f"records are encoded by the pure-Python path (the same bytes, "
-          f"about 3x the CPU); rebuild it with `make native`")
+          f"about twice a build's CPU); rebuild it with `make native`")
 
 
 _NO = {"0", "false", "no", "off"}
