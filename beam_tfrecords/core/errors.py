@@ -127,6 +127,10 @@ class MalformedFileError(InputError):
 class EncodingError(BeamTFRecordsError):
   """One value cannot be encoded as its feature says.
 
+  Not raised by a build or by EncodeRecords: there the row becomes a
+  dead-letter entry whose reason is this error's message (`In feature
+  "F": reason`), and in a build the thresholds decide (BadRowsError).
+
   Attributes:
     feature: the feature name.
     reason: what is wrong and what is allowed, without the feature prefix.
