@@ -141,8 +141,10 @@ FINISHED: Tuple[Entry, ...] = (
           "each split's first records, decoded: what croissant.json's "
           "records read", "unless --croissant off"),
     Entry(f"{INDEX_DIR}/train-00000-of-00001.tfrecord.gz.index",
-          "where each of the shard's gzip members starts (random access)",
-          "for shards whose format has an index, not with --sink beam"),
+          "where each of the shard's gzip members starts (random access; "
+          "an uncompressed shard's is DALI's <shard>.idx, where each record "
+          "starts)", "for shards whose format has an index, not with "
+          "--sink beam"),
     Entry(f"{ERRORS_DIR}/errors-00000-of-00001.jsonl",
           "one JSON object per rejected row: source, row, rows (1), "
           "reason, problems, raw; for a group: group (its key), rows (how "
