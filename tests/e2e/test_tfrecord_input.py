@@ -13,6 +13,7 @@ import sys
 import pytest
 
 import beam_tfrecords as btr
+from beam_tfrecords import cli
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.shard_reader import iter_tfrecords
 
@@ -186,28 +187,32 @@ def _infer_run(path):
        str(path)], capture_output=True, text=True, timeout=300)
 
 
-def _infer(path):
-  """infer-schema's output, and its feature lines by name."""
-  run = _infer_run(path)
-  assert run.returncode == 0, run.stderr[-2000:]
-  return run, {line.split(":")[0].strip().strip('"'): line
-               for line in run.stdout.splitlines() if line.startswith("  ")}
+def _infer(path, capsys):
+  """infer-schema's output, and its feature lines by name: its main() in
+  this process (a child process costs 2 s of imports; the refused file
+  below runs the real command line)."""
+  capsys.readouterr()
+  code = cli.main(["infer-schema", "--input", str(path)])
+  run = capsys.readouterr()
+  assert code == 0, run.err[-2000:]
+  return run.out, {line.split(":")[0].strip().strip('"'): line
+                   for line in run.out.splitlines() if line.startswith("  ")}
 
 
-def test_infer_schema_reads_examples(tmp_path, tf):
+def test_infer_schema_reads_examples(tmp_path, tf, capsys):
   _write(tf, tmp_path / "in.tfrecord.gz", [
       _example(tf, id=1, title="é".encode(), tags=[b"a", b"b"], pair=[1, 2],
                raw=b"\xff"),
       _example(tf, id=2, title=b"b", tags=[b"c"], pair=[3, 4], raw=b"\x00"),
   ], gzip_it=True)
-  run, features = _infer(tmp_path / "in.tfrecord.gz")
+  inferred, features = _infer(tmp_path / "in.tfrecord.gz", capsys)
   assert "{type: int64, required: true}" in features["id"]
   assert "{type: string, required: true}" in features["title"]
   assert "{type: string, shape: [-1], required: true}" in features["tags"]
   assert "{type: int64, shape: [2], required: true}" in features["pair"]
   assert "{type: bytes, required: true}" in features["raw"]
   # And the inferred schema builds the same files.
-  (tmp_path / "s.yaml").write_text(run.stdout)
+  (tmp_path / "s.yaml").write_text(inferred)
   out = str(tmp_path / "out")
   btr.build(str(tmp_path / "s.yaml"), str(tmp_path / "in.tfrecord.gz"), out)
   assert [(r["id"], r["title"], r["tags"]) for r in btr.iter_records(out)] \
@@ -315,7 +320,7 @@ def test_tensorflow_shard_names_and_preprocess_with_lists(tmp_path, tf):
       (3, "t")]
 
 
-def test_infer_schema_lists_features_it_cannot_type(tmp_path, tf):
+def test_infer_schema_lists_features_it_cannot_type(tmp_path, tf, capsys):
   records = [tf.train.Example(features=tf.train.Features(feature={
       "nokind": tf.train.Feature(),
       "empty": tf.train.Feature(int64_list=tf.train.Int64List()),
@@ -324,7 +329,7 @@ def test_infer_schema_lists_features_it_cannot_type(tmp_path, tf):
       feature={"k": tf.train.Feature(float_list=tf.train.FloatList(
           value=[2.5]))})).SerializeToString()]
   _write(tf, tmp_path / "in.tfrecord", records)
-  _, lines = _infer(tmp_path / "in.tfrecord")
+  _, lines = _infer(tmp_path / "in.tfrecord", capsys)
   assert "{type: float, required: true}" in lines["k"]
   for name in ("nokind", "empty"):
     assert "every sampled value is missing" in lines[name]
