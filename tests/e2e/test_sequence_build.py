@@ -3,14 +3,13 @@
 import json
 import os
 import random
-import subprocess
-import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import beam_tfrecords as btr
+from beam_tfrecords import cli
 
 from tests.helpers.records import shard_paths, tf_records
 EVENTS_SCHEMA = {
@@ -298,7 +297,7 @@ def test_context_conflict_and_bad_rows_in_errors(tf, tmp_path):
   assert int(ctx["user"]) == 2 and seq["item"].numpy().tolist() == [12]
 
 
-def test_load_feature_spec_and_inspect(tf, tmp_path):
+def test_load_feature_spec_and_inspect(tf, tmp_path, capsys):
   src = _write_lists("jsonl", tmp_path / "in.jsonl")
   out = str(tmp_path / "out")
   btr.build(LISTS_SCHEMA, src, out)
@@ -314,12 +313,12 @@ def test_load_feature_spec_and_inspect(tf, tmp_path):
   assert sorted(context["id"].numpy().tolist()) == [1, 2, 3]
   # Padded to the longest sequence of the batch.
   assert sequence["tokens"].shape == (3, 3)
-  run = subprocess.run(
-      [sys.executable, "-m", "beam_tfrecords", "inspect", out,
-       "--records", "1"], capture_output=True, text=True, timeout=120)
-  assert run.returncode == 0, run.stderr
-  assert "records 3 (7 steps)" in run.stdout
-  assert "sequence features (per step):" in run.stdout
-  assert "my_ints: RaggedFeature int64" in run.stdout
+  # The command's main() here: a child process costs 2 s of imports.
+  capsys.readouterr()
+  assert cli.main(["inspect", out, "--records", "1"]) == cli.EXIT_OK
+  shown = capsys.readouterr().out
+  assert "records 3 (7 steps)" in shown
+  assert "sequence features (per step):" in shown
+  assert "my_ints: RaggedFeature int64" in shown
   assert '"feature_lists": {"labels": [0, 1, 0], "my_ints": [[5, 6], ' \
-      '[7, 8, 9]], "tokens": [1, 2, 3]}' in run.stdout
+      '[7, 8, 9]], "tokens": [1, 2, 3]}' in shown
