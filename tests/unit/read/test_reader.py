@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from beam_tfrecords import DatasetReplacedError, InputError, ShardDamagedError
+from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.read.reader import (dataset_errors, dataset_info,
                                         dataset_schema, feature_spec,
                                         is_dataset, iter_records, load,
@@ -182,10 +183,12 @@ def test_iter_records_of_a_replaced_dataset_never_mixes(tmp_path):
 
 
 def test_dataset_errors_are_the_dead_letter_rows_in_order(values):
-  assert list(dataset_errors(values, dataset_info(values))) == ERRORS
-  assert list(dataset_errors(values, dataset_info(values).__class__.from_json(
-      dict(dataset_info(values).to_json(),
-           errors={"rows": 0, "files": [], "reasons": []})))) == []
+  info = dataset_info(values)
+  assert list(dataset_errors(values, info)) == ERRORS
+  # The files its dataset.json lists, none other.
+  none = DatasetInfo.from_json(dict(info.to_json(), errors={
+      "rows": 0, "files": [], "reasons": []}))
+  assert list(dataset_errors(values, none)) == []
 
 
 def test_a_dataset_without_transform_has_no_transform_output(values):
