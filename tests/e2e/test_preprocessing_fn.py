@@ -17,8 +17,7 @@ import beam_tfrecords as btr
 from beam_tfrecords import InputError
 from beam_tfrecords.read.reader import is_dataset
 
-import tft_penguins
-from tests.helpers.preprocessing_fn import SCHEMA
+from tests.helpers.preprocessing_fn import SCHEMA, penguins_fns
 
 
 PENGUINS = pathlib.Path(__file__).resolve().parents[1] / "data" / "penguins" / \
@@ -69,7 +68,7 @@ def built(tmp_path_factory):
     w.writerows(rows)
   out = str(tmp / "out")
   btr.build(SCHEMA, str(src), out,
-            preprocessing_fn=tft_penguins.preprocessing_fn)
+            preprocessing_fn=penguins_fns().preprocessing_fn)
   return rows, out, tmp
 
 
@@ -102,7 +101,7 @@ def _reference(rows, train_ids, eval_ids, tmp):
   other = [instance(r) for r in rows if r["row"] in eval_ids]
   with beam.Pipeline() as p, tft_beam.Context(temp_dir=str(tmp / "ref")):
     fn = ((p | "Train" >> beam.Create(train), metadata)
-          | tft_beam.AnalyzeDataset(tft_penguins.preprocessing_fn))
+          | tft_beam.AnalyzeDataset(penguins_fns().preprocessing_fn))
     for name, data in (("train", train), ("eval", other)):
       (out, _) = (((p | f"Data{name}" >> beam.Create(data), metadata), fn)
                   | f"Transform{name}" >> tft_beam.TransformDataset())
@@ -212,7 +211,7 @@ def test_a_function_that_fails_on_a_batch_fails_the_build(tmp_path,
   out = tmp_path / "out"
   with pytest.raises(Exception, match="too heavy"):
     btr.build(SCHEMA, str(src), str(out),
-              preprocessing_fn=tft_penguins.fails_on_a_batch)
+              preprocessing_fn=penguins_fns().fails_on_a_batch)
   assert not (out / "_SUCCESS").exists()
   assert not is_dataset(str(out))
   # The log's one-line summary carries TensorFlow's message.
@@ -233,7 +232,7 @@ def test_a_closure_builds_and_what_cannot_take_one_is_refused(tmp_path):
 
   def make(scale):
     def fn(inputs):
-      out = tft_penguins.preprocessing_fn(inputs)
+      out = penguins_fns().preprocessing_fn(inputs)
       out["bill_scaled"] = inputs["bill_length_mm"] * scale
       return out
     return fn

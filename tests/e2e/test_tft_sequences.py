@@ -15,7 +15,7 @@ import pytest
 import beam_tfrecords as btr
 from beam_tfrecords.read.reader import dataset_info, iter_transformed
 
-import tft_penguins
+from tests.helpers.preprocessing_fn import penguins_fns
 from tests.helpers.tft_sequences import SCHEMA
 
 
@@ -68,7 +68,7 @@ def built(tmp_path_factory):
   n = _write(tmp / "penguins.csv")
   out = str(tmp / "out")
   btr.build(SCHEMA, str(tmp / "penguins.csv"), out,
-            preprocessing_fn=tft_penguins.sequence_fn)
+            preprocessing_fn=penguins_fns().sequence_fn)
   return out, n
 
 

@@ -15,3 +15,12 @@ SCHEMA = {
         "sex": {"type": "string", "required": True},
     },
 }
+
+
+def penguins_fns():
+  """The user's module of preprocessing functions (tests/helpers/
+  user_modules/tft_penguins.py), imported when a test needs it: it
+  imports TensorFlow Transform (1 s), which every test worker would pay
+  while collecting if a test file imported it."""
+  import tft_penguins  # pylint: disable=import-outside-toplevel
+  return tft_penguins

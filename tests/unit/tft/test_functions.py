@@ -5,13 +5,15 @@ features (`combined_fn`), traced before anything runs (`check_traces`), and
 what the build key sees of them (`fn_digest`). See beam_tfrecords.tft."""
 
 import pytest
+# (TensorFlow's first import starts a child process, which a unit test may
+# not: imported with the module; TensorFlow Transform with the functions.)
+import tensorflow  # noqa: F401  pylint: disable=unused-import
 
 import beam_tfrecords as btr
 from beam_tfrecords import InputError
 
-from tests.helpers.preprocessing_fn import SCHEMA
+from tests.helpers.preprocessing_fn import SCHEMA, penguins_fns
 from tests.helpers.tft_sequences import SCHEMA as SEQUENCE_SCHEMA
-import tft_penguins
 
 
 def test_a_function_that_cannot_be_traced_fails_before_the_pipeline(
@@ -22,7 +24,7 @@ def test_a_function_that_cannot_be_traced_fails_before_the_pipeline(
   out = tmp_path / "out"
   with pytest.raises(InputError) as e:
     btr.build(SCHEMA, str(src), str(out),
-              preprocessing_fn=tft_penguins.fails_to_trace)
+              preprocessing_fn=penguins_fns().fails_to_trace)
   message = str(e.value)
   assert "tft_penguins:fails_to_trace" in message
   assert "no_such_feature" in message
