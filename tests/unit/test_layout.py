@@ -9,6 +9,7 @@ when it is one concept.
 """
 
 import ast
+import functools
 import pathlib
 
 import pytest
@@ -18,6 +19,13 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "beam_tfrecords"
 
 def _modules():
   return sorted(PACKAGE.rglob("*.py"))
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(path: pathlib.Path) -> ast.Module:
+  """A module's syntax tree, parsed once for all the checks (each walks
+  every module; the trees are only read)."""
+  return ast.parse(path.read_text(), str(path))
 
 
 def _name(path: pathlib.Path) -> str:
@@ -37,7 +45,7 @@ def _private(name: str) -> bool:
 def private_imports(path: pathlib.Path):
   """`from our.module import _x` and `module._x` on an imported module of
   ours, as "file:line: what"."""
-  tree = ast.parse(path.read_text(), str(path))
+  tree = _parsed(path)
   ours = set()  # local names bound to our modules
   found = []
   for node in ast.walk(tree):
@@ -112,7 +120,7 @@ def _summary(path: pathlib.Path) -> str:
   """The first sentence of a module's docstring, on one line (up to its
   first colon when that sentence is long)."""
   import re
-  doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+  doc = ast.get_docstring(_parsed(path)) or ""
   paragraph = " ".join(doc.split("\n\n")[0].split())
   found = re.match(r"(.+?[.!?])(\s|$)", paragraph)
   sentence = found.group(1) if found else paragraph
@@ -166,7 +174,7 @@ def package_imports():
   found = {}
   for path in _modules():
     unit = _unit(_name(path))
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_parsed(path)):
       if isinstance(node, ast.ImportFrom) and node.level > 0:
         raise AssertionError(f"{path.name}:{node.lineno}: a relative "
                              "import (the layer checks read absolute ones)")
@@ -256,7 +264,7 @@ def _function_lengths():
   out = {}
   for path in _modules():
     module = _name(path).split(".", 1)[-1]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_parsed(path)):
       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         lines = node.end_lineno - node.lineno + 1
         doc = node.body[0]
@@ -281,7 +289,7 @@ def test_functions_are_at_most_80_lines():
 
 def test_encoding_imports_no_beam():
   for path in sorted((PACKAGE / "encoding").glob("*.py")):
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_parsed(path)):
       names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                else [node.module or ""] if isinstance(node, ast.ImportFrom)
                else [])
@@ -296,7 +304,7 @@ def test_core_imports_neither_beam_nor_tensorflow():
   heavy = {"apache_beam", "tensorflow", "tfx_bsl", "tensorflow_transform"}
   found = []
   for path in sorted((PACKAGE / "core").glob("*.py")):
-    tree = ast.parse(path.read_text())
+    tree = _parsed(path)
     top = set(tree.body)
     for node in ast.walk(tree):
       names = ([a.name for a in node.names] if isinstance(node, ast.Import)
@@ -384,7 +392,7 @@ def test_no_parameter_is_called_options():
   dataloader_args; a bare `options` meant six things."""
   found = []
   for path in _modules():
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_parsed(path)):
       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         a = node.args
         names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + [
