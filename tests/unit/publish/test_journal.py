@@ -15,9 +15,9 @@ import pytest
 from beam_tfrecords.core.errors import (InputError, OutputBusyError,
                                         OutputError, PublishInterruptedError)
 from beam_tfrecords.publish import file_ops
-from beam_tfrecords.publish.journal import (JOURNAL, check_output_files,
-                                            has_journal, previous_dataset,
-                                            publish, recover, remove_parts,
+from beam_tfrecords.publish.journal import (check_output_files, has_journal,
+                                            previous_dataset, publish,
+                                            recover, remove_parts,
                                             remove_staging, state)
 
 from tests.helpers.hand_made import SUCCESS_TEXT, example, write_dataset
@@ -27,6 +27,7 @@ from tests.helpers.publish_safety import _tree
 SCHEMA = {"name": "j", "features": {"id": {"type": "int64",
                                           "required": True}}}
 STAGING = ".staging-0123456789ab"
+JOURNAL = "publish.json"  # a publish's journal, in its staging folder
 NEW_SUCCESS = SUCCESS_TEXT.replace("1d98dad27dc6", "abcdefabcdef")
 BAD_ROW = {"source": "in.csv", "row": 3, "rows": 1, "reason": "not a number",
            "problems": [], "raw": {"id": "x"}}
