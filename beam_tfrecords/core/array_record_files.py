@@ -13,11 +13,23 @@ array-record opens local files only, so a file elsewhere (gs://, s3://) is
 copied into a local temporary file first. Its reader does not raise on a
 missing or foreign file (it reports `ok() == False` and zero records):
 `read_array_record` checks and raises.
+
+array-record is not fork-safe. Its readers and writers start threads
+(its 64-thread pool, and riegeli's background cleaner of zstd contexts)
+whose locks a forked child inherits without the threads: a DataLoader
+worker forked after its parent read ArrayRecord shards crashed with
+SIGSEGV in riegeli's BackgroundCleaner (absl Mutex::UnlockSlow), in 2 of
+3 runs of 300 loaders under load, every worker of that process.
+`array_record_module()` so refuses, with an InputError saying what to do,
+in a process forked from one that had loaded array-record; torch loaders
+of ArrayRecord shards start their workers with "forkserver"
+(read.torch.Loader).
 """
 
 import os
 import re
 import shutil
+import sys
 import tempfile
 from typing import Any, Iterator, List, Optional
 
@@ -48,12 +60,44 @@ _COMPRESSIONS = {"zstd": "ZSTD", "brotli": "BROTLI", "snappy": "SNAPPY",
                  "uncompressed": "NONE"}
 
 
+_MODULE = "array_record.python.array_record_module"
+# Set in a child forked from a process that had loaded array-record.
+_FORKED_FROM_A_USER = False
+
+
+def _after_fork_in_child() -> None:
+  global _FORKED_FROM_A_USER  # pylint: disable=global-statement
+  if _MODULE in sys.modules:
+    _FORKED_FROM_A_USER = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _refuse_after_fork() -> None:
+  """Raises InputError in a process forked from one that had loaded
+  array-record."""
+  if _FORKED_FROM_A_USER:
+    raise InputError(
+        "ArrayRecord files cannot be read or written in this process "
+        f"(pid {os.getpid()}): it was forked from a process that had "
+        "loaded array-record, whose threads do not survive a fork (its "
+        "reader can crash the process). Start the workers with "
+        "multiprocessing_context='forkserver' or 'spawn' (torch's "
+        "DataLoader takes it; Dataset.loader() and IndexedDataset.loader() "
+        "do so for ArrayRecord shards), or read the dataset as TFRecord "
+        "shards")
+
+
 def array_record_module() -> Any:
   """array-record's Python module.
 
   Raises:
-    InputError: it is not installed, saying how to install it.
+    InputError: it is not installed, saying how to install it; or this
+      process was forked from one that had loaded it (see the module's
+      docstring), saying how to start it instead.
   """
+  _refuse_after_fork()
   try:
     # pylint: disable=import-outside-toplevel
     from array_record.python import array_record_module as module
@@ -98,6 +142,7 @@ class RandomReader:
     return self._reader.num_records()
 
   def read(self, positions: List[int]) -> List[bytes]:
+    _refuse_after_fork()  # (a reader its parent opened)
     if len(positions) >= LIST_READ:
       return list(self._reader.read(positions))
     read = self._reader.read
@@ -162,6 +207,7 @@ def _records(module: Any, local: str, path: str) -> Iterator[bytes]:
   try:
     n = reader.num_records()
     for start in range(0, n, _READ_BATCH):
+      _refuse_after_fork()  # (a generator its parent started)
       yield from reader.read(start, min(n, start + _READ_BATCH))
   finally:
     reader.close()

@@ -20,14 +20,14 @@ file alone.
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 
 from beam_tfrecords.core import array_record_files
 from beam_tfrecords.core.errors import InputError, ShardDamagedError
 
 __all__ = ["ShardFormat", "register_format", "unregister_format", "of_file",
            "of_dataset",
-           "named", "formats", "file_formats", "TFRECORD", "TFRECORD_GZIP", "TFRECORD_PLAIN",
+           "named", "formats", "file_formats", "fork_safe", "TFRECORD", "TFRECORD_GZIP", "TFRECORD_PLAIN",
            "ARRAY_RECORD"]
 
 # --file-format's word for TFRecord shards (gzip or not: --compression).
@@ -75,6 +75,9 @@ class ShardFormat:
     random_note: (writer options) -> what reading its shards at random
       costs, when more than it should (a warning), or None.
     tfds_shuffle: how TFDS shuffles it when it reads (--tfds).
+    fork_safe: its reader works in a process forked from one that had
+      loaded it (a DataLoader worker under the default "fork" start
+      method); if not, loaders start their workers with "forkserver".
   """
   name: str
   suffix: str
@@ -99,6 +102,7 @@ class ShardFormat:
   writer_note: str = ""
   tfds_shuffle: str = ""
   random_note: Optional[Callable[[str], Optional[str]]] = None
+  fork_safe: bool = True
 
   @property
   def own(self) -> bool:
@@ -186,7 +190,13 @@ ARRAY_RECORD = register_format(ShardFormat(
     "Grain's ArrayRecordDataSource or TFDS's as_data_source()",
     writer_note="compressed by array-record (--array-record-options)",
     random_note=array_record_files.random_access_note,
-    tfds_shuffle="Grain's shuffle over as_data_source()"))
+    tfds_shuffle="Grain's shuffle over as_data_source()", fork_safe=False))
+
+
+def fork_safe(paths: Iterable[str]) -> bool:
+  """Whether every one of these shards' formats reads in a forked
+  process (ShardFormat.fork_safe)."""
+  return all(of_file(p).fork_safe for p in paths)
 
 
 def of_file(path: str) -> ShardFormat:

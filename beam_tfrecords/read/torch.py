@@ -46,6 +46,7 @@ Needs the `torch` extra: pip install beam-tfrecords[torch].
 """
 
 import functools
+import multiprocessing
 import queue
 import threading
 from typing import Any, Dict, FrozenSet, Iterator, Optional, Tuple
@@ -56,6 +57,7 @@ import torch
 import torch.utils.data
 
 from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.shard_formats import fork_safe
 from beam_tfrecords.read.arrays import RecordDecoder, cuts
 from beam_tfrecords.read.global_order import (LOOKAHEAD, GlobalOrder,
                                               Positions)
@@ -394,7 +396,8 @@ class Dataset(torch.utils.data.IterableDataset):
       raise InputError("Dataset.loader() resumes a global shuffle: give "
                        "shuffle_seed, shuffle='global' and batch_size")
     return Loader(self, self._batch, len(self._stream.replaced(
-        self._share())), dataloader_args)
+        self._share())), dataloader_args,
+                  forks=fork_safe(path for path, _ in self._stream.files))
 
   def _resume(self, epoch: int, consumed: Optional[int]) -> None:
     self.set_epoch(epoch)
@@ -498,14 +501,15 @@ class IndexedDataset(torch.utils.data.Dataset):
     given a `collate_fn`, it gets the per-record dicts instead."""
     sampler = GlobalSampler(len(self), shuffle_seed, epoch, shard,
                             drop_remainder)
+    forks = fork_safe(s.path for s in self._records.shards)
     if "collate_fn" in dataloader_args:
       return Loader(self, batch_size, len(sampler),
                     dict(dataloader_args, sampler=sampler,
-                         batch_size=batch_size))
+                         batch_size=batch_size), forks=forks)
     return Loader(self, batch_size, len(sampler), dict(
         dataloader_args, sampler=sampler, batch_size=batch_size,
         collate_fn=functools.partial(_decoded_batch, self._decoder)),
-                  dataset=_Serialized(self._records))
+                  dataset=_Serialized(self._records), forks=forks)
 
 
 class _Serialized(torch.utils.data.Dataset):
@@ -535,6 +539,14 @@ def _decoded_batch(decoder: RecordDecoder, records: list) -> Batch:
   return Batch(_tensors(objects(part)))
 
 
+def _forkserver() -> Any:
+  """multiprocessing's "forkserver" context, its server importing this
+  module first (once: each worker then needs no import of torch)."""
+  context = multiprocessing.get_context("forkserver")
+  context.set_forkserver_preload([__name__])
+  return context
+
+
 class Loader:
   """A torch DataLoader whose batches come in a global shuffle's order,
   and so whose state is the records the trainer took: `state_dict()`
@@ -544,15 +556,23 @@ class Loader:
 
   Made by Dataset.loader (an IterableDataset of batches; the workers
   take the permutation's blocks in turn) or IndexedDataset.loader (a
-  GlobalSampler: DataLoader keeps a sampler's order)."""
+  GlobalSampler: DataLoader keeps a sampler's order).
+
+  Workers reading shards of a format that is not fork-safe (ArrayRecord:
+  core.array_record_files) are started with "forkserver" unless
+  dataloader_args give a multiprocessing_context."""
 
   def __init__(self, source, batch_size: int, share: int,
-               dataloader_args: Dict[str, Any], dataset=None):
+               dataloader_args: Dict[str, Any], dataset=None,
+               forks: bool = True):
     self._source, self._batch, self._share = source, batch_size, share
     # What the DataLoader reads (default: the source).
     self._dataset = source if dataset is None else dataset
     self._sampler = dataloader_args.get("sampler")
     self._options = dict(dataloader_args)
+    if (not forks and self._options.get("num_workers")
+        and self._options.get("multiprocessing_context") is None):
+      self._options["multiprocessing_context"] = _forkserver()
     if self._sampler is None:
       self._options["batch_size"] = None
     self._epoch = (self._sampler or source).epoch

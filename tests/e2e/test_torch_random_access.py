@@ -136,6 +136,24 @@ def test_a_killed_worker_resumes_to_the_record(request, kind, fmt):
     other.load_state_dict(state)
 
 
+def test_array_record_workers_are_not_forked_from_a_reader(array_records):
+  """array-record is not fork-safe (core/array_record_files.py): the
+  loaders start ArrayRecord workers with "forkserver" (the test above
+  reads through them); workers forked by the user's own DataLoader after
+  this process read the shards raise an error saying what to do."""
+  ds = IndexedDataset(array_records, "train")
+  assert int(ds[3]["id"]) == _stream_ids(array_records)[3]  # read here
+  loader = ds.loader(batch_size=50, shuffle_seed=1, num_workers=1)
+  assert len([b for b in loader]) == ROWS // 50
+  forked = torch.utils.data.DataLoader(
+      ds, batch_size=50, collate_fn=ds.collate, num_workers=1,
+      multiprocessing_context="fork")
+  with pytest.raises(btr.InputError, match=r"forked from a process that "
+                     r"had loaded array-record.*multiprocessing_context="
+                     r"'forkserver' or 'spawn'"):
+    next(iter(forked))
+
+
 def test_resumes_in_the_main_process_twice_and_after_an_epoch(built):
   """Without workers (the DataLoader's default) a resumed loader's state
   resumes again; a state taken after an epoch's last batch starts the

@@ -129,3 +129,4 @@ def test_without_the_extra_the_error_says_how_to_install_it(monkeypatch,
     with pytest.raises(InputError, match=r"need array-record: pip install "
                        r"'beam-tfrecords\[array_record\]'"):
       call()
+
