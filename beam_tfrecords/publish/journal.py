@@ -461,12 +461,15 @@ def _move_once(src: str, dst: str) -> None:
 
 
 def _remove_empty_folders(output: str, names: List[str]) -> None:
+  """The folders the old dataset's files left empty, but errors/ (on
+  local disk it is there, empty, when no row was rejected)."""
   if not ops.local(output):
     return  # object stores have no folders
   folders = {os.path.dirname(n) for n in names if "/" in n}
+  keep = {output, os.path.join(output, ERRORS_DIR)}
   for folder in sorted(folders, key=len, reverse=True):
     path = os.path.join(output, folder)
-    while path != output and os.path.isdir(path) and not os.listdir(path):
+    while path not in keep and os.path.isdir(path) and not os.listdir(path):
       os.rmdir(path)
       path = os.path.dirname(path)
 

@@ -122,6 +122,15 @@ def test_bad_rows_go_to_errors_with_reason(tmp_path):
   assert "could not parse '9,7' as float (a decimal comma?" in \
       errors[2]["reason"]
   assert result.info.errors.rows == 3
+  # Overwritten by a build without bad rows: the old build's rejected
+  # rows are not this dataset's, so they go with it (errors/ stays, empty).
+  src.write_text('Age,Movie,Movie Ratings,Suggestion,Price,Code\n'
+                 '1,a,1.0,s,2.0,c\n')
+  again = btr.build(SCHEMA, str(src), str(tmp_path / "out"), overwrite=True)
+  assert again.info.errors.rows == 0
+  assert os.listdir(tmp_path / "out" / "errors") == []
+  with open(tmp_path / "out" / "dataset.json") as f:
+    assert json.load(f)["counts"]["rows_rejected"] == 0
 
 
 def test_gzip_input_and_many_files(tf, tmp_path):
