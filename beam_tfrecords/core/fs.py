@@ -53,10 +53,10 @@ def _beam() -> Any:
   return FileSystems
 
 
-def join(base: str, *parts: str) -> str:
+def join(base: str, *names: str) -> str:
   if is_local(base):
-    return os.path.join(base, *parts)
-  return _beam().join(base, *parts)
+    return os.path.join(base, *names)
+  return _beam().join(base, *names)
 
 
 def exists(path: str) -> bool:
@@ -82,16 +82,18 @@ def open_read(path: str,
   return open(path, "rb")
 
 
-def sha256_of(path: str, block: int = 8 << 20,
+def sha256_of(path: str, read_bytes: int = 8 << 20,
               limit: Optional[int] = None) -> Tuple[int, str]:
   """(bytes, SHA-256 hex) of a file as stored (a .gz one not inflated),
-  read in blocks; of its first `limit` bytes at most, when given (so that
-  a file that grows while it is read cannot keep the reader forever)."""
+  read `read_bytes` at a time; of its first `limit` bytes at most, when
+  given (so that a file that grows while it is read cannot keep the
+  reader forever)."""
   digest = hashlib.sha256()
   size = 0
   with open_read(path, UNCOMPRESSED) as f:
     while limit is None or size < limit:
-      data = f.read(block if limit is None else min(block, limit - size))
+      data = f.read(read_bytes if limit is None
+                    else min(read_bytes, limit - size))
       if not data:
         break
       size += len(data)
@@ -149,13 +151,13 @@ def _regex(pattern: str) -> "re.Pattern":
 def _could_hold(pattern: str, root: str, folder: str) -> bool:
   """Whether files under `folder` (found walking from `root`) could match
   the local `pattern`: a `**` crosses folders; else each of the folder's
-  names must match the pattern's part at its depth."""
+  names must match the pattern's name at its depth."""
   if "**" in pattern:
     return True
   rel = os.path.relpath(folder, root or ".").split(os.sep)
-  parts = os.path.relpath(pattern, root or ".").split(os.sep)
-  return len(rel) < len(parts) and all(
-      fnmatch.fnmatchcase(name, part) for name, part in zip(rel, parts))
+  wanted = os.path.relpath(pattern, root or ".").split(os.sep)
+  return len(rel) < len(wanted) and all(
+      fnmatch.fnmatchcase(name, want) for name, want in zip(rel, wanted))
 
 
 def match(pattern: str) -> List[FileInfo]:

@@ -496,9 +496,9 @@ class FeatureStats:
     long_values: text values too long to count among the top ones.
     top, top_exact: the most frequent values (text and bytes), and whether
       their counts are exact.
-    unexpected, non_finite: values outside an `expect:` block's
-      `values:`, and NaN or infinite numbers (expect: blocks only).
-    frequencies: every value's count, for drift (an expect: block's
+    unexpected, non_finite: values outside an `expect:` section's
+      `values:`, and NaN or infinite numbers (expect: sections only).
+    frequencies: every value's count, for drift (an expect: section's
       `values:`, or a text feature's when few enough).
     drift_note: why drift cannot be measured for it.
     histogram: the exact fine histogram of its numbers, for drift
@@ -713,7 +713,7 @@ class DatasetInfo:
   transform: Optional[TransformInfo] = None
   label: Optional[Tuple[str, ...]] = None
   aligned_lists: Optional[Dict[str, Any]] = None
-  # With expect: blocks (beam_tfrecords.inspect.expectations).
+  # With expect: sections (beam_tfrecords.inspect.expectations).
   anomalies: Optional[Anomalies] = None
   checksums: Optional[Dict[str, FileSum]] = None
   croissant: Optional[str] = None
@@ -826,17 +826,18 @@ class DatasetInfo:
     Features the build makes of a declaration (an image's height, a
     vocabulary's index) have none."""
     out: Dict[str, Dict[str, Any]] = {}
-    for part in ("features", "context", "sequence"):
-      for name, raw in (self.schema.get(part) or {}).items():
+    for section in ("features", "context", "sequence"):
+      for name, raw in (self.schema.get(section) or {}).items():
         out[name] = ({"type": raw} if isinstance(raw, str) else
                      dict(raw) if isinstance(raw, dict) else {})
     return out
 
-  def part_of(self, name: str) -> str:
-    """"context" or "sequence" for a SequenceExample's feature, else ""."""
-    for part in ("context", "sequence"):
-      if name in (self.schema.get(part) or {}):
-        return part
+  def section_of(self, name: str) -> str:
+    """The schema section of a SequenceExample's feature, "context" or
+    "sequence"; else ""."""
+    for section in ("context", "sequence"):
+      if name in (self.schema.get(section) or {}):
+        return section
     return ""
 
   def shards(self) -> List[ShardInfo]:

@@ -108,9 +108,9 @@ def member_size(head: bytes, at: int = 0) -> Tuple[int, int]:
 
 
 class Hopper:
-  """Units that say their own size, found in data given block by block:
+  """Units that say their own size, found in data given piece by piece:
   members written here (the default), or TFRecord records
-  (`Hopper(8, lambda head, at: (length + 16, 1))`). `feed` each block in
+  (`Hopper(8, lambda head, at: (length + 16, 1))`). `feed` each piece in
   turn; `units` holds (offset, size, count) per unit, `first` and `last`
   the bytes of the first and the last whole unit; `done()` says whether
   the data ended between units."""
@@ -125,8 +125,8 @@ class Hopper:
     self.first: Optional[bytes] = None
     self.last: Optional[bytes] = None
 
-  def feed(self, block: Any) -> None:
-    data = self._carry + bytes(block) if self._carry else block
+  def feed(self, piece: Any) -> None:
+    data = self._carry + bytes(piece) if self._carry else piece
     pos, last = 0, None
     while True:
       if len(data) - pos < self._header_bytes:

@@ -46,7 +46,7 @@ __all__ = ["Expected", "read_shard", "check_whole", "iter_tfrecords",
            "count_tfrecords", "unframe", "compression_of", "HOLD"]
 
 # Bytes read from the file at a time.
-_CHUNK = 4 << 20
+_READ_BYTES = 4 << 20
 # Inflated bytes of another writer's gzip member held back before records
 # are cut out of them (its trailer not yet checked).
 HOLD = 32 << 20
@@ -152,23 +152,23 @@ class _Shard:
                              reason=what + where, cut=cut)
 
   def read_raw(self) -> bytes:
-    chunk = self.raw.read(_CHUNK)
-    if chunk:
-      self.read_bytes += len(chunk)
+    data = self.raw.read(_READ_BYTES)
+    if data:
+      self.read_bytes += len(data)
       if self.hash is not None:
-        self.hash.update(chunk)
-    return chunk
+        self.hash.update(data)
+    return data
 
   def fill(self, n: int) -> bool:
     """At least `n` bytes in buf from pos (False: the file ends first).
-    Reads _CHUNK at a time, whatever `n` is."""
+    Reads _READ_BYTES at a time, whatever `n` is."""
     pieces, have = [], len(self.buf) - self.pos
     while have < n:
-      chunk = self.read_raw()
-      if not chunk:
+      data = self.read_raw()
+      if not data:
         break
-      pieces.append(chunk)
-      have += len(chunk)
+      pieces.append(data)
+      have += len(data)
     if pieces:
       self.buf = b"".join([self.buf[self.pos:]] + pieces)
       self.at += self.pos

@@ -51,10 +51,10 @@ def check_share(shard: Optional[Tuple[int, int]]) -> Tuple[int, int]:
   return index, count
 
 
-def stable_seed(*parts: Any) -> int:
+def stable_seed(*values: Any) -> int:
   """A seed from values, the same in every process and Python version
   (hash() of a str is salted per process)."""
-  text = "\0".join(repr(p) for p in parts).encode("utf-8")
+  text = "\0".join(repr(v) for v in values).encode("utf-8")
   return int.from_bytes(hashlib.sha256(text).digest()[:8], "little")
 
 

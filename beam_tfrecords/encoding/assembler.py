@@ -138,7 +138,7 @@ class SequenceAssembler:
       step = max_len if over else n
       pieces = [entries[i:i + step] for i in range(0, n, step)]
     records, steps = [], []
-    for part, piece in enumerate(pieces):
+    for index, piece in enumerate(pieces):
       size = self._size_bound(piece)
       if size > s.max_record_bytes:
         errors.append(GroupError(
@@ -147,7 +147,7 @@ class SequenceAssembler:
             "set max_length with overflow: split",
             examples=tuple(_where(e) for e in piece[:self.EXAMPLES])))
         continue
-      records.append(self._record(piece, part))
+      records.append(self._record(piece, index))
       steps.append(len(piece))
     return GroupResult(records, steps, errors)
 
@@ -215,12 +215,12 @@ class SequenceAssembler:
               examples=(_where(entries[0]), _where(e)))
     raise ValueError("the group's context values do not differ")
 
-  def _record(self, piece: List[StepEntry], part: int) -> bytes:
+  def _record(self, piece: List[StepEntry], index: int) -> bytes:
     s = self._schema
     context: List[Tuple[str, bytes]] = []
     for f in s.context:
       if f.derive is Derive.LENGTH or f.derive is Derive.PART:
-        number = len(piece) if f.derive is Derive.LENGTH else part
+        number = len(piece) if f.derive is Derive.LENGTH else index
         context.append((f.name, record_bytes.frame(
             0x1A, record_bytes.frame(0x0A, wire.varint_bytes(number)))))
         continue

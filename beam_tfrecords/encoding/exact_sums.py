@@ -4,7 +4,7 @@ integers on every CPU, for any batching and any merge order.
 The statistics' mean and standard deviation come from these sums. A float
 sum in the usual way is rounded after every addition, so its last bits
 depend on the order of the additions: on the batch sizes, on the order in
-which the workers' parts are merged, and on the CPU (BLAS's dot product
+which the workers' sums are merged, and on the CPU (BLAS's dot product
 and SIMD reductions add in an order of their own per instruction set).
 Here nothing is rounded until the end:
 
@@ -16,8 +16,9 @@ Here nothing is rounded until the end:
   cut into 27-bit (floats) or 21-bit (int64) pieces, and the pieces are
   added per exponent by np.bincount or np.sum. Every partial sum is an
   integer below 2**53, which float64 and int64 hold exactly, so the order
-  in which NumPy adds them (SIMD lanes, pairwise blocks) changes nothing;
-* the pieces are put together as Python integers. Merging two parts is
+  in which NumPy adds them (SIMD lanes, pairwise summation) changes
+  nothing;
+* the pieces are put together as Python integers. Merging two sums is
   integer addition: exact, associative, commutative.
 
 `mean` and `std_dev` then round once: Python's int / int is correctly
@@ -40,12 +41,12 @@ SQUARES_SCALE = 2 * SUM_SCALE
 
 _MANTISSA_BITS = 53
 # Float mantissas are cut in 27-bit pieces, int64 values in 21-bit ones;
-# chunks are small enough that no partial sum of pieces reaches 2**53
-# (floats) or overflows int64 (int64 squares).
+# values are summed in slices small enough that no partial sum of pieces
+# reaches 2**53 (floats) or overflows int64 (int64 squares).
 _FLOAT_PIECE = 27
-_FLOAT_CHUNK = 1 << 25
+_FLOAT_SLICE = 1 << 25
 _INT_PIECE = 21
-_INT_CHUNK = 1 << 17
+_INT_SLICE = 1 << 17
 # The standard deviation's square root is taken this many bits finer.
 _STD_EXTRA_BITS = 64
 
@@ -64,13 +65,13 @@ def sums(values: np.ndarray) -> Tuple[int, int]:
       # (integer addition; no order can change them).
       return (int(np.sum(values)) << -SUM_SCALE,
               int(np.sum(values * values)) << -SQUARES_SCALE)
-    for start in range(0, len(values), _INT_CHUNK):
-      t, q = _int_sums(values[start:start + _INT_CHUNK])
+    for start in range(0, len(values), _INT_SLICE):
+      t, q = _int_sums(values[start:start + _INT_SLICE])
       total, squares = total + t, squares + q
     return total << -SUM_SCALE, squares << -SQUARES_SCALE
   values = values.astype(np.float64, copy=False)
-  for start in range(0, len(values), _FLOAT_CHUNK):
-    t, q = _float_sums(values[start:start + _FLOAT_CHUNK])
+  for start in range(0, len(values), _FLOAT_SLICE):
+    t, q = _float_sums(values[start:start + _FLOAT_SLICE])
     total, squares = total + t, squares + q
   return total, squares
 
@@ -152,7 +153,7 @@ def _int_sums(v: np.ndarray) -> Tuple[int, int]:
       (int(np.sum((v >> p) & mask)) << p) + int(np.sum(v & mask))
   # |v| (2**63 for the smallest int64, as uint64) in pieces of 21, 21 and
   # 22 bits (the top one unmasked: it is 2**21 for 2**63); each product
-  # below is < 2**45, so a chunk of 2**17 sums in int64.
+  # below is < 2**45, so a slice of 2**17 sums in int64.
   u = np.abs(v).view(np.uint64)
   q = [((u >> np.uint64(k * p)) & np.uint64(mask)).astype(np.int64)
        for k in range(2)] + [(u >> np.uint64(2 * p)).astype(np.int64)]

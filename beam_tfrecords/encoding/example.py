@@ -123,7 +123,7 @@ class ExampleEncoder:
       good[list(problems)] = False
     rows = np.nonzero(good)[0]
     keep = None if good.all() else pa.array(good)
-    parts = []
+    fields = []
     described: Dict[str, dict] = {}
     for feature, lists in finished:
       if keep is not None:
@@ -131,9 +131,9 @@ class ExampleEncoder:
       if stats:
         described[feature.name] = column_stats(feature, lists)
       present = lists.is_valid().to_numpy(zero_copy_only=False)
-      parts.append(messages.Field(feature.name,
-                                  messages.typed(feature, lists), present))
-    records = messages.examples(wire.sorted_by_name(parts), len(rows))
+      fields.append(messages.Field(feature.name,
+                                   messages.typed(feature, lists), present))
+    records = messages.examples(wire.sorted_by_name(fields), len(rows))
     return EncodedBatch(records=records, rows=rows,
                         errors=row_errors(problems),
                         stats=described if stats else None)

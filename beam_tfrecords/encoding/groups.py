@@ -57,10 +57,10 @@ _PATH, _ROW_SORT, _HAS, _VALUE = "path", "row_sort", "has", "value"
 
 class _Pieces(NamedTuple):
   """The records to write, as ranges of the sorted steps: per record its
-  group (index), its part number in the group, its first step and its
-  number of steps."""
+  group (index), its number in the group (`derive: part`), its first
+  step and its number of steps."""
   group: np.ndarray
-  part: np.ndarray
+  number: np.ndarray
   begin: np.ndarray
   length: np.ndarray
 
@@ -110,7 +110,7 @@ class GroupAssembler:
         + [(f"{name}{i}", "ascending") for i in range(len(self._row_read))
            for name in (_HAS, _VALUE)]
         + [(_PATH, "ascending"), (_ROW_SORT, "ascending")])
-    # The record size bound's constant part (SequenceAssembler._size_bound).
+    # The record size bound's constant term (SequenceAssembler._size_bound).
     self._fixed_bytes = sum(len(f.name.encode("utf-8")) + ENTRY_OVERHEAD
                             for f in s.context + s.sequence
                             ) + 2 * ENTRY_OVERHEAD
@@ -122,14 +122,14 @@ class GroupAssembler:
   def schema(self) -> Schema:
     return self._schema
 
-  def assemble(self, blocks: Sequence[Tuple[str, pa.Table]],
+  def assemble(self, parcels: Sequence[Tuple[str, pa.Table]],
                bad: Optional[Dict[tuple, List[BadRows]]] = None
                ) -> GroupedRecords:
-    """Every group in `blocks` ((source path, StepTable.table) pairs, in
+    """Every group in `parcels` ((source path, StepTable.table) pairs, in
     any order; a group's steps may be in several). `bad`: group key ->
     its rows that could not become steps (see SequenceAssembler)."""
     s = self._schema
-    t = self._sorted(blocks)
+    t = self._sorted(parcels)
     n = t.num_rows
     if n == 0:
       return GroupedRecords([], Ragged(np.empty(0, np.uint8),
@@ -150,29 +150,29 @@ class GroupAssembler:
     if (too_big & ~special).any():
       special |= too_big
       pieces = self._pieces(starts, sizes, special)
-    group, part, begin, length = pieces
-    records = self._records(t, begin, length, part)
+    group, number, begin, length = pieces
+    records = self._records(t, begin, length, number)
     if special.any():
       keep = ~special[group]
       records = from_arrow(to_arrow(records).filter(pa.array(keep)))
-      group, part, length = group[keep], part[keep], length[keep]
+      group, number, length = group[keep], number[keep], length[keep]
     errors = self._dropped(t, starts, sizes, special)
     # The special groups, written by the reference.
     extra: Dict[int, List[bytes]] = {}
     extra_steps: Dict[int, List[int]] = {}
     for g in np.flatnonzero(special).tolist():
       result = self._reference.assemble(
-          self._chunks(t, int(starts[g]), int(sizes[g])),
+          self._group_steps(t, int(starts[g]), int(sizes[g])),
           (bad or {}).get(keys[g], ()))
       extra[g], extra_steps[g] = result.records, result.steps
       errors += [(g, e) for e in result.errors]
     errors.sort(key=lambda e: e[0])
-    return self._collect(keys, group, part, records, length, extra,
+    return self._collect(keys, group, number, records, length, extra,
                          extra_steps, [(keys[g], e) for g, e in errors])
 
   def _pieces(self, starts: np.ndarray, sizes: np.ndarray,
               special: np.ndarray) -> _Pieces:
-    """(group, part, first step, steps) of every record: one per group,
+    """(group, number, first step, steps) of every record: one per group,
     or under overflow: split one per max_length steps (keep_first /
     keep_last: the kept steps). A special group is one piece of all its
     steps, whose record is replaced by the reference's."""
@@ -182,21 +182,22 @@ class GroupAssembler:
     if max_len is not None and s.overflow is Overflow.SPLIT:
       count = np.where(special, 1, np.maximum(1, -(-sizes // max_len)))
     group = np.repeat(np.arange(len(starts)), count)
-    part = ranges(np.zeros(len(starts), np.int64), count)
+    number = ranges(np.zeros(len(starts), np.int64), count)
     begin, length = starts[group], sizes[group]
     if max_len is None or s.overflow is Overflow.REJECT:
-      return _Pieces(group, part, begin, length)
+      return _Pieces(group, number, begin, length)
     normal = ~special[group]
     if s.overflow is Overflow.SPLIT:
-      begin = np.where(normal, begin + part * max_len, begin)
-      length = np.where(normal, np.minimum(max_len, length - part * max_len),
+      begin = np.where(normal, begin + number * max_len, begin)
+      length = np.where(normal,
+                        np.minimum(max_len, length - number * max_len),
                         length)
     else:
       kept = np.where(normal, np.minimum(length, max_len), length)
       if s.overflow is Overflow.KEEP_LAST:
         begin = begin + length - kept
       length = kept
-    return _Pieces(group, part, begin, length)
+    return _Pieces(group, number, begin, length)
 
   def _dropped(self, t, starts, sizes, special) -> List[tuple]:
     """(group, GroupError) of the groups keep_first / keep_last cut, as
@@ -228,11 +229,11 @@ class GroupAssembler:
           examples=tuple((paths[where[i]], rows[i].as_py()) for i in at))))
     return out
 
-  def _sorted(self, blocks) -> pa.Table:
-    paths = sorted({path for path, table in blocks if table.num_rows})
+  def _sorted(self, parcels) -> pa.Table:
+    paths = sorted({path for path, table in parcels if table.num_rows})
     index = {path: i for i, path in enumerate(paths)}
     tables = []
-    for path, table in blocks:
+    for path, table in parcels:
       if not table.num_rows:
         continue
       rows = table.column(ROW)
@@ -299,9 +300,9 @@ class GroupAssembler:
     return out
 
   def _records(self, t: pa.Table, begin: np.ndarray, length: np.ndarray,
-               part: np.ndarray) -> Ragged:
+               number: np.ndarray) -> Ragged:
     """The SequenceExample of each piece (steps begin..begin+length of the
-    sorted table, the pieces covering it in order; `part`: its number
+    sorted table, the pieces covering it in order; `number`: its number
     within its group)."""
     s = self._schema
     ends = begin + length
@@ -320,7 +321,8 @@ class GroupAssembler:
     every = np.arange(len(begin) + 1)
     for f in s.context:
       if f.derive is Derive.LENGTH or f.derive is Derive.PART:
-        value = (part if f.derive is Derive.PART else length).astype(np.int64)
+        value = (number if f.derive is Derive.PART
+                 else length).astype(np.int64)
         context.append(messages.Field(
             f.name, messages.int64_column(value, every),
             np.ones(len(begin), dtype=bool)))
@@ -335,7 +337,7 @@ class GroupAssembler:
                                       wire.sorted_by_name(lists),
                                       len(begin))
 
-  def _chunks(self, t: pa.Table, start: int, size: int
+  def _group_steps(self, t: pa.Table, start: int, size: int
               ) -> List[Tuple[str, List[Step]]]:
     """One group's steps as SequenceAssembler takes them."""
     s = self._schema
@@ -357,7 +359,7 @@ class GroupAssembler:
     return list(by_path.items())
 
   @staticmethod
-  def _collect(keys, group, part, records, length, extra, extra_steps,
+  def _collect(keys, group, number, records, length, extra, extra_steps,
                errors) -> GroupedRecords:
     """Records of the vectorized pieces and of the reference's groups,
     group after group in key order."""
@@ -369,7 +371,7 @@ class GroupAssembler:
       offsets = offsets_of(counts)
       source = np.empty(int(offsets[-1]), dtype=np.int64)
       steps = np.empty(int(offsets[-1]), dtype=np.int64)
-      position = offsets[group] + part
+      position = offsets[group] + number
       source[position] = np.arange(len(group))
       steps[position] = length
       extra_records: List[bytes] = []

@@ -1,7 +1,7 @@
 """Exact, mergeable histograms of numbers, fine enough for any range.
 
 A value x != 0 falls in a bucket of its power of two, [2**(e-1), 2**e)
-(e: np.frexp's exponent of |x|), cut into 2**level equal parts: bucket
+(e: np.frexp's exponent of |x|), cut into 2**level equal widths: bucket
 (e, j) holds [2**(e-1) * (1 + j / 2**level),
 2**(e-1) * (1 + (j + 1) / 2**level)). Its key is (e + _BIAS) * 2**level +
 j (negated for negative x); zero has the key 0.
@@ -14,7 +14,7 @@ buckets per power of two) at which the keys of the positive
 values and those of the negative values together span at most SPAN
 buckets. It depends only on the smallest and largest key of each sign
 at level FINEST, which a merge combines by min and max; so a batch's
-histogram, a merge of any parts in any order and a histogram of all the
+histogram, a merge of batches' histograms in any order and one of all the
 values at once are the same. A feature of values within a narrow range
 (epoch seconds of one day, latitudes) gets SPAN / 2 buckets or more
 between its smallest and largest value; a feature over many powers of
@@ -198,7 +198,7 @@ def _summed(keys: np.ndarray, counts: np.ndarray
 
 def merge(a: Optional[Histogram], b: Optional[Histogram]
           ) -> Optional[Histogram]:
-  """The histogram of both parts' values (exact; any order)."""
+  """The histogram of both histograms' values (exact; any order)."""
   if a is None or b is None:
     return a if b is None else b
   ranges = _combined(a.ranges, b.ranges)
@@ -235,11 +235,11 @@ def buckets(h: Histogram) -> List[Tuple[float, float, int]]:
           for k, c in zip(h.keys.tolist(), h.counts.tolist())]
 
 
-def round_width(span: float, parts: int) -> float:
+def round_width(span: float, pieces: int) -> float:
   """The smallest of 1, 2, 2.5, 5 times a power of ten that cuts `span`
-  into at most `parts` pieces (from the decimal text of the floats, so
+  into at most `pieces` pieces (from the decimal text of the floats, so
   the same on every CPU)."""
-  wanted = span / parts
+  wanted = span / pieces
   if not wanted > 0 or math.isinf(wanted):
     return 1.0 if not wanted > 0 else wanted
   power = int(f"{wanted:.17e}".split("e")[1])
@@ -264,25 +264,25 @@ def _grouped(fine: Sequence[Tuple[float, float, int]], group: Sequence[int]
   return [tuple(b) for b in out]
 
 
-def bars(h: Histogram, parts: int = BARS
+def bars(h: Histogram, bar_count: int = BARS
          ) -> Tuple[List[Tuple[float, float, int]], float]:
   """(bars, width): the buckets re-binned into bars of a round width, at
-  most about `parts` over the values' range; each bar (low, high, count)
+  most about `bar_count` over the values' range; each bar (low, high, count)
   is the union of the fine buckets whose low edge lies in its
   [i * width, (i + 1) * width)."""
   fine = buckets(h)
   if not fine:
     return [], 1.0
   low, high = fine[0][0], fine[-1][1]
-  width = round_width(high - low, parts)
+  width = round_width(high - low, bar_count)
   if math.isinf(width):
     return fine, width
   return _grouped(fine, [math.floor(b[0] / width) for b in fine]), width
 
 
-def quantile_bars(h: Histogram, parts: int = 10
+def quantile_bars(h: Histogram, bar_count: int = 10
                   ) -> List[Tuple[float, float, int]]:
-  """The buckets re-binned into `parts` bars of about equal counts: a bar
+  """The buckets re-binned into `bar_count` bars of about equal counts: a bar
   ends with the first bucket whose running count reaches its share
   (exact counts; bar edges are bucket edges)."""
   fine = buckets(h)
@@ -291,7 +291,7 @@ def quantile_bars(h: Histogram, parts: int = 10
   for _, _, count in fine:
     group.append(bar)
     running += count
-    while bar < parts - 1 and running * parts >= (bar + 1) * total:
+    while bar < bar_count - 1 and running * bar_count >= (bar + 1) * total:
       bar += 1
   return _grouped(fine, group)
 

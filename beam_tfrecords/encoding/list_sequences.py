@@ -258,14 +258,14 @@ class SequenceEncoder:
     rows, length = rows[good], length[good]
     begin = begin[good]
     dropped = np.zeros(len(rows), dtype=np.int64)  # steps left out, per piece
-    part = np.zeros(len(rows), dtype=np.int64)
+    number = np.zeros(len(rows), dtype=np.int64)
     if max_len is not None and s.overflow is not Overflow.REJECT:
       if s.overflow is Overflow.SPLIT:
         pieces = np.maximum(1, -(-length // max_len))
         rows = np.repeat(rows, pieces)
-        part = ranges(np.zeros(len(pieces), dtype=np.int64), pieces)
+        number = ranges(np.zeros(len(pieces), dtype=np.int64), pieces)
         total = np.repeat(length, pieces)
-        begin = part * max_len
+        begin = number * max_len
         length = np.minimum(max_len, total - begin)
         dropped = np.zeros(len(rows), dtype=np.int64)
       else:
@@ -273,23 +273,23 @@ class SequenceEncoder:
         if s.overflow is Overflow.KEEP_LAST:
           begin = np.maximum(length - max_len, 0)
         length = np.minimum(length, max_len)
-    return self._assemble(rows, begin, length, part, context, steps,
+    return self._assemble(rows, begin, length, number, context, steps,
                           problems, dropped, stats)
 
   def _assemble(self, rows: np.ndarray, begin: np.ndarray,
-                length: np.ndarray, part: np.ndarray,
+                length: np.ndarray, number: np.ndarray,
                 context: List[Tuple[Feature, pa.LargeListArray]],
                 steps: List[Tuple[Feature, Steps]], problems: _Problems,
                 dropped: np.ndarray, stats: bool = False) -> EncodedBatch:
     """The records of the pieces (rows[i]'s steps begin[i] ..
-    begin[i] + length[i], its part[i]-th piece)."""
+    begin[i] + length[i], its number[i]-th piece)."""
     s = self._schema
     take = pa.array(rows)
     described: _Described = []
-    ctx_parts: List[messages.Field] = []
+    ctx_fields: List[messages.Field] = []
     by_name = dict(context)
     lengths_of: Dict[str, np.ndarray] = {}
-    list_parts: List[messages.Field] = []
+    list_fields: List[messages.Field] = []
     for f, st in steps:
       row_steps = st.counts[rows]
       # This piece's steps of this feature (fewer when ragged).
@@ -303,15 +303,15 @@ class SequenceEncoder:
       body = messages.steps_column(feats, offsets_of(n_steps))
       present = st.present[rows]
       lengths_of[f.name] = n_steps
-      list_parts.append(messages.Field(f.name, body, present))
+      list_fields.append(messages.Field(f.name, body, present))
       if stats:
         described.append((f, _per_sequence(values, n_steps, present),
                           n_steps))
     for f in s.context:
       if f.derive is Derive.LENGTH or f.derive is Derive.PART:
-        value = part if f.derive is Derive.PART else (
+        value = number if f.derive is Derive.PART else (
             lengths_of[f.of] if f.of else length).astype(np.int64)
-        ctx_parts.append(messages.Field(f.name, messages.int64_column(
+        ctx_fields.append(messages.Field(f.name, messages.int64_column(
             value, np.arange(len(value) + 1)),
                                         np.ones(len(value), dtype=bool)))
         if stats:
@@ -319,13 +319,13 @@ class SequenceEncoder:
               pa.array(np.arange(len(value) + 1)), pa.array(value)), None))
       else:
         lists = by_name[f].take(take)
-        ctx_parts.append(messages.Field(
+        ctx_fields.append(messages.Field(
             f.name, messages.typed(f, lists),
             lists.is_valid().to_numpy(zero_copy_only=False)))
         if stats:
           described.append((f, lists, None))
     records = messages.sequence_examples(
-        wire.sorted_by_name(ctx_parts), wire.sorted_by_name(list_parts),
+        wire.sorted_by_name(ctx_fields), wire.sorted_by_name(list_fields),
         len(rows))
     too_big = records.lengths > s.max_record_bytes
     if too_big.any():

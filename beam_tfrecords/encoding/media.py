@@ -167,8 +167,8 @@ class MediaPreparer:
         out["height"][row], out["width"][row] = r.height, r.width
         out["channels"][row], out["format"][row] = r.channels, r.format
     made[made_column(m.name, "bytes")] = binary_array(out["bytes"])
-    for part in ("height", "width", "channels"):
-      made[made_column(m.name, part)] = int_array(out[part])
+    for facet in ("height", "width", "channels"):
+      made[made_column(m.name, facet)] = int_array(out[facet])
     made[made_column(m.name, "format")] = pa.array(
         out["format"], type=pa.large_string())
 

@@ -46,8 +46,8 @@ def text(value: Any) -> Optional[str]:
   return str(value)
 
 
-def binary_array(chunks: Sequence[Optional[bytes]]) -> pa.Array:
-  return pa.array(chunks, type=pa.large_binary())
+def binary_array(values: Sequence[Optional[bytes]]) -> pa.Array:
+  return pa.array(values, type=pa.large_binary())
 
 
 def int_array(values: Sequence[Optional[int]]) -> pa.Array:

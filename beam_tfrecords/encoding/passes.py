@@ -14,7 +14,7 @@ the bucket one table at a time, never holding it whole:
 
 Sizes are `table_bytes`: the serialized steps and context values plus 8
 bytes per column and row (keys, order values, offsets), the same measure
-for the bucket (from its blocks' sizes) and for its groups, so a group is
+for the bucket (from its parcels' sizes) and for its groups, so a group is
 refused whatever else shares its bucket.
 
 The records do not change: each pass writes whole groups, in key order,

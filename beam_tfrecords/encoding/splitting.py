@@ -46,11 +46,12 @@ def _mix(h: int) -> int:
   return h ^ (h >> 31)
 
 
-def key_hash(parts: Sequence[Optional[bytes]]) -> int:
-  """The split hash of one key (each part's text bytes, None if missing)."""
+def key_hash(values: Sequence[Optional[bytes]]) -> int:
+  """The split hash of one key (each key column's text bytes, None if
+  missing)."""
   h = _FNV_OFFSET
-  for i, part in enumerate(parts):
-    data = bytes([_MISSING]) if part is None else part
+  for i, value in enumerate(values):
+    data = bytes([_MISSING]) if value is None else value
     if i:
       data = bytes([_SEPARATOR]) + data
     for b in data:

@@ -66,7 +66,7 @@ def column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
 
 
 def _expected(feature: Feature, values: pa.Array, out: dict) -> None:
-  """What a feature's expect: block needs beyond the usual description:
+  """What a feature's expect: section needs beyond the usual description:
   the values outside `values` (exact), the count of each allowed value,
   and for drift the full histogram or value counts in dataset.json."""
   expect = feature.expect
@@ -229,7 +229,7 @@ def finish(stats: dict) -> dict:
 
 
 def _finish_expected(stats: dict, out: dict) -> None:
-  """What the checks of an expect: block read (only for such features)."""
+  """What the checks of an expect: section read (only for such features)."""
   for key in ("unexpected", "non_finite"):
     if key in stats:
       out[key] = stats[key]

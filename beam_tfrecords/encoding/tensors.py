@@ -61,12 +61,12 @@ def npy_array(data: bytes, path: str, dtype: np.dtype,
 def gathered_rows(m: Media, arrays: Mapping[str, Any], n: int,
                   dtype: np.dtype, problems: Problems) -> Rows:
   """Several numeric columns -> one array per row (in source order)."""
-  block = np.zeros((n, len(m.sources)), dtype=np.float64 if
+  matrix = np.zeros((n, len(m.sources)), dtype=np.float64 if
                    dtype.kind == "f" else np.int64)
   present = np.zeros((n, len(m.sources)), dtype=bool)
   for j, c in enumerate(m.sources):
     values, valid, errors = _numbers(arrays[c], n, dtype.kind == "f")
-    block[:, j] = values
+    matrix[:, j] = values
     present[:, j] = valid
     for row, reason in errors.items():
       add_problem(problems, row, m.name, f'column "{c}": {reason}')
@@ -83,7 +83,7 @@ def gathered_rows(m: Media, arrays: Mapping[str, Any], n: int,
                   "every column of a tensor needs one")
       out.append(None)
       continue
-    out.append(block[row])
+    out.append(matrix[row])
   return _cast_rows(m, out, dtype, shape, problems)
 
 
@@ -101,9 +101,9 @@ def listed_rows(m: Media, array: Any, n: int, dtype: np.dtype, shape: Shape,
       if isinstance(cell, (bytes, str)) and not (
           sep is None and str(text(cell)).lstrip().startswith("[")):
         line = str(text(cell))
-        parts = line.split(sep) if sep else line.replace(",", " ").split()
-        values = [_parse_number(p.strip(), is_float)
-                  for p in parts if p.strip()]
+        words = line.split(sep) if sep else line.replace(",", " ").split()
+        values = [_parse_number(w.strip(), is_float)
+                  for w in words if w.strip()]
       else:
         if isinstance(cell, (bytes, str)):  # JSON list text
           try:

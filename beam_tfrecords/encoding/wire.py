@@ -8,7 +8,7 @@ input, so records are built here with keys in sorted (bytewise) order.
 
 Everything works on `encoding.ragged.Ragged` columns: one contiguous uint8
 buffer plus n+1 offsets, the bytes of row i being buf[offsets[i]:offsets[i+1]].
-A message is built as `Pieces` (parts joined row by row, once, by
+A message is built as `Pieces` (pieces joined row by row, once, by
 `materialize`); headers come from `varints` of lengths computed beforehand.
 
 Wire layout (field numbers from tensorflow/core/example/*.proto):
@@ -104,15 +104,15 @@ class _Const:
 
 
 class Pieces:
-  """A message per row, not yet joined: row i is row i of every part, in
-  order. Parts are Ragged columns or _Const; `lengths` is known up front,
+  """A message per row, not yet joined: row i is row i of every piece, in
+  order. Pieces are Ragged columns or _Const; `lengths` is known up front,
   so messages nest (headers need only lengths) and the bytes are copied
   once, by `materialize`."""
 
-  __slots__ = ("parts", "lengths")
+  __slots__ = ("pieces", "lengths")
 
-  def __init__(self, parts: List["Part"], lengths: np.ndarray):
-    self.parts = parts
+  def __init__(self, pieces: List["Piece"], lengths: np.ndarray):
+    self.pieces = pieces
     self.lengths = lengths
 
   def __len__(self):
@@ -122,8 +122,8 @@ class Pieces:
     return materialize(self).to_list()
 
 
-# One part of a message: a column, or the same bytes in (some) rows.
-Part = Union[Ragged, _Const]
+# One piece of a message: a column, or the same bytes in (some) rows.
+Piece = Union[Ragged, _Const]
 # A message per row: joined (Ragged) or not yet (Pieces).
 Message = Union[Ragged, Pieces]
 
@@ -151,56 +151,56 @@ def materialize(message: Message) -> Ragged:
   if isinstance(message, Ragged):
     return message
   n = len(message)
-  if not message.parts:
+  if not message.pieces:
     return Ragged(np.empty(0, dtype=_UINT8), np.zeros(n + 1, dtype=np.int64))
-  if len(message.parts) == 1 and isinstance(message.parts[0], Ragged):
-    return message.parts[0]
+  if len(message.pieces) == 1 and isinstance(message.pieces[0], Ragged):
+    return message.pieces[0]
   args: List[Any] = []
-  for part in message.parts:
-    if isinstance(part, Ragged):
-      args.append(to_arrow(part))
-    elif part.present is None:
-      args.append(pa.scalar(part.data, pa.large_binary()))
+  for piece in message.pieces:
+    if isinstance(piece, Ragged):
+      args.append(to_arrow(piece))
+    elif piece.present is None:
+      args.append(pa.scalar(piece.data, pa.large_binary()))
     else:
-      args.append(to_arrow(const(part.data, part.present)))
+      args.append(to_arrow(const(piece.data, piece.present)))
   if not any(isinstance(a, pa.Array) for a in args):
     # Only constants: give Arrow one column to set the length.
-    first = message.parts[0]
-    assert isinstance(first, _Const)  # no column among the parts
+    first = message.pieces[0]
+    assert isinstance(first, _Const)  # no column among the pieces
     args[0] = to_arrow(const(first.data, np.ones(n, dtype=bool)))
   return from_arrow(pc.binary_join_element_wise(*args, _EMPTY))
 
 
-def _parts(message: Message) -> List[Part]:
-  return message.parts if isinstance(message, Pieces) else [message]
+def _pieces_of(message: Message) -> List[Piece]:
+  return message.pieces if isinstance(message, Pieces) else [message]
 
 
-def _merged(parts: List[Part]) -> List[Part]:
+def _merged(pieces: List[Piece]) -> List[Piece]:
   """Adjacent constants with the same rows become one."""
-  out: List[Part] = []
-  for part in parts:
+  out: List[Piece] = []
+  for piece in pieces:
     last = out[-1] if out else None
-    if (isinstance(part, _Const) and isinstance(last, _Const)
-        and last.present is part.present):
-      out[-1] = _Const(last.data + part.data, part.present)
-    elif not (isinstance(part, _Const) and not part.data):
-      out.append(part)
+    if (isinstance(piece, _Const) and isinstance(last, _Const)
+        and last.present is piece.present):
+      out[-1] = _Const(last.data + piece.data, piece.present)
+    elif not (isinstance(piece, _Const) and not piece.data):
+      out.append(piece)
   return out
 
 
 def _masked_message(message: Message, present: np.ndarray) -> Pieces:
   """`message` with the rows where present is False emptied."""
-  parts: List[Part] = []
+  pieces: List[Piece] = []
   absent = ~present
-  for part in _parts(message):
-    if isinstance(part, _Const):
-      parts.append(_Const(part.data, present if part.present is None
-                          else part.present & present))
-    elif part.lengths[absent].any():
-      parts.append(masked(part, present))
+  for piece in _pieces_of(message):
+    if isinstance(piece, _Const):
+      pieces.append(_Const(piece.data, present if piece.present is None
+                           else piece.present & present))
+    elif piece.lengths[absent].any():
+      pieces.append(masked(piece, present))
     else:
-      parts.append(part)
-  return Pieces(parts, np.where(present, message.lengths, 0))
+      pieces.append(piece)
+  return Pieces(pieces, np.where(present, message.lengths, 0))
 
 
 def _length_delimited(tag: int, payload: Message,
@@ -217,7 +217,7 @@ def _length_delimited(tag: int, payload: Message,
     elif lengths[~present].any():
       payload = _masked_message(payload, present)
       lengths = payload.lengths
-  header: List[Part]
+  header: List[Piece]
   header_lengths: Union[int, np.ndarray]
   if len(lengths) and lengths.min() == lengths.max() and present is None:
     header = [_Const(bytes([tag]) + varint_bytes(int(lengths[0])), None)]
@@ -228,7 +228,7 @@ def _length_delimited(tag: int, payload: Message,
   total = lengths + header_lengths
   if present is not None:
     total = np.where(present, total, 0)
-  return Pieces(_merged(header + _parts(payload)), total)
+  return Pieces(_merged(header + _pieces_of(payload)), total)
 
 
 def _is_one_per_row(offsets: np.ndarray, num_values: int) -> bool:
@@ -286,7 +286,7 @@ def features_message(features: Sequence[Entry]) -> Pieces:
     features: at least one Entry, in the order they are written; callers
       sort them by name (`sorted_by_name`).
   """
-  parts: List[Part] = []
+  pieces: List[Piece] = []
   lengths: Optional[np.ndarray] = None
   for name, feature, present in features:
     present = np.asarray(present, dtype=bool)
@@ -296,14 +296,14 @@ def features_message(features: Sequence[Entry]) -> Pieces:
     value = _length_delimited(0x12, feature, mask)
     key_lengths = len(key_field.data) if mask is None else \
         mask * len(key_field.data)
-    entry_parts: List[Part] = [key_field, *value.parts]
-    entry = _length_delimited(0x0A, Pieces(entry_parts,
+    entry_pieces: List[Piece] = [key_field, *value.pieces]
+    entry = _length_delimited(0x0A, Pieces(entry_pieces,
                                            value.lengths + key_lengths), mask)
-    parts += entry.parts
+    pieces += entry.pieces
     lengths = entry.lengths if lengths is None else lengths + entry.lengths
   if lengths is None:
     raise ValueError("a Features message needs at least one entry")
-  return Pieces(_merged(parts), lengths)
+  return Pieces(_merged(pieces), lengths)
 
 
 def example_message(features: Sequence[Entry], n: int) -> Ragged:
@@ -333,17 +333,17 @@ def sequence_example_message(context: Sequence[Entry], lists: Sequence[Entry],
     lists: FeatureList body entries, sorted by name.
     n: rows.
   """
-  parts: List[Part] = []
+  pieces: List[Piece] = []
   lengths = np.zeros(n, dtype=np.int64)
   for tag, entries in ((0x0A, context), (0x12, lists)):
     if entries:
       body = features_message(entries)
       field = _length_delimited(tag, body, body.lengths > 0)
-      parts += field.parts
+      pieces += field.pieces
       lengths = lengths + field.lengths
-  if not parts:
+  if not pieces:
     return Ragged(np.empty(0, dtype=_UINT8), np.zeros(n + 1, dtype=np.int64))
-  return materialize(Pieces(_merged(parts), lengths))
+  return materialize(Pieces(_merged(pieces), lengths))
 
 
 def varint_bytes(value: int) -> bytes:

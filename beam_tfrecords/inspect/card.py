@@ -1,5 +1,5 @@
 """The dataset card: a short README.md in the dataset folder, rendered
-from its dataset.json (the schema's `card:` block, the splits, the
+from its dataset.json (the schema's `card:` section, the splits, the
 features with their statistics, the rejected rows and anomalies) so that
 whoever finds the folder knows what it holds, under what terms, and how
 to read it with tf.data, PyTorch and TFDS.
@@ -44,7 +44,7 @@ _RAI_TITLES = {
 _MARKDOWN_INLINE = re.compile(r"([\\`*_\[])")
 # What begins a heading or a list at the start of a line ("#", "-", "+",
 # "1." or "1)"): a backslash goes before its "#", "-", "+", "." or ")".
-_BLOCK_MARK = re.compile(r"^([#+-])")
+_LINE_MARK = re.compile(r"^([#+-])")
 _NUMBERED = re.compile(r"^([0-9]+)([.)])")
 
 
@@ -67,7 +67,7 @@ def _paragraphs(value: Any) -> str:
   paragraphs; a line that would begin a heading or list begins with an
   escape instead."""
   paragraphs = [_text(p) for p in re.split(r"\n\s*\n", str(value))]
-  return "\n\n".join(_NUMBERED.sub(r"\1\\\2", _BLOCK_MARK.sub(r"\\\1", p))
+  return "\n\n".join(_NUMBERED.sub(r"\1\\\2", _LINE_MARK.sub(r"\\\1", p))
                      for p in paragraphs if p)
 
 
@@ -117,7 +117,7 @@ def _type(decl: Any) -> str:
 
 
 def feature_rows(info: DatasetInfo) -> List[Dict[str, Any]]:
-  """One row per schema feature: name, part (context / sequence for
+  """One row per schema feature: name, section (context / sequence for
   SequenceExamples), type, and in the training split its missing share
   and its mean or most frequent value (when statistics were computed)."""
   split = training_split(list(info.splits)) if info.splits else None
@@ -126,7 +126,7 @@ def feature_rows(info: DatasetInfo) -> List[Dict[str, Any]]:
   rows = []
   for name, decl in info.declarations().items():
     s = stats.get(name)
-    row: Dict[str, Any] = {"name": name, "part": info.part_of(name),
+    row: Dict[str, Any] = {"name": name, "section": info.section_of(name),
                            "type": _type(decl), "missing": None,
                            "value": ""}
     if s is not None and s.records:
@@ -190,14 +190,15 @@ def _features(info: DatasetInfo) -> List[str]:
   rows = feature_rows(info)
   split = training_split(list(info.splits)) if info.splits else ""
   sequence = info.record == "sequence_example"
+  # (The card's column says "part" for the section.)
   head = "| feature | " + ("part | " if sequence else "") + \
       f"type | missing ({split}) | mean or top value |"
   lines = ["## Features", "", head,
            "|---|" + ("---|" if sequence else "") + "---|---:|---|"]
   for r in rows:
     missing = "" if r["missing"] is None else f"{r['missing']:.1%}"
-    part = f"{r['part']} | " if sequence else ""
-    lines.append(f"| {_code(r['name'], cell=True)} | {part}"
+    section = f"{r['section']} | " if sequence else ""
+    lines.append(f"| {_code(r['name'], cell=True)} | {section}"
                  f"{_cell(r['type'])} | {missing} | {_cell(r['value'])} |")
   if info.label:
     lines += ["", f"Label: {', '.join(_code(n) for n in info.label)}."]
@@ -264,11 +265,11 @@ def _spec(entry: Dict[str, Any]) -> str:
 
 def _spec_lines(info: DatasetInfo) -> List[str]:
   spec = info.feature_spec
-  parts = ((("context", spec.get("context", {})),
-            ("sequence", spec.get("sequence", {})))
-           if info.record == "sequence_example" else (("spec", spec),))
+  variables = ((("context", spec.get("context", {})),
+                ("sequence", spec.get("sequence", {})))
+               if info.record == "sequence_example" else (("spec", spec),))
   lines = []
-  for variable, entries in parts:
+  for variable, entries in variables:
     lines.append(f"{variable} = {{")
     lines += [f"    {_literal(name)}: {_spec(entry)},"
               for name, entry in sorted(entries.items())]

@@ -265,11 +265,11 @@ def _index_problem(path: str, shard) -> Optional[str]:
       indexed.close()
   except Exception as e:  # pylint: disable=broad-except
     return f"{shard.index.file}: {type(e).__name__}: {e}"
-  try:  # hopped over in blocks: never the whole shard in memory
+  try:  # hopped over 8 MiB at a time: never the whole shard in memory
     hopper = Hopper()
     with fs.open_read(file, fs.UNCOMPRESSED) as f:
-      for block in iter(lambda: f.read(8 << 20), b""):
-        hopper.feed(block)
+      for data in iter(lambda: f.read(8 << 20), b""):
+        hopper.feed(data)
     if not hopper.done():
       raise MemberError("the shard ends inside a member")
     members = hopper.units

@@ -6,7 +6,7 @@ datasets: one measure for the report, the publish gate and anything else.
     d.new, d.old           # the shares compared, for a chart
 
 A `Distribution` comes from either form a build keeps:
-- dataset.json's `statistics` (an `expect:` block's full histogram or
+- dataset.json's `statistics` (an `expect:` section's full histogram or
   exact value counts: `from_json`);
 - statistics.pb (TFDV's FeatureNameStatistics: the fine histogram of
   numbers, the top values of text: `from_proto`).
@@ -66,7 +66,7 @@ class Drift:
 
 def from_json(s: FeatureStats) -> Optional[Distribution]:
   """The distribution in one feature's dataset.json statistics (None:
-  not kept, without an `expect:` block that measures drift, or too many
+  not kept, without an `expect:` section that measures drift, or too many
   distinct values to count one by one)."""
   if s.drift_note:
     return None

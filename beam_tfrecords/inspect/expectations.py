@@ -91,7 +91,7 @@ def check_dataset(schema: Schema, info: DatasetInfo,
   """The anomalies of a built (staged) dataset.
 
   Args:
-    schema: the schema, with its expect: blocks.
+    schema: the schema, with its expect: sections.
     info: the staged dataset.json, with statistics.
     baseline: a finished dataset to compare with (drift, records_change).
     overlap: distinct records found in more than one split (when the
@@ -241,7 +241,7 @@ def _drift_checks(schema: Schema, info: DatasetInfo, baseline: DatasetInfo
     if measured is None:
       notes.append(f"drift of {feature.name!r} not measured: the baseline's "
                    "statistics of it are not comparable (built without "
-                   "this expect: block, or with other values:)")
+                   "this expect: section, or with other values:)")
       continue
     if measured.value > expect.drift:
       out.append(Anomaly(feature.name, "drift", measured.value,

@@ -235,8 +235,8 @@ def _describe(column: str, array: pa.ChunkedArray) -> Dict[str, Any]:
     for sep in _SEPARATORS:
       if len(text) and pc.mean(pc.cast(pc.match_substring(text, sep),
                                        pa.int8())).as_py() > 0.5:
-        parts = pc.list_flatten(pc.split_pattern(text, sep))
-        out.update(type=_text_type(parts), shape=[-1], separator=sep)
+        words = pc.list_flatten(pc.split_pattern(text, sep))
+        out.update(type=_text_type(words), shape=[-1], separator=sep)
         return out
     out["type"] = _text_type(array)
     return out
@@ -273,7 +273,7 @@ def _numbers(array: pa.Array, kind: str) -> Optional[pa.Array]:
 
 
 def _proposed(array: Any, d: Dict[str, Any]) -> Dict[str, Any]:
-  """An expect: block from the sample: presence, the observed range,
+  """An expect: section from the sample: presence, the observed range,
   the value set of a small category, values per record of a list."""
   if isinstance(array, pa.ChunkedArray):
     array = array.combine_chunks()
@@ -347,7 +347,7 @@ CARD_PROPOSAL = [
 def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
                  rows: int = SAMPLE_ROWS, expect: bool = False) -> str:
   """Schema YAML text for the inputs, from their first `rows` rows; with
-  `expect`, each feature gets an expect: block proposed from the sample
+  `expect`, each feature gets an expect: section proposed from the sample
   (presence, observed ranges, value sets of small categories, list
   lengths)."""
   if not paths:
@@ -368,27 +368,27 @@ def infer_schema(paths: Sequence[str], fmt: str, name: str = "dataset",
       skipped.append(f"#   {column}: {d['note']}")
       continue
     feature = _feature_name(column, taken)
-    parts = [f"type: {d['type']}"]
+    entries = [f"type: {d['type']}"]
     note = f"  # {d['note']}" if d.get("note") else ""
     if feature != column:
-      parts.append(f"source: {_yaml_value(column)}")
+      entries.append(f"source: {_yaml_value(column)}")
     if d.get("shape"):
-      parts.append(f"shape: {d['shape']}")
+      entries.append(f"shape: {d['shape']}")
     if d.get("separator"):
-      parts.append(f"separator: {_yaml_value(d['separator'])}")
+      entries.append(f"separator: {_yaml_value(d['separator'])}")
     if expect:
       proposed = _proposed(values, d)
       if proposed:
-        parts.append(f"expect: {_flow(proposed)}")
+        entries.append(f"expect: {_flow(proposed)}")
     comment = ""
     if d["missing"] == 0 and d["rows"]:
-      parts.append("required: true")
+      entries.append("required: true")
       comment = "  # no missing value in the sample"
     elif d["missing"]:
       comment = (f"  # {d['missing']:,} of {d['rows']:,} sampled values "
                  "missing: add `default:` or `required: true`")
     # Quoted: YAML reads on / yes / null / 2024 as other things than text.
-    lines.append(f"  {_yaml_value(feature)}: {{{', '.join(parts)}}}"
+    lines.append(f"  {_yaml_value(feature)}: {{{', '.join(entries)}}}"
                  f"{comment}{note}")
   if skipped:
     lines.append("# Columns left out:")
@@ -425,15 +425,15 @@ def _is_dataset(path: str) -> bool:
       fs.exists(fs.join(path, SUCCESS))
 
 
-def _dataset_proposal(s: List[FeatureStats], spec: Dict[str, Any]
+def _dataset_proposal(s: List[FeatureStats], entry: Dict[str, Any]
                       ) -> Dict[str, Any]:
-  """An expect: block from one feature's statistics in every split."""
+  """An expect: section from one feature's statistics in every split."""
   records = sum(x.records for x in s)
   out: Dict[str, Any] = {}
   if records:
     out["presence"] = _floor2(min(x.present / max(1, x.records) for x in s))
   lengths = [x.list_length for x in s if x.list_length is not None]
-  if lengths and spec.get("shape") == [-1]:
+  if lengths and entry.get("shape") == [-1]:
     out["length"] = {"min": min(x.min for x in lengths),
                      "max": max(x.max for x in lengths)}
   low = [x.min for x in s if x.min is not None]
@@ -441,7 +441,7 @@ def _dataset_proposal(s: List[FeatureStats], spec: Dict[str, Any]
   if low and high:
     out.update(min=min(low), max=max(high))
   tops = [x.top for x in s if x.top is not None]
-  if tops and spec.get("type") == "string" and all(
+  if tops and entry.get("type") == "string" and all(
       x.top_exact and x.top is not None and len(x.top) < TOP_SHOWN
       for x in s if x.top is not None):
     values = sorted({v for top in tops for v, _ in top})
@@ -451,7 +451,7 @@ def _dataset_proposal(s: List[FeatureStats], spec: Dict[str, Any]
 
 
 def expectations_from_dataset(path: str) -> str:
-  """The schema of a finished dataset with an expect: block proposed for
+  """The schema of a finished dataset with an expect: section proposed for
   each feature from its statistics (all rows, every split)."""
   import yaml
   from beam_tfrecords.read.reader import dataset_info
@@ -462,16 +462,16 @@ def expectations_from_dataset(path: str) -> str:
   schema = dict(info.schema)
   for section in ("features", "context", "sequence"):
     features = dict(schema.get(section) or {})
-    for name, spec in features.items():
-      spec = {"type": spec} if isinstance(spec, str) else dict(spec)
+    for name, entry in features.items():
+      entry = {"type": entry} if isinstance(entry, str) else dict(entry)
       s = [split[name] for split in info.statistics.values() if name in split]
-      if not s or spec.get("type") in ("image", "tensor") or \
-          "vocabulary" in spec:
+      if not s or entry.get("type") in ("image", "tensor") or \
+          "vocabulary" in entry:
         continue
-      proposed = _dataset_proposal(s, spec)
+      proposed = _dataset_proposal(s, entry)
       if proposed:  # (the expectations already there are kept)
-        features[name] = dict(spec, expect={**proposed,
-                                            **spec.get("expect", {})})
+        features[name] = dict(entry, expect={**proposed,
+                                             **entry.get("expect", {})})
     if features:
       schema[section] = features
   schema.setdefault("expect", {"records_change": 0.5})

@@ -26,7 +26,7 @@ records. Where a feature's distribution differs between a split and the
 first split, the section is flagged with the distance (over
 DIFFERENCE_FLAG), and with a baseline the training split is drawn beside
 the baseline's: beam_tfrecords.inspect.drift measures both, from
-dataset.json's exact counts where the schema's expect: blocks kept them
+dataset.json's exact counts where the schema's expect: sections kept them
 (the number the publish gate judged), else from statistics.pb.
 """
 
@@ -233,41 +233,41 @@ def _top_svg(values, small: bool = False) -> str:
 
 def _cell(feature, spec: dict, image: bool = False) -> str:
   shape = f' shape {spec["shape"]}' if "shape" in spec else ""
-  parts = [f'<div class="muted">{_e(spec.get("kind", ""))} '
+  pieces = [f'<div class="muted">{_e(spec.get("kind", ""))} '
            f'{_e(spec.get("dtype", ""))}{_e(shape)}</div>']
   stats = feature.num_stats if feature.HasField("num_stats") else \
       feature.string_stats
   common = stats.common_stats
   total = common.num_non_missing + common.num_missing
   present = 100 * common.num_non_missing / total if total else 0
-  parts.append(f"<div>present {common.num_non_missing:,} ({present:.1f}%), "
+  pieces.append(f"<div>present {common.num_non_missing:,} ({present:.1f}%), "
                f"missing {common.num_missing:,}</div><div>values per record"
                f" {common.min_num_values}–{common.max_num_values} (avg "
                f"{common.avg_num_values:.2f})</div>")
   for custom in feature.custom_stats:
     if custom.name == STEPS_STAT and custom.histogram.buckets:
-      parts.append("<div class='steps'>steps per record"
+      pieces.append("<div class='steps'>steps per record"
                    + _histogram_svg(custom.histogram.buckets) + "</div>")
   if common.num_values_histogram.buckets:
-    parts.append("<div class='lengths'>list lengths"
+    pieces.append("<div class='lengths'>list lengths"
                  + _histogram_svg(common.num_values_histogram.buckets)
                  + "</div>")
   if feature.HasField("num_stats"):
     n = feature.num_stats
-    parts.append(f"<div>mean {n.mean:.4g}, std {n.std_dev:.4g}, min "
+    pieces.append(f"<div>mean {n.mean:.4g}, std {n.std_dev:.4g}, min "
                  f"{n.min:.4g}, max {n.max:.4g}, zeros {n.num_zeros:,}"
                  "</div>")
     if n.histograms:
-      parts.append(_histogram_svg(n.histograms[0].buckets))
-    parts.append(_deciles(feature))
+      pieces.append(_histogram_svg(n.histograms[0].buckets))
+    pieces.append(_deciles(feature))
   else:
     s = feature.string_stats
     if s.unique:
-      parts.append(f"<div>{s.unique:,} distinct values</div>")
-    parts.append(f"<div>average length {s.avg_length:.1f}</div>")
+      pieces.append(f"<div>{s.unique:,} distinct values</div>")
+    pieces.append(f"<div>average length {s.avg_length:.1f}</div>")
     if not image:  # an image's bytes: thumbnails instead
-      parts.append(_top_svg(list(s.top_values)))
-  return "".join(parts)
+      pieces.append(_top_svg(list(s.top_values)))
+  return "".join(pieces)
 
 
 def _thumbnails(path: str, info: DatasetInfo, split: str, name: str) -> str:
@@ -431,15 +431,15 @@ def _feature_type(name: str, spec: Dict[str, Any],
 
 
 def _type_cell(name: str, spec: Dict[str, Any],
-               declared: Dict[str, Dict[str, Any]], part: str) -> str:
+               declared: Dict[str, Dict[str, Any]], section: str) -> str:
   """The overview's type cell: type, shape (but a scalar's), the
   declaration it is made of, and (SequenceExamples) context or
   sequence."""
   kind, shape, owner = _feature_type(name, spec, declared)
-  notes = [n for n in (f"of {owner}" if owner else "", part) if n]
+  notes = [n for n in (f"of {owner}" if owner else "", section) if n]
   shown = f"{kind} {shape}" if shape else kind
   return (f'<td class="type" data-type="{_e(kind)}" data-shape="'
-          f'{_e(shape)}"' + (f' data-part="{part}"' if part else "")
+          f'{_e(shape)}"' + (f' data-part="{section}"' if section else "")
           + f">{_e(shown)}" + "".join(
               f' <span class="muted">{_e(n)}</span>' for n in notes)
           + "</td>")
@@ -464,10 +464,10 @@ def _overview_row(name: str, type_cell: str, summary: Optional[_Summary],
             f'{summary.mean:.4g}</td>')
   elif summary.top is not None and not other:
     value, count = summary.top
-    part = 100 * count / summary.values if summary.values else 0
+    top_share = 100 * count / summary.values if summary.values else 0
     row += (f'<td class="value" data-top="{_e(value)}" data-top-count='
             f'"{count}" data-values="{summary.values}">{_e(value[:24])} '
-            f'<span class="muted">{part:.1f}%</span></td>')
+            f'<span class="muted">{top_share:.1f}%</span></td>')
   else:
     row += '<td class="value">—</td>'
   chart = ""
@@ -489,7 +489,7 @@ def _overview(info: DatasetInfo, stats: Dict[str, Dict[str, Any]],
   kept = (info.statistics or {}).get(split, {})
   described = stats.get(split, {})
   declared = info.declarations()
-  parts = {n: p for p in ("context", "sequence")
+  sections = {n: p for p in ("context", "sequence")
            for n in info.feature_spec.get(p, {})} \
       if info.record == "sequence_example" else {}
   mark = f" ({_e(split)})" if len(splits) > 1 else ""
@@ -499,7 +499,7 @@ def _overview(info: DatasetInfo, stats: Dict[str, Dict[str, Any]],
   for name in sorted(spec):
     kind = _feature_type(name, spec[name], declared)[0]
     out.append(_overview_row(
-        name, _type_cell(name, spec[name], declared, parts.get(name, "")),
+        name, _type_cell(name, spec[name], declared, sections.get(name, "")),
         _summary(kept.get(name), described.get(name)), described.get(name),
         kind in ("image", "tensor"), name in labels))
   out.append("</table>")

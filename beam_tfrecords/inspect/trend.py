@@ -82,9 +82,9 @@ def _feature_rows(found: List[Tuple[str, DatasetInfo]], split: str
   return rows
 
 
-def render_trend(spec: Datasets) -> str:
+def render_trend(which: Datasets) -> str:
   """The page of a window (folders, a glob or a pin file)."""
-  found = window(spec)
+  found = window(which)
   heads = "".join(f"<th>{_e(os.path.basename(p.rstrip('/')) or p)}</th>"
                   for p, _ in found)
   out = [f"<!doctype html><html><head><meta charset='utf-8'><title>"
@@ -110,9 +110,9 @@ def render_trend(spec: Datasets) -> str:
   return "\n".join(out)
 
 
-def write_trend(spec: Datasets, target: str) -> str:
+def write_trend(which: Datasets, target: str) -> str:
   """Writes the window's page to `target`; returns it."""
-  text = render_trend(spec)
+  text = render_trend(which)
   if "://" not in target:
     os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
   with FileSystems.create(target) as f:

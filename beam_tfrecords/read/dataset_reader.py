@@ -104,7 +104,7 @@ class DatasetReader:
              transformed: bool = False, shuffle: str = "buffer",
              block: int = 1) -> RecordStream:
     """The serialized records of `rank`'s exact share ((index, count);
-    None: all), and `worker`'s part of it, resumable
+    None: all), and `worker`'s portion of it, resumable
     (state_dict / load_state_dict): read.stream.RecordStream;
     shuffle="global" (with a seed): a permutation of every record."""
     return RecordStream(self._window, split, rank, drop_remainder,

@@ -1,5 +1,5 @@
 """A global shuffle's order: a permutation of a split's N records drawn
-from (seed, epoch), its ranks' shares and their workers' parts, and the
+from (seed, epoch), its ranks' shares and their workers' portions, and the
 records read in that order a window at a time.
 
     order = GlobalOrder(n, seed=7, epoch=3)

@@ -112,7 +112,8 @@ _DESCRIPTORS = _Descriptors()
 
 # Shards whose SHA-256 this process checked: (path, generation, SHA-256).
 _HASHED: set = set()
-_HASH_BLOCK = 8 << 20
+# Bytes hashed per read.
+_HASH_READ = 8 << 20
 
 
 class _Shard:
@@ -230,11 +231,11 @@ class _Shard:
     if fd is not None:
       digest, at = hashlib.sha256(), 0
       while at < size:
-        block = os.pread(fd, min(_HASH_BLOCK, size - at), at)
-        if not block:
+        data = os.pread(fd, min(_HASH_READ, size - at), at)
+        if not data:
           break
-        digest.update(block)
-        at += len(block)
+        digest.update(data)
+        at += len(data)
       found = digest.hexdigest() if at == size else None
     else:
       found = fs.sha256_of(self.path, limit=size + 1)[1]

@@ -286,7 +286,7 @@ def _records(stream: RecordStream):
   # Whole files in a row are one TFRecordDataset over the paths Pinned
   # gives (no per-record skip or take, and no layer per file: as fast as
   # the plain read); a share's partial first and last files skip and take.
-  parts = []
+  datasets = []
   for (partial, compression), grouped in itertools.groupby(
       enumerate(pieces),
       key=lambda ip: (not (ip[1].skip == 0
@@ -298,18 +298,18 @@ def _records(stream: RecordStream):
       paths = tf.data.Dataset.from_tensor_slices(index).map(
           lambda i: tf.ensure_shape(tf.py_function(opened, [i], tf.string),
                                     []))
-      parts.append(tf.data.TFRecordDataset(paths,
+      datasets.append(tf.data.TFRecordDataset(paths,
                                            compression_type=compression))
       continue
     slices = (index, tf.constant([p.skip for _, p in run], tf.int64),
               tf.constant([p.take for _, p in run], tf.int64),
               tf.constant([compression] * len(run), tf.string))
-    parts.append(tf.data.Dataset.from_tensor_slices(slices).flat_map(
+    datasets.append(tf.data.Dataset.from_tensor_slices(slices).flat_map(
         lambda i, skip, take, compression, partial=partial: piece(
             i, skip, take, compression, partial)))
-  ds = parts[0]
-  for part in parts[1:]:
-    ds = ds.concatenate(part)
+  ds = datasets[0]
+  for more in datasets[1:]:
+    ds = ds.concatenate(more)
   return _shuffled(ds, stream)
 
 

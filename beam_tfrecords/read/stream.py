@@ -82,7 +82,7 @@ class RecordStream:
     shuffle_seed: None for the files' order; else a seeded order.
     epoch: with a seed, which epoch's order.
     shuffle_buffer: records the shuffle draws from (with a seed).
-    worker: (index, count): this reader's part of the share.
+    worker: (index, count): this reader's portion of the share.
     transformed: the records of the schema's `transform:` section.
     shuffle: with a seed, "buffer" (files in a seeded order, records
       through the buffer) or "global" (a permutation of every record).

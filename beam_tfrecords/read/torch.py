@@ -18,7 +18,7 @@ another layout and for SequenceExamples).
 
 Shares (beam_tfrecords.core.shares): with torch.distributed initialised, the
 rank's exact share (rank, world_size) unless `shard` is given; each
-DataLoader worker reads its part of it, so no record is read twice and the
+DataLoader worker reads its portion of it, so no record is read twice and the
 ranks' shares differ by at most one record (`drop_remainder=True`: equal,
 so that collective steps never wait on a rank with one batch fewer).
 `state_dict()` / `load_state_dict()` resume mid-epoch (torchdata's
@@ -373,9 +373,9 @@ class Dataset(torch.utils.data.IterableDataset):
     groups = ((len(records), self._decoder.decode_batch(records, text=True))
               for records in stream.batches(group))
     for n, columns in (_ahead(groups) if worker else groups):
-      for records, part in cuts(columns, n, size):
+      for records, cut in cuts(columns, n, size):
         self._position += records
-        yield _shipped(part) if worker else Batch(_tensors(objects(part)))
+        yield _shipped(cut) if worker else Batch(_tensors(objects(cut)))
 
   def state_dict(self) -> Dict[str, Any]:
     if self._state is not None:  # loaded, not yet iterated
@@ -444,9 +444,9 @@ class GlobalSampler(torch.utils.data.Sampler):
     start, self.start = self.start, 0
     at = start
     while at < len(positions):
-      chunk = order(positions.take(at, LOOKAHEAD))
-      at += len(chunk)
-      yield from chunk.tolist()
+      ahead = order(positions.take(at, LOOKAHEAD))
+      at += len(ahead)
+      yield from ahead.tolist()
 
   def _resume(self, epoch: int, consumed: Optional[int]) -> None:
     self.epoch, self.start = epoch, consumed or 0
@@ -533,10 +533,10 @@ class _Serialized(torch.utils.data.Dataset):
 def _decoded_batch(decoder: RecordDecoder, records: list) -> Batch:
   """Serialized records -> one batch, decoded column by column."""
   columns = decoder.decode_batch(records, text=True)
-  (_, part), = cuts(columns, len(records), max(len(records), 1))
+  (_, cut), = cuts(columns, len(records), max(len(records), 1))
   if torch.utils.data.get_worker_info() is not None:
-    return _shipped(part)
-  return Batch(_tensors(objects(part)))
+    return _shipped(cut)
+  return Batch(_tensors(objects(cut)))
 
 
 def _forkserver() -> Any:

@@ -70,27 +70,27 @@ def _normal(path: str) -> str:
   return os.path.abspath(path) if fs.is_local(path) else path
 
 
-def _expand(spec: str) -> List[str]:
+def _expand(entry: str) -> List[str]:
   """One entry: a dataset folder, a glob of them, or a pin file."""
-  spec = spec.rstrip("/") if len(spec) > 1 else spec
-  if is_pin(spec):
-    return _read_pin(spec)
-  if any(c in spec for c in "*?["):
+  entry = entry.rstrip("/") if len(entry) > 1 else entry
+  if is_pin(entry):
+    return _read_pin(entry)
+  if any(c in entry for c in "*?["):
     found = sorted(f.path[:-len(DATASET_JSON) - 1]
-                   for f in fs.match(fs.join(spec, DATASET_JSON)))
+                   for f in fs.match(fs.join(entry, DATASET_JSON)))
     if not found:
-      raise InputError(f"no dataset matches {spec!r} (no "
-                       f"{spec}/{DATASET_JSON})")
+      raise InputError(f"no dataset matches {entry!r} (no "
+                       f"{entry}/{DATASET_JSON})")
     return found
-  return [spec]
+  return [entry]
 
 
-def datasets(spec: Datasets) -> List[str]:
-  """The dataset folders `spec` names, in reading order: a folder, a glob
+def datasets(which: Datasets) -> List[str]:
+  """The dataset folders `which` names, in reading order: a folder, a glob
   (its matches sorted), a pin file, or a list of those."""
-  if isinstance(spec, Window):
-    return [path for path, _ in spec]
-  entries = [spec] if isinstance(spec, str) else list(spec)
+  if isinstance(which, Window):
+    return [path for path, _ in which]
+  entries = [which] if isinstance(which, str) else list(which)
   if not entries:
     raise InputError("no datasets given: name a dataset folder, a glob of "
                      "them or a pin file")
@@ -124,12 +124,12 @@ def finished(path: str) -> DatasetInfo:
 def _spec_items(info: DatasetInfo) -> Dict[str, Any]:
   spec = info.feature_spec
   if info.record == "sequence_example":
-    return {f"{part}.{k}": v for part in ("context", "sequence")
-            for k, v in spec.get(part, {}).items()}
+    return {f"{section}.{k}": v for section in ("context", "sequence")
+            for k, v in spec.get(section, {}).items()}
   return dict(spec)
 
 
-def window(spec: Datasets) -> Window:
+def window(which: Datasets) -> Window:
   """(folder, dataset.json) of each dataset, checked to read as one (a
   Window given is returned as it is).
 
@@ -137,9 +137,9 @@ def window(spec: Datasets) -> Window:
     InputError: one is not finished, or its record kind or a feature's
       parsing spec differs from the first one's (named).
   """
-  if isinstance(spec, Window):
-    return spec
-  found = Window((p, finished(p)) for p in datasets(spec))
+  if isinstance(which, Window):
+    return which
+  found = Window((p, finished(p)) for p in datasets(which))
   first_path, first = found[0]
   want = _spec_items(first)
   for path, info in found[1:]:
@@ -261,11 +261,11 @@ def records_digest(info: DatasetInfo) -> Optional[str]:
   return h.hexdigest()
 
 
-def pin(spec: Datasets, out: str) -> Dict[str, Any]:
+def pin(which: Datasets, out: str) -> Dict[str, Any]:
   """Writes a pin file naming exactly these datasets (each with the
   digest of its records' checksums) and returns its content. The
   datasets must read as one."""
-  found = window(spec)
+  found = window(which)
   entries = []
   for path, info in found:
     records = records_digest(info)

@@ -147,7 +147,7 @@ class _Batch:
   def entries(self) -> List[List[Tuple[np.ndarray, ...]]]:
     """Every map entry of every record, per feature: [(records, their
     Feature's content start, end)] (in the records' order within each
-    part; a part per round of the walk)."""
+    round; one per round of the walk)."""
     keys = _Keys([f.name.encode("utf-8") for f in self.schema.features],
                  self.words)
     rec = np.arange(self.n)
@@ -192,11 +192,11 @@ class _Batch:
 
   def columns(self) -> Dict[str, Any]:
     out = {}
-    for f, parts in zip(self.schema.features, self.entries()):
-      if len(parts) == 1:
-        rec, value, value_end = parts[0]
-      elif parts:
-        rec, value, value_end = (np.concatenate(p) for p in zip(*parts))
+    for f, rounds in zip(self.schema.features, self.entries()):
+      if len(rounds) == 1:
+        rec, value, value_end = rounds[0]
+      elif rounds:
+        rec, value, value_end = (np.concatenate(p) for p in zip(*rounds))
         order = np.argsort(rec, kind="stable")
         rec, value, value_end = rec[order], value[order], value_end[order]
         if (np.diff(rec) == 0).any():
@@ -280,8 +280,8 @@ class _Batch:
       # A continuation bit on every byte but the last of each list.
       if (inside & (((b & 0x80) != 0) == (size - 1 == j))).any():
         return None
-      part = (b & 0x7F).astype(np.uint64) << np.uint64(7 * j)
-      value |= part if j == 0 else np.where(inside, part, np.uint64(0))
+      bits = (b & 0x7F).astype(np.uint64) << np.uint64(7 * j)
+      value |= bits if j == 0 else np.where(inside, bits, np.uint64(0))
     return value.view(np.int64)
 
   def strings(self, f: Feature, start: np.ndarray, end: np.ndarray
@@ -290,23 +290,23 @@ class _Batch:
     bytes), and the count per list."""
     list_index = np.arange(start.size)
     pos = start.copy()
-    parts: List[Tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    rounds: List[Tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     active = np.flatnonzero(pos < end)
     while active.size:
       a, b = self.delimited(pos[active], 0x0A)
-      parts.append((list_index[active], a, b))
+      rounds.append((list_index[active], a, b))
       pos[active] = b
       if (b > end[active]).any():
         raise _Unsupported("a value past its list")
       active = active[b < end[active]]
     counts = np.zeros(start.size, np.int64)
-    if not parts:
+    if not rounds:
       values = pa.array([], pa.large_binary())
     else:
-      if len(parts) == 1:  # one value in each list: in order already
-        which, a, b = parts[0]
+      if len(rounds) == 1:  # one value in each list: in order already
+        which, a, b = rounds[0]
       else:
-        which, a, b = (np.concatenate(p) for p in zip(*parts))
+        which, a, b = (np.concatenate(p) for p in zip(*rounds))
         order = np.argsort(which, kind="stable")
         which, a, b = which[order], a[order], b[order]
       counts = np.bincount(which, minlength=start.size)
@@ -444,7 +444,7 @@ def _varints(data: np.ndarray, sizes: np.ndarray
     raise _Unsupported("varint longer than 10 bytes")
   index = np.arange(data.size) - np.repeat(value_start,
                                            value_end - value_start + 1)
-  part = (data & 0x7F).astype(np.uint64) << (7 * index).astype(np.uint64)
-  values = np.add.reduceat(part, value_start).view(np.int64)
+  bits = (data & 0x7F).astype(np.uint64) << (7 * index).astype(np.uint64)
+  values = np.add.reduceat(bits, value_start).view(np.int64)
   done = np.concatenate([[0], np.cumsum(last)])
   return values, done[ends] - done[ends - sizes]

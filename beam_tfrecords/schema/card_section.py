@@ -1,4 +1,4 @@
-"""The schema's `card:` block: what others need to find, cite and judge a
+"""The schema's `card:` section: what others need to find, cite and judge a
 dataset (its README.md card and croissant.json say it).
 
     description: Ratings of movies by users, one record per rating.
@@ -57,7 +57,7 @@ class Creator:
 
 @dataclasses.dataclass(frozen=True)
 class Card:
-  """The `card:` block, checked (empty strings: not given)."""
+  """The `card:` section, checked (empty strings: not given)."""
   title: str = ""
   license: str = ""
   creators: Tuple[Creator, ...] = ()
@@ -123,7 +123,7 @@ def _creators(check: Checker, raw: Any) -> Tuple[Creator, ...]:
 
 
 def parse_card(check: Checker, raw: Any) -> Optional[Card]:
-  """The schema's `card:` block (None when absent or all empty)."""
+  """The schema's `card:` section (None when absent or all empty)."""
   if raw is None:
     return None
   if not isinstance(raw, dict):

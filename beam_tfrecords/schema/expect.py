@@ -1,4 +1,4 @@
-"""The `expect:` blocks (of a feature, and of the dataset), `baseline:` and
+"""The `expect:` sections (of a feature, and of the dataset), `baseline:` and
 `on_anomaly:`, checked: what the data must show before it is published
 (beam_tfrecords.inspect.expectations checks it against the statistics).
 
@@ -95,7 +95,7 @@ def _values(check: Checker, key: str, raw: Any,
 
 def parse_feature_expect(check: Checker, key: str, raw: Any,
                          feature: Feature) -> FeatureExpect:
-  """A feature's `expect:` block (`key`: where it stands)."""
+  """A feature's `expect:` section (`key`: where it stands)."""
   if not isinstance(raw, dict) or not raw:
     check.fail(key, f"must be a mapping of checks "
                f"({listed(FEATURE_EXPECT_KEYS)}); got {preview(raw)}")
@@ -136,14 +136,14 @@ def parse_feature_expect(check: Checker, key: str, raw: Any,
 
 
 def parse_dataset_expect(check: Checker, raw: Any) -> DatasetExpect:
-  """The top-level `expect:` block."""
+  """The top-level `expect:` section."""
   if not isinstance(raw, dict) or not raw:
     check.fail("expect", f"must be a mapping of checks "
                f"({listed(DATASET_EXPECT_KEYS)}); got {preview(raw)}")
   for k in raw:
     if k not in DATASET_EXPECT_KEYS and k in FEATURE_EXPECT_KEYS:
       check.fail(f"expect.{k}", f"{k} is a feature's check: put it in the "
-                 "feature's own expect: block")
+                 "feature's own expect: section")
   check.check_keys("expect", raw, DATASET_EXPECT_KEYS)
   low = high = change = None
   if raw.get("records") is not None:

@@ -79,13 +79,13 @@ def parse_media(check: Checker, name: str, raw_name: Any, raw: Any,
                  source, base_dir)
 
 
-def _made_feature(name: str, required: bool, part: str, ftype: FeatureType,
+def _made_feature(name: str, required: bool, facet: str, ftype: FeatureType,
                   shape: Tuple[int, ...] = (), text: str = "") -> Feature:
   """A stored feature of the declaration `name`, reading the column the
-  build makes for `part`."""
-  return Feature(name=name if part in ("bytes", "values") else
-                 f"{name}_{part}", type=ftype, shape=shape,
-                 source=made_column(name, part), required=required,
+  build makes for `facet`."""
+  return Feature(name=name if facet in ("bytes", "values") else
+                 f"{name}_{facet}", type=ftype, shape=shape,
+                 source=made_column(name, facet), required=required,
                  description=text)
 
 

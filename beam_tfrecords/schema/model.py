@@ -14,7 +14,7 @@ from beam_tfrecords.schema.card_section import Card
 
 __all__ = ["FeatureType", "RecordKind", "Derive", "Overflow", "OnBadStep",
            "Feature", "OrderKey", "SplitKind", "SplitRule", "Schema", "Media",
-           "MediaKind", "Transform", "TransformSpec", "TRANSFORMS",
+           "MediaKind", "Transform", "TransformSection", "TRANSFORMS",
            "DEFAULT_MAX_RECORD_BYTES", "DEFAULT_SPLIT",
            "MADE", "made_column", "FeatureExpect", "DatasetExpect",
            "ON_ANOMALY"]
@@ -29,7 +29,7 @@ MADE = "\x00"
 
 @dataclasses.dataclass(frozen=True)
 class FeatureExpect:
-  """A feature's `expect:` block: what its statistics must show before the
+  """A feature's `expect:` section: what its statistics must show before the
   dataset is published (None: not checked).
 
   Attributes:
@@ -76,7 +76,7 @@ class FeatureExpect:
 
 @dataclasses.dataclass(frozen=True)
 class DatasetExpect:
-  """The schema's top-level `expect:` block.
+  """The schema's top-level `expect:` section.
 
   Attributes:
     records_min, records_max: records written (all splits).
@@ -112,9 +112,10 @@ class DatasetExpect:
 ON_ANOMALY = ("fail", "warn")
 
 
-def made_column(feature: str, part: str) -> str:
-  """The name of a column that a Media feature computes for a batch."""
-  return f"{MADE}{feature}{MADE}{part}"
+def made_column(feature: str, facet: str) -> str:
+  """The name of a column that a Media feature computes for a batch:
+  its `facet` ("bytes", "height", "width", ...)."""
+  return f"{MADE}{feature}{MADE}{facet}"
 
 
 class FeatureType(enum.Enum):
@@ -140,7 +141,7 @@ class Derive(enum.Enum):
   LENGTH = "length"  # number of steps (of one feature list with `of`)
   FIRST = "first"    # the source column's value at the first step
   LAST = "last"      # ... at the last step
-  PART = "part"      # 0-based index of the piece when overflow: split
+  PART = "part"      # 0-based number of the piece when overflow: split
 
 
 class Overflow(enum.Enum):
@@ -317,7 +318,7 @@ class Transform:
 
 
 @dataclasses.dataclass(frozen=True)
-class TransformSpec:
+class TransformSection:
   """The schema's `transform:` section: TensorFlow Transform features,
   analyzed on the training split (`analyze_split`) and applied to every
   split; `keep_raw` also writes the untransformed records.
@@ -401,7 +402,7 @@ class Schema:
   max_bad_fraction: Optional[float] = None
   splits: SplitRule = SplitRule()
   media: Tuple[Media, ...] = ()
-  transform: Optional[TransformSpec] = None
+  transform: Optional[TransformSection] = None
   # The label feature(s), for supervised readers (load(as_supervised=True)).
   label: Tuple[str, ...] = ()
   # Checks before publishing (expectations.py): the top-level `expect:`,

@@ -95,17 +95,17 @@ def _values_rule(check: Checker, raw: dict, column: str) -> SplitRule:
   """`column: c` with `values:`: the column's value names the split."""
   if "rest" in raw:
     check.fail("splits.rest", "belongs to a `below:` rule")
-  spec = _ordered_pairs(check, "splits.values", raw["values"])
-  if spec is None and isinstance(raw["values"], list):
-    spec = [(name, [name]) for name in raw["values"]]  # value = name
-  if not spec:
+  given = _ordered_pairs(check, "splits.values", raw["values"])
+  if given is None and isinstance(raw["values"], list):
+    given = [(name, [name]) for name in raw["values"]]  # value = name
+  if not given:
     check.fail("splits.values", "must list the split names ([train, "
                "eval]) or map each to the column values that select it "
                "({train: [train, training], eval: [validation]})")
   names: List[str] = []
   pairs: List[Tuple[bytes, str]] = []
   seen: Dict[str, str] = {}
-  for name, accepted in spec:
+  for name, accepted in given:
     key = f"splits.values.{name}"
     names.append(_split_name(check, key, name))
     accepted = accepted if isinstance(accepted, list) else [accepted]
@@ -128,13 +128,13 @@ def _values_rule(check: Checker, raw: dict, column: str) -> SplitRule:
 
 def _below_rule(check: Checker, raw: dict, column: str) -> SplitRule:
   """`column: c` with `below:` bounds in order, and `rest:`."""
-  spec = _ordered_pairs(check, "splits.below", raw["below"])
-  if not spec:
+  given = _ordered_pairs(check, "splits.below", raw["below"])
+  if not given:
     check.fail("splits.below", "must map split names to bounds in order, "
                "e.g. {train: \"2026-11-01\", eval: \"2026-11-15\"}")
   names: List[str] = []
   bounds: List[Any] = []
-  for name, bound in spec:
+  for name, bound in given:
     key = f"splits.below.{name}"
     names.append(_split_name(check, key, name))
     if isinstance(bound, bool) or not isinstance(bound, (str, int, float)):

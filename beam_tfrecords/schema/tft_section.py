@@ -7,7 +7,7 @@ from beam_tfrecords.core.errors import preview
 from beam_tfrecords.schema.checking import Checker, listed, suggest
 from beam_tfrecords.schema.features import NAME_RE
 from beam_tfrecords.schema.model import (DEFAULT_SPLIT, Schema, TRANSFORMS,
-                                         Transform, TransformSpec)
+                                         Transform, TransformSection)
 
 __all__ = ["RESERVED_PREFIX", "parse_transform"]
 
@@ -15,7 +15,8 @@ __all__ = ["RESERVED_PREFIX", "parse_transform"]
 RESERVED_PREFIX = "__btr_"
 
 
-def parse_transform(check: Checker, raw: Any, schema: Schema) -> TransformSpec:
+def parse_transform(check: Checker, raw: Any,
+                    schema: Schema) -> TransformSection:
   """The `transform:` section (see beam_tfrecords.tft)."""
   if not isinstance(raw, dict):
     check.fail("transform", "must be a mapping: {features: {rating_z: "
@@ -52,13 +53,13 @@ def parse_transform(check: Checker, raw: Any, schema: Schema) -> TransformSpec:
       check.fail(f"features.{n}", f"names starting with "
                  f"{RESERVED_PREFIX!r} are reserved for the build's own "
                  "columns (with transform:)")
-  out = [_transform(check, name, spec, stored)
-         for name, spec in features.items()]
-  return TransformSpec(features=tuple(out), keep_raw=keep_raw,
-                       analyze_split=split, preprocessing_fn=fn)
+  out = [_transform(check, name, entry, stored)
+         for name, entry in features.items()]
+  return TransformSection(features=tuple(out), keep_raw=keep_raw,
+                          analyze_split=split, preprocessing_fn=fn)
 
 
-def _transform(check: Checker, name: Any, spec: Any,
+def _transform(check: Checker, name: Any, entry: Any,
                stored: dict) -> Transform:
   """One declared transformed feature."""
   key = f"transform.features.{name}"
@@ -67,18 +68,18 @@ def _transform(check: Checker, name: Any, spec: Any,
   if name.startswith(RESERVED_PREFIX):
     check.fail(key, f"names starting with {preview(RESERVED_PREFIX)} are "
                "reserved for the build's own columns")
-  if not isinstance(spec, dict):
+  if not isinstance(entry, dict):
     check.fail(key, f"must be a mapping such as {{scale_to_z_score: "
-               f"rating}}; got {preview(spec)}")
-  ops = [k for k in spec if k in TRANSFORMS]
+               f"rating}}; got {preview(entry)}")
+  ops = [k for k in entry if k in TRANSFORMS]
   if len(ops) != 1:
     check.fail(key, f"needs exactly one analyzer of "
-               f"{listed(TRANSFORMS)}; got {sorted(spec)}"
-               f"{suggest(next(iter(spec), ''), TRANSFORMS)}")
+               f"{listed(TRANSFORMS)}; got {sorted(entry)}"
+               f"{suggest(next(iter(entry), ''), TRANSFORMS)}")
   op = ops[0]
   types, params = TRANSFORMS[op]
-  check.check_keys(key, spec, (op,) + params)
-  source = spec[op]
+  check.check_keys(key, entry, (op,) + params)
+  source = entry[op]
   if not isinstance(source, str) or source not in stored:
     check.fail(f"{key}.{op}", f"{preview(source)} is not a stored feature; "
                f"allowed: {listed(sorted(stored))}."
@@ -94,26 +95,26 @@ def _transform(check: Checker, name: Any, spec: Any,
                "in every record: give it required: true or a default")
   values: List[Tuple[str, int]] = []
   for p in params:
-    if p in spec:
-      v = spec[p]
+    if p in entry:
+      v = entry[p]
       low = 2 if p == "num_buckets" else (0 if p in (
           "frequency_threshold", "num_oov_buckets") else 1)
       if isinstance(v, bool) or not isinstance(v, int) or v < low:
         check.fail(f"{key}.{p}", f"must be a whole number of at least "
                    f"{low}; got {preview(v)}")
       values.append((p, v))
-  if op == "bucketize" and "num_buckets" not in spec:
+  if op == "bucketize" and "num_buckets" not in entry:
     check.fail(f"{key}.num_buckets", "missing; how many buckets?")
-  if op == "hash_strings" and "hash_buckets" not in spec:
+  if op == "hash_strings" and "hash_buckets" not in entry:
     check.fail(f"{key}.hash_buckets", "missing; how many buckets?")
   return Transform(name=name, op=op, source=source, params=tuple(values))
 
 
-def _is_module_function(spec: str) -> bool:
+def _is_module_function(name: str) -> bool:
   """MODULE:FUNCTION: a dotted module name, and a name in it (a
   function given as an object may be named "mod:make.<locals>.fn": only
   a name to import is checked further, when it is imported)."""
-  module, sep, attr = spec.partition(":")
+  module, sep, attr = name.partition(":")
   return bool(sep) and bool(attr) and not any(
       c.isspace() or c in ":/\\" for c in attr) and all(
-          part.isidentifier() for part in module.split("."))
+          word.isidentifier() for word in module.split("."))

@@ -1,5 +1,5 @@
 """The preprocessing_fn TensorFlow Transform runs: the schema's declared
-analyzers (`preprocessing_fn(spec)`), the user's own function
+analyzers (`preprocessing_fn(section)`), the user's own function
 (`with_preprocessing_fn`), both merged on the stored features
 (`combined_fn`), traced before anything runs (`check_traces`), and what the
 build key sees of them (`fn_digest`). See beam_tfrecords.tft."""
@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.schema import Schema, load_schema
-from beam_tfrecords.schema.model import TransformSpec
+from beam_tfrecords.schema.model import TransformSection
 from beam_tfrecords.schema.tfmd import SEQUENCE_FEATURE, to_tfmd
 from beam_tfrecords.sources.preprocess import function_digest, import_function
 
@@ -23,14 +23,14 @@ __all__ = ["preprocessing_fn", "with_preprocessing_fn", "combined_fn",
 SEQUENCE_PREFIX = SEQUENCE_FEATURE + "."
 
 
-def preprocessing_fn(spec: TransformSpec):
+def preprocessing_fn(section: TransformSection):
   """The TFT preprocessing_fn the section declares."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   import tensorflow_transform as tft  # pylint: disable=import-outside-toplevel
 
   def fn(inputs: Dict[str, Any]) -> Dict[str, Any]:
     out = {}
-    for t in spec.features:
+    for t in section.features:
       x = inputs[t.source]
       p = dict(t.params)
       # int64 is scaled in float64 (TFT would use float32, which merges
@@ -92,13 +92,14 @@ def with_preprocessing_fn(schema: Schema,
       schema cannot take one (a transform section its splits or names
       refuse: SchemaError).
   """
-  spec = schema.transform
-  if given is None and (spec is None or spec.preprocessing_fn is None):
+  section = schema.transform
+  if given is None and (section is None
+                        or section.preprocessing_fn is None):
     return schema
   if given is None:
-    assert spec is not None and spec.preprocessing_fn is not None
-    fn, name = import_function(spec.preprocessing_fn, _SETTING), \
-        spec.preprocessing_fn
+    assert section is not None and section.preprocessing_fn is not None
+    fn, name = import_function(section.preprocessing_fn, _SETTING), \
+        section.preprocessing_fn
   elif isinstance(given, str):
     fn, name = import_function(given, "preprocessing_fn"), given
   else:
@@ -106,10 +107,10 @@ def with_preprocessing_fn(schema: Schema,
   if not callable(fn):
     raise InputError(f"the preprocessing_fn {name} is a {type(fn).__name__}"
                      ", not a function")
-  if spec is None:
-    spec = TransformSpec(features=())
+  if section is None:
+    section = TransformSection(features=())
   out = dataclasses.replace(schema, transform=dataclasses.replace(
-      spec, preprocessing_fn=name, fn=fn))
+      section, preprocessing_fn=name, fn=fn))
   # The steps re-read the schema from its dict: it must read back (a
   # transform section needs the analyzed split, names not reserved...).
   load_schema(out.to_dict())
@@ -146,19 +147,19 @@ def fn_digest(schema: Schema) -> Optional[str]:
     InputError: the function cannot be pickled (TFT ships it to the
       workers, which trace it again).
   """
-  spec = schema.transform
-  if spec is None or spec.fn is None:
+  section = schema.transform
+  if section is None or section.fn is None:
     return None
   try:
-    digest = function_digest(spec.fn)
+    digest = function_digest(section.fn)
   except Exception as e:  # pylint: disable=broad-except
     raise InputError(
-        f"the preprocessing_fn {spec.preprocessing_fn} cannot be pickled to "
-        f"ship it to the workers ({type(e).__name__}: {e}); define it at "
+        f"the preprocessing_fn {section.preprocessing_fn} cannot be pickled "
+        f"to ship it to the workers ({type(e).__name__}: {e}); define it at "
         "the top level of a module") from e
   try:
     module = inspect.getsource(inspect.getmodule(
-        getattr(spec.fn, "func", spec.fn)))  # type: ignore[arg-type]
+        getattr(section.fn, "func", section.fn)))  # type: ignore[arg-type]
   except (OSError, TypeError):
     module = ""
   return hashlib.sha256(f"{digest}\0{module}".encode("utf-8")).hexdigest(
@@ -169,10 +170,10 @@ def combined_fn(schema: Schema) -> Callable[[Dict[str, Any]],
                                              Dict[str, Any]]:
   """The preprocessing_fn TFT runs: the declared analyzers' and the
   user's, on the same inputs (`stored_features`), their outputs merged."""
-  spec = schema.transform
-  assert spec is not None  # a schema with a transform section
-  declared = preprocessing_fn(spec) if spec.features else None
-  user, name = spec.fn, spec.preprocessing_fn
+  section = schema.transform
+  assert section is not None  # a schema with a transform section
+  declared = preprocessing_fn(section) if section.features else None
+  user, name = section.fn, section.preprocessing_fn
   stored = stored_features(schema)
 
   def fn(inputs: Dict[str, Any]) -> Dict[str, Any]:
@@ -231,9 +232,9 @@ def analyze_columns(schema: Schema) -> List[str]:
   """The features TFT's analyzers read: the function traced on the type
   specs TransformRecords feeds TFT (the same TFXIO source)."""
   import tensorflow_transform as tft  # pylint: disable=import-outside-toplevel
-  specs = tfxio_source(schema).TensorAdapter().TypeSpecs()
+  type_specs = tfxio_source(schema).TensorAdapter().TypeSpecs()
   return tft.get_analyze_input_columns(
-      combined_fn(schema), specs)  # type: ignore[arg-type]
+      combined_fn(schema), type_specs)  # type: ignore[arg-type]
 
 
 def check_traces(schema: Schema) -> None:
@@ -243,15 +244,15 @@ def check_traces(schema: Schema) -> None:
   Raises:
     InputError: it fails (naming the function and the error).
   """
-  spec = schema.transform
-  if spec is None or spec.fn is None:
+  section = schema.transform
+  if section is None or section.fn is None:
     return
   names = sorted(f.name for f in schema.all_features)
   try:
     analyze_columns(schema)
   except Exception as e:  # pylint: disable=broad-except
     raise InputError(
-        f"the preprocessing_fn {spec.preprocessing_fn} fails when TensorFlow "
-        f"Transform traces it on the stored features "
+        f"the preprocessing_fn {section.preprocessing_fn} fails when "
+        f"TensorFlow Transform traces it on the stored features "
         f"({', '.join(names)}): {type(e).__name__}: "
         f"{str(e).strip()[:800]}") from e

@@ -194,12 +194,12 @@ class TransformRecords(beam.PTransform):
     from tensorflow_transform.tf_metadata import dataset_metadata
     from beam_tfrecords.schema.tfmd import to_tfmd
     schema = self._schema
-    spec = schema.transform
-    assert spec is not None  # a schema with a transform section (see Args)
+    section = schema.transform
+    assert section is not None  # a schema with a transform section (see Args)
     config, decoded = analyzed_source(schema)
     train = (batches
              | "AnalyzedSplit" >> beam.Filter(
-                 lambda c, s=spec.analyze_split: c[0] == s)
+                 lambda c, s=section.analyze_split: c[0] == s)
              | "ToRecordBatches" >> beam.ParDo(_ToRecordBatchFn(
                  decoded.SerializeToString(), schema.is_sequence,
                  list(config.arrow_schema.names))))

@@ -104,17 +104,17 @@ def by_split(assigner: SplitAssigner, batch: SourceBatch,
   ok = np.ones(batch.num_rows, dtype=bool)
   if problems or rejected:
     ok[list(problems) + list(rejected)] = False
-  parts: List[Tuple[str, Optional[np.ndarray]]] = []
+  splits: List[Tuple[str, Optional[np.ndarray]]] = []
   for i, name in enumerate(names):
     index = np.nonzero((split == i) & ok)[0]
     if len(index) == batch.num_rows:
-      parts.append((name, None))
+      splits.append((name, None))
     elif len(index):
-      parts.append((name, index))
+      splits.append((name, index))
   errors = [RowError(row=r, problems=tuple(rejected.get(r, ())) + (
       (("splits", problems[r]),) if r in problems else ()))
             for r in sorted(set(problems) | set(rejected))]
-  return parts, errors
+  return splits, errors
 
 
 class SchemaFn(beam.DoFn):

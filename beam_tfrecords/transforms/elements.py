@@ -130,15 +130,15 @@ def _bucket_batches(columns: Optional[Sequence[str]]):
   def batches(keyed) -> Iterable[SourceBatch]:
     bucket, items = keyed
     items = sorted(items, key=lambda item: item[0])
-    for part, start in enumerate(range(0, len(items), BATCH_ROWS)):
-      rows_part = items[start:start + BATCH_ROWS]
-      rows = [row for _, row in rows_part]
+    for number, start in enumerate(range(0, len(items), BATCH_ROWS)):
+      taken = items[start:start + BATCH_ROWS]
+      rows = [row for _, row in taken]
       yield SourceBatch(
           path=PCOLLECTION, first_row=None,
           columns=_row_columns(rows, None if columns is None
                               else list(columns)),
-          num_rows=len(rows), order=(PCOLLECTION, f"rows-{bucket:04d}", part),
-          elements=[digest for digest, _ in rows_part])
+          num_rows=len(rows), order=(PCOLLECTION, f"rows-{bucket:04d}", number),
+          elements=[digest for digest, _ in taken])
   return batches
 
 

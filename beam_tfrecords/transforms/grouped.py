@@ -12,9 +12,10 @@
    reject_group`, the rows of the bucket's keys that went to errors/.
 2. **GroupSteps**: GroupByKey on (split, bucket). Elements are gatherings
    x buckets (at most MAX_BUCKETS each), not one per row, per group or
-   per batch: each block costs about a millisecond (its IPC stream, its
-   element, its read), and one per batch x bucket made a 40M-row build
-   spend 190k of them (1.7x the time per row of a 10M-row one).
+   per batch: each parcel (one gathering's steps of one bucket) costs
+   about a millisecond (its IPC stream, its element, its read), and one
+   per batch x bucket made a 40M-row build spend 190k of them (1.7x the
+   time per row of a 10M-row one).
 3. **Assemble**, per bucket: `encoding.groups.GroupAssembler` orders the
    bucket's steps with one Arrow sort and writes every group's records at
    once; one element `(split, ("bucket", b, pass), GroupedRecords)`. The
@@ -62,7 +63,7 @@ __all__ = ["EncodeGroupedSequences", "buckets_for", "BUCKET_BYTES",
 # are what the assembly is spread over (workers x threads) and what one
 # assembly holds in memory.
 BUCKET_BYTES = 8 << 20
-# At most MAX_BUCKETS: every batch writes one block per bucket, so blocks
+# At most MAX_BUCKETS: every batch writes one parcel per bucket, so parcels
 # grow with batches x buckets; past that, larger buckets are assembled in
 # passes.
 MIN_BUCKETS, MAX_BUCKETS = 16, 256
@@ -183,8 +184,8 @@ class _EncodeStepsFn(SchemaFn):
         yield GlobalWindows.windowed_value(out)
 
   def _flush(self, held: _Gathered) -> list:
-    """One block per bucket with steps or bad rows in the gathering."""
-    blocks, sizes, bad = [], {}, {}
+    """One parcel per bucket with steps or bad rows in the gathering."""
+    parcels, sizes, bad = [], {}, {}
     for b in range(self._buckets):
       pieces = [s.table.slice(int(s.bounds[b]),
                               int(s.bounds[b + 1] - s.bounds[b]))
@@ -192,23 +193,23 @@ class _EncodeStepsFn(SchemaFn):
       marks = [m for s in held.steps for m in s.bad.get(b, ())]
       rows = sum(len(p) for p in pieces)
       if rows or marks:
-        blocks.append((b, _ipc_bytes(pa.concat_tables(pieces))))
+        parcels.append((b, _ipc_bytes(pa.concat_tables(pieces))))
         sizes[b] = int(sum(s.sizes[b] for s in held.steps))
         if marks:
           bad[b] = marks
     if self._spill_dir is not None and sum(
-        len(data) for _, data in blocks) >= SPILL_BYTES:
-      blocks = _spilled(self._spill_dir, blocks)
+        len(data) for _, data in parcels) >= SPILL_BYTES:
+      parcels = _spilled(self._spill_dir, parcels)
     return [((held.split, b), (held.path, data, bad.get(b, []), sizes[b]))
-            for b, data in blocks]
+            for b, data in parcels]
 
   def _work(self, batch: SourceBatch):
-    parts, found = by_split(self._splits, batch)
+    splits, found = by_split(self._splits, batch)
     marks = self._encoder.schema.on_bad_step is OnBadStep.REJECT_GROUP
     known = None
     outputs: List[Output] = []
     described = {}
-    for split, index in parts:
+    for split, index in splits:
       known = batch.known_row_numbers() if known is None else known
       if index is None:
         steps = self._encoder.encode_table(
@@ -244,14 +245,14 @@ class _EncodeStepsFn(SchemaFn):
     return _Steps(split, path, ordered, bounds, sizes, bad)
 
 
-def _spilled(directory: str, blocks: List[tuple]) -> List[tuple]:
-  """The blocks written to one file; each block's data becomes its place
+def _spilled(directory: str, parcels: List[tuple]) -> List[tuple]:
+  """The parcels written to one file; each parcel's data becomes its place
   (path, offset, length)."""
   path = FileSystems.join(directory, f"{uuid.uuid4().hex}.steps")
   out, offset = [], 0
   with FileSystems.create(path, compression_type=(
       CompressionTypes.UNCOMPRESSED)) as f:
-    for b, data in blocks:
+    for b, data in parcels:
       f.write(data)
       out.append((b, (path, offset, len(data))))
       offset += len(data)
@@ -259,7 +260,7 @@ def _spilled(directory: str, blocks: List[tuple]) -> List[tuple]:
 
 
 def _read(data) -> bytes:
-  """A block's bytes, from where _spilled put it."""
+  """A parcel's bytes, from where _spilled put it."""
   if isinstance(data, bytes):
     return data
   path, offset, length = data
@@ -269,9 +270,9 @@ def _read(data) -> bytes:
     return f.read(length)
 
 
-def _tables(blocks):
-  """(path, steps table) of a bucket's blocks, read one at a time."""
-  return ((path, _ipc_table(_read(data))) for path, data, _, _ in blocks)
+def _tables(parcels):
+  """(path, steps table) of a bucket's parcels, read one at a time."""
+  return ((path, _ipc_table(_read(data))) for path, data, _, _ in parcels)
 
 
 def _bad_by_bucket(batch: SourceBatch, steps, index, buckets: int
@@ -317,21 +318,21 @@ class _AssembleFn(SchemaFn):
     larger than one assembly. The grouped values are read here, in the
     DoFn's own thread: runners that page them in through the state API
     serve that thread only."""
-    (split, bucket), blocks = element
-    blocks = list(blocks)
-    if sum(b[3] for b in blocks) <= ASSEMBLY_BYTES:
-      return [(split, bucket, blocks, None, 0)]
+    (split, bucket), parcels = element
+    parcels = list(parcels)
+    if sum(b[3] for b in parcels) <= ASSEMBLY_BYTES:
+      return [(split, bucket, parcels, None, 0)]
     # A bucket too large for one assembly (skewed keys).
-    plan = plan_passes(lambda: _tables(blocks), ASSEMBLY_BYTES)
-    return [(split, bucket, blocks, plan, i) for i in range(plan.passes)]
+    plan = plan_passes(lambda: _tables(parcels), ASSEMBLY_BYTES)
+    return [(split, bucket, parcels, plan, i) for i in range(plan.passes)]
 
   def _work(self, piece):
-    split, bucket, blocks, plan, index = piece
+    split, bucket, parcels, plan, index = piece
     bad: Dict[tuple, list] = {}
-    for path, _, marks, _ in blocks:
+    for path, _, marks, _ in parcels:
       for key, number, reason, count in marks:
         bad.setdefault(key, []).append((path, number, reason, count))
-    tables = list(_tables(blocks))
+    tables = list(_tables(parcels))
     if plan is not None:
       tables = [(path, plan.select(t, index)) for path, t in tables]
     result = self._encoder.assemble(tables, bad)

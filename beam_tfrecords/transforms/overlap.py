@@ -44,8 +44,8 @@ def _bucketed(digested) -> Iterator[Tuple[int, Tuple[str, bytes]]]:
   order = np.argsort(bucket, kind="stable")
   rows, bucket = rows[order], bucket[order]
   cuts = np.flatnonzero(np.diff(bucket)) + 1
-  for part in np.split(np.arange(len(rows)), cuts):
-    yield int(bucket[part[0]]), (split, rows[part].tobytes())
+  for where in np.split(np.arange(len(rows)), cuts):
+    yield int(bucket[where[0]]), (split, rows[where].tobytes())
 
 
 def _runs(rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ def test_iter_tfrecords_cuts_records_out_of_chunks_and_checks_framing(
   from beam_tfrecords.core import shard_reader
   from beam_tfrecords.core import tfrecord_files as records
   from beam_tfrecords.core.errors import ShardDamagedError
-  monkeypatch.setattr(shard_reader, "_CHUNK", 7)  # records span chunks
+  monkeypatch.setattr(shard_reader, "_READ_BYTES", 7)  # records span reads
   data = [b"", b"a", b"x" * 100, bytes(range(256)) * 3]
   framed = records.frame_records(data)
   path = tmp_path / "r.tfrecord"

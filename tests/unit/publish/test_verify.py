@@ -427,9 +427,9 @@ def test_a_file_is_read_to_one_byte_past_its_listed_size(tmp_path,
   asked = {}
   sha256_of = fs.sha256_of
 
-  def spy(path, block=8 << 20, limit=None):
+  def spy(path, read_bytes=8 << 20, limit=None):
     asked[os.path.relpath(path, out)] = limit
-    return sha256_of(path, block, limit)
+    return sha256_of(path, read_bytes, limit)
   monkeypatch.setattr(fs, "sha256_of", spy)
   result = verify(str(out))
   assert result.problems == (Problem(
