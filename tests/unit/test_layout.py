@@ -4,13 +4,15 @@ Packages import only from their own layer or lower ones (LAYERS), with no
 import cycle between packages (imports inside functions count); functions
 stay at most MAX_FUNCTION_LINES long; no module imports another's private
 (underscore) names; encoding/ stays free of Apache Beam (the encoders take
-rows and bytes; sources/ and transforms/ do the I/O). A module may be long
-when it is one concept.
+rows and bytes; sources/ and transforms/ do the I/O); the glossary's
+words (block, chunk, part, member, spec) name one thing each. A module may
+be long when it is one concept.
 """
 
 import ast
 import functools
 import pathlib
+import re
 
 import pytest
 
@@ -119,7 +121,6 @@ END_LAYERS = "<!-- end of layers -->"
 def _summary(path: pathlib.Path) -> str:
   """The first sentence of a module's docstring, on one line (up to its
   first colon when that sentence is long)."""
-  import re
   doc = ast.get_docstring(_parsed(path)) or ""
   paragraph = " ".join(doc.split("\n\n")[0].split())
   found = re.match(r"(.+?[.!?])(\s|$)", paragraph)
@@ -400,4 +401,113 @@ def test_no_parameter_is_called_options():
         if "options" in names:
           found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: "
                        f"{node.name}")
+  assert found == []
+
+
+# The glossary's words (docs/development.md, "Words") and the modules whose
+# names may hold them, each in its one meaning; KEPT are other libraries'
+# names and on-disk words. A name defined elsewhere with the word (a
+# function, class, parameter or variable) means something else: give that
+# meaning its own word. (Modules marked "to rename" are another session's,
+# listed in issue 61's part 4; drop them when they are renamed.)
+GLOSSARY_HOMES = {
+    # Positions dealt to one DataLoader worker at a time.
+    "block": ("read/global_order.py", "read/stream.py",
+              "read/dataset_reader.py", "read/torch.py",
+              # to rename: pages of a run, reads of a copy, pyarrow's
+              "sinks/runs.py", "sinks/shard_files.py",
+              "sinks/format_files.py", "transforms/inputs.py",
+              "sources/csv.py"),
+    # A byte range of a large input file, read by one worker.
+    "chunk": ("sources/",),
+    # A batch's records bound for one shard, and the part files.
+    "part": ("sinks/", "publish/", "core/layout.py",
+             # to rename: other meanings
+             "building/schedule.py", "runners/progress.py",
+             "sources/preprocess.py", "sources/tfrecord.py",
+             "sources/image_folders.py", "sources/base.py",
+             "transforms/dataset.py", "transforms/encode.py"),
+    # A gzip member of a shard.
+    "member": ("core/", "sinks/", "read/", "inspect/check.py",
+               "building/", "tft/pipeline.py", "transforms/dataset.py",
+               # to rename: a cluster's processes (nodes)
+               "testing/__init__.py", "testing/flink.py",
+               "testing/spark.py"),
+    # A parsing spec: what tf.io.parse_example takes.
+    "spec": ("schema/spec.py", "core/info.py", "read/reader.py",
+             "read/window.py", "inspect/", "cli/show.py", "sinks/preview.py",
+             "sinks/transform_files.py",
+             # to rename: the transform section, a schema entry, an import
+             "building/builder.py", "sinks/tfdv.py",
+             "sources/preprocess.py"),
+}
+GLOSSARY_KEPT = {
+    "block_size",           # pyarrow's CSV ReadOptions (a format option)
+    "PART",                 # Derive.PART: the schema's `derive: part`
+    "type_specs",           # TensorFlow's TypeSpecs
+    "member",               # tarfile's members (testing/tools.py)
+    "memoized_dofn_specs", "_get_dofn_specs", "specs",  # Beam's DoFn specs
+}
+
+
+def _words(name: str) -> list:
+  """An identifier's words, lower case: snake_case and CamelCase split."""
+  out = []
+  for piece in name.split("_"):
+    out += [w.lower() for w in
+            re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", piece)]
+  return out
+
+
+def _defined_names(tree: ast.AST):
+  """(line, name) of every name a module defines: functions, classes,
+  parameters, variables and attributes assigned."""
+  for node in ast.walk(tree):
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                         ast.ClassDef)):
+      yield node.lineno, node.name
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                         ast.Lambda)):
+      a = node.args
+      for x in a.posonlyargs + a.args + a.kwonlyargs + [
+          x for x in (a.vararg, a.kwarg) if x is not None]:
+        yield node.lineno, x.arg
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+      yield node.lineno, node.id
+    elif isinstance(node, ast.Attribute) and isinstance(node.ctx,
+                                                        ast.Store):
+      yield node.lineno, node.attr
+
+
+def glossary_strays(path: pathlib.Path, root: pathlib.Path = PACKAGE):
+  """"file:line: name" of names holding a glossary word outside the
+  word's modules."""
+  where = path.relative_to(root).as_posix()
+  found = []
+  for line, name in _defined_names(_parsed(path)):
+    if name in GLOSSARY_KEPT:
+      continue
+    for word, homes in GLOSSARY_HOMES.items():
+      if ({word, word + "s"} & set(_words(name))
+          and not where.startswith(homes)):
+        found.append(f"{where}:{line}: {name} ({word})")
+  return found
+
+
+def test_the_glossary_checker_sees_a_word_out_of_place(tmp_path):
+  (tmp_path / "encoding").mkdir()
+  bad = tmp_path / "encoding" / "bad.py"
+  bad.write_text("def read(block_bytes, chunk=1):\n"
+                 "  partList = 1\n"
+                 "  ok = block_size = parted = 2\n")
+  assert glossary_strays(bad, tmp_path) == [
+      "encoding/bad.py:1: block_bytes (block)",
+      "encoding/bad.py:1: chunk (chunk)",
+      "encoding/bad.py:2: partList (part)"]
+
+
+def test_the_glossary_words_mean_one_thing():
+  """block, chunk, part, member and spec (docs/development.md, "Words")
+  are defined in names only where they mean what the glossary says."""
+  found = [s for path in _modules() for s in glossary_strays(path)]
   assert found == []
