@@ -31,7 +31,9 @@ from beam_tfrecords.core.errors import (AnomalyError, InputError,
                                         OutputBusyError, OutputError,
                                         PublishInterruptedError, from_worker)
 from beam_tfrecords.core.info import DatasetInfo, InputsInfo, SplitInfo
-from beam_tfrecords.core.layout import ANOMALIES_FILE
+from beam_tfrecords.core.layout import ANOMALIES_FILE, UNITS_DIR
+from beam_tfrecords.core.unit_cache import UnitStore, unit_key
+from beam_tfrecords.core.version import __version__
 from beam_tfrecords.publish.lock import new_run
 from beam_tfrecords.publish.output import check_output_path
 from beam_tfrecords.publish.publication import Publication
@@ -43,6 +45,7 @@ from beam_tfrecords.runners.pipeline_options import (check_paths_reach_workers,
 from beam_tfrecords.runners.run import job_failure, run_pipeline
 from beam_tfrecords.schema import Schema, load_schema
 from beam_tfrecords.schema.model import DEFAULT_SPLIT, MediaKind
+from beam_tfrecords.schema.sizes import parse_size
 from beam_tfrecords.schema.tfmd import tfmd_text
 from beam_tfrecords.sources import InputPlan, plan_inputs
 from beam_tfrecords.sources.csv import TRANSFORM_BLOCK_SIZE
@@ -158,13 +161,17 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       try:
         dataset = planning.dataset_plan(schema, plan, opts.resolved(schema),
                                         publication, described, user_fn)
+        store = _unit_store(schema, plan, user_fn, opts, output, runner)
+        keys = _unit_keys(schema, plan, dataset.statistics) if store else None
+        dataset = dataclasses.replace(dataset, units=store is not None)
         pipeline = _pipeline(schema, plan, user_fn, dataset, runner,
-                             beam_opts)
+                             beam_opts, store, keys)
       except BaseException:  # nothing ran: no staging folder left behind
         publication.abandon()
         raise
       _run(pipeline, beam_opts, progress, sum(f.size for f in plan.files),
            publication, schema)
+    _units_published(store, opts, started)
     info = DatasetInfo.from_directory(output)
     _LOG.info("Published %s", output)
     return BuildResult(output=output, info=info,
@@ -194,8 +201,80 @@ def _publication(schema: Schema, plan: InputPlan, opts: BuildOptions,
                      tfmd_text(schema), "--overwrite"), described
 
 
+# The --cache folder's size bound when --cache-size is not given.
+CACHE_BYTES = 20 << 30
+
+
+def _unit_store(schema: Schema, plan: InputPlan, user_fn,
+                opts: BuildOptions, output: str, runner) -> Optional[str]:
+  """Where this build keeps and finds finished read units
+  (core.unit_cache): --cache's folder, else the output's .units/ (unless
+  --no-resume, which also drops what a killed build left there); None
+  where units are not kept, said why in the log."""
+  default = os.path.join(output, UNITS_DIR) if "://" not in output else None
+  if not opts.resume and default and os.path.isdir(default):
+    UnitStore(default).clear()
+  root = opts.cache or (default if opts.resume else None)
+  if root is None:
+    return None
+  why = None
+  if "://" in root:
+    why = "the folder is not on local disk"
+  elif user_fn is not None:
+    why = "a preprocess function's output is not keyed"
+  elif schema.media:
+    why = "its media files are not keyed"
+  elif schema.is_sequence and schema.group_by:
+    why = "grouped sequences are not kept yet"
+  elif schema.transform is not None:
+    why = "TensorFlow Transform's analysis needs every row"
+  elif is_dask(runner):
+    why = "Dask's records travel as part files"
+  if why is not None:
+    _LOG.info("read units are not kept for reuse (%s)", why)
+    return None
+  return os.path.abspath(root)
+
+
+def _unit_keys(schema: Schema, plan: InputPlan,
+               statistics: bool) -> List[Optional[str]]:
+  """Each read unit's key in a unit store: what its results depend on
+  (core.unit_cache)."""
+  files = {f.path: f for f in plan.files}
+  common = {"library": __version__,
+            "native": native.CONTRACT if native.core() else None,
+            "schema": schema.to_dict(), "columns": list(schema.columns),
+            "statistics": statistics}
+  keys: List[Optional[str]] = []
+  for unit in plan.units:
+    f = files.get(unit.path)
+    keys.append(None if f is None else unit_key({
+        **common, "unit": [unit.path, unit.format, unit.start, unit.end,
+                           [list(o) for o in unit.options]],
+        "file": [f.size, f.mtime]}))
+  return keys
+
+
+def _units_published(store: Optional[str], opts: BuildOptions,
+                     started: float) -> None:
+  """After the publish: the output's .units/ is removed; --cache's folder
+  is kept under its size bound (this build's units stay)."""
+  if store is None:
+    return
+  if not opts.cache:
+    UnitStore(store).clear()
+    return
+  size = parse_size(opts.cache_size) if opts.cache_size is not None else None
+  bound = CACHE_BYTES if size is None else size
+  removed = UnitStore(store).evict(bound, keep=started)
+  if removed:
+    _LOG.info("--cache %s: %d least recently used unit(s) evicted",
+              store, len(removed))
+
+
 def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
-              pipeline_options) -> beam.Pipeline:
+              pipeline_options, store: Optional[str] = None,
+              keys: Optional[List[Optional[str]]] = None) -> beam.Pipeline:
   """The build's pipeline: read the inputs, write the dataset."""
   if user_fn is None:  # (a function may leave no rows: not checked)
     dataset = dataclasses.replace(dataset, finish=dataset.finish._replace(
@@ -209,7 +288,8 @@ def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
   _ = (pipeline
        | "ReadInputs" >> ReadInputs(
            plan.units, schema.columns, user_fn,
-           unit_bytes(plan.units, [(f.path, f.size) for f in plan.files]))
+           unit_bytes(plan.units, [(f.path, f.size) for f in plan.files]),
+           store, keys)
        # SourceBatch
        | "WriteDataset" >> WriteBatches(schema, dataset))
   return pipeline

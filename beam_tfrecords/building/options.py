@@ -45,7 +45,8 @@ GROUPS = (("shards", "shards"), ("writing", "writing"),
           ("contents", "contents"),
           ("thresholds", "rejected rows"),
           ("checks", "expectations (the schema's expect: blocks)"),
-          ("publishing", "publishing"))
+          ("publishing", "publishing"),
+          ("reuse", "reusing finished work (resume, --cache)"))
 
 
 def _num_shards(text: str) -> Union[int, Dict[str, int]]:
@@ -166,6 +167,11 @@ class BuildOptions:
       inputs (paths, sizes, modification times), schema, options and tool
       version; without it such a build returns at once, up to date
       (build() only: WriteDataset always builds).
+    resume: keep each finished read unit's results in the output's
+      .units/ until the build publishes, so that a rerun after a kill or
+      a failed job reuses them (core.unit_cache).
+    cache: a local folder keeping finished units across builds.
+    cache_size: the cache folder's size bound (default 20 GiB).
   """
   num_shards: Union[None, int, Mapping[str, int]] = _option(
       None, "shards", "shard files per split: exactly N for every split, or "
@@ -258,6 +264,20 @@ class BuildOptions:
   force: bool = _option(
       False, "publishing", "build even if the output is up to date (same "
       "inputs, schema and options as its last build)", key="never")
+  resume: bool = _option(
+      True, "reuse", "compute every read unit again: keep no finished "
+      "unit for a rerun of a killed or failed build (kept by default in "
+      "the output's .units/ until it publishes)", key="never",
+      flag="--no-resume")
+  cache: Optional[str] = _option(
+      None, "reuse", "a local folder that keeps every finished read "
+      "unit's results across builds, so a rebuild computes only new or "
+      "changed inputs (`beam-tfrecords cache` lists and clears it); "
+      "default: none", key="never", metavar="DIR")
+  cache_size: Union[None, int, str] = _option(
+      None, "reuse", "the --cache folder's size bound, e.g. 50GiB: least "
+      "recently used units are evicted after a build (default: 20GiB)",
+      type=_size, key="never")
 
   @property
   def shards(self) -> ShardOptions:

@@ -432,6 +432,8 @@ def _command(args, rest: List[str], debug: Optional[_DebugLog]) -> int:
       return show.report_command(args)
     if args.command == "verify":
       return show.verify_command(args, rest)
+    if args.command == "cache":
+      return show.cache_command(args)
     return show.inspect_command(args)
   except BeamTFRecordsError as e:
     status, code = next((status, code) for kind, status, code in USER_ERRORS

@@ -5,6 +5,7 @@ from typing import List
 
 from beam_tfrecords.building.options import add_arguments
 from beam_tfrecords.core.version import __version__
+from beam_tfrecords.schema.sizes import parse_size
 
 __all__ = ["build_flags", "format_options", "parser"]
 
@@ -25,6 +26,7 @@ def parser() -> argparse.ArgumentParser:
   _infer_schema(sub)
   _report(sub)
   _verify(sub)
+  _cache(sub)
   return p
 
 
@@ -160,6 +162,21 @@ def _verify(sub) -> None:
   v.add_argument("path", help="dataset directory (local, gs://, s3://, ...)")
   v.add_argument("--threads", type=int, default=4,
                  help="files read at once (default 4)")
+
+
+def _cache(sub) -> None:
+  c = sub.add_parser(
+      "cache", help="list or clear a --cache folder of finished read units",
+      description="Show what a build's --cache folder (or an output's "
+      ".units/, a killed build's finished units) holds: units, batches, "
+      "bytes and when they were last used; --clear removes them all, "
+      "--max-size evicts the least recently used down to a bound.")
+  c.add_argument("path", help="the --cache folder")
+  c.add_argument("--clear", action="store_true",
+                 help="remove every unit")
+  c.add_argument("--max-size", type=parse_size, default=None,
+                 metavar="SIZE", help="evict least recently used units "
+                 "until the folder holds at most SIZE, e.g. 10GiB")
 
 
 def format_options(args) -> dict:

@@ -5,6 +5,7 @@ report); this module only formats it for a terminal.
 """
 
 import json
+import os
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.runners.progress import human_bytes
@@ -201,6 +202,38 @@ def verify_command(args, beam_args) -> int:
   for line in lines(result):
     print(line)
   return 0 if result.ok else 1
+
+
+def cache_command(args) -> int:
+  """beam-tfrecords cache: what a unit store holds; --clear, --max-size."""
+  from beam_tfrecords.core.unit_cache import UnitStore, describe_store
+  if not os.path.isdir(args.path):
+    raise InputError(f"{args.path}: no such folder (a --cache folder)")
+  store = UnitStore(args.path)
+  if args.clear:
+    freed = store.clear()
+    print(f"{args.path}: cleared, {human_bytes(freed)} freed")
+    return 0
+  if args.max_size is not None:
+    removed = store.evict(args.max_size)
+    print(f"{args.path}: {len(removed)} unit(s) evicted")
+  held = describe_store(args.path)
+  print(f"{args.path}: {held['units']:,} unit(s), {held['batches']:,} "
+        f"batch(es), {human_bytes(held['bytes'])}")
+  if held["units"]:
+    print(f"  last used: oldest {_age(held['now'] - held['oldest'])} ago, "
+          f"newest {_age(held['now'] - held['newest'])} ago")
+  return 0
+
+
+def _age(seconds: float) -> str:
+  if seconds < 120:
+    return f"{seconds:.0f} s"
+  if seconds < 7200:
+    return f"{seconds / 60:.0f} min"
+  if seconds < 172800:
+    return f"{seconds / 3600:.0f} h"
+  return f"{seconds / 86400:.0f} days"
 
 
 def validate_command(args) -> int:

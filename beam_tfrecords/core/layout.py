@@ -20,7 +20,7 @@ __all__ = ["DATASET_JSON", "SUCCESS", "ERRORS_DIR", "INDEX_DIR",
            "PREVIEW_DIR", "CARD_FILE", "REPORT_FILE", "ANOMALIES_FILE",
            "CROISSANT_FILE", "STATISTICS_FILE", "TFMD_FILE", "TFDS_FILES",
            "TRANSFORMED_DIR", "RAW_METADATA_DIR", "TRANSFORM_DIRS",
-           "LOCK_FILE", "STAGING_PREFIX", "PARTS_DIR", "TFT_TEMP_DIR",
+           "LOCK_FILE", "STAGING_PREFIX", "UNITS_DIR", "PARTS_DIR", "TFT_TEMP_DIR",
            "JOURNAL", "ROLLBACK", "JOURNALS", "PREVIOUS", "ASIDE_DONE",
            "SUCCESS_NEXT", "staging_name", "preview_file", "Entry",
            "FINISHED", "BESIDE", "STAGED"]
@@ -68,6 +68,9 @@ TRANSFORM_DIRS = ("transform_fn", "transformed_metadata", RAW_METADATA_DIR)
 LOCK_FILE = ".beam-tfrecords.lock"
 # A build's staging folder: STAGING_PREFIX + its run id (publish.staging).
 STAGING_PREFIX = ".staging-"
+# The finished read units of builds that have not published yet
+# (core.unit_cache): what a rerun after a kill reuses.
+UNITS_DIR = ".units"
 
 # --- In a staging folder ----------------------------------------------------
 
@@ -174,6 +177,10 @@ BESIDE: Tuple[Entry, ...] = (
           "the build's files, moved into the folder when it publishes; a "
           "killed build's is finished or removed by the next build",
           "while a build runs"),
+    Entry(f"{UNITS_DIR}/",
+          "each finished read unit's results (core.unit_cache): what the "
+          "same build reuses after a kill or a failed job; removed when it "
+          "publishes", "while a build runs, unless --no-resume"),
 )
 
 # Inside a staging folder, besides the dataset's own files.

@@ -30,7 +30,8 @@ from beam_tfrecords.inspect.expectations import CheckPlan, check_dataset
 from beam_tfrecords.runners.gaps import gather
 from beam_tfrecords.sinks.metadata import write_file
 from beam_tfrecords.sinks.parts import (ErrorsWritten, FeatureStatistics,
-                                        RowCounts, ShardWritten, SplitOverlap)
+                                        RowCounts, ShardWritten, SplitOverlap,
+                                        UnitsRead)
 from beam_tfrecords.sinks.shards import finish_shard_names
 from beam_tfrecords.sinks.tfdv import statistics_bytes
 
@@ -152,6 +153,14 @@ def _commit(parts: List[Any], directory: str, planned: DatasetInfo,
                     _top_reasons(error_files)),
       transform=(TransformInfo(transformed_splits) if transformed_splits
                  else None))
+  read = [p for p in parts if isinstance(p, UnitsRead)]
+  if read and info.inputs is not None:
+    # In `inputs`, which the determinism contract exempts: a resumed
+    # build's dataset.json differs from a clean one's there only.
+    info = dataclasses.replace(info, inputs=dataclasses.replace(
+        info.inputs, extra={**info.inputs.extra, "units": {
+            "read": sum(p.units for p in read),
+            "reused": sum(p.reused for p in read)}}))
   described = [p.splits for p in parts if isinstance(p, FeatureStatistics)]
   if described:
     from beam_tfrecords.encoding.stats import finish  # no cycle at import

@@ -54,7 +54,7 @@ from beam_tfrecords.core.errors import (DatasetReplacedError, InputError,
 from beam_tfrecords.core.generations import consistent, generation
 from beam_tfrecords.core.info import DatasetInfo, listed_files
 from beam_tfrecords.core.layout import (DATASET_JSON, LOCK_FILE,
-                                        STAGING_PREFIX, SUCCESS)
+                                        STAGING_PREFIX, SUCCESS, UNITS_DIR)
 from beam_tfrecords.publish.croissant import checksums_of
 
 __all__ = ["verify", "Verified", "Problem", "KINDS", "lines"]
@@ -64,9 +64,10 @@ KINDS = ("missing", "truncated", "resized", "damaged", "extra", "croissant",
 _THREADS = 4
 # Files a finished dataset has besides what dataset.json lists: its own
 # description and the publish's token; and what a build in progress puts
-# beside it (the output's lock, staging folders).
+# beside it (the output's lock, staging folders, the finished units a
+# killed build left for its rerun).
 _OWN = (SUCCESS, DATASET_JSON)
-_BESIDE = (LOCK_FILE, STAGING_PREFIX)
+_BESIDE = (LOCK_FILE, STAGING_PREFIX, UNITS_DIR + "/")
 # What a file that is not a regular one is (stat's tests, in order).
 _SPECIAL = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
             (stat.S_ISCHR, "a character device"),

@@ -5,7 +5,7 @@ Commit gathers them into dataset.json (info.DatasetInfo)."""
 from typing import Any, Dict, List, NamedTuple, Tuple
 
 __all__ = ["ShardWritten", "ErrorsWritten", "RowCounts", "FeatureStatistics",
-           "SplitOverlap", "OutputStaged"]
+           "SplitOverlap", "OutputStaged", "UnitsRead"]
 
 
 class ShardWritten(NamedTuple):
@@ -63,3 +63,10 @@ class OutputStaged(NamedTuple):
   first step (WriteDataset: staging.StageOutput): Commit waits for it."""
   staging: str
 
+
+
+class UnitsRead(NamedTuple):
+  """Read units with records, and how many of them were reused from a
+  unit store (core.unit_cache) instead of read and encoded."""
+  units: int
+  reused: int

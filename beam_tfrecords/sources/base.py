@@ -103,6 +103,9 @@ class SourceBatch:
   # Rows from a PCollection (no file, no row number): each row's name in
   # dead-letter entries (a digest of its content; transforms.elements).
   elements: Optional[List[str]] = None
+  # Where Encode keeps what it gives for this batch (a
+  # transforms.inputs.UnitEntry: the unit is being kept), or None.
+  unit_entry: Any = None
 
   def row_number(self, index: int) -> Optional[int]:
     if self.numbers is not None:

@@ -26,12 +26,12 @@ from beam_tfrecords.schema import Schema
 from beam_tfrecords.sinks import (TFRECORD_GZIP, Shuffle, WriteErrors,
                                   WriteShards, WriteWithBeamSink)
 from beam_tfrecords.sinks.parts import (FeatureStatistics, OutputStaged,
-                                        RowCounts)
+                                        RowCounts, UnitsRead)
 from beam_tfrecords.core.members import MEMBER_CAP
 from beam_tfrecords.sinks.codec import Codec
 from beam_tfrecords.transforms.dead_letters import dead_letter_json
 from beam_tfrecords.transforms.encode import (FEATURE_STATS, KEY_DIGESTS,
-                                              STAT_FIELDS, Encode)
+                                              STAT_FIELDS, UNITS, Encode)
 from beam_tfrecords.transforms.overlap import CountOverlap
 
 __all__ = ["WriteBatches", "DatasetPlan", "SINKS"]
@@ -69,6 +69,8 @@ class DatasetPlan:
     codec: how record shards are written (gzip TFRecords; uncompressed
       ones for --tfds).
     member_bytes: framed bytes per gzip member at most (--member-size).
+    units: the read units may be kept or reused (core.unit_cache):
+      dataset.json's inputs say how many were reused.
   """
   staging: str
   shards: Any
@@ -83,6 +85,7 @@ class DatasetPlan:
   checks: Optional[CheckPlan] = None
   codec: Codec = TFRECORD_GZIP
   member_bytes: int = MEMBER_CAP
+  units: bool = False
 
 
 def merge_split_stats(parts) -> dict:
@@ -152,7 +155,8 @@ class WriteBatches(beam.PTransform):
     records = None if separates_outputs(batches.pipeline) else \
         FileSystems.join(plan.staging, PARTS_DIR, "records")
     encoded = batches | "Encode" >> Encode(
-        self._schema, plan.statistics, plan.buckets, spill, records)
+        self._schema, plan.statistics, plan.buckets, spill, records,
+        plan.units)
     # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
     parts = self._records(encoded["records"])
     expect = self._schema.expect
@@ -180,6 +184,12 @@ class WriteBatches(beam.PTransform):
                    # on their dict fields.)
                    | "FeatureStatsPart" >> beam.Map(
                        FeatureStatistics).with_output_types(Any))
+    if UNITS in encoded:
+      parts.append(encoded[UNITS]
+                   | "SumUnits" >> beam.CombineGlobally(
+                       _sum_columns).without_defaults()
+                   | "UnitsPart" >> beam.Map(
+                       lambda s: UnitsRead(*s)).with_output_types(Any))
     if self._staged is not None:
       parts.append(self._staged | "StagedPart" >> beam.Map(
           OutputStaged).with_output_types(Any))

@@ -7,12 +7,13 @@ GroupByKey, then one assembly per bucket.
 """
 
 import logging
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import apache_beam as beam
 import numpy as np
 
 from beam_tfrecords.core import native
+from beam_tfrecords.core.unit_cache import UnitStore
 from beam_tfrecords.encoding import ExampleEncoder, SequenceEncoder
 from beam_tfrecords.encoding.media import MediaPreparer
 from beam_tfrecords.schema import Schema
@@ -27,9 +28,18 @@ from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
 from beam_tfrecords.transforms.overlap import digest
 from beam_tfrecords.transforms.spilled import spill
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors
+from beam_tfrecords.transforms.inputs import KeptBatch, UnitRead
 
 __all__ = ["Encode", "EncodeRows", "ERRORS", "FEATURE_STATS", "KEY_DIGESTS",
-           "STATS", "STAT_FIELDS", "key_digests"]
+           "STATS", "STAT_FIELDS", "UNITS", "key_digests"]
+
+# The output counting read units, (1, 1 if reused else 0) per unit with
+# batches, when units are kept (core.unit_cache).
+UNITS = "units"
+
+
+def _unit_counted(first: bool, reused: bool) -> List[Output]:
+  return [beam.pvalue.TaggedOutput(UNITS, (1, int(reused)))] if first else []
 
 _LOG = logging.getLogger(__name__)
 
@@ -85,7 +95,34 @@ class _EncodeBatchFn(SchemaFn):
             for part, start in enumerate(range(0, max(batch.num_rows, 1),
                                                step))]
 
-  def _work(self, batch: SourceBatch):
+  def _work(self, batch):
+    """A batch encoded (and kept, when its unit is), or a reused one's
+    results as they were kept."""
+    if isinstance(batch, UnitRead):
+      return [batch], stats(), []
+    if isinstance(batch, KeptBatch):
+      outputs, counts, errors = batch.result
+      return (list(outputs) + _unit_counted(batch.first, True), counts,
+              errors)
+    result = self._encoded(batch)
+    entry = batch.unit_entry
+    if entry is None:
+      return result
+    UnitStore(entry.root).put(entry.key, entry.number, result)
+    outputs, counts, errors = result
+    return outputs + _unit_counted(entry.first, False), counts, errors
+
+  def _emit(self, result):
+    """A kept unit is marked complete here: results are emitted in their
+    elements' order, so its batches are all kept by now."""
+    outputs = super()._emit(result)
+    read = [o for o in outputs if isinstance(o, UnitRead)]
+    for unit in read:
+      UnitStore(unit.root).complete(unit.key, unit.batches, unit.about)
+    return [o for o in outputs if not isinstance(o, UnitRead)] if read \
+        else outputs
+
+  def _encoded(self, batch: SourceBatch):
     made, rejected = ({}, {}) if self._media is None else \
         self._media.prepare(batch.columns, batch.num_rows, batch.path)
     parts, found = by_split(self._splits, batch, rejected)
@@ -148,18 +185,20 @@ class EncodeRows(beam.PTransform):
   """
 
   def __init__(self, schema: Schema, statistics: bool = True,
-               records_dir: Optional[str] = None):
+               records_dir: Optional[str] = None, units: bool = False):
     super().__init__()
     self._schema = schema
     self._statistics = statistics
     self._records_dir = records_dir
+    self._units = units
 
   def expand(self, batches):
     expect = self._schema.expect
     # (An output only when asked: on runners without tagged outputs each
     # one is another pass over every output; see runners.gaps.)
-    keys = (KEY_DIGESTS,) if expect is not None and expect.disjoint_keys \
-        else ()
+    keys: Tuple[str, ...] = (KEY_DIGESTS,) if (
+        expect is not None and expect.disjoint_keys) else ()
+    keys += (UNITS,) if self._units else ()
     # With a transform, TFT's analysis runs in this stage too, on the
     # bundle's thread: one encoding thread keeps both cores of a 2-core
     # worker busy, and holds one batch less (1M flights rows, 4 analyzers:
@@ -178,19 +217,21 @@ class Encode(beam.PTransform):
   unique and the same on every run (see sinks.shards). `spill_dir`: where
   grouped sequences' steps are spilled (a local folder); `records_dir`:
   where Examples' records go as part files, where the runner would hold
-  them in memory (see transforms.spilled).
+  them in memory (see transforms.spilled); `units`: batches may come
+  with units kept or reused (core.unit_cache), counted in UNITS.
   """
 
   def __init__(self, schema: Schema, statistics: bool = True,
                buckets: Optional[int] = None,
                spill_dir: Optional[str] = None,
-               records_dir: Optional[str] = None):
+               records_dir: Optional[str] = None, units: bool = False):
     super().__init__()
     self._schema = schema
     self._statistics = statistics
     self._buckets = buckets
     self._spill_dir = spill_dir
     self._records_dir = records_dir
+    self._units = units
 
   def expand(self, batches):
     if self._schema.is_sequence and self._schema.group_by:
@@ -199,9 +240,11 @@ class Encode(beam.PTransform):
       return batches | "Grouped" >> EncodeGroupedSequences(
           self._schema, self._statistics, self._buckets, self._spill_dir)
     out = batches | "Rows" >> EncodeRows(self._schema, self._statistics,
-                                         self._records_dir)
+                                         self._records_dir, self._units)
     encoded = {"records": out["records"], "errors": out[ERRORS],
                "stats": out[STATS], FEATURE_STATS: out[FEATURE_STATS]}
     if KEY_DIGESTS in out:  # (expect: {disjoint_keys: ...})
       encoded[KEY_DIGESTS] = out[KEY_DIGESTS]
+    if UNITS in out:
+      encoded[UNITS] = out[UNITS]
     return encoded

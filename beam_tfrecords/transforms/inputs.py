@@ -1,17 +1,47 @@
 """ReadInputs: read units -> SourceBatches, spread over the workers."""
 
 import collections
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, List, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 import apache_beam as beam
 
+from beam_tfrecords.core.unit_cache import UnitStore
 from beam_tfrecords.runners.progress import tally
 from beam_tfrecords.sources import ReadUnit, SourceBatch, read_unit
 from beam_tfrecords.sources.preprocess import (Preprocess, Versions,
                                                check_versions)
 from beam_tfrecords.sources.tfrecord import unwrap_scalars
 
-__all__ = ["ReadInputs", "unit_bytes"]
+__all__ = ["ReadInputs", "unit_bytes", "KeptBatch", "UnitEntry", "UnitRead"]
+
+
+class UnitEntry(NamedTuple):
+  """Where a batch's encoded results are kept (core.unit_cache): the
+  store's folder, its unit's key, its number in the unit, and whether it
+  is the unit's first (which counts the unit)."""
+  root: str
+  key: str
+  number: int
+  first: bool
+
+
+class UnitRead(NamedTuple):
+  """After a kept unit's last batch: Encode marks the unit complete once
+  every batch before it was kept (it emits in order)."""
+  root: str
+  key: str
+  batches: int
+  about: Dict[str, Any]
+
+
+class KeptBatch(NamedTuple):
+  """A batch of a reused unit: what encoding it gave when it was read
+  (transforms.encode's (outputs, counts, dead letters)), passed on by
+  Encode as it is."""
+  order: tuple
+  result: Any
+  first: bool
 
 
 def unit_bytes(units: Sequence[ReadUnit],
@@ -39,10 +69,14 @@ def unit_bytes(units: Sequence[ReadUnit],
           for u, r in zip(units, ranged)]
 
 
-@beam.typehints.with_input_types(Tuple[ReadUnit, int])
-@beam.typehints.with_output_types(SourceBatch)
+@beam.typehints.with_input_types(Tuple[ReadUnit, int, Optional[str]])
+@beam.typehints.with_output_types(Any)
 class _ReadUnitFn(beam.DoFn):
-  """Reads one unit (and runs the user's preprocess function on it).
+  """Reads one unit (and runs the user's preprocess function on it), or
+  passes on its kept results (KeptBatch) when `store` holds its key.
+
+  A unit read with a key has its batches' results kept by Encode
+  (SourceBatch.unit_entry); once read, the unit is marked complete.
 
   The first step on every worker, so its setup checks what the workers
   run: the launcher's versions, and that the preprocess function loads.
@@ -53,9 +87,11 @@ class _ReadUnitFn(beam.DoFn):
   """
 
   def __init__(self, columns: Sequence[str],
-               preprocess: Optional[Preprocess] = None):
+               preprocess: Optional[Preprocess] = None,
+               store: Optional[str] = None):
     self._columns = list(columns)
     self._preprocess = preprocess
+    self._store = store
     self._versions = Versions()
     self._fn: Optional[Callable[[Any], Any]] = None  # in setup()
     self._units = beam.metrics.Metrics.counter("beam_tfrecords", "read_units")
@@ -69,10 +105,20 @@ class _ReadUnitFn(beam.DoFn):
     if self._preprocess is not None:
       self._fn = self._preprocess.load()
 
-  def process(self, element: Tuple[ReadUnit, int]):
-    unit, size = element
+  def process(self, element: Tuple[ReadUnit, int, Optional[str]]):
+    unit, size, key = element
     self._units.inc()
     progress = tally()
+    store = UnitStore(self._store) if key and self._store else None
+    kept = store.load(key) if store is not None and key else None
+    if kept is not None:
+      for i, result in enumerate(kept):
+        yield KeptBatch((unit.path, unit.start, i), result, i == 0)
+      self._bytes.inc(size)
+      progress.add(bytes=size)
+      progress.flush()
+      return
+    batches = 0
     # A batch of CSV / JSON is about one block of the file.
     block = int(unit.option_dict.get("block_size") or 0)
     left = size
@@ -84,6 +130,9 @@ class _ReadUnitFn(beam.DoFn):
       self._bytes.inc(done)
       progress.add(bytes=done)
       batch.order = (unit.path, unit.start, i)
+      batches = i + 1
+      if store is not None and key:
+        batch.unit_entry = UnitEntry(store.root, key, i, i == 0)
       if self._preprocess is not None:
         batch = self._preprocess.apply(self._fn, batch)
         if unit.format == "tfrecord":  # the function got lists
@@ -93,6 +142,14 @@ class _ReadUnitFn(beam.DoFn):
     self._bytes.inc(left)
     progress.add(bytes=left)
     progress.flush()
+    if store is not None and key:
+      # (Its batches' files are written by Encode, fused with this step,
+      # which marks the unit complete after them; where a runner does not
+      # fuse the two, a batch missing when the unit is loaded makes it a
+      # miss.)
+      yield UnitRead(store.root, key, batches,
+                     {"path": unit.path, "start": unit.start,
+                      "end": unit.end})
 
 
 class ReadInputs(beam.PTransform):
@@ -105,17 +162,23 @@ class ReadInputs(beam.PTransform):
       every column of the input, and returns the columns to encode).
     sizes: about how many bytes each unit reads (`unit_bytes`), for
       progress; None: not counted.
+    store: a unit store's folder (core.unit_cache), and `keys` each
+      unit's key in it (None: the unit is not kept).
   """
 
   def __init__(self, units: Sequence[ReadUnit], columns: Sequence[str],
                preprocess: Optional[Preprocess] = None,
-               sizes: Optional[Sequence[int]] = None):
+               sizes: Optional[Sequence[int]] = None,
+               store: Optional[str] = None,
+               keys: Optional[Sequence[Optional[str]]] = None):
     super().__init__()
     if not units:
       raise ValueError("ReadInputs needs at least one read unit")
-    self._units = list(zip(units, sizes or [0] * len(units)))
+    self._units = list(zip(units, sizes or [0] * len(units),
+                           keys or [None] * len(units)))
     self._columns = list(columns)
     self._preprocess = preprocess
+    self._store = store
 
   def expand(self, pbegin):
     return (pbegin
@@ -123,5 +186,6 @@ class ReadInputs(beam.PTransform):
             # (ReadUnit, bytes)
             | "Spread" >> beam.Reshuffle()
             | "Read" >> beam.ParDo(_ReadUnitFn(self._columns,
-                                               self._preprocess)))
-            # SourceBatch
+                                               self._preprocess,
+                                               self._store)))
+            # SourceBatch, or KeptBatch
