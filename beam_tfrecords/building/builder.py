@@ -154,6 +154,8 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   staged = publication.stage(beam_opts, if_changed=not opts.force)
   if staged.previous is not None:
     _LOG.info("%s is up to date (same inputs, schema and options)", output)
+    # (A killed build's units, whose publish the stage phase finished.)
+    _units_published(_default_units(output), opts, started, default=True)
     return BuildResult(output=output, info=staged.previous,
                        seconds=time.time() - started, up_to_date=True)
   try:
@@ -172,6 +174,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       _run(pipeline, beam_opts, progress, sum(f.size for f in plan.files),
            publication, schema)
     _units_published(store, opts, started)
+    _units_published(_default_units(output), opts, started, default=True)
     info = DatasetInfo.from_directory(output)
     _LOG.info("Published %s", output)
     return BuildResult(output=output, info=info,
@@ -211,7 +214,7 @@ def _unit_store(schema: Schema, plan: InputPlan, user_fn,
   (core.unit_cache): --cache's folder, else the output's .units/ (unless
   --no-resume, which also drops what a killed build left there); None
   where units are not kept, said why in the log."""
-  default = os.path.join(output, UNITS_DIR) if "://" not in output else None
+  default = _default_units(output)
   if not opts.resume and default and os.path.isdir(default):
     UnitStore(default).clear()
   root = opts.cache or (default if opts.resume else None)
@@ -255,14 +258,23 @@ def _unit_keys(schema: Schema, plan: InputPlan,
   return keys
 
 
+def _default_units(output: str) -> Optional[str]:
+  """The output's .units/ (local outputs only)."""
+  return os.path.join(output, UNITS_DIR) if "://" not in output else None
+
+
 def _units_published(store: Optional[str], opts: BuildOptions,
-                     started: float) -> None:
-  """After the publish: the output's .units/ is removed; --cache's folder
-  is kept under its size bound (this build's units stay)."""
+                     started: float, default: bool = False) -> None:
+  """After the publish: the output's .units/ is removed (`default`: the
+  store is it); --cache's folder is kept under its size bound (this
+  build's units stay)."""
   if store is None:
     return
-  if not opts.cache:
-    UnitStore(store).clear()
+  if default or not opts.cache:
+    if os.path.isdir(store):
+      UnitStore(store).clear()
+    return
+  if not os.path.isdir(store):
     return
   size = parse_size(opts.cache_size) if opts.cache_size is not None else None
   bound = CACHE_BYTES if size is None else size
@@ -308,16 +320,16 @@ def _unshipped_transform(error: Exception, schema: Schema
                          ) -> Optional[InputError]:
   """The user's preprocessing_fn whose module a worker could not import
   (TFT traces it again on a worker to save the final graph), said so."""
-  spec = schema.transform
-  if spec is None or spec.fn is None:
+  section = schema.transform
+  if section is None or section.fn is None:
     return None
-  module = getattr(spec.fn, "__module__", None) or ""
+  module = getattr(section.fn, "__module__", None) or ""
   found = re.search(r"No module named '([\w.]+)'", str(error))
   if not found or not module or not (
       module == found.group(1) or module.startswith(found.group(1) + ".")):
     return None
   return InputError(
-      f"the preprocessing_fn {spec.preprocessing_fn} cannot be loaded on a "
+      f"the preprocessing_fn {section.preprocessing_fn} cannot be loaded on a "
       f"worker (ModuleNotFoundError: No module named '{found.group(1)}'): "
       f"TensorFlow Transform traces it again there; the {SHIPPING}")
 

@@ -44,7 +44,7 @@ CROISSANT_MODES = ("auto", "required", "off")
 GROUPS = (("shards", "shards"), ("writing", "writing"),
           ("contents", "contents"),
           ("thresholds", "rejected rows"),
-          ("checks", "expectations (the schema's expect: blocks)"),
+          ("checks", "expectations (the schema's expect: sections)"),
           ("publishing", "publishing"),
           ("reuse", "reusing finished work (resume, --cache)"))
 
@@ -203,7 +203,8 @@ class BuildOptions:
       "are always there", key="changed")
   compression: Optional[str] = _option(
       None, "writing", "gzip: gzip TFRecord shards (default); none: "
-      "uncompressed ones (about 7 times larger on the flights; each "
+      "uncompressed ones (several times larger: docs/performance.md, "
+      "Random access, measures it; each "
       "record read at random by one ranged read, and by NVIDIA DALI with "
       "the index written beside it)", choices=list(COMPRESSIONS),
       key="changed")
@@ -494,10 +495,10 @@ class BuildOptions:
     if not schema.expects and (self.baseline or self.on_anomaly):
       raise InputError(
           "--baseline / --on-anomaly check the schema's expectations, but "
-          f"{schema.path} has no expect: block; add some "
+          f"{schema.path} has no expect: section; add some "
           "(docs/schema.md: Expectations) or drop the flag")
     if schema.expects and not self.statistics:
-      raise InputError("the schema's expect: blocks are checked against "
+      raise InputError("the schema's expect: sections are checked against "
                        "the statistics: drop --no-statistics")
     return {"baseline": baseline, "on_anomaly": on_anomaly}
 

@@ -79,30 +79,30 @@ def _date_values(d: datetime.date) -> Dict[str, int]:
 def _found(pattern: str, fields: Sequence[str],
            known: Dict[str, int]) -> List[Dict[str, int]]:
   """The values of `fields` for which `pattern` matches input files."""
-  parts, regex, groups = [], [], []
+  glob, regex, groups = [], [], []
   pos = 0
   for m in _FIELD.finditer(pattern):
     literal = pattern[pos:m.start()]
-    parts.append(literal)
+    glob.append(literal)
     regex.append(re.escape(literal).replace(r"\*", "[^/]*").replace(
         r"\?", "[^/]"))
     name, width = m.group(1), m.group(2)
     if name in known:
       text = _fill(m.group(0), known)
-      parts.append(text)
+      glob.append(text)
       regex.append(re.escape(text))
     else:
       w = int(width) if width else _WIDTH.get(name)
-      parts.append("[0-9]" * w if w else "*")
+      glob.append("[0-9]" * w if w else "*")
       regex.append(f"(?P<{name}>[0-9]{{{w}}})" if w else
                    f"(?P<{name}>[0-9]+)")
       groups.append(name)
     pos = m.end()
-  parts.append(pattern[pos:])
+  glob.append(pattern[pos:])
   regex.append(re.escape(pattern[pos:]).replace(r"\*", ".*").replace(
       r"\?", "."))
   try:
-    matched = FileSystems.match(["".join(parts)])[0].metadata_list
+    matched = FileSystems.match(["".join(glob)])[0].metadata_list
   except Exception:  # pylint: disable=broad-except
     matched = []
   full = re.compile("".join(regex) + "$")

@@ -261,7 +261,7 @@ def _previous_baseline(args, output: str, schema) -> Optional[str]:
   if not schema.expects:
     raise InputError(
         "--baseline previous compares with the schema's expectations, but "
-        f"{args.schema} has no expect: block; add some (docs/schema.md: "
+        f"{args.schema} has no expect: section; add some (docs/schema.md: "
         "Expectations) or drop the flag")
   if not has_placeholders(args.output_template):
     raise InputError(

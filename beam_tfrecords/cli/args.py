@@ -127,7 +127,7 @@ def _infer_schema(sub) -> None:
   n.add_argument("--sample-rows", type=int, default=10_000,
                  help="rows to look at (from the start of the input)")
   n.add_argument("--expect", action="store_true",
-                 help="propose an expect: block for each feature from the "
+                 help="propose an expect: section for each feature from the "
                  "sample (presence, observed ranges, the values of small "
                  "categories, list lengths); an --input that is a finished "
                  "dataset folder always gets them, from its statistics")

@@ -156,7 +156,7 @@ FINISHED: Tuple[Entry, ...] = (
           "folder is there, empty, otherwise)"),
     Entry(ANOMALIES_FILE,
           "the expectations checked and the anomalies found",
-          "only when the schema has expect: blocks"),
+          "only when the schema has expect: sections"),
     Entry(f"{TRANSFORMED_DIR}/train-00000-of-00001.tfrecord.gz",
           "TensorFlow Transform's transformed records, and its graph in "
           f"{', '.join(d + '/' for d in TRANSFORM_DIRS)}",

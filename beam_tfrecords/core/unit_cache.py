@@ -30,6 +30,7 @@ loads it is a miss for that build.
 
 import hashlib
 import json
+import logging
 import os
 import pickle
 import shutil
@@ -40,6 +41,8 @@ from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional
 from isal import isal_zlib
 
 from beam_tfrecords.core import fs
+
+_LOG = logging.getLogger(__name__)
 
 __all__ = ["UnitStore", "StoredUnit", "unit_key", "MANIFEST"]
 
@@ -84,27 +87,40 @@ class UnitStore:
   def _batch(self, key: str, i: int) -> str:
     return os.path.join(self._folder(key), f"{i:05d}{_SUFFIX}")
 
-  def put(self, key: str, i: int, result: Any) -> None:
-    """Keeps batch `i` of the unit `key` (any picklable value)."""
+  def put(self, key: str, i: int, result: Any) -> bool:
+    """Keeps batch `i` of the unit `key` (any picklable value). Keeping
+    is an optimization: a file that cannot be written (a full disk) is
+    logged and not kept, and False returned; the build goes on."""
     payload = isal_zlib.compress(pickle.dumps(result, protocol=5), 0)
-    path = self._batch(key, i)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temp = f"{path}.tmp-{uuid.uuid4().hex}"
-    with open(temp, "wb") as f:
-      f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
-    os.replace(temp, path)
+    return self._write(self._batch(key, i),
+                       _MAGIC + hashlib.sha256(payload).digest() + payload)
 
   def complete(self, key: str, batches: int,
-               about: Optional[Mapping[str, Any]] = None) -> None:
+               about: Optional[Mapping[str, Any]] = None) -> bool:
     """Marks the unit complete with this many batches (`about`: what the
-    unit was, for `units`' readers)."""
-    path = os.path.join(self._folder(key), MANIFEST)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    unit was, for `units`' readers); False if it could not (as `put`)."""
+    text = json.dumps({"batches": batches, "unit": dict(about or {})},
+                      sort_keys=True, default=repr)
+    return self._write(os.path.join(self._folder(key), MANIFEST),
+                       text.encode("utf-8"))
+
+  def _write(self, path: str, data: bytes) -> bool:
+    """Writes a file whole (a temporary name, then renamed), or logs why
+    not and leaves nothing."""
     temp = f"{path}.tmp-{uuid.uuid4().hex}"
-    with open(temp, "w", encoding="utf-8") as f:
-      json.dump({"batches": batches, "unit": dict(about or {})}, f,
-                sort_keys=True, default=repr)
-    os.replace(temp, path)
+    try:
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      with open(temp, "wb") as f:
+        f.write(data)
+      os.replace(temp, path)
+      return True
+    except OSError as e:
+      try:
+        os.remove(temp)
+      except OSError:
+        pass
+      _LOG.warning("%s: not kept for reuse (%s)", path, e)
+      return False
 
   def load(self, key: str) -> Optional[List[Any]]:
     """The unit's batch results in order, or None: not complete, or a

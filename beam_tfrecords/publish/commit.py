@@ -239,7 +239,7 @@ class Commit(beam.PTransform):
       options, version), with no splits, counts or errors yet.
     stat_fields: the names of the counts in each RowCounts part.
     checks: the schema's expectations and the baseline, when the schema
-      has expect: blocks (anomalies go into dataset.json, anomalies.json
+      has expect: sections (anomalies go into dataset.json, anomalies.json
       and the report).
   """
 

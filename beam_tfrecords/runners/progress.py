@@ -100,18 +100,18 @@ def progress_text(counts: Dict[str, int], total_bytes: Optional[int],
   rejected rows, and the time left at the rate so far."""
   done = counts.get("bytes", 0)
   rows = counts.get("rows", 0)
-  parts = []
+  said = []
   if total_bytes:
     share = min(done / total_bytes, 1.0)
-    parts.append(f"{human_bytes(done)} of {human_bytes(total_bytes)} read "
+    said.append(f"{human_bytes(done)} of {human_bytes(total_bytes)} read "
                  f"({share:.0%})")
-  parts.append(f"{rows:,} rows ({rows / max(seconds, 1e-9):,.0f}/s)")
-  parts.append(f"{counts.get('records', 0):,} records")
-  parts.append(f"{counts.get('rejected', 0):,} rejected")
+  said.append(f"{rows:,} rows ({rows / max(seconds, 1e-9):,.0f}/s)")
+  said.append(f"{counts.get('records', 0):,} records")
+  said.append(f"{counts.get('rejected', 0):,} rejected")
   if total_bytes and 0 < done < total_bytes and seconds > 0:
     left = (total_bytes - done) * seconds / done
-    parts.append(f"ETA {int(left) // 60}:{int(left) % 60:02d}")
-  return ", ".join(parts)
+    said.append(f"ETA {int(left) // 60}:{int(left) % 60:02d}")
+  return ", ".join(said)
 
 
 class LocalProgress:

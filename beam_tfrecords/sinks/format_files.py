@@ -145,11 +145,11 @@ class FormatFiles:
           self._path, mime_type="application/octet-stream",
           compression_type=CompressionTypes.UNCOMPRESSED) as copy:
         while True:
-          block = source.read(_COPY_BYTES)
-          if not block:
+          data = source.read(_COPY_BYTES)
+          if not data:
             break
-          copy.write(block)
-          digest.update(block)
+          copy.write(data)
+          digest.update(data)
     finally:
       os.remove(self._local)
     self.files = [self._written._replace(records=self._records, bytes=size,

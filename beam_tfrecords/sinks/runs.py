@@ -6,10 +6,10 @@ wire.Ragged of every record) and `offsets` (each batch's first record),
 e.g. `encoding.groups.GroupedRecords`, every group of a bucket. The dealer
 deals each of them exactly as it deals a batch of its own (vectorized), and
 sends each shard one **run**: that shard's parts of all of them, in key
-order, as columns (`Parts`) pickled in blocks of about `BLOCK_BYTES` (in
+order, as columns (`Parts`) pickled in pages of about `PAGE_BYTES` (in
 a part file when large, as other large parts are). The
 shard's writer merges its runs with its other parts by key
-(`in_key_order`), holding one block per run, so the file bytes are the
+(`in_key_order`), holding one page per run, so the file bytes are the
 same as if every batch had been its own element, with a few elements per
 shard instead of one per batch.
 """
@@ -26,16 +26,16 @@ import pyarrow as pa
 from beam_tfrecords.core.tfrecord_files import frame_buffer
 
 __all__ = ["RUN", "Parts", "pack", "in_key_order", "windows", "deal_records",
-           "BLOCK_BYTES"]
+           "PAGE_BYTES"]
 
 # How a run travels (sinks.part_files: INLINE, MEMBER, PART_FILE are 0, 1, 2).
 RUN = 3
 _INLINE = 0
-# Bytes of parts per block of a run.
-BLOCK_BYTES = 256 << 10
+# Bytes of parts per page of a run.
+PAGE_BYTES = 256 << 10
 # More runs per shard than this are merged by a heap, part by part.
 MAX_WINDOW_RUNS = 64
-_BLOCKS, _FILE = "blocks", "file"
+_PAGES, _FILE = "pages", "file"
 
 
 class Parts(NamedTuple):
@@ -89,15 +89,15 @@ class Parts(NamedTuple):
                   if start <= i < stop})
 
 
-def _blocks(parts: Parts) -> Iterator[Tuple[bytes, Any]]:
-  """(pickled Parts, its last key) of about BLOCK_BYTES each (not
+def _pages(parts: Parts) -> Iterator[Tuple[bytes, Any]]:
+  """(pickled Parts, its last key) of about PAGE_BYTES each (not
   compressed: a run is written once and read once, on the same machine's
   disk for a local run; compressing it cost more than it saved)."""
   ends = np.cumsum(parts.size)
   start = 0
   while start < len(parts.keys):
     base = int(ends[start - 1]) if start else 0
-    stop = int(np.searchsorted(ends, base + BLOCK_BYTES, side="left")) + 1
+    stop = int(np.searchsorted(ends, base + PAGE_BYTES, side="left")) + 1
     stop = min(max(stop, start + 1), len(parts.keys))
     yield (pickle.dumps(tuple(parts.cut(start, stop)), protocol=5),
            parts.keys[stop - 1])
@@ -111,23 +111,23 @@ def pack(parts: Parts, expected: int,
   `expected` is what the parts add to the writer's size estimate. When the
   run is at least `spill_bytes` and `spill` is given, it is written by
   `spill(bytes)` (a part file; its path travels)."""
-  blocks, lasts = [], []
-  for block, last in _blocks(parts):
-    blocks.append(block)
+  pages, lasts = [], []
+  for page, last in _pages(parts):
+    pages.append(page)
     lasts.append(last)
   count = int(parts.counts.sum())
-  if spill is not None and sum(map(len, blocks)) >= spill_bytes:
-    # The blocks' places, so that each is read on its own: a shard's
+  if spill is not None and sum(map(len, pages)) >= spill_bytes:
+    # The pages' places, so that each is read on its own: a shard's
     # writer may merge hundreds of runs, and keeps no file open.
-    places = np.zeros(len(blocks) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in blocks], out=places[1:])
-    return (parts.keys[0], RUN, (_FILE, (spill(b"".join(blocks)),
+    places = np.zeros(len(pages) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in pages], out=places[1:])
+    return (parts.keys[0], RUN, (_FILE, (spill(b"".join(pages)),
                                          places.tolist()), lasts),
             count, expected)
-  return (parts.keys[0], RUN, (_BLOCKS, blocks, lasts), count, expected)
+  return (parts.keys[0], RUN, (_PAGES, pages, lasts), count, expected)
 
 
-def _file_blocks(where: tuple, open_file: Callable) -> Iterator[bytes]:
+def _file_pages(where: tuple, open_file: Callable) -> Iterator[bytes]:
   path, places = where
   for start, stop in zip(places, places[1:]):
     with open_file(path) as f:
@@ -135,16 +135,16 @@ def _file_blocks(where: tuple, open_file: Callable) -> Iterator[bytes]:
       yield f.read(stop - start)
 
 
-def _run_blocks(run: tuple, open_file: Callable) -> Iterator[Parts]:
+def _run_pages(run: tuple, open_file: Callable) -> Iterator[Parts]:
   kind, data, _ = run[2]
-  blocks = data if kind == _BLOCKS else _file_blocks(data, open_file)
-  for block in blocks:
-    yield Parts(*pickle.loads(block))
+  pages = data if kind == _PAGES else _file_pages(data, open_file)
+  for page in pages:
+    yield Parts(*pickle.loads(page))
 
 
 def _parts(run: tuple, open_file: Callable) -> Iterator[tuple]:
-  for block in _run_blocks(run, open_file):
-    yield from block.tuples()
+  for page in _run_pages(run, open_file):
+    yield from page.tuples()
 
 
 def in_key_order(parts: Iterable[tuple], open_file: Callable
@@ -161,28 +161,28 @@ def in_key_order(parts: Iterable[tuple], open_file: Callable
 
 
 class _Source:
-  """One sorted source of parts, a block at a time."""
+  """One sorted source of parts, a page at a time."""
 
-  def __init__(self, blocks: Iterator[Parts], lasts: list):
-    self._blocks = blocks
+  def __init__(self, pages: Iterator[Parts], lasts: list):
+    self._pages = pages
     self._lasts = list(lasts)
-    self.block: Optional[Parts] = None
+    self.page: Optional[Parts] = None
     self.at = 0
 
   def ready(self) -> bool:
-    """Loads the next block when this one is used up; False at the end."""
-    while self.block is None or self.at >= len(self.block.keys):
+    """Loads the next page when this one is used up; False at the end."""
+    while self.page is None or self.at >= len(self.page.keys):
       if not self._lasts:
         return False
-      self.block, self.at = next(self._blocks), 0
+      self.page, self.at = next(self._pages), 0
       self._lasts.pop(0)
     return True
 
   def bound(self):
-    """The last key of the current block when more blocks follow (None:
+    """The last key of the current page when more pages follow (None:
     this is the last one)."""
-    assert self.block is not None  # called after ready()
-    return self.block.keys[-1] if self._lasts else None
+    assert self.page is not None  # called after ready()
+    return self.page.keys[-1] if self._lasts else None
 
 
 def windows(parts: Iterable[tuple], open_file: Callable,
@@ -190,9 +190,9 @@ def windows(parts: Iterable[tuple], open_file: Callable,
             ) -> Iterator[Parts]:
   """A shard's parts (runs among them), as Parts in key order, a window
   at a time: each window holds the parts of every source up to the
-  smallest last key of the blocks in memory (one block per run, and one
+  smallest last key of the pages in memory (one page per run, and one
   of the plain parts). `resolve(part)` gives a plain part's bytes (read
-  when its block is)."""
+  when its page is)."""
   parts = list(parts)
   runs = [r for r in parts if r[1] == RUN]
   if len(runs) > MAX_WINDOW_RUNS:
@@ -200,7 +200,7 @@ def windows(parts: Iterable[tuple], open_file: Callable,
     yield from _windows_of(map(resolve, in_key_order(parts, open_file)))
     return
   plain = sorted((p for p in parts if p[1] != RUN), key=lambda p: p[0])
-  sources = [_Source(_run_blocks(r, open_file), r[2][2]) for r in runs]
+  sources = [_Source(_run_pages(r, open_file), r[2][2]) for r in runs]
   if plain:
     groups = _sized_groups(plain)
     sources.append(_Source(
@@ -214,23 +214,23 @@ def windows(parts: Iterable[tuple], open_file: Callable,
     bound = min(bounds) if bounds else None
     pieces = []
     for src in sources:
-      block = src.block
-      assert block is not None  # src.ready()
-      keys = block.keys
+      page = src.page
+      assert page is not None  # src.ready()
+      keys = page.keys
       stop = len(keys) if bound is None else bisect.bisect_right(
           keys, bound, src.at)
       if stop > src.at:
-        pieces.append(block.cut(src.at, stop))
+        pieces.append(page.cut(src.at, stop))
         src.at = stop
     yield _merged(pieces)
 
 
 def _sized_groups(parts: List[tuple]) -> List[List[tuple]]:
-  """Part tuples in order, cut into groups of about BLOCK_BYTES."""
+  """Part tuples in order, cut into groups of about PAGE_BYTES."""
   groups: List[List[tuple]] = [[]]
   size = 0
   for part in parts:
-    if size >= BLOCK_BYTES:
+    if size >= PAGE_BYTES:
       groups.append([])
       size = 0
     groups[-1].append(part)
@@ -239,12 +239,12 @@ def _sized_groups(parts: List[tuple]) -> List[List[tuple]]:
 
 
 def _windows_of(parts: Iterator[tuple]) -> Iterator[Parts]:
-  """Part tuples in order as Parts of about BLOCK_BYTES each."""
+  """Part tuples in order as Parts of about PAGE_BYTES each."""
   window, size = [], 0
   for part in parts:
     window.append(part)
     size += part[4]
-    if size >= BLOCK_BYTES:
+    if size >= PAGE_BYTES:
       yield Parts.of(window)
       window, size = [], 0
   if window:

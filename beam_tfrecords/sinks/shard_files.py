@@ -143,13 +143,13 @@ class ShardFiles:
     with FileSystems.open(path, compression_type=(
         CompressionTypes.UNCOMPRESSED)) as part_file:
       while True:
-        block = part_file.read(_COPY_BYTES)
-        if not block:
+        data = part_file.read(_COPY_BYTES)
+        if not data:
           break
-        self._file.write(block)
-        self._sha256.update(block)
+        self._file.write(data)
+        self._sha256.update(data)
         if self._hopper is not None:
-          self._hopper.feed(block)
+          self._hopper.feed(data)
     self._size += size
     self._records += count
 

@@ -35,10 +35,10 @@ def _feature_types(schema: Dict[str, Any]) -> Dict[str, str]:
   """{feature: schema type} of every feature a schema dict declares."""
   types = {}
   for section in ("features", "context", "sequence"):
-    for name, spec in (schema.get(section) or {}).items():
-      kind = spec.get("type") if isinstance(spec, dict) else spec
-      types[name] = kind or ("int64" if isinstance(spec, dict) and
-                             spec.get("derive") == "length" else "float")
+    for name, entry in (schema.get(section) or {}).items():
+      kind = entry.get("type") if isinstance(entry, dict) else entry
+      types[name] = kind or ("int64" if isinstance(entry, dict) and
+                             entry.get("derive") == "length" else "float")
   return types
 
 

@@ -122,9 +122,9 @@ class SourceBatch:
       return [None] * self.num_rows
     return list(range(self.first_row, self.first_row + self.num_rows))
 
-  def slice(self, start: int, stop: int, part: int) -> "SourceBatch":
-    """Rows start..stop as a batch of their own, ordered as part `part` of
-    this one (its read errors go with part 0)."""
+  def slice(self, start: int, stop: int, number: int) -> "SourceBatch":
+    """Rows start..stop as a batch of their own, numbered `number` within
+    this one (its read errors go with number 0)."""
     def cut(columns):
       return None if columns is None else {
           c: (a.slice(start, stop - start)
@@ -138,8 +138,8 @@ class SourceBatch:
         path=self.path,
         first_row=None if self.first_row is None else self.first_row + start,
         columns=cut(self.columns), num_rows=stop - start,
-        errors=list(self.errors) if part == 0 else [], locate=locate,
-        order=tuple(self.order) + (part,),
+        errors=list(self.errors) if number == 0 else [], locate=locate,
+        order=tuple(self.order) + (number,),
         numbers=None if self.numbers is None else self.numbers[start:stop],
         raw_columns=cut(self.raw_columns),
         elements=None if self.elements is None else self.elements[

@@ -257,22 +257,22 @@ class CsvFormat(Format):
     opts = unit.option_dict
     if not opts["column_names"]:
       return
-    block = int(opts["block_size"])
+    block_size = int(opts["block_size"])
     done = [0, 0]  # good rows, malformed rows already handed on
     while True:
       try:
-        yield from self._read(unit, columns, block, done)
+        yield from self._read(unit, columns, block_size, done)
         return
       except _BlockTooSmall:
-        if block >= MAX_BLOCK:
+        if block_size >= MAX_BLOCK:
           raise InputError(
               f"{unit.path}: a row after data row {sum(done)} is larger "
               f"than {MAX_BLOCK >> 20} MiB; such a value cannot be read as "
               "CSV here (store it in Parquet or a separate file)") from None
-        block *= 4  # read the unit again; what was handed on is skipped
+        block_size *= 4  # read again; what was handed on is skipped
 
-  def _read(self, unit: ReadUnit, columns: Optional[Sequence[str]], block: int,
-            done: List[int]) -> Iterator[SourceBatch]:
+  def _read(self, unit: ReadUnit, columns: Optional[Sequence[str]],
+            block_size: int, done: List[int]) -> Iterator[SourceBatch]:
     """The unit's batches, leaving out the first done[0] good rows and
     done[1] malformed rows (handed on by an earlier attempt); updates
     `done` as batches are handed on."""
@@ -297,7 +297,7 @@ class CsvFormat(Format):
     with stream:
       try:
         reader = pacsv.open_csv(stream, **_arrow_options(
-            opts, names, wanted, skip_header, block, on_invalid_row))
+            opts, names, wanted, skip_header, block_size, on_invalid_row))
       except pa.ArrowInvalid as e:
         if "Empty CSV file" in str(e):
           return
@@ -352,12 +352,12 @@ class CsvFormat(Format):
 
 
 def _arrow_options(opts: Mapping[str, Any], names: List[str],
-                   wanted: List[str], skip_header: int, block: int,
+                   wanted: List[str], skip_header: int, block_size: int,
                    on_invalid_row) -> Dict[str, Any]:
   """pyarrow.csv.open_csv's read, parse and convert options."""
   return {
       "read_options": pacsv.ReadOptions(
-          column_names=names, skip_rows=skip_header, block_size=block,
+          column_names=names, skip_rows=skip_header, block_size=block_size,
           encoding=opts["encoding"]),
       "parse_options": pacsv.ParseOptions(
           delimiter=opts["delimiter"], quote_char=opts["quote_char"] or False,

@@ -75,7 +75,7 @@ def list_image_folders(roots: Sequence[str]
       if m.path.endswith("/"):
         continue
       relative = m.path[len(root):].lstrip("/")
-      if any(part.startswith(".") for part in relative.split("/")):
+      if any(name.startswith(".") for name in relative.split("/")):
         continue  # hidden files and folders (.DS_Store, .ipynb_checkpoints)
       if not m.path.lower().endswith(IMAGE_EXTENSIONS):
         skipped += 1

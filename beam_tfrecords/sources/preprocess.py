@@ -144,7 +144,7 @@ def _rows_text(batch: SourceBatch) -> str:
   return f"rows {numbers[0]}-{numbers[-1]}"
 
 
-def resolve_preprocess(spec: Union[str, Callable, None]
+def resolve_preprocess(given: Union[str, Callable, None]
                        ) -> Optional[Preprocess]:
   """A function or "module:function" -> Preprocess, checked on the launcher.
 
@@ -152,12 +152,12 @@ def resolve_preprocess(spec: Union[str, Callable, None]
     InputError: the module does not import, the name is not a function of
       it, or the function does not pickle.
   """
-  if spec is None:
+  if given is None:
     return None
-  if isinstance(spec, str):
-    fn, name = import_function(spec), spec
+  if isinstance(given, str):
+    fn, name = import_function(given), given
   else:
-    fn = spec
+    fn = given
     name = _name(fn)
   if not callable(fn):
     raise InputError(f"the preprocess {name} is a {type(fn).__name__}, not "
@@ -226,11 +226,11 @@ def _dotted(path: str) -> Optional[str]:
     path = path[2:]
   if path.endswith(".py"):
     path = path[:-3]
-  parts = path.split("/")
-  return ".".join(parts) if all(p.isidentifier() for p in parts) else None
+  names = path.split("/")
+  return ".".join(names) if all(p.isidentifier() for p in names) else None
 
 
-def import_function(spec: str, setting: str = "--preprocess") -> Callable:
+def import_function(name: str, setting: str = "--preprocess") -> Callable:
   """The function "module:function" names (`setting`: how messages name
   where it was given), imported as `python -m` would from the current folder.
 
@@ -238,7 +238,7 @@ def import_function(spec: str, setting: str = "--preprocess") -> Callable:
     InputError: not MODULE:FUNCTION, the module does not import, or it
       has no such name.
   """
-  module_name, sep, attr = spec.partition(":")
+  module_name, sep, attr = name.partition(":")
   if not sep or not module_name or not attr:
     if not sep:
       missing = "no colon"
@@ -247,14 +247,14 @@ def import_function(spec: str, setting: str = "--preprocess") -> Callable:
     else:
       missing = "the function after the colon is missing"
     raise InputError(f"{setting} takes MODULE:FUNCTION (e.g. "
-                     f"mypackage.features:clean), got {spec!r}: {missing}")
+                     f"mypackage.features:clean), got {name!r}: {missing}")
   # A file path, a relative import or a stray character is no module name
   # (importlib would raise TypeError or worse on some of them).
   for what, dotted in (("module", module_name), ("function", attr)):
-    if not all(part.isidentifier() for part in dotted.split(".")):
+    if not all(step.isidentifier() for step in dotted.split(".")):
       module = _dotted(module_name) if what == "module" else None
       raise InputError(
-          f"{setting} {spec}: {dotted!r} is not a Python {what} name; "
+          f"{setting} {name}: {dotted!r} is not a Python {what} name; "
           "give MODULE:FUNCTION with dotted names, as you would import them "
           "(e.g. mypackage.features:clean), not a file path"
           + (f"; for the file {module_name} give {module}:{attr} (modules "
@@ -270,17 +270,17 @@ def import_function(spec: str, setting: str = "--preprocess") -> Callable:
     hint = (f"; {module_name} looks like a file name: give the module, "
             f"{module_name[:-3]}:{attr}" if module_name.endswith(".py")
             else "")
-    raise InputError(f"{setting} {spec}: cannot import {module_name!r} "
+    raise InputError(f"{setting} {name}: cannot import {module_name!r} "
                      f"({e}); run from the folder that holds it, or install "
                      f"it{hint}") from e
   finally:
     if added:
       sys.path.remove(os.getcwd())
-  for part in attr.split("."):
-    if not hasattr(obj, part):
-      raise InputError(f"{setting} {spec}: {module_name} has no "
+  for step in attr.split("."):
+    if not hasattr(obj, step):
+      raise InputError(f"{setting} {name}: {module_name} has no "
                        f"{attr!r}")
-    obj = getattr(obj, part)
+    obj = getattr(obj, step)
   return obj
 
 

@@ -71,7 +71,7 @@ def _raw(record: bytes) -> str:
   return text + (f"... ({len(record)} bytes)" if len(record) > 200 else "")
 
 
-def _decode_parts(decoder, records, lo, hi, out):
+def _decode_ranges(decoder, records, lo, hi, out):
   """Decodes records[lo:hi] in as few pieces as the decoder allows: it
   refuses a batch with a record that does not parse, or a feature whose
   kind differs between records. Appends (lo, hi, RecordBatch or reason)."""
@@ -82,8 +82,8 @@ def _decode_parts(decoder, records, lo, hi, out):
       out.append((lo, hi, f"the record is not a tf.train.Example ({e})"))
     else:
       mid = (lo + hi) // 2
-      _decode_parts(decoder, records, lo, mid, out)
-      _decode_parts(decoder, records, mid, hi, out)
+      _decode_ranges(decoder, records, lo, mid, out)
+      _decode_ranges(decoder, records, mid, hi, out)
 
 
 def _is_list(column) -> bool:
@@ -135,15 +135,15 @@ def decode_examples(records: Sequence[bytes]):
   candidates = [i for i in range(len(records)) if i not in errors]
   good = [records[i] for i in candidates]
   # (lo, hi, RecordBatch or the reason it did not decode)
-  parts: List[Tuple[int, int, Union[pa.RecordBatch, str]]] = []
-  _decode_parts(decoder, good, 0, len(good), parts)
+  ranges: List[Tuple[int, int, Union[pa.RecordBatch, str]]] = []
+  _decode_ranges(decoder, good, 0, len(good), ranges)
   batches = []
-  for lo, hi, decoded in parts:
+  for lo, hi, decoded in ranges:
     if isinstance(decoded, str):
       errors[candidates[lo]] = decoded
     else:
       batches.append((hi - lo, decoded))
-  kept = [candidates[j] for lo, hi, decoded in parts
+  kept = [candidates[j] for lo, hi, decoded in ranges
           if not isinstance(decoded, str) for j in range(lo, hi)]
   if len(batches) == 1:
     batch = batches[0][1]

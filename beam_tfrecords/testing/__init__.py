@@ -49,7 +49,7 @@ def stop_groups(procs: List[subprocess.Popen], seconds: float = 20) -> None:
 
 class EngineCluster(LocalServers):
   """A cluster of an engine's own processes (each in a process group of
-  its own, in `_procs`), ready when `_members()` (ids read from its REST
+  its own, in `_procs`), ready when `_nodes()` (ids read from its REST
   API) counts enough, and the workers' Python (testing.portable) in
   `pool`.
 
@@ -59,7 +59,7 @@ class EngineCluster(LocalServers):
   started (--job_endpoint), as a site that runs one does.
   """
 
-  WHAT = "members"
+  WHAT = "nodes"
 
   def __init__(self, workdir: str):
     self.workdir = os.path.abspath(workdir)
@@ -90,7 +90,7 @@ class EngineCluster(LocalServers):
     wait_for_port(port, proc, "job server", seconds=120)
     return f"localhost:{port}"
 
-  def _members(self) -> set:
+  def _nodes(self) -> set:
     raise NotImplementedError
 
   def _wait_for(self, count: int, seconds: float = 120,
@@ -101,7 +101,7 @@ class EngineCluster(LocalServers):
     deadline = time.time() + seconds
     while True:
       try:
-        ids = self._members()
+        ids = self._nodes()
         if len(ids) == count and not (new and ids <= self._old):
           return
       except OSError:
@@ -115,7 +115,7 @@ class EngineCluster(LocalServers):
 
   def _kill(self, proc: subprocess.Popen) -> None:
     """SIGKILLs a member's process group, as a lost machine."""
-    self._old = self._members()
+    self._old = self._nodes()
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(30)
     self._killed.append(proc)

@@ -110,7 +110,7 @@ class LocalFlink(EngineCluster):
     with urllib.request.urlopen(self.rest + path, timeout=10) as r:
       return json.load(r)
 
-  def _members(self) -> set:
+  def _nodes(self) -> set:
     return {tm["id"] for tm in self.get("/taskmanagers")["taskmanagers"]}
 
   def start(self) -> None:

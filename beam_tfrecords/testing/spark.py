@@ -104,7 +104,7 @@ class LocalSpark(EngineCluster):
     with urllib.request.urlopen(url, timeout=10) as r:
       return json.load(r)
 
-  def _members(self) -> set:
+  def _nodes(self) -> set:
     return {w["id"] for w in self.get(self.ui + "/json/")["workers"]
             if w["state"] == "ALIVE"}
 

@@ -88,11 +88,11 @@ class DatasetPlan:
   units: bool = False
 
 
-def merge_split_stats(parts) -> dict:
-  """{split: {feature: stats}} parts merged (encoding.stats.merge)."""
+def merge_split_stats(partials) -> dict:
+  """{split: {feature: stats}} partials merged (encoding.stats.merge)."""
   out: Dict[str, dict] = {}
-  for part in parts:
-    for split, features in part.items():
+  for partial in partials:
+    for split, features in partial.items():
       into = out.setdefault(split, {})
       for name, s in features.items():
         into[name] = merge_stats(into.get(name), s)
@@ -118,7 +118,7 @@ class WriteBatches(beam.PTransform):
     self._staged = staged
 
   def _records(self, records):
-    """The record shards (and TensorFlow Transform's): their parts."""
+    """The record shards (and TensorFlow Transform's): their outputs."""
     schema, plan = self._schema, self._plan
     transform = schema.transform
     # Without keep_raw, the raw shards TFT transforms are part files.
@@ -131,11 +131,11 @@ class WriteBatches(beam.PTransform):
            | "WriteSplits" >> SINKS[plan.sink](
                raw_dir, plan.shards, plan.gzip_level, plan.shuffle,
                plan.codec, plan.member_bytes))
-    parts = [raw] if raw_dir == plan.staging else []
+    outputs = [raw] if raw_dir == plan.staging else []
     if transform is not None:
       # pylint: disable=import-outside-toplevel
       from beam_tfrecords.tft import TransformRecords
-      parts.append(
+      outputs.append(
           (records, raw)
           | "Transform" >> TransformRecords(
               schema, plan.staging,
@@ -143,7 +143,7 @@ class WriteBatches(beam.PTransform):
               FileSystems.join(plan.staging, TRANSFORMED_DIR),
               plan.shards.shards, plan.gzip_level, plan.shards.max_bytes,
               plan.member_bytes))
-    return parts
+    return outputs
 
   def expand(self, batches):
     plan = self._plan
@@ -158,42 +158,42 @@ class WriteBatches(beam.PTransform):
         self._schema, plan.statistics, plan.buckets, spill, records,
         plan.units)
     # records: bytes; errors: dead-letter dicts; stats: STAT_FIELDS tuples
-    parts = self._records(encoded["records"])
+    outputs = self._records(encoded["records"])
     expect = self._schema.expect
     if expect is not None and expect.disjoint_splits:
-      parts.append(encoded["records"] | "SplitOverlap" >> CountOverlap())
+      outputs.append(encoded["records"] | "SplitOverlap" >> CountOverlap())
     if expect is not None and expect.disjoint_keys:
-      parts.append(encoded[KEY_DIGESTS]
-                   | "KeyOverlap" >> CountOverlap(keys=True))
-    parts.append(encoded["errors"]
-                 | "WriteErrors" >> WriteErrors(
-                     plan.staging, plan.error_shards, dead_letter_json))
-    parts.append(encoded["stats"]
-                 # No defaults: Commit counts a missing part as zeros, and a
-                 # default is a side input (see runners.gaps).
-                 | "SumStats" >> beam.CombineGlobally(
-                     _sum_columns).without_defaults()
-                 | "StatsPart" >> beam.Map(
-                     lambda s: RowCounts(tuple(s))).with_output_types(Any))
-    if plan.statistics and FEATURE_STATS in encoded:
-      parts.append(encoded[FEATURE_STATS]
-                   | "SumFeatureStats" >> beam.CombineGlobally(
-                       merge_split_stats).without_defaults()
-                   # (Typed as Any: Beam would make a Beam schema of the
-                   # NamedTuple parts when they are flattened, and fails
-                   # on their dict fields.)
-                   | "FeatureStatsPart" >> beam.Map(
-                       FeatureStatistics).with_output_types(Any))
-    if UNITS in encoded:
-      parts.append(encoded[UNITS]
-                   | "SumUnits" >> beam.CombineGlobally(
+      outputs.append(encoded[KEY_DIGESTS]
+                     | "KeyOverlap" >> CountOverlap(keys=True))
+    outputs.append(encoded["errors"]
+                   | "WriteErrors" >> WriteErrors(
+                       plan.staging, plan.error_shards, dead_letter_json))
+    outputs.append(encoded["stats"]
+                   # No defaults: Commit counts a missing part as zeros, and a
+                   # default is a side input (see runners.gaps).
+                   | "SumStats" >> beam.CombineGlobally(
                        _sum_columns).without_defaults()
-                   | "UnitsPart" >> beam.Map(
-                       lambda s: UnitsRead(*s)).with_output_types(Any))
+                   | "StatsPart" >> beam.Map(
+                       lambda s: RowCounts(tuple(s))).with_output_types(Any))
+    if plan.statistics and FEATURE_STATS in encoded:
+      outputs.append(encoded[FEATURE_STATS]
+                     | "SumFeatureStats" >> beam.CombineGlobally(
+                         merge_split_stats).without_defaults()
+                     # (Typed as Any: Beam would make a Beam schema of the
+                     # NamedTuple outputs when they are flattened, and fails
+                     # on their dict fields.)
+                     | "FeatureStatsPart" >> beam.Map(
+                         FeatureStatistics).with_output_types(Any))
+    if UNITS in encoded:
+      outputs.append(encoded[UNITS]
+                     | "SumUnits" >> beam.CombineGlobally(
+                         _sum_columns).without_defaults()
+                     | "UnitsPart" >> beam.Map(
+                         lambda s: UnitsRead(*s)).with_output_types(Any))
     if self._staged is not None:
-      parts.append(self._staged | "StagedPart" >> beam.Map(
+      outputs.append(self._staged | "StagedPart" >> beam.Map(
           OutputStaged).with_output_types(Any))
-    return (tuple(parts)
+    return (tuple(outputs)
             | "Parts" >> beam.Flatten()
             | "Commit" >> Commit(plan.staging, plan.planned, STAT_FIELDS,
                                  plan.checks)

@@ -91,8 +91,8 @@ class _EncodeBatchFn(SchemaFn):
     if self._slice_rows is None:
       return [batch]
     step = self._slice_rows
-    return [batch.slice(start, min(start + step, batch.num_rows), part)
-            for part, start in enumerate(range(0, max(batch.num_rows, 1),
+    return [batch.slice(start, min(start + step, batch.num_rows), number)
+            for number, start in enumerate(range(0, max(batch.num_rows, 1),
                                                step))]
 
   def _work(self, batch):
@@ -125,12 +125,12 @@ class _EncodeBatchFn(SchemaFn):
   def _encoded(self, batch: SourceBatch):
     made, rejected = ({}, {}) if self._media is None else \
         self._media.prepare(batch.columns, batch.num_rows, batch.path)
-    parts, found = by_split(self._splits, batch, rejected)
+    splits_rows, found = by_split(self._splits, batch, rejected)
     every = dict(batch.columns, **made) if made else batch.columns
     outputs: List[Output] = []
     rows_written = records = steps = dropped = 0
     described = {}
-    for split, index in parts:
+    for split, index in splits_rows:
       columns, n = (every, batch.num_rows) if index is None else (
           take(every, index), len(index))
       result = self._encoder.encode_columns(columns, n,

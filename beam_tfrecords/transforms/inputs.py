@@ -119,13 +119,13 @@ class _ReadUnitFn(beam.DoFn):
       progress.flush()
       return
     batches = 0
-    # A batch of CSV / JSON is about one block of the file.
-    block = int(unit.option_dict.get("block_size") or 0)
+    # A batch of CSV / JSON is about pyarrow's block_size bytes of the file.
+    batch_bytes = int(unit.option_dict.get("block_size") or 0)
     left = size
     columns = None if self._preprocess is not None else self._columns
     for i, batch in enumerate(read_unit(unit, columns)):
       self._batches.inc()
-      done = min(block, left)
+      done = min(batch_bytes, left)
       left -= done
       self._bytes.inc(done)
       progress.add(bytes=done)

@@ -215,7 +215,8 @@ def test_a_scheduled_build_compares_with_the_previous_day(tmp_path):
   assert {(a["feature"], a["check"]) for a in second["anomalies"]} == {
       ("dep_delay", "presence")}
   assert not (tmp_path / "out" / "20130102" / "_SUCCESS").exists()
-  staged = [p for p in (tmp_path / "out" / "20130102").iterdir()]
+  staged = [p for p in (tmp_path / "out" / "20130102").iterdir()
+            if p.name.startswith(".staging-")]
   assert json.loads((staged[0] / "anomalies.json").read_text())[
       "baseline"] == os.path.join(str(tmp_path), "out", "20130101")
 
@@ -226,7 +227,7 @@ def test_no_expectations_no_checks(tmp_path):
   result = btr.build(plain, DAY1, str(tmp_path / "plain"))
   assert result.info.anomalies is None
   assert not (tmp_path / "plain" / "anomalies.json").exists()
-  with pytest.raises(btr.InputError, match="has no expect: block"):
+  with pytest.raises(btr.InputError, match="has no expect: section"):
     btr.build(plain, DAY1, str(tmp_path / "p2"), on_anomaly="warn")
 
 
@@ -248,7 +249,7 @@ def test_infer_schema_proposes_expectations_from_a_dataset(baseline,
 
 
 def _flat(tmp_path, values, expect, kind="float"):
-  """A one-feature build of these values, with this expect: block."""
+  """A one-feature build of these values, with this expect: section."""
   schema = {"name": "t", "features": {"x": {"type": kind,
                                             "expect": expect}}}
   src = _write(tmp_path / "in.jsonl", [{"x": v} for v in values])

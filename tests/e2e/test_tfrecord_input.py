@@ -244,13 +244,13 @@ def test_kinds_that_differ_keep_their_values(tmp_path, tf, monkeypatch):
   in pieces, not record by record."""
   from beam_tfrecords.sources import tfrecord as source
   calls = []
-  real = source._decode_parts
+  real = source._decode_ranges
 
   def counted(decoder, records, lo, hi, out):
     calls.append(hi - lo)
     return real(decoder, records, lo, hi, out)
 
-  monkeypatch.setattr(source, "_decode_parts", counted)
+  monkeypatch.setattr(source, "_decode_ranges", counted)
   records = [_example(tf, k=[7], s=[b"a"], id=1)]
   records += [_example(tf, k=[8], s=[b"b"], id=i) for i in range(2, 60)]
   records += [_example(tf, k=[2.5], s=[], id=60)]  # s: empty int64 list

@@ -408,41 +408,26 @@ def test_no_parameter_is_called_options():
 # names may hold them, each in its one meaning; KEPT are other libraries'
 # names and on-disk words. A name defined elsewhere with the word (a
 # function, class, parameter or variable) means something else: give that
-# meaning its own word. (Modules marked "to rename" are another session's,
-# listed in issue 61's part 4; drop them when they are renamed.)
+# meaning its own word.
 GLOSSARY_HOMES = {
     # Positions dealt to one DataLoader worker at a time.
     "block": ("read/global_order.py", "read/stream.py",
-              "read/dataset_reader.py", "read/torch.py",
-              # to rename: pages of a run, reads of a copy, pyarrow's
-              "sinks/runs.py", "sinks/shard_files.py",
-              "sinks/format_files.py", "transforms/inputs.py",
-              "sources/csv.py"),
+              "read/dataset_reader.py", "read/torch.py"),
     # A byte range of a large input file, read by one worker.
     "chunk": ("sources/",),
     # A batch's records bound for one shard, and the part files.
-    "part": ("sinks/", "publish/", "core/layout.py",
-             # to rename: other meanings
-             "building/schedule.py", "runners/progress.py",
-             "sources/preprocess.py", "sources/tfrecord.py",
-             "sources/image_folders.py", "sources/base.py",
-             "transforms/dataset.py", "transforms/encode.py"),
+    "part": ("sinks/", "publish/", "core/layout.py"),
     # A gzip member of a shard.
     "member": ("core/", "sinks/", "read/", "inspect/check.py",
-               "building/", "tft/pipeline.py", "transforms/dataset.py",
-               # to rename: a cluster's processes (nodes)
-               "testing/__init__.py", "testing/flink.py",
-               "testing/spark.py"),
+               "building/", "tft/pipeline.py", "transforms/dataset.py"),
     # A parsing spec: what tf.io.parse_example takes.
     "spec": ("schema/spec.py", "core/info.py", "read/reader.py",
              "read/window.py", "inspect/", "cli/show.py", "sinks/preview.py",
-             "sinks/transform_files.py",
-             # to rename: the transform section, a schema entry, an import
-             "building/builder.py", "sinks/tfdv.py",
-             "sources/preprocess.py"),
+             "sinks/transform_files.py"),
 }
 GLOSSARY_KEPT = {
     "block_size",           # pyarrow's CSV ReadOptions (a format option)
+    "MAX_BLOCK", "TRANSFORM_BLOCK_SIZE", "_BlockTooSmall",  # pyarrow's too
     "PART",                 # Derive.PART: the schema's `derive: part`
     "type_specs",           # TensorFlow's TypeSpecs
     "member",               # tarfile's members (testing/tools.py)

@@ -32,11 +32,11 @@ def _parts(seed, sources=5, per_source=120):
   return [[_part(rng, (k,)) for k in keys] for keys in lists]
 
 
-@pytest.mark.parametrize("block", [100, 3000, 1 << 20])
+@pytest.mark.parametrize("page", [100, 3000, 1 << 20])
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("heap", [False, True])
-def test_windows_give_the_parts_in_key_order(monkeypatch, block, seed, heap):
-  monkeypatch.setattr(runs, "BLOCK_BYTES", block)
+def test_windows_give_the_parts_in_key_order(monkeypatch, page, seed, heap):
+  monkeypatch.setattr(runs, "PAGE_BYTES", page)
   if heap:  # more runs than windows take: merged by a heap
     monkeypatch.setattr(runs, "MAX_WINDOW_RUNS", 2)
   lists = _parts(seed)
@@ -56,7 +56,7 @@ def test_windows_give_the_parts_in_key_order(monkeypatch, block, seed, heap):
   assert list(runs.in_key_order(every, opener)) == expected
   got = [t for w in runs.windows(every, opener) for t in w.tuples()]
   assert got == expected
-  if block == 100:
+  if page == 100:
     assert len(list(runs.windows(every, opener))) > 10
 
 
