@@ -179,8 +179,9 @@ BESIDE: Tuple[Entry, ...] = (
           "while a build runs"),
     Entry(f"{UNITS_DIR}/",
           "each finished read unit's results (core.unit_cache): what the "
-          "same build reuses after a kill or a failed job; removed when it "
-          "publishes", "while a build runs, unless --no-resume"),
+          "same build reuses after a kill or a failed job; removed once "
+          "its checks pass, before it publishes",
+          "while a build runs, unless --no-resume"),
 )
 
 # Inside a staging folder, besides the dataset's own files.
