@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional
 from beam_tfrecords.core.info import DatasetInfo, FeatureStats
 from beam_tfrecords.core.layout import CROISSANT_FILE, PREVIEW_DIR
 from beam_tfrecords.core.shard_formats import of_dataset
+from beam_tfrecords.core.shard_names import SHARDS
 from beam_tfrecords.schema.card_section import RAI_FIELDS, Card
 from beam_tfrecords.schema.split_rule import training_split
 
@@ -290,14 +291,14 @@ def _loading(info: DatasetInfo) -> List[str]:
            "    # parsed feature dicts", "```", ""]
   if raw and fmt.tf_data and info.splits.get(
       split) and info.splits[split].shards:
-    suffix = re.sub(r"^.*-of-[0-9]+", "", info.splits[split].shards[0].file)
+    suffix = SHARDS.suffix_of(info.splits[split].shards[0].file)
     lines += ["Or with TensorFlow alone (dataset.json's `feature_spec`):",
               "", "```python", "import glob, tensorflow as tf"]
     lines += _spec_lines(info)
     parse = ("tf.io.parse_single_sequence_example(r, context, sequence)"
              if info.record == "sequence_example"
              else "tf.io.parse_single_example(r, spec)")
-    pattern = _literal(glob.escape(split) + "-*-of-*" + suffix)
+    pattern = _literal(SHARDS.glob(glob.escape(split), suffix))
     lines += [f"files = sorted(glob.glob({pattern}))",
               "ds = tf.data.TFRecordDataset(files" + (
                   ', compression_type="GZIP")' if gzip else ")")

@@ -50,6 +50,7 @@ from beam_tfrecords.core.layout import (ANOMALIES_FILE, CARD_FILE,
                                         STATISTICS_FILE, TFMD_FILE,
                                         preview_file)
 from beam_tfrecords.core.shard_formats import of_file
+from beam_tfrecords.core.shard_names import SHARDS
 from beam_tfrecords.schema.card_section import Card
 from beam_tfrecords.schema.split_rule import training_split
 from beam_tfrecords.sinks.preview import (PREVIEW_RECORDS, Column,
@@ -166,7 +167,7 @@ def _shard_sets(info: DatasetInfo) -> List[Dict[str, Any]]:
     for split, s in sorted(splits.items()):
       if not s.shards:
         continue
-      suffix = re.sub(r"^.*-of-[0-9]+", "", s.shards[0].file)
+      suffix = SHARDS.suffix_of(s.shards[0].file)
       what = "transformed " if prefix else ""
       out.append({
           "@type": "cr:FileSet", "@id": f"shards-{prefix}{split}",
@@ -179,7 +180,7 @@ def _shard_sets(info: DatasetInfo) -> List[Dict[str, Any]]:
                   s.shards[0].file).gzip else "(files)")
               + " or beam_tfrecords"),
           "encodingFormat": _format(s.shards[0].file, info),
-          "includes": f"{prefix}{split}-*-of-*{suffix}"})
+          "includes": prefix + SHARDS.glob(split, suffix)})
   return out
 
 

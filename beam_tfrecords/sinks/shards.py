@@ -36,7 +36,6 @@ shards at random), so two runs of the same job give different files. Here:
 import hashlib
 import itertools
 import random
-import re
 import uuid
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
@@ -48,7 +47,7 @@ import numpy as np
 from beam_tfrecords.core.fs import sha256_of
 from beam_tfrecords.core.members import MEMBER_CAP, inflate
 from beam_tfrecords.core.layout import INDEX_DIR, PARTS_DIR
-from beam_tfrecords.core.shard_names import shard_name
+from beam_tfrecords.core.shard_names import SHARDS, shard_name
 from beam_tfrecords.core.shard_reader import count_tfrecords
 from beam_tfrecords.core.tfrecord_files import frame_records, unframe_records
 from beam_tfrecords.encoding.ragged import Ragged
@@ -412,9 +411,7 @@ def finish_shard_names(directory: str, files: List[ShardWritten]
       out.extend(group)
       continue
     total = len(group)
-    first = re.match(r".*-of-[0-9]+(.*)$", group[0].file, re.S)
-    assert first is not None  # shard_name(split, i, n, suffix)
-    suffix = first.group(1)
+    suffix = SHARDS.suffix_of(group[0].file)
     present = {m.path.rsplit("/", 1)[-1] for m in FileSystems.match(
         [FileSystems.join(directory, f"{split}-*")])[0].metadata_list}
     present |= {f"{INDEX_DIR}/" + m.path.rsplit("/", 1)[-1]
@@ -479,7 +476,7 @@ class WriteWithBeamSink(beam.PTransform):
           | f"Write[{split}]" >> beam.io.WriteToTFRecord(
               FileSystems.join(self._directory, split),
               file_name_suffix=SHARD_SUFFIX, num_shards=self._n[split],
-              shard_name_template="-SSSSS-of-NNNNN",
+              shard_name_template=SHARDS.beam,
               compression_type=CompressionTypes.GZIP)
           # final shard path
           | f"CountShard[{split}]" >> beam.Map(

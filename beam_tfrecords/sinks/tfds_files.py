@@ -32,6 +32,7 @@ from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import DatasetInfo, FileSum
 from beam_tfrecords.core.layout import TFDS_FILES
 from beam_tfrecords.core.shard_formats import of_dataset
+from beam_tfrecords.core.shard_names import SHARDS
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.sinks.metadata import write_file
@@ -39,7 +40,7 @@ from beam_tfrecords.sinks.metadata import write_file
 __all__ = ["check_tfds", "write_tfds_files", "features_json", "TFDS_FILES",
            "TFDS_TEMPLATE"]
 
-TFDS_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}"
+TFDS_TEMPLATE = SHARDS.tfds
 _DTYPES = {FeatureType.INT64: "int64", FeatureType.FLOAT: "float32",
            FeatureType.STRING: "string", FeatureType.BYTES: "string"}
 _PREFIX = "tensorflow_datasets.core.features."

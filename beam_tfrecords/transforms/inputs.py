@@ -8,7 +8,7 @@ import apache_beam as beam
 
 from beam_tfrecords.core.unit_cache import UnitStore
 from beam_tfrecords.runners.progress import tally
-from beam_tfrecords.sources import ReadUnit, SourceBatch, read_unit
+from beam_tfrecords.sources import ReadUnit, read_unit
 from beam_tfrecords.sources.preprocess import (Preprocess, Versions,
                                                check_versions)
 from beam_tfrecords.sources.tfrecord import unwrap_scalars
