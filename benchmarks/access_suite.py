@@ -27,7 +27,7 @@ import os
 import subprocess
 import sys
 
-from common import cli_cmd
+from common import cli_cmd, show
 from stats import flights_input
 
 _RANDOM = """
@@ -235,18 +235,24 @@ def access_suite(args) -> None:
            "array_record": _built(args, src, schema, "array_record",
                                   ["--file-format", "array_record"])}
   today = _bytes(paths["today"])
-  print(f"\naccess ({args.rows:,} flight records, {SHARDS} shards each)")
-  print(f"{'shard bytes':<54} {'bytes':>12} {'vs today':>9}")
-  for name, label in (("today", "gzip TFRecord, members as before"),
-                      ("gzip", "gzip TFRecord, 256 KiB members + index"),
-                      ("plain", "uncompressed TFRecord + DALI index"),
-                      ("array_record", "ArrayRecord (group_size:1)")):
+  lines = []
+  for name, label in (("today", "gzip TFRecord, members as large as before "
+                       "(`--member-size 1GiB`)"),
+                      ("gzip", "gzip TFRecord, 256 KiB members (the "
+                       "default) + index"),
+                      ("plain", "uncompressed TFRecord (`--compression "
+                       "none`) + DALI index"),
+                      ("array_record", "ArrayRecord, `group_size:1` "
+                       "(`--file-format array_record`)")):
     size = _bytes(paths[name])
     index = os.path.join(paths[name], "index")
     extra = sum(os.path.getsize(os.path.join(index, f))
                 for f in os.listdir(index)) if os.path.isdir(index) else 0
-    print(f"{label:<54} {size:>12,} {100 * (size / today - 1):>+8.2f}%"
-          + (f"  (+ index {extra:,} bytes)" if extra else ""))
+    lines.append((label, f"{size:,}", f"{extra:,}" if extra else "",
+                  f"{size / today:.3f}x"))
+  show("access-bytes", f"access: {args.rows:,} flight records built into "
+       f"{SHARDS} shards four ways", ["shards", "bytes", "index bytes",
+                                      "vs members as before"], lines)
   best = {}
   for _ in range(args.check_rounds):
     for name, (kind, setup, code) in READERS.items():
@@ -259,12 +265,16 @@ def access_suite(args) -> None:
   sequential = best.get("gzip: today's sequential torch Dataset, 2 workers")
   base = sequential[0] / sequential[1] if sequential and sequential[0] \
       else None
-  print(f"{'reader':<62} {'records':>9} {'s':>7} {'records/s':>11} "
-        f"{'vs seq torch':>12}")
+  lines = []
   for name, (n, seconds) in best.items():
     if n is None:
-      print(f"{name:<62} failed: {seconds}")
+      lines.append((name, "failed", seconds, "", ""))
       continue
     rate = n / seconds
-    ratio = f"{rate / base:.2f}x" if base and "torch" in name else ""
-    print(f"{name:<62} {n:>9,} {seconds:>7.2f} {rate:>11,.0f} {ratio:>12}")
+    lines.append((name, f"{n:,}", f"{seconds:.2f}", f"{rate:,.0f}",
+                  f"{rate / base:.2f}x" if base and "2 workers" in name
+                  else ""))
+  show("access", f"access: each reader in its own process, every shard "
+       f"opened and its index checked before the clock starts, best of "
+       f"{args.check_rounds}, {os.cpu_count()} cores",
+       ["reader", "records", "s", "records/s", "vs sequential torch"], lines)

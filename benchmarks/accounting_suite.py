@@ -38,5 +38,6 @@ def accounting_suite(args) -> None:
       variants[10], allow)
   cli(results, "build, clean input, --sink beam (WriteToTFRecord)",
       args.workdir, schema, src, ["--sink", "beam"])
-  table("accounting (12 columns; DirectRunner defaults)", args.rows, src,
+  table("accounting", "accounting (12 columns; DirectRunner defaults; one "
+        "run of each)", args.rows, src,
         results, [("clean build", results[0].seconds)])

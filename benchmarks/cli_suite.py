@@ -1,18 +1,18 @@
 """The cli suite: start-up of the commands that should start fast (--help,
 build --help, and inspect, validate and infer-schema on local files), best
-of 5, against importing Apache Beam (and TensorFlow) alone."""
+of --check-rounds, against importing Apache Beam (and TensorFlow) alone."""
 
 import os
 import shutil
 import sys
 
-from common import cli_cmd, examples_input, run
+from common import cli_cmd, examples_input, run, show
 
 
 def cli_suite(args) -> None:
   """The commands that should start fast: --help, and inspect / validate /
   infer-schema on local files (no Beam or TensorFlow import), against the
-  import of Apache Beam alone. Best of 5 runs each."""
+  import of Apache Beam alone. The best of --check-rounds runs each."""
   src, schema = examples_input(args.workdir, min(args.rows, 10_000))
   out = os.path.join(args.workdir, "cli-out")
   if not os.path.exists(os.path.join(out, "_SUCCESS")):
@@ -31,10 +31,11 @@ def cli_suite(args) -> None:
            [sys.executable, "-c", "import apache_beam"]),
           ("baseline: python -c 'import tensorflow'",
            [sys.executable, "-c", "import tensorflow"])]
-  print(f"\ncli: start-up of the commands, best of 5 ({os.cpu_count()} "
-        "cores)\n")
-  print("| command | wall s | peak RSS MB |")
-  print("|---|---|---|")
+  lines = []
   for name, cmd in runs:
-    best = min((run(cmd) for _ in range(5)), key=lambda r: r[0])
-    print(f"| {name} | {best[0]:.2f} | {best[1]:,.0f} |")
+    best = min((run(cmd) for _ in range(args.check_rounds)),
+               key=lambda r: r[0])
+    lines.append((name, f"{best[0]:.2f}", f"{best[1]:,.0f}"))
+  show("cli", f"cli: start-up of the commands, best of {args.check_rounds} "
+       f"({os.cpu_count()} cores)", ["command", "wall s", "peak RSS MB"],
+       lines)

@@ -23,7 +23,7 @@ import shutil
 import sys
 import time
 
-from common import examples_input, run
+from common import examples_input, run, same_files, show
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,26 +33,6 @@ def _build(workdir, name, schema, src, flags):
   shutil.rmtree(out, ignore_errors=True)
   return out, [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
                schema, "--input", src, "--output", out] + flags
-
-
-def _files(folder):
-  found = {}
-  for root, _, names in os.walk(folder):
-    for name in names:
-      path = os.path.join(root, name)
-      with open(path, "rb") as f:
-        found[os.path.relpath(path, folder)] = f.read()
-  return found
-
-
-def same_outputs(a: str, b: str) -> str:
-  """"N files identical" when every file of the two datasets (shards,
-  errors/, dataset.json, ...) is the same."""
-  first, second = _files(a), _files(b)
-  differ = sorted(n for n in set(first) | set(second)
-                  if first.get(n) != second.get(n))
-  return f"{len(first)} files identical" if not differ else \
-      f"DIFFER: {differ}"
 
 
 def cluster_suite(args) -> None:
@@ -71,7 +51,7 @@ def cluster_suite(args) -> None:
     fixed, _ = timed("fixed", one, tiny)
     first, out1 = timed("1", one)
     second, out2 = timed("2", two)
-    rows.append((engine, fixed, first, second, same_outputs(out1, out2)))
+    rows.append((engine, fixed, first, second, same_files(out1, out2)))
 
   started = time.time()
   pair("DirectRunner", [], ["--direct_num_workers=2",
@@ -87,22 +67,21 @@ def cluster_suite(args) -> None:
   for label, base in (("1 thread", (1, 1)), ("2 threads", (1, 2))):
     rows.append((f"Dask (1 worker of {label} vs 2 workers of 1 thread)",
                  results[base][0], results[base][1], results[2, 1][1],
-                 same_outputs(results[base][2], results[2, 1][2])))
+                 same_files(results[base][2], results[2, 1][2])))
   with LocalPortable(os.path.join(args.workdir, "pools"), source=HERE,
                      pools=2) as cluster:
     pair("Portable (job service, 2 EXTERNAL worker pools)",
          cluster.args + ["--sdk_worker_parallelism=1"],
          cluster.args + ["--sdk_worker_parallelism=2"])
   mb = os.path.getsize(src) / 1e6
-  print(f"\ncluster: {args.rows:,} rows, {mb:.1f} MB input, "
-        f"{os.cpu_count()} cores (ideal speed-up here: "
-        f"{min(2, os.cpu_count())}x); fixed cost: the same build of 1,000 "
-        "rows with 1 worker (start-up, planning, commit)\n")
-  print("| engine | fixed cost s | 1 worker s | 2 workers s | speed-up | "
-        "speed-up beyond the fixed cost | outputs of 1 and 2 |")
-  print("|---|---|---|---|---|---|---|")
-  for engine, fixed, one, two, same in rows:
-    print(f"| {engine} | {fixed:.1f} | {one:.1f} | {two:.1f} | "
-          f"{one / two:.2f}x | {(one - fixed) / max(two - fixed, 0.1):.2f}x "
-          f"| {same} |")
-  print(f"\n(suite: {time.time() - started:.0f} s)")
+  show("cluster", f"cluster: {args.rows:,} rows, {mb:.1f} MB input, "
+       f"{os.cpu_count()} cores (ideal speed-up here: "
+       f"{min(2, os.cpu_count() or 1)}x); fixed cost: the same build of "
+       "1,000 rows with 1 worker (start-up, planning, commit); one run of "
+       f"each (the suite: {time.time() - started:.0f} s)",
+       ["engine", "fixed cost s", "1 worker s", "2 workers s", "speed-up",
+        "speed-up beyond the fixed cost", "outputs of 1 and 2"],
+       [(engine, f"{fixed:.1f}", f"{one:.1f}", f"{two:.1f}",
+         f"{one / two:.2f}x",
+         f"{(one - fixed) / max(two - fixed, 0.1):.2f}x", same)
+        for engine, fixed, one, two, same in rows])

@@ -1,18 +1,22 @@
 """What several suites share: the generated 12-column CSV and its schema,
 running a command in a fresh interpreter and measuring it (wall seconds,
 peak RSS), the command line of a build and of a baseline (run.py's hidden
---run-baseline), the table the suites print, and comparing two datasets'
-records."""
+--run-baseline), showing the suites' tables (and keeping them for
+--tables-out: the docs run writes them into docs/performance.md), and
+comparing two datasets' records."""
 
 import csv
 import itertools
+import json
 import os
 import random
 import shutil
 import subprocess
 import sys
 import time
-from typing import List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional, Sequence
+
+from doc_tables import Table
 
 # The entry point: its hidden `--run-baseline KIND ARG...` runs BASELINES.
 RUN_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run.py")
@@ -93,25 +97,39 @@ def baseline_cmd(kind: str, src: str, dst: str, *more: str) -> List[str]:
   return [sys.executable, RUN_PY, "--run-baseline", kind, src, dst, *more]
 
 
-def table(title: str, rows: int, src: str, results, bases,
-          limits=()) -> None:
-  """bases: (label, seconds): a column "speed-up vs label" (base / wall);
-  limits: (label, seconds): a column "wall / label" (1.0x = at the limit)."""
+# Every table shown in this process, in order (run.py --tables-out).
+SHOWN: List[Table] = []
+
+
+def show(name: str, caption: str, header: Sequence[str],
+         rows: Sequence[Sequence[object]]) -> Table:
+  """Prints a table (its caption, then the rows) and keeps it: `name` is
+  its marker in docs/performance.md (<!-- table: NAME -->)."""
+  shown = Table.of(name, caption, header, rows)
+  print("\n" + shown.markdown(), flush=True)
+  SHOWN.append(shown)
+  return shown
+
+
+def table(name: str, title: str, rows: int, src: str, results, bases,
+          limits=()) -> Table:
+  """The table of timed commands over one input: bases: (label, seconds):
+  a column "speed-up vs label" (base / wall); limits: (label, seconds): a
+  column "wall / label" (1.0x = at the limit)."""
   mb = os.path.getsize(src) / 1e6
-  print(f"\n{title}: {rows:,} rows, {mb:.1f} MB input, {os.cpu_count()} "
-        f"cores\n")
-  head = "| approach | wall s | rows/s | MB/s | peak RSS MB |"
-  head += "".join(f" speed-up vs {label} |" for label, _ in bases)
-  head += "".join(f" wall / {label} |" for label, _ in limits)
-  print(head)
-  print("|---" * (5 + len(bases) + len(limits)) + "|")
+  header = ["approach", "wall s", "rows/s", "MB/s", "peak RSS MB"]
+  header += [f"speed-up vs {label}" for label, _ in bases]
+  header += [f"wall / {label}" for label, _ in limits]
+  lines = []
   for r in results:
-    peak = f"{r.peak_mb:,.0f}" if r.peak_mb else "-"
-    line = (f"| {r.name} | {r.seconds:.1f} | {rows / r.seconds:,.0f} | "
-            f"{mb / r.seconds:.1f} | {peak} |")
-    line += "".join(f" {base / r.seconds:.2f}x |" for _, base in bases)
-    line += "".join(f" {r.seconds / lim:.2f}x |" for _, lim in limits)
-    print(line)
+    line = [r.name, f"{r.seconds:.1f}", f"{rows / r.seconds:,.0f}",
+            f"{mb / r.seconds:.1f}",
+            f"{r.peak_mb:,.0f}" if r.peak_mb else "-"]
+    line += [f"{base / r.seconds:.2f}x" for _, base in bases]
+    line += [f"{r.seconds / lim:.2f}x" for _, lim in limits]
+    lines.append(line)
+  return show(name, f"{title}: {rows:,} rows, {mb:.1f} MB input, "
+              f"{os.cpu_count()} cores.", header, lines)
 
 
 def examples_input(workdir: str, rows: int):
@@ -123,6 +141,35 @@ def examples_input(workdir: str, rows: int):
   with open(schema, "w") as f:
     f.write(SCHEMA)
   return src, schema
+
+
+def _comparable(folder: str, rel: str) -> bytes:
+  """A file of a dataset without what differs between two builds of the
+  same records by design (design.md, Determinism): _SUCCESS's last word
+  (the run id), croissant.json's build time (dateCreated and the
+  same time elsewhere in it)."""
+  with open(os.path.join(folder, rel), "rb") as f:
+    data = f.read()
+  if os.path.basename(rel) == "_SUCCESS":
+    return b" ".join(data.split()[:-1])
+  if os.path.basename(rel) == "croissant.json":
+    built = json.loads(data).get("dateCreated", "")
+    if built:
+      data = data.replace(built.encode(), b"BUILT").replace(
+          built[:10].encode(), b"BUILT")
+  return data
+
+
+def same_files(a: str, b: str) -> str:
+  """"N files identical" when every file of two datasets is the same
+  (_comparable: but for the run id and the build time), else "DIFFER:"
+  and the files that differ."""
+  names = sorted(os.path.relpath(os.path.join(root, name), a)
+                 for root, _, files in os.walk(a) for name in files)
+  differ = [rel for rel in names if not os.path.exists(os.path.join(b, rel))
+            or _comparable(a, rel) != _comparable(b, rel)]
+  return (f"{len(names)} files identical" if not differ else
+          f"DIFFER: {differ}")
 
 
 def same_records(a: str, b: str) -> str:

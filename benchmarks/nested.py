@@ -70,8 +70,8 @@ def nested_suite(args) -> None:
     cmd[cmd.index("--output") + 1] = out
     timed_cmd(results, name, cmd)
     outs.append(out)
-  table("nested (the same values, flat and nested JSON lines)", rows, nested,
-        results, [("flat", results[0].seconds)])
+  table("nested", "nested (the same values, flat and nested JSON lines)",
+        rows, nested, results, [("flat", results[0].seconds)])
   print(f"\nrecords: {same_records(*outs)}; nested / flat: "
         f"{results[1].seconds / results[0].seconds:.2f}x (goal: at most "
         "1.5x)")

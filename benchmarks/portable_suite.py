@@ -8,20 +8,7 @@ import os
 import shutil
 import sys
 
-from common import examples_input, table, timed_cmd
-
-
-def _same_outputs(a: str, b: str) -> str:
-  """"identical" when every shard and errors/ file of `a` equals `b`'s."""
-  import filecmp
-  from beam_tfrecords.core.info import DatasetInfo
-  info = DatasetInfo.from_directory(a)
-  names = [f for split in info.splits.values() for f in split.files]
-  names += [e.file for e in info.errors.files]
-  differ = [n for n in names if not filecmp.cmp(
-      os.path.join(a, n), os.path.join(b, n), shallow=False)]
-  return f"{len(names)} files identical" if not differ else \
-      f"DIFFER: {differ}"
+from common import examples_input, same_files, show, timed_cmd
 
 
 def portable_suite(args) -> None:
@@ -31,6 +18,7 @@ def portable_suite(args) -> None:
   run Python; beam_tfrecords.testing.portable)."""
   from beam_tfrecords.testing.portable import LocalPortable
   here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  lines = []
   with LocalPortable(os.path.join(args.workdir, "portable"),
                      source=here) as cluster:
     for rows in [int(r) for r in args.portable_rows.split(",")]:
@@ -45,7 +33,15 @@ def portable_suite(args) -> None:
             sys.executable, "-m", "beam_tfrecords", "build", "--schema",
             schema, "--input", src, "--output", out] + flags)
         outs[name] = out
-      table("portable (peak RSS: the launcher's; the portable run's "
-            "workers run in the pool's processes)", rows, src, results,
-            [("DirectRunner", results[0].seconds)])
-      print(f"\noutputs: {_same_outputs(*outs.values())}")
+      same = same_files(*outs.values())
+      size = f"{rows:,}"
+      for r in results:
+        lines.append((size, r.name, f"{r.seconds:.1f}",
+                      f"{rows / r.seconds:,.0f}",
+                      f"{r.seconds - results[0].seconds:+.1f}",
+                      same if r is results[-1] else ""))
+        size = ""
+  show("portable", f"portable: the 12-column CSV, one run of each, "
+       f"{os.cpu_count()} cores; the PortableRunner's outputs against the "
+       "DirectRunner's", ["rows", "runner", "wall s", "rows/s",
+                          "s more than the DirectRunner", "outputs"], lines)

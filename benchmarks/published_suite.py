@@ -19,7 +19,9 @@ import subprocess
 import sys
 from typing import Dict, List, Tuple
 
-from native_suite import _before_tree, _run, best_builds, builds_table
+from common import show
+from native_suite import (BUILD_HEADER, _before_tree, _run, best_builds,
+                          build_rows)
 from stats import flights_input
 
 
@@ -48,14 +50,16 @@ def published_suite(args) -> None:
               ("--croissant", "off")),
              ("checksums + card + preview + croissant.json (default)", {},
               ())]
+  rows_built, rows_checked = [], []
   for rows in (int(r) for r in args.published_rows.split(",")):
     src, schema = flights_input(args.workdir, rows)
     best = best_builds([
         (name, lambda extra=extra: _build(args.workdir, schema, src, extra),
          env) for name, env, extra in builds], args.check_rounds)
-    builds_table(f"published: whole build, {rows:,} flight rows, "
-                 f"{os.cpu_count()} cores, best CPU of {args.check_rounds}",
-                 best, digits=3)
+    size = f"{rows:,}"
+    for row in build_rows(best, digits=3):
+      rows_built.append((size,) + row)
+      size = ""
     # The last build is the default one: verify it.
     out = os.path.join(args.workdir, "published-out")
     files = _files(out)
@@ -63,8 +67,8 @@ def published_suite(args) -> None:
     checks = [
         ("`beam-tfrecords verify`",
          [sys.executable, "-m", "beam_tfrecords", "verify", out]),
-        ("sha256sum of every file (baseline)", ["sha256sum", *files]),
-        ("cat > /dev/null (baseline: reading)", ["cat", *files])]
+        ("`sha256sum` of every file (baseline)", ["sha256sum", *files]),
+        ("`cat > /dev/null` (baseline: reading)", ["cat", *files])]
     timed = {}
     for _ in range(args.check_rounds):
       for name, cmd in checks:
@@ -72,14 +76,19 @@ def published_suite(args) -> None:
         if name not in timed or got[0] < timed[name][0]:
           timed[name] = got
     floor = timed[checks[1][0]][0]
-    print(f"\npublished: checking the {len(files)} files "
-          f"({size / 1e6:.1f} MB) of that build, best wall of "
-          f"{args.check_rounds}\n")
-    print("| check | wall s | CPU s | MB/s | wall / sha256sum |")
-    print("|---|---|---|---|---|")
+    what = f"{rows:,} rows, {size / 1e6:,.0f} MB"
     for name, _ in checks:
       wall, cpu, _rss = timed[name]
-      print(f"| {name} | {wall:.2f} | {cpu:.2f} | {size / 1e6 / wall:,.0f} "
-            f"| {wall / floor:.2f}x |")
+      rows_checked.append((what, name, f"{wall:.2f}", f"{cpu:.2f}",
+                           f"{size / 1e6 / wall:,.0f}",
+                           f"{wall / floor:.2f}x"))
+      what = ""
     subprocess.run([sys.executable, "-m", "beam_tfrecords", "verify", out],
                    check=True, stdout=subprocess.DEVNULL)
+  show("published-builds", f"published: whole builds of the flights, "
+       f"{os.cpu_count()} cores, the best CPU of {args.check_rounds} "
+       "alternating rounds", ("rows",) + BUILD_HEADER, rows_built)
+  show("published-verify", "published: checking the files of the default "
+       f"build, the best wall of {args.check_rounds}",
+       ["build", "check", "wall s", "CPU s", "MB/s", "wall / sha256sum"],
+       rows_checked)

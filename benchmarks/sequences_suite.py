@@ -4,14 +4,15 @@ built as one Example per row and as one SequenceExample per user
 per user on average (against a plain Python loop that groups in a dict)
 and with 1,000 (long groups); every build also against the Example build.
 With --sequence-memory-rows N, the same builds at N rows, for peak memory
-(the plain loop cannot hold 10M rows' groups: it is not run there).
+(the plain loop cannot hold 10M rows' groups: it is not run there). One
+table.
 """
 
 import csv
 import os
 import random
 
-from common import baseline_cmd, cli, run, table, timed_cmd
+from common import baseline_cmd, cli, run, show, timed_cmd
 
 
 EVENT_COLUMNS = ["user", "ts", "item", "rating", "event", "tags"]
@@ -111,26 +112,31 @@ def sequences_suite(args) -> None:
     schemas[name] = os.path.join(args.workdir, f"events-{name}.yaml")
     with open(schemas[name], "w") as f:
       f.write(text)
-  for per_user in (10, 1000):
-    src = _events(args, args.rows, per_user)
+  inputs = [(args.rows, 10), (args.rows, 1000)]
+  if args.sequence_memory_rows:
+    inputs.append((args.sequence_memory_rows, 10))
+  lines, plain = [], None
+  for rows, per_user in inputs:
+    src = _events(args, rows, per_user)
     results = []
-    if per_user == 10:
+    # The plain loop holds every group in memory: at the first input only.
+    if plain is None:
       timed_cmd(results, "plain Python loop: group in a dict, sort, "
                 "SequenceExample protos, TFRecordWriter GZIP",
                 baseline_cmd("sequences", src, os.path.join(
                     args.workdir, "plain-seq.tfrecord.gz")))
+      plain = results[0].seconds
+    first = (rows, per_user) == inputs[0]
     example = _builds(results, args.workdir, schemas, src)
-    bases = [("plain loop", results[0].seconds)] if per_user == 10 else []
-    table(f"sequences ({per_user:,} events per user on average, "
-          f"{max(1, args.rows // per_user):,} users; build = DirectRunner "
-          "defaults unless said)", args.rows, src, results, bases,
-          [("Example build", example)])
-  if args.sequence_memory_rows:
-    # The plain loop holds every group in memory: it is not run here.
-    rows = args.sequence_memory_rows
-    src = _events(args, rows, 10)
-    results = []
-    example = _builds(results, args.workdir, schemas, src)
-    table(f"sequences at scale ({rows // 10:,} users; the DirectRunner "
-          "groups in the launcher's memory)", rows, src, results, [],
-          [("Example build", example)])
+    what = f"{rows:,} rows, {max(1, rows // per_user):,} users"
+    for r in results:
+      lines.append((what, r.name, f"{r.seconds:.1f}", f"{r.peak_mb:,.0f}",
+                    f"{plain / r.seconds:.2f}x" if first else "",
+                    "" if r.name.startswith("plain") else
+                    f"{r.seconds / example:.2f}x"))
+      what = ""
+  show("sequences", f"sequences (an event log, rows shuffled; one run of "
+       f"each; build = DirectRunner defaults unless said; {os.cpu_count()} "
+       "cores)", ["input", "approach", "wall s", "peak RSS MB",
+                  "speed-up vs the plain loop", "wall / the Example build"],
+       lines)

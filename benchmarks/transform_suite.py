@@ -53,6 +53,6 @@ def transform_suite(args) -> None:
       "records)", args.workdir, with_tft, src)
   cli(results, "build + TensorFlow Transform, keep_raw: false",
       args.workdir, no_raw, src)
-  table("transform (6 TFT features over the 12-column CSV; DirectRunner "
-        "defaults)", rows, src, results,
+  table("transform", "transform (6 TFT features over the 12-column CSV; "
+        "DirectRunner defaults)", rows, src, results,
         [("no transform", results[0].seconds)])
