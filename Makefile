@@ -8,7 +8,8 @@
 # make native builds the native encoding core (native/, Rust) into the
 #             virtualenv; make setup does it where cargo is installed, and
 #             says in one line where it is not (the pure-Python path then
-#             writes the same bytes, with about twice the CPU).
+#             writes the same bytes, with more CPU: docs/performance.md,
+#             the native core).
 # make native-wheel builds the core's wheel for Beam workers
 #             (--extra_package; docs/operations.md).
 # make setup-extras adds the torch, tfds, array_record and dali extras
@@ -75,9 +76,9 @@ native: $(VENV)/.native
 
 native-if-cargo: $(VENV)/.installed
 	@if command -v cargo >/dev/null 2>&1; then \
-	  $(MAKE) --no-print-directory native || echo "the native encoding core did not build (see above): records are encoded by the pure-Python path (the same bytes, about twice the CPU)"; \
+	  $(MAKE) --no-print-directory native || echo "the native encoding core did not build (see above): records are encoded by the pure-Python path (the same bytes, more CPU: docs/performance.md, the native core)"; \
 	else \
-	  echo "no cargo here: the native encoding core is not built; records are encoded by the pure-Python path (the same bytes, about twice the CPU)"; \
+	  echo "no cargo here: the native encoding core is not built; records are encoded by the pure-Python path (the same bytes, more CPU: docs/performance.md, the native core)"; \
 	fi
 
 # The core's wheel (abi3: CPython 3.11 and later) for Beam workers, in

@@ -29,8 +29,8 @@ ENV = "BTR_NATIVE"
 CONTRACT = 2
 MISSING = ("the native encoding core (beam_tfrecords_native) is not "
            "installed: records are encoded by the pure-Python path (the same "
-           "bytes, about twice a build's CPU); build it with `make native` "
-           "(needs cargo)")
+           "bytes, more CPU: docs/performance.md, the native core); build it "
+           "with `make native` (needs cargo)")
 
 
 @functools.lru_cache(maxsize=None)
@@ -54,8 +54,9 @@ def _stale(module: ModuleType) -> str:
   return (f"the native encoding core installed (beam_tfrecords_native "
           f"{getattr(module, '__version__', '?')}) speaks contract "
           f"{getattr(module, 'CONTRACT', None)}, this package {CONTRACT}: "
-          f"records are encoded by the pure-Python path (the same bytes, "
-          f"about twice a build's CPU); rebuild it with `make native`")
+          "records are encoded by the pure-Python path (the same bytes, "
+          "more CPU: docs/performance.md, the native core); rebuild it "
+          "with `make native`")
 
 
 _NO = {"0", "false", "no", "off"}
