@@ -359,6 +359,10 @@ def _build_command(args, beam_args: List[str]) -> int:
         f"{counts.rows_rejected:,}{dropped}"
         + (f" (see {result.output}/errors/)"
            if counts.rows_rejected or counts.rows_dropped else ""))
+  units = info.inputs.extra.get("units") if info.inputs else None
+  if units and units.get("reused"):
+    print(f"  read units: {units['read']:,}, of which {units['reused']:,} "
+          "reused from earlier work (not read or encoded again)")
   if counts.rows_rejected:
     from beam_tfrecords.publish.thresholds import rejection_lines
     print("  top reasons for rejected rows:")

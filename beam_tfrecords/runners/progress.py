@@ -27,7 +27,7 @@ __all__ = ["ENV_DIR", "COUNTS", "tally", "LocalProgress", "poll_metrics",
 _LOG = logging.getLogger(__name__)
 # The folder the workers write their tallies to (unset: no tally).
 ENV_DIR = "BEAM_TFRECORDS_PROGRESS_DIR"
-COUNTS = ("rows", "bytes", "records", "rejected")
+COUNTS = ("rows", "bytes", "records", "rejected", "reused")
 # How often a worker writes its tally, and the launcher redraws.
 FLUSH_SECONDS = 0.5
 # How often a progress line is logged where stderr is not a terminal.
@@ -97,7 +97,8 @@ def human_bytes(n: float) -> str:
 def progress_text(counts: Dict[str, int], total_bytes: Optional[int],
                   seconds: float) -> str:
   """One line: bytes of the total read, rows (and rows/s), records,
-  rejected rows, and the time left at the rate so far."""
+  rejected rows, read units reused from earlier work (core.unit_cache)
+  if any, and the time left at the rate so far."""
   done = counts.get("bytes", 0)
   rows = counts.get("rows", 0)
   said = []
@@ -108,6 +109,8 @@ def progress_text(counts: Dict[str, int], total_bytes: Optional[int],
   said.append(f"{rows:,} rows ({rows / max(seconds, 1e-9):,.0f}/s)")
   said.append(f"{counts.get('records', 0):,} records")
   said.append(f"{counts.get('rejected', 0):,} rejected")
+  if counts.get("reused"):
+    said.append(f"{counts['reused']:,} read unit(s) reused")
   if total_bytes and 0 < done < total_bytes and seconds > 0:
     left = (total_bytes - done) * seconds / done
     said.append(f"ETA {int(left) // 60}:{int(left) % 60:02d}")
@@ -209,7 +212,8 @@ def poll_metrics(result, total_bytes: Optional[int],
   from apache_beam.runners.runner import PipelineState
   started = time.monotonic()
   names = {"rows_read": "rows", "records": "records",
-           "rows_rejected": "rejected", "bytes_read": "bytes"}
+           "rows_rejected": "rejected", "bytes_read": "bytes",
+           "units_reused": "reused"}
   while not PipelineState.is_terminal(result.state):
     if is_done is not None and is_done():
       return

@@ -83,7 +83,8 @@ class _ReadUnitFn(beam.DoFn):
   Both fail the job before any row is read, with what to do.
 
   Counters (namespace beam_tfrecords): read_units, read_batches,
-  bytes_read (about: a unit's bytes are counted as its batches come).
+  bytes_read (about: a unit's bytes are counted as its batches come),
+  units_reused.
   """
 
   def __init__(self, columns: Sequence[str],
@@ -99,6 +100,8 @@ class _ReadUnitFn(beam.DoFn):
                                                  "read_batches")
     self._bytes = beam.metrics.Metrics.counter("beam_tfrecords",
                                                "bytes_read")
+    self._reused = beam.metrics.Metrics.counter("beam_tfrecords",
+                                                "units_reused")
 
   def setup(self):
     check_versions(self._versions)
@@ -115,7 +118,8 @@ class _ReadUnitFn(beam.DoFn):
       for i, result in enumerate(kept):
         yield KeptBatch((unit.path, unit.start, i), result, i == 0)
       self._bytes.inc(size)
-      progress.add(bytes=size)
+      self._reused.inc()
+      progress.add(bytes=size, reused=1)
       progress.flush()
       return
     batches = 0

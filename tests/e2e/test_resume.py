@@ -202,6 +202,8 @@ def test_a_killed_build_reuses_its_finished_units(tmp_path):
   assert rerun.returncode == 0, rerun.stderr
   units = _units(out)
   assert units["read"] == 12 and units["reused"] >= finished
+  assert (f"read units: 12, of which {units['reused']} reused from earlier "
+          "work (not read or encoded again)") in rerun.stdout
   assert not os.path.exists(os.path.join(out, ".units"))
   whole = str(tmp_path / "whole")
   btr.build(SCHEMA, inputs, whole, num_shards=2, resume=False)

@@ -15,10 +15,14 @@ def test_progress_counts_every_worker_file(tmp_path, monkeypatch):
   (tmp_path / "other.json").write_text(json.dumps(
       {"rows": 5, "bytes": 50, "records": 5, "rejected": 0}))
   counts = progress.LocalProgress(str(tmp_path), 300).counts()
-  assert counts == {"rows": 15, "bytes": 150, "records": 12, "rejected": 3}
+  assert counts == {"rows": 15, "bytes": 150, "records": 12, "rejected": 3,
+                    "reused": 0}
   assert progress.progress_text(counts, 300, 3.0) == (
       "150 B of 300 B read (50%), 15 rows (5/s), 12 records, 3 rejected, "
       "ETA 0:03")
+  assert progress.progress_text(dict(counts, reused=2), 300, 3.0) == (
+      "150 B of 300 B read (50%), 15 rows (5/s), 12 records, 3 rejected, "
+      "2 read unit(s) reused, ETA 0:03")
 
 
 def test_other_runners_log_the_jobs_counters_while_it_runs(caplog):
