@@ -143,7 +143,7 @@ def examples_input(workdir: str, rows: int):
   return src, schema
 
 
-def _comparable(folder: str, rel: str) -> bytes:
+def comparable(folder: str, rel: str) -> bytes:
   """A file of a dataset without what differs between two builds of the
   same records by design (design.md, Determinism): _SUCCESS's last word
   (the run id), croissant.json's build time (dateCreated and the
@@ -162,12 +162,12 @@ def _comparable(folder: str, rel: str) -> bytes:
 
 def same_files(a: str, b: str) -> str:
   """"N files identical" when every file of two datasets is the same
-  (_comparable: but for the run id and the build time), else "DIFFER:"
+  (comparable: but for the run id and the build time), else "DIFFER:"
   and the files that differ."""
   names = sorted(os.path.relpath(os.path.join(root, name), a)
                  for root, _, files in os.walk(a) for name in files)
   differ = [rel for rel in names if not os.path.exists(os.path.join(b, rel))
-            or _comparable(a, rel) != _comparable(b, rel)]
+            or comparable(a, rel) != comparable(b, rel)]
   return (f"{len(names)} files identical" if not differ else
           f"DIFFER: {differ}")
 

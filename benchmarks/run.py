@@ -4,13 +4,14 @@
                               images|transform|portable|tfrecord|cli|
                               cluster|nested|checks|stats|tft|read|
                               members|access|native|published|engines|
-                              docs|all]
+                              resume|docs|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
         [--scale-rows 10000000,40000000,100000000] [--sequence-memory-rows 10000000]
         [--native-rows 1000000,10000000] [--native-before a8b0e9f]
         [--published-rows 1000000,10000000] [--published-before 9623429]
+        [--resume-files 10] [--resume-rows 1000000]
 
 Prints the suites' tables: wall seconds, rows/s, input MB/s, peak RSS of
 the largest process, and ratios against baselines measured in the same run
@@ -27,7 +28,7 @@ measures and against which baselines: examples_suite, sequences_suite,
 accounting_suite, scale_suite, images_suite, transform_suite,
 portable_suite, tfrecord_suite, cli_suite, cluster, nested, checks,
 stats, tft_suite, read_suite, members_suite, access_suite, native_suite,
-published_suite and engines (by name only,
+published_suite, resume_suite and engines (by name only,
 not in `all`, nor is docs).
 What several share is in common.py. This file parses the flags, runs the
 suites, and runs the baselines that the suites start in fresh
@@ -57,6 +58,7 @@ from nested import nested_suite
 from portable_suite import portable_suite
 from published_suite import published_suite
 from read_suite import read_suite
+from resume_suite import resume_suite
 from scale_suite import scale_suite
 from sequences_suite import (make_events_csv, plain_sequence_loop,
                              sequences_suite)
@@ -88,9 +90,14 @@ def main():
                                      "tfrecord", "cli", "cluster", "nested",
                                      "checks", "stats", "tft", "read",
                                      "members", "access", "native",
-                                     "published", "engines", "docs", "all"],
+                                     "published", "engines", "resume", "docs",
+                                     "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
+  p.add_argument("--resume-files", type=int, default=10,
+                 help="the resume suite's input files")
+  p.add_argument("--resume-rows", type=int, default=1_000_000,
+                 help="flight rows per file in the resume suite")
   p.add_argument("--scale-rows", default="10000000,40000000,100000000",
                  help="row counts for the scale suite, comma-separated "
                  "(multiples of --scale-file-rows)")
@@ -187,7 +194,8 @@ def main():
                       ("access", access_suite),
                       ("native", native_suite),
                       ("published", published_suite),
-                      ("engines", engines_suite)):
+                      ("engines", engines_suite),
+                      ("resume", resume_suite)):
     # (engines: by name only; it needs Java and Maven, and 10 minutes)
     if args.suite == name or (args.suite == "all" and name != "engines"):
       suite(args)

@@ -211,8 +211,8 @@ CACHE_BYTES = 20 << 30
 def _unit_store(schema: Schema, plan: InputPlan, user_fn,
                 opts: BuildOptions, output: str, runner) -> Optional[str]:
   """Where this build keeps and finds finished read units
-  (core.unit_cache): --cache's folder, else the output's .units/ (unless
-  --no-resume, which also drops what a killed build left there); None
+  (core.unit_cache): --cache's folder, else with --resume the output's
+  .units/ (a build without it drops what a killed one left there); None
   where units are not kept, said why in the log."""
   default = _default_units(output)
   if not opts.resume and default and os.path.isdir(default):

