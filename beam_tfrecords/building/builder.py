@@ -31,8 +31,9 @@ from beam_tfrecords.core.errors import (AnomalyError, InputError,
                                         OutputBusyError, OutputError,
                                         PublishInterruptedError, from_worker)
 from beam_tfrecords.core.info import DatasetInfo, InputsInfo, SplitInfo
-from beam_tfrecords.core.layout import ANOMALIES_FILE, UNITS_DIR
-from beam_tfrecords.core.unit_cache import UnitStore, unit_key
+from beam_tfrecords.core.layout import ANOMALIES_FILE
+from beam_tfrecords.core.unit_cache import (UnitStore, drop_output_units,
+                                            output_units, unit_key)
 from beam_tfrecords.core.version import __version__
 from beam_tfrecords.publish.lock import new_run
 from beam_tfrecords.publish.output import check_output_path
@@ -155,7 +156,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   if staged.previous is not None:
     _LOG.info("%s is up to date (same inputs, schema and options)", output)
     # (A killed build's units, whose publish the stage phase finished.)
-    _units_published(_default_units(output), opts, started, default=True)
+    drop_output_units(output)
     return BuildResult(output=output, info=staged.previous,
                        seconds=time.time() - started, up_to_date=True)
   try:
@@ -173,8 +174,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
         raise
       _run(pipeline, beam_opts, progress, sum(f.size for f in plan.files),
            publication, schema)
-    _units_published(store, opts, started)
-    _units_published(_default_units(output), opts, started, default=True)
+    _evict(store, opts, started)
     info = DatasetInfo.from_directory(output)
     _LOG.info("Published %s", output)
     return BuildResult(output=output, info=info,
@@ -214,10 +214,9 @@ def _unit_store(schema: Schema, plan: InputPlan, user_fn,
   (core.unit_cache): --cache's folder, else with --resume the output's
   .units/ (a build without it drops what a killed one left there); None
   where units are not kept, said why in the log."""
-  default = _default_units(output)
-  if not opts.resume and default and os.path.isdir(default):
-    UnitStore(default).clear()
-  root = opts.cache or (default if opts.resume else None)
+  if not opts.resume:
+    drop_output_units(output)
+  root = opts.cache or (output_units(output) if opts.resume else None)
   if root is None:
     return None
   why = None
@@ -258,23 +257,11 @@ def _unit_keys(schema: Schema, plan: InputPlan,
   return keys
 
 
-def _default_units(output: str) -> Optional[str]:
-  """The output's .units/ (local outputs only)."""
-  return os.path.join(output, UNITS_DIR) if "://" not in output else None
-
-
-def _units_published(store: Optional[str], opts: BuildOptions,
-                     started: float, default: bool = False) -> None:
-  """After the publish: the output's .units/ is removed (`default`: the
-  store is it); --cache's folder is kept under its size bound (this
-  build's units stay)."""
-  if store is None:
-    return
-  if default or not opts.cache:
-    if os.path.isdir(store):
-      UnitStore(store).clear()
-    return
-  if not os.path.isdir(store):
+def _evict(store: Optional[str], opts: BuildOptions, started: float) -> None:
+  """After the publish, --cache's folder cut to its size bound (this
+  build's units stay). (The output's .units/ went before the switch:
+  publish.finish.)"""
+  if store is None or not opts.cache or not os.path.isdir(store):
     return
   size = parse_size(opts.cache_size) if opts.cache_size is not None else None
   bound = CACHE_BYTES if size is None else size

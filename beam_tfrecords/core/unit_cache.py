@@ -41,10 +41,12 @@ from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional
 from isal import isal_zlib
 
 from beam_tfrecords.core import fs
+from beam_tfrecords.core.layout import UNITS_DIR
 
 _LOG = logging.getLogger(__name__)
 
-__all__ = ["UnitStore", "StoredUnit", "unit_key", "MANIFEST"]
+__all__ = ["UnitStore", "StoredUnit", "unit_key", "output_units",
+           "drop_output_units", "MANIFEST"]
 
 MANIFEST = "unit.json"
 _MAGIC = b"BTRUNIT1"
@@ -222,6 +224,19 @@ class UnitStore:
     freed = self.size()
     shutil.rmtree(self.root, ignore_errors=True)
     return freed
+
+
+def output_units(output: str) -> Optional[str]:
+  """An output's own store, `.units/` (--resume), or None for an output
+  that is not on local disk."""
+  return os.path.join(output, UNITS_DIR) if fs.is_local(output) else None
+
+
+def drop_output_units(output: str) -> None:
+  """Removes an output's `.units/`, if there; never raises."""
+  units = output_units(output)
+  if units is not None and os.path.isdir(units):
+    UnitStore(units).clear()
 
 
 def describe_store(root: str) -> Dict[str, Any]:

@@ -13,7 +13,6 @@ content, so a pipeline can go on after it.
 
 import json
 import logging
-import os
 import time
 from typing import Any, Dict, Iterator, NamedTuple, Optional, Tuple
 
@@ -21,8 +20,8 @@ import apache_beam as beam
 
 from beam_tfrecords.core.errors import AnomalyError, InputError, OutputBusyError
 from beam_tfrecords.core.info import DatasetInfo
-from beam_tfrecords.core.layout import ANOMALIES_FILE, REPORT_FILE, UNITS_DIR
-from beam_tfrecords.core.unit_cache import UnitStore
+from beam_tfrecords.core.layout import ANOMALIES_FILE, REPORT_FILE
+from beam_tfrecords.core.unit_cache import drop_output_units
 from beam_tfrecords.publish.commit import write_info
 from beam_tfrecords.publish.describe import describe
 from beam_tfrecords.publish.journal import remove_parts
@@ -158,22 +157,11 @@ def finish(info: DatasetInfo, plan: FinishPlan,
   # The card, the previews, every file's checksum, croissant.json.
   info = describe(plan.staging, info, croissant=plan.croissant,
                   tfds_features=plan.tfds_features, live=plan.live)
-  _drop_units(plan.output)
+  # A rerun has nothing left to reuse the output's .units/ for, and the
+  # switch may need their room (a nearly full disk).
+  drop_output_units(plan.output)
   _publish(info, plan, pipeline_options)
   return info
-
-
-def _drop_units(output: str) -> None:
-  """The output's .units/ (core.unit_cache), once the checks passed: a
-  rerun has nothing left to reuse them for, and the switch may need their
-  room (a nearly full disk); never fails the build."""
-  units = os.path.join(output, UNITS_DIR)
-  if "://" in output or not os.path.isdir(units):
-    return
-  try:
-    UnitStore(units).clear()
-  except Exception:  # pylint: disable=broad-except
-    _LOG.warning("could not remove %s", units, exc_info=True)
 
 
 def _publish(info: DatasetInfo, plan: FinishPlan,
