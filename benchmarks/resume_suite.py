@@ -6,14 +6,19 @@ of --resume-rows rows each (the same rows under other names: a unit's key
 holds its path). Each build is the command line in a fresh interpreter;
 CPU is the process's user + sys (os.wait4), wall and peak RSS beside it.
 Rows of the table:
-  - clean: a build that keeps nothing (the default), and one with
-    --resume (units kept in the output's .units/ while it runs): what
-    keeping costs on a build that never needs it;
+  - clean: a build that keeps nothing (--no-resume), and one that keeps
+    units in the output's .units/ while it runs (the default): what
+    keeping costs on a build that never needs it (3 runs each, the
+    median);
   - killed at about 50% and 90% of the units finished (kill -9 once the
     store holds that many complete units), then the same command again:
     its CPU against the unfinished fraction of the clean build's;
   - --cache: a build of every file but the last into a cache, then of all
-    of them (one more file), against a build of that file alone;
+    of them (one more file), against a build of that file alone; then all
+    of them with another shard count (the records got back from the kept
+    parts and dealt again), against a clean build with that count;
+  - a scheduled window of --window-days daily files of --window-rows rows
+    with --cache, moved by one day, against a build of the new day alone;
   - the cache's size on disk against the shards'.
 Every resumed or cache-served build is compared with the clean one,
 file by file (common.same_files, and dataset.json without its `inputs`,
@@ -39,7 +44,7 @@ from stats import flights_input
 def _inputs(workdir: str, files: int, rows: int) -> Tuple[List[str], str]:
   """`files` copies of `rows` flight rows, and the schema."""
   src, schema = flights_input(workdir, rows)
-  folder = os.path.join(workdir, f"resume-{files}x{rows}")
+  folder = os.path.join(workdir, f"resume-{rows}")
   os.makedirs(folder, exist_ok=True)
   paths = []
   for k in range(files):
@@ -120,6 +125,11 @@ def same_files(a: str, b: str) -> str:
   return f"DIFFER: {differ}" if differ else f"{len(left)} files identical"
 
 
+def _median(runs: list) -> tuple:
+  """The run of median CPU."""
+  return sorted(runs, key=lambda r: r[1])[len(runs) // 2]
+
+
 def _size(folder: str, prefix: str = "") -> int:
   total = 0
   for root, _, names in os.walk(folder):
@@ -127,6 +137,32 @@ def _size(folder: str, prefix: str = "") -> int:
       if name.startswith(prefix):
         total += os.path.getsize(os.path.join(root, name))
   return total
+
+
+def _window(args, schema: str, work: str, line) -> None:
+  """A scheduled build over the last --window-days daily files, moved by
+  one day, with --cache: against a build of the new day alone."""
+  days, rows = args.window_days, args.window_rows
+  inputs, _ = _inputs(args.workdir, days + 1, rows)
+  cache = os.path.join(work, "window-cache")
+  wall, cpu, peak, _ = _build(_command(schema, inputs[:days],
+                                       os.path.join(work, "window-1"),
+                                       "--cache", cache))
+  line(f"window of {days} days of {rows:,} rows, --cache (yesterday's "
+       f"build, filling it)", wall, cpu, peak, "")
+  wall, cpu_day, peak, _ = _build(_command(schema, inputs[days:],
+                                           os.path.join(work, "day"),
+                                           "--no-resume"))
+  line("the new day alone", wall, cpu_day, peak, "1.00x")
+  moved = os.path.join(work, "window-2")
+  wall, cpu, peak, _ = _build(_command(schema, inputs[1:], moved,
+                                       "--cache", cache))
+  whole = os.path.join(work, "window-clean")
+  _, cpu_whole, _, _ = _build(_command(schema, inputs[1:], whole,
+                                       "--no-resume"))
+  line(f"the window moved by one day, --cache (a clean build of it: "
+       f"{cpu_whole:.1f} CPU s)", wall, cpu, peak,
+       f"{cpu / cpu_day:.2f}x the new day alone", same_files(whole, moved))
 
 
 def resume_suite(args) -> None:
@@ -142,17 +178,28 @@ def resume_suite(args) -> None:
     lines.append([name, f"{wall:.1f}", f"{cpu:.1f}", f"{peak:,.0f}", ratio,
                   same])
 
-  wall, cpu_clean, peak, _ = _build(_command(schema, inputs, clean))
-  line("clean (nothing kept: the default)", wall, cpu_clean, peak, "1.00x")
+  # What keeping costs is a few percent at most, less than the builds'
+  # spread on a shared machine: each of the two builds runs 3 times,
+  # alternately, and the table gives each one's median.
   kept = os.path.join(work, "kept")
-  wall, cpu, peak, _ = _build(_command(schema, inputs, kept, "--resume"))
-  line("clean, --resume (units kept while it runs)", wall, cpu, peak,
+  runs: dict = {clean: [], kept: []}
+  for _ in range(3):
+    runs[clean].append(_build(_command(schema, inputs, clean,
+                                       "--no-resume")))
+    runs[kept].append(_build(_command(schema, inputs, kept)))
+  wall, cpu_clean, peak, _ = _median(runs[clean])
+  line("clean, --no-resume (nothing kept; the median of 3)", wall,
+       cpu_clean, peak, "1.00x")
+  wall, cpu, peak, _ = _median(runs[kept])
+  line("clean (units kept while it runs: the default; the median of 3, "
+       f"CPU s {', '.join(f'{r[1]:.1f}' for r in runs[kept])} against "
+       f"{', '.join(f'{r[1]:.1f}' for r in runs[clean])})", wall, cpu, peak,
        f"{cpu / cpu_clean:.2f}x", same_files(clean, kept))
   with open(os.path.join(kept, "dataset.json")) as f:
     units = json.load(f)["inputs"]["units"]["read"]
   for share in (0.5, 0.9):
     out = os.path.join(work, f"killed-{int(share * 100)}")
-    cmd = _command(schema, inputs, out, "--resume")
+    cmd = _command(schema, inputs, out)
     at = max(1, round(units * share))
     _, cpu_killed, _, done = _build(cmd, kill_at=at,
                                     store=os.path.join(out, ".units"))
@@ -171,7 +218,8 @@ def resume_suite(args) -> None:
   line(f"--cache, {files - 1} files (filling it)", wall, cpu, peak,
        f"{cpu / cpu_clean:.2f}x")
   alone = os.path.join(work, "alone")
-  wall, cpu_alone, peak, _ = _build(_command(schema, inputs[-1:], alone))
+  wall, cpu_alone, peak, _ = _build(_command(schema, inputs[-1:], alone,
+                                             "--no-resume"))
   line("the last file alone", wall, cpu_alone, peak,
        f"{cpu_alone / cpu_clean:.2f}x")
   more = os.path.join(work, "more")
@@ -180,6 +228,18 @@ def resume_suite(args) -> None:
   line(f"--cache, all {files} files (one more)", wall, cpu, peak,
        f"{cpu / cpu_alone:.2f}x the last file alone",
        same_files(clean, more))
+  plan = os.path.join(work, "plan")
+  wall, cpu, peak, _ = _build(_command(schema, inputs, plan, "--cache",
+                                       cache, "--num-shards", "7"))
+  wall_c, cpu_c, _, _ = _build(_command(schema, inputs,
+                                        os.path.join(work, "plan-clean"),
+                                        "--num-shards", "7", "--no-resume"))
+  line(f"--cache, all {files} files, --num-shards 7 (another shard plan: "
+       f"records got back from the kept parts and dealt again; a clean "
+       f"build of it: {cpu_c:.1f} CPU s)", wall, cpu, peak,
+       f"{cpu / cpu_c:.2f}x the clean build of it",
+       same_files(os.path.join(work, "plan-clean"), plan))
+  _window(args, schema, work, line)
   shards = _size(clean, "train")
   show("resume", f"Resume and reuse (issue 62): {files} files of "
        f"{rows:,} flight rows ({files * rows:,} rows), {os.cpu_count()} "

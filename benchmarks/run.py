@@ -12,6 +12,7 @@
         [--native-rows 1000000,10000000] [--native-before a8b0e9f]
         [--published-rows 1000000,10000000] [--published-before 9623429]
         [--resume-files 10] [--resume-rows 1000000]
+        [--window-days 30] [--window-rows 100000]
 
 Prints the suites' tables: wall seconds, rows/s, input MB/s, peak RSS of
 the largest process, and ratios against baselines measured in the same run
@@ -98,6 +99,10 @@ def main():
                  help="the resume suite's input files")
   p.add_argument("--resume-rows", type=int, default=1_000_000,
                  help="flight rows per file in the resume suite")
+  p.add_argument("--window-days", type=int, default=30,
+                 help="the resume suite's scheduled window, in daily files")
+  p.add_argument("--window-rows", type=int, default=100_000,
+                 help="flight rows per day of the resume suite's window")
   p.add_argument("--scale-rows", default="10000000,40000000,100000000",
                  help="row counts for the scale suite, comma-separated "
                  "(multiples of --scale-file-rows)")

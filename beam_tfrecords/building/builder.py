@@ -26,13 +26,14 @@ from beam_tfrecords import tft
 from beam_tfrecords.building import planning
 from beam_tfrecords.building.options import BuildOptions
 from beam_tfrecords.building.planning import shard_plan
-from beam_tfrecords.core import native
+from beam_tfrecords.core import fs, native
 from beam_tfrecords.core.errors import (AnomalyError, InputError,
                                         OutputBusyError, OutputError,
                                         PublishInterruptedError, from_worker)
 from beam_tfrecords.core.info import DatasetInfo, InputsInfo, SplitInfo
-from beam_tfrecords.core.layout import ANOMALIES_FILE
-from beam_tfrecords.core.unit_cache import (UnitStore, drop_output_units,
+from beam_tfrecords.core.layout import ANOMALIES_FILE, PARTS_DIR
+from beam_tfrecords.core.unit_cache import (Keeping, UnitStore,
+                                            drop_output_units,
                                             output_units, unit_key)
 from beam_tfrecords.core.version import __version__
 from beam_tfrecords.publish.lock import new_run
@@ -53,7 +54,8 @@ from beam_tfrecords.sources.csv import TRANSFORM_BLOCK_SIZE
 from beam_tfrecords.sources.preprocess import (SHIPPING, Preprocess,
                                                resolve_preprocess)
 from beam_tfrecords.transforms import ReadInputs
-from beam_tfrecords.transforms.dataset import WriteBatches
+from beam_tfrecords.sinks.shards import deal_digest
+from beam_tfrecords.transforms.dataset import DatasetPlan, WriteBatches
 from beam_tfrecords.transforms.inputs import unit_bytes
 
 __all__ = ["build", "BuildResult", "DEFAULT_SPLIT", "shard_plan"]
@@ -164,11 +166,17 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       try:
         dataset = planning.dataset_plan(schema, plan, opts.resolved(schema),
                                         publication, described, user_fn)
-        store = _unit_store(schema, plan, user_fn, opts, output, runner)
-        keys = _unit_keys(schema, plan, dataset.statistics) if store else None
+        store = _unit_store(schema, plan, user_fn, opts, output, runner,
+                            dataset)
+        keeping = None if store is None else Keeping(
+            store, tuple(_unit_keys(schema, plan, dataset)),
+            FileSystems.join(dataset.staging, PARTS_DIR),
+            deal_digest(dataset.shards.shards, dataset.codec,
+                        dataset.gzip_level, dataset.shuffle,
+                        dataset.member_bytes))
         dataset = dataclasses.replace(dataset, units=store is not None)
         pipeline = _pipeline(schema, plan, user_fn, dataset, runner,
-                             beam_opts, store, keys)
+                             beam_opts, keeping)
       except BaseException:  # nothing ran: no staging folder left behind
         publication.abandon()
         raise
@@ -209,10 +217,12 @@ CACHE_BYTES = 20 << 30
 
 
 def _unit_store(schema: Schema, plan: InputPlan, user_fn,
-                opts: BuildOptions, output: str, runner) -> Optional[str]:
+                opts: BuildOptions, output: str, runner,
+                dataset: DatasetPlan) -> Optional[str]:
   """Where this build keeps and finds finished read units
-  (core.unit_cache): --cache's folder, else with --resume the output's
-  .units/ (a build without it drops what a killed one left there); None
+  (core.unit_cache): --cache's folder, else (resume: the default) the
+  output's .units/ (a --no-resume build drops what a killed one left
+  there); None
   where units are not kept, said why in the log."""
   if not opts.resume:
     drop_output_units(output)
@@ -230,8 +240,12 @@ def _unit_store(schema: Schema, plan: InputPlan, user_fn,
     why = "grouped sequences are not kept yet"
   elif schema.transform is not None:
     why = "TensorFlow Transform's analysis needs every row"
-  elif is_dask(runner):
-    why = "Dask's records travel as part files"
+  elif dataset.sink != "deterministic":
+    why = "Beam's sink deals records itself"
+  elif schema.expect is not None and schema.expect.disjoint_splits:
+    why = "expect: disjoint_splits compares every record"
+  elif not fs.is_local(dataset.staging):
+    why = "the output is not on local disk"
   if why is not None:
     _LOG.info("read units are not kept for reuse (%s)", why)
     return None
@@ -239,14 +253,16 @@ def _unit_store(schema: Schema, plan: InputPlan, user_fn,
 
 
 def _unit_keys(schema: Schema, plan: InputPlan,
-               statistics: bool) -> List[Optional[str]]:
+               dataset: DatasetPlan) -> List[Optional[str]]:
   """Each read unit's key in a unit store: what its results depend on
-  (core.unit_cache)."""
+  (core.unit_cache). How records are dealt to shards is not in it: a
+  unit's parts are kept per deal (sinks.shards.deal_digest), and another
+  deal's give its records back."""
   files = {f.path: f for f in plan.files}
   common = {"library": __version__,
             "native": native.CONTRACT if native.core() else None,
             "schema": schema.to_dict(), "columns": list(schema.columns),
-            "statistics": statistics}
+            "statistics": dataset.statistics}
   keys: List[Optional[str]] = []
   for unit in plan.units:
     f = files.get(unit.path)
@@ -272,8 +288,8 @@ def _evict(store: Optional[str], opts: BuildOptions, started: float) -> None:
 
 
 def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
-              pipeline_options, store: Optional[str] = None,
-              keys: Optional[List[Optional[str]]] = None) -> beam.Pipeline:
+              pipeline_options, keeping: Optional[Keeping] = None
+              ) -> beam.Pipeline:
   """The build's pipeline: read the inputs, write the dataset."""
   if user_fn is None:  # (a function may leave no rows: not checked)
     dataset = dataclasses.replace(dataset, finish=dataset.finish._replace(
@@ -288,7 +304,7 @@ def _pipeline(schema: Schema, plan: InputPlan, user_fn, dataset, runner,
        | "ReadInputs" >> ReadInputs(
            plan.units, schema.columns, user_fn,
            unit_bytes(plan.units, [(f.path, f.size) for f in plan.files]),
-           store, keys)
+           keeping)
        # SourceBatch
        | "WriteDataset" >> WriteBatches(schema, dataset))
   return pipeline

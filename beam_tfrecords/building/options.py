@@ -169,7 +169,7 @@ class BuildOptions:
       (build() only: WriteDataset always builds).
     resume: keep each finished read unit's results in the output's
       .units/ until the build's checks pass, so that a rerun after a kill
-      or a failed job reuses them (core.unit_cache); off by default.
+      or a failed job reuses them (core.unit_cache); on by default.
     cache: a local folder keeping finished units across builds.
     cache_size: the cache folder's size bound (default 20 GiB).
   """
@@ -266,11 +266,12 @@ class BuildOptions:
       False, "publishing", "build even if the output is up to date (same "
       "inputs, schema and options as its last build)", key="never")
   resume: bool = _option(
-      False, "reuse", "keep each finished read unit's results in the "
+      True, "reuse", "keep each finished read unit's results in the "
       "output's .units/ until the build's checks pass, so that the same "
-      "command after a kill or a failed job reads and encodes only the "
-      "rest (costs CPU and disk on every build: docs/performance.md, "
-      "Resume and reuse)", key="never")
+      "command after a kill or a failed job reads, encodes and compresses "
+      "only the rest (on by default: it costs no measurable CPU, and its "
+      "part files are links of the build's own; --no-resume computes "
+      "everything and keeps nothing)", key="never", flag="--no-resume")
   cache: Optional[str] = _option(
       None, "reuse", "a local folder that keeps every finished read "
       "unit's results across builds, so a rebuild computes only new or "

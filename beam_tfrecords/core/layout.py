@@ -181,7 +181,8 @@ BESIDE: Tuple[Entry, ...] = (
           "each finished read unit's results (core.unit_cache): what the "
           "same build reuses after a kill or a failed job; removed once "
           "its checks pass, before it publishes",
-          "while a --resume build runs, or after one was killed"),
+          "while a build runs (not with --no-resume), or after one was "
+          "killed"),
 )
 
 # Inside a staging folder, besides the dataset's own files.

@@ -42,6 +42,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from isal import isal_zlib
 import numpy as np
 
 from beam_tfrecords.core.fs import sha256_of
@@ -49,6 +50,8 @@ from beam_tfrecords.core.members import MEMBER_CAP, inflate
 from beam_tfrecords.core.layout import INDEX_DIR, PARTS_DIR
 from beam_tfrecords.core.shard_names import SHARDS, shard_name
 from beam_tfrecords.core.shard_reader import count_tfrecords
+from beam_tfrecords.core.unit_cache import (KeepParts, KeptParts, UnitRead,
+                                            UnitStore)
 from beam_tfrecords.core.tfrecord_files import frame_records, unframe_records
 from beam_tfrecords.encoding.ragged import Ragged
 from beam_tfrecords.runners.gaps import separates_outputs
@@ -62,8 +65,8 @@ from beam_tfrecords.sinks.parts import ShardWritten
 from beam_tfrecords.sinks.shard_files import ShardFiles, write_window
 
 __all__ = ["WriteShards", "WriteWithBeamSink", "Shuffle", "Gathered",
-           "finish_shard_names", "stable_hash", "MEMBER_BYTES",
-           "GATHER_BATCHES"]
+           "finish_shard_names", "stable_hash", "deal_digest", "undealt",
+           "MEMBER_BYTES", "GATHER_BATCHES"]
 
 
 # Parts at least this large are compressed before the shuffle.
@@ -104,6 +107,8 @@ class _DealFn(beam.DoFn):
   codec without gzip the framed items); `size` is the bytes it takes.
   With `parts_dir`, data is a Slice of the batch's part file, and the
   parts of `gather` successive batches go to a shard as one Gathered.
+  Batches of units kept for reuse (core.unit_cache) come as KeepParts,
+  KeptParts and UnitRead elements: see `_unit`.
   """
 
   def __init__(self, num_shards: Dict[str, int], codec: Codec,
@@ -156,6 +161,9 @@ class _DealFn(beam.DoFn):
     self._batches_dealt = 0
 
   def process(self, batch):
+    if isinstance(batch, (KeepParts, KeptParts, UnitRead)):
+      yield from self._unit(batch)
+      return
     split, key, items = batch
     if hasattr(items, "batches"):
       yield from self._deal_many(split, items)
@@ -169,11 +177,48 @@ class _DealFn(beam.DoFn):
       for shard, part in dealt:
         yield (split, shard), part
       return
-    for shard, part in self._spilled(split, dealt):
+    yield from self._gather_parts(split, self._spilled(split, dealt)[2])
+
+  def _gather_parts(self, split, parts):
+    for shard, part in parts:
       self._gathered.setdefault((split, shard), []).append(part)
     self._batches_dealt += 1
     if self._batches_dealt >= self._gather:
       yield from self._flush()
+
+  def _unit(self, element):
+    """A batch whose dealt parts are kept (KeepParts: dealt as any, its
+    part file and parts then kept in the unit store), a reused batch's
+    kept parts (KeptParts: passed on as they are, their Slices naming
+    the part file they are in now), or the end of a kept unit (UnitRead:
+    its batches were all kept by now, so it is marked complete)."""
+    if isinstance(element, UnitRead):
+      UnitStore(element.root).complete(element.key, element.batches,
+                                       element.about)
+      return
+    split = element.split
+    if isinstance(element, KeptParts):
+      path = element.path
+      yield from self._gather_parts(split, [
+          (shard, (key, how, where._replace(path=path), count, size))
+          for shard, (key, how, where, count, size) in element.parts])
+      return
+    assert self._parts_dir is not None, "kept parts need a staging folder"
+    if not element.records:
+      return
+    dealt = [(shard, self._part(split, shard, key, part, spill=False))
+             for (shard, key), part in self._deal(
+                 split, element.order, element.records).items()]
+    path, crc32, parts = self._spilled(split, dealt)
+    entry = element.entry
+    shuffle = self._shuffle
+    UnitStore(entry.root).keep_parts(
+        entry.key, entry.number, split, entry.deal, path, crc32, parts,
+        {"shards": self._n[split], "gzip": self._codec.gzip,
+         "framed": self._codec.framed,
+         "shuffle": None if shuffle is None else [
+             shuffle.seed, shuffle.buckets[split]]})
+    yield from self._gather_parts(split, parts)
 
   def finish_bundle(self):
     for element in self._flush():
@@ -188,19 +233,22 @@ class _DealFn(beam.DoFn):
     """The batch's parts written back to back into one part file; each
     part's bytes become their Slice of it. So the shuffle carries names
     and sizes, never records: the runner may hold all it carries in
-    memory (the FnApiRunner does, between stages)."""
+    memory (the FnApiRunner does, between stages). Returns (the part
+    file, its CRC-32, [(shard, part)])."""
     assert self._parts_dir is not None  # (process() calls it only then)
     path = FileSystems.join(self._parts_dir, split,
                             f"batch-{uuid.uuid4().hex}.part")
     out, at = [], 0
+    crc = 0
     with FileSystems.create(
         path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
       for shard, (key, how, data, count, size) in dealt:
         f.write(data)
+        crc = isal_zlib.crc32(data, crc)
         out.append((shard, (key, how, Slice(path, at, len(data)), count,
                             size)))
         at += len(data)
-    return out
+    return path, crc, out
 
   def _deal_many(self, split, items):
     """Many batches (sinks.runs): one run per shard."""
@@ -242,6 +290,43 @@ class _DealFn(beam.DoFn):
       return PART_FILE, write_part(FileSystems.join(self._parts_dir, split),
                                     shard, member), size
     return MEMBER, member, size
+
+
+def deal_digest(num_shards: Dict[str, int], codec: Codec,
+                level: Optional[int], shuffle: Optional[Shuffle],
+                member_cap: int) -> str:
+  """A digest of how WriteShards deals records into parts: the parts a
+  unit store keeps are named by it (core.unit_cache)."""
+  text = repr((sorted(num_shards.items()), codec.suffix, codec.gzip,
+               codec.framed, level, shuffle, member_cap, MEMBER_BYTES,
+               SPILL_BYTES))
+  return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def undealt(split: str, order: tuple, parts: list,
+            how: Dict[str, Any]) -> list:
+  """The records of a batch's split in their order, got back from the
+  parts another deal made of them ([(shard, part)], their bytes read:
+  `resolved`; `how`: what _DealFn kept of that deal), for this build's
+  deal to deal again (a unit kept before the shard count changed)."""
+  lists: Dict[Tuple[int, Any], list] = {}
+  for shard, (sort_key, kind, data, _, _) in parts:
+    if kind != INLINE and how["gzip"]:
+      data = inflate(data)
+    lists[(shard, sort_key)] = unframe_records(data)
+  n = how["shards"]
+  total = sum(len(records) for records in lists.values())
+  if how["shuffle"] is None:
+    first = stable_hash(order) % n
+    out: list = [None] * total
+    for (shard, _), records in lists.items():
+      out[(shard - first) % n::n] = records
+    return out
+  seed, buckets = how["shuffle"]
+  rng = random.Random(stable_hash((seed, split, order)))
+  taken = {k: iter(records) for k, records in lists.items()}
+  return [next(taken[(rng.randrange(n), (rng.randrange(buckets), order))])
+          for _ in range(total)]
 
 
 def _expected(how, size) -> int:

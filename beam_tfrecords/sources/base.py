@@ -104,7 +104,7 @@ class SourceBatch:
   # dead-letter entries (a digest of its content; transforms.elements).
   elements: Optional[List[str]] = None
   # Where Encode keeps what it gives for this batch (a
-  # transforms.inputs.UnitEntry: the unit is being kept), or None.
+  # core.unit_cache.UnitEntry: the unit is being kept), or None.
   unit_entry: Any = None
 
   def row_number(self, index: int) -> Optional[int]:

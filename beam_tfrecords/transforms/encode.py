@@ -7,13 +7,15 @@ GroupByKey, then one assembly per bucket.
 """
 
 import logging
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindows
 import numpy as np
 
 from beam_tfrecords.core import native
-from beam_tfrecords.core.unit_cache import UnitStore
+from beam_tfrecords.core.unit_cache import (KeepParts, KeptParts, KeptSplit,
+                                            UnitEntry, UnitRead, UnitStore)
 from beam_tfrecords.encoding import ExampleEncoder, SequenceEncoder
 from beam_tfrecords.encoding.media import MediaPreparer
 from beam_tfrecords.schema import Schema
@@ -21,14 +23,17 @@ from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.sources.fetch import fetch_files
 from beam_tfrecords.runners.gaps import par_do, threads_for
+from beam_tfrecords.sinks.part_files import resolved
+from beam_tfrecords.sinks.shards import undealt
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
                                                 KEY_DIGESTS, STAT_FIELDS, STATS,
                                                 Output, SchemaFn, by_split,
-                                                stats, take)
+                                                merge_split_stats, stats,
+                                                take)
 from beam_tfrecords.transforms.overlap import digest
 from beam_tfrecords.transforms.spilled import spill
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors
-from beam_tfrecords.transforms.inputs import KeptBatch, UnitRead
+from beam_tfrecords.transforms.inputs import KeptBatch
 
 __all__ = ["Encode", "EncodeRows", "ERRORS", "FEATURE_STATS", "KEY_DIGESTS",
            "STATS", "STAT_FIELDS", "UNITS", "key_digests"]
@@ -36,6 +41,13 @@ __all__ = ["Encode", "EncodeRows", "ERRORS", "FEATURE_STATS", "KEY_DIGESTS",
 # The output counting read units, (1, 1 if reused else 0) per unit with
 # batches, when units are kept (core.unit_cache).
 UNITS = "units"
+
+
+class _UnitStatistics(NamedTuple):
+  """A kept unit's batch's statistics partials (FEATURE_STATS values),
+  on their way to the unit's merge (_EncodeBatchFn._emit)."""
+  key: str
+  partials: list
 
 
 def _unit_counted(first: bool, reused: bool) -> List[Output]:
@@ -97,30 +109,83 @@ class _EncodeBatchFn(SchemaFn):
 
   def _work(self, batch):
     """A batch encoded (and kept, when its unit is), or a reused one's
-    results as they were kept."""
+    results as they were kept. A kept batch's records go on as KeepParts
+    and a reused one's as KeptParts: the sink keeps, and reuses, what it
+    deals them into (core.unit_cache). The end of a kept unit (UnitRead)
+    goes on to the sink behind its batches."""
     if isinstance(batch, UnitRead):
       return [batch], stats(), []
     if isinstance(batch, KeptBatch):
-      outputs, counts, errors = batch.result
-      return (list(outputs) + _unit_counted(batch.first, True), counts,
-              errors)
+      outputs, counts, errors = batch.kept.result
+      if batch.statistics:
+        outputs = list(outputs) + [beam.pvalue.TaggedOutput(
+            FEATURE_STATS, batch.statistics)]
+      return (list(outputs) + [
+          _kept_parts(split, batch.order, kept, batch.entry)
+          for split, kept in batch.kept.parts.items()]
+              + _unit_counted(batch.entry.first, True), counts, errors)
     result = self._encoded(batch)
     entry = batch.unit_entry
     if entry is None:
       return result
-    UnitStore(entry.root).put(entry.key, entry.number, result)
     outputs, counts, errors = result
-    return outputs + _unit_counted(entry.first, False), counts, errors
+    tagged = [o for o in outputs if isinstance(o, beam.pvalue.TaggedOutput)
+              and o.tag != FEATURE_STATS]
+    described = [o.value for o in outputs
+                 if isinstance(o, beam.pvalue.TaggedOutput)
+                 and o.tag == FEATURE_STATS]
+    records = [o for o in outputs
+               if not isinstance(o, beam.pvalue.TaggedOutput)]
+    UnitStore(entry.root).put(entry.key, entry.number,
+                              (tagged, counts, errors),
+                              splits=[split for split, _, _ in records])
+    return ([KeepParts(split, order, items, entry)
+             for split, order, items in records] + tagged
+            + [_UnitStatistics(entry.key, described)]
+            + _unit_counted(entry.first, False), counts, errors)
+
+  def start_bundle(self):
+    super().start_bundle()
+    # A kept unit's statistics partials, merged as its batches are
+    # emitted: {unit key: (merged, batches merged)}.
+    self._unit_statistics: Dict[str, Tuple[Any, int]] = {}
 
   def _emit(self, result):
-    """A kept unit is marked complete here: results are emitted in their
-    elements' order, so its batches are all kept by now."""
+    """A kept unit's statistics partials are merged into one, emitted
+    and kept once its last batch was (UnitRead): a reused unit gives one
+    partial, not one a batch."""
     outputs = super()._emit(result)
-    read = [o for o in outputs if isinstance(o, UnitRead)]
-    for unit in read:
-      UnitStore(unit.root).complete(unit.key, unit.batches, unit.about)
-    return [o for o in outputs if not isinstance(o, UnitRead)] if read \
-        else outputs
+    if not any(isinstance(o, (_UnitStatistics, UnitRead)) for o in outputs):
+      return outputs
+    out: List[Any] = []
+    for o in outputs:
+      if isinstance(o, _UnitStatistics):
+        merged, n = self._unit_statistics.get(o.key, (None, 0))
+        if o.partials:
+          merged = merge_split_stats(([merged] if merged else [])
+                                     + o.partials)
+        self._unit_statistics[o.key] = (merged, n + 1)
+      elif isinstance(o, UnitRead):
+        merged, n = self._unit_statistics.pop(o.key, (None, 0))
+        if merged:
+          out.append(beam.pvalue.TaggedOutput(FEATURE_STATS, merged))
+        if n == o.batches:  # (else its batches came in other bundles)
+          UnitStore(o.root).put_statistics(o.key, merged)
+        out.append(o)
+      else:
+        out.append(o)
+    return out
+
+  def finish_bundle(self):
+    yield from super().finish_bundle()
+    # The partials of units whose end is in another bundle (where a
+    # runner splits a unit's batches over bundles): emitted as they are,
+    # and those units are never marked complete (no statistics kept).
+    for merged, _ in self._unit_statistics.values():
+      if merged:
+        yield beam.pvalue.TaggedOutput(
+            FEATURE_STATS, GlobalWindows.windowed_value(merged))
+    self._unit_statistics = {}
 
   def _encoded(self, batch: SourceBatch):
     made, rejected = ({}, {}) if self._media is None else \
@@ -162,6 +227,20 @@ class _EncodeBatchFn(SchemaFn):
         records=records, steps=steps, steps_dropped=dropped)
     outputs.append(beam.pvalue.TaggedOutput(STATS, counts))
     return outputs, counts, errors
+
+
+def _kept_parts(split: str, order: tuple, kept: KeptSplit,
+                entry: UnitEntry) -> Union[KeptParts, KeepParts]:
+  """A reused batch's parts of a split as they were dealt, or, dealt for
+  another shard plan, its records got back from them, to be dealt (and
+  kept) again."""
+  if kept.other_deal is None:
+    return KeptParts(split, order, kept.path, kept.parts)
+  parts = [(shard, resolved((key, how, where._replace(path=kept.path),
+                             count, size)))
+           for shard, (key, how, where, count, size) in kept.parts]
+  return KeepParts(split, order, undealt(split, order, parts,
+                                         kept.other_deal), entry)
 
 
 def key_digests(columns, keys, rows: np.ndarray) -> bytes:

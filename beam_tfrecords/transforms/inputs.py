@@ -6,42 +6,26 @@ from typing import (Any, Callable, Dict, List, NamedTuple, Optional,
 
 import apache_beam as beam
 
-from beam_tfrecords.core.unit_cache import UnitStore
+from beam_tfrecords.core.unit_cache import (Keeping, KeptBatchResults,
+                                            UnitEntry, UnitRead, UnitStore)
 from beam_tfrecords.runners.progress import tally
 from beam_tfrecords.sources import ReadUnit, read_unit
 from beam_tfrecords.sources.preprocess import (Preprocess, Versions,
                                                check_versions)
 from beam_tfrecords.sources.tfrecord import unwrap_scalars
 
-__all__ = ["ReadInputs", "unit_bytes", "KeptBatch", "UnitEntry", "UnitRead"]
-
-
-class UnitEntry(NamedTuple):
-  """Where a batch's encoded results are kept (core.unit_cache): the
-  store's folder, its unit's key, its number in the unit, and whether it
-  is the unit's first (which counts the unit)."""
-  root: str
-  key: str
-  number: int
-  first: bool
-
-
-class UnitRead(NamedTuple):
-  """After a kept unit's last batch: Encode marks the unit complete once
-  every batch before it was kept (it emits in order)."""
-  root: str
-  key: str
-  batches: int
-  about: Dict[str, Any]
+__all__ = ["ReadInputs", "unit_bytes", "KeptBatch"]
 
 
 class KeptBatch(NamedTuple):
-  """A batch of a reused unit: what encoding it gave when it was read
-  (transforms.encode's (outputs, counts, dead letters)), passed on by
-  Encode as it is."""
+  """A batch of a reused unit, as kept (core.unit_cache): what encoding
+  it gave besides records (transforms.encode's (outputs, counts, dead
+  letters)) and its records' dealt parts of each split, passed on by
+  Encode as they are."""
   order: tuple
-  result: Any
-  first: bool
+  kept: KeptBatchResults
+  entry: UnitEntry
+  statistics: Any = None  # the unit's, merged (its first batch's only)
 
 
 def unit_bytes(units: Sequence[ReadUnit],
@@ -89,10 +73,11 @@ class _ReadUnitFn(beam.DoFn):
 
   def __init__(self, columns: Sequence[str],
                preprocess: Optional[Preprocess] = None,
-               store: Optional[str] = None):
+               keeping: Optional[Keeping] = None):
     self._columns = list(columns)
     self._preprocess = preprocess
-    self._store = store
+    # (The keys travel with the units.)
+    self._keeping = None if keeping is None else keeping._replace(keys=())
     self._versions = Versions()
     self._fn: Optional[Callable[[Any], Any]] = None  # in setup()
     self._units = beam.metrics.Metrics.counter("beam_tfrecords", "read_units")
@@ -112,11 +97,16 @@ class _ReadUnitFn(beam.DoFn):
     unit, size, key = element
     self._units.inc()
     progress = tally()
-    store = UnitStore(self._store) if key and self._store else None
-    kept = store.load(key) if store is not None and key else None
+    keeping = self._keeping
+    store = UnitStore(keeping.root) if key and keeping else None
+    kept = store.load(key, keeping.parts_dir, keeping.deal) \
+        if store is not None and keeping and key else None
     if kept is not None:
-      for i, result in enumerate(kept):
-        yield KeptBatch((unit.path, unit.start, i), result, i == 0)
+      assert keeping is not None and key is not None
+      for i, batch_kept in enumerate(kept.batches):
+        yield KeptBatch((unit.path, unit.start, i), batch_kept, UnitEntry(
+            keeping.root, key, i, i == 0, keeping.deal),
+                        kept.statistics if i == 0 else None)
       self._bytes.inc(size)
       self._reused.inc()
       progress.add(bytes=size, reused=1)
@@ -135,8 +125,9 @@ class _ReadUnitFn(beam.DoFn):
       progress.add(bytes=done)
       batch.order = (unit.path, unit.start, i)
       batches = i + 1
-      if store is not None and key:
-        batch.unit_entry = UnitEntry(store.root, key, i, i == 0)
+      if store is not None and keeping and key:
+        batch.unit_entry = UnitEntry(store.root, key, i, i == 0,
+                                     keeping.deal)
       if self._preprocess is not None:
         batch = self._preprocess.apply(self._fn, batch)
         if unit.format == "tfrecord":  # the function got lists
@@ -147,10 +138,10 @@ class _ReadUnitFn(beam.DoFn):
     progress.add(bytes=left)
     progress.flush()
     if store is not None and key:
-      # (Its batches' files are written by Encode, fused with this step,
-      # which marks the unit complete after them; where a runner does not
-      # fuse the two, a batch missing when the unit is loaded makes it a
-      # miss.)
+      # (Its batches' results are kept by Encode and the sink's deal,
+      # fused with this step; the deal marks the unit complete when this
+      # reaches it, after the unit's batches. Where a runner does not fuse
+      # them, a batch missing when the unit is loaded makes it a miss.)
       yield UnitRead(store.root, key, batches,
                      {"path": unit.path, "start": unit.start,
                       "end": unit.end})
@@ -166,23 +157,22 @@ class ReadInputs(beam.PTransform):
       every column of the input, and returns the columns to encode).
     sizes: about how many bytes each unit reads (`unit_bytes`), for
       progress; None: not counted.
-    store: a unit store's folder (core.unit_cache), and `keys` each
-      unit's key in it (None: the unit is not kept).
+    keeping: how read units are kept and reused (core.unit_cache.Keeping:
+      the store, each unit's key, ...), or None.
   """
 
   def __init__(self, units: Sequence[ReadUnit], columns: Sequence[str],
                preprocess: Optional[Preprocess] = None,
                sizes: Optional[Sequence[int]] = None,
-               store: Optional[str] = None,
-               keys: Optional[Sequence[Optional[str]]] = None):
+               keeping: Optional[Keeping] = None):
     super().__init__()
     if not units:
       raise ValueError("ReadInputs needs at least one read unit")
     self._units = list(zip(units, sizes or [0] * len(units),
-                           keys or [None] * len(units)))
+                           keeping.keys if keeping else [None] * len(units)))
     self._columns = list(columns)
     self._preprocess = preprocess
-    self._store = store
+    self._keeping = keeping
 
   def expand(self, pbegin):
     return (pbegin
@@ -191,5 +181,5 @@ class ReadInputs(beam.PTransform):
             | "Spread" >> beam.Reshuffle()
             | "Read" >> beam.ParDo(_ReadUnitFn(self._columns,
                                                self._preprocess,
-                                               self._store)))
+                                               self._keeping)))
             # SourceBatch, or KeptBatch

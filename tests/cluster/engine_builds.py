@@ -21,7 +21,8 @@ import beam_tfrecords as btr
 from beam_tfrecords.testing.tools import ToolsMissing, flights_csv
 
 from tests.helpers.records import shard_paths, tf_records
-from tests.helpers.datasets import dataset_files, same_file
+from tests.helpers.datasets import (assert_same_but_units, dataset_files,
+                                    same_file)
 from tests.helpers.paths import ROOT
 
 HERE = ROOT
@@ -325,18 +326,6 @@ def beam_sink_build(cases, tmp_path, args, env, tf):
   return engine
 
 
-def flights_build(cases, tmp_path, args, env):
-  """A million real flights; (engine's dataset.json, the case's folder,
-  schema, input)."""
-  folder, (schema, src) = prepared(cases, "flights", flights)
-  direct, engine, direct_dir = cli_build_pair(
-      folder, schema, [src], [], args, env, tmp_path / "engine")
-  assert direct.counts.rows_read == FLIGHT_ROWS
-  assert set(direct.splits) == {"train", "eval"}
-  assert_same_dataset(direct, engine, direct_dir, tmp_path / "engine")
-  return engine
-
-
 def killed_build(cases, tmp_path, args, env, running, pause, kill):
   """The million flights on the engine, `kill()` called `pause` seconds
   after `running()` says the job runs, the build still running: (exit
@@ -362,6 +351,27 @@ def killed_build(cases, tmp_path, args, env, running, pause, kill):
   kill()
   _, stderr = proc.communicate(timeout=TIMEOUT)
   return proc.returncode, stderr, out, folder, base
+
+
+def finished_units(out) -> int:
+  """Complete units in the output's .units/ (a build's, resume being
+  the default)."""
+  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.core.unit_cache import UnitStore
+  return len(list(UnitStore(str(out / ".units")).units()))
+
+
+def resumed_build(folder, base, out, args, env, finished):
+  """The killed build's command again: it reuses at least the
+  `finished` units the killed one left, and publishes what the
+  DirectRunner does, every file byte for byte but dataset.json's
+  `inputs.units` (which says how many were reused; the determinism
+  contract exempts `inputs`) and croissant.json's checksum of
+  dataset.json."""
+  cli(base + ["--output", str(out)] + args, folder, env=env)
+  units = json.loads((out / "dataset.json").read_text())["inputs"]["units"]
+  assert units["read"] >= units["reused"] >= finished >= 1, units
+  assert_same_but_units(direct_cli(folder, base), out)
 
 
 def assert_failed_cleanly(code, stderr, out, runner):

@@ -16,7 +16,7 @@ import beam_tfrecords as btr
 from beam_tfrecords import InputError
 from beam_tfrecords.testing.dask import LocalDask
 
-from tests.helpers.datasets import assert_same_files
+from tests.helpers.datasets import assert_same_but_units, assert_same_files
 
 TIMEOUT = 300
 FILES = 4
@@ -198,3 +198,44 @@ def test_write_dataset_stages_its_output_on_a_worker(cluster, tmp_path):
   assert_same_files(str(tmp_path / "direct"), str(tmp_path / "dask"))
   assert btr.dataset_info(str(tmp_path / "dask")).counts.rows_read == 2000
   assert not [n for n in os.listdir(tmp_path / "dask") if n.startswith(".")]
+
+
+def test_a_killed_build_reuses_its_finished_units_on_dask(cluster, tmp_path):
+  """kill -9 of the launcher once a read unit is finished (its client
+  gone, the scheduler drops the job); the same command reuses the units
+  that were finished and publishes the DirectRunner's files (but
+  dataset.json's `inputs.units`, which says how many were reused)."""
+  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.core.unit_cache import UnitStore
+  inputs = _inputs(tmp_path, 200_000)
+  (tmp_path / "s.yaml").write_text(
+      "name: ex\nfeatures:\n  id: {type: int64, required: true}\n"
+      "  user: {type: int64}\n  t: {type: int64}\n")
+  direct = btr.build(str(tmp_path / "s.yaml"), inputs,
+                     str(tmp_path / "direct"), num_shards=2)
+  command = ([sys.executable, "-m", "beam_tfrecords", "build", "--schema",
+              "s.yaml", "--output", "dask", "--num-shards", "2",
+              "--runner", "DaskRunner"] + cluster.args
+             + [a for i in inputs for a in ("--input", i)])
+  build = subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.PIPE,
+                           text=True)
+  store = UnitStore(str(tmp_path / "dask" / ".units"))
+  deadline = time.time() + TIMEOUT
+  while build.poll() is None and time.time() < deadline:
+    if list(store.units()):
+      break
+    time.sleep(0.02)
+  assert build.poll() is None, "the build ended before it was killed"
+  build.kill()
+  build.wait(60)
+  finished = len(list(store.units()))
+  assert 1 <= finished < FILES
+  assert not (tmp_path / "dask" / "_SUCCESS").exists()
+  cluster.wait_for_workers(2)
+  rerun = subprocess.run(command, cwd=tmp_path, capture_output=True,
+                         text=True, timeout=TIMEOUT)
+  assert rerun.returncode == 0, rerun.stderr[-3000:]
+  info = btr.dataset_info(str(tmp_path / "dask"))
+  assert info.inputs.extra["units"]["reused"] >= finished
+  assert info.counts == direct.info.counts
+  assert_same_but_units(str(tmp_path / "direct"), str(tmp_path / "dask"))

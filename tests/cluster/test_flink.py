@@ -5,7 +5,8 @@ FlinkRunner with --flink_job_server_jar (the movie ratings), and the
 cluster's standing job server with --job_endpoint (the rest: one JVM for
 them all, not one per build). Every published file equals the DirectRunner's byte for
 byte, Flink's REST API shows each job FINISHED with work on both
-TaskManagers, and a TaskManager killed mid-build publishes nothing."""
+TaskManagers, and a TaskManager killed mid-build publishes nothing; the
+same command then reuses the units it finished (resume: the default)."""
 
 
 import pytest
@@ -13,9 +14,9 @@ import pytest
 from beam_tfrecords.testing.flink import LocalFlink
 
 from tests.cluster.engine_builds import (assert_failed_cleanly, beam_sink_build,
-                           cases, flights_build, grouped_build,
-                           killed_build, movie_ratings_build, started,
-                           transform_build)
+                           cases, finished_units, grouped_build,
+                           killed_build, movie_ratings_build,
+                           resumed_build, started, transform_build)
 
 __all__ = ["cases"]  # (the fixture, from engine_builds)
 
@@ -65,25 +66,29 @@ def test_beams_own_sink(flink, cases, tmp_path, tf):
   beam_sink_build(cases, tmp_path, flink.endpoint_args, None, tf)
 
 
-def test_a_killed_taskmanager_publishes_nothing_then_a_million_flights_equal_direct(  # noqa: E501
+def test_a_killed_taskmanager_publishes_nothing_then_a_million_flights_resume_to_direct(  # noqa: E501
     flink, cases, tmp_path):
-  """A million real flight rows. TaskManager 1 is killed once the job
-  runs: with one slot left for a job of parallelism 2 and no restart
-  strategy (Flink's default without checkpoints), the job fails, and the
-  CLI says so in one line, exits 1 and publishes nothing. With the
-  TaskManager back (as a cluster manager restarts one), the same build
+  """A million real flight rows (resume: the default). TaskManager 1 is killed once
+  the job runs and a read unit is finished: with one slot left for a job
+  of parallelism 2 and no restart strategy (Flink's default without
+  checkpoints), the job fails, and the CLI says so in one line, exits 1
+  and publishes nothing. With the TaskManager back (as a cluster manager
+  restarts one), the same command reuses the finished units and
   publishes what the DirectRunner does."""
   before = _jobs(flink)
+  out = tmp_path / "killed"
 
   def running():
     return any(j["state"] == "RUNNING" and jid not in before
-               for jid, j in _jobs(flink).items())
+               for jid, j in _jobs(flink).items()) and finished_units(out)
 
-  code, stderr, out, _, _ = killed_build(
-      cases, tmp_path, flink.endpoint_args, None, running, 3,
+  code, stderr, out, folder, base = killed_build(
+      cases, tmp_path, flink.endpoint_args, None, running, 0,
       lambda: flink.kill_taskmanager(1))
   assert_failed_cleanly(code, stderr, out, "FlinkRunner")
+  finished = finished_units(out)
   flink.restart_taskmanager(1)
   before = _jobs(flink)
-  flights_build(cases, tmp_path, flink.endpoint_args, None)
-  _finished_on_both(flink, before)
+  resumed_build(folder, base, out, flink.endpoint_args, None, finished)
+  new = [j for jid, j in _jobs(flink).items() if jid not in before]
+  assert [j["state"] for j in new] == ["FINISHED"], new

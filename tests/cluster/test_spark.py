@@ -15,9 +15,10 @@ import pytest
 import beam_tfrecords as btr
 from beam_tfrecords.testing.spark import LocalSpark
 
-from tests.cluster.engine_builds import (assert_failed_cleanly, assert_same_dataset,
-                           beam_sink_build, cases, direct_cli, flights_build,
-                           grouped_build, killed_build, movie_ratings_build,
+from tests.cluster.engine_builds import (assert_failed_cleanly,
+                           assert_same_but_units, beam_sink_build, cases,
+                           direct_cli, finished_units, grouped_build,
+                           killed_build, movie_ratings_build, resumed_build,
                            started, transform_build)
 
 __all__ = ["cases"]  # (the fixture, from engine_builds)
@@ -85,11 +86,12 @@ def test_beams_own_sink(spark, spark_env, cases, tmp_path, tf):
 
 def test_a_killed_worker_never_half_publishes_and_a_million_flights_equal_direct(  # noqa: E501
     spark, spark_env, cases, tmp_path, capsys):
-  """A million real flight rows; worker 1 (and its executor) is killed
-  once its executor runs. Spark runs the lost tasks again on the other
-  executor: the build either publishes what the DirectRunner publishes,
-  or fails in one line with nothing published, and then the same
-  command, with the worker back, does."""
+  """A million real flight rows (resume: the default); worker 1 (and its executor)
+  is killed once its executor runs and a read unit is finished. Spark
+  runs the lost tasks again on the other executor: the build either
+  publishes what the DirectRunner publishes, or fails in one line with
+  nothing published, and then the same command, with the worker back,
+  reuses the finished units and does."""
   work = os.path.join(spark.workdir, "worker1")
   before = set(os.listdir(work))
 
@@ -97,19 +99,21 @@ def test_a_killed_worker_never_half_publishes_and_a_million_flights_equal_direct
     return any(os.listdir(os.path.join(work, d))
                for d in set(os.listdir(work)) - before)
 
+  out = tmp_path / "killed"
   code, stderr, out, folder, base = killed_build(
-      cases, tmp_path, spark.endpoint_args, spark_env, running, 10,
+      cases, tmp_path, spark.endpoint_args, spark_env,
+      lambda: running() and finished_units(out), 0,
       lambda: spark.kill_worker(1))
   spark.restart_worker(1)
   if code == 0:  # Spark's retries finished the job
     with capsys.disabled():
       print("\nSpark finished the build without the killed worker")
     direct = direct_cli(folder, base)
-    info = btr.dataset_info(str(direct))
-    assert info.counts.rows_read == 1_000_000
-    assert_same_dataset(info, btr.dataset_info(str(out)), direct, out)
+    assert btr.dataset_info(str(direct)).counts.rows_read == 1_000_000
+    assert_same_but_units(direct, out)
     return
   assert_failed_cleanly(code, stderr, out, "SparkRunner")
+  finished = finished_units(out)
   before = _apps(spark)
-  flights_build(cases, tmp_path, spark.endpoint_args, spark_env)
+  resumed_build(folder, base, out, spark.endpoint_args, spark_env, finished)
   _finished_on_both(spark, before)

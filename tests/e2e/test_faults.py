@@ -91,8 +91,8 @@ def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
       shards._WriteShardFn.process
 
   def spilled(self, split, dealt):
-    out = real_spilled(self, split, dealt)
-    written.extend(part[2].path for _, part in out)
+    out = real_spilled(self, split, dealt)  # (path, crc32, parts)
+    written.extend(part[2].path for _, part in out[2])
     return out
 
   def process(self, element):
@@ -102,7 +102,8 @@ def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
   monkeypatch.setattr(shards._DealFn, "_spilled", spilled)
   monkeypatch.setattr(shards._WriteShardFn, "process", process)
   spilled_out = btr.build(SCHEMA, src, str(tmp_path / "spilled"),
-                          num_shards=4, format_options=small_batches)
+                          num_shards=4, format_options=small_batches,
+                          resume=False)
   batches = len(set(written))
   assert batches == 6
   assert written and all("/.staging-" in p and "/.parts/train/" in p
@@ -121,12 +122,12 @@ def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
               "preview/train.parquet", "report.html", "schema.pbtxt",
               "statistics.pb"] + [
                   f"train-0000{i}-of-00004.tfrecord.gz" for i in range(4)]
-  # The parts themselves through the shuffle (no part directory): the
-  # same bytes.
+  # The parts themselves through the shuffle (no part directory, so no
+  # units kept: --no-resume): the same bytes.
   monkeypatch.setattr(shards._DealFn, "_spilled",
-                      lambda self, split, dealt: dealt)
+                      lambda self, split, dealt: (None, 0, dealt))
   inline = btr.build(SCHEMA, src, str(tmp_path / "inline"), num_shards=4,
-                     format_options=small_batches)
+                     format_options=small_batches, resume=False)
   assert_same_files(spilled_out.output, inline.output)
   assert sorted(r["id"] for r in btr.iter_records(spilled_out.output)) == \
       list(range(2_000))

@@ -109,16 +109,36 @@ def test_cache_reuses_what_did_not_change(clean, tmp_path):
   os.utime(copies[2], (time.time() + 60, time.time() + 60))  # touched
   btr.build(SCHEMA, copies, str(tmp_path / "d"), num_shards=2, cache=cache)
   assert _units(str(tmp_path / "d")) == {"read": 4, "reused": 3}
-  # A schema that changes records reuses nothing; options that do not
-  # (shards, gzip level) reuse everything.
+  # A schema that changes records reuses nothing.
   other = json.loads(json.dumps(SCHEMA))
   other["name"] = "other"
   btr.build(other, inputs, str(tmp_path / "e"), num_shards=2, cache=cache)
   assert _units(str(tmp_path / "e")) == {"read": 4, "reused": 0}
-  btr.build(SCHEMA, inputs, str(tmp_path / "f"), num_shards=3, gzip_level=6,
-            cache=cache)
-  assert _units(str(tmp_path / "f")) == {"read": 4, "reused": 4}
-  assert btr.open(str(tmp_path / "f")).info.counts == b.info.counts
+
+
+@pytest.mark.parametrize("options", [
+    {"num_shards": 3, "gzip_level": 6},
+    {"num_shards": 5, "shuffle_seed": 11}], ids=["shards", "shuffle"])
+def test_another_shard_plan_reuses_every_unit(clean, tmp_path, options):
+  """Options that change how records are dealt to shards, not the records
+  (the shard count, the gzip level, a shuffle), reuse every unit: the
+  records come back from the parts kept for the first plan, are dealt
+  the new way, and those parts are kept too; the files are a clean
+  build's with the same options."""
+  folder, _ = clean
+  inputs = _inputs(folder, 4)
+  cache = str(tmp_path / "cache")
+  btr.build(SCHEMA, inputs, str(tmp_path / "a"), num_shards=2, cache=cache)
+  out = str(tmp_path / "b")
+  btr.build(SCHEMA, inputs, out, cache=cache, **options)
+  assert _units(out) == {"read": 4, "reused": 4}
+  whole = str(tmp_path / "whole")
+  btr.build(SCHEMA, inputs, whole, **options)
+  assert _files(out) == _files(whole)
+  store = UnitStore(cache)
+  for unit in store.units():  # both plans' parts kept, side by side
+    folder = os.path.join(cache, unit.key[:2], unit.key)
+    assert len([n for n in os.listdir(folder) if n.endswith(".part")]) == 2
 
 
 def test_a_damaged_unit_is_computed_again(clean, tmp_path):
@@ -156,22 +176,24 @@ def test_the_cache_command_lists_evicts_and_clears(clean, tmp_path, capsys):
   assert list(UnitStore(cache).units()) == []
 
 
-def test_resume_is_asked_for(clean, tmp_path):
-  """Keeping units costs CPU and disk on every build: only --resume
-  keeps them (until the checks pass); a build without it keeps none and
-  drops what a killed one left."""
+def test_units_are_kept_by_default_and_not_with_no_resume(clean, tmp_path):
+  """A build keeps its units in the output's .units/ until its checks
+  pass (the default: it costs no measurable CPU, and its part files are
+  links of the build's own); --no-resume keeps none and drops what a
+  killed build left there."""
   folder, _ = clean
+  again = btr.build(SCHEMA, _inputs(folder, 4), str(tmp_path / "o2"),
+                    num_shards=2)
+  assert again.info.inputs.extra["units"] == {"read": 4, "reused": 0}
+  assert not (tmp_path / "o2" / ".units").exists()
   out = tmp_path / "out"
   stale = out / ".units" / "ab" / ("ab" + "0" * 62)
   stale.mkdir(parents=True)
   (stale / "unit.json").write_text('{"batches": 0}')
-  result = btr.build(SCHEMA, _inputs(folder, 4), str(out), num_shards=2)
+  result = btr.build(SCHEMA, _inputs(folder, 4), str(out), num_shards=2,
+                     resume=False)
   assert "units" not in result.info.inputs.extra
   assert not (out / ".units").exists()
-  again = btr.build(SCHEMA, _inputs(folder, 4), str(tmp_path / "o2"),
-                    num_shards=2, resume=True)
-  assert again.info.inputs.extra["units"] == {"read": 4, "reused": 0}
-  assert not (tmp_path / "o2" / ".units").exists()
 
 
 def test_a_killed_build_reuses_its_finished_units(tmp_path):
@@ -184,7 +206,7 @@ def test_a_killed_build_reuses_its_finished_units(tmp_path):
   schema = tmp_path / "schema.json"
   schema.write_text(json.dumps(SCHEMA))
   command = [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
-             str(schema), "--output", out, "--num-shards", "2", "--resume",
+             str(schema), "--output", out, "--num-shards", "2",
              "--direct_num_workers=1"]
   for path in inputs:
     command += ["--input", path]

@@ -2,6 +2,7 @@
 and worker counts' builds) and read as bytes (the publishes)."""
 
 import filecmp
+import json
 import os
 
 
@@ -45,3 +46,29 @@ def _files(folder) -> dict:
           data = data.rsplit(b" ", 1)[0]
         found[os.path.relpath(path, folder)] = data
   return found
+
+
+def assert_same_but_units(a, b):
+  """Every file of two datasets byte for byte, but dataset.json's
+  `inputs.units` (how many read units were reused: the determinism
+  contract exempts `inputs`) and croissant.json's checksum of
+  dataset.json; no .units/ left in `b`."""
+  files = dataset_files(a)
+  assert files == dataset_files(b)
+  for rel in files:
+    if rel in ("dataset.json", "croissant.json"):
+      assert _without_units(a, rel) == _without_units(b, rel), rel
+    else:
+      assert same_file(a, b, rel), rel
+  assert not os.path.exists(os.path.join(b, ".units"))
+
+
+def _without_units(folder, rel) -> dict:
+  with open(os.path.join(folder, rel)) as f:
+    meta = json.load(f)
+  if rel == "dataset.json":
+    meta["inputs"].pop("units", None)
+    return meta
+  meta["distribution"] = [e for e in meta["distribution"]
+                          if e["@id"] != "dataset.json"]
+  return meta

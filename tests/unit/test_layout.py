@@ -416,7 +416,8 @@ GLOSSARY_HOMES = {
     # A byte range of a large input file, read by one worker.
     "chunk": ("sources/",),
     # A batch's records bound for one shard, and the part files.
-    "part": ("sinks/", "publish/", "core/layout.py"),
+    "part": ("sinks/", "publish/", "core/layout.py", "core/unit_cache.py",
+             "transforms/encode.py"),
     # A gzip member of a shard.
     "member": ("core/", "sinks/", "read/", "inspect/check.py",
                "building/", "tft/pipeline.py", "transforms/dataset.py"),

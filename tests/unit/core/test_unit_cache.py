@@ -1,36 +1,93 @@
-"""The unit store (core/unit_cache.py): a unit is complete, every batch
-checked, or absent; a damaged batch makes it a miss; eviction keeps the
-least recently used out first."""
+"""The unit store (core/unit_cache.py): a unit is complete, every file
+checked, or absent; a damaged file makes it a miss; kept part files are
+linked into the build that reuses them; parts dealt another way come back
+as another deal's; eviction keeps the least recently used out first."""
 
+import hashlib
 import os
 
-import numpy as np
+from isal import isal_zlib
 
-from beam_tfrecords.core.unit_cache import MANIFEST, UnitStore, unit_key
+from beam_tfrecords.core.unit_cache import (MANIFEST, KeptSplit, UnitStore,
+                                            unit_key)
+
+DEAL, OTHER = "d" * 16, "e" * 16
+HOW = {"shards": 2, "gzip": True, "framed": True, "shuffle": None}
 
 
-def _unit(store, key, batches):
-  for i, result in enumerate(batches):
-    store.put(key, i, result)
+def _part_file(folder, data: bytes) -> str:
+  os.makedirs(folder, exist_ok=True)
+  path = os.path.join(folder, f"batch-{hashlib.sha1(data).hexdigest()}.part")
+  with open(path, "wb") as f:
+    f.write(data)
+  return path
+
+
+def _unit(store, key, batches, scratch, deal=DEAL):
+  """Batches of (result, part file bytes or None: no records)."""
+  for i, (result, data) in enumerate(batches):
+    store.put(key, i, result, splits=["train"] if data is not None else [])
+    if data is not None:
+      path = _part_file(scratch, data)
+      parts = [(0, (("in.csv", 0, i), 0, ("old", 0, len(data)), 3,
+                    len(data)))]
+      assert store.keep_parts(key, i, "train", deal, path,
+                              isal_zlib.crc32(data), parts, HOW)
+  store.put_statistics(key, {"train": {"x": len(batches)}})
   store.complete(key, len(batches), {"path": "in.csv"})
 
 
-def test_a_complete_unit_loads_as_it_was_put(tmp_path):
+def test_a_complete_unit_loads_as_it_was_kept(tmp_path):
   store = UnitStore(str(tmp_path / "s"))
   key = unit_key({"unit": ["in.csv", 0, None], "file": [10, 1.5]})
-  results = [([("train", ("in.csv", 0, 0), np.arange(5))], (3, 3), []),
-             ([], (1, 0), [{"row": 7, "reason": "bad"}])]
   assert store.load(key) is None  # absent
-  store.put(key, 0, results[0])
-  store.put(key, 1, results[1])
+  store.put(key, 0, (["stats"], (3, 3), []), splits=["train"])
   assert store.load(key) is None  # not marked complete
-  store.complete(key, 2)
-  got = store.load(key)
-  assert got[1] == results[1]
-  assert got[0][0][0][:2] == ("train", ("in.csv", 0, 0))
-  assert got[0][0][0][2].tolist() == [0, 1, 2, 3, 4]
+  _unit(store, key, [((["stats"], (3, 3), []), b"abc" * 1000),
+                     (([], (1, 0), [{"row": 7}]), None)], tmp_path / "p")
+  into = str(tmp_path / "staging" / ".parts")
+  unit = store.load(key, into=into, deal=DEAL)
+  assert unit.statistics == {"train": {"x": 2}}
+  got = unit.batches
+  assert [g.result for g in got] == [(["stats"], (3, 3), []),
+                                     ([], (1, 0), [{"row": 7}])]
+  assert got[1].parts == {}
+  split = got[0].parts["train"]
+  assert isinstance(split, KeptSplit) and split.other_deal is None
+  # Linked into the build's staging folder: the build reads its own link.
+  assert os.path.dirname(split.path) == os.path.join(into, "train")
+  assert open(split.path, "rb").read() == b"abc" * 1000
+  kept = os.path.join(store.root, key[:2], key, f"00000-train-{DEAL}.part")
+  assert os.stat(kept).st_ino == os.stat(split.path).st_ino
+  assert split.parts[0][1][:2] == (("in.csv", 0, 0), 0)
   assert [u.key for u in store.units()] == [key]
-  assert store.has(key)
+  # Evicted while a build reads it: its link stays readable.
+  store.clear()
+  assert open(split.path, "rb").read() == b"abc" * 1000
+
+
+def test_another_deal_s_parts_come_back_to_be_dealt_again(tmp_path):
+  store = UnitStore(str(tmp_path / "s"))
+  key = unit_key({"n": 1})
+  _unit(store, key, [(("r",), b"x" * 500)], tmp_path / "p", deal=OTHER)
+  got = store.load(key, deal=DEAL).batches
+  assert got[0].parts["train"].other_deal == HOW
+  # Both deals kept side by side: each build finds its own.
+  _unit(store, key, [(("r",), b"y" * 500)], tmp_path / "p", deal=DEAL)
+  assert store.load(key, deal=DEAL).batches[0].parts[
+      "train"].other_deal is None
+  assert open(store.load(key, deal=DEAL).batches[0].parts["train"].path,
+              "rb").read() == b"y" * 500
+  # A deal whose records cannot be got back (not framed TFRecords) is a
+  # miss for another deal.
+  key2 = unit_key({"n": 2})
+  store.put(key2, 0, ("r",), splits=["train"])
+  store.keep_parts(key2, 0, "train", OTHER, _part_file(tmp_path / "q", b"z"),
+                   isal_zlib.crc32(b"z"), [],
+                   dict(HOW, framed=False))
+  store.put_statistics(key2, None)
+  store.complete(key2, 1)
+  assert store.load(key2, deal=DEAL) is None
 
 
 def test_keys_name_everything_in_any_order():
@@ -40,36 +97,51 @@ def test_keys_name_everything_in_any_order():
   assert len(a) == 64
 
 
-def test_a_damaged_or_missing_batch_is_a_miss_and_goes(tmp_path):
+def test_a_damaged_or_missing_file_is_a_miss_and_goes(tmp_path):
   store = UnitStore(str(tmp_path / "s"))
-  for damage in ("flip", "cut", "remove", "manifest"):
+  into = str(tmp_path / "into")
+  for damage in ("flip", "cut", "remove", "part", "part-cut", "parts",
+                 "statistics", "manifest"):
     key = unit_key({"damage": damage})
-    _unit(store, key, [b"x" * 1000, b"y" * 1000])
+    _unit(store, key, [(b"x" * 1000, b"p" * 999), (b"y" * 1000, b"q" * 999)],
+          tmp_path / "p")
     folder = os.path.join(store.root, key[:2], key)
-    batch = os.path.join(folder, "00001.batch")
-    if damage == "flip":
-      data = bytearray(open(batch, "rb").read())
+    target = {"flip": "00001.batch", "cut": "00001.batch",
+              "remove": "00001.batch", "part": f"00001-train-{DEAL}.part",
+              "part-cut": f"00001-train-{DEAL}.part",
+              "parts": f"00001-train-{DEAL}.parts",
+              "statistics": "unit.statistics",
+              "manifest": MANIFEST}[damage]
+    path = os.path.join(folder, target)
+    if damage in ("flip", "part", "parts", "statistics"):
+      data = bytearray(open(path, "rb").read())
       data[-3] ^= 0x40
-      open(batch, "wb").write(bytes(data))
-    elif damage == "cut":
-      os.truncate(batch, 20)
+      os.remove(path)  # (a link: the kept file, not the scratch one)
+      open(path, "wb").write(bytes(data))
+    elif damage in ("cut", "part-cut"):
+      data = open(path, "rb").read()
+      os.remove(path)
+      open(path, "wb").write(data[:20])
     elif damage == "remove":
-      os.remove(batch)
+      os.remove(path)
     else:
-      open(os.path.join(folder, MANIFEST), "w").write("{not json")
-    assert store.load(key) is None, damage
-    if damage != "manifest":  # a damaged batch: the unit is removed
+      open(path, "w").write("{not json")
+    assert store.load(key, into=into, deal=DEAL) is None, damage
+    if damage != "manifest":  # a damaged unit is removed
       assert not os.path.exists(folder), damage
+    # and the links it had made into the build's folder are gone too
+    linked = os.path.join(into, "train")
+    assert not os.path.isdir(linked) or os.listdir(linked) == [], damage
 
 
 def test_evict_removes_least_recently_used_first_and_clear_all(tmp_path):
   store = UnitStore(str(tmp_path / "s"))
   keys = [unit_key({"n": n}) for n in range(3)]
   for n, key in enumerate(keys):
-    _unit(store, key, [os.urandom(10_000)])
+    _unit(store, key, [(("r",), os.urandom(10_000))], tmp_path / "p")
     manifest = os.path.join(store.root, key[:2], key, MANIFEST)
     os.utime(manifest, (1000 + n, 1000 + n))
-  store.load(keys[0])  # used now: the newest
+  store.load(keys[0], deal=DEAL)  # used now: the newest
   one = store.size() // 3
   assert store.evict(2 * one + 100) == [keys[1]]
   assert store.evict(0, keep=2000) == [keys[2]]  # keys[0] used after 2000

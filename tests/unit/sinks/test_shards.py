@@ -237,3 +237,28 @@ def test_every_tfrecord_file_gets_its_index(tmp_path, kind):
       assert lines == [f"{o} {s}" for o, s in zip(offsets, sizes)]
   assert sorted(os.listdir(tmp_path / "index")) == sorted(
       w.index_file[len("index/"):] for w in written)
+
+
+@pytest.mark.parametrize("shuffle", [None, (7, 3)])
+def test_another_deal_s_parts_give_the_records_back_in_order(shuffle):
+  """A unit kept under one shard plan (core.unit_cache) is dealt again
+  under another: sinks.shards.undealt gets the batch's records back, in
+  order, from the parts (gzip members and framed records) the first deal
+  made."""
+  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.sinks.shards import Shuffle, _DealFn, undealt
+  records = [os.urandom(n % 300) for n in range(5000)]
+  order = ("day01.csv", 0, 3)
+  kinds = set()
+  for n in (1, 3, 24):
+    deal = None if shuffle is None else Shuffle(shuffle[0],
+                                                {"train": shuffle[1]})
+    fn = _DealFn({"train": n}, codec.TFRECORD_GZIP, None, None, deal)
+    parts = [(shard, fn._part("train", shard, key, part, spill=False))
+             for (shard, key), part in fn._deal("train", order,
+                                                records).items()]
+    kinds |= {p[1][1] for p in parts}
+    how = {"shards": n, "gzip": True, "framed": True,
+           "shuffle": None if shuffle is None else list(shuffle)}
+    assert undealt("train", order, parts, how) == records, n
+  assert kinds == {0, 1}  # framed records and gzip members both came back
