@@ -16,11 +16,12 @@
 #             (PyTorch, ~3 GB, TensorFlow Datasets, array-record and
 #             Grain, NVIDIA DALI, ~420 MB) to the virtualenv, for their
 #             tests.
-# make cluster-tools installs Flink and Spark (from PyPI) and builds their
-#             Beam job servers (Maven, JDK 17) into a tools folder outside
-#             the repository, for the real-cluster tests (3-8 minutes
-#             cold, nothing warm); without it they make them on first use,
-#             or skip where Java or Maven is missing.
+# make cluster-tools installs Flink and Spark (from PyPI), builds their
+#             Beam job servers (Maven, JDK 17) and Beam's Prism runner
+#             (Go) into a tools folder outside the repository, for the
+#             real-cluster tests (5-10 minutes cold, nothing warm);
+#             without it they make them on first use, or skip where
+#             Java, Maven or Go is missing.
 # make coverage runs the whole suite under coverage.py.
 # Another Python: make test-fast PYTHON=python3.13 VENV=.venv-py313
 # make docs regenerates docs/cli.md and builds the documentation into site/.

@@ -37,7 +37,7 @@ def tf():
 # these fixtures starts servers, so it belongs in tests/cluster/
 # (tests/unit/test_layout.py checks that each is defined).
 CLUSTER_FIXTURES = {"s3", "portable_pool", "portable", "bare_pool",
-                    "cluster", "flink", "spark"}
+                    "cluster", "flink", "spark", "prism"}
 TIERS = ("unit", "e2e", "cluster")
 LONGEST_FILES = ("test_spark.py", "test_flink.py")
 # The fast tier's longest files, longest first (seconds each on 2 cores,

@@ -41,7 +41,8 @@ from beam_tfrecords.publish.output import check_output_path
 from beam_tfrecords.publish.publication import Publication
 from beam_tfrecords.runners.dofn_specs import memoized_dofn_specs
 from beam_tfrecords.runners.pipeline_options import (check_paths_reach_workers,
-                                                     is_dask, pipeline_options,
+                                                     is_dask, is_prism,
+                                                     pipeline_options,
                                                      runner_name,
                                                      spread_on_dask)
 from beam_tfrecords.runners.run import job_failure, run_pipeline
@@ -146,9 +147,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   schema, plan, user_fn = _plan(schema, patterns, output, input_format,
                                 format_options, preprocess, beam_opts)
   tft_key = tft.traced_key(schema)
-  if is_dask(runner):
-    _check_dask(schema)
-    spread_on_dask(beam_opts, len(plan.units))
+  _for_runner(runner, schema, opts, beam_opts, len(plan.units))
   # Checked and locked (one build at a time per output: the lock is held
   # until the end), earlier builds recovered, the staging folder made: the
   # stage phase of its publication, on the launcher.
@@ -360,15 +359,26 @@ def _summary(error: Exception) -> str:
   return f"{type(error).__name__}: {lines[0][:500]}"
 
 
-def _check_dask(schema: Schema) -> None:
-  """What Beam's DaskRunner cannot run (see runners.gaps)."""
-  if schema.transform is not None:
+def _for_runner(runner, schema: Schema, opts: BuildOptions,
+                beam_opts: PipelineOptions, units: int) -> None:
+  """What the runner cannot run refused (Dask: see runners.gaps), and
+  Dask's partitions set."""
+  if is_dask(runner):
+    if schema.transform is not None:
+      raise InputError(
+          "schemas with transform: cannot run on the DaskRunner: "
+          "TensorFlow Transform's analyzers are multi-output ParDos and "
+          "side inputs, which Beam 2.77's DaskRunner does not translate "
+          "(it would publish wrong data); build them on the DirectRunner, "
+          "Dataflow or a portable runner (Flink, Spark)")
+    spread_on_dask(beam_opts, units)
+  if is_prism(runner) and opts.sink == "beam":
     raise InputError(
-        "schemas with transform: cannot run on the DaskRunner: TensorFlow "
-        "Transform's analyzers are multi-output ParDos and side inputs, "
-        "which Beam 2.77's DaskRunner does not translate (it would "
-        "publish wrong data); build them on the DirectRunner, Dataflow or "
-        "a portable runner (Flink, Spark)")
+        "--sink beam cannot run on the PrismRunner: Beam 2.77's Prism "
+        "starts a GroupByKey that WriteToTFRecord's file names flow into "
+        "before they arrive (the build's count check fails; "
+        "docs/operations.md, Prism); use the default sink, or Beam's sink "
+        "on the DirectRunner, Flink or Spark")
 
 
 def _plan(schema: Schema, patterns: List[str], output: str, input_format,

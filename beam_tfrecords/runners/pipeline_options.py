@@ -32,7 +32,8 @@ from apache_beam.runners.runner import create_runner
 from beam_tfrecords.core.errors import InputError
 
 __all__ = ["check_beam_args", "pipeline_options", "is_direct",
-           "is_local_direct", "is_dask", "spread_on_dask", "DASK_RUNNER",
+           "is_local_direct", "is_dask", "is_prism", "spread_on_dask",
+           "DASK_RUNNER",
            "runner_name", "check_paths_reach_workers", "beam_flags",
            "check_environment", "wait_for_long_jobs", "LONG_JOB_SECONDS"]
 
@@ -86,6 +87,14 @@ def is_dask(runner) -> bool:
   if isinstance(runner, str):
     return runner.rsplit(".", 1)[-1].lower() in _DASK_NAMES
   return type(runner).__name__ == "DaskRunner"
+
+
+def is_prism(runner) -> bool:
+  """Whether `runner` (an instance, or a --runner name) is Beam's Prism
+  runner."""
+  if isinstance(runner, str):
+    return runner.rsplit(".", 1)[-1].lower() in ("prism", "prismrunner")
+  return type(runner).__name__ == "PrismRunner"
 
 
 def spread_on_dask(pipeline_options: PipelineOptions, units: int) -> None:

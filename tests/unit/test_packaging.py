@@ -79,7 +79,11 @@ def test_the_cluster_commands_parse_into_the_beam_options_they_mean(caplog):
                                                               caplog.text)
     by_runner[options.view_as(StandardOptions).runner] = (args, options)
   assert set(by_runner) == {"DataflowRunner", "FlinkRunner", "SparkRunner",
-                            "DaskRunner", None}
+                            "DaskRunner", "PrismRunner", None}
+  args, prism = by_runner["PrismRunner"]
+  from apache_beam.options.pipeline_options import PrismRunnerOptions
+  assert prism.view_as(PrismRunnerOptions).prism_location.endswith(
+      "/prism-2.77.0/prism")
   args, dask = by_runner["DaskRunner"]
   assert dask.view_as(DaskOptions).address == "tcp://10.0.0.1:8786"
   args, dataflow = by_runner["DataflowRunner"]

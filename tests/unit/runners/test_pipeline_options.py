@@ -107,3 +107,12 @@ def test_dataflow_refuses_local_paths_before_anything_runs(tmp_path):
       btr.build(schema, "gs://b/in.csv", str(tmp_path / "out"),
                 beam_args=[f"--runner={runner}"])
   assert not (tmp_path / "out").exists()
+
+
+def test_prism_is_known_by_its_names_and_its_class():
+  from beam_tfrecords.runners.pipeline_options import is_prism
+  assert is_prism("PrismRunner") and is_prism("prism")
+  assert is_prism("apache_beam.runners.portability.prism_runner.PrismRunner")
+  assert not is_prism("DirectRunner") and not is_prism("FlinkRunner")
+  from apache_beam.runners.portability.prism_runner import PrismRunner
+  assert is_prism(PrismRunner())
