@@ -127,7 +127,7 @@ def test_a_full_disk_at_any_inode_count_keeps_a_whole_dataset(tmp_path,
   seen = set()
   with _tmpfs(tmp_path) as point:
     out = point / "ds"
-    for extra in range(0, 22):
+    for extra in range(0, 45):
       said, holds, stray = _outcome(
           inputs, point, out,
           lambda size, files, extra=extra: f"nr_inodes={files + extra}")
