@@ -18,7 +18,8 @@ import socket
 import sys
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
-from apache_beam.options.pipeline_options import (DirectOptions,
+from apache_beam.options.pipeline_options import (DebugOptions,
+                                                  DirectOptions,
                                                   FlinkRunnerOptions,
                                                   JobServerOptions,
                                                   PipelineOptions,
@@ -265,6 +266,15 @@ def pipeline_options(beam_args: Union[None, Sequence[str], PipelineOptions]):
         "which encodes with a thread per core itself).")
   check_environment(options)
   check_job_server(options)
+  if is_prism(runner):
+    # Beam 2.77 keeps one Prism job server a process, made with the
+    # options of the first pipeline that asked (a DirectRunner's too,
+    # which tries Prism first): a later build's --prism_location was
+    # ignored, and Prism downloaded from GitHub (reproduced: a plain
+    # PrismRunner pipeline, then a build with --prism_location). Each
+    # build starts its own (about 0.2 s).
+    options.view_as(DebugOptions).add_experiment(
+        "disable_prism_server_singleton")
   wait_for_long_jobs(options, runner, given=None if isinstance(
       beam_args, PipelineOptions) else any(
           _normalized(a.split("=", 1)[0]) == "job-server-timeout"

@@ -78,3 +78,21 @@ def test_a_million_flights(prism, cases, tmp_path):
       folder, schema, [src], [], prism, None, tmp_path / "engine")
   assert direct.counts.rows_read == FLIGHT_ROWS
   assert_same_dataset(direct, engine, direct_dir, tmp_path / "engine")
+
+
+def test_each_build_starts_its_own_prism(prism, cases, tmp_path):
+  """Beam 2.77 keeps one Prism job server a process, made with the first
+  pipeline's options: a build after a pipeline that named another Prism
+  (here one that is not there) used that one. Each build starts its
+  own."""
+  import apache_beam as beam
+  from apache_beam.options.pipeline_options import PipelineOptions
+  elsewhere = ["--runner", "PrismRunner",
+               "--prism_location", str(tmp_path / "no-prism-here")]
+  with pytest.raises(Exception):
+    with beam.Pipeline(options=PipelineOptions(elsewhere)) as p:
+      _ = p | beam.Create([1])
+  movie_ratings_api = btr.build(
+      "schemas/movie_ratings.yaml", "pipelines/data/movie_ratings.csv",
+      str(tmp_path / "out"), beam_args=prism)
+  assert movie_ratings_api.info.counts.records_written == 200
