@@ -7,11 +7,13 @@ key, a SHA-256 of everything the results depend on: the unit (path,
 format, byte range, reader options), its file's size and modification
 time, the schema, the options that change records or how they are dealt
 to shards, and the library's and native core's versions. Kept per batch:
-what encoding it gave besides its records (dead letters, counts), and
-for each split its records as the sink dealt them to shards
-(sinks.shards: compressed gzip members and framed records in one part
-file, and each part's place in it); per unit, its batches' statistics
-partials merged into one. So a reused batch is neither read, encoded nor
+what encoding it gave besides its records (dead letters, statistics
+partial, counts), and for each split its records as the sink dealt them
+to shards (sinks.shards: compressed gzip members and framed records in
+one part file, and each part's place in it). (Not the unit's statistics
+partials merged into one: a partial's top values are cut to TOP_KEPT, so
+merging in other groups changes them; a reused batch's partial goes
+where a read one's does.) So a reused batch is neither read, encoded nor
 compressed again: its parts go to the shard writers as they are. A store
 is a folder:
 
@@ -20,18 +22,14 @@ is a folder:
     <store>/<key[:2]>/<key>/00000-train-<deal>.parts its train parts as the
                                                      deal <deal> made them
     <store>/<key[:2]>/<key>/00000-train-<deal>.part  their part file
-    <store>/<key[:2]>/<key>/unit.statistics          its statistics partials,
-                                                     merged
     <store>/<key[:2]>/<key>/unit.json                the unit is complete
 
     store = UnitStore("/data/out/.units")
     store.put(key, 0, result, splits=["train"])
     store.keep_parts(key, 0, "train", deal, part_file, crc32, parts, how)
-    store.put_statistics(key, merged_statistics)
     store.complete(key, batches=1)
     kept = store.load(key, into="/data/out/.staging-x/.parts", deal=deal)
-    # KeptUnit([KeptBatchResults(result, {"train": KeptSplit(...)})],
-    #          merged_statistics)
+    # [KeptBatchResults(result, {"train": KeptSplit(linked file, parts)})]
 
 How records are dealt to shards (the shard count, the gzip level, a
 shuffle: sinks.shards.deal_digest) is not in the key: a build whose deal
@@ -72,18 +70,16 @@ from beam_tfrecords.core.layout import UNITS_DIR
 
 _LOG = logging.getLogger(__name__)
 
-__all__ = ["UnitStore", "StoredUnit", "KeptUnit", "KeptBatchResults",
-           "KeptSplit",
+__all__ = ["UnitStore", "StoredUnit", "KeptBatchResults", "KeptSplit",
            "Keeping", "UnitEntry",
            "UnitRead", "KeepParts", "KeptParts", "unit_key", "output_units",
            "drop_output_units", "MANIFEST"]
 
 MANIFEST = "unit.json"
-_MAGIC = b"BTRUNIT2"
+_MAGIC = b"BTRUNIT3"
 _HEAD = len(_MAGIC) + 32  # magic, SHA-256 of the payload
 _SUFFIX = ".batch"
 _PARTS = ".parts"
-_STATISTICS = "unit.statistics"
 _PART_FILE = ".part"
 _READ_BYTES = 4 << 20  # bytes checked at a time
 
@@ -150,18 +146,10 @@ class KeptSplit(NamedTuple):
 
 
 class KeptBatchResults(NamedTuple):
-  """One kept batch: what encoding gave besides records and statistics
-  (`result`), and {split: KeptSplit}."""
+  """One kept batch: what encoding gave besides records (`result`: its
+  statistics partial too), and {split: KeptSplit}."""
   result: Any
   parts: Dict[str, KeptSplit]
-
-
-class KeptUnit(NamedTuple):
-  """A kept unit: its batches, and the statistics partials of them all,
-  merged (one partial a unit: merging a partial per batch cost a 10M-row
-  build 1.5 CPU s; None without statistics)."""
-  batches: List[KeptBatchResults]
-  statistics: Any
 
 
 def unit_key(material: Mapping[str, Any]) -> str:
@@ -234,12 +222,6 @@ class UnitStore:
         {"crc32": crc32, "bytes": os.path.getsize(target),
          "parts": parts, "deal": dict(how)}))
 
-  def put_statistics(self, key: str, statistics: Any) -> bool:
-    """Keeps the unit's statistics partials, merged (any picklable value;
-    None for none). False if not kept (as `put`)."""
-    return self._write(os.path.join(self._folder(key), _STATISTICS),
-                       _sealed(statistics))
-
   def complete(self, key: str, batches: int,
                about: Optional[Mapping[str, Any]] = None) -> bool:
     """Marks the unit complete with this many batches (`about`: what the
@@ -265,9 +247,8 @@ class UnitStore:
       return False
 
   def load(self, key: str, into: Optional[str] = None, deal: str = ""
-           ) -> Optional[KeptUnit]:
-    """The unit's kept batches in order and statistics, or None: not
-    complete, or a file
+           ) -> Optional[List[KeptBatchResults]]:
+    """The unit's kept batches in order, or None: not complete, or a file
     is missing or damaged (then the unit is removed, to be computed
     again). Each split's parts are those of the deal `deal`, else another deal's
     whose records can be got back (KeptSplit.other_deal).
@@ -282,10 +263,8 @@ class UnitStore:
       return None
     out: List[KeptBatchResults] = []
     made: List[str] = []
-    statistics = _unsealed(os.path.join(folder, _STATISTICS), missing=_NONE)
     for i in range(batches):
-      kept = None if statistics is _NONE else self._load_batch(
-          key, i, into, made, deal)
+      kept = self._load_batch(key, i, into, made, deal)
       if kept is None:
         for path in made:
           _remove(path)
@@ -296,7 +275,7 @@ class UnitStore:
       os.utime(os.path.join(folder, MANIFEST))  # used now (evict: LRU)
     except OSError:
       pass
-    return KeptUnit(out, statistics)
+    return out
 
   def _load_batch(self, key: str, i: int, into: Optional[str],
                   made: List[str], deal: str
@@ -417,24 +396,21 @@ def _sealed(value: Any) -> bytes:
   return _MAGIC + hashlib.sha256(payload).digest() + payload
 
 
-_NONE = object()  # (what _unsealed returns for a missing or damaged file)
-
-
-def _unsealed(path: str, missing: Any = None) -> Any:
-  """What `_sealed` wrote to `path`, or `missing`: missing or damaged."""
+def _unsealed(path: str) -> Any:
+  """What `_sealed` wrote to `path`, or None: missing or damaged."""
   try:
     with open(path, "rb") as f:
       data = f.read()
   except OSError:
-    return missing
+    return None
   payload = data[_HEAD:]
   if (data[:len(_MAGIC)] != _MAGIC
       or hashlib.sha256(payload).digest() != data[len(_MAGIC):_HEAD]):
-    return missing
+    return None
   try:
     return pickle.loads(payload)
   except Exception:  # pylint: disable=broad-except
-    return missing
+    return None
 
 
 def _file_crc32(path: str, size: int) -> Optional[int]:

@@ -7,10 +7,9 @@ GroupByKey, then one assembly per bucket.
 """
 
 import logging
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindows
 import numpy as np
 
 from beam_tfrecords.core import native
@@ -28,8 +27,7 @@ from beam_tfrecords.sinks.shards import undealt
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
                                                 KEY_DIGESTS, STAT_FIELDS, STATS,
                                                 Output, SchemaFn, by_split,
-                                                merge_split_stats, stats,
-                                                take)
+                                                stats, take)
 from beam_tfrecords.transforms.overlap import digest
 from beam_tfrecords.transforms.spilled import spill
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors
@@ -41,13 +39,6 @@ __all__ = ["Encode", "EncodeRows", "ERRORS", "FEATURE_STATS", "KEY_DIGESTS",
 # The output counting read units, (1, 1 if reused else 0) per unit with
 # batches, when units are kept (core.unit_cache).
 UNITS = "units"
-
-
-class _UnitStatistics(NamedTuple):
-  """A kept unit's batch's statistics partials (FEATURE_STATS values),
-  on their way to the unit's merge (_EncodeBatchFn._emit)."""
-  key: str
-  partials: list
 
 
 def _unit_counted(first: bool, reused: bool) -> List[Output]:
@@ -117,9 +108,6 @@ class _EncodeBatchFn(SchemaFn):
       return [batch], stats(), []
     if isinstance(batch, KeptBatch):
       outputs, counts, errors = batch.kept.result
-      if batch.statistics:
-        outputs = list(outputs) + [beam.pvalue.TaggedOutput(
-            FEATURE_STATS, batch.statistics)]
       return (list(outputs) + [
           _kept_parts(split, batch.order, kept, batch.entry)
           for split, kept in batch.kept.parts.items()]
@@ -129,11 +117,7 @@ class _EncodeBatchFn(SchemaFn):
     if entry is None:
       return result
     outputs, counts, errors = result
-    tagged = [o for o in outputs if isinstance(o, beam.pvalue.TaggedOutput)
-              and o.tag != FEATURE_STATS]
-    described = [o.value for o in outputs
-                 if isinstance(o, beam.pvalue.TaggedOutput)
-                 and o.tag == FEATURE_STATS]
+    tagged = [o for o in outputs if isinstance(o, beam.pvalue.TaggedOutput)]
     records = [o for o in outputs
                if not isinstance(o, beam.pvalue.TaggedOutput)]
     UnitStore(entry.root).put(entry.key, entry.number,
@@ -141,51 +125,7 @@ class _EncodeBatchFn(SchemaFn):
                               splits=[split for split, _, _ in records])
     return ([KeepParts(split, order, items, entry)
              for split, order, items in records] + tagged
-            + [_UnitStatistics(entry.key, described)]
             + _unit_counted(entry.first, False), counts, errors)
-
-  def start_bundle(self):
-    super().start_bundle()
-    # A kept unit's statistics partials, merged as its batches are
-    # emitted: {unit key: (merged, batches merged)}.
-    self._unit_statistics: Dict[str, Tuple[Any, int]] = {}
-
-  def _emit(self, result):
-    """A kept unit's statistics partials are merged into one, emitted
-    and kept once its last batch was (UnitRead): a reused unit gives one
-    partial, not one a batch."""
-    outputs = super()._emit(result)
-    if not any(isinstance(o, (_UnitStatistics, UnitRead)) for o in outputs):
-      return outputs
-    out: List[Any] = []
-    for o in outputs:
-      if isinstance(o, _UnitStatistics):
-        merged, n = self._unit_statistics.get(o.key, (None, 0))
-        if o.partials:
-          merged = merge_split_stats(([merged] if merged else [])
-                                     + o.partials)
-        self._unit_statistics[o.key] = (merged, n + 1)
-      elif isinstance(o, UnitRead):
-        merged, n = self._unit_statistics.pop(o.key, (None, 0))
-        if merged:
-          out.append(beam.pvalue.TaggedOutput(FEATURE_STATS, merged))
-        if n == o.batches:  # (else its batches came in other bundles)
-          UnitStore(o.root).put_statistics(o.key, merged)
-        out.append(o)
-      else:
-        out.append(o)
-    return out
-
-  def finish_bundle(self):
-    yield from super().finish_bundle()
-    # The partials of units whose end is in another bundle (where a
-    # runner splits a unit's batches over bundles): emitted as they are,
-    # and those units are never marked complete (no statistics kept).
-    for merged, _ in self._unit_statistics.values():
-      if merged:
-        yield beam.pvalue.TaggedOutput(
-            FEATURE_STATS, GlobalWindows.windowed_value(merged))
-    self._unit_statistics = {}
 
   def _encoded(self, batch: SourceBatch):
     made, rejected = ({}, {}) if self._media is None else \

@@ -25,7 +25,6 @@ class KeptBatch(NamedTuple):
   order: tuple
   kept: KeptBatchResults
   entry: UnitEntry
-  statistics: Any = None  # the unit's, merged (its first batch's only)
 
 
 def unit_bytes(units: Sequence[ReadUnit],
@@ -103,10 +102,9 @@ class _ReadUnitFn(beam.DoFn):
         if store is not None and keeping and key else None
     if kept is not None:
       assert keeping is not None and key is not None
-      for i, batch_kept in enumerate(kept.batches):
+      for i, batch_kept in enumerate(kept):
         yield KeptBatch((unit.path, unit.start, i), batch_kept, UnitEntry(
-            keeping.root, key, i, i == 0, keeping.deal),
-                        kept.statistics if i == 0 else None)
+            keeping.root, key, i, i == 0, keeping.deal))
       self._bytes.inc(size)
       self._reused.inc()
       progress.add(bytes=size, reused=1)

@@ -235,3 +235,41 @@ def test_a_killed_build_reuses_its_finished_units(tmp_path):
   whole = str(tmp_path / "whole")
   btr.build(SCHEMA, inputs, whole, num_shards=2)
   assert _files(out) == _files(whole)
+
+
+def test_keeping_units_changes_no_statistic(tmp_path):
+  """A build that keeps its units (the default) publishes what one that
+  keeps nothing does, statistics.pb included, where a string feature has
+  more distinct values than a statistics partial keeps (TOP_KEPT: its
+  top values then depend on which partials are merged together). Files
+  a*: 1,200 words 5 times each; files z*: 12 batches, each a word z<k>
+  once and 1,100 words seen once. Merged batch after batch, z<k> is cut
+  from every merge once an a* file came first; merged a unit at a time,
+  it reaches 12 and stays: so units keep each batch's partial, and a
+  reused batch's goes where a read one's does."""
+  inputs = []
+  for k in range(2):
+    path = tmp_path / f"a{k}.csv"
+    path.write_text("id,text\n" + "".join(
+        f"{k * 6000 + i},a{k}_{i // 5:04d}\n" for i in range(6000)))
+    inputs.append(str(path))
+  for k in range(2):
+    path = tmp_path / f"z{k}.csv"
+    path.write_text("id,text\n" + "".join(
+        f"{50000 + k * 20000 + b * 1101 + i},"
+        f"{f'z{k}' if i == 0 else f'f{k}_{b:02d}_{i:04d}'}\n"
+        for b in range(12) for i in range(1101)))
+    inputs.append(str(path))
+  small = {"block_size": 16_000}  # about 1,100 rows a batch
+  kept = btr.build(SCHEMA, inputs, str(tmp_path / "kept"), num_shards=2,
+                   format_options=small)
+  assert kept.info.inputs.extra["units"] == {"read": 4, "reused": 0}
+  btr.build(SCHEMA, inputs, str(tmp_path / "none"), num_shards=2,
+            format_options=small, resume=False)
+  assert _files(str(tmp_path / "kept")) == _files(str(tmp_path / "none"))
+  btr.build(SCHEMA, inputs, str(tmp_path / "fill"), num_shards=2,
+            format_options=small, cache=str(tmp_path / "cache"))
+  again = btr.build(SCHEMA, inputs, str(tmp_path / "again"), num_shards=2,
+                    format_options=small, cache=str(tmp_path / "cache"))
+  assert again.info.inputs.extra["units"] == {"read": 4, "reused": 4}
+  assert _files(str(tmp_path / "again")) == _files(str(tmp_path / "none"))

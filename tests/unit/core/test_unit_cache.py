@@ -33,7 +33,6 @@ def _unit(store, key, batches, scratch, deal=DEAL):
                     len(data)))]
       assert store.keep_parts(key, i, "train", deal, path,
                               isal_zlib.crc32(data), parts, HOW)
-  store.put_statistics(key, {"train": {"x": len(batches)}})
   store.complete(key, len(batches), {"path": "in.csv"})
 
 
@@ -46,9 +45,7 @@ def test_a_complete_unit_loads_as_it_was_kept(tmp_path):
   _unit(store, key, [((["stats"], (3, 3), []), b"abc" * 1000),
                      (([], (1, 0), [{"row": 7}]), None)], tmp_path / "p")
   into = str(tmp_path / "staging" / ".parts")
-  unit = store.load(key, into=into, deal=DEAL)
-  assert unit.statistics == {"train": {"x": 2}}
-  got = unit.batches
+  got = store.load(key, into=into, deal=DEAL)
   assert [g.result for g in got] == [(["stats"], (3, 3), []),
                                      ([], (1, 0), [{"row": 7}])]
   assert got[1].parts == {}
@@ -70,13 +67,12 @@ def test_another_deal_s_parts_come_back_to_be_dealt_again(tmp_path):
   store = UnitStore(str(tmp_path / "s"))
   key = unit_key({"n": 1})
   _unit(store, key, [(("r",), b"x" * 500)], tmp_path / "p", deal=OTHER)
-  got = store.load(key, deal=DEAL).batches
+  got = store.load(key, deal=DEAL)
   assert got[0].parts["train"].other_deal == HOW
   # Both deals kept side by side: each build finds its own.
   _unit(store, key, [(("r",), b"y" * 500)], tmp_path / "p", deal=DEAL)
-  assert store.load(key, deal=DEAL).batches[0].parts[
-      "train"].other_deal is None
-  assert open(store.load(key, deal=DEAL).batches[0].parts["train"].path,
+  assert store.load(key, deal=DEAL)[0].parts["train"].other_deal is None
+  assert open(store.load(key, deal=DEAL)[0].parts["train"].path,
               "rb").read() == b"y" * 500
   # A deal whose records cannot be got back (not framed TFRecords) is a
   # miss for another deal.
@@ -85,7 +81,6 @@ def test_another_deal_s_parts_come_back_to_be_dealt_again(tmp_path):
   store.keep_parts(key2, 0, "train", OTHER, _part_file(tmp_path / "q", b"z"),
                    isal_zlib.crc32(b"z"), [],
                    dict(HOW, framed=False))
-  store.put_statistics(key2, None)
   store.complete(key2, 1)
   assert store.load(key2, deal=DEAL) is None
 
@@ -101,7 +96,7 @@ def test_a_damaged_or_missing_file_is_a_miss_and_goes(tmp_path):
   store = UnitStore(str(tmp_path / "s"))
   into = str(tmp_path / "into")
   for damage in ("flip", "cut", "remove", "part", "part-cut", "parts",
-                 "statistics", "manifest"):
+                 "manifest"):
     key = unit_key({"damage": damage})
     _unit(store, key, [(b"x" * 1000, b"p" * 999), (b"y" * 1000, b"q" * 999)],
           tmp_path / "p")
@@ -110,10 +105,9 @@ def test_a_damaged_or_missing_file_is_a_miss_and_goes(tmp_path):
               "remove": "00001.batch", "part": f"00001-train-{DEAL}.part",
               "part-cut": f"00001-train-{DEAL}.part",
               "parts": f"00001-train-{DEAL}.parts",
-              "statistics": "unit.statistics",
               "manifest": MANIFEST}[damage]
     path = os.path.join(folder, target)
-    if damage in ("flip", "part", "parts", "statistics"):
+    if damage in ("flip", "part", "parts"):
       data = bytearray(open(path, "rb").read())
       data[-3] ^= 0x40
       os.remove(path)  # (a link: the kept file, not the scratch one)
