@@ -18,14 +18,13 @@ from apache_beam.utils.windowed_value import WindowedValue
 from beam_tfrecords.core.errors import reason_category
 from beam_tfrecords.runners.progress import tally
 from beam_tfrecords.encoding.example import RowError
-from beam_tfrecords.encoding.stats import merge as merge_stats
 from beam_tfrecords.encoding.splitting import SplitAssigner, key_types
 from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.sources import SourceBatch
 
 __all__ = ["ERRORS", "STATS", "FEATURE_STATS", "KEY_DIGESTS", "STAT_FIELDS",
            "ENCODE_THREADS_MAX", "Output", "SchemaFn", "by_split", "stats",
-           "take", "merge_split_stats"]
+           "take"]
 
 ERRORS = "errors"
 STATS = "stats"
@@ -203,14 +202,3 @@ class SchemaFn(beam.DoFn):
       else:
         yield WindowedValue(out, timestamp, (window,))
 
-
-def merge_split_stats(partials) -> dict:
-  """{split: {feature: stats}} partials (FEATURE_STATS) merged
-  (encoding.stats.merge: exact, in any order)."""
-  out: Dict[str, dict] = {}
-  for partial in partials:
-    for split, features in partial.items():
-      into = out.setdefault(split, {})
-      for name, s in features.items():
-        into[name] = merge_stats(into.get(name), s)
-  return out

@@ -9,7 +9,7 @@ staged dataset.json) -> Finish (thresholds, lock, publish).
 """
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -17,6 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.core.layout import (PARTS_DIR, TFT_TEMP_DIR,
                                         TRANSFORMED_DIR)
+from beam_tfrecords.encoding.stats import merge as merge_stats
 from beam_tfrecords.inspect.expectations import CheckPlan
 from beam_tfrecords.publish.commit import Commit
 from beam_tfrecords.publish.finish import Finish, FinishPlan
@@ -29,7 +30,6 @@ from beam_tfrecords.sinks.parts import (FeatureStatistics, OutputStaged,
 from beam_tfrecords.core.members import MEMBER_CAP
 from beam_tfrecords.sinks.codec import Codec
 from beam_tfrecords.transforms.dead_letters import dead_letter_json
-from beam_tfrecords.transforms.batch_fn import merge_split_stats
 from beam_tfrecords.transforms.encode import (FEATURE_STATS, KEY_DIGESTS,
                                               STAT_FIELDS, UNITS, Encode)
 from beam_tfrecords.transforms.overlap import CountOverlap
@@ -86,6 +86,17 @@ class DatasetPlan:
   codec: Codec = TFRECORD_GZIP
   member_bytes: int = MEMBER_CAP
   units: bool = False
+
+
+def merge_split_stats(partials) -> dict:
+  """{split: {feature: stats}} partials merged (encoding.stats.merge)."""
+  out: Dict[str, dict] = {}
+  for partial in partials:
+    for split, features in partial.items():
+      into = out.setdefault(split, {})
+      for name, s in features.items():
+        into[name] = merge_stats(into.get(name), s)
+  return out
 
 
 def _sum_columns(rows) -> tuple:
