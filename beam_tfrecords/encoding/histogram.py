@@ -199,14 +199,25 @@ def _summed(keys: np.ndarray, counts: np.ndarray
 def merge(a: Optional[Histogram], b: Optional[Histogram]
           ) -> Optional[Histogram]:
   """The histogram of both histograms' values (exact; any order)."""
-  if a is None or b is None:
-    return a if b is None else b
-  ranges = _combined(a.ranges, b.ranges)
+  return merge_all([a, b])
+
+
+def merge_all(histograms: Sequence[Optional[Histogram]]
+              ) -> Optional[Histogram]:
+  """The histogram of all their values, at the level their ranges
+  together allow (None counts as no histogram; one is returned as it
+  is). Exact and in any order: the same as merging them two at a time,
+  since each step's level is no coarser than the last one's."""
+  got = [h for h in histograms if h is not None]
+  if len(got) <= 1:
+    return got[0] if got else None
+  ranges = got[0].ranges
+  for h in got[1:]:
+    ranges = _combined(ranges, h.ranges)
   level = _level(ranges)
   keys, counts = _summed(
-      np.concatenate([_coarser(a.keys, a.level - level),
-                      _coarser(b.keys, b.level - level)]),
-      np.concatenate([a.counts, b.counts]))
+      np.concatenate([_coarser(h.keys, h.level - level) for h in got]),
+      np.concatenate([h.counts for h in got]))
   return Histogram(level, keys, counts, ranges)
 
 

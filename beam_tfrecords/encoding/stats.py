@@ -2,8 +2,8 @@
 converted columns in the same pass as the encoding (no second read).
 
 `column_stats(feature, lists)` describes one batch's column; `merge` adds
-two descriptions; `finish` turns the merged one into what dataset.json
-shows:
+two descriptions (`merge_all` many at once); `finish` turns the merged
+one into what dataset.json shows:
 
     {"present": records with the feature, "missing": records without,
      "values": values in all, "list_length": {"min", "max"} (values per
@@ -31,7 +31,7 @@ statistics.pb, dataset.json and the report are byte-identical on any
 machine and worker count (tests/e2e/test_determinism.py).
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 from beam_tfrecords.encoding import exact_sums, histogram
 from beam_tfrecords.schema.model import Feature, FeatureType
 
-__all__ = ["column_stats", "merge", "finish", "mean", "std_dev",
+__all__ = ["column_stats", "merge", "merge_all", "finish", "mean", "std_dev",
            "TOP_KEPT", "TOP_SHOWN", "STEPS_STAT", "FINE_STAT",
            "FINE_LEVEL_STAT"]
 
@@ -160,42 +160,87 @@ def _float_stats(numbers: pa.Array, out: dict) -> None:
 
 
 def merge(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
-  if a is None:
-    return b
-  if b is None:
-    return a
-  out = {k: a[k] + b[k] for k in ("present", "missing", "values")}
-  for k, pick in (("len_min", min), ("len_max", max), ("min", min),
-                  ("max", max), ("steps_min", min), ("steps_max", max)):
-    got = [x[k] for x in (a, b) if k in x]
+  """Two descriptions as one (`merge_all` of the two)."""
+  return merge_all([a, b])
+
+
+_PICKED = (("len_min", min), ("len_max", max), ("min", min), ("max", max),
+           ("steps_min", min), ("steps_max", max))
+# Integers, the sums exact ones (exact_sums): any order, same total.
+_ADDED = ("counted", "long_values", "zeros", "len_sum", "sum", "sumsq",
+          "unexpected", "non_finite")
+
+
+def merge_all(descriptions: Sequence[Optional[dict]]) -> Optional[dict]:
+  """The descriptions as one: what merging them two at a time, in their
+  order, gives (None counts as no description; one is returned as it
+  is), in one pass over them. Only the top values depend on that order:
+  each step keeps the TOP_KEPT most frequent (ties: the smaller value)."""
+  given: List[dict] = [d for d in descriptions if d is not None]
+  if len(given) <= 1:
+    return given[0] if given else None
+  out: Dict[str, Any] = {k: sum(d[k] for d in given)
+                         for k in ("present", "missing", "values")}
+  for k, pick in _PICKED:
+    got = [d[k] for d in given if k in d]
     if got:
       out[k] = pick(got)
-  # Integers, the sums exact ones (exact_sums): any order, same total.
-  for k in ("counted", "long_values", "zeros", "len_sum", "sum", "sumsq",
-            "unexpected", "non_finite"):
-    if k in a or k in b:
-      out[k] = a.get(k, 0) + b.get(k, 0)
-  if "keep" in a or "keep" in b:
-    out["keep"] = a.get("keep") or b.get("keep")
+  for k in _ADDED:
+    got = [d[k] for d in given if k in d]
+    if got:
+      out[k] = sum(got)
+  keep = [d.get("keep") for d in given if "keep" in d]
+  if keep:
+    out["keep"] = next((k for k in keep if k), keep[-1])
   for k in ("hist", "len_hist", "steps_hist"):
-    if k in a or k in b:
-      out[k] = histogram.merge(a.get(k), b.get(k))
-  if "expected_counts" in a or "expected_counts" in b:
-    counts = dict(a.get("expected_counts", {}))
-    for value, count in b.get("expected_counts", {}).items():
-      counts[value] = counts.get(value, 0) + count
+    got = [d[k] for d in given if k in d]
+    if got:
+      out[k] = histogram.merge_all(got)
+  got = [d["expected_counts"] for d in given if "expected_counts" in d]
+  if got:
+    counts = dict(got[0])
+    for more in got[1:]:
+      for value, count in more.items():
+        counts[value] = counts.get(value, 0) + count
     out["expected_counts"] = counts
-  if "top" in a or "top" in b:
-    top = dict(a.get("top", {}))
-    for value, count in b.get("top", {}).items():
-      top[value] = top.get(value, 0) + count
-    exact = a.get("top_exact", True) and b.get("top_exact", True)
-    if len(top) > TOP_KEPT:
-      exact = False
-      top = dict(sorted(top.items(), key=lambda kv: (-kv[1], kv[0]))
-                 [:TOP_KEPT])
-    out["top"], out["top_exact"] = top, exact
+  if any("top" in d for d in given):
+    out["top"], out["top_exact"] = _merged_top(given)
   return out
+
+
+def _merged_top(descriptions: List[dict]) -> Tuple[dict, bool]:
+  """The top values of the descriptions merged two at a time in their
+  order, each merge cut to TOP_KEPT (the first description is taken as
+  it is)."""
+  top: Optional[dict] = None
+  exact = True
+  for i, d in enumerate(descriptions):
+    got = d.get("top")
+    if top is None:
+      if got is None:
+        continue
+      top = dict(got)
+    elif got:
+      for value, count in got.items():
+        top[value] = top.get(value, 0) + count
+    exact = exact and d.get("top_exact", True)
+    if i and len(top) > TOP_KEPT:
+      exact = False
+      top = _most_frequent(top)
+  return top or {}, exact
+
+
+def _most_frequent(top: dict) -> dict:
+  """The TOP_KEPT values of highest count, ties by the smaller value
+  (the first TOP_KEPT of sorting by (-count, value)); in no particular
+  order (every reader of top values sorts them)."""
+  counts = np.fromiter(top.values(), dtype=np.int64, count=len(top))
+  # The TOP_KEPT-th highest count: every value above it is kept, and of
+  # those at it, the smallest values that fill TOP_KEPT.
+  kth = int(np.partition(counts, len(counts) - TOP_KEPT)[-TOP_KEPT])
+  above = [(v, c) for v, c in top.items() if c > kth]
+  tied = sorted(v for v, c in top.items() if c == kth)
+  return dict(above + [(v, kth) for v in tied[:TOP_KEPT - len(above)]])
 
 
 def mean(stats: dict) -> float:

@@ -17,7 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.core.layout import (PARTS_DIR, TFT_TEMP_DIR,
                                         TRANSFORMED_DIR)
-from beam_tfrecords.encoding.stats import merge as merge_stats
+from beam_tfrecords.encoding.stats import merge_all as merge_all_stats
 from beam_tfrecords.inspect.expectations import CheckPlan
 from beam_tfrecords.publish.commit import Commit
 from beam_tfrecords.publish.finish import Finish, FinishPlan
@@ -89,14 +89,17 @@ class DatasetPlan:
 
 
 def merge_split_stats(partials) -> dict:
-  """{split: {feature: stats}} partials merged (encoding.stats.merge)."""
-  out: Dict[str, dict] = {}
+  """{split: {feature: stats}} partials merged (encoding.stats.merge_all:
+  as merging them two at a time in their order, in one pass)."""
+  grouped: Dict[str, Dict[str, list]] = {}
   for partial in partials:
     for split, features in partial.items():
-      into = out.setdefault(split, {})
+      into = grouped.setdefault(split, {})
       for name, s in features.items():
-        into[name] = merge_stats(into.get(name), s)
-  return out
+        into.setdefault(name, []).append(s)
+  return {split: {name: merge_all_stats(described)
+                  for name, described in features.items()}
+          for split, features in grouped.items()}
 
 
 def _sum_columns(rows) -> tuple:

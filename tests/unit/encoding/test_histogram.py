@@ -34,6 +34,7 @@ def test_exact_and_the_same_in_any_merge_order(values, seed):
   parts = [H.of_values(p) for p in np.split(x, cuts)]
   rng.shuffle(parts)
   assert functools.reduce(H.merge, parts) == whole
+  assert H.merge_all(parts) == whole  # all at once: the same
   # Every value lies in its bucket's range.
   fine = H.buckets(whole)
   assert sum(c for _, _, c in fine) == len(x)

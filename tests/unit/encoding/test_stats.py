@@ -3,6 +3,7 @@ written records, computed from the converted columns in the same pass as the
 encoding (no second read)."""
 
 from fractions import Fraction
+import functools
 import itertools
 import json
 import random
@@ -96,6 +97,45 @@ def test_top_values_are_marked_inexact_past_the_kept_set(monkeypatch):
   assert merged["top_exact"] is False and len(merged["top"]) == 2
   assert stats.finish(merged)["top"] == [["x", 2], ["z", 2]]
   assert stats.merge(a, None) is a
+
+
+def _reference_fold(parts, kept):
+  """The top values of merging the parts two at a time, as the merge
+  was first written: add, then sort by (-count, value) and cut."""
+  top, exact = dict(parts[0]["top"]), parts[0]["top_exact"]
+  for p in parts[1:]:
+    for value, count in p["top"].items():
+      top[value] = top.get(value, 0) + count
+    exact = exact and p["top_exact"]
+    if len(top) > kept:
+      exact = False
+      top = dict(sorted(top.items(), key=lambda kv: (-kv[1], kv[0]))[:kept])
+  return top, exact
+
+
+@settings(max_examples=150, deadline=None)
+@given(tops=st.lists(st.dictionaries(st.binary(max_size=2),
+                                     st.integers(1, 4), max_size=12),
+                     min_size=1, max_size=12),
+       kept=st.integers(1, 8))
+def test_merging_all_at_once_is_merging_two_at_a_time(tops, kept):
+  # Few distinct counts and values: many ties at the cut, where the
+  # smaller value is kept.
+  stats.TOP_KEPT, saved = kept, stats.TOP_KEPT
+  try:
+    parts = [{"present": 1, "missing": 0, "values": len(t), "top": t,
+              "top_exact": len(t) <= kept} for t in tops]
+    merged = stats.merge_all(parts)
+    folded = functools.reduce(stats.merge, parts)
+  finally:
+    stats.TOP_KEPT = saved
+  if len(parts) == 1:
+    assert merged is parts[0]
+    return
+  assert (merged["top"], merged["top_exact"]) == \
+      _reference_fold(parts, kept)
+  assert merged == folded
+  assert merged["values"] == sum(len(t) for t in tops)
 
 
 def _part(value):
