@@ -229,9 +229,7 @@ def _unit_store(schema: Schema, plan: InputPlan, user_fn,
   if root is None:
     return None
   why = None
-  if "://" in root:
-    why = "the folder is not on local disk"
-  elif user_fn is not None:
+  if user_fn is not None:
     why = "a preprocess function's output is not keyed"
   elif schema.media:
     why = "its media files are not keyed"
@@ -243,12 +241,10 @@ def _unit_store(schema: Schema, plan: InputPlan, user_fn,
     why = "Beam's sink deals records itself"
   elif schema.expect is not None and schema.expect.disjoint_splits:
     why = "expect: disjoint_splits compares every record"
-  elif not fs.is_local(dataset.staging):
-    why = "the output is not on local disk"
   if why is not None:
     _LOG.info("read units are not kept for reuse (%s)", why)
     return None
-  return os.path.abspath(root)
+  return os.path.abspath(root) if fs.is_local(root) else root
 
 
 def _unit_keys(schema: Schema, plan: InputPlan,
@@ -276,7 +272,8 @@ def _evict(store: Optional[str], opts: BuildOptions, started: float) -> None:
   """After the publish, --cache's folder cut to its size bound (this
   build's units stay). (The output's .units/ went before the switch:
   publish.finish.)"""
-  if store is None or not opts.cache or not os.path.isdir(store):
+  if store is None or not opts.cache or (fs.is_local(store)
+                                         and not os.path.isdir(store)):
     return
   size = parse_size(opts.cache_size) if opts.cache_size is not None else None
   bound = CACHE_BYTES if size is None else size

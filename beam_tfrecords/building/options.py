@@ -170,7 +170,8 @@ class BuildOptions:
     resume: keep each finished read unit's results in the output's
       .units/ until the build's checks pass, so that a rerun after a kill
       or a failed job reuses them (core.unit_cache); on by default.
-    cache: a local folder keeping finished units across builds.
+    cache: a folder (local, gs://, s3://) keeping finished units
+      across builds.
     cache_size: the cache folder's size bound (default 20 GiB).
   """
   num_shards: Union[None, int, Mapping[str, int]] = _option(

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 from beam_tfrecords.core.errors import InputError
 
 __all__ = ["FileInfo", "is_local", "join", "exists", "open_read", "match",
-           "write_bytes", "sha256_of",
+           "write_bytes", "sha256_of", "copy", "delete",
            "AUTO", "GZIP", "UNCOMPRESSED"]
 
 # Compression names, as Beam's CompressionTypes spells them.
@@ -114,6 +114,40 @@ def write_bytes(path: str, data: bytes) -> None:
   with open(temp, "wb") as f:
     f.write(data)
   os.replace(temp, path)
+
+
+def copy(source: str, target: str, read_bytes: int = 8 << 20) -> None:
+  """Copies a file: by the store itself where both are on one remote file
+  system (GCS and S3 copy server side), else streamed."""
+  if not is_local(source) and (source.split("://")[0]
+                               == target.split("://")[0]):
+    _beam().copy([source], [target])
+    return
+  if is_local(target):
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    writer: Any = open(target, "wb")
+  else:
+    writer = _beam().create(target)
+  with open_read(source, UNCOMPRESSED) as f, writer:
+    while True:
+      data = f.read(read_bytes)
+      if not data:
+        break
+      writer.write(data)
+
+
+def delete(paths: List[str]) -> None:
+  """Deletes files (local ones with os.remove); a missing one is not an
+  error."""
+  remote = [p for p in paths if not is_local(p)]
+  for path in paths:
+    if is_local(path):
+      try:
+        os.remove(path)
+      except FileNotFoundError:
+        pass
+  if remote:
+    _beam().delete(remote)
 
 
 def _regex(pattern: str) -> "re.Pattern":

@@ -170,26 +170,27 @@ class StoredUnit(NamedTuple):
 
 
 class UnitStore:
-  """A folder of units' results (local disk; see the module's docstring).
+  """A folder of units' results (see the module's docstring): on local
+  disk, or on any Beam file system (gs://, s3://, ...).
 
   Args:
     root: the folder (made when the first unit is written).
   """
 
   def __init__(self, root: str):
-    if not fs.is_local(root):
-      raise ValueError(f"{root}: a unit store is a local folder")
     self.root = root
+    self._files: _Files = _LocalFiles() if fs.is_local(root) else \
+        _RemoteFiles()
 
   def _folder(self, key: str) -> str:
-    return os.path.join(self.root, key[:2], key)
+    return fs.join(self.root, key[:2], key)
 
   def _batch(self, key: str, i: int) -> str:
-    return os.path.join(self._folder(key), f"{i:05d}{_SUFFIX}")
+    return fs.join(self._folder(key), f"{i:05d}{_SUFFIX}")
 
   def _parts(self, key: str, i: int, split: str, deal: str,
              suffix: str) -> str:
-    return os.path.join(self._folder(key), f"{i:05d}-{split}-{deal}{suffix}")
+    return fs.join(self._folder(key), f"{i:05d}-{split}-{deal}{suffix}")
 
   def put(self, key: str, i: int, result: Any,
           splits: Sequence[str] = ()) -> bool:
@@ -209,18 +210,16 @@ class UnitStore:
     made them (for another deal to get the records back). False if not
     kept (as `put`)."""
     target = self._parts(key, i, split, deal, _PART_FILE)
-    temp = f"{target}.tmp-{uuid.uuid4().hex}"
     try:
-      os.makedirs(os.path.dirname(target), exist_ok=True)
-      _link(path, temp)
-      os.replace(temp, target)
-    except OSError as e:
-      _remove(temp)
+      self._files.copy(path, target)
+      size = self._files.size(target)
+    except (OSError, IOError) as e:
+      self._files.remove(target)
       _LOG.warning("%s: not kept for reuse (%s)", target, e)
       return False
     return self._write(self._parts(key, i, split, deal, _PARTS), _sealed(
-        {"crc32": crc32, "bytes": os.path.getsize(target),
-         "parts": parts, "deal": dict(how)}))
+        {"crc32": crc32, "bytes": size, "parts": parts,
+         "deal": dict(how)}))
 
   def complete(self, key: str, batches: int,
                about: Optional[Mapping[str, Any]] = None) -> bool:
@@ -228,21 +227,15 @@ class UnitStore:
     unit was, for `units`' readers); False if it could not (as `put`)."""
     text = json.dumps({"batches": batches, "unit": dict(about or {})},
                       sort_keys=True, default=repr)
-    return self._write(os.path.join(self._folder(key), MANIFEST),
+    return self._write(fs.join(self._folder(key), MANIFEST),
                        text.encode("utf-8"))
 
   def _write(self, path: str, data: bytes) -> bool:
-    """Writes a file whole (a temporary name, then renamed), or logs why
-    not and leaves nothing."""
-    temp = f"{path}.tmp-{uuid.uuid4().hex}"
+    """Writes a file whole, or logs why not and leaves nothing."""
     try:
-      os.makedirs(os.path.dirname(path), exist_ok=True)
-      with open(temp, "wb") as f:
-        f.write(data)
-      os.replace(temp, path)
+      self._files.write(path, data)
       return True
-    except OSError as e:
-      _remove(temp)
+    except (OSError, IOError) as e:
       _LOG.warning("%s: not kept for reuse (%s)", path, e)
       return False
 
@@ -252,14 +245,14 @@ class UnitStore:
     is missing or damaged (then the unit is removed, to be computed
     again). Each split's parts are those of the deal `deal`, else another deal's
     whose records can be got back (KeptSplit.other_deal).
-    With `into` (a local folder), every part file is linked (or copied)
-    to `into/<split>/` first and checked there, and named there; else
+    With `into` (a folder), every part file is linked (or copied) to
+    `into/<split>/` first and checked there, and named there; else
     checked and named in the store."""
-    folder = self._folder(key)
+    manifest = fs.join(self._folder(key), MANIFEST)
+    text = self._files.read(manifest)
     try:
-      with open(os.path.join(folder, MANIFEST), encoding="utf-8") as f:
-        batches = int(json.load(f)["batches"])
-    except (OSError, ValueError, KeyError, TypeError):
+      batches = int(json.loads(text or b"")["batches"])
+    except (ValueError, KeyError, TypeError):
       return None
     out: List[KeptBatchResults] = []
     made: List[str] = []
@@ -267,20 +260,17 @@ class UnitStore:
       kept = self._load_batch(key, i, into, made, deal)
       if kept is None:
         for path in made:
-          _remove(path)
+          self._files.remove(path)
         self.remove(key)
         return None
       out.append(kept)
-    try:
-      os.utime(os.path.join(folder, MANIFEST))  # used now (evict: LRU)
-    except OSError:
-      pass
+    self._files.touch(manifest, text or b"")  # used now (evict: LRU)
     return out
 
   def _load_batch(self, key: str, i: int, into: Optional[str],
                   made: List[str], deal: str
                   ) -> Optional[KeptBatchResults]:
-    batch = _unsealed(self._batch(key, i))
+    batch = _unsealed(self._files.read(self._batch(key, i)))
     if batch is None:
       return None
     parts: Dict[str, KeptSplit] = {}
@@ -291,16 +281,14 @@ class UnitStore:
       path, about = found
       same = path == self._parts(key, i, split, deal, _PART_FILE)
       if into is not None:
-        target = os.path.join(into, split,
-                              f"kept-{uuid.uuid4().hex}{_PART_FILE}")
+        target = fs.join(into, split, f"kept-{uuid.uuid4().hex}{_PART_FILE}")
         try:
-          os.makedirs(os.path.dirname(target), exist_ok=True)
-          _link(path, target)
-        except OSError:
+          self._files.copy(path, target)
+        except (OSError, IOError):
           return None
         made.append(target)
         path = target
-      if _file_crc32(path, about["bytes"]) != about["crc32"]:
+      if not self._files.intact(path, about["bytes"], about["crc32"]):
         return None
       parts[split] = KeptSplit(path, about["parts"],
                                None if same else about["deal"])
@@ -311,60 +299,50 @@ class UnitStore:
     """(part file, what its .parts file says) of batch `i`'s parts of
     `split`: the deal `deal`'s, else another deal's that can give its
     records back (framed TFRecords)."""
-    about = _unsealed(self._parts(key, i, split, deal, _PARTS))
+    about = _unsealed(self._files.read(
+        self._parts(key, i, split, deal, _PARTS)))
     if about is not None:
       return self._parts(key, i, split, deal, _PART_FILE), about
     prefix, folder = f"{i:05d}-{split}-", self._folder(key)
-    try:
-      names = sorted(n for n in os.listdir(folder)
-                     if n.startswith(prefix) and n.endswith(_PARTS))
-    except OSError:
-      return None
+    names = sorted(n for n in self._files.names(folder)
+                   if n.startswith(prefix) and n.endswith(_PARTS))
     for name in names:
       other = name[len(prefix):-len(_PARTS)]
-      about = _unsealed(os.path.join(folder, name))
+      about = _unsealed(self._files.read(fs.join(folder, name)))
       if about is not None and about["deal"].get("framed"):
         return self._parts(key, i, split, other, _PART_FILE), about
     return None
 
   def has(self, key: str) -> bool:
     """Whether the unit is marked complete (its batches unchecked)."""
-    return os.path.exists(os.path.join(self._folder(key), MANIFEST))
+    return fs.exists(fs.join(self._folder(key), MANIFEST))
 
   def remove(self, key: str) -> None:
-    shutil.rmtree(self._folder(key), ignore_errors=True)
+    self._files.remove_tree(self._folder(key))
 
   def units(self) -> Iterator[StoredUnit]:
     """Every complete unit in the store."""
-    if not os.path.isdir(self.root):
-      return
-    for head in sorted(os.listdir(self.root)):
-      top = os.path.join(self.root, head)
-      if len(head) != 2 or not os.path.isdir(top):
+    listed: Dict[str, List[fs.FileInfo]] = {}
+    for f in self._files.listing(self.root):
+      names = _relative(self.root, f.path).split("/")
+      if len(names) == 3 and len(names[0]) == 2:
+        listed.setdefault(names[1], []).append(f)
+    for key in sorted(listed):
+      files = listed[key]
+      manifest = [f for f in files if f.path.endswith("/" + MANIFEST)]
+      if not manifest:
         continue
-      for key in sorted(os.listdir(top)):
-        folder = os.path.join(top, key)
-        manifest = os.path.join(folder, MANIFEST)
-        try:
-          with open(manifest, encoding="utf-8") as f:
-            batches = int(json.load(f)["batches"])
-          used = os.stat(manifest).st_mtime
-          size = sum(os.path.getsize(os.path.join(folder, n))
-                     for n in os.listdir(folder))
-        except (OSError, ValueError, KeyError, TypeError):
-          continue
-        yield StoredUnit(key, size, batches, used)
+      try:
+        batches = int(json.loads(self._files.read(manifest[0].path)
+                                 or b"")["batches"])
+      except (ValueError, KeyError, TypeError):
+        continue
+      yield StoredUnit(key, sum(f.size for f in files), batches,
+                       manifest[0].mtime)
 
   def size(self) -> int:
     """Bytes on disk, incomplete units included."""
-    total = 0
-    for folder, _, names in os.walk(self.root):
-      for name in names:
-        try:
-          total += os.path.getsize(os.path.join(folder, name))
-        except OSError:
-          pass
-    return total
+    return sum(f.size for f in self._files.listing(self.root))
 
   def evict(self, max_bytes: int, keep: Optional[float] = None
             ) -> List[str]:
@@ -387,7 +365,7 @@ class UnitStore:
   def clear(self) -> int:
     """Removes every unit; returns the bytes freed."""
     freed = self.size()
-    shutil.rmtree(self.root, ignore_errors=True)
+    self._files.remove_tree(self.root)
     return freed
 
 
@@ -396,12 +374,10 @@ def _sealed(value: Any) -> bytes:
   return _MAGIC + hashlib.sha256(payload).digest() + payload
 
 
-def _unsealed(path: str) -> Any:
-  """What `_sealed` wrote to `path`, or None: missing or damaged."""
-  try:
-    with open(path, "rb") as f:
-      data = f.read()
-  except OSError:
+def _unsealed(data: Optional[bytes]) -> Any:
+  """What `_sealed` wrote (a file's bytes; None: unreadable), or None:
+  missing or damaged."""
+  if data is None:
     return None
   payload = data[_HEAD:]
   if (data[:len(_MAGIC)] != _MAGIC
@@ -411,6 +387,12 @@ def _unsealed(path: str) -> Any:
     return pickle.loads(payload)
   except Exception:  # pylint: disable=broad-except
     return None
+
+
+def _relative(root: str, path: str) -> str:
+  """`path` under `root`, with / between names."""
+  rel = path[len(root):].lstrip("/\\")
+  return rel.replace(os.sep, "/")
 
 
 def _file_crc32(path: str, size: int) -> Optional[int]:
@@ -446,17 +428,187 @@ def _remove(path: str) -> None:
     pass
 
 
-def output_units(output: str) -> Optional[str]:
-  """An output's own store, `.units/` (--resume), or None for an output
-  that is not on local disk."""
-  return os.path.join(output, UNITS_DIR) if fs.is_local(output) else None
+class _Files:
+  """What a store does with its files, on one kind of file system."""
+
+  def read(self, path: str) -> Optional[bytes]:
+    """The file's bytes, or None: missing or unreadable."""
+    raise NotImplementedError
+
+  def write(self, path: str, data: bytes) -> None:
+    """The file written whole: never seen half-written."""
+    raise NotImplementedError
+
+  def copy(self, source: str, target: str) -> None:
+    raise NotImplementedError
+
+  def size(self, path: str) -> int:
+    raise NotImplementedError
+
+  def intact(self, path: str, size: int, crc32: int) -> bool:
+    """Whether a part file is the one kept (see the subclasses)."""
+    raise NotImplementedError
+
+  def touch(self, path: str, data: bytes) -> None:
+    """Marks a file (of these bytes) used now."""
+    raise NotImplementedError
+
+  def names(self, folder: str) -> List[str]:
+    """The names of the files in a folder."""
+    raise NotImplementedError
+
+  def listing(self, root: str) -> List[fs.FileInfo]:
+    """Every file under a folder, at any depth."""
+    raise NotImplementedError
+
+  def remove(self, path: str) -> None:
+    raise NotImplementedError
+
+  def remove_tree(self, folder: str) -> None:
+    raise NotImplementedError
+
+
+class _LocalFiles(_Files):
+  """On local disk: written through a temporary name and renamed; a
+  part file hard-linked (else copied) and checked by size and CRC-32."""
+
+  def read(self, path: str) -> Optional[bytes]:
+    try:
+      with open(path, "rb") as f:
+        return f.read()
+    except OSError:
+      return None
+
+  def write(self, path: str, data: bytes) -> None:
+    temp = f"{path}.tmp-{uuid.uuid4().hex}"
+    try:
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      with open(temp, "wb") as f:
+        f.write(data)
+      os.replace(temp, path)
+    except OSError:
+      self.remove(temp)
+      raise
+
+  def copy(self, source: str, target: str) -> None:
+    temp = f"{target}.tmp-{uuid.uuid4().hex}"
+    try:
+      os.makedirs(os.path.dirname(target), exist_ok=True)
+      _link(source, temp)
+      os.replace(temp, target)
+    except OSError:
+      self.remove(temp)
+      raise
+
+  def size(self, path: str) -> int:
+    return os.path.getsize(path)
+
+  def intact(self, path: str, size: int, crc32: int) -> bool:
+    return _file_crc32(path, size) == crc32
+
+  def touch(self, path: str, data: bytes) -> None:
+    try:
+      os.utime(path)
+    except OSError:
+      pass
+
+  def names(self, folder: str) -> List[str]:
+    try:
+      return os.listdir(folder)
+    except OSError:
+      return []
+
+  def listing(self, root: str) -> List[fs.FileInfo]:
+    out = []
+    for folder, _, names in os.walk(root):
+      for name in names:
+        path = os.path.join(folder, name)
+        try:
+          st = os.stat(path)
+        except OSError:
+          continue
+        out.append(fs.FileInfo(path, st.st_size, st.st_mtime))
+    return out
+
+  def remove(self, path: str) -> None:
+    _remove(path)
+
+  def remove_tree(self, folder: str) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+class _RemoteFiles(_Files):
+  """On an object store (gs://, s3://, ... through Beam's FileSystems):
+  an object is written whole or not at all, so under its own name; a
+  part file copied by the store (server side); a part file checked by
+  its size (its bytes by the store's own checksums as it was written: a
+  CRC-32 here would read every kept part once more over the network);
+  used marked by writing the manifest again (objects have no touch)."""
+
+  def read(self, path: str) -> Optional[bytes]:
+    try:
+      with fs.open_read(path, fs.UNCOMPRESSED) as f:
+        return f.read()
+    except Exception:  # pylint: disable=broad-except
+      return None  # (each store raises its own errors for a missing file)
+
+  def write(self, path: str, data: bytes) -> None:
+    fs.write_bytes(path, data)
+
+  def copy(self, source: str, target: str) -> None:
+    fs.copy(source, target)
+
+  def size(self, path: str) -> int:
+    found = fs.match(path)
+    if not found:
+      raise IOError(f"{path}: not found")
+    return found[0].size
+
+  def intact(self, path: str, size: int, crc32: int) -> bool:
+    found = fs.match(path)
+    return bool(found) and found[0].size == size
+
+  def touch(self, path: str, data: bytes) -> None:
+    try:
+      self.write(path, data)
+    except Exception:  # pylint: disable=broad-except
+      pass
+
+  def names(self, folder: str) -> List[str]:
+    return [_relative(folder, f.path) for f in self.listing(folder)]
+
+  def listing(self, root: str) -> List[fs.FileInfo]:
+    try:
+      return fs.match(fs.join(root, "**"))
+    except Exception:  # pylint: disable=broad-except
+      return []
+
+  def remove(self, path: str) -> None:
+    try:
+      fs.delete([path])
+    except Exception:  # pylint: disable=broad-except
+      pass
+
+  def remove_tree(self, folder: str) -> None:
+    paths = [f.path for f in self.listing(folder)]
+    if paths:
+      try:
+        fs.delete(paths)
+      except Exception:  # pylint: disable=broad-except
+        pass
+
+
+def output_units(output: str) -> str:
+  """An output's own store, `.units/` (--resume)."""
+  return fs.join(output, UNITS_DIR)
 
 
 def drop_output_units(output: str) -> None:
   """Removes an output's `.units/`, if there; never raises."""
   units = output_units(output)
-  if units is not None and os.path.isdir(units):
-    UnitStore(units).clear()
+  if fs.is_local(units) and not os.path.isdir(units):
+    return
+  UnitStore(units).clear()
 
 
 def describe_store(root: str) -> Dict[str, Any]:
