@@ -36,6 +36,7 @@ from beam_tfrecords.core.unit_cache import (Keeping, UnitStore,
                                             drop_output_units,
                                             output_units, unit_key)
 from beam_tfrecords.core.version import __version__
+from beam_tfrecords.publish.append import append_plan, appended_inputs
 from beam_tfrecords.publish.lock import new_run
 from beam_tfrecords.publish.output import check_output_path
 from beam_tfrecords.publish.publication import Publication
@@ -148,6 +149,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                                 format_options, preprocess, beam_opts)
   tft_key = tft.traced_key(schema)
   _for_runner(runner, schema, opts, beam_opts, len(plan.units))
+  _check_append(schema, opts)
   # Checked and locked (one build at a time per output: the lock is held
   # until the end), earlier builds recovered, the staging folder made: the
   # stage phase of its publication, on the launcher.
@@ -165,6 +167,12 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
       try:
         dataset = planning.dataset_plan(schema, plan, opts.resolved(schema),
                                         publication, described, user_fn)
+        if opts.append:
+          appending = append_plan(output, dataset.planned, described)
+          dataset = dataclasses.replace(
+              dataset, appending=appending,
+              planned=dataclasses.replace(dataset.planned, inputs=(
+                  appended_inputs(appending.previous.inputs, described))))
         store = _unit_store(schema, plan, user_fn, opts, output, runner,
                             dataset)
         keeping = None if store is None else Keeping(
@@ -207,7 +215,7 @@ def _publication(schema: Schema, plan: InputPlan, opts: BuildOptions,
       **tft_key})
   described = InputsInfo(plan.format, tuple(patterns),
                          tuple(planning.listed_inputs(plan)), fingerprint)
-  return Publication(output, new_run(), key, opts.overwrite,
+  return Publication(output, new_run(), key, opts.overwrite or opts.append,
                      tfmd_text(schema), "--overwrite"), described
 
 
@@ -376,6 +384,31 @@ def _for_runner(runner, schema: Schema, opts: BuildOptions,
         "before they arrive (the build's count check fails; "
         "docs/operations.md, Prism); use the default sink, or Beam's sink "
         "on the DirectRunner, Flink or Spark")
+
+
+def _check_append(schema: Schema, opts: BuildOptions) -> None:
+  """What --append cannot add to, refused before anything runs."""
+  if not opts.append:
+    return
+  why = None
+  if opts.overwrite:
+    why = "--overwrite replaces the dataset; give one of the two"
+  elif schema.transform is not None:
+    why = ("TensorFlow Transform's analyzers are over every row: the new "
+           "rows would change the old ones' transform")
+  elif schema.is_sequence and schema.group_by:
+    why = ("a group_by key in both the old and the new inputs would be two "
+           "SequenceExamples")
+  elif opts.tfds:
+    why = "TFDS's metadata names every shard by one template and count"
+  elif opts.sink != "deterministic":
+    why = "Beam's sink names its own shards"
+  elif schema.expect is not None and (schema.expect.disjoint_splits
+                                      or schema.expect.disjoint_keys):
+    why = "expect: disjoint_splits / disjoint_keys compare every record"
+  if why is not None:
+    raise InputError(f"--append cannot be used here: {why}; rebuild the "
+                     "dataset whole instead")
 
 
 def _plan(schema: Schema, patterns: List[str], output: str, input_format,

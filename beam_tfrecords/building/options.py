@@ -163,6 +163,8 @@ class BuildOptions:
       or "warn" (published, the anomalies recorded); None: the schema's
       `on_anomaly:`, else "fail".
     overwrite: replace an existing finished dataset.
+    append: add the inputs to the finished dataset in the output as new
+      shard files (publish.append).
     force: build even when the output holds a finished dataset of the same
       inputs (paths, sizes, modification times), schema, options and tool
       version; without it such a build returns at once, up to date
@@ -266,6 +268,13 @@ class BuildOptions:
   force: bool = _option(
       False, "publishing", "build even if the output is up to date (same "
       "inputs, schema and options as its last build)", key="never")
+  append: bool = _option(
+      False, "publishing", "add these inputs to the finished dataset in "
+      "the output as new shard files after its own, without rewriting or "
+      "copying its shards (hard links keep them; on GCS and S3 the store "
+      "copies them); the schema and record options must be the dataset's, "
+      "and no input may be one it holds; counts and statistics are merged",
+      key="changed")
   resume: bool = _option(
       True, "reuse", "keep each finished read unit's results in the "
       "output's .units/ until the build's checks pass, so that the same "
@@ -274,8 +283,8 @@ class BuildOptions:
       "part files are links of the build's own; --no-resume computes "
       "everything and keeps nothing)", key="never", flag="--no-resume")
   cache: Optional[str] = _option(
-      None, "reuse", "a local folder that keeps every finished read "
-      "unit's results across builds, so a rebuild computes only new or "
+      None, "reuse", "a folder (local, gs://, s3://) that keeps every "
+      "finished read unit's results across builds, so a rebuild computes only new or "
       "changed inputs (`beam-tfrecords cache` lists and clears it); "
       "default: none", key="never", metavar="DIR")
   cache_size: Union[None, int, str] = _option(

@@ -18,7 +18,7 @@ from typing import NamedTuple, Tuple
 
 __all__ = ["DATASET_JSON", "SUCCESS", "ERRORS_DIR", "INDEX_DIR",
            "PREVIEW_DIR", "CARD_FILE", "REPORT_FILE", "ANOMALIES_FILE",
-           "CROISSANT_FILE", "STATISTICS_FILE", "TFMD_FILE", "TFDS_FILES",
+           "CROISSANT_FILE", "STATISTICS_FILE", "STATS_STATE_FILE", "TFMD_FILE", "TFDS_FILES",
            "TRANSFORMED_DIR", "RAW_METADATA_DIR", "TRANSFORM_DIRS",
            "LOCK_FILE", "STAGING_PREFIX", "UNITS_DIR", "PARTS_DIR", "TFT_TEMP_DIR",
            "JOURNAL", "ROLLBACK", "JOURNALS", "PREVIOUS", "ASIDE_DONE",
@@ -49,6 +49,9 @@ ANOMALIES_FILE = "anomalies.json"
 CROISSANT_FILE = "croissant.json"
 # TensorFlow Data Validation's statistics (sinks.tfdv).
 STATISTICS_FILE = "statistics.pb"
+# The statistics before they are rounded (encoding.stats_state): what an
+# --append merges the new rows' statistics into.
+STATS_STATE_FILE = "statistics.state.json"
 # TensorFlow Metadata's schema (schema.tfmd), the name TFX gives it.
 TFMD_FILE = "schema.pbtxt"
 # What TensorFlow Datasets reads beside the shards (--tfds: sinks.tfds_files),
@@ -131,6 +134,10 @@ FINISHED: Tuple[Entry, ...] = (
     Entry(STATISTICS_FILE,
           "the statistics as TFDV's DatasetFeatureStatisticsList, one "
           "dataset per split", "unless --no-statistics"),
+    Entry(STATS_STATE_FILE,
+          "the statistics before rounding (exact sums, histograms, top "
+          "values): what --append merges the new rows' statistics into",
+          "unless --no-statistics"),
     Entry(REPORT_FILE,
           "the report: an overview, splits, rejected rows, per-feature "
           "plots (one page, no network)", "unless --no-report"),

@@ -25,8 +25,10 @@ from beam_tfrecords.core.info import (Counts, DatasetInfo, ErrorFile,
                                       FileSum, IndexInfo, ShardInfo,
                                       SplitInfo, TransformInfo)
 from beam_tfrecords.core.layout import (ANOMALIES_FILE, DATASET_JSON,
-                                        STATISTICS_FILE, TRANSFORMED_DIR)
+                                        STATISTICS_FILE, STATS_STATE_FILE,
+                                        TRANSFORMED_DIR)
 from beam_tfrecords.inspect.expectations import CheckPlan, check_dataset
+from beam_tfrecords.publish.append import AppendPlan, appended
 from beam_tfrecords.runners.gaps import gather
 from beam_tfrecords.sinks.metadata import write_file
 from beam_tfrecords.sinks.parts import (ErrorsWritten, FeatureStatistics,
@@ -111,7 +113,8 @@ def _check_counts(counts: Dict[str, int], written: int,
 
 def _commit(parts: List[Any], directory: str, planned: DatasetInfo,
             stat_fields: Sequence[str],
-            checks: Optional[CheckPlan] = None) -> DatasetInfo:
+            checks: Optional[CheckPlan] = None,
+            appending: Optional[AppendPlan] = None) -> DatasetInfo:
   """The parts (sinks.parts) -> the staged dataset.json, written, with
   statistics.pb and report.html."""
   shards = sorted(finish_shard_names(directory, [
@@ -162,16 +165,12 @@ def _commit(parts: List[Any], directory: str, planned: DatasetInfo,
             "read": sum(p.units for p in read),
             "reused": sum(p.reused for p in read)}}))
   described = [p.splits for p in parts if isinstance(p, FeatureStatistics)]
-  if described:
-    from beam_tfrecords.encoding.stats import finish  # no cycle at import
-    info = dataclasses.replace(info, statistics={
-        split: {name: FeatureStats.from_json(finish(s))
-                for name, s in sorted(features.items())}
-        for split, features in sorted(described[0].items())},
-                               tfdv_statistics=STATISTICS_FILE)
-    # TensorFlow Data Validation's format, for TFDV and Facets.
-    info = listed_with(info, {STATISTICS_FILE: write_file(
-        directory, STATISTICS_FILE, statistics_bytes(info, described[0]))})
+  state = described[0] if described else None
+  if appending is not None:
+    # The old generation's files, counts and statistics joined.
+    info, state = appended(directory, info, state, appending)
+  if state is not None:
+    info = _with_statistics(directory, info, state)
   if checks is not None:
     info = _checked(directory, info, checks, parts)
   page = _report(directory, info) if info.report else None
@@ -186,6 +185,26 @@ def _commit(parts: List[Any], directory: str, planned: DatasetInfo,
   if page is not None and info.report:
     write_file(directory, info.report, page.encode("utf-8"))
   return info
+
+
+def _with_statistics(directory: str, info: DatasetInfo,
+                     state: Dict[str, Dict[str, dict]]) -> DatasetInfo:
+  """The statistics of the merge `state` in dataset.json, and written as
+  statistics.pb (TensorFlow Data Validation's format, for TFDV and
+  Facets) and statistics.state.json (what an --append merges into)."""
+  # (no cycle at import)
+  from beam_tfrecords.encoding.stats import finish
+  from beam_tfrecords.encoding.stats_state import state_json
+  info = dataclasses.replace(info, statistics={
+      split: {name: FeatureStats.from_json(finish(s))
+              for name, s in sorted(features.items())}
+      for split, features in sorted(state.items())},
+                             tfdv_statistics=STATISTICS_FILE)
+  return listed_with(info, {
+      STATISTICS_FILE: write_file(directory, STATISTICS_FILE,
+                                  statistics_bytes(info, state)),
+      STATS_STATE_FILE: write_file(directory, STATS_STATE_FILE,
+                                   state_json(state).encode("utf-8"))})
 
 
 def _checked(directory: str, info: DatasetInfo, checks: CheckPlan,
@@ -223,11 +242,11 @@ def _report(directory: str, info: DatasetInfo) -> Optional[str]:
 
 
 @no_type_check
-def _commit_step(parts, directory, planned, stat_fields, checks):
+def _commit_step(parts, directory, planned, stat_fields, checks, appending):
   """_commit, without annotations: Beam reads a step function's
   annotations as type hints, and makes Beam schemas of the NamedTuples
   among them (CheckPlan), which fails on their dict fields."""
-  return _commit(parts, directory, planned, stat_fields, checks)
+  return _commit(parts, directory, planned, stat_fields, checks, appending)
 
 
 class Commit(beam.PTransform):
@@ -241,16 +260,20 @@ class Commit(beam.PTransform):
     checks: the schema's expectations and the baseline, when the schema
       has expect: sections (anomalies go into dataset.json, anomalies.json
       and the report).
+    appending: --append's plan (publish.append): the published dataset
+      the staged one joins.
   """
 
   def __init__(self, directory: str, planned: DatasetInfo,
                stat_fields: Sequence[str],
-               checks: Optional[CheckPlan] = None):
+               checks: Optional[CheckPlan] = None,
+               appending: Optional[AppendPlan] = None):
     super().__init__()
     self._directory = directory
     self._planned = planned
     self._stat_fields = tuple(stat_fields)
     self._checks = checks
+    self._appending = appending
 
   def expand(self, parts: Any) -> Any:
     return (parts
@@ -260,5 +283,5 @@ class Commit(beam.PTransform):
             # [part, ...] (one element)
             | "WriteMetadata" >> beam.Map(_commit_step, self._directory,
                                           self._planned, self._stat_fields,
-                                          self._checks
+                                          self._checks, self._appending
                                           ).with_output_types(Any))

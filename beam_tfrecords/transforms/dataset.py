@@ -19,6 +19,7 @@ from beam_tfrecords.core.layout import (PARTS_DIR, TFT_TEMP_DIR,
                                         TRANSFORMED_DIR)
 from beam_tfrecords.encoding.stats import merge_all as merge_all_stats
 from beam_tfrecords.inspect.expectations import CheckPlan
+from beam_tfrecords.publish.append import AppendPlan
 from beam_tfrecords.publish.commit import Commit
 from beam_tfrecords.publish.finish import Finish, FinishPlan
 from beam_tfrecords.runners.gaps import separates_outputs
@@ -71,6 +72,8 @@ class DatasetPlan:
     member_bytes: framed bytes per gzip member at most (--member-size).
     units: the read units may be kept or reused (core.unit_cache):
       dataset.json's inputs say how many were reused.
+    appending: --append: the dataset the new shards join
+      (publish.append), else None.
   """
   staging: str
   shards: Any
@@ -86,6 +89,7 @@ class DatasetPlan:
   codec: Codec = TFRECORD_GZIP
   member_bytes: int = MEMBER_CAP
   units: bool = False
+  appending: Optional[AppendPlan] = None
 
 
 def merge_split_stats(partials) -> dict:
@@ -199,5 +203,5 @@ class WriteBatches(beam.PTransform):
     return (tuple(outputs)
             | "Parts" >> beam.Flatten()
             | "Commit" >> Commit(plan.staging, plan.planned, STAT_FIELDS,
-                                 plan.checks)
+                                 plan.checks, plan.appending)
             | "Finish" >> Finish(plan.finish))

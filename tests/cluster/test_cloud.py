@@ -44,7 +44,7 @@ def test_build_from_and_to_s3(s3, tmp_path):
                   "events/index/train-00000-of-00001.tfrecord.gz.index",
                   "events/preview/train.parquet",
                   "events/report.html", "events/schema.pbtxt",
-                  "events/statistics.pb",
+                  "events/statistics.pb", "events/statistics.state.json",
                   "events/train-00000-of-00001.tfrecord.gz"]
   # No staging or part files are left on the bucket.
   shard = client.get_object(
@@ -334,3 +334,33 @@ def test_a_killed_build_on_s3_reuses_its_finished_units(s3, tmp_path,
   assert_same_but_units(
       _download(client, "killed-out", "whole", tmp_path / "whole"),
       _download(client, "killed-out", "out", tmp_path / "out"))
+
+
+def test_append_on_s3_adds_shards_as_a_clean_build_holds_them(s3, tmp_path,
+                                                             monkeypatch):
+  """--append into s3://: the old shards copied by the store under their
+  new names, the new ones after them; records, counts and statistics as
+  a clean build of all the inputs."""
+  import json
+  from beam_tfrecords.read.stream import RecordStream
+  from tests.helpers.shard_size import SCHEMA
+  monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # croissant.json
+  client = boto3.client("s3", endpoint_url=s3)
+  inputs = _s3_inputs(client, tmp_path, "append-raw", 3, 2000)
+  client.create_bucket(Bucket="append-out")
+  args = dict(beam_args=s3_beam_args(s3), num_shards=2)
+  btr.build(SCHEMA, inputs[:2], "s3://append-out/out", **args)
+  btr.build(SCHEMA, inputs[2:], "s3://append-out/out", append=True, **args)
+  btr.build(SCHEMA, inputs, "s3://append-out/clean", **args)
+  out = _download(client, "append-out", "out", tmp_path / "out")
+  clean = _download(client, "append-out", "clean", tmp_path / "clean")
+  assert sorted(n for n in os.listdir(out) if n.endswith(".tfrecord.gz")) \
+      == [f"train-{i:05d}-of-00004.tfrecord.gz" for i in range(4)]
+  assert sorted(RecordStream(out, "train")) == \
+      sorted(RecordStream(clean, "train"))
+  a, b = (json.load(open(os.path.join(d, "dataset.json")))
+          for d in (out, clean))
+  assert a["counts"] == b["counts"] and a["statistics"] == b["statistics"]
+  assert btr.verify("s3://append-out/out", beam_args=s3_beam_args(s3)).ok
+  assert not [k for k in _keys(client, "append-out", "out/")
+              if "/.staging-" in k]

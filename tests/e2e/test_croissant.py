@@ -272,7 +272,7 @@ def test_croissant_off_writes_neither_it_nor_the_preview(tmp_path):
   assert sorted(os.listdir(out)) == [
       "README.md", "_SUCCESS", "dataset.json", "errors", "index",
       "report.html", "schema.pbtxt", "statistics.pb",
-      "train-00000-of-00001.tfrecord.gz"]
+      "statistics.state.json", "train-00000-of-00001.tfrecord.gz"]
   assert btr.dataset_info(out).croissant is None
   assert btr.verify(out).ok
 

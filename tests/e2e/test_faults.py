@@ -120,7 +120,7 @@ def test_records_cross_the_shuffle_in_part_files_cleaned_up_after(
           f"index/train-0000{i}-of-00004.tfrecord.gz.index"
           for i in range(4)] + [
               "preview/train.parquet", "report.html", "schema.pbtxt",
-              "statistics.pb"] + [
+              "statistics.pb", "statistics.state.json"] + [
                   f"train-0000{i}-of-00004.tfrecord.gz" for i in range(4)]
   # The parts themselves through the shuffle (no part directory, so no
   # units kept: --no-resume): the same bytes.
@@ -155,7 +155,8 @@ def test_threshold_failure_publishes_nothing(tmp_path):
   assert dataset_files(os.path.join(out, staging[0])) == [
       "dataset.json", "errors/errors-00000-of-00001.jsonl",
       "index/train-00000-of-00001.tfrecord.gz.index", "report.html",
-      "schema.pbtxt", "statistics.pb", "train-00000-of-00001.tfrecord.gz"]
+      "schema.pbtxt", "statistics.pb", "statistics.state.json",
+      "train-00000-of-00001.tfrecord.gz"]
   # Under the limit it publishes; dataset.json lists the reasons.
   result = btr.build(SCHEMA, src, out, overwrite=True, max_bad_rows=20)
   (reason,) = result.info.errors.reasons
@@ -279,7 +280,8 @@ def test_publish_leaves_files_it_did_not_make(tmp_path):
   assert sorted(os.listdir(out)) == [
       "README.md", "_SUCCESS", "croissant.json", "dataset.json", "errors",
       "index", "mine.tfrecord.gz", "notes.txt", "preview", "report.html",
-      "schema.pbtxt", "statistics.pb", "train-00000-of-00001.tfrecord.gz"]
+      "schema.pbtxt", "statistics.pb", "statistics.state.json",
+      "train-00000-of-00001.tfrecord.gz"]
   assert (out / "mine.tfrecord.gz").read_bytes() == b"not ours"
   assert os.listdir(out / "errors") == []  # no errors: no errors file
 

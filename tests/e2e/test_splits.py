@@ -67,8 +67,8 @@ def test_hash_split_keeps_each_key_in_one_split_with_the_ratios(tmp_path):
   assert sorted(os.listdir(result.output)) == [
       "README.md", "_SUCCESS", "croissant.json", "dataset.json", "errors",
       "eval-00000-of-00001.tfrecord.gz", "index", "preview", "report.html",
-      "schema.pbtxt", "statistics.pb", "test-00000-of-00001.tfrecord.gz",
-      "train-00000-of-00001.tfrecord.gz"]
+      "schema.pbtxt", "statistics.pb", "statistics.state.json",
+      "test-00000-of-00001.tfrecord.gz", "train-00000-of-00001.tfrecord.gz"]
   assert sorted(os.listdir(os.path.join(result.output, "preview"))) == [
       f"{s}.parquet" for s in ("eval", "test", "train")]
   assert sorted(os.listdir(os.path.join(result.output, "index"))) == [

@@ -26,7 +26,7 @@ SHARDS = [f"{split}-0000{i}-of-00002.tfrecord.gz" for split in
 LISTED = sorted(SHARDS + [f"index/{s}.index" for s in SHARDS] + [
     "errors/errors-00000-of-00001.jsonl", "README.md",
     "preview/test.parquet", "preview/train.parquet", "report.html",
-    "schema.pbtxt", "statistics.pb"])
+    "schema.pbtxt", "statistics.pb", "statistics.state.json"])
 
 
 def _build(folder, name, **options):
@@ -119,7 +119,8 @@ def test_the_recorded_checksums_are_of_the_bytes_written(built):
   assert error["sha256"] == _sha(os.path.join(built, error["file"]))
   assert sorted(meta["checksums"]) == ["README.md", "preview/test.parquet",
                                    "preview/train.parquet", "report.html",
-                                   "schema.pbtxt", "statistics.pb"]
+                                   "schema.pbtxt", "statistics.pb",
+                                   "statistics.state.json"]
 
 
 def test_an_intact_build_verifies(built):
