@@ -13,6 +13,7 @@ Rows of the table:
   - killed at about 50% and 90% of the units finished (kill -9 once the
     store holds that many complete units), then the same command again:
     its CPU against the unfinished fraction of the clean build's;
+  - --append: the last file added to the build of the others;
   - --cache: a build of every file but the last into a cache, then of all
     of them (one more file), against a build of that file alone; then all
     of them with another shard count (the records got back from the kept
@@ -228,6 +229,23 @@ def resume_suite(args) -> None:
   line(f"--cache, all {files} files (one more)", wall, cpu, peak,
        f"{cpu / cpu_alone:.2f}x the last file alone",
        same_files(clean, more))
+  # --append the last file to the build of the others: no shard of
+  # theirs read or written.
+  append = [a for a in _command(schema, inputs[-1:], before, "--append")
+            if a != "--overwrite"]
+  old = {n: os.stat(os.path.join(before, n)).st_ino
+         for n in os.listdir(before) if n.endswith(".tfrecord.gz")}
+  wall, cpu, peak, _ = _build(append)
+  kept = sum(1 for n in os.listdir(before) if n.endswith(".tfrecord.gz")
+             and os.stat(os.path.join(before, n)).st_ino in old.values())
+  with open(os.path.join(before, "dataset.json")) as f:
+    rows_in = json.load(f)["counts"]["rows_read"]
+  with open(os.path.join(clean, "dataset.json")) as f:
+    same_rows = rows_in == json.load(f)["counts"]["rows_read"]
+  line(f"--append the last file to the build of the other {files - 1}",
+       wall, cpu, peak, f"{cpu / cpu_alone:.2f}x the last file alone",
+       f"{kept} of {len(old)} old shards kept (same inode); rows "
+       f"{'as' if same_rows else 'NOT as'} clean")
   plan = os.path.join(work, "plan")
   wall, cpu, peak, _ = _build(_command(schema, inputs, plan, "--cache",
                                        cache, "--num-shards", "7"))
