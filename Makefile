@@ -17,8 +17,9 @@
 #             Grain, NVIDIA DALI, ~420 MB) to the virtualenv, for their
 #             tests.
 # make cluster-tools installs Flink and Spark (from PyPI), builds their
-#             Beam job servers (Maven, JDK 17) and Beam's Prism runner
-#             (Go) into a tools folder outside the repository, for the
+#             Beam job servers (Maven, JDK 17), Beam's Prism runner and
+#             fake-gcs-server (Go) into a tools folder outside the
+#             repository, for the
 #             real-cluster tests (5-10 minutes cold, nothing warm);
 #             without it they make them on first use, or skip where
 #             Java, Maven or Go is missing.

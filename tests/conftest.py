@@ -36,7 +36,7 @@ def tf():
 # tests/cluster/ starts servers on 127.0.0.1. A test that uses one of
 # these fixtures starts servers, so it belongs in tests/cluster/
 # (tests/unit/test_layout.py checks that each is defined).
-CLUSTER_FIXTURES = {"s3", "portable_pool", "portable", "bare_pool",
+CLUSTER_FIXTURES = {"s3", "gcs", "portable_pool", "portable", "bare_pool",
                     "cluster", "flink", "spark", "prism"}
 TIERS = ("unit", "e2e", "cluster")
 LONGEST_FILES = ("test_spark.py", "test_flink.py")

@@ -403,7 +403,7 @@ def main(argv: Optional[List[str]] = None) -> int:
   logging.basicConfig(
       level=logging.INFO if verbose else logging.WARNING,
       format="%(levelname)s %(name)s: %(message)s")
-  if args.command not in ("build", "verify") and rest:
+  if args.command not in ("build", "verify", "cache") and rest:
     parser().error(f"unrecognized arguments: {' '.join(rest)}")
   # Beam's own records go to a file unless --verbose (see _DebugLog).
   debug = None if verbose else _DebugLog.start(args.command)
@@ -437,7 +437,7 @@ def _command(args, rest: List[str], debug: Optional[_DebugLog]) -> int:
     if args.command == "verify":
       return show.verify_command(args, rest)
     if args.command == "cache":
-      return show.cache_command(args)
+      return show.cache_command(args, rest)
     return show.inspect_command(args)
   except BeamTFRecordsError as e:
     status, code = next((status, code) for kind, status, code in USER_ERRORS

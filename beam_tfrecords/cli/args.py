@@ -171,7 +171,8 @@ def _cache(sub) -> None:
       ".units/, a killed build's finished units) holds: units, batches, "
       "bytes and when they were last used; --clear removes them all, "
       "--max-size evicts the least recently used down to a bound.")
-  c.add_argument("path", help="the --cache folder")
+  c.add_argument("path", help="the --cache folder (local, gs://, s3://: "
+                 "Beam's file system flags as for build)")
   c.add_argument("--clear", action="store_true",
                  help="remove every unit")
   c.add_argument("--max-size", type=parse_size, default=None,

@@ -204,10 +204,16 @@ def verify_command(args, beam_args) -> int:
   return 0 if result.ok else 1
 
 
-def cache_command(args) -> int:
-  """beam-tfrecords cache: what a unit store holds; --clear, --max-size."""
+def cache_command(args, beam_args=()) -> int:
+  """beam-tfrecords cache: what a unit store holds; --clear, --max-size.
+  A folder on a bucket takes Beam's file system flags, as build does."""
+  from beam_tfrecords.core import fs
   from beam_tfrecords.core.unit_cache import UnitStore, describe_store
-  if not os.path.isdir(args.path):
+  if beam_args:
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
+    FileSystems.set_options(PipelineOptions(list(beam_args)))
+  if fs.is_local(args.path) and not os.path.isdir(args.path):
     raise InputError(f"{args.path}: no such folder (a --cache folder)")
   store = UnitStore(args.path)
   if args.clear:

@@ -13,6 +13,7 @@ so a glob matches the same files here as in a build.
 
 import bz2
 import fnmatch
+import glob
 import gzip
 import hashlib
 import io
@@ -137,17 +138,53 @@ def copy(source: str, target: str, read_bytes: int = 8 << 20) -> None:
 
 
 def delete(paths: List[str]) -> None:
-  """Deletes files (local ones with os.remove); a missing one is not an
-  error."""
-  remote = [p for p in paths if not is_local(p)]
+  """Deletes files (local ones with os.remove; a missing one is not an
+  error), others through Beam's FileSystems (paths, not globs). On GCS,
+  where a server refuses batch requests (the batch endpoint is not part
+  of every GCS API server: fake-gcs-server, emulators), one request per
+  object instead."""
+  remote = [glob.escape(p) for p in paths if not is_local(p)]
   for path in paths:
     if is_local(path):
       try:
         os.remove(path)
       except FileNotFoundError:
         pass
-  if remote:
-    _beam().delete(remote)
+  if not remote:
+    return
+  gcs = [p for p in remote if p.startswith("gs://")]
+  if remote != gcs or not _NO_GCS_BATCHES:
+    try:
+      _beam().delete(remote)
+      return
+    except Exception as e:  # pylint: disable=broad-except
+      if not (gcs and remote == gcs and _refused_batch(e)):
+        raise
+      _NO_GCS_BATCHES.append(True)
+  client = _gcsio()
+  for path in gcs:
+    client.delete(path)
+
+
+# Set once a GCS server refused a batch request (this process).
+_NO_GCS_BATCHES: List[bool] = []
+
+
+def _refused_batch(error: BaseException) -> bool:
+  """Whether a failed FileSystems call on GCS was a batch request the
+  server did not answer as one (google-cloud-storage's ValueError "Bad
+  response:  not multi-part", possibly wrapped)."""
+  while error is not None:
+    if "not multi-part" in str(error):
+      return True
+    error = error.__cause__ or error.__context__  # type: ignore
+  return False
+
+
+def _gcsio() -> Any:
+  # pylint: disable=import-outside-toplevel,protected-access
+  from apache_beam.io.gcp import gcsio
+  return gcsio.GcsIO(pipeline_options=_beam()._pipeline_options)
 
 
 def _regex(pattern: str) -> "re.Pattern":

@@ -12,7 +12,8 @@ run. Integers of the exact sums are hex text (their decimal text would
 pass Python's 4,300-digit limit); floats are JSON numbers (Python writes
 the shortest text that reads back as the same float); a top value or an
 expected value is tagged with its type (text, bytes as base64, integer,
-float), since JSON keys are text.
+float), since JSON keys are text, and listed in value order (a merge's
+dict order is the order values came in: not part of the state).
 """
 
 import base64
@@ -73,7 +74,9 @@ def _feature(stats: Dict[str, Any]) -> Dict[str, Any]:
     elif k in _BIG:
       out[k] = hex(v)
     elif k in _VALUED:
-      out[k] = [[_value(value), count] for value, count in v.items()]
+      # Sorted by value (within a type): the same text whatever order
+      # the merges added them in.
+      out[k] = sorted([_value(value), count] for value, count in v.items())
     else:
       out[k] = v
   return out

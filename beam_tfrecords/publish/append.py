@@ -34,6 +34,7 @@ import dataclasses
 import hashlib
 import os
 import posixpath
+import shutil
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from beam_tfrecords.core import fs
@@ -198,19 +199,29 @@ def _put(source: str, target: str, link: bool) -> None:
   if done:
     return
   if link:
-    if fs.is_local(source) and fs.is_local(target):
-      os.makedirs(os.path.dirname(target), exist_ok=True)
-      os.link(source, target)
-    else:
-      fs.copy(source, target)
+    try:
+      if fs.is_local(source) and fs.is_local(target):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        try:
+          os.link(source, target)
+        except OSError:
+          if not os.path.isfile(source):
+            raise
+          shutil.copyfile(source, target)  # a file system without links
+      else:
+        fs.copy(source, target)
+    except Exception as e:  # pylint: disable=broad-except
+      raise ShardDamagedError(
+          f"{source}: listed by the dataset appended to, and not there "
+          f"({type(e).__name__}: {e}); nothing was appended. Check it with "
+          "beam-tfrecords verify, or rebuild it whole", file=source) from e
     return
   if fs.is_local(source):
     os.makedirs(os.path.dirname(target), exist_ok=True)
     os.replace(source, target)
     return
-  # pylint: disable=import-outside-toplevel
-  from apache_beam.io.filesystems import FileSystems
-  FileSystems.rename([source], [target])
+  fs.copy(source, target)  # (a rename on GCS and S3 is a copy)
+  fs.delete([source])
 
 
 def _placed_errors(directory: str, output: str, old: Errors,

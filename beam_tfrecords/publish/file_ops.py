@@ -4,12 +4,13 @@ on local disk, one reused client on S3, Beam's FileSystems elsewhere.
 """
 
 import functools
-import glob
 import json
 import os
 from typing import Any, Callable, Optional
 
 from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecords.core import fs
 
 __all__ = ["before_operation", "guard", "local", "join", "s3_client",
            "exists", "op", "move", "remove", "write", "read", "read_json"]
@@ -70,7 +71,11 @@ def move(src: str, dst: str) -> None:
   elif s3_client(src):
     s3_client(src).rename(src, dst)  # copy, then delete
   else:
-    FileSystems.rename([src], [dst])  # copy, then delete
+    # Copy, then delete: what FileSystems.rename does, one object at a
+    # time (GCS's rename sends even one copy in a batch request, which
+    # some GCS API servers, fake-gcs-server among them, do not take).
+    fs.copy(src, dst)
+    fs.delete([src])
 
 
 def remove(path: str) -> None:
@@ -78,8 +83,7 @@ def remove(path: str) -> None:
   if s3_client(path):
     s3_client(path).delete(path)
     return
-  # FileSystems.delete matches its arguments as globs: escape [, *, ?.
-  FileSystems.delete([glob.escape(path)])
+  fs.delete([path])  # (escaped: FileSystems.delete takes globs)
 
 
 def write(path: str, text: str) -> None:

@@ -41,6 +41,7 @@ from typing import Any, Callable, Collection, Dict, List, Mapping, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import (InputError, OutputBusyError,
                                         OutputError, PublishInterruptedError)
 from beam_tfrecords.core.info import listed_files
@@ -522,7 +523,7 @@ def remove_parts(staging: str) -> None:
                 FileSystems.join(staging, TFT_TEMP_DIR)):
     files = _files_under(parts)
     if files:
-      FileSystems.delete(files)
+      fs.delete(files)
     if FileSystems.exists(parts):  # a directory on local disk
       FileSystems.delete([glob.escape(parts)])
 
@@ -545,7 +546,7 @@ def remove_staging(staging: str) -> int:
       if failed:
         raise OSError(f"could not delete {failed[0][0]}: {failed[0][1]}")
     else:
-      FileSystems.delete(files)
+      fs.delete(files)
   if ops.exists(staging):  # a directory on local disk
     FileSystems.delete([glob.escape(staging)])
   return size

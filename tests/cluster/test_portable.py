@@ -276,3 +276,28 @@ def test_a_preprocessing_fn_the_workers_cannot_import_says_how_to_ship_it(
          "named 'unshipped_transform')" in last, run.stderr[-3000:]
   assert "--setup_file ./setup.py or --extra_package" in last
   assert not (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_a_cache_on_the_portable_runner_reuses_every_unit(portable,
+                                                          tmp_path):
+  """--cache with the job's workers in other processes (issue 62): they
+  keep the units, a rebuild's workers reuse every one, and the shards
+  are a clean DirectRunner build's."""
+  import json
+  from tests.helpers.shard_size import SCHEMA, _csv
+  schema = tmp_path / "schema.json"
+  schema.write_text(json.dumps(SCHEMA))
+  inputs = [_csv(tmp_path / f"in{k}.csv", 2000, offset=k * 2000)
+            for k in range(3)]
+  cache = ["--cache", str(tmp_path / "cache"), "--num-shards", "2"]
+  first = _cli_build(str(schema), inputs, "first", cache + portable,
+                     tmp_path)
+  assert first.inputs.extra["units"] == {"read": 3, "reused": 0}
+  again = _cli_build(str(schema), inputs, "again", cache + portable,
+                     tmp_path)
+  assert again.inputs.extra["units"] == {"read": 3, "reused": 3}
+  _cli_build(str(schema), inputs, "direct", ["--no-resume", "--num-shards",
+                                             "2"], tmp_path)
+  _same_files(str(tmp_path / "direct"), str(tmp_path / "again"))
+  assert again.counts == first.counts
+  assert again.counts.records_written == 6000

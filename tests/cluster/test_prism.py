@@ -11,12 +11,12 @@ import pytest
 
 import beam_tfrecords as btr
 from beam_tfrecords import InputError
-from beam_tfrecords.testing.tools import ToolsMissing, prism_binary
+from beam_tfrecords.testing.tools import prism_binary
 
 from tests.cluster.engine_builds import (FLIGHT_ROWS, assert_same_dataset,
                            cases, cli_build_pair, flights, grouped_build,
                            movie_ratings, movie_ratings_build, prepared,
-                           transform_build)
+                           tool, transform_build)
 
 __all__ = ["cases"]  # (the fixture, from engine_builds)
 
@@ -25,14 +25,8 @@ __all__ = ["cases"]  # (the fixture, from engine_builds)
 def prism():
   """The runner's arguments: --runner PrismRunner --prism_location PATH;
   skipped where Go is missing, unless BTR_REQUIRE_CLUSTERS=1 (CI)."""
-  import os
-  try:
-    binary = prism_binary()
-  except ToolsMissing as e:
-    if os.environ.get("BTR_REQUIRE_CLUSTERS") == "1":
-      raise
-    pytest.skip(str(e))
-  return ["--runner", "PrismRunner", "--prism_location", binary]
+  return ["--runner", "PrismRunner", "--prism_location",
+          tool(prism_binary)]
 
 
 class _InProcess:

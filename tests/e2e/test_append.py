@@ -180,3 +180,16 @@ def test_what_cannot_be_appended_is_refused(tmp_path, case, message):
   if before is not None:
     assert _read(out, "dataset.json") == before
     assert not [n for n in os.listdir(out) if n.startswith(".staging-")]
+
+
+def test_an_old_shard_gone_is_named_and_nothing_is_appended(tmp_path):
+  days = _inputs(tmp_path, 2, rows=300)
+  out = str(tmp_path / "out")
+  btr.build(SCHEMA, days[:1], out, max_bad_fraction=0.05)
+  shard = sorted(n for n in os.listdir(out) if n.startswith("train-"))[0]
+  os.remove(os.path.join(out, shard))
+  before = _read(out, "dataset.json")
+  with pytest.raises(btr.ShardDamagedError, match=(
+      f"{shard}: listed by the dataset appended to, and not there")):
+    btr.build(SCHEMA, days[1:], out, append=True, max_bad_fraction=0.05)
+  assert _read(out, "dataset.json") == before

@@ -64,12 +64,13 @@ def test_a_kill_before_any_file_operation_ends_in_a_whole_dataset(
   _expect(out, datasets)
   operations = count[0]
   # Made first: the new _SUCCESS and the marker; the journal; moves of
-  # _SUCCESS and of the 14 old files (3 shards and their indexes, the
-  # errors file, schema.pbtxt, statistics.pb, report.html, README.md,
-  # preview/train.parquet, croissant.json, dataset.json); the marker's;
-  # moves of the 12 new files (2 shards and their indexes); _SUCCESS's;
-  # the journal's removal, the staging folder's.
-  assert operations == 34
+  # _SUCCESS and of the 15 old files (3 shards and their indexes, the
+  # errors file, schema.pbtxt, statistics.pb, statistics.state.json,
+  # report.html, README.md, preview/train.parquet, croissant.json,
+  # dataset.json); the marker's; moves of the 13 new files (2 shards and
+  # their indexes); _SUCCESS's; the journal's removal, the staging
+  # folder's.
+  assert operations == 36
   journal = 2  # the operation that writes the journal
   old = datasets["old"]["files"]
   for k in range(operations):
