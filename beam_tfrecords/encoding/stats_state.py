@@ -13,7 +13,12 @@ pass Python's 4,300-digit limit); floats are JSON numbers (Python writes
 the shortest text that reads back as the same float); a top value or an
 expected value is tagged with its type (text, bytes as base64, integer,
 float), since JSON keys are text, and listed in value order (a merge's
-dict order is the order values came in: not part of the state).
+dict order is the order values came in: not part of the state). A text
+feature with more than TOP_KEPT distinct values (`top_exact: false`)
+keeps only the TOP_SHOWN values the published statistics show: the set
+of 1,000 kept before depends on how the partials were grouped, so it
+differs from runner to runner, and the file is the same bytes on every
+runner, as every published file is.
 """
 
 import base64
@@ -24,6 +29,7 @@ import numpy as np
 
 from beam_tfrecords.core.errors import MalformedFileError
 from beam_tfrecords.encoding.histogram import Histogram
+from beam_tfrecords.encoding.stats import TOP_SHOWN
 
 __all__ = ["state_json", "from_state_json", "STATE_VERSION"]
 
@@ -74,6 +80,13 @@ def _feature(stats: Dict[str, Any]) -> Dict[str, Any]:
     elif k in _BIG:
       out[k] = hex(v)
     elif k in _VALUED:
+      if k == "top" and not stats.get("top_exact", True):
+        # Past TOP_KEPT distinct values the kept set depends on how the
+        # partials were grouped (another runner, other workers): only
+        # the values the published statistics show are kept, which do
+        # not.
+        v = dict(sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))
+                 [:TOP_SHOWN])
       # Sorted by value (within a type): the same text whatever order
       # the merges added them in.
       out[k] = sorted([_value(value), count] for value, count in v.items())

@@ -89,4 +89,5 @@ def test_two_builds_on_s3_one_refused(s3, tmp_path, monkeypatch):
                   "two/index/train-00000-of-00001.tfrecord.gz.index",
                   "two/preview/train.parquet",
                   "two/report.html", "two/schema.pbtxt", "two/statistics.pb",
+                  "two/statistics.state.json",
                   "two/train-00000-of-00001.tfrecord.gz"]

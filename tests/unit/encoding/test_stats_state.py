@@ -60,3 +60,18 @@ def test_a_state_of_another_shape_is_refused_naming_the_file(text):
                      "not a statistics state") as e:
     from_state_json(text, "out/statistics.state.json")
   assert e.value.file == "out/statistics.state.json"
+
+
+def test_an_inexact_top_keeps_only_the_values_the_statistics_show():
+  """Past TOP_KEPT distinct values the kept set depends on the grouping
+  of the partials (other runners): the state keeps what finish shows."""
+  top = {f"v{i:04d}": 1 + i % 7 for i in range(1000)}
+  described = {"train": {"t": {"present": 9, "missing": 0, "values": 9,
+                               "top": top, "top_exact": False}}}
+  back = from_state_json(state_json(described))["train"]["t"]
+  shown = stats.finish(described["train"]["t"])["top"]
+  assert len(back["top"]) == stats.TOP_SHOWN
+  assert sorted(back["top"].items()) == sorted(
+      (value, count) for value, count in shown)
+  assert stats.finish(back)["top"] == shown
+  assert back["top_exact"] is False
