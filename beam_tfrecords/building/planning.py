@@ -13,7 +13,7 @@ from beam_tfrecords.building.options import BuildOptions
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import (Counts, DatasetInfo, Errors, FileSum,
                                       InputFileInfo, InputsInfo, SplitRuleInfo,
-                                      ToolInfo)
+                                      ToolInfo, files_fingerprint)
 from beam_tfrecords.core.layout import REPORT_FILE, TFMD_FILE
 from beam_tfrecords.core.version import __version__
 from beam_tfrecords.encoding.splitting import producible_splits, split_fraction
@@ -160,12 +160,8 @@ def check_inputs_outside(output: str, plan, schema: Schema) -> None:
 
 
 def input_fingerprint(files) -> str:
-  """A fingerprint of the input files: path, size and modification time of
-  each (what the file system reports; the content is not read again)."""
-  digest = hashlib.blake2b(digest_size=16)
-  for f in sorted(files, key=lambda f: f.path):
-    digest.update(f"{f.path}\0{f.size}\0{f.mtime!r}\n".encode("utf-8"))
-  return digest.hexdigest()
+  """A fingerprint of the input files (core.info.files_fingerprint)."""
+  return files_fingerprint((f.path, f.size, f.mtime) for f in files)
 
 
 class ShardPlan(NamedTuple):

@@ -20,12 +20,13 @@ import io
 import lzma
 import os
 import re
+import shutil
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from beam_tfrecords.core.errors import InputError
 
 __all__ = ["FileInfo", "is_local", "join", "exists", "open_read", "match",
-           "write_bytes", "sha256_of", "copy", "delete",
+           "write_bytes", "sha256_of", "copy", "link_or_copy", "delete",
            "AUTO", "GZIP", "UNCOMPRESSED"]
 
 # Compression names, as Beam's CompressionTypes spells them.
@@ -135,6 +136,16 @@ def copy(source: str, target: str, read_bytes: int = 8 << 20) -> None:
       if not data:
         break
       writer.write(data)
+
+
+def link_or_copy(source: str, target: str) -> None:
+  """Local `target` as a hard link of `source` (the same inode: no byte
+  copied), or a copy where the two are on different file systems or
+  links are refused."""
+  try:
+    os.link(source, target)
+  except OSError:
+    shutil.copyfile(source, target)
 
 
 def delete(paths: List[str]) -> None:

@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import stat
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError, MalformedFileError
@@ -37,7 +37,8 @@ __all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "FileSum",
            "Anomaly", "Anomalies", "InputsInfo", "InputFileInfo",
            "OptionsInfo", "SplitRuleInfo", "ToolInfo", "FeatureStats",
            "Span", "Statistics",
-           "ErrorFile", "ErrorReason", "TransformInfo", "listed_files"]
+           "ErrorFile", "ErrorReason", "TransformInfo", "listed_files",
+           "files_fingerprint"]
 
 # The largest dataset.json read (one of a million shards takes ~300 MB;
 # anything larger is not one a build wrote).
@@ -376,6 +377,16 @@ class InputFileInfo:
       if getattr(self, key) is not None:
         out[key] = getattr(self, key)
     return out
+
+
+def files_fingerprint(files: Iterable[Tuple[str, int, Any]]) -> str:
+  """A fingerprint of input files: (path, size, modification time) of
+  each, in path order (what the file system reports; the content is not
+  read again): dataset.json's inputs.fingerprint, and the build key's."""
+  digest = hashlib.blake2b(digest_size=16)
+  for path, size, mtime in sorted(files, key=lambda f: f[0]):
+    digest.update(f"{path}\0{size}\0{mtime!r}\n".encode("utf-8"))
+  return digest.hexdigest()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -412,15 +412,6 @@ def _file_crc32(path: str, size: int) -> Optional[int]:
   return crc
 
 
-def _link(source: str, target: str) -> None:
-  """`target` as a hard link of `source`, or a copy where the two are on
-  different file systems (or links are refused)."""
-  try:
-    os.link(source, target)
-  except OSError:
-    shutil.copyfile(source, target)
-
-
 def _remove(path: str) -> None:
   try:
     os.remove(path)
@@ -494,7 +485,7 @@ class _LocalFiles(_Files):
     temp = f"{target}.tmp-{uuid.uuid4().hex}"
     try:
       os.makedirs(os.path.dirname(target), exist_ok=True)
-      _link(source, temp)
+      fs.link_or_copy(source, temp)
       os.replace(temp, target)
     except OSError:
       self.remove(temp)

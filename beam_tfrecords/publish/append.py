@@ -34,14 +34,14 @@ import dataclasses
 import hashlib
 import os
 import posixpath
-import shutil
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError, ShardDamagedError
 from beam_tfrecords.core.info import (Counts, DatasetInfo, ErrorFile,
                                       ErrorReason, Errors, IndexInfo,
-                                      InputsInfo, ShardInfo, SplitInfo)
+                                      InputsInfo, ShardInfo, SplitInfo,
+                                      files_fingerprint)
 from beam_tfrecords.core.layout import STATS_STATE_FILE, SUCCESS
 from beam_tfrecords.core.shard_names import SHARDS
 
@@ -115,11 +115,8 @@ def appended_inputs(previous: Optional[InputsInfo], new: InputsInfo
   if previous is None:
     return new
   files = previous.files + new.files
-  digest = hashlib.blake2b(digest_size=16)
-  for f in sorted(files, key=lambda f: f.path):
-    digest.update(f"{f.path}\0{f.num_bytes}\0{f.modified!r}\n".encode(
-        "utf-8"))
-  fingerprint = digest.hexdigest()
+  fingerprint = files_fingerprint((f.path, f.num_bytes, f.modified)
+                                  for f in files)
   patterns = tuple(dict.fromkeys(previous.patterns + new.patterns))
   appends = list(previous.extra.get("appends", []))
   appends.append({"patterns": list(new.patterns), "files": len(new.files),
@@ -202,12 +199,7 @@ def _put(source: str, target: str, link: bool) -> None:
     try:
       if fs.is_local(source) and fs.is_local(target):
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        try:
-          os.link(source, target)
-        except OSError:
-          if not os.path.isfile(source):
-            raise
-          shutil.copyfile(source, target)  # a file system without links
+        fs.link_or_copy(source, target)
       else:
         fs.copy(source, target)
     except Exception as e:  # pylint: disable=broad-except
