@@ -20,6 +20,9 @@ Rows of the table:
     parts and dealt again), against a clean build with that count;
   - a scheduled window of --window-days daily files of --window-rows rows
     with --cache, moved by one day, against a build of the new day alone;
+  - grouped SequenceExamples (the first GROUPED_FILES files, grouped by
+    tailnum and month): keeping's cost, a rerun after a kill at half the
+    units, --cache with one more file and with the same files;
   - the cache's size on disk against the shards'.
 Every resumed or cache-served build is compared with the clean one,
 file by file (common.same_files, and dataset.json without its `inputs`,
@@ -39,7 +42,7 @@ import time
 from typing import List, Optional, Tuple
 
 from common import comparable, show
-from stats import flights_input
+from stats import GROUPED, flights_input
 
 
 def _inputs(workdir: str, files: int, rows: int) -> Tuple[List[str], str]:
@@ -166,6 +169,72 @@ def _window(args, schema: str, work: str, line) -> None:
        f"{cpu / cpu_day:.2f}x the new day alone", same_files(whole, moved))
 
 
+# Files of the grouped rows (the first of the suite's inputs).
+GROUPED_FILES = 4
+
+
+def _grouped(inputs: List[str], work: str, line) -> None:
+  """Grouped SequenceExamples (stats.GROUPED: flights by tailnum and
+  month): what keeping costs, a rerun after a kill at half the units,
+  and --cache with one more file and with the same files (each unit's
+  steps are kept before they go to buckets, and each bucket's assembly
+  under its units' keys: a bucket is reused when no new or changed
+  unit has steps in it)."""
+  schema = os.path.join(work, "grouped.yaml")
+  with open(schema, "w") as f:
+    f.write(GROUPED)
+  n = len(inputs)
+  clean = os.path.join(work, "g-clean")
+  wall, cpu_clean, peak, _ = _build(_command(schema, inputs, clean,
+                                             "--no-resume"))
+  line(f"grouped, {n} files: clean, --no-resume", wall, cpu_clean, peak,
+       "1.00x")
+  kept = os.path.join(work, "g-kept")
+  wall, cpu, peak, _ = _build(_command(schema, inputs, kept))
+  line(f"grouped, {n} files: clean, units kept (the default)", wall, cpu,
+       peak, f"{cpu / cpu_clean:.2f}x", same_files(clean, kept))
+  with open(os.path.join(kept, "dataset.json")) as f:
+    units = json.load(f)["inputs"]["units"]["read"]
+  out = os.path.join(work, "g-killed")
+  cmd = _command(schema, inputs, out)
+  # (Buckets are kept only after every unit is read: the store's
+  # complete units are read units until then.)
+  _, cpu_killed, _, done = _build(cmd, kill_at=max(1, units // 2),
+                                  store=os.path.join(out, ".units"))
+  wall, cpu, peak, _ = _build(cmd)
+  left = 1 - done / units
+  line(f"grouped: rerun after kill -9 at {done} of {units} units (the killed "
+       f"run took {cpu_killed:.1f} CPU s)", wall, cpu, peak,
+       f"{cpu / cpu_clean:.2f}x (unfinished {left:.0%}: "
+       f"{cpu / (cpu_clean * left):.2f}x of it)" if left else
+       f"{cpu / cpu_clean:.2f}x", same_files(clean, out))
+  cache = os.path.join(work, "g-cache")
+  _build(_command(schema, inputs[:-1], os.path.join(work, "g-before"),
+                  "--cache", cache))
+  wall, cpu_alone, peak, _ = _build(_command(
+      schema, inputs[-1:], os.path.join(work, "g-alone"), "--no-resume"))
+  line("grouped: the last file alone", wall, cpu_alone, peak,
+       f"{cpu_alone / cpu_clean:.2f}x")
+  more = os.path.join(work, "g-more")
+  wall, cpu, peak, _ = _build(_command(schema, inputs, more, "--cache",
+                                       cache))
+  line(f"grouped: --cache, all {n} files (one more; {_buckets(more)})",
+       wall, cpu, peak, f"{cpu / cpu_alone:.2f}x the last file alone, "
+       f"{cpu / cpu_clean:.2f}x clean", same_files(clean, more))
+  again = os.path.join(work, "g-again")
+  wall, cpu, peak, _ = _build(_command(schema, inputs, again, "--cache",
+                                       cache))
+  line(f"grouped: --cache, the same {n} files ({_buckets(again)})", wall,
+       cpu, peak, f"{cpu / cpu_clean:.2f}x clean", same_files(clean, again))
+
+
+def _buckets(out: str) -> str:
+  with open(os.path.join(out, "dataset.json")) as f:
+    units = json.load(f)["inputs"]["units"]
+  return (f"{units['buckets_reused']} of {units['buckets']} buckets "
+          "reused")
+
+
 def resume_suite(args) -> None:
   files, rows = args.resume_files, args.resume_rows
   inputs, schema = _inputs(args.workdir, files, rows)
@@ -258,6 +327,7 @@ def resume_suite(args) -> None:
        f"{cpu / cpu_c:.2f}x the clean build of it",
        same_files(os.path.join(work, "plan-clean"), plan))
   _window(args, schema, work, line)
+  _grouped(inputs[:GROUPED_FILES], work, line)
   shards = _size(clean, "train")
   show("resume", f"Resume and reuse (issue 62): {files} files of "
        f"{rows:,} flight rows ({files * rows:,} rows), {os.cpu_count()} "

@@ -181,7 +181,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
             deal_digest(dataset.shards.shards, dataset.codec,
                         dataset.gzip_level, dataset.shuffle,
                         dataset.member_bytes))
-        dataset = dataclasses.replace(dataset, units=store is not None)
+        dataset = dataclasses.replace(dataset, units=store)
         pipeline = _pipeline(schema, plan, user_fn, dataset, runner,
                              beam_opts, keeping)
       except BaseException:  # nothing ran: no staging folder left behind
@@ -241,8 +241,6 @@ def _unit_store(schema: Schema, plan: InputPlan, user_fn,
     why = "a preprocess function's output is not keyed"
   elif schema.media:
     why = "its media files are not keyed"
-  elif schema.is_sequence and schema.group_by:
-    why = "grouped sequences are not kept yet"
   elif schema.transform is not None:
     why = "TensorFlow Transform's analysis needs every row"
   elif dataset.sink != "deterministic":

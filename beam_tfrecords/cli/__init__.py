@@ -363,6 +363,9 @@ def _build_command(args, beam_args: List[str]) -> int:
   if units and units.get("reused"):
     print(f"  read units: {units['read']:,}, of which {units['reused']:,} "
           "reused from earlier work (not read or encoded again)")
+  if units and units.get("buckets_reused"):
+    print(f"  buckets of steps: {units['buckets']:,}, of which "
+          f"{units['buckets_reused']:,} reused (not grouped again)")
   if counts.rows_rejected:
     from beam_tfrecords.publish.thresholds import rejection_lines
     print("  top reasons for rejected rows:")

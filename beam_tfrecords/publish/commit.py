@@ -161,9 +161,7 @@ def _commit(parts: List[Any], directory: str, planned: DatasetInfo,
     # In `inputs`, which the determinism contract exempts: a resumed
     # build's dataset.json differs from a clean one's there only.
     info = dataclasses.replace(info, inputs=dataclasses.replace(
-        info.inputs, extra={**info.inputs.extra, "units": {
-            "read": sum(p.units for p in read),
-            "reused": sum(p.reused for p in read)}}))
+        info.inputs, extra={**info.inputs.extra, "units": _units(read)}))
   described = [p.splits for p in parts if isinstance(p, FeatureStatistics)]
   state = described[0] if described else None
   if appending is not None:
@@ -285,3 +283,15 @@ class Commit(beam.PTransform):
                                           self._planned, self._stat_fields,
                                           self._checks, self._appending
                                           ).with_output_types(Any))
+
+
+def _units(read: List[UnitsRead]) -> Dict[str, int]:
+  """dataset.json's inputs.units: read units (and a grouped build's
+  buckets), and how many were reused."""
+  units = {"read": sum(p.units for p in read),
+           "reused": sum(p.reused for p in read)}
+  buckets = sum(p.buckets for p in read)
+  if buckets:
+    units.update(buckets=buckets,
+                 buckets_reused=sum(p.buckets_reused for p in read))
+  return units

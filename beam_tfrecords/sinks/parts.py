@@ -67,6 +67,9 @@ class OutputStaged(NamedTuple):
 
 class UnitsRead(NamedTuple):
   """Read units with records, and how many of them were reused from a
-  unit store (core.unit_cache) instead of read and encoded."""
+  unit store (core.unit_cache) instead of read and encoded; a grouped
+  build's buckets, and how many were reused instead of assembled."""
   units: int
   reused: int
+  buckets: int = 0
+  buckets_reused: int = 0

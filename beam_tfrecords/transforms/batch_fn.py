@@ -23,8 +23,8 @@ from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.sources import SourceBatch
 
 __all__ = ["ERRORS", "STATS", "FEATURE_STATS", "KEY_DIGESTS", "STAT_FIELDS",
-           "ENCODE_THREADS_MAX", "Output", "SchemaFn", "by_split", "stats",
-           "take"]
+           "UNITS", "ENCODE_THREADS_MAX", "Output", "SchemaFn", "by_split",
+           "stats", "take", "unit_counted"]
 
 ERRORS = "errors"
 STATS = "stats"
@@ -32,6 +32,10 @@ STATS = "stats"
 FEATURE_STATS = "feature_stats"
 # (split, digests of the expect.disjoint_keys values of its written rows).
 KEY_DIGESTS = "key_digests"
+# The output counting read units, (1, 1 if reused else 0, 0, 0) per unit
+# with batches, and grouped builds' buckets, (0, 0, 1, 1 if reused else
+# 0) per bucket, when units are kept (core.unit_cache).
+UNITS = "units"
 # Each STATS element is a tuple of these counts (summed for dataset.json).
 # rows_read = rows_written + rows_rejected + rows_dropped always holds.
 STAT_FIELDS = ("rows_read", "rows_written", "rows_rejected", "rows_dropped",
@@ -78,6 +82,13 @@ class _Counters:
     tally().add(rows=stats[_READ], records=stats[_RECORDS],
                 rejected=stats[_REJECTED])
     return stats
+
+
+def unit_counted(first: bool, reused: bool) -> List[Output]:
+  """The UNITS output of a kept or reused unit's batch (its first counts
+  the unit)."""
+  return [beam.pvalue.TaggedOutput(UNITS, (1, int(reused), 0, 0))] \
+      if first else []
 
 
 def take(columns: Dict[str, Any], index: np.ndarray) -> Dict[str, Any]:

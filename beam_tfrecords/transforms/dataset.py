@@ -70,8 +70,9 @@ class DatasetPlan:
     codec: how record shards are written (gzip TFRecords; uncompressed
       ones for --tfds).
     member_bytes: framed bytes per gzip member at most (--member-size).
-    units: the read units may be kept or reused (core.unit_cache):
-      dataset.json's inputs say how many were reused.
+    units: the unit store where read units (and grouped builds' buckets)
+      are kept and reused (core.unit_cache), or None: dataset.json's
+      inputs say how many were reused.
     appending: --append: the dataset the new shards join
       (publish.append), else None.
   """
@@ -88,7 +89,7 @@ class DatasetPlan:
   checks: Optional[CheckPlan] = None
   codec: Codec = TFRECORD_GZIP
   member_bytes: int = MEMBER_CAP
-  units: bool = False
+  units: Optional[str] = None
   appending: Optional[AppendPlan] = None
 
 

@@ -26,8 +26,9 @@ from beam_tfrecords.sinks.part_files import resolved
 from beam_tfrecords.sinks.shards import undealt
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
                                                 KEY_DIGESTS, STAT_FIELDS, STATS,
-                                                Output, SchemaFn, by_split,
-                                                stats, take)
+                                                UNITS, Output, SchemaFn,
+                                                by_split, stats, take,
+                                                unit_counted)
 from beam_tfrecords.transforms.overlap import digest
 from beam_tfrecords.transforms.spilled import spill
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors
@@ -35,14 +36,6 @@ from beam_tfrecords.transforms.inputs import KeptBatch
 
 __all__ = ["Encode", "EncodeRows", "ERRORS", "FEATURE_STATS", "KEY_DIGESTS",
            "STATS", "STAT_FIELDS", "UNITS", "key_digests"]
-
-# The output counting read units, (1, 1 if reused else 0) per unit with
-# batches, when units are kept (core.unit_cache).
-UNITS = "units"
-
-
-def _unit_counted(first: bool, reused: bool) -> List[Output]:
-  return [beam.pvalue.TaggedOutput(UNITS, (1, int(reused)))] if first else []
 
 _LOG = logging.getLogger(__name__)
 
@@ -111,7 +104,7 @@ class _EncodeBatchFn(SchemaFn):
       return (list(outputs) + [
           _kept_parts(split, batch.order, kept, batch.entry)
           for split, kept in batch.kept.parts.items()]
-              + _unit_counted(batch.entry.first, True), counts, errors)
+              + unit_counted(batch.entry.first, True), counts, errors)
     result = self._encoded(batch)
     entry = batch.unit_entry
     if entry is None:
@@ -125,7 +118,7 @@ class _EncodeBatchFn(SchemaFn):
                               splits=[split for split, _, _ in records])
     return ([KeepParts(split, order, items, entry)
              for split, order, items in records] + tagged
-            + _unit_counted(entry.first, False), counts, errors)
+            + unit_counted(entry.first, False), counts, errors)
 
   def _encoded(self, batch: SourceBatch):
     made, rejected = ({}, {}) if self._media is None else \
@@ -236,14 +229,16 @@ class Encode(beam.PTransform):
   unique and the same on every run (see sinks.shards). `spill_dir`: where
   grouped sequences' steps are spilled (a local folder); `records_dir`:
   where Examples' records go as part files, where the runner would hold
-  them in memory (see transforms.spilled); `units`: batches may come
-  with units kept or reused (core.unit_cache), counted in UNITS.
+  them in memory (see transforms.spilled); `units`: the unit store where
+  batches may come from units kept or reused (core.unit_cache), counted
+  in UNITS (None: none).
   """
 
   def __init__(self, schema: Schema, statistics: bool = True,
                buckets: Optional[int] = None,
                spill_dir: Optional[str] = None,
-               records_dir: Optional[str] = None, units: bool = False):
+               records_dir: Optional[str] = None,
+               units: Optional[str] = None):
     super().__init__()
     self._schema = schema
     self._statistics = statistics
@@ -257,9 +252,11 @@ class Encode(beam.PTransform):
       # pylint: disable=import-outside-toplevel
       from beam_tfrecords.transforms.grouped import EncodeGroupedSequences
       return batches | "Grouped" >> EncodeGroupedSequences(
-          self._schema, self._statistics, self._buckets, self._spill_dir)
+          self._schema, self._statistics, self._buckets, self._spill_dir,
+          self._units)
     out = batches | "Rows" >> EncodeRows(self._schema, self._statistics,
-                                         self._records_dir, self._units)
+                                         self._records_dir,
+                                         bool(self._units))
     encoded = {"records": out["records"], "errors": out[ERRORS],
                "stats": out[STATS], FEATURE_STATS: out[FEATURE_STATS]}
     if KEY_DIGESTS in out:  # (expect: {disjoint_keys: ...})

@@ -23,6 +23,15 @@
    buckets back into key order (`sinks.runs`), so the files are the same
    bytes as when each group was its own element.
 
+Resume and reuse (core.unit_cache): where units are kept, a gathering
+holds one read unit's batches, and a kept unit keeps the parcels its
+steps became (with its dead letters, counts and statistics partials); a
+reused unit's parcels go to the GroupByKey as they were made (made for
+another bucket count, their steps are put in buckets again). A bucket
+whose steps all came from kept units keeps its assembly under a key of
+those units' keys and the bucket count: a build reuses it when no new or
+changed unit has steps in it.
+
 Memory: up to FLUSH_BYTES of steps per split while gathering, a
 bucket's steps (compressed) while the runner groups them, and one bucket
 at a time per worker thread while assembling. The number of
@@ -42,6 +51,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
+from beam_tfrecords.core.unit_cache import UnitRead, UnitStore, unit_key
 from beam_tfrecords.encoding.groups import GroupAssembler
 from beam_tfrecords.encoding.passes import plan_passes, step_bytes
 from beam_tfrecords.encoding.steps import StepEncoder, key_hash, keys_hash
@@ -51,9 +61,11 @@ from beam_tfrecords.sinks.part_files import SPILL_BYTES
 from beam_tfrecords.sinks.shards import stable_hash
 from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS, STATS,
-                                                Output, SchemaFn, by_split,
-                                                stats, take)
+                                                UNITS, Output, SchemaFn,
+                                                by_split, stats, take,
+                                                unit_counted)
 from beam_tfrecords.transforms.dead_letters import remapped, row_errors
+from beam_tfrecords.transforms.inputs import KeptBatch
 from beam_tfrecords.runners.gaps import par_do, separates_outputs, threads_for
 
 __all__ = ["EncodeGroupedSequences", "buckets_for", "BUCKET_BYTES",
@@ -109,13 +121,15 @@ class _Steps(NamedTuple):
   bounds: np.ndarray
   sizes: np.ndarray  # table_bytes of each bucket's steps
   bad: Dict[int, List[tuple]]
+  unit: Optional[str] = None  # the key of its read unit, where kept
 
 
 class _Gathered:
-  """The _Steps of successive batches of one source file and split."""
+  """The _Steps of successive batches of one source file (and read unit,
+  where units are kept) and split."""
 
-  def __init__(self, split: str, path: str):
-    self.split, self.path = split, path
+  def __init__(self, split: str, path: str, unit: Optional[str]):
+    self.split, self.path, self.unit = split, path, unit
     self.steps: List[_Steps] = []
     self.bytes = 0
 
@@ -124,18 +138,43 @@ class _Gathered:
     self.bytes += int(steps.sizes.sum())
 
 
+class _Seen(NamedTuple):
+  """A batch of the kept read unit `key` was encoded (and its results
+  besides steps kept)."""
+  key: str
+
+
+class _KeptParcels(NamedTuple):
+  """What a kept read unit's steps became: the bucket count, and
+  [(split, source path, bucket, steps as IPC bytes, bad, bytes)]."""
+  buckets: int
+  parcels: list
+
+
 @beam.typehints.with_input_types(SourceBatch)
 class _EncodeStepsFn(SchemaFn):
   """Batches -> ((split, bucket), (source path, steps as IPC bytes or
-  their place in a file, bad, bytes)) per bucket with steps or bad rows in
-  a gathering: successive batches of one source file, up to FLUSH_BYTES
-  of steps (bytes: encoding.passes.table_bytes of the steps).
+  their place in a file, bad, bytes, read units)) per bucket with steps
+  or bad rows in a gathering: successive batches of one source file (and
+  read unit, where units are kept), up to FLUSH_BYTES of steps (bytes:
+  encoding.passes.table_bytes of the steps); read units: the keys of the
+  kept read units the steps came from (None: not kept).
 
   `bad` lists, under on_bad_step: reject_group, (key, first row number,
   its reason, rows) of the bucket's keys with rows in errors/ (a group's
   rows all go to one split: the split rule reads only group_by columns).
-  Outputs: main: the buckets' steps; ERRORS; STATS; FEATURE_STATS.
+  Outputs: main: the buckets' steps; ERRORS; STATS; FEATURE_STATS;
+  UNITS (when units are kept).
   Counters: as EncodeRows'.
+
+  A batch of a kept read unit (core.unit_cache) keeps what it gave
+  besides steps; when the unit's end (UnitRead) comes, after its
+  batches, the parcels its steps became are kept as the unit's last
+  entry, and the unit is marked complete. (Only when every batch of the
+  unit was seen in this bundle, and none of its parcels left before:
+  else it is not marked, and is read again next time.) A reused unit
+  gives its parcels back as they were made, or, made for another bucket
+  count, put in buckets again.
   """
 
   _encoder: StepEncoder
@@ -157,24 +196,49 @@ class _EncodeStepsFn(SchemaFn):
   def start_bundle(self):
     super().start_bundle()
     self._gathered: Dict[str, _Gathered] = {}
+    # Kept read units of this bundle: batches seen, parcels made.
+    self._seen: Dict[str, int] = {}
+    self._kept: Dict[str, list] = {}
 
   def _emit(self, result):
     """The outputs of a batch, with its steps gathered; those of a
-    gathering they end (a new source file, or FLUSH_BYTES reached)."""
+    gathering they end (a new source file or unit, or FLUSH_BYTES
+    reached)."""
     outputs = []
     for out in super()._emit(result):
-      if not isinstance(out, _Steps):
+      if isinstance(out, _Seen):
+        self._seen[out.key] = self._seen.get(out.key, 0) + 1
+      elif isinstance(out, UnitRead):  # (in order: after its batches)
+        outputs += self._unit_read(out)
+      elif not isinstance(out, _Steps):
         outputs.append(out)
-        continue
-      held = self._gathered.get(out.split)
-      if held is not None and held.path != out.path:
-        outputs += self._flush(self._gathered.pop(out.split))
-        held = None
-      if held is None:
-        held = self._gathered[out.split] = _Gathered(out.split, out.path)
-      held.add(out)
-      if held.bytes >= FLUSH_BYTES or not self._gather:
-        outputs += self._flush(self._gathered.pop(out.split))
+      else:
+        held = self._gathered.get(out.split)
+        if held is not None and (held.path, held.unit) != (out.path,
+                                                           out.unit):
+          outputs += self._flush(self._gathered.pop(out.split))
+          held = None
+        if held is None:
+          held = self._gathered[out.split] = _Gathered(out.split, out.path,
+                                                       out.unit)
+        held.add(out)
+        if held.bytes >= FLUSH_BYTES or not self._gather:
+          outputs += self._flush(self._gathered.pop(out.split))
+    return outputs
+
+  def _unit_read(self, end: UnitRead) -> list:
+    """The last parcels of a kept unit; the unit's parcels kept and the
+    unit marked complete."""
+    outputs = []
+    for split in sorted(self._gathered):
+      if self._gathered[split].unit == end.key:
+        outputs += self._flush(self._gathered.pop(split))
+    parcels = self._kept.pop(end.key, [])
+    if self._seen.pop(end.key, 0) == end.batches:
+      store = UnitStore(end.root)
+      if store.put(end.key, end.batches, _KeptParcels(self._buckets,
+                                                      parcels)):
+        store.complete(end.key, end.batches + 1, end.about)
     return outputs
 
   def finish_bundle(self):
@@ -182,6 +246,9 @@ class _EncodeStepsFn(SchemaFn):
     for split in sorted(self._gathered):
       for out in self._flush(self._gathered.pop(split)):
         yield GlobalWindows.windowed_value(out)
+    # (Units whose end did not come in this bundle are not marked.)
+    self._seen.clear()
+    self._kept.clear()
 
   def _flush(self, held: _Gathered) -> list:
     """One parcel per bucket with steps or bad rows in the gathering."""
@@ -197,13 +264,81 @@ class _EncodeStepsFn(SchemaFn):
         sizes[b] = int(sum(s.sizes[b] for s in held.steps))
         if marks:
           bad[b] = marks
+    if held.unit is not None:
+      self._kept.setdefault(held.unit, []).extend(
+          (held.split, held.path, b, data, bad.get(b, []), sizes[b])
+          for b, data in parcels)
+    return self._parcels(held.split, held.path, parcels, bad, sizes,
+                         held.unit)
+
+  def _parcels(self, split, path, parcels, bad, sizes, unit) -> list:
+    """The GroupByKey's elements of [(bucket, IPC bytes)] of a split
+    (spilled to a file where they are large)."""
     if self._spill_dir is not None and sum(
         len(data) for _, data in parcels) >= SPILL_BYTES:
       parcels = _spilled(self._spill_dir, parcels)
-    return [((held.split, b), (held.path, data, bad.get(b, []), sizes[b]))
+    units = None if unit is None else (unit,)
+    return [((split, b), (path, data, bad.get(b, []), sizes[b], units))
             for b, data in parcels]
 
-  def _work(self, batch: SourceBatch):
+  def _work(self, batch):
+    if isinstance(batch, UnitRead):
+      return [batch], stats(), []
+    if isinstance(batch, KeptBatch):
+      return self._reused(batch)
+    entry = batch.unit_entry
+    outputs, counts, errors = self._encoded(
+        batch, None if entry is None else entry.key)
+    if entry is not None:
+      tagged = [o for o in outputs if isinstance(o, beam.pvalue.TaggedOutput)]
+      UnitStore(entry.root).put(entry.key, entry.number,
+                                (tagged, counts, errors))
+      outputs += [_Seen(entry.key)] + unit_counted(entry.first, False)
+    return outputs, counts, errors
+
+  def _reused(self, batch: KeptBatch):
+    """A reused unit's batch: what it gave besides steps; its last entry,
+    its parcels (put in buckets again if made for another count)."""
+    kept, key = batch.kept.result, batch.entry.key
+    if not isinstance(kept, _KeptParcels):
+      tagged, counts, errors = kept
+      return (list(tagged) + unit_counted(batch.entry.first, True), counts,
+              errors)
+    if kept.buckets != self._buckets:
+      return self._rebucketed(kept.parcels, key), stats(), []
+    outputs = []
+    by: Dict[tuple, list] = {}
+    for split, path, b, data, bad, size in kept.parcels:
+      by.setdefault((split, path), []).append((b, data, bad, size))
+    for (split, path), parcels in by.items():
+      outputs += self._parcels(
+          split, path, [(b, data) for b, data, _, _ in parcels],
+          {b: bad for b, _, bad, _ in parcels if bad},
+          {b: size for b, _, _, size in parcels}, key)
+    return outputs, stats(), []
+
+  def _rebucketed(self, parcels: list, key: str) -> List[_Steps]:
+    """Kept parcels of another bucket count, as steps in this count's
+    buckets (their bad keys too)."""
+    by: Dict[tuple, tuple] = {}
+    for split, path, _, data, bad, _ in parcels:
+      tables, marks = by.setdefault((split, path), ([], []))
+      tables.append(_ipc_table(data))
+      marks.extend(bad)
+    out = []
+    for (split, path), (tables, marks) in by.items():
+      steps = self._by_bucket(split, path, pa.concat_tables(tables), {}, key)
+      if marks:
+        hashes = keys_hash([m[0] for m in marks], steps.table) % np.uint64(
+            self._buckets)
+        for mark, h in zip(marks, hashes.tolist()):
+          steps.bad.setdefault(int(h), []).append(mark)
+      out.append(steps)
+    return out
+
+  def _encoded(self, batch: SourceBatch, unit: Optional[str]):
+    """(outputs, counts, dead letters) of a batch; its steps tagged with
+    their read unit's `unit` key where it is kept."""
     splits, found = by_split(self._splits, batch)
     marks = self._encoder.schema.on_bad_step is OnBadStep.REJECT_GROUP
     known = None
@@ -218,9 +353,9 @@ class _EncodeStepsFn(SchemaFn):
         steps = self._encoder.encode_table(
             take(batch.columns, index), len(index),
             [known[i] for i in index.tolist()], stats=self._statistics)
-      bad = _bad_by_bucket(batch, steps, index, self._buckets) \
-          if marks else {}
-      outputs.append(self._by_bucket(split, batch.path, steps.table, bad))
+      bad = _bad_rows(batch, steps, index) if marks else {}
+      outputs.append(self._by_bucket(split, batch.path, steps.table, bad,
+                                     unit))
       found += remapped(steps.errors, index)
       if steps.stats is not None:
         described[split] = steps.stats
@@ -234,15 +369,18 @@ class _EncodeStepsFn(SchemaFn):
     outputs.append(beam.pvalue.TaggedOutput(STATS, counts))
     return outputs, counts, errors
 
-  def _by_bucket(self, split, path, table: pa.Table, bad) -> _Steps:
-    """The batch's steps ordered by bucket (in the worker's threads)."""
+  def _by_bucket(self, split, path, table: pa.Table, bad_rows,
+                 unit: Optional[str]) -> _Steps:
+    """The batch's steps ordered by bucket (in the worker's threads), and
+    its bad rows' keys (`_bad_rows`) by bucket."""
     bucket = (key_hash(table) % np.uint64(self._buckets)).astype(np.int64)
     order = np.argsort(bucket, kind="stable")
     bounds = np.searchsorted(bucket[order], np.arange(self._buckets + 1))
     ordered = table.take(pa.array(order))
     total = np.concatenate([[0], np.cumsum(step_bytes(ordered))])
     sizes = total[bounds[1:]] - total[bounds[:-1]]
-    return _Steps(split, path, ordered, bounds, sizes, bad)
+    bad = _bad_by_bucket(bad_rows, table, self._buckets) if bad_rows else {}
+    return _Steps(split, path, ordered, bounds, sizes, bad, unit)
 
 
 def _spilled(directory: str, parcels: List[tuple]) -> List[tuple]:
@@ -272,21 +410,26 @@ def _read(data) -> bytes:
 
 def _tables(parcels):
   """(path, steps table) of a bucket's parcels, read one at a time."""
-  return ((path, _ipc_table(_read(data))) for path, data, _, _ in parcels)
+  return ((path, _ipc_table(_read(data)))
+          for path, data, _, _, _ in parcels)
 
 
-def _bad_by_bucket(batch: SourceBatch, steps, index, buckets: int
-                   ) -> Dict[int, List[tuple]]:
-  """bucket -> [(key, first row number, its reason, rows)] of a batch's
-  rows that could not become steps of their (known) group."""
-  if not steps.bad:
-    return {}
+def _bad_rows(batch: SourceBatch, steps, index) -> Dict[tuple, list]:
+  """key -> [(row number, reason)] of a batch's rows that could not
+  become steps of their (known) group."""
   rows: Dict[tuple, list] = {}
   for key, row, reason in steps.bad:
     number = batch.row_number(row if index is None else int(index[row]))
     rows.setdefault(key, []).append((number, reason))
+  return rows
+
+
+def _bad_by_bucket(rows: Dict[tuple, list], table: pa.Table, buckets: int
+                   ) -> Dict[int, List[tuple]]:
+  """bucket -> [(key, first row number, its reason, rows)] of `_bad_rows`
+  (`table`: the steps, for the key columns' types)."""
   keys = list(rows)
-  hashes = keys_hash(keys, steps.table) % np.uint64(buckets)
+  hashes = keys_hash(keys, table) % np.uint64(buckets)
   out: Dict[int, List[tuple]] = {}
   for key, h in zip(keys, hashes.tolist()):
     found = rows[key]
@@ -295,20 +438,59 @@ def _bad_by_bucket(batch: SourceBatch, steps, index, buckets: int
   return out
 
 
+class _Assembled(NamedTuple):
+  """After a kept bucket's last pass: the bucket is complete in the unit
+  store (core.unit_cache) under `key`, with this many passes."""
+  key: str
+  passes: int
+  about: Dict[str, Any]
+
+
 class _AssembleFn(SchemaFn):
-  """((split, bucket), [(path, steps, bad, bytes)]) -> (split, ("bucket",
-  b, pass), GroupedRecords): every group of the bucket (of one pass).
+  """((split, bucket), [(path, steps, bad, bytes, read units)]) ->
+  (split, ("bucket", b, pass), GroupedRecords): every group of the bucket
+  (of one pass).
 
   Outputs: main: the records; ERRORS: ((file, -1, -1), [dead-letter
   dict]) per rejected or truncated group; STATS.
+
+  With a unit store (`units`), a bucket whose steps all came from kept
+  read units is kept there too, under a key made of those units' keys
+  (which name their content, the schema and the options) and the number
+  of buckets: a later build whose bucket gets steps from the same units
+  reuses its assembly, and only buckets a new or changed unit touches are
+  assembled again. Counter: buckets_reused.
   """
 
   _encoder: GroupAssembler
 
   def __init__(self, schema_dict: Dict[str, Any],
-               threads: Optional[int] = None):
+               threads: Optional[int] = None, buckets: int = 0,
+               units: Optional[str] = None):
     super().__init__(schema_dict, threads=threads)
     self._columns = [c for c, _ in schema_from_dict(schema_dict).group_by]
+    self._buckets = buckets
+    self._units = units
+    self._reused = beam.metrics.Metrics.counter("beam_tfrecords",
+                                                "buckets_reused")
+
+  def _key(self, split: str, bucket: int, parcels: list) -> Optional[str]:
+    """The bucket's key in the unit store, or None: not kept."""
+    units = [p[4] for p in parcels]
+    if self._units is None or any(u is None for u in units):
+      return None
+    return unit_key({"assembly": [split, bucket, self._buckets],
+                     "units": sorted({k for u in units for k in u})})
+
+  def _emit(self, result):
+    outputs = []
+    for out in super()._emit(result):
+      if isinstance(out, _Assembled):  # (in order: every pass was kept)
+        assert self._units is not None
+        UnitStore(self._units).complete(out.key, out.passes, out.about)
+      else:
+        outputs.append(out)
+    return outputs
 
   def _build(self, schema):
     return GroupAssembler(schema)
@@ -320,16 +502,45 @@ class _AssembleFn(SchemaFn):
     serve that thread only."""
     (split, bucket), parcels = element
     parcels = list(parcels)
+    key = self._key(split, bucket, parcels)
+    if key is not None:
+      assert self._units is not None
+      kept = UnitStore(self._units).load(key)
+      if kept is not None:
+        self._reused.inc()
+        return [_KeptPass(k.result, i == 0) for i, k in enumerate(kept)]
     if sum(b[3] for b in parcels) <= ASSEMBLY_BYTES:
-      return [(split, bucket, parcels, None, 0)]
+      return [(split, bucket, parcels, None, 0, key)]
     # A bucket too large for one assembly (skewed keys).
     plan = plan_passes(lambda: _tables(parcels), ASSEMBLY_BYTES)
-    return [(split, bucket, parcels, plan, i) for i in range(plan.passes)]
+    return [(split, bucket, parcels, plan, i, key)
+            for i in range(plan.passes)]
 
   def _work(self, piece):
-    split, bucket, parcels, plan, index = piece
+    if isinstance(piece, _KeptPass):
+      outputs, counts, errors = piece.result
+      return list(outputs) + self._counted(piece.first, True), counts, errors
+    split, bucket, parcels, plan, index, key = piece
+    outputs, counts, errors = self._assembled(split, bucket, parcels, plan,
+                                              index)
+    if key is not None:
+      assert self._units is not None
+      passes = 1 if plan is None else plan.passes
+      if UnitStore(self._units).put(key, index, (outputs, counts, errors)) \
+          and index == passes - 1:
+        outputs = outputs + [_Assembled(key, passes, {
+            "split": split, "bucket": bucket, "buckets": self._buckets})]
+    return outputs + self._counted(index == 0, False), counts, errors
+
+  def _counted(self, first: bool, reused: bool) -> List[Output]:
+    """UNITS: a bucket, reused or not (once: with its first pass)."""
+    return [beam.pvalue.TaggedOutput(UNITS, (0, 0, 1, int(reused)))] \
+        if first and self._units is not None else []
+
+  def _assembled(self, split, bucket, parcels, plan, index):
+    """One pass of a bucket assembled: (outputs, counts, dead letters)."""
     bad: Dict[tuple, list] = {}
-    for path, _, marks, _ in parcels:
+    for path, _, marks, _, _ in parcels:
       for key, number, reason, count in marks:
         bad.setdefault(key, []).append((path, number, reason, count))
     tables = list(_tables(parcels))
@@ -377,6 +588,13 @@ class _AssembleFn(SchemaFn):
             "examples": [{"source": s, "row": r} for s, r in examples]}
 
 
+class _KeptPass(NamedTuple):
+  """A pass of a reused bucket: (outputs, counts, dead letters) as kept;
+  whether it is the bucket's first."""
+  result: tuple
+  first: bool
+
+
 class EncodeGroupedSequences(beam.PTransform):
   """Groups rows by the schema's group_by key into SequenceExamples.
 
@@ -395,16 +613,21 @@ class EncodeGroupedSequences(beam.PTransform):
       (the DirectRunner holds what it groups in memory, about 3 times);
       None: they travel in the elements (a cluster's shuffle is made for
       that, and reading small ranges of objects in a bucket store is not).
+    units: the unit store (core.unit_cache) where batches may come from
+      kept or reused read units (then counted in a UNITS output), and
+      where buckets are kept and reused (see _AssembleFn); None: none.
   """
 
   def __init__(self, schema: Schema, statistics: bool = True,
                buckets: Optional[int] = None,
-               spill_dir: Optional[str] = None):
+               spill_dir: Optional[str] = None,
+               units: Optional[str] = None):
     super().__init__()
     self._schema = schema
     self._statistics = statistics
     self._buckets = buckets or DEFAULT_BUCKETS
     self._spill_dir = spill_dir
+    self._units = units
 
   def expand(self, batches):
     schema_dict = self._schema.to_dict()
@@ -413,17 +636,23 @@ class EncodeGroupedSequences(beam.PTransform):
         schema_dict, self._buckets, self._spill_dir, threads=threads,
         statistics=self._statistics,
         gather=separates_outputs(batches.pipeline)),
-                   (ERRORS, STATS, FEATURE_STATS), main="steps")
+                   (ERRORS, STATS, FEATURE_STATS)
+                   + ((UNITS,) if self._units else ()), main="steps")
     grouped = (steps["steps"]
-               # ((split, bucket), (path, steps, bad))
+               # ((split, bucket), (path, steps, bad, bytes, units))
                | "GroupSteps" >> beam.GroupByKey())
-               # ((split, bucket), [(path, steps, bad), ...])
+               # ((split, bucket), [(path, steps, bad, bytes, units), ...])
     assembled = par_do(grouped, "Assemble", _AssembleFn(
-        schema_dict, threads=threads), (ERRORS, STATS), main="records")
-    return {
+        schema_dict, threads=threads, buckets=self._buckets,
+        units=self._units), (ERRORS, STATS)
+                       + ((UNITS,) if self._units else ()), main="records")
+    out = {
         "records": assembled["records"],
         "errors": (steps[ERRORS], assembled[ERRORS])
                   | "Errors" >> beam.Flatten(),
         "stats": (steps[STATS], assembled[STATS]) | "Stats" >> beam.Flatten(),
         FEATURE_STATS: steps[FEATURE_STATS],
     }
+    if self._units:
+      out[UNITS] = (steps[UNITS], assembled[UNITS]) | "Units" >> beam.Flatten()
+    return out

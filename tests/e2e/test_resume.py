@@ -8,9 +8,7 @@ import hashlib
 import json
 import os
 import re
-import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -19,6 +17,7 @@ import beam_tfrecords as btr
 from beam_tfrecords.cli import main as cli_main
 from beam_tfrecords.core.unit_cache import UnitStore
 
+from tests.helpers.kill_build import build_command, build_env, kill_when
 from tests.helpers.shard_size import SCHEMA, _csv
 
 ROWS = 3000
@@ -201,26 +200,12 @@ def test_a_killed_build_reuses_its_finished_units(tmp_path):
   and publishes what an uninterrupted build does."""
   inputs = _inputs(tmp_path, 12, rows=20_000)
   out = str(tmp_path / "out")
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
-             SOURCE_DATE_EPOCH="1700000000")
+  env = build_env()
   schema = tmp_path / "schema.json"
   schema.write_text(json.dumps(SCHEMA))
-  command = [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
-             str(schema), "--output", out, "--num-shards", "2",
-             "--direct_num_workers=1"]
-  for path in inputs:
-    command += ["--input", path]
-  build = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE)
+  command = build_command(str(schema), inputs, out)
   store = UnitStore(os.path.join(out, ".units"))
-  deadline = time.time() + 240
-  while time.time() < deadline and build.poll() is None:
-    if len(list(store.units())) >= 3:
-      break
-    time.sleep(0.05)
-  assert build.poll() is None, "the build ended before it was killed"
-  build.send_signal(signal.SIGKILL)
-  build.wait(60)
+  kill_when(command, env, lambda: len(list(store.units())) >= 3)
   finished = len(list(store.units()))
   assert 3 <= finished < 12
   assert not os.path.exists(os.path.join(out, "_SUCCESS"))

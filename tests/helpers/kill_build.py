@@ -1,0 +1,41 @@
+"""A build on the command line, killed (kill -9) once it has done some
+work: for the tests of what its rerun reuses (issue 62)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Callable, List
+
+
+def build_command(schema: str, inputs: List[str], out: str) -> List[str]:
+  """`beam-tfrecords build` of these inputs into `out`, 2 shards, one
+  DirectRunner worker."""
+  command = [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
+             schema, "--output", out, "--num-shards", "2",
+             "--direct_num_workers=1"]
+  for path in inputs:
+    command += ["--input", path]
+  return command
+
+
+def kill_when(command: List[str], env: dict, ready: Callable[[], bool],
+              timeout: float = 240) -> None:
+  """Starts the command and kills it with SIGKILL as soon as `ready()`;
+  fails if it ended first."""
+  build = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+  deadline = time.time() + timeout
+  while time.time() < deadline and build.poll() is None:
+    if ready():
+      break
+    time.sleep(0.05)
+  assert build.poll() is None, "the build ended before it was killed"
+  build.send_signal(signal.SIGKILL)
+  build.wait(60)
+
+
+def build_env() -> dict:
+  return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+              SOURCE_DATE_EPOCH="1700000000")
