@@ -120,6 +120,10 @@ KEPT = {
                "(Java, Maven): about 6 minutes by themselves",
     "resume": "added after the run that made the page (issue 62); about "
               "15 minutes",
+    "resume-grouped": "the resume suite's grouped rows, run on their own "
+                      "when they were added (issue 62)",
+    "resume-tft": "the resume suite's TFT rows, run on their own when "
+                  "they were added (issue 62)",
 }
 # What the suites import beyond the build itself: checked before the first
 # one starts, so that a missing one does not end a long run late.

@@ -23,6 +23,10 @@ Rows of the table:
   - grouped SequenceExamples (the first GROUPED_FILES files, grouped by
     tailnum and month): keeping's cost, a rerun after a kill at half the
     units, --cache with one more file and with the same files;
+  - TensorFlow Transform (the first TRANSFORM_FILES files, 4 analyzers):
+    keeping's cost, a rerun after a kill once the analysis was kept,
+    --cache with one more file and with the same files (the saved graph,
+    which the determinism contract exempts, left out of the comparison);
   - the cache's size on disk against the shards'.
 Every resumed or cache-served build is compared with the clean one,
 file by file (common.same_files, and dataset.json without its `inputs`,
@@ -43,6 +47,7 @@ from typing import List, Optional, Tuple
 
 from common import comparable, show
 from stats import GROUPED, flights_input
+from tft_suite import TRANSFORM
 
 
 def _inputs(workdir: str, files: int, rows: int) -> Tuple[List[str], str]:
@@ -69,61 +74,87 @@ def _command(schema: str, inputs: List[str], out: str, *extra: str
 
 
 def _build(cmd: List[str], kill_at: Optional[int] = None,
-           store: Optional[str] = None) -> Tuple[float, float, float, int]:
+           store: Optional[str] = None, analysis: bool = False
+           ) -> Tuple[float, float, float, int]:
   """(wall s, CPU s, peak RSS MB, units complete when killed) of a build;
-  with `kill_at`, kill -9 once `store` holds that many complete units."""
-  from beam_tfrecords.core.unit_cache import UnitStore
+  with `kill_at`, kill -9 once `store` holds that many complete units;
+  with `analysis`, once it holds TFT's analysis."""
   start = time.perf_counter()
   proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
   finished = 0
-  if kill_at is not None:
+  killing = kill_at is not None or analysis
+  if killing:
     assert store is not None
     while proc.poll() is None:
-      finished = len(list(UnitStore(store).units()))
-      if finished >= kill_at:
+      finished, analyzed = _complete(store)
+      if (analysis and analyzed) or (kill_at is not None
+                                     and finished >= kill_at):
         proc.send_signal(signal.SIGKILL)
         break
       time.sleep(0.02)
   _, status, usage = os.wait4(proc.pid, 0)
   wall = time.perf_counter() - start
   code = os.waitstatus_to_exitcode(status)
-  if kill_at is None and code:
+  if not killing and code:
     raise subprocess.CalledProcessError(code, cmd)
-  if kill_at is not None and code != -signal.SIGKILL:
-    raise RuntimeError(f"the build ended (exit {code}) before "
-                       f"{kill_at} units were finished")
+  if killing and code != -signal.SIGKILL:
+    raise RuntimeError(f"the build ended (exit {code}) before it was "
+                       "killed")
   return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, \
       finished
 
 
-def _contents(folder: str) -> dict:
+def _complete(store: str) -> Tuple[int, bool]:
+  """(complete units in a unit store, whether TFT's analysis is one)."""
+  from beam_tfrecords.core.unit_cache import MANIFEST, UnitStore
+  units = list(UnitStore(store).units())
+  analyzed = False
+  for unit in units:
+    try:
+      with open(os.path.join(store, unit.key[:2], unit.key, MANIFEST)) as f:
+        analyzed = analyzed or "analysis" in json.load(f)["unit"]
+    except (OSError, ValueError, KeyError):
+      pass
+  return len(units), analyzed
+
+
+def _contents(folder: str, exempt: Tuple[str, ...] = ()) -> dict:
   """{file: SHA-256 of its comparable bytes} (see the module's
   docstring), a file in memory at a time (a parent process that held
-  them would lend its size to every build it starts after: ru_maxrss)."""
+  them would lend its size to every build it starts after: ru_maxrss).
+  Files under the `exempt` prefixes are left out, and their checksums in
+  dataset.json."""
   out = {}
   for root, _, names in os.walk(folder):
     for name in names:
       rel = os.path.relpath(os.path.join(root, name), folder)
+      if rel.startswith(exempt):
+        continue
       data = comparable(folder, rel)
       if rel == "dataset.json":
         meta = data
-        data = json.dumps({k: v for k, v in json.loads(data).items()
+        shown = json.loads(data)
+        shown["checksums"] = {k: v for k, v in shown.get(
+            "checksums", {}).items() if not k.startswith(exempt)}
+        data = json.dumps({k: v for k, v in shown.items()
                            if k != "inputs"}).encode()
       elif rel == "croissant.json":
         croissant = data
         continue
       out[rel] = hashlib.sha256(data).hexdigest()
-  out["croissant.json"] = hashlib.sha256(re.sub(
-      rb'"contentSize": "%d B",\s*"sha256": "%s"' % (
-          len(meta), hashlib.sha256(meta).hexdigest().encode()),
-      b"<dataset.json>", croissant)).hexdigest()
+  if "croissant.json" not in exempt:
+    out["croissant.json"] = hashlib.sha256(re.sub(
+        rb'"contentSize": "%d B",\s*"sha256": "%s"' % (
+            len(meta), hashlib.sha256(meta).hexdigest().encode()),
+        b"<dataset.json>", croissant)).hexdigest()
   return out
 
 
-def same_files(a: str, b: str) -> str:
-  """"N files identical", or "DIFFER:" and the files."""
-  left, right = _contents(a), _contents(b)
+def same_files(a: str, b: str, exempt: Tuple[str, ...] = ()) -> str:
+  """"N files identical", or "DIFFER:" and the files (those under the
+  `exempt` prefixes left out: see _contents)."""
+  left, right = _contents(a, exempt), _contents(b, exempt)
   differ = sorted(k for k in set(left) | set(right)
                   if left.get(k) != right.get(k))
   return f"DIFFER: {differ}" if differ else f"{len(left)} files identical"
@@ -169,6 +200,22 @@ def _window(args, schema: str, work: str, line) -> None:
        f"{cpu / cpu_day:.2f}x the new day alone", same_files(whole, moved))
 
 
+def _clean_and_kept(schema: str, inputs: List[str], prefix: str,
+                    what: str, kept_what: str, line,
+                    exempt: Tuple[str, ...] = ()) -> Tuple[str, str, float]:
+  """A clean build that keeps nothing and one that keeps (the default),
+  each a row; (the clean output, the kept one, the clean CPU s)."""
+  clean = prefix + "clean"
+  wall, cpu_clean, peak, _ = _build(_command(schema, inputs, clean,
+                                             "--no-resume"))
+  line(f"{what}: clean, --no-resume", wall, cpu_clean, peak, "1.00x")
+  kept = prefix + "kept"
+  wall, cpu, peak, _ = _build(_command(schema, inputs, kept))
+  line(f"{what}: clean, {kept_what} (the default)", wall, cpu, peak,
+       f"{cpu / cpu_clean:.2f}x", same_files(clean, kept, exempt))
+  return clean, kept, cpu_clean
+
+
 # Files of the grouped rows (the first of the suite's inputs).
 GROUPED_FILES = 4
 
@@ -184,15 +231,9 @@ def _grouped(inputs: List[str], work: str, line) -> None:
   with open(schema, "w") as f:
     f.write(GROUPED)
   n = len(inputs)
-  clean = os.path.join(work, "g-clean")
-  wall, cpu_clean, peak, _ = _build(_command(schema, inputs, clean,
-                                             "--no-resume"))
-  line(f"grouped, {n} files: clean, --no-resume", wall, cpu_clean, peak,
-       "1.00x")
-  kept = os.path.join(work, "g-kept")
-  wall, cpu, peak, _ = _build(_command(schema, inputs, kept))
-  line(f"grouped, {n} files: clean, units kept (the default)", wall, cpu,
-       peak, f"{cpu / cpu_clean:.2f}x", same_files(clean, kept))
+  clean, kept, cpu_clean = _clean_and_kept(
+      schema, inputs, os.path.join(work, "g-"), f"grouped, {n} files",
+      "units kept", line)
   with open(os.path.join(kept, "dataset.json")) as f:
     units = json.load(f)["inputs"]["units"]["read"]
   out = os.path.join(work, "g-killed")
@@ -226,6 +267,63 @@ def _grouped(inputs: List[str], work: str, line) -> None:
                                        cache))
   line(f"grouped: --cache, the same {n} files ({_buckets(again)})", wall,
        cpu, peak, f"{cpu / cpu_clean:.2f}x clean", same_files(clean, again))
+
+
+# Files of the TFT rows (the first of the suite's inputs).
+TRANSFORM_FILES = 2
+
+
+def _transformed(inputs: List[str], schema: str, work: str, line) -> None:
+  """TensorFlow Transform (tft_suite.TRANSFORM: 4 analyzers, no raw
+  records kept): what keeping costs; a rerun after a kill once the
+  analysis was kept (read units and the analysis reused: only the
+  transform runs); --cache with the same files (the same) and with one
+  more (units reused, the analysis run again over every row)."""
+  with open(schema) as f:
+    text = f.read()
+  schema = os.path.join(work, "transform.yaml")
+  with open(schema, "w") as f:
+    f.write(text + TRANSFORM)
+  n = len(inputs)
+  clean, _, cpu_clean = _clean_and_kept(
+      schema, inputs, os.path.join(work, "t-"), f"TFT, {n} files",
+      "units and the analysis kept", line, TFT_EXEMPT)
+  out = os.path.join(work, "t-killed")
+  cmd = _command(schema, inputs, out)
+  _, cpu_killed, _, _ = _build(cmd, store=os.path.join(out, ".units"),
+                               analysis=True)
+  wall, cpu, peak, _ = _build(cmd)
+  line(f"TFT: rerun after kill -9 once the analysis was kept (the killed "
+       f"run took {cpu_killed:.1f} CPU s; {_analysis(out)})", wall, cpu,
+       peak, f"{cpu / cpu_clean:.2f}x clean",
+       same_files(clean, out, TFT_EXEMPT))
+  cache = os.path.join(work, "t-cache")
+  _build(_command(schema, inputs[:-1], os.path.join(work, "t-before"),
+                  "--cache", cache))
+  more = os.path.join(work, "t-more")
+  wall, cpu, peak, _ = _build(_command(schema, inputs, more, "--cache",
+                                       cache))
+  line(f"TFT: --cache, all {n} files (one more; {_analysis(more)})", wall,
+       cpu, peak, f"{cpu / cpu_clean:.2f}x clean",
+       same_files(clean, more, TFT_EXEMPT))
+  again = os.path.join(work, "t-again")
+  wall, cpu, peak, _ = _build(_command(schema, inputs, again, "--cache",
+                                       cache))
+  line(f"TFT: --cache, the same {n} files ({_analysis(again)})", wall, cpu,
+       peak, f"{cpu / cpu_clean:.2f}x clean",
+       same_files(clean, again, TFT_EXEMPT))
+
+
+# What the determinism contract exempts with transform: (docs/design.md).
+TFT_EXEMPT = ("transform_fn/", "transformed_metadata/", "croissant.json")
+
+
+def _analysis(out: str) -> str:
+  with open(os.path.join(out, "dataset.json")) as f:
+    inputs = json.load(f)["inputs"]
+  return (f"analysis {inputs.get('transform_analysis', 'computed')}, "
+          f"{inputs['units']['reused']} of {inputs['units']['read']} units "
+          "reused")
 
 
 def _buckets(out: str) -> str:
@@ -328,6 +426,7 @@ def resume_suite(args) -> None:
        same_files(os.path.join(work, "plan-clean"), plan))
   _window(args, schema, work, line)
   _grouped(inputs[:GROUPED_FILES], work, line)
+  _transformed(inputs[:TRANSFORM_FILES], schema, work, line)
   shards = _size(clean, "train")
   show("resume", f"Resume and reuse (issue 62): {files} files of "
        f"{rows:,} flight rows ({files * rows:,} rows), {os.cpu_count()} "

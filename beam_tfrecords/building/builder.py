@@ -175,13 +175,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
                   appended_inputs(appending.previous.inputs, described))))
         store = _unit_store(schema, plan, user_fn, opts, output, runner,
                             dataset)
-        keeping = None if store is None else Keeping(
-            store, tuple(_unit_keys(schema, plan, dataset)),
-            FileSystems.join(dataset.staging, PARTS_DIR),
-            deal_digest(dataset.shards.shards, dataset.codec,
-                        dataset.gzip_level, dataset.shuffle,
-                        dataset.member_bytes))
-        dataset = dataclasses.replace(dataset, units=store)
+        keeping, dataset = _keeping(schema, plan, dataset, store, tft_key)
         pipeline = _pipeline(schema, plan, user_fn, dataset, runner,
                              beam_opts, keeping)
       except BaseException:  # nothing ran: no staging folder left behind
@@ -241,8 +235,6 @@ def _unit_store(schema: Schema, plan: InputPlan, user_fn,
     why = "a preprocess function's output is not keyed"
   elif schema.media:
     why = "its media files are not keyed"
-  elif schema.transform is not None:
-    why = "TensorFlow Transform's analysis needs every row"
   elif dataset.sink != "deterministic":
     why = "Beam's sink deals records itself"
   elif schema.expect is not None and schema.expect.disjoint_splits:
@@ -272,6 +264,54 @@ def _unit_keys(schema: Schema, plan: InputPlan,
                            [list(o) for o in unit.options]],
         "file": [f.size, f.mtime]}))
   return keys
+
+
+def _keeping(schema: Schema, plan: InputPlan, dataset: DatasetPlan,
+             store: Optional[str], tft_key: Dict[str, Any]
+             ) -> Tuple[Optional[Keeping], DatasetPlan]:
+  """How the build keeps and reuses read units in `store` (None: it does
+  not), and its plan with the store (and TFT's analysis) in it."""
+  if store is None:
+    return None, dataset
+  keeping = Keeping(store, tuple(_unit_keys(schema, plan, dataset)),
+                    FileSystems.join(dataset.staging, PARTS_DIR),
+                    deal_digest(dataset.shards.shards, dataset.codec,
+                                dataset.gzip_level, dataset.shuffle,
+                                dataset.member_bytes))
+  dataset = dataclasses.replace(dataset, units=store)
+  if schema.transform is not None:
+    dataset = _kept_analysis(dataset, keeping, tft_key)
+  return keeping, dataset
+
+
+def _kept_analysis(dataset: DatasetPlan, keeping: Keeping,
+                   tft_key: Dict[str, Any]) -> DatasetPlan:
+  """TensorFlow Transform's analysis kept as a phase in the unit store:
+  under a key of every read unit's key (which name the inputs, the
+  schema and its transform section) and the preprocessing_fn's; loaded
+  here when a build kept it before (then it is not run again). Its
+  analyzers combine over every row, and TFT gives no per-unit
+  accumulators to keep: a new or changed input analyzes again, from the
+  reused units' records. dataset.json's inputs say which
+  (transform_analysis: reused or computed)."""
+  if any(k is None for k in keeping.keys) or dataset.planned.inputs is None:
+    return dataset
+  import tensorflow_transform  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.tft.pipeline import KeptAnalysis  # pylint: disable=import-outside-toplevel
+  key = unit_key({"analysis": tft_key, "units": sorted(keeping.keys),
+                  "tft": tensorflow_transform.__version__})
+  found = UnitStore(keeping.root).load(key)
+  files = found[0].result if found else None
+  if files is not None:
+    _LOG.info("TensorFlow Transform's analysis reused from %s",
+              keeping.root)
+  planned = dataset.planned
+  inputs = dataclasses.replace(planned.inputs, extra={
+      **planned.inputs.extra,
+      "transform_analysis": "reused" if files is not None else "computed"})
+  return dataclasses.replace(
+      dataset, analysis=KeptAnalysis(keeping.root, key, files),
+      planned=dataclasses.replace(planned, inputs=inputs))
 
 
 def _evict(store: Optional[str], opts: BuildOptions, started: float) -> None:

@@ -128,21 +128,25 @@ class KeepParts(NamedTuple):
 class KeptParts(NamedTuple):
   """A reused batch's parts of one split as the sink dealt them: [(shard,
   part)], every part's bytes in the part file `path` (the parts' own
-  paths name the file they were first written to)."""
+  paths name the file they were first written to); `how` the deal made
+  them (for a step that needs the records back: sinks.shards.undealt)."""
   split: str
   order: tuple
   path: str
   parts: list
+  how: Optional[Dict[str, Any]] = None
 
 
 class KeptSplit(NamedTuple):
   """A kept batch's parts of one split: the part file, [(shard, part)],
   and how they were dealt: None for this build's deal, else what the
   sink said of another deal (a changed shard count: sinks.shards.undealt
-  gets the records back from them)."""
+  gets the records back from them); `how`: what the sink said of the
+  deal that made them, either way."""
   path: str
   parts: list
   other_deal: Optional[Dict[str, Any]] = None
+  how: Optional[Dict[str, Any]] = None
 
 
 class KeptBatchResults(NamedTuple):
@@ -291,7 +295,8 @@ class UnitStore:
       if not self._files.intact(path, about["bytes"], about["crc32"]):
         return None
       parts[split] = KeptSplit(path, about["parts"],
-                               None if same else about["deal"])
+                               None if same else about["deal"],
+                               about["deal"])
     return KeptBatchResults(batch["result"], parts)
 
   def _dealt(self, key: str, i: int, split: str, deal: str

@@ -303,6 +303,17 @@ def deal_digest(num_shards: Dict[str, int], codec: Codec,
   return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def kept_records(element: KeptParts) -> list:
+  """The records of a reused batch's split (core.unit_cache.KeptParts)
+  in their order, inflated and unframed from its kept parts."""
+  assert element.how is not None, "kept parts without their deal"
+  return undealt(element.split, element.order, [
+      (shard, resolved((key, how, where._replace(path=element.path), count,
+                        size)))
+      for shard, (key, how, where, count, size) in element.parts],
+                 element.how)
+
+
 def undealt(split: str, order: tuple, parts: list,
             how: Dict[str, Any]) -> list:
   """The records of a batch's split in their order, got back from the

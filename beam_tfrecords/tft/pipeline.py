@@ -24,31 +24,115 @@ folder's part files, which are removed when the dataset is published.
 """
 
 import itertools
-from typing import Any, Dict, List, Optional
+import os
+from typing import Any, Dict, List, NamedTuple, Optional
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecords.core.layout import RAW_METADATA_DIR
 from beam_tfrecords.core.shard_reader import iter_tfrecords
+from beam_tfrecords.core.unit_cache import (KeepParts, KeptParts, UnitRead,
+                                            UnitStore)
 from beam_tfrecords.core.tfrecord_files import frame_records
 from beam_tfrecords.read.arrays import tfx_decoder
 from beam_tfrecords.schema import Schema
 from beam_tfrecords.core.members import MEMBER_CAP
 from beam_tfrecords.sinks.codec import TFRECORD_GZIP
 from beam_tfrecords.sinks.shard_files import ShardFiles
+from beam_tfrecords.sinks.shards import kept_records
 from beam_tfrecords.tft.functions import (analyze_columns, combined_fn,
                                           tfxio_source)
 from beam_tfrecords.tft.outputs import TransformedEncoder
 
-__all__ = ["TransformRecords", "BATCH_ROWS", "analyzed_source"]
+__all__ = ["TransformRecords", "BATCH_ROWS", "analyzed_source",
+           "KeptAnalysis", "ANALYSIS_DIRS"]
 
 # Rows transformed at a time (what a transform holds in memory).
 BATCH_ROWS = 8192
+# What the analysis writes (tft_beam.WriteTransformFn), under the
+# transform folder: what a kept analysis holds.
+ANALYSIS_DIRS = ("transform_fn", "transformed_metadata")
+
+
+class KeptAnalysis(NamedTuple):
+  """The analysis as a phase kept in a unit store (core.unit_cache):
+  the store's folder and the analysis's key there; `files`, what it
+  wrote (`_analysis_files`), when it was kept before (then it is not
+  run again), else None (it runs, and is kept)."""
+  root: str
+  key: str
+  files: Optional[Dict[str, Any]] = None
+
+
+def _analysis_files(transform_dir: str) -> Dict[str, Any]:
+  """{"files": {path under transform_dir: bytes}, "folders": [path]} of
+  what the analysis wrote (ANALYSIS_DIRS; folders, which may be empty:
+  a SavedModel's assets/)."""
+  files: Dict[str, bytes] = {}
+  folders: List[str] = []
+  for top in ANALYSIS_DIRS:
+    base = FileSystems.join(transform_dir, top)
+    if "://" not in transform_dir:
+      for folder, _, names in os.walk(base):
+        folders.append(os.path.relpath(folder, transform_dir))
+        for name in names:
+          path = os.path.join(folder, name)
+          with open(path, "rb") as f:
+            files[os.path.relpath(path, transform_dir)] = f.read()
+      continue
+    for match in FileSystems.match([FileSystems.join(base, "**")]):
+      for info in match.metadata_list:
+        with FileSystems.open(info.path, compression_type=(
+            CompressionTypes.UNCOMPRESSED)) as f:
+          files[info.path[len(transform_dir.rstrip("/")) + 1:]] = f.read()
+  return {"files": files, "folders": sorted(folders)}
+
+
+def _keep_analysis(_, kept: KeptAnalysis, transform_dir: str) -> str:
+  """Keeps what the analysis wrote; returns the transform folder. (An
+  optimization: a store that cannot be written is logged, not fatal.)"""
+  store = UnitStore(kept.root)
+  if store.put(kept.key, 0, _analysis_files(transform_dir)):
+    store.complete(kept.key, 1, {"analysis": ", ".join(ANALYSIS_DIRS)})
+  return transform_dir
+
+
+def _restore_analysis(analysis: Dict[str, Any], transform_dir: str) -> str:
+  """Writes a kept analysis's files where the analysis would have."""
+  for folder in analysis["folders"]:
+    if "://" not in transform_dir:
+      os.makedirs(os.path.join(transform_dir, folder), exist_ok=True)
+  for name, data in sorted(analysis["files"].items()):
+    with FileSystems.create(FileSystems.join(transform_dir, name),
+                            compression_type=(
+                                CompressionTypes.UNCOMPRESSED)) as f:
+      f.write(data)
+  return transform_dir
+
+
+def _records(batch) -> Optional[list]:
+  """The records of a batch on its way to the sink: (split, key,
+  records), or where units are kept (core.unit_cache) a batch whose
+  parts are kept (KeepParts) or a reused one's kept parts (KeptParts:
+  inflated and unframed, in their order); None for the end of a unit."""
+  if isinstance(batch, UnitRead):
+    return None
+  if isinstance(batch, KeptParts):
+    return kept_records(batch)
+  records = batch.records if isinstance(batch, KeepParts) else batch[2]
+  # (a list, a Ragged, or grouped sequences' GroupedRecords)
+  return records if isinstance(records, list) else list(records)
+
+
+def _split_of(batch) -> Optional[str]:
+  return None if isinstance(batch, UnitRead) else batch[0]
 
 
 class _ToRecordBatchFn(beam.DoFn):
-  """(split, key, records) -> RecordBatches of the records' `columns`."""
+  """Batches of records (see `_records`) -> RecordBatches of the
+  records' `columns`."""
 
   def __init__(self, tfmd_schema: bytes, sequence: bool, columns: List[str]):
     self._tfmd_schema = tfmd_schema
@@ -60,8 +144,7 @@ class _ToRecordBatchFn(beam.DoFn):
     self._decode = tfx_decoder(self._tfmd_schema, self._sequence).DecodeBatch
 
   def process(self, batch):
-    records = batch[2]  # a list, or grouped sequences' GroupedRecords
-    records = records if isinstance(records, list) else list(records)
+    records = _records(batch) or []
     for start in range(0, len(records), BATCH_ROWS):
       # In the analyzed source's column order (its TensorAdapter's).
       yield self._decode(records[start:start + BATCH_ROWS]).select(
@@ -170,14 +253,18 @@ class TransformRecords(beam.PTransform):
     gzip_level: None for ISA-L's fast level, or a zlib level 1-9.
     max_bytes: split -> the largest file size, or None.
     member_cap: framed bytes per gzip member at most.
+    kept: the analysis kept as a phase (KeptAnalysis: kept before, so
+      restored and not run; or to keep once it ran), or None.
   """
 
   def __init__(self, schema: Schema, transform_dir: str, temp_dir: str,
                raw_dir: str, out_dir: str, num_shards: Dict[str, int],
                gzip_level: Optional[int] = None,
                max_bytes: Optional[Dict[str, Optional[int]]] = None,
-               member_cap: int = MEMBER_CAP):
+               member_cap: int = MEMBER_CAP,
+               kept: Optional[KeptAnalysis] = None):
     super().__init__()
+    self._kept = kept
     self._cap = member_cap
     self._schema = schema
     self._transform_dir, self._temp_dir = transform_dir, temp_dir
@@ -186,42 +273,58 @@ class TransformRecords(beam.PTransform):
     self._level = gzip_level
     self._max = max_bytes
 
+  def _analysis(self, batches):
+    """The transform graph, written (restored where it was kept, else
+    analyzed, and kept where asked); a one-element PCollection once it
+    is. The raw schema beside it, as TFX's Transform writes it: what
+    tft.TFTransformOutput(dir).raw_feature_spec() reads (serving)."""
+    # pylint: disable=import-outside-toplevel
+    import tensorflow_transform.beam as tft_beam
+    from tensorflow_transform.tf_metadata import dataset_metadata
+    from beam_tfrecords.schema.tfmd import to_tfmd
+    kept, pipeline = self._kept, batches.pipeline
+    with tft_beam.Context(temp_dir=self._temp_dir):
+      _ = (dataset_metadata.DatasetMetadata(to_tfmd(self._schema))
+           | "WriteRawMetadata" >> tft_beam.WriteMetadata(
+               FileSystems.join(self._transform_dir, RAW_METADATA_DIR),
+               pipeline))
+    if kept is not None and kept.files is not None:
+      return (pipeline
+              | "KeptAnalysis" >> beam.Create([kept.files])
+              | "RestoreAnalysis" >> beam.Map(_restore_analysis,
+                                              self._transform_dir))
+    written = self._analyze(batches)
+    if kept is None:
+      return written
+    return written | "KeepAnalysis" >> beam.Map(_keep_analysis, kept,
+                                                 self._transform_dir)
+
   def _analyze(self, batches):
     """The transform graph, written; a one-element PCollection once it
     is."""
     # pylint: disable=import-outside-toplevel
     import tensorflow_transform.beam as tft_beam
-    from tensorflow_transform.tf_metadata import dataset_metadata
-    from beam_tfrecords.schema.tfmd import to_tfmd
     schema = self._schema
     section = schema.transform
     assert section is not None  # a schema with a transform section (see Args)
     config, decoded = analyzed_source(schema)
     train = (batches
              | "AnalyzedSplit" >> beam.Filter(
-                 lambda c, s=section.analyze_split: c[0] == s)
+                 lambda c, s=section.analyze_split: _split_of(c) == s)
              | "ToRecordBatches" >> beam.ParDo(_ToRecordBatchFn(
                  decoded.SerializeToString(), schema.is_sequence,
                  list(config.arrow_schema.names))))
-    tfmd = to_tfmd(schema)
     with tft_beam.Context(temp_dir=self._temp_dir):
       transform_fn = ((train, config)
                       | "Analyze" >> tft_beam.AnalyzeDataset(
                           combined_fn(schema)))
-      written = (transform_fn
-                 | "WriteTransformFn" >> tft_beam.WriteTransformFn(
-                     self._transform_dir))
-      # The raw schema beside them, as TFX's Transform writes it: what
-      # tft.TFTransformOutput(dir).raw_feature_spec() reads (serving).
-      _ = (dataset_metadata.DatasetMetadata(tfmd)
-           | "WriteRawMetadata" >> tft_beam.WriteMetadata(
-               FileSystems.join(self._transform_dir, RAW_METADATA_DIR),
-               batches.pipeline))
-    return written
+      return (transform_fn
+              | "WriteTransformFn" >> tft_beam.WriteTransformFn(
+                  self._transform_dir))
 
   def expand(self, pcolls):
     batches, raw_files = pcolls
-    written = self._analyze(batches)
+    written = self._analysis(batches)
     return (raw_files
             # ShardWritten of the raw shards
             | "ByShard" >> beam.Map(lambda f: ((f.split, f.writer), f))

@@ -75,6 +75,8 @@ class DatasetPlan:
       inputs say how many were reused.
     appending: --append: the dataset the new shards join
       (publish.append), else None.
+    analysis: TensorFlow Transform's analysis kept as a phase
+      (tft.pipeline.KeptAnalysis), or None.
   """
   staging: str
   shards: Any
@@ -91,6 +93,7 @@ class DatasetPlan:
   member_bytes: int = MEMBER_CAP
   units: Optional[str] = None
   appending: Optional[AppendPlan] = None
+  analysis: Any = None
 
 
 def merge_split_stats(partials) -> dict:
@@ -150,7 +153,7 @@ class WriteBatches(beam.PTransform):
               FileSystems.join(plan.staging, TFT_TEMP_DIR), raw_dir,
               FileSystems.join(plan.staging, TRANSFORMED_DIR),
               plan.shards.shards, plan.gzip_level, plan.shards.max_bytes,
-              plan.member_bytes))
+              plan.member_bytes, plan.analysis))
     return outputs
 
   def expand(self, batches):

@@ -22,8 +22,7 @@ from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.sources.fetch import fetch_files
 from beam_tfrecords.runners.gaps import par_do, threads_for
-from beam_tfrecords.sinks.part_files import resolved
-from beam_tfrecords.sinks.shards import undealt
+from beam_tfrecords.sinks.shards import kept_records
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
                                                 KEY_DIGESTS, STAT_FIELDS, STATS,
                                                 UNITS, Output, SchemaFn,
@@ -167,13 +166,10 @@ def _kept_parts(split: str, order: tuple, kept: KeptSplit,
   """A reused batch's parts of a split as they were dealt, or, dealt for
   another shard plan, its records got back from them, to be dealt (and
   kept) again."""
+  parts = KeptParts(split, order, kept.path, kept.parts, kept.how)
   if kept.other_deal is None:
-    return KeptParts(split, order, kept.path, kept.parts)
-  parts = [(shard, resolved((key, how, where._replace(path=kept.path),
-                             count, size)))
-           for shard, (key, how, where, count, size) in kept.parts]
-  return KeepParts(split, order, undealt(split, order, parts,
-                                         kept.other_deal), entry)
+    return parts
+  return KeepParts(split, order, kept_records(parts), entry)
 
 
 def key_digests(columns, keys, rows: np.ndarray) -> bytes:
