@@ -1,37 +1,58 @@
-# A custom Beam SDK worker image for Dataflow, Flink and Spark, with
-# beam_tfrecords installed. The base image's Beam and Python versions must
-# equal the launcher's (setup.py pins Beam; tests/unit/test_packaging.py checks):
-# Python 3.11 by default, another supported one with --build-arg.
+# The Beam worker image for Dataflow, Flink, Spark and Prism: Beam's SDK
+# harness (boot) with beam_tfrecords and the runtime lock, for
+# --environment_type DOCKER, --sdk_container_image (Dataflow) and a worker
+# pool (--environment_type EXTERNAL). Build it with
 #
-#   docker build -t REGISTRY/beam-tfrecords:0.1.0 .
-#   docker build --build-arg PYTHON_VERSION=3.13 -t REGISTRY/beam-tfrecords:0.1.0-py313 .
-#   beam-tfrecords build ... --runner DataflowRunner \
-#       --sdk_container_image REGISTRY/beam-tfrecords:0.1.0
+#   make worker-image                   # a local Debian base: no Docker Hub
+#   make worker-image BASE=official     # FROM apache/beam_python3.11_sdk
+#
+# (beam_tfrecords/testing/worker_image.py): it assembles the build context,
+# the package, requirements/runtime-py311.txt (setup.py's requirements at
+# the full lock's versions, without the test tools) and a wheelhouse the
+# host downloaded with the lock's hashes (served to the build on
+# 127.0.0.1) plus the native core's wheel. The base's Beam and Python must
+# equal the launcher's: a build checks the labels below before it starts
+# (docs/operations.md, the worker image).
+ARG BASE=apache/beam_python3.11_sdk:2.77.0
+FROM ${BASE}
+
+# The lock, hash-checked, from the host's wheelhouse served on 127.0.0.1
+# to this build (--network host; no index is asked): one layer, kept
+# while the lock does not change.
+ARG WHEELHOUSE=http://127.0.0.1:38765/
+COPY requirements/runtime-py311.txt /tmp/lock.txt
+RUN python3 -m venv /opt/beam-tfrecords \
+    && /opt/beam-tfrecords/bin/pip install --no-cache-dir --no-index \
+       --find-links ${WHEELHOUSE} --require-hashes --no-deps \
+       -r /tmp/lock.txt \
+    && rm /tmp/lock.txt
+
+# The native core's wheel and the package: small layers of their own.
+COPY native-wheel /tmp/native-wheel
+COPY setup.py README.md /tmp/beam_tfrecords/
+COPY beam_tfrecords /tmp/beam_tfrecords/beam_tfrecords
+COPY pipelines /tmp/beam_tfrecords/pipelines
+COPY schemas /tmp/beam_tfrecords/schemas
+RUN /opt/beam-tfrecords/bin/pip install --no-cache-dir --no-index \
+       --find-links ${WHEELHOUSE} --no-deps --no-build-isolation \
+       /tmp/beam_tfrecords /tmp/native-wheel/beam_tfrecords_native-*.whl \
+    && /opt/beam-tfrecords/bin/pip check \
+    && /opt/beam-tfrecords/bin/python -c \
+       "import beam_tfrecords, beam_tfrecords_native, apache_beam" \
+    && rm -rf /tmp/beam_tfrecords /tmp/native-wheel
+
+# boot finds python (and pip) on PATH; without the variable it would make a
+# virtualenv per worker that cannot see the packages.
+ENV PATH=/opt/beam-tfrecords/bin:$PATH \
+    RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT=1
+ARG VERSION=unknown
+ARG BEAM_VERSION=unknown
 ARG PYTHON_VERSION=3.11
-
-# The native encoding core (native/) as an abi3 wheel (CPython 3.11 and
-# later), built in a Rust image of the SDK images' Debian release
-# (bookworm, glibc 2.36) with the crates of native/Cargo.lock.
-FROM rust:1-slim-bookworm AS native
-RUN apt-get update && apt-get install -y --no-install-recommends python3-venv \
-    && rm -rf /var/lib/apt/lists/*
-WORKDIR /build
-COPY requirements/native.txt ./requirements/
-COPY native ./native
-RUN python3 -m venv /venv \
-    && /venv/bin/pip install --require-hashes -r requirements/native.txt \
-    && cd native && /venv/bin/maturin build --release --locked \
-       --compatibility manylinux_2_34 -o /wheels
-
-FROM apache/beam_python${PYTHON_VERSION}_sdk:2.77.0
-
-WORKDIR /opt/beam_tfrecords
-COPY setup.py README.md ./
-COPY beam_tfrecords ./beam_tfrecords
-COPY pipelines ./pipelines
-COPY schemas ./schemas
-COPY --from=native /wheels /tmp/native-wheels
-RUN pip install --no-cache-dir . /tmp/native-wheels/*.whl \
-    && python -c "import beam_tfrecords, beam_tfrecords_native"
-
-# The base image's entrypoint (/opt/apache/beam/boot) starts the SDK harness.
+ARG LOCK_SHA256=unknown
+LABEL org.opencontainers.image.title="beam-tfrecords-worker" \
+      org.opencontainers.image.version="${VERSION}" \
+      io.beam-tfrecords.version="${VERSION}" \
+      io.beam-tfrecords.beam="${BEAM_VERSION}" \
+      io.beam-tfrecords.python="${PYTHON_VERSION}" \
+      io.beam-tfrecords.lock-sha256="${LOCK_SHA256}"
+ENTRYPOINT ["/opt/apache/beam/boot"]

@@ -23,6 +23,12 @@
 #             real-cluster tests (5-10 minutes cold, nothing warm);
 #             without it they make them on first use, or skip where
 #             Java, Maven or Go is missing.
+# make worker-image builds the Beam worker image (Docker) for
+#             --environment_type DOCKER, Dataflow's --sdk_container_image
+#             and worker pools, tagged beam-tfrecords-worker:latest and
+#             :VERSION-py311; BASE=local (default: a Debian base made with
+#             debootstrap and Beam's boot, no Docker Hub) or official
+#             (apache/beam_python3.11_sdk): docs/operations.md.
 # make coverage runs the whole suite under coverage.py.
 # Another Python: make test-fast PYTHON=python3.13 VENV=.venv-py313
 # make docs regenerates docs/cli.md and builds the documentation into site/.
@@ -42,7 +48,7 @@ UV_VERSION := 0.13.9
 # (module fixtures are built once).
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadfile
 
-.PHONY: setup native native-if-cargo native-wheel setup-extras cluster-tools demo test test-fast coverage bench docs lock clean
+.PHONY: setup native native-if-cargo native-wheel setup-extras cluster-tools worker-image demo test test-fast coverage bench docs lock clean
 
 $(VENV)/.installed: setup.py $(wildcard $(LOCK))
 	$(PYTHON) -m venv $(VENV)
@@ -104,6 +110,10 @@ setup-extras: $(VENV)/.extras
 cluster-tools: setup
 	$(BIN)/python -m beam_tfrecords.testing.tools
 
+BASE ?= local
+worker-image: setup native
+	$(BIN)/python -m beam_tfrecords.testing.worker_image --base $(BASE)
+
 demo: setup
 	$(BIN)/beam-tfrecords build --schema schemas/movie_ratings.yaml \
 	  --input pipelines/data/movie_ratings.csv --output out/movie_ratings --overwrite
@@ -141,6 +151,13 @@ lock:
 	.venv-lock/bin/uv pip compile setup.py --extra test --generate-hashes \
 	  --python-version $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])') \
 	  --python-platform x86_64-manylinux_2_28 --quiet -o $(LOCK)
+	@# The worker image's lock: setup.py's requirements (no test tools) at
+	@# the versions of the full lock (testing/worker_image.py).
+	if [ "$(PY_VERSION)" = "311" ]; then \
+	  .venv-lock/bin/uv pip compile setup.py --generate-hashes -c $(LOCK) \
+	    --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	    --quiet -o requirements/runtime-py311.txt; \
+	fi
 
 clean:
 	rm -rf $(VENV) .venv-lock .venv-py3* out build site *.egg-info .coverage native/target

@@ -41,6 +41,7 @@ from beam_tfrecords.publish.lock import new_run
 from beam_tfrecords.publish.output import check_output_path
 from beam_tfrecords.publish.publication import Publication
 from beam_tfrecords.runners.dofn_specs import memoized_dofn_specs
+from beam_tfrecords.runners.image_check import check_worker_image
 from beam_tfrecords.runners.pipeline_options import (check_paths_reach_workers,
                                                      is_dask, is_prism,
                                                      pipeline_options,
@@ -148,6 +149,7 @@ def build(schema: Union[str, Mapping, Schema], inputs: Union[str, Sequence[str]]
   schema, plan, user_fn = _plan(schema, patterns, output, input_format,
                                 format_options, preprocess, beam_opts)
   tft_key = tft.traced_key(schema)
+  _check_transform_output(schema, output)
   _for_runner(runner, schema, opts, beam_opts, len(plan.units))
   _check_append(schema, opts)
   # Checked and locked (one build at a time per output: the lock is held
@@ -404,8 +406,10 @@ def _summary(error: Exception) -> str:
 
 def _for_runner(runner, schema: Schema, opts: BuildOptions,
                 beam_opts: PipelineOptions, units: int) -> None:
-  """What the runner cannot run refused (Dask: see runners.gaps), and
-  Dask's partitions set."""
+  """What the runner cannot run refused (Dask: see runners.gaps), a
+  worker image whose versions are not the launcher's refused
+  (runners.image_check), and Dask's partitions set."""
+  check_worker_image(beam_opts)
   if is_dask(runner):
     if schema.transform is not None:
       raise InputError(
@@ -422,6 +426,27 @@ def _for_runner(runner, schema: Schema, opts: BuildOptions,
         "before they arrive (the build's count check fails; "
         "docs/operations.md, Prism); use the default sink, or Beam's sink "
         "on the DirectRunner, Flink or Spark")
+
+
+def _check_transform_output(schema: Schema, output: str) -> None:
+  """A transform: section writes TFT's graph and scratch files with
+  TensorFlow's own file system, which knows local paths and gs:// but
+  not s3:// (that takes tensorflow-io's plugin): refused before anything
+  runs, rather than deep in the analysis."""
+  if schema.transform is None or "://" not in output:
+    return
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  scheme = output.split("://", 1)[0]
+  try:
+    tf.io.gfile.exists(f"{scheme}://beam-tfrecords-probe/none")
+  except tf.errors.UnimplementedError as e:
+    raise InputError(
+        f"transform: cannot write to {output}: TensorFlow Transform writes "
+        f"its graph with TensorFlow's file system, which has no {scheme}:// "
+        "here; write the dataset to a local folder or gs://, or install "
+        "TensorFlow's plugin for it (tensorflow-io)") from e
+  except Exception:  # pylint: disable=broad-except
+    pass  # (it knows the scheme: a missing bucket or credentials is fine)
 
 
 def _check_append(schema: Schema, opts: BuildOptions) -> None:

@@ -386,6 +386,7 @@ def dataset_plan(schema: Schema, plan, opts: BuildOptions,
                          if schema.transform is not None else None),
           on_anomaly=opts.on_anomaly or "fail",
           tfds_features=features_json(schema) if opts.tfds else None,
-          croissant=opts.croissant, live=opts.live_dataset),
+          croissant=opts.croissant, live=opts.live_dataset,
+          epoch=os.environ.get("SOURCE_DATE_EPOCH")),
       checks=(CheckPlan(schema, *load_baseline(opts.baseline, schema))
               if schema.expects else None))

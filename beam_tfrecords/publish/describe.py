@@ -31,11 +31,13 @@ from beam_tfrecords.sinks.metadata import write_file
 __all__ = ["describe", "build_time"]
 
 
-def build_time() -> str:
+def build_time(epoch: Optional[str] = None) -> str:
   """Now, in UTC (ISO 8601, seconds), or SOURCE_DATE_EPOCH's time where
   it is set (the reproducible-builds convention: a build that must be
-  the same bytes, croissant.json included, sets it)."""
-  epoch = os.environ.get("SOURCE_DATE_EPOCH")
+  the same bytes, croissant.json included, sets it): `epoch`, the
+  launcher's (workers in a container do not have its environment), else
+  this process's."""
+  epoch = epoch or os.environ.get("SOURCE_DATE_EPOCH")
   when = (datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc)
           if epoch and epoch.isdigit() else
           datetime.datetime.now(datetime.timezone.utc))
@@ -50,7 +52,8 @@ def _read_sums(staging: str, names: Iterable[str]) -> Dict[str, FileSum]:
 
 def describe(staging: str, info: DatasetInfo, *, croissant: str = "auto",
              tfds_features: Optional[dict] = None,
-             live: bool = False) -> DatasetInfo:
+             live: bool = False,
+             epoch: Optional[str] = None) -> DatasetInfo:
   """Writes the previews, the card, dataset.json and croissant.json into
   the staging folder; the dataset.json written.
 
@@ -59,6 +62,7 @@ def describe(staging: str, info: DatasetInfo, *, croissant: str = "auto",
       croissant.json).
     tfds_features: --tfds's features.json (TFDS's files written too).
     live: a scheduled build's (croissant.json: isLiveDataset).
+    epoch: the launcher's SOURCE_DATE_EPOCH (see build_time).
   """
   # pylint: disable=import-outside-toplevel
   sums: Dict[str, FileSum] = {}
@@ -78,6 +82,6 @@ def describe(staging: str, info: DatasetInfo, *, croissant: str = "auto",
   if croissant != "off":
     from beam_tfrecords.publish.croissant import croissant_json
     write_file(staging, CROISSANT_FILE, croissant_json(
-        info, own, build_time(), live=live))
+        info, own, build_time(epoch), live=live))
   return info
 

@@ -56,6 +56,9 @@ class FinishPlan(NamedTuple):
   # BuildOptions.croissant; live: a scheduled build (isLiveDataset).
   croissant: str = "auto"
   live: bool = False
+  # The launcher's SOURCE_DATE_EPOCH (publish.describe.build_time): the
+  # workers that finish may run where its environment is not.
+  epoch: Optional[str] = None
 
   @property
   def output(self) -> str:
@@ -156,7 +159,8 @@ def finish(info: DatasetInfo, plan: FinishPlan,
   _check_anomalies(info, plan)
   # The card, the previews, every file's checksum, croissant.json.
   info = describe(plan.staging, info, croissant=plan.croissant,
-                  tfds_features=plan.tfds_features, live=plan.live)
+                  tfds_features=plan.tfds_features, live=plan.live,
+                  epoch=plan.epoch)
   # A rerun has nothing left to reuse the output's .units/ for, and the
   # switch may need their room (a nearly full disk).
   drop_output_units(plan.output)

@@ -36,10 +36,11 @@ import sys
 import tarfile
 import tempfile
 import zipfile
-from typing import Dict, List
+from typing import Dict, List, Sequence
 
 __all__ = ["ENGINES", "tools_dir", "engine_home", "job_server_jar",
-           "prism_binary", "fake_gcs_binary", "flights_once", "flights_csv", "ToolsMissing",
+           "prism_binary", "fake_gcs_binary", "beam_boot_binary",
+           "beam_version", "flights_once", "flights_csv", "ToolsMissing",
            "ensure_all"]
 
 # name -> (version, the PyPI distributions, the folder inside the target)
@@ -134,8 +135,7 @@ def job_server_jar(engine: str) -> str:
 def prism_binary() -> str:
   """Beam's Prism runner at the installed Beam's version, built with `go
   install` on first use (the Go module proxy; about 4 minutes cold)."""
-  import apache_beam  # pylint: disable=import-outside-toplevel
-  version = apache_beam.__version__.split(".dev")[0].split("rc")[0]
+  version = beam_version()
   return _go_tool(f"prism-{version}", "prism",
                   f"github.com/apache/beam/sdks/v2/go/cmd/prism@v{version}",
                   f"Prism {version}")
@@ -153,7 +153,26 @@ def fake_gcs_binary() -> str:
                   f"fake-gcs-server {FAKE_GCS_VERSION}")
 
 
-def _go_tool(name: str, binary_name: str, module: str, what: str) -> str:
+def beam_boot_binary() -> str:
+  """The entrypoint of Beam's Python SDK images, /opt/apache/beam/boot
+  (Beam's Go program sdks/python/container), at the installed Beam's
+  version: what starts a worker in a container (the worker image's local
+  base: testing.worker_image). Built with `go install` on first use (the
+  Go module proxy; about a minute cold), static."""
+  return _go_tool(f"beam-boot-{beam_version()}", "container",
+                  "github.com/apache/beam/sdks/v2/python/container@v"
+                  + beam_version(), f"Beam's boot {beam_version()}",
+                  ["-trimpath", "-ldflags=-s -w"])
+
+
+def beam_version() -> str:
+  """The installed Beam's release (without .dev / rc)."""
+  import apache_beam  # pylint: disable=import-outside-toplevel
+  return apache_beam.__version__.split(".dev")[0].split("rc")[0]
+
+
+def _go_tool(name: str, binary_name: str, module: str, what: str,
+             flags: Sequence[str] = ()) -> str:
   """A Go program `go install`ed once into the tools folder's `name`."""
   folder = os.path.join(tools_dir(), name)
   binary = os.path.join(folder, binary_name)
@@ -166,7 +185,7 @@ def _go_tool(name: str, binary_name: str, module: str, what: str) -> str:
   work = tempfile.mkdtemp(prefix=f".{binary_name}-", dir=tools_dir())
   try:
     run = subprocess.run(
-        ["go", "install", module],
+        ["go", "install", *flags, module],
         capture_output=True, text=True, timeout=_TIMEOUT,
         env=dict(os.environ, GOBIN=work, CGO_ENABLED="0",
                  GOPATH=os.path.join(tools_dir(), "go"),

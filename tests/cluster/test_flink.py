@@ -13,12 +13,14 @@ import pytest
 
 from beam_tfrecords.testing.flink import LocalFlink
 
+from tests.cluster.docker_builds import cluster_docker_build, worker_image
 from tests.cluster.engine_builds import (assert_failed_cleanly, beam_sink_build,
                            cases, finished_units, grouped_build,
                            killed_build, movie_ratings_build,
                            resumed_build, started, transform_build)
 
-__all__ = ["cases"]  # (the fixture, from engine_builds)
+__all__ = ["cases", "worker_image"]  # (fixtures, from engine_builds and
+# docker_builds)
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +94,12 @@ def test_a_killed_taskmanager_publishes_nothing_then_a_million_flights_resume_to
   resumed_build(folder, base, out, flink.endpoint_args, None, finished)
   new = [j for jid, j in _jobs(flink).items() if jid not in before]
   assert [j["state"] for j in new] == ["FINISHED"], new
+
+
+def test_docker_workers_of_the_worker_image(
+    flink, s3, worker_image, tmp_path):
+  """The job server starts the SDK workers as containers of the worker
+  image (--environment_type DOCKER; they read and write S3 on
+  127.0.0.1); the build equals the DirectRunner's, and no container is
+  left behind."""
+  cluster_docker_build(flink, "flink", s3, worker_image, tmp_path)

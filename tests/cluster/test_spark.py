@@ -15,13 +15,15 @@ import pytest
 import beam_tfrecords as btr
 from beam_tfrecords.testing.spark import LocalSpark
 
+from tests.cluster.docker_builds import cluster_docker_build, worker_image
 from tests.cluster.engine_builds import (assert_failed_cleanly,
                            assert_same_but_units, beam_sink_build, cases,
                            direct_cli, finished_units, grouped_build,
                            killed_build, movie_ratings_build, resumed_build,
                            started, transform_build)
 
-__all__ = ["cases"]  # (the fixture, from engine_builds)
+__all__ = ["cases", "worker_image"]  # (fixtures, from engine_builds and
+# docker_builds)
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +119,12 @@ def test_a_killed_worker_never_half_publishes_and_a_million_flights_equal_direct
   before = _apps(spark)
   resumed_build(folder, base, out, spark.endpoint_args, spark_env, finished)
   _finished_on_both(spark, before)
+
+
+def test_docker_workers_of_the_worker_image(
+    spark, spark_env, s3, worker_image, tmp_path):
+  """The job server starts the SDK workers as containers of the worker
+  image (--environment_type DOCKER; they read and write S3 on
+  127.0.0.1); the build equals the DirectRunner's, and no container is
+  left behind."""
+  cluster_docker_build(spark, "spark", s3, worker_image, tmp_path)

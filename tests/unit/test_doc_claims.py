@@ -65,6 +65,17 @@ OTHER_TOOLS = {
     "--no-deps": "pip install",
     "--require-hashes": "pip install",
     "--strict": "mkdocs build",
+    "--variant": "debootstrap",
+    "--bridge": "dockerd",
+    "--iptables": "dockerd",
+    "--ip-forward": "dockerd",
+    "--filter": "docker ps",
+    "--metadata": "python -m beam_tfrecords.cli.flex_template",
+    "--image": "gcloud dataflow flex-template build",
+    "--sdk-language": "gcloud dataflow flex-template build",
+    "--metadata-file": "gcloud dataflow flex-template build",
+    "--template-file-gcs-location": "gcloud dataflow flex-template run",
+    "--parameters": "gcloud dataflow flex-template run",
 }
 # Flags a page names on purpose although nothing takes them, by page.
 REFUSED_ON_PURPOSE = {
@@ -83,7 +94,8 @@ FENCE = re.compile(r"^```[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 INLINE = re.compile(r"(`+)((?:(?!\n\s*\n).)+?)\1", re.S)
 FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
 OUR_COMMAND = re.compile(
-    r"^(?:\$ )?(?:\S*/)?(?:beam-tfrecords|python3? -m beam_tfrecords)\b")
+    r"^(?:\$ )?(?:\S*/)?(?:beam-tfrecords\b|python3? -m beam_tfrecords"
+    r"(?![.\w]))")
 BENCH_COMMAND = re.compile(r"^(?:\$ )?(?:\S*/)?python3? benchmarks/run\.py\b")
 BTR_NAME = re.compile(r"(?<![\w.])btr\.([A-Za-z_]\w*)")
 ERROR_NAME = re.compile(r"(?<![\w])((?:[\w]+\.)*)([A-Z]\w*Error)\b")

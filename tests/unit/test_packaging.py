@@ -19,20 +19,25 @@ def _setup_beam_version():
 
 
 def test_dockerfile_base_matches_pinned_beam_and_python():
-  """The worker image's Beam is setup.py's and this one; its Python is a
-  build argument (3.11 by default) that names this interpreter's version
-  when built for it, and every supported version has Beam's image."""
+  """The worker image's default base is Beam's SDK image of setup.py's
+  Beam (this one) and Python 3.11, the runtime lock's; it installs that
+  lock hash-checked, and labels what a build checks
+  (runners.image_check)."""
   with open(os.path.join(HERE, "Dockerfile")) as f:
     dockerfile = f.read()
   default = re.search(r"^ARG PYTHON_VERSION=(\S+)$", dockerfile,
                       re.M).group(1)
-  # The last stage is the image (the one before builds the native core).
-  base = re.findall(r"^FROM\s+(\S+)", dockerfile, re.M)[-1]
-  m = re.fullmatch(r"apache/beam_python\$\{PYTHON_VERSION\}_sdk:(\S+)",
-                   base)
+  base = re.search(r"^ARG BASE=(\S+)$", dockerfile, re.M).group(1)
+  m = re.fullmatch(r"apache/beam_python3\.11_sdk:(\S+)", base)
   assert m, f"unexpected base image {base}"
+  assert re.findall(r"^FROM\s+(\S+)", dockerfile, re.M) == ["${BASE}"]
   assert m.group(1) == _setup_beam_version() == apache_beam.__version__
   assert default == "3.11"
+  assert "COPY requirements/runtime-py311.txt" in dockerfile
+  assert "--require-hashes --no-deps" in dockerfile
+  from beam_tfrecords.runners.image_check import _LABELS
+  for label in _LABELS.values():
+    assert f"{label}=" in dockerfile
   with open(os.path.join(HERE, "setup.py")) as f:
     requires = re.search(r'python_requires="([^"]+)"', f.read()).group(1)
   from packaging.specifiers import SpecifierSet
@@ -127,5 +132,4 @@ def test_the_documented_images_carry_the_pinned_versions():
     assert beam_version == apache_beam.__version__
     assert flink_version in FlinkRunnerOptions.PUBLISHED_FLINK_VERSIONS
   with open(os.path.join(HERE, "Dockerfile")) as f:
-    dockerfile = f.read()
-  assert f"beam-tfrecords:{btr.__version__}" in dockerfile
+    assert "make worker-image" in f.read()

@@ -106,3 +106,21 @@ def test_this_environment_is_the_locked_one():
     if got != version:
       mismatched[name] = (version, got)
   assert not mismatched
+
+
+def test_the_worker_images_lock_is_the_full_locks_runtime_part():
+  """requirements/runtime-py311.txt (what the worker image installs) pins
+  every install requirement of setup.py at the full lock's version, with
+  the same hashes, and none of the test tools."""
+  runtime = _locked(os.path.join(HERE, "requirements", "runtime-py311.txt"))
+  full = _locked(os.path.join(HERE, "requirements", "py311.txt"))
+  assert runtime
+  for name, pinned in runtime.items():
+    assert full.get(name) == pinned, f"{name}: run make lock"
+  kwargs = _setup_kwargs()
+  for req in map(Requirement, kwargs["install_requires"]):
+    if req.marker is None or req.marker.evaluate({
+        "python_version": "3.11", "sys_platform": "linux", "extra": ""}):
+      assert canonicalize_name(req.name) in runtime, req
+  for tool in ("pytest", "hypothesis", "moto", "mypy"):
+    assert tool not in runtime
