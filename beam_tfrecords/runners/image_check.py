@@ -24,8 +24,8 @@ from beam_tfrecords.core.version import __version__
 
 _LOG = logging.getLogger(__name__)
 
-__all__ = ["check_worker_image", "image_of", "image_versions",
-           "launcher_versions"]
+__all__ = ["check_worker_image", "image_of", "image_labels",
+           "image_versions", "launcher_versions"]
 
 _LABELS = {"beam": "io.beam-tfrecords.beam",
            "python": "io.beam-tfrecords.python",
@@ -62,17 +62,25 @@ def launcher_versions() -> Dict[str, str]:
           "beam_tfrecords": __version__}
 
 
-def image_versions(image: str) -> Optional[Dict[str, str]]:
-  """{beam, python, beam_tfrecords} of a local image (labels, else a run
-  of its Python), or None where it cannot be told here."""
-  if shutil.which("docker") is None:
-    return None
+def image_labels(image: str) -> Optional[Dict[str, str]]:
+  """The labels of an image this machine's Docker holds, or None where it
+  does not hold it."""
   inspect = subprocess.run(
       ["docker", "image", "inspect", "--format", "{{json .Config.Labels}}",
        image], capture_output=True, text=True, timeout=_TIMEOUT)
   if inspect.returncode != 0:
     return None
-  labels = json.loads(inspect.stdout or "null") or {}
+  return json.loads(inspect.stdout or "null") or {}
+
+
+def image_versions(image: str) -> Optional[Dict[str, str]]:
+  """{beam, python, beam_tfrecords} of a local image (labels, else a run
+  of its Python), or None where it cannot be told here."""
+  if shutil.which("docker") is None:
+    return None
+  labels = image_labels(image)
+  if labels is None:
+    return None
   if all(label in labels for label in _LABELS.values()):
     return {k: labels[label] for k, label in _LABELS.items()}
   probe = subprocess.run(

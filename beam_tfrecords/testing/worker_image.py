@@ -41,7 +41,6 @@ import functools
 import glob
 import hashlib
 import http.server
-import json
 import os
 import shutil
 import subprocess
@@ -56,7 +55,7 @@ from beam_tfrecords.testing.tools import (ToolsMissing, beam_boot_binary,
                                           beam_version, tools_dir)
 
 __all__ = ["IMAGE", "BASE_IMAGE", "Built", "build_image", "docker_ready",
-           "image_labels", "repository"]
+           "repository"]
 
 IMAGE = "beam-tfrecords-worker"
 BASE_IMAGE = "beam-tfrecords-base"
@@ -137,21 +136,6 @@ def _image_id(image: str) -> Optional[str]:
   return run.stdout.strip() if run.returncode == 0 else None
 
 
-def _exists(image: str) -> bool:
-  return subprocess.run(["docker", "image", "inspect", image],
-                        capture_output=True, timeout=60).returncode == 0
-
-
-def image_labels(image: str) -> Optional[Dict[str, str]]:
-  """The labels of a local image, or None where it is not here."""
-  run = subprocess.run(["docker", "image", "inspect", "--format",
-                        "{{json .Config.Labels}}", image],
-                       capture_output=True, text=True, timeout=60)
-  if run.returncode != 0:
-    return None
-  return json.loads(run.stdout or "null") or {}
-
-
 def _mirror() -> str:
   """The Debian mirror the host's apt uses (deb.debian.org by default)."""
   for path in ["/etc/apt/sources.list"] + sorted(
@@ -175,7 +159,7 @@ def local_base() -> str:
   """BASE_IMAGE (see the module's docstring), imported once: its root
   file system is kept as a tarball for the next time Docker lost it."""
   image = f"{BASE_IMAGE}:{_DEBIAN}-py{PYTHON}-beam{beam_version()}"
-  if _exists(image):
+  if _image_id(image) is not None:
     return image
   tarball = os.path.join(tools_dir(), f"{BASE_IMAGE}-{_DEBIAN}-"
                          f"beam{beam_version()}.tar")

@@ -15,7 +15,8 @@ import pytest
 
 from beam_tfrecords.core.version import __version__
 from beam_tfrecords.testing.tools import beam_version, prism_binary
-from beam_tfrecords.testing.worker_image import image_labels, lock_sha256
+from beam_tfrecords.runners.image_check import image_labels
+from beam_tfrecords.testing.worker_image import lock_sha256
 
 from tests.cluster.docker_builds import (containers_of, docker_args,
                                          grouped_on, image_for, labelled,
@@ -145,7 +146,7 @@ def test_an_image_of_other_versions_is_refused_before_anything_runs(
     btr.build("schemas/movie_ratings.yaml",
               "pipelines/data/movie_ratings.csv", str(out),
               beam_args=prism + docker_args(other))
-  base = image_labels(worker_image) and subprocess.run(
+  base = subprocess.run(
       ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}",
        "beam-tfrecords-base"], capture_output=True, text=True,
       check=True).stdout.split()[0]
