@@ -128,6 +128,7 @@ test: setup
 	$(PYTEST) -m cluster tests
 
 test-fast: setup
+	$(BIN)/mypy
 	$(PYTEST) -m "not slow and not cluster" tests
 
 coverage: setup

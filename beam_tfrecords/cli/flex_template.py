@@ -93,7 +93,7 @@ def build_argv(argv: List[str]) -> List[str]:
   for arg in argv:
     m = re.fullmatch(r"--([A-Za-z0-9_]+)=(.*)", arg, re.S)
     action = ours.get(m.group(1)) if m else None
-    if action is None:
+    if m is None or action is None:
       out.append(arg)
       continue
     flag, value = action.option_strings[-1], m.group(2)
