@@ -55,4 +55,8 @@ LABEL org.opencontainers.image.title="beam-tfrecords-worker" \
       io.beam-tfrecords.beam="${BEAM_VERSION}" \
       io.beam-tfrecords.python="${PYTHON_VERSION}" \
       io.beam-tfrecords.lock-sha256="${LOCK_SHA256}"
-ENTRYPOINT ["/opt/apache/beam/boot"]
+# Beam's boot (/opt/apache/beam/boot), ended when the runner that started
+# it is gone: Beam's harness would wait for it forever
+# (beam_tfrecords/runners/worker_entrypoint.py).
+ENTRYPOINT ["/opt/beam-tfrecords/bin/python", "-m", \
+            "beam_tfrecords.runners.worker_entrypoint"]

@@ -19,7 +19,7 @@ from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
                     Tuple, Union)
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_tfrecords import tft

@@ -19,7 +19,7 @@ import types
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Union
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 
 from beam_tfrecords import tft
 from beam_tfrecords.building import planning

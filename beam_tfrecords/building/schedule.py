@@ -18,7 +18,7 @@ import datetime
 import re
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 
 from beam_tfrecords.core.errors import InputError, NoInputError
 

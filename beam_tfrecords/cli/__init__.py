@@ -322,7 +322,7 @@ def _build_command(args, beam_args: List[str]) -> int:
   # Loaded once, here (for --baseline previous) and for build(); the
   # schema and the outputs may be on gs:// or s3://: the file systems need
   # the Beam options (endpoint, credentials) first.
-  from apache_beam.io.filesystems import FileSystems
+  from beam_tfrecords.core.beam_files import FileSystems
   from beam_tfrecords.schema import load_schema
   FileSystems.set_options(options)
   schema = load_schema(args.schema)

@@ -210,7 +210,7 @@ def cache_command(args, beam_args=()) -> int:
   from beam_tfrecords.core import fs
   from beam_tfrecords.core.unit_cache import UnitStore, describe_store
   if beam_args:
-    from apache_beam.io.filesystems import FileSystems
+    from beam_tfrecords.core.beam_files import FileSystems
     from apache_beam.options.pipeline_options import PipelineOptions
     FileSystems.set_options(PipelineOptions(list(beam_args)))
   if fs.is_local(args.path) and not os.path.isdir(args.path):

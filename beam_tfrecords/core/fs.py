@@ -51,7 +51,7 @@ def is_local(path: str) -> bool:
 
 def _beam() -> Any:
   # pylint: disable=import-outside-toplevel
-  from apache_beam.io.filesystems import FileSystems
+  from beam_tfrecords.core.beam_files import FileSystems
   return FileSystems
 
 
@@ -193,9 +193,10 @@ def _refused_batch(error: BaseException) -> bool:
 
 
 def _gcsio() -> Any:
-  # pylint: disable=import-outside-toplevel,protected-access
+  # pylint: disable=import-outside-toplevel
   from apache_beam.io.gcp import gcsio
-  return gcsio.GcsIO(pipeline_options=_beam()._pipeline_options)
+  from beam_tfrecords.core.beam_files import pipeline_options
+  return gcsio.GcsIO(pipeline_options=pipeline_options())
 
 
 def _regex(pattern: str) -> "re.Pattern":

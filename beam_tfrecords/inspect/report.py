@@ -36,7 +36,7 @@ import math
 import os
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 
 from beam_tfrecords.core.info import DatasetInfo, FeatureStats
 from beam_tfrecords.core.layout import REPORT_FILE, STATISTICS_FILE

@@ -14,7 +14,7 @@ import html
 import os
 from typing import Any, List, Optional, Sequence, Tuple
 
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.read.window import Datasets, window

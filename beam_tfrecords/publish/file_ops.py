@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any, Callable, Optional
 
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems, pipeline_options
 
 from beam_tfrecords.core import fs
 
@@ -35,12 +35,12 @@ def _s3io_for(pipeline_options: Any) -> Any:
 
 
 def s3_client(path: str) -> Any:
-  """One S3 client for s3:// paths (Beam's S3 file system makes a new
-  boto3 client, ~0.2 s, for every call), None for other paths."""
+  """One of Beam's S3IO for s3:// paths (its calls that FileSystems has
+  not: list_files, delete_files, rename), None for other paths."""
   if not path.startswith("s3://"):
     return None
   # The options the build gave FileSystems (endpoint, credentials).
-  return _s3io_for(FileSystems._pipeline_options)  # pylint: disable=protected-access
+  return _s3io_for(pipeline_options())
 
 
 def exists(path: str) -> bool:

@@ -233,10 +233,10 @@ class _FinishFn(beam.DoFn):
 
   def process(self, info: Any) -> Iterator[Any]:
     # pylint: disable=import-outside-toplevel
-    from apache_beam.io.filesystems import FileSystems
+    from beam_tfrecords.core.beam_files import pipeline_options
     # The file system options the worker was started with (S3 endpoint,
     # credentials) reach the lock's store too.
-    options = FileSystems._pipeline_options  # pylint: disable=protected-access
+    options = pipeline_options()
     yield finish(info, self._plan, options)
 
 

@@ -39,7 +39,7 @@ import os
 import re
 from typing import Any, Callable, Collection, Dict, List, Mapping, Optional
 
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import (InputError, OutputBusyError,

@@ -236,7 +236,7 @@ class _BeamStore:
 
   def __init__(self, path: str):
     # pylint: disable=import-outside-toplevel
-    from apache_beam.io.filesystems import FileSystems
+    from beam_tfrecords.core.beam_files import FileSystems
     self.fs, self.path = FileSystems, path
 
   def create(self, data: bytes) -> Optional[Token]:

@@ -25,7 +25,7 @@ import dataclasses
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems, pipeline_options
 
 from beam_tfrecords.core.errors import OutputError
 from beam_tfrecords.core.layout import staging_name
@@ -125,7 +125,7 @@ class _StageFn(beam.DoFn):
   def process(self, publication: Any) -> Iterator[str]:
     # The file system options the worker was started with (S3 endpoint,
     # credentials) reach the lock's store too.
-    options = FileSystems._pipeline_options  # pylint: disable=protected-access
+    options = pipeline_options()
     yield publication.stage(options).staging
 
 

@@ -278,7 +278,7 @@ def verify(path: str, beam_args: Optional[Sequence[str]] = None,
   """
   if beam_args:
     # pylint: disable=import-outside-toplevel
-    from apache_beam.io.filesystems import FileSystems
+    from beam_tfrecords.core.beam_files import FileSystems
     from apache_beam.options.pipeline_options import PipelineOptions
     FileSystems.set_options(PipelineOptions(list(beam_args)))
   path = path.rstrip("/") if len(path) > 1 else path

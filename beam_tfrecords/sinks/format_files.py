@@ -29,7 +29,7 @@ import tempfile
 from typing import Any, List, Optional
 
 from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 
 from beam_tfrecords.core.shard_formats import (TFRECORD_GZIP, TFRECORD_PLAIN,
                                                ShardFormat)

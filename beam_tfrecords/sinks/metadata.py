@@ -7,7 +7,7 @@ import json
 from typing import Any, Dict
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 
 from beam_tfrecords.core.errors import reason_category
 from beam_tfrecords.core.info import FileSum

@@ -8,7 +8,7 @@ import uuid
 from typing import NamedTuple
 
 from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 
 __all__ = ["INLINE", "MEMBER", "PART_FILE", "SPILL_BYTES", "open_part",
            "read_part", "Slice", "read_slice", "resolved", "write_part"]

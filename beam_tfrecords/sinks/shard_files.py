@@ -10,7 +10,7 @@ import struct
 from typing import Any, BinaryIO, Iterator, List, Optional, Tuple
 
 from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 import numpy as np
 
 from beam_tfrecords.core.errors import InputError

@@ -41,7 +41,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 from isal import isal_zlib
 import numpy as np
 

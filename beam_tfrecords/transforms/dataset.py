@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any, Dict, Optional
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.core.layout import (PARTS_DIR, TFT_TEMP_DIR,

@@ -48,7 +48,7 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
 from beam_tfrecords.core.unit_cache import UnitRead, UnitStore, unit_key

@@ -19,7 +19,7 @@ from typing import Iterator, List
 import numpy as np
 from isal import isal_zlib
 from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
+from beam_tfrecords.core.beam_files import FileSystems
 
 from beam_tfrecords.encoding.ragged import Ragged
 

@@ -3,69 +3,16 @@ built by `make cluster-tools`): a build publishes into a bucket, reads
 back, verifies, is up to date when run again, appends, and keeps and
 reuses its units in a --cache on the bucket (issues 62 and 63)."""
 
-import json
-import os
-import subprocess
-import urllib.request
-
 import pytest
 
 import beam_tfrecords as btr
-from beam_tfrecords.testing.portable import free_port, wait_for_port
-from beam_tfrecords.testing.tools import fake_gcs_binary
-
-from tests.cluster.engine_builds import tool
+from tests.helpers.gcs import create_bucket, object_names
 from tests.helpers.shard_size import _csv
 
 SCHEMA = {"name": "events",
           "features": {"id": {"type": "int64", "required": True},
                        "text": "string"},
           "splits": {"hash": "id", "weights": {"train": 3, "test": 1}}}
-
-
-@pytest.fixture(scope="module")
-def gcs(tmp_path_factory):
-  """fake-gcs-server on 127.0.0.1 (its URL), in memory; Beam's and
-  google-cloud-storage's clients pointed at it (STORAGE_EMULATOR_HOST);
-  stopped afterwards. Skipped where Go is missing, unless
-  BTR_REQUIRE_CLUSTERS=1 (CI)."""
-  binary = tool(fake_gcs_binary)
-  port = free_port()
-  log = open(tmp_path_factory.mktemp("gcs") / "server.log", "w")
-  server = subprocess.Popen(
-      [binary, "-scheme", "http", "-host", "127.0.0.1", "-port", str(port),
-       "-backend", "memory", "-log-level", "error"],
-      stdout=log, stderr=subprocess.STDOUT)
-  wait_for_port(port, server, "fake-gcs-server", 30)
-  url = f"http://127.0.0.1:{port}"
-  old = os.environ.get("STORAGE_EMULATOR_HOST")
-  os.environ["STORAGE_EMULATOR_HOST"] = url
-  try:
-    yield url
-  finally:
-    server.terminate()
-    server.wait(10)
-    log.close()
-    if old is None:
-      del os.environ["STORAGE_EMULATOR_HOST"]
-    else:
-      os.environ["STORAGE_EMULATOR_HOST"] = old
-
-
-def _bucket(url, name):
-  request = urllib.request.Request(
-      f"{url}/storage/v1/b?project=test", method="POST",
-      data=json.dumps({"name": name}).encode(),
-      headers={"Content-Type": "application/json"})
-  with urllib.request.urlopen(request, timeout=30) as reply:
-    assert reply.status == 200
-
-
-def _names(url, bucket, prefix):
-  """The object names under gs://bucket/prefix (the JSON API's list)."""
-  with urllib.request.urlopen(f"{url}/storage/v1/b/{bucket}/o?prefix="
-                              f"{prefix}", timeout=30) as reply:
-    return sorted(o["name"] for o in json.load(reply).get("items", []))
 
 
 def _values(dataset, split):
@@ -76,7 +23,7 @@ def _values(dataset, split):
 def test_a_build_into_gcs_publishes_verifies_appends_and_reuses(
     gcs, tmp_path, monkeypatch):
   monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
-  _bucket(gcs, "btr")
+  create_bucket(gcs, "btr")
   days = [_csv(tmp_path / f"day{k}.csv", 1500, offset=k * 1500, seed=k)
           for k in range(3)]
   out = "gs://btr/out"
@@ -109,7 +56,50 @@ def test_a_build_into_gcs_publishes_verifies_appends_and_reuses(
       == [(s.file, s.sha256) for s in whole.splits["train"].shards]
   # No staging folder, part file or output .units/ is left behind.
   for prefix in ("out/", "clean/", "cached/"):
-    names = _names(gcs, "btr", prefix)
+    names = object_names(gcs, "btr", prefix)
     assert f"{prefix}_SUCCESS" in names
     assert not [n for n in names if "/.staging-" in n or "/.units/" in n
                 or n.endswith(".lock")], names
+
+
+def test_reading_on_gcs_random_access_streams_windows_and_pins(gcs,
+                                                               tmp_path):
+  """What reads a dataset through the package's own readers (Beam's
+  FileSystems) works on gs:// as on local disk: random access by record
+  number, a global shuffle, a window (a glob of dated outputs), a pin of
+  it, and a pin that refuses a dataset rebuilt since. (btr.load and TFT
+  read gs:// with TensorFlow's own GCS client, which talks to
+  storage.googleapis.com only: not testable against an emulator.)"""
+  create_bucket(gcs, "reads")
+  days = {"20261120": range(0, 40), "20261121": range(100, 160)}
+  for day, ids in days.items():
+    btr.build(SCHEMA, [_rows(tmp_path, day, ids)], f"gs://reads/ev/{day}",
+              num_shards=2)
+  handle = btr.open("gs://reads/ev/20261121")
+  stream = list(handle.stream("train"))  # the records' bytes, in order
+  assert len(stream) == len(_values("gs://reads/ev/20261121", "train"))
+  records = handle.by_number("train")
+  assert records.get([3, 0, len(stream) - 1]) == [
+      stream[3], stream[0], stream[-1]]
+  shuffled = list(handle.stream("train", shuffle_seed=1, shuffle="global"))
+  assert sorted(shuffled) == sorted(stream) and shuffled != stream
+  # A window of both days, and a pin of it on the bucket.
+  both = sorted(_values("gs://reads/ev/20261120", "train")
+                + _values("gs://reads/ev/20261121", "train"))
+  assert _values("gs://reads/ev/202611*", "train") == both
+  btr.pin(["gs://reads/ev/20261120", "gs://reads/ev/20261121"],
+          "gs://reads/window.json")
+  assert _values("gs://reads/window.json", "train") == both
+  # One day rebuilt with other rows: the pin refuses to read it.
+  btr.build(SCHEMA, [_rows(tmp_path, "again", range(500, 520))],
+            "gs://reads/ev/20261121", num_shards=2, overwrite=True)
+  with pytest.raises(btr.InputError, match=(
+      "pinned dataset gs://reads/ev/20261121 was rebuilt or changed")):
+    _values("gs://reads/window.json", "train")
+
+
+def _rows(folder, name, ids):
+  """A local CSV of the given ids."""
+  path = folder / f"{name}.csv"
+  path.write_text("id,text\n" + "".join(f"{i},t{i}\n" for i in ids))
+  return str(path)

@@ -1,14 +1,16 @@
 """The worker image for real (issue 63): built from this repository
 without Docker Hub (testing.worker_image: a Debian base made with
 debootstrap, Beam's boot from the Go module proxy, the runtime lock from
-a host wheelhouse), then the workers of Prism (--environment_type
-DOCKER) and of a worker pool (EXTERNAL, as Kubernetes deployments run
-it) are containers of it, with data on S3 (moto on 127.0.0.1). Every
-build equals the DirectRunner's file for file, and no container is left
-behind. (Flink's and Spark's DOCKER builds are in their test files.)"""
+a host wheelhouse), then Prism's workers are containers of it
+(--environment_type DOCKER), with data on GCS (fake-gcs-server on
+127.0.0.1). Every build equals the DirectRunner's file for file, and no
+container is left behind after a build or a killed launcher; an image of
+other versions is refused. (The worker pool's builds are in
+test_worker_pool.py, Flink's and Spark's DOCKER builds in their test
+files.)"""
 
-import socket
 import subprocess
+import sys
 import time
 
 import pytest
@@ -18,12 +20,15 @@ from beam_tfrecords.testing.tools import beam_version, prism_binary
 from beam_tfrecords.runners.image_check import image_labels
 from beam_tfrecords.testing.worker_image import lock_sha256
 
-from tests.cluster.docker_builds import (containers_of, docker_args,
-                                         grouped_on, image_for, labelled,
-                                         movies_on,
-                                         none_left, transform_on,
-                                         worker_image)
-from tests.cluster.engine_builds import tool
+from tests.cluster.docker_builds import (BUCKET, containers_of,
+                                         docker_args, gcs_store, grouped_on,
+                                         image_for, labelled, movies_on,
+                                         none_left, s3_store, stamped_cli,
+                                         transform_on, worker_image,
+                                         worker_start)
+from tests.cluster.engine_builds import movie_ratings, tool
+from tests.helpers.gcs import object_names
+from tests.helpers.paths import ROOT
 
 __all__ = ["worker_image"]  # (the fixture, from docker_builds)
 
@@ -62,8 +67,13 @@ def test_the_image_is_labelled_with_what_it_holds(worker_image):
 
 
 @pytest.fixture(scope="module")
-def prism_image(worker_image):
-  return image_for(worker_image, "prism")
+def prism_image(worker_image, gcs):
+  """The image for Prism's workers: data on the GCS emulator, whose
+  address no runner passes to its containers (ENV; Prism mounts the
+  launcher's GOOGLE_APPLICATION_CREDENTIALS itself); a worker whose
+  runner is gone ends 10 s later (worker_entrypoint's grace)."""
+  return image_for(worker_image, "prism", {
+      "STORAGE_EMULATOR_HOST": gcs, "BTR_WORKER_GRACE_SECONDS": "10"})
 
 
 @pytest.fixture
@@ -74,14 +84,49 @@ def clean_containers(prism_image):
   none_left(prism_image)
 
 
-def test_prism_docker_movie_ratings(prism, s3, prism_image, tmp_path,
+def test_prism_docker_movie_ratings(prism, gcs, prism_image, tmp_path,
                                     clean_containers):
-  movies_on(s3, tmp_path, prism + docker_args(prism_image))
+  lines = movies_on(gcs_store(gcs), tmp_path,
+                    prism + docker_args(prism_image), run=stamped_cli)
+  start = worker_start(prism_image, lines)
+  print(f"Prism DOCKER: the SDK harness logged {start:.1f} s after its "
+        "container started")
+  assert 0 < start < 60
 
 
-def test_prism_docker_grouped_sequences(prism, s3, prism_image, tmp_path,
+def test_prism_docker_grouped_sequences(prism, gcs, prism_image, tmp_path,
                                         clean_containers):
-  grouped_on(s3, tmp_path, prism + docker_args(prism_image))
+  grouped_on(gcs_store(gcs), tmp_path, prism + docker_args(prism_image))
+
+
+def test_a_killed_launcher_leaves_no_container(prism, gcs, prism_image,
+                                               tmp_path, clean_containers):
+  """kill -9 of the launcher once its worker container runs: Prism ends
+  with it, and the worker, whose runner no longer answers, ends after
+  its grace (10 s here, 60 s by default); Prism's containers remove
+  themselves. Nothing is published."""
+  store = gcs_store(gcs)
+  schema, src = movie_ratings(tmp_path)
+  store.upload(src, "killed/in/movies.csv")
+  launcher = subprocess.Popen(
+      [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
+       str(schema), "--input", f"{store.root}/killed/in/movies.csv",
+       "--output", f"{store.root}/killed/out"] + prism
+      + docker_args(prism_image), cwd=ROOT, stdout=subprocess.DEVNULL,
+      stderr=subprocess.DEVNULL)
+  try:
+    deadline = time.time() + 120
+    while not containers_of(prism_image, running=True):
+      assert launcher.poll() is None and time.time() < deadline
+      time.sleep(0.2)
+  finally:
+    launcher.kill()
+    launcher.wait()
+  killed = time.time()
+  none_left(prism_image, seconds=60)
+  print(f"after kill -9 of the launcher: no container of the image "
+        f"{time.time() - killed:.1f} s later")
+  assert "killed/out/_SUCCESS" not in object_names(gcs, BUCKET, "killed/")
 
 
 def test_tensorflow_transform_on_s3_is_refused_before_anything_runs(
@@ -93,41 +138,7 @@ def test_tensorflow_transform_on_s3_is_refused_before_anything_runs(
   with pytest.raises(AssertionError, match=(
       "transform: cannot write to s3://worker-image/.*TensorFlow's file "
       "system, which has no s3://")):
-    transform_on(s3, tmp_path, prism + docker_args(prism_image))
-
-
-@pytest.fixture
-def worker_pool(worker_image):
-  """A worker pool container (`IMAGE --worker_pool`, host network) and
-  its address; how long it took to answer is printed; removed after."""
-  # (boot's worker pool listens on 50000: Beam's default, fixed.)
-  port = 50000
-  started = time.time()
-  container = subprocess.run(
-      ["docker", "run", "-d", "--network", "host", worker_image,
-       "--worker_pool"],
-      capture_output=True, text=True, check=True, timeout=120).stdout.strip()
-  try:
-    deadline = time.time() + 60
-    while True:
-      try:
-        socket.create_connection(("127.0.0.1", port), 0.2).close()
-        break
-      except OSError:
-        assert time.time() < deadline, "the worker pool did not start"
-        time.sleep(0.1)
-    print(f"worker pool answered {time.time() - started:.1f} s after "
-          "docker run")
-    yield f"localhost:{port}"
-  finally:
-    subprocess.run(["docker", "rm", "-f", container], capture_output=True,
-                   timeout=120)
-
-
-def test_worker_pool_builds(prism, s3, worker_pool, tmp_path, worker_image):
-  args = prism + ["--environment_type=EXTERNAL",
-                  f"--environment_config={worker_pool}"]
-  movies_on(s3, tmp_path, args)
+    transform_on(s3_store(s3), tmp_path, prism + docker_args(prism_image))
 
 
 def test_an_image_of_other_versions_is_refused_before_anything_runs(
@@ -138,7 +149,7 @@ def test_an_image_of_other_versions_is_refused_before_anything_runs(
   import beam_tfrecords as btr  # pylint: disable=import-outside-toplevel
   from beam_tfrecords import InputError  # pylint: disable=import-outside-toplevel
   other = labelled(worker_image, "beam-tfrecords-worker:other-beam",
-                    "io.beam-tfrecords.beam=2.70.0")
+                    "LABEL io.beam-tfrecords.beam=2.70.0")
   out = tmp_path / "out"
   with pytest.raises(InputError, match=(
       r"the worker image beam-tfrecords-worker:other-beam has beam 2\.70\.0 "

@@ -301,7 +301,8 @@ def test_encoding_imports_no_beam():
 def test_core_imports_neither_beam_nor_tensorflow():
   """core/ is what every side shares, Beam and TensorFlow left out; only
   fs.py reaches Beam's FileSystems, inside a function, for paths that are
-  not local."""
+  not local, and beam_files.py is them (imported only by modules that
+  run Beam)."""
   heavy = {"apache_beam", "tensorflow", "tfx_bsl", "tensorflow_transform"}
   found = []
   for path in sorted((PACKAGE / "core").glob("*.py")):
@@ -312,7 +313,9 @@ def test_core_imports_neither_beam_nor_tensorflow():
                else [node.module or ""] if isinstance(node, ast.ImportFrom)
                else [])
       if {n.split(".")[0] for n in names} & heavy and (
-          path.name != "fs.py" or node in top):
+          path.name != "fs.py" or node in top) and (
+              path.name != "beam_files.py"
+              or {n.split(".")[0] for n in names} != {"apache_beam"}):
         found.append(f"{path.name}:{node.lineno}")
   assert found == []
 

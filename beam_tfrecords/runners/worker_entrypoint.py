@@ -1,0 +1,103 @@
+"""The worker image's entrypoint: Beam's boot, ended when the runner that
+started it is gone.
+
+Beam's Python SDK harness waits for its runner's control channel without
+a time limit, so a container whose runner died keeps running: killing a
+launcher (kill -9) while Prism starts its DOCKER workers left the
+container up for good, its harness waiting on a port nobody listens on
+(issue 63). Here boot runs as a child with the same arguments; while it
+runs, the runner's provision endpoint (--provision_endpoint, on every
+runner's command line) is tried every few seconds, and once it has
+refused connections for GRACE seconds boot is stopped (SIGTERM, SIGKILL
+after 10 s) and the entrypoint exits 1. The container then ends, and the
+runners that remove their containers (Prism, the Flink and Spark job
+servers, Dataflow) remove it. A worker pool (--worker_pool), which has
+no runner of its own, runs boot alone. Signals sent to the container
+(docker stop) go to boot.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import List, Optional, Tuple
+
+__all__ = ["BOOT", "GRACE", "PERIOD", "endpoint", "main"]
+
+BOOT = "/opt/apache/beam/boot"
+# Seconds the runner may be unreachable before the worker ends
+# (BTR_WORKER_GRACE_SECONDS); how often it is tried.
+GRACE = float(os.environ.get("BTR_WORKER_GRACE_SECONDS", "60"))
+PERIOD = min(5.0, GRACE / 4)
+
+
+def endpoint(argv: List[str]) -> Optional[Tuple[str, int]]:
+  """(host, port) of --provision_endpoint in boot's arguments."""
+  for i, arg in enumerate(argv):
+    if arg.startswith("--provision_endpoint="):
+      value = arg.split("=", 1)[1]
+    elif arg == "--provision_endpoint" and i + 1 < len(argv):
+      value = argv[i + 1]
+    else:
+      continue
+    host, _, port = value.rpartition(":")
+    if host and port.isdigit():
+      return host.strip("[]"), int(port)
+  return None
+
+
+def _reachable(address: Tuple[str, int]) -> bool:
+  try:
+    socket.create_connection(address, timeout=2).close()
+    return True
+  except OSError:
+    return False
+
+
+def _stop(child: "subprocess.Popen") -> None:
+  child.terminate()
+  try:
+    child.wait(10)
+  except subprocess.TimeoutExpired:
+    child.kill()
+    child.wait()
+
+
+def main(argv: List[str], boot: str = BOOT, grace: float = GRACE,
+         period: float = PERIOD) -> int:
+  """Runs boot with `argv` to its end (its exit status), or stops it once
+  the runner has been unreachable for `grace` seconds (1)."""
+  child = subprocess.Popen([boot] + argv)
+  before = {s: signal.signal(s, lambda n, _: child.send_signal(n))
+            for s in (signal.SIGTERM, signal.SIGINT)}
+  try:
+    return _watch(child, endpoint(argv), grace, period)
+  finally:
+    for signum, handler in before.items():
+      signal.signal(signum, handler)
+
+
+def _watch(child: "subprocess.Popen", address: Optional[Tuple[str, int]],
+           grace: float, period: float) -> int:
+  lost: Optional[float] = None
+  while True:
+    try:
+      return child.wait(timeout=period)
+    except subprocess.TimeoutExpired:
+      pass
+    if address is None or _reachable(address):
+      lost = None
+      continue
+    lost = lost or time.monotonic()
+    if time.monotonic() - lost >= grace:
+      print(f"beam-tfrecords worker: the runner at {address[0]}:"
+            f"{address[1]} has been unreachable for {grace:.0f} s; "
+            "stopping this worker.", file=sys.stderr, flush=True)
+      _stop(child)
+      return 1
+
+
+if __name__ == "__main__":
+  sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,104 @@
+"""A worker pool of the worker image (`docker run IMAGE --worker_pool`,
+--environment_type EXTERNAL: how Kubernetes deployments run Beam's
+Python workers, beside Flink or Spark), with Prism as the runner (issue
+63). The pool's container mounts this test run's folder and the tools'
+data folder at their own paths, as a deployment mounts a shared volume,
+so that its builds read and write local paths: TensorFlow Transform with
+the user's preprocessing_fn (TFT writes its graph with TensorFlow's file
+system, which has no s3://) and a million real flights; the movie
+ratings go through S3 (moto on 127.0.0.1). Each equals the
+DirectRunner's build file for file."""
+
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+from beam_tfrecords.testing.tools import flights_csv, prism_binary
+
+from tests.cluster.docker_builds import movies_on, s3_store, worker_image
+from tests.cluster.engine_builds import (FLIGHT_ROWS, assert_same_dataset,
+                                         cases, cli_build_pair, flights,
+                                         prepared, tool, transform_build)
+
+__all__ = ["cases", "worker_image"]  # (the fixtures)
+
+# boot's worker pool listens on Beam's default port.
+PORT = 50000
+
+
+class _Mounted:
+  """The pool's view of the user's code: the transform case's folder is
+  mounted and on the container's PYTHONPATH (a deployment puts the
+  module in the image or on a volume)."""
+
+  def __init__(self, folder):
+    self.folder = str(folder)
+
+  def install(self, *paths):
+    for path in paths:
+      assert os.path.dirname(str(path)) == self.folder, path
+
+
+@pytest.fixture(scope="module")
+def pool(worker_image, cases):
+  """The pool's container (host network; the run's folder and the
+  tools' data folder mounted at their paths) and its address; how long
+  it took to answer is printed; removed afterwards."""
+  data = os.path.dirname(flights_csv(FLIGHT_ROWS))
+  run = str(cases.parent)
+  user = cases / "transform"
+  started = time.time()
+  container = subprocess.run(
+      ["docker", "run", "-d", "--network", "host", "-v", f"{run}:{run}",
+       "-v", f"{data}:{data}:ro", "-e", f"PYTHONPATH={user}",
+       worker_image, "--worker_pool"],
+      capture_output=True, text=True, check=True, timeout=120).stdout.strip()
+  try:
+    deadline = time.time() + 60
+    while True:
+      try:
+        socket.create_connection(("127.0.0.1", PORT), 0.2).close()
+        break
+      except OSError:
+        assert time.time() < deadline, "the worker pool did not start"
+        time.sleep(0.1)
+    print(f"the worker pool answered {time.time() - started:.1f} s after "
+          "docker run")
+    yield (["--runner", "PrismRunner", "--prism_location",
+            tool(prism_binary), "--environment_type=EXTERNAL",
+            f"--environment_config=localhost:{PORT}"], _Mounted(user))
+    # The builds' workers were the pool's (not the launcher's).
+    logs = subprocess.run(["docker", "logs", container], capture_output=True,
+                          text=True, timeout=60)
+    logs = logs.stdout + logs.stderr
+    assert logs.count("Starting worker with command") >= 3, logs[-2000:]
+  finally:
+    subprocess.run(["docker", "rm", "-f", container], capture_output=True,
+                   timeout=120, check=True)
+
+
+def test_movie_ratings_on_s3(pool, s3, tmp_path):
+  args, _ = pool
+  movies_on(s3_store(s3), tmp_path, args)
+
+
+def test_tensorflow_transform_with_the_users_preprocessing_fn(
+    pool, cases, tmp_path):
+  args, user = pool
+  assert os.path.basename(user.folder) == "transform"
+  transform_build(cases, tmp_path, args, None, user)
+
+
+def test_a_million_flights(pool, cases, tmp_path):
+  args, _ = pool
+  folder, (schema, src) = prepared(cases, "flights", flights)
+  started = time.time()
+  direct, engine, direct_dir = cli_build_pair(
+      folder, schema, [src], [], args, None, tmp_path / "engine")
+  print(f"a million flights on the worker pool (and the DirectRunner's "
+        f"build, if this test made it): {time.time() - started:.0f} s")
+  assert direct.counts.rows_read == FLIGHT_ROWS
+  assert_same_dataset(direct, engine, direct_dir, tmp_path / "engine")
