@@ -41,6 +41,14 @@ RUN /opt/beam-tfrecords/bin/pip install --no-cache-dir --no-index \
        "import beam_tfrecords, beam_tfrecords_native, apache_beam" \
     && rm -rf /tmp/beam_tfrecords /tmp/native-wheel
 
+# Beam's boot (/opt/apache/beam/boot), ended when the runner that started
+# it is gone: Beam's harness would wait for it forever; a worker pool's
+# workers are started the same way (beam_tfrecords/runners/
+# worker_entrypoint.py).
+RUN printf '#!/bin/sh\nexec /opt/beam-tfrecords/bin/python -m beam_tfrecords.runners.worker_entrypoint "$@"\n' \
+      > /opt/beam-tfrecords/bin/beam-tfrecords-worker \
+    && chmod 755 /opt/beam-tfrecords/bin/beam-tfrecords-worker
+
 # boot finds python (and pip) on PATH; without the variable it would make a
 # virtualenv per worker that cannot see the packages.
 ENV PATH=/opt/beam-tfrecords/bin:$PATH \
@@ -55,8 +63,5 @@ LABEL org.opencontainers.image.title="beam-tfrecords-worker" \
       io.beam-tfrecords.beam="${BEAM_VERSION}" \
       io.beam-tfrecords.python="${PYTHON_VERSION}" \
       io.beam-tfrecords.lock-sha256="${LOCK_SHA256}"
-# Beam's boot (/opt/apache/beam/boot), ended when the runner that started
-# it is gone: Beam's harness would wait for it forever
-# (beam_tfrecords/runners/worker_entrypoint.py).
-ENTRYPOINT ["/opt/beam-tfrecords/bin/python", "-m", \
-            "beam_tfrecords.runners.worker_entrypoint"]
+# (the command above)
+ENTRYPOINT ["/opt/beam-tfrecords/bin/beam-tfrecords-worker"]

@@ -19,7 +19,6 @@ from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
                     Tuple, Union)
 
 import apache_beam as beam
-from beam_tfrecords.core.beam_files import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_tfrecords import tft
@@ -27,6 +26,7 @@ from beam_tfrecords.building import planning
 from beam_tfrecords.building.options import BuildOptions
 from beam_tfrecords.building.planning import shard_plan
 from beam_tfrecords.core import fs, native
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.errors import (AnomalyError, InputError,
                                         OutputBusyError, OutputError,
                                         PublishInterruptedError, from_worker)

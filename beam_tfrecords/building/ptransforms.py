@@ -19,11 +19,11 @@ import types
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Union
 
 import apache_beam as beam
-from beam_tfrecords.core.beam_files import FileSystems
 
 from beam_tfrecords import tft
 from beam_tfrecords.building import planning
 from beam_tfrecords.building.options import BuildOptions
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.info import InputsInfo
 from beam_tfrecords.publish.lock import new_run

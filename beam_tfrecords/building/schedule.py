@@ -18,8 +18,8 @@ import datetime
 import re
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.errors import InputError, NoInputError
 
 __all__ = ["Schedule", "resolve_patterns", "has_placeholders", "parse_date",

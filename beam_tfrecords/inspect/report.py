@@ -36,8 +36,8 @@ import math
 import os
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.info import DatasetInfo, FeatureStats
 from beam_tfrecords.core.layout import REPORT_FILE, STATISTICS_FILE
 from beam_tfrecords.encoding import histogram

@@ -14,8 +14,8 @@ import html
 import os
 from typing import Any, List, Optional, Sequence, Tuple
 
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.read.window import Datasets, window
 

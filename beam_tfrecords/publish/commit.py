@@ -18,8 +18,8 @@ from typing import (Any, Dict, List, Mapping, Optional, Sequence, Tuple,
                     no_type_check)
 
 import apache_beam as beam
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.info import (Counts, DatasetInfo, ErrorFile,
                                       ErrorReason, Errors, FeatureStats,
                                       FileSum, IndexInfo, ShardInfo,

@@ -8,9 +8,9 @@ import json
 import os
 from typing import Any, Callable, Optional
 
-from beam_tfrecords.core.beam_files import FileSystems, pipeline_options
 
 from beam_tfrecords.core import fs
+from beam_tfrecords.core.beam_files import FileSystems, pipeline_options
 
 __all__ = ["before_operation", "guard", "local", "join", "s3_client",
            "exists", "op", "move", "remove", "write", "read", "read_json"]

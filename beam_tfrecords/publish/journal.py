@@ -39,9 +39,9 @@ import os
 import re
 from typing import Any, Callable, Collection, Dict, List, Mapping, Optional
 
-from beam_tfrecords.core.beam_files import FileSystems
 
 from beam_tfrecords.core import fs
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.errors import (InputError, OutputBusyError,
                                         OutputError, PublishInterruptedError)
 from beam_tfrecords.core.info import listed_files

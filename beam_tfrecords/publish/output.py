@@ -5,8 +5,8 @@ import json
 import os
 from typing import Any, Dict, Optional
 
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.layout import DATASET_JSON, SUCCESS
 

@@ -25,8 +25,8 @@ import dataclasses
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 import apache_beam as beam
-from beam_tfrecords.core.beam_files import FileSystems, pipeline_options
 
+from beam_tfrecords.core.beam_files import FileSystems, pipeline_options
 from beam_tfrecords.core.errors import OutputError
 from beam_tfrecords.core.layout import staging_name
 from beam_tfrecords.core.version import __version__

@@ -15,8 +15,8 @@ call `Publication.stage`, which calls `stage` here.
 import errno
 from typing import Any, Dict, NamedTuple, Optional, Tuple
 
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.errors import InputError, OutputError, write_errno
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.core.layout import TFMD_FILE, staging_name

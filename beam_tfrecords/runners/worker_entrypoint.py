@@ -11,9 +11,14 @@ runner's command line) is tried every few seconds, and once it has
 refused connections for GRACE seconds boot is stopped (SIGTERM, SIGKILL
 after 10 s) and the entrypoint exits 1. The container then ends, and the
 runners that remove their containers (Prism, the Flink and Spark job
-servers, Dataflow) remove it. A worker pool (--worker_pool), which has
-no runner of its own, runs boot alone. Signals sent to the container
-(docker stop) go to boot.
+servers, Dataflow) remove it.
+
+A worker pool (--worker_pool: a long-lived service that starts workers
+when a runner asks) runs Beam's worker_pool_main as boot does, but with
+the workers started through this entrypoint (WORKER, the image's
+command), so that each is ended the same way when its runner is gone;
+the pool itself runs until it is stopped. Signals sent to the container
+(docker stop) go to boot, or to the pool.
 """
 
 import os
@@ -24,9 +29,14 @@ import sys
 import time
 from typing import List, Optional, Tuple
 
-__all__ = ["BOOT", "GRACE", "PERIOD", "endpoint", "main"]
+__all__ = ["BOOT", "WORKER", "GRACE", "PERIOD", "endpoint", "pool_command",
+           "main"]
 
 BOOT = "/opt/apache/beam/boot"
+# The image's command that runs this module (the Dockerfile writes it).
+WORKER = "/opt/beam-tfrecords/bin/beam-tfrecords-worker"
+# Beam's default, which boot's worker pool always uses.
+POOL_PORT = 50000
 # Seconds the runner may be unreachable before the worker ends
 # (BTR_WORKER_GRACE_SECONDS); how often it is tried.
 GRACE = float(os.environ.get("BTR_WORKER_GRACE_SECONDS", "60"))
@@ -65,11 +75,27 @@ def _stop(child: "subprocess.Popen") -> None:
     child.wait()
 
 
+def pool_command(worker: str = WORKER) -> List[str]:
+  """Beam's worker pool as boot starts it, its workers started by
+  `worker`."""
+  return [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main",
+          f"--service_port={POOL_PORT}", f"--container_executable={worker}"]
+
+
 def main(argv: List[str], boot: str = BOOT, grace: float = GRACE,
          period: float = PERIOD) -> int:
-  """Runs boot with `argv` to its end (its exit status), or stops it once
-  the runner has been unreachable for `grace` seconds (1)."""
-  child = subprocess.Popen([boot] + argv)
+  """Runs boot with `argv` (or, with --worker_pool, the pool) to its end
+  (its exit status), or stops boot once the runner has been unreachable
+  for `grace` seconds (1)."""
+  if "--worker_pool" in argv:
+    command = pool_command()
+    print(f"beam-tfrecords worker pool: {' '.join(command)}",
+          file=sys.stderr, flush=True)
+    # (boot names the pool so; its workers' harnesses read it)
+    env = dict(os.environ, BEAM_PYTHON_WORKER_POOL_ID=str(os.getpid()))
+  else:
+    command, env = [boot] + argv, None
+  child = subprocess.Popen(command, env=env)
   before = {s: signal.signal(s, lambda n, _: child.send_signal(n))
             for s in (signal.SIGTERM, signal.SIGINT)}
   try:

@@ -29,8 +29,8 @@ import tempfile
 from typing import Any, List, Optional
 
 from apache_beam.io.filesystem import CompressionTypes
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.shard_formats import (TFRECORD_GZIP, TFRECORD_PLAIN,
                                                ShardFormat)
 from beam_tfrecords.core.shard_names import shard_name

@@ -7,8 +7,8 @@ import json
 from typing import Any, Dict
 
 import apache_beam as beam
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.errors import reason_category
 from beam_tfrecords.core.info import FileSum
 from beam_tfrecords.core.layout import ERRORS_DIR

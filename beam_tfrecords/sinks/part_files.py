@@ -8,6 +8,7 @@ import uuid
 from typing import NamedTuple
 
 from apache_beam.io.filesystem import CompressionTypes
+
 from beam_tfrecords.core.beam_files import FileSystems
 
 __all__ = ["INLINE", "MEMBER", "PART_FILE", "SPILL_BYTES", "open_part",

@@ -20,8 +20,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.info import DatasetInfo, FileSum
 from beam_tfrecords.core.layout import preview_file
 from beam_tfrecords.core.shard_formats import of_dataset

@@ -10,9 +10,9 @@ import struct
 from typing import Any, BinaryIO, Iterator, List, Optional, Tuple
 
 from apache_beam.io.filesystem import CompressionTypes
-from beam_tfrecords.core.beam_files import FileSystems
 import numpy as np
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.members import Hopper, MEMBER_CAP, inflate
 from beam_tfrecords.core.layout import INDEX_DIR

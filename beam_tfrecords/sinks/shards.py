@@ -41,10 +41,10 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
-from beam_tfrecords.core.beam_files import FileSystems
 from isal import isal_zlib
 import numpy as np
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.fs import sha256_of
 from beam_tfrecords.core.members import MEMBER_CAP, inflate
 from beam_tfrecords.core.layout import INDEX_DIR, PARTS_DIR

@@ -8,8 +8,8 @@ import dataclasses
 import glob
 from typing import Any
 
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.info import DatasetInfo, TransformInfo
 from beam_tfrecords.core.layout import TRANSFORM_DIRS
 

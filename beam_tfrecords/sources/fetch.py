@@ -17,6 +17,7 @@ import threading
 from typing import Callable, List, Optional, Sequence, TypeVar, Union
 
 from apache_beam.io.filesystem import CompressionTypes
+
 from beam_tfrecords.core.beam_files import FileSystems
 
 __all__ = ["fetch_files", "read_file", "FetchError", "IO_THREADS"]

@@ -29,8 +29,8 @@ from typing import Any, Dict, List, NamedTuple, Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.layout import RAW_METADATA_DIR
 from beam_tfrecords.core.shard_reader import iter_tfrecords
 from beam_tfrecords.core.unit_cache import (KeepParts, KeptParts, UnitRead,

@@ -12,8 +12,8 @@ import dataclasses
 from typing import Any, Dict, Optional
 
 import apache_beam as beam
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.core.layout import (PARTS_DIR, TFT_TEMP_DIR,
                                         TRANSFORMED_DIR)

@@ -48,9 +48,9 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
-from beam_tfrecords.core.beam_files import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.unit_cache import UnitRead, UnitStore, unit_key
 from beam_tfrecords.encoding.groups import GroupAssembler
 from beam_tfrecords.encoding.passes import plan_passes, step_bytes

@@ -19,8 +19,8 @@ from typing import Iterator, List
 import numpy as np
 from isal import isal_zlib
 from apache_beam.io.filesystem import CompressionTypes
-from beam_tfrecords.core.beam_files import FileSystems
 
+from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.encoding.ragged import Ragged
 
 __all__ = ["SpilledRecords", "spill"]

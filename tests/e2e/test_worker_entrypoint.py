@@ -6,6 +6,7 @@ here (the worker image's tests run the real one)."""
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 
@@ -34,9 +35,25 @@ def test_the_provision_endpoint_is_read_from_boots_arguments():
 def test_boot_gets_the_arguments_and_its_status_is_the_workers(tmp_path):
   seen = tmp_path / "args"
   boot = _boot(tmp_path, f'echo "$@" > {seen}; exit 3')
-  assert entry.main(["--worker_pool", "--x=1"], boot=boot, grace=1,
+  assert entry.main(["--id=1", "--x=1"], boot=boot, grace=1,
                     period=0.1) == 3
-  assert seen.read_text() == "--worker_pool --x=1\n"
+  assert seen.read_text() == "--id=1 --x=1\n"
+
+
+def test_a_worker_pool_starts_its_workers_through_the_entrypoint(
+    tmp_path, monkeypatch):
+  """--worker_pool runs Beam's worker_pool_main as boot does, with this
+  entrypoint's command as the workers' executable; the pool gets its id
+  as from boot."""
+  assert entry.pool_command("/w") == [
+      sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main",
+      "--service_port=50000", "--container_executable=/w"]
+  seen = tmp_path / "pool"
+  pool = _boot(tmp_path, f'echo "$BEAM_PYTHON_WORKER_POOL_ID $@" > {seen}')
+  monkeypatch.setattr(entry, "pool_command", lambda: [pool, "--p"])
+  assert entry.main(["--worker_pool"], boot="/not/boot", grace=1,
+                    period=0.1) == 0
+  assert seen.read_text() == f"{os.getpid()} --p\n"
 
 
 def test_a_worker_whose_runner_is_gone_is_stopped_after_the_grace(
@@ -72,6 +89,5 @@ def test_a_stop_signal_goes_to_boot(tmp_path):
   boot = _boot(tmp_path, "trap 'exit 7' TERM; sleep 600 & wait")
   before = signal.getsignal(signal.SIGTERM)
   threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
-  assert entry.main(["--worker_pool"], boot=boot, grace=1,
-                    period=0.1) == 7
+  assert entry.main(["--id=1"], boot=boot, grace=1, period=0.1) == 7
   assert signal.getsignal(signal.SIGTERM) is before
