@@ -9,6 +9,7 @@ other versions is refused. (The worker pool's builds are in
 test_worker_pool.py, Flink's and Spark's DOCKER builds in their test
 files.)"""
 
+import os
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ from tests.cluster.docker_builds import (BUCKET, containers_of,
                                          worker_start)
 from tests.cluster.engine_builds import movie_ratings, tool
 from tests.helpers.gcs import object_names
+from tests.helpers.kill_build import kill_when
 from tests.helpers.paths import ROOT
 
 __all__ = ["worker_image"]  # (the fixture, from docker_builds)
@@ -108,21 +110,13 @@ def test_a_killed_launcher_leaves_no_container(prism, gcs, prism_image,
   store = gcs_store(gcs)
   schema, src = movie_ratings(tmp_path)
   store.upload(src, "killed/in/movies.csv")
-  launcher = subprocess.Popen(
+  killed = kill_when(
       [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
        str(schema), "--input", f"{store.root}/killed/in/movies.csv",
        "--output", f"{store.root}/killed/out"] + prism
-      + docker_args(prism_image), cwd=ROOT, stdout=subprocess.DEVNULL,
-      stderr=subprocess.DEVNULL)
-  try:
-    deadline = time.time() + 120
-    while not containers_of(prism_image, running=True):
-      assert launcher.poll() is None and time.time() < deadline
-      time.sleep(0.2)
-  finally:
-    launcher.kill()
-    launcher.wait()
-  killed = time.time()
+      + docker_args(prism_image), os.environ,
+      lambda: containers_of(prism_image, running=True), timeout=120,
+      cwd=ROOT)
   none_left(prism_image, seconds=60)
   print(f"after kill -9 of the launcher: no container of the image "
         f"{time.time() - killed:.1f} s later")

@@ -21,11 +21,12 @@ def build_command(schema: str, inputs: List[str], out: str) -> List[str]:
 
 
 def kill_when(command: List[str], env: dict, ready: Callable[[], bool],
-              timeout: float = 240) -> None:
-  """Starts the command and kills it with SIGKILL as soon as `ready()`;
-  fails if it ended first."""
-  build = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE)
+              timeout: float = 240, cwd=None) -> float:
+  """Starts the command (in `cwd`) and kills it with SIGKILL as soon as
+  `ready()`; fails if it ended first. When it was killed."""
+  build = subprocess.Popen(command, env=env, cwd=cwd,
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
   deadline = time.time() + timeout
   while time.time() < deadline and build.poll() is None:
     if ready():
@@ -33,7 +34,9 @@ def kill_when(command: List[str], env: dict, ready: Callable[[], bool],
     time.sleep(0.05)
   assert build.poll() is None, "the build ended before it was killed"
   build.send_signal(signal.SIGKILL)
+  killed = time.time()
   build.wait(60)
+  return killed
 
 
 def build_env() -> dict:
