@@ -194,14 +194,25 @@ class _EarlySigterm:
     signal.signal(signal.SIGTERM, self)
 
   def __call__(self, signum, frame):
-    if self.state == "started":
-      raise _TerminatedEarly()
     if self.state == "parsing":
       self.pending = True
+    elif self.state == "started":
+      # Noted too: raised where Python ignores exceptions (a weakref
+      # callback of the import machinery while Beam imports), it is lost,
+      # and `take_over` raises it again.
+      self.pending = True
+      raise _TerminatedEarly()
 
   def start(self) -> None:
     self.state = "started"
     if self.pending:
+      raise _TerminatedEarly()
+
+  def take_over(self) -> None:
+    """A build's own handling begins: a SIGTERM that came before and was
+    lost is raised now (nothing has started)."""
+    pending, self.pending, self.state = self.pending, False, "done"
+    if pending:
       raise _TerminatedEarly()
 
   def done(self) -> None:
@@ -286,7 +297,7 @@ def _build(args, beam_args: List[str]) -> int:
     if _EARLY[0] is not None:
       # Back when the block ends, the build over by then: a SIGTERM then
       # changes nothing (nothing is left to undo).
-      _EARLY[0].done()
+      _EARLY[0].take_over()
     code = _build_command(args, beam_args)
   if getattr(args, "as_program", False) and (
       threading.current_thread() is threading.main_thread()):
