@@ -1,10 +1,12 @@
 """Input files on any file system (local, gs://, s3://, ...; beam_tfrecords.core.fs)."""
 
 import bz2
+import collections
 import gzip
 import io
 import os
 import re
+import threading
 import zlib
 from typing import List, Optional, Sequence, Tuple
 
@@ -261,6 +263,26 @@ def count_lines_before(path: str, offset: int, chunk: int = 1 << 22) -> int:
                                                           chunk))
 
 
+# Records counted before the offsets asked so far, per file (path, size,
+# modification time): [(offset, records before it, whether the line it is
+# in has text so far)], sorted. A unit's first row number counts the
+# records before its start; the next unit of the same file counts on from
+# the nearest offset below its own instead of from the file's start (the
+# units of a file cost one pass over it, not one pass each).
+_COUNTED: "collections.OrderedDict[tuple, List[Tuple[int, int, bool]]]" = (
+    collections.OrderedDict())
+_COUNTED_FILES = 256
+_COUNTED_LOCK = threading.Lock()
+
+
+def _identity(path: str) -> tuple:
+  if fs.is_local(path):
+    st = os.stat(path)
+    return path, st.st_size, st.st_mtime_ns
+  info = fs.match(path)
+  return (path, info[0].size, info[0].mtime) if info else (path,)
+
+
 def count_records_before(path: str, offset: int, chunk: int = 1 << 22) -> int:
   """How many non-empty lines end in the first `offset` bytes of a file.
 
@@ -268,20 +290,51 @@ def count_records_before(path: str, offset: int, chunk: int = 1 << 22) -> int:
   this is the number of CSV records before `offset` (when no quoted value
   holds a line break, which is when files are read in ranges).
   """
-  count = 0
-  line_has_text = False  # the current (unfinished) line has a character
-  for data in _prefix_chunks(path, offset, chunk):
-    buf = np.frombuffer(data, dtype=np.uint8)
-    newlines = np.flatnonzero(buf == 0x0A)
-    if len(newlines) == 0:
-      line_has_text = line_has_text or bool(np.any(buf != 0x0D))
-      continue
-    # Text in each line: bytes other than \r between newlines.
-    text = np.cumsum(buf != 0x0D)
-    ends = text[newlines] - (buf[newlines] != 0x0D)  # exclude the \n
-    starts = np.concatenate(([0], text[newlines[:-1]]))
-    has = ends - starts > 0
-    has[0] = has[0] or line_has_text
-    count += int(has.sum())
-    line_has_text = bool(np.any(buf[newlines[-1] + 1:] != 0x0D))
+  ident = _identity(path)
+  with _COUNTED_LOCK:
+    points = _COUNTED.get(ident, [])
+    below = [p for p in points if p[0] <= offset]
+    start, count, has_text = below[-1] if below else (0, 0, False)
+  with fs.open_read(path, fs.UNCOMPRESSED) as f:
+    if start:
+      f.seek(start)
+    remaining = offset - start
+    while remaining > 0:
+      data = f.read(min(chunk, remaining))
+      if not data:
+        break
+      remaining -= len(data)
+      found, has_text = _records_in(data, has_text)
+      count += found
+  with _COUNTED_LOCK:
+    points = _COUNTED.setdefault(ident, [])
+    if (offset, count, has_text) not in points:
+      points.append((offset, count, has_text))
+      points.sort()
+    _COUNTED.move_to_end(ident)
+    while len(_COUNTED) > _COUNTED_FILES:
+      _COUNTED.popitem(last=False)
   return count
+
+
+def _records_in(data: bytes, has_text: bool) -> Tuple[int, bool]:
+  """The non-empty lines that end in `data` (the first one's earlier
+  part had text: `has_text`), and whether the line `data` ends in has
+  text so far."""
+  buf = np.frombuffer(data, dtype=np.uint8)
+  newlines = np.flatnonzero(buf == 0x0A)
+  if len(newlines) == 0:
+    return 0, has_text or bool(np.any(buf != 0x0D))
+  if b"\r" not in data:
+    # Without \r a line has text when it has a byte: the gaps between
+    # newlines, without a pass over every byte.
+    has = np.diff(newlines, prepend=-1) > 1
+    has[0] = has[0] or has_text
+    return int(has.sum()), bool(newlines[-1] != len(data) - 1)
+  # Text in each line: bytes other than \r between newlines.
+  text = np.cumsum(buf != 0x0D)
+  ends = text[newlines] - (buf[newlines] != 0x0D)  # exclude the \n
+  starts = np.concatenate(([0], text[newlines[:-1]]))
+  has = ends - starts > 0
+  has[0] = has[0] or has_text
+  return int(has.sum()), bool(np.any(buf[newlines[-1] + 1:] != 0x0D))

@@ -28,6 +28,39 @@ def test_record_and_line_counts_before_any_offset(tmp_path, data):
       assert count_lines_before(str(path), offset, chunk) == len(lines)
 
 
+def test_records_counted_on_from_earlier_offsets_equal_a_fresh_count(
+    tmp_path):
+  """Offsets asked in any order count on from the nearest one counted
+  before (units of one file); a file changed since (its size or time) is
+  counted afresh."""
+  import random
+  from beam_tfrecords.sources import files
+  rng = random.Random(3)
+  lines = [rng.choice([b"", b"\r", b"ab", b"x\r", b"1,2,3"])
+           for _ in range(3000)]
+  data = b"\n".join(lines) + b"\ntail"
+  path = tmp_path / "f.csv"
+  path.write_bytes(data)
+
+  def fresh(offset):
+    return sum(1 for line in data[:offset].split(b"\n")[:-1]
+               if line.replace(b"\r", b""))
+
+  offsets = [rng.randrange(len(data) + 1) for _ in range(60)]
+  for offset in offsets:
+    assert files.count_records_before(str(path), offset, 512) == \
+        fresh(offset)
+  ident = files._identity(str(path))  # pylint: disable=protected-access
+  assert len(files._COUNTED[ident]) >= 50  # pylint: disable=protected-access
+  # Without \r (the fast path), and then the same size, another time.
+  plain = data.replace(b"\r", b"-")
+  path.write_bytes(plain)
+  os.utime(path, ns=(1, 1))
+  for offset in sorted(offsets):
+    assert files.count_records_before(str(path), offset, 700) == sum(
+        1 for line in plain[:offset].split(b"\n")[:-1] if line)
+
+
 def test_a_format_saying_splittable_is_refused_not_ignored():
   """Byte ranges are chunks now: a format still saying `splittable =
   False` would be cut into ranges if the old name were silently ignored."""
