@@ -13,8 +13,9 @@ after 10 s) and the entrypoint exits 1. The container then ends, and the
 runners that remove their containers (Prism, the Flink and Spark job
 servers, Dataflow) remove it.
 
-A worker pool (--worker_pool: a long-lived service that starts workers
-when a runner asks) runs Beam's worker_pool_main as boot does, but with
+A worker pool (--worker_pool [--service_port=N]: a long-lived service
+that starts workers when a runner asks) runs Beam's worker_pool_main as
+boot does (on port 50000 unless told), but with
 the workers started through this entrypoint (WORKER, the image's
 command), so that each is ended the same way when its runner is gone;
 the pool itself runs until it is stopped. Signals sent to the container
@@ -30,7 +31,7 @@ import time
 from typing import List, Optional, Tuple
 
 __all__ = ["BOOT", "WORKER", "GRACE", "PERIOD", "endpoint", "pool_command",
-           "main"]
+           "pool_port", "main"]
 
 BOOT = "/opt/apache/beam/boot"
 # The image's command that runs this module (the Dockerfile writes it).
@@ -75,11 +76,21 @@ def _stop(child: "subprocess.Popen") -> None:
     child.wait()
 
 
-def pool_command(worker: str = WORKER) -> List[str]:
+def pool_command(worker: str = WORKER, port: int = POOL_PORT) -> List[str]:
   """Beam's worker pool as boot starts it, its workers started by
-  `worker`."""
+  `worker`, listening on `port`."""
   return [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main",
-          f"--service_port={POOL_PORT}", f"--container_executable={worker}"]
+          f"--service_port={port}", f"--container_executable={worker}"]
+
+
+def pool_port(argv: List[str]) -> int:
+  """--service_port=N among the arguments (boot's pool has no such
+  flag: always 50000, a port in Linux's ephemeral range, which another
+  program's connection may hold), else 50000."""
+  for arg in argv:
+    if arg.startswith("--service_port="):
+      return int(arg.split("=", 1)[1])
+  return POOL_PORT
 
 
 def main(argv: List[str], boot: str = BOOT, grace: float = GRACE,
@@ -88,7 +99,7 @@ def main(argv: List[str], boot: str = BOOT, grace: float = GRACE,
   (its exit status), or stops boot once the runner has been unreachable
   for `grace` seconds (1)."""
   if "--worker_pool" in argv:
-    command = pool_command()
+    command = pool_command(port=pool_port(argv))
     print(f"beam-tfrecords worker pool: {' '.join(command)}",
           file=sys.stderr, flush=True)
     # (boot names the pool so; its workers' harnesses read it)

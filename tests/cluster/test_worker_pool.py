@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from beam_tfrecords.testing.portable import free_port
 from beam_tfrecords.testing.tools import flights_csv, prism_binary
 
 from tests.cluster.docker_builds import movies_on, s3_store, worker_image
@@ -31,8 +32,6 @@ from tests.helpers.paths import ROOT
 
 __all__ = ["cases", "worker_image"]  # (the fixtures)
 
-# boot's worker pool listens on Beam's default port.
-PORT = 50000
 
 
 class _Mounted:
@@ -63,18 +62,22 @@ def pool(worker_image, cases):
   data = os.path.dirname(flights_csv(FLIGHT_ROWS))
   run = str(cases.parent)
   user = cases / "transform"
+  # (not Beam's default 50000: in Linux's ephemeral range, another
+  # test's connection may hold it)
+  port = free_port()
   started = time.time()
   container = subprocess.run(
       ["docker", "run", "-d", "--network", "host", "-v", f"{run}:{run}",
        "-v", f"{data}:{data}:ro", "-v", f"{ROOT}:{ROOT}:ro",
        "-e", f"PYTHONPATH={user}",
-       "-e", "BTR_WORKER_GRACE_SECONDS=10", worker_image, "--worker_pool"],
+       "-e", "BTR_WORKER_GRACE_SECONDS=10", worker_image, "--worker_pool",
+       f"--service_port={port}"],
       capture_output=True, text=True, check=True, timeout=120).stdout.strip()
   try:
     deadline = time.time() + 60
     while True:
       try:
-        socket.create_connection(("127.0.0.1", PORT), 0.2).close()
+        socket.create_connection(("127.0.0.1", port), 0.2).close()
         break
       except OSError:
         assert time.time() < deadline, (
@@ -84,7 +87,7 @@ def pool(worker_image, cases):
           "docker run")
     yield (["--runner", "PrismRunner", "--prism_location",
             tool(prism_binary), "--environment_type=EXTERNAL",
-            f"--environment_config=localhost:{PORT}"], _Mounted(user),
+            f"--environment_config=localhost:{port}"], _Mounted(user),
            container)
     # The builds' workers were the pool's (not the launcher's), started
     # through the image's entrypoint.

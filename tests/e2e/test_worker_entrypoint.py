@@ -50,10 +50,13 @@ def test_a_worker_pool_starts_its_workers_through_the_entrypoint(
       "--service_port=50000", "--container_executable=/w"]
   seen = tmp_path / "pool"
   pool = _boot(tmp_path, f'echo "$BEAM_PYTHON_WORKER_POOL_ID $@" > {seen}')
-  monkeypatch.setattr(entry, "pool_command", lambda: [pool, "--p"])
-  assert entry.main(["--worker_pool"], boot="/not/boot", grace=1,
-                    period=0.1) == 0
-  assert seen.read_text() == f"{os.getpid()} --p\n"
+  assert entry.pool_port(["--worker_pool"]) == 50000
+  assert entry.pool_port(["--worker_pool", "--service_port=4711"]) == 4711
+  monkeypatch.setattr(entry, "pool_command",
+                      lambda port: [pool, f"--p={port}"])
+  assert entry.main(["--worker_pool", "--service_port=4711"],
+                    boot="/not/boot", grace=1, period=0.1) == 0
+  assert seen.read_text() == f"{os.getpid()} --p=4711\n"
 
 
 def test_a_worker_whose_runner_is_gone_is_stopped_after_the_grace(

@@ -59,6 +59,8 @@ OTHER_TOOLS = {
     "--nthreads": "dask worker",
     "--memory-limit": "dask worker",
     "--worker_pool": "Beam's SDK container (docker run IMAGE --worker_pool)",
+    "--service_port": "the worker image's entrypoint, after --worker_pool "
+                      "(runners/worker_entrypoint.py)",
     "--jsonld": "mlcroissant validate",
     "--net": "docker run",
     "--no-cache-dir": "pip install",
