@@ -76,10 +76,14 @@ def stage_cpu(src: str, schema: str, dst: str) -> None:
 
 
 def _run(cmd: List[str], env: Dict[str, str]) -> Tuple[float, float, float]:
-  """(wall s, CPU s of the process and its children, peak RSS MB)."""
+  """(wall s, CPU s of the process and its children, peak RSS MB). A
+  tree on PYTHONPATH (the tree before) runs from its own folder: `python
+  -m` puts the working folder first on sys.path, so from the repository
+  the command ran this tree, whatever PYTHONPATH said."""
   start = time.perf_counter()
   proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                          env=dict(os.environ, **env))
+                          env=dict(os.environ, **env),
+                          cwd=env.get("PYTHONPATH"))
   _, status, usage = os.wait4(proc.pid, 0)
   wall = time.perf_counter() - start
   if os.waitstatus_to_exitcode(status):

@@ -176,6 +176,8 @@ def main():
     kind, *rest = args.run_baseline
     BASELINES[kind](*rest)
     return
+  # (absolute: a tree before runs its builds from its own folder)
+  args.workdir = os.path.abspath(args.workdir)
   os.makedirs(args.workdir, exist_ok=True)
   if args.suite == "docs":
     docs_suite(args)
