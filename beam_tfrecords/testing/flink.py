@@ -48,6 +48,8 @@ class LocalFlink(EngineCluster):
   workers' Python, which has this package (from a wheel of `source`)."""
 
   WHAT = "TaskManagers"
+  # io.tmp.dirs: the TaskManagers' blob caches of each job's jars.
+  SCRATCH = ("tmp",)
 
   def __init__(self, workdir: str, source: Optional[str] = None,
                taskmanagers: int = 2):

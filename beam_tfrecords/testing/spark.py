@@ -72,6 +72,9 @@ class LocalSpark(EngineCluster):
   which has this package (from a wheel of `source`)."""
 
   WHAT = "workers"
+  # Each executor's copy of the job server's jars (324 MB), and the
+  # driver's; the executors' logs beside them stay.
+  SCRATCH = ("worker*/app-*/*/*.jar", "local")
 
   def __init__(self, workdir: str, source: Optional[str] = None,
                workers: int = 2, memory: str = "2g"):
