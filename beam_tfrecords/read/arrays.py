@@ -96,6 +96,16 @@ def _rows(feature: Feature, column: pa.Array) -> List[Any]:
   return [values[offsets[i]:offsets[i + 1]] for i in range(len(column))]
 
 
+def _split(feature: Feature, column: Any) -> List[Any]:
+  """`_rows` of a `decode_batch` column (wire_columns'): one value per
+  record, of the same types."""
+  if _fixed(feature):
+    return list(objects(column))
+  values = objects(column["values"])
+  ends = np.cumsum(column["lengths"]).tolist()
+  return [values[a:b] for a, b in zip([0] + ends[:-1], ends)]
+
+
 def _step_rows(feature: Feature, column: pa.Array) -> List[Any]:
   """One list of steps per record of a feature list column
   (list<list<value>>)."""
@@ -136,15 +146,23 @@ class RecordDecoder:
     return (RecordDecoder, (self._schema,))
 
   def decode(self, records: Sequence[bytes]) -> List[Dict[str, Any]]:
-    """One dict per record."""
+    """One dict per record: Examples from the native core's columns
+    where it is installed (the same values and types), else from
+    tfx-bsl's."""
     if not records:
       return []
-    batch = self._decoder.DecodeBatch(list(records))
     s = self._schema
     if not s.is_sequence:
-      columns = {f.name: _rows(f, batch.column(f.name)) for f in s.features}
-      return [{k: v[i] for k, v in columns.items()}
-              for i in range(len(records))]
+      fast = decode_columns(records, s, native_only=True)
+      if fast is not None:
+        columns = {f.name: _split(f, fast[f.name]) for f in s.features}
+      else:
+        batch = self._decoder.DecodeBatch(list(records))
+        columns = {f.name: _rows(f, batch.column(f.name))
+                   for f in s.features}
+      names = list(columns)
+      return [dict(zip(names, row)) for row in zip(*columns.values())]
+    batch = self._decoder.DecodeBatch(list(records))
     context = {f.name: _rows(f, batch.column(f.name)) for f in s.context}
     lists = batch.column(self._sequence_column)
     steps = {f.name: _step_rows(f, lists.field(f.name)) for f in s.sequence}
@@ -156,9 +174,10 @@ class RecordDecoder:
                    ) -> Dict[str, Any]:
     """The records as one batch of columns (`_column`, `_step_column`):
     no per-record work. Examples in the usual layout are read by
-    beam_tfrecords.read.wire_columns (numpy over the whole batch), the others by
-    tfx-bsl. `text`: text and bytes columns as columns.Text (Arrow's,
-    not yet Python objects); else as object arrays."""
+    beam_tfrecords.read.wire_columns (the native core, or numpy over the
+    whole batch), the others by tfx-bsl. `text`: text and bytes columns
+    as columns.Text (Arrow's, not yet Python objects); else as object
+    arrays."""
     columns = decode_columns(records, self._schema)
     if columns is None:
       columns = self._tfx_columns(records)

@@ -7,9 +7,10 @@ decodes the records in plain Python), for tools and quick looks.
 import itertools
 import json
 import os
-from typing import (Any, Callable, Dict, Iterator, List, Optional,
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
                     Tuple)
 
+import numpy as np
 
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import (DatasetReplacedError, InputError,
@@ -24,6 +25,7 @@ from beam_tfrecords.core.shard_reader import (Expected, check_whole,
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example)
 from beam_tfrecords.read.stream import SHUFFLE_BUFFER, RecordStream
+from beam_tfrecords.read.wire_columns import Flat, native_decode, objects
 from beam_tfrecords.read.window import Datasets, finished
 from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
                                    schema_from_dict)
@@ -33,7 +35,8 @@ from beam_tfrecords.schema.spec import tf_spec
 
 __all__ = ["dataset_info", "dataset_schema", "shard_files", "load",
            "feature_spec", "iter_records", "dataset_errors",
-           "transform_output", "is_dataset", "iter_transformed"]
+           "transform_output", "is_dataset", "iter_transformed",
+           "plain_records"]
 
 
 def is_dataset(path: str) -> bool:
@@ -461,13 +464,78 @@ def iter_records(path: Datasets, split: str = "train", *,
                         epoch, shuffle_buffer, check=check)
   first, info = stream.found[0]
   schema = dataset_schema(first, info)
-  for record in stream:
-    if schema.is_sequence:
+  for records in _batches(stream, _PLAIN_BATCH):
+    yield from plain_records(records, schema)
+
+
+def plain_records(records: List[bytes], schema: Schema
+                  ) -> List[Dict[str, Any]]:
+  """Serialized records as iter_records gives them: Examples from the
+  native core's columns where it is installed and they are in its
+  layout, else (and SequenceExamples) a record at a time."""
+  if schema.is_sequence:
+    out = []
+    for record in records:
       context, lists = decode_sequence_example(record)
-      yield {"context": _to_python(schema.context, context),
-             "feature_lists": _steps_to_python(schema.sequence, lists)}
+      out.append({"context": _to_python(schema.context, context),
+                  "feature_lists": _steps_to_python(schema.sequence, lists)})
+    return out
+  flat = native_decode(records, schema)
+  if flat is None:  # no native core, or records in another layout
+    return [_to_python(schema.features, decode_example(r)) for r in records]
+  return _plain_rows(schema.features, flat, len(records))
+
+
+_PLAIN_BATCH = 1024
+
+
+def _batches(records: Iterable[bytes], size: int) -> Iterator[List[bytes]]:
+  """Records in batches of 1, 2, 4 ... up to `size` (the first record
+  without reading ahead, and a file opened no sooner than a record at a
+  time opens it, nearly: its checks, such as a dataset replaced since
+  the first file, come as early); where reading fails, the records
+  before the failure first, then the error."""
+  pending: List[bytes] = []
+  want = 1
+  try:
+    for record in records:
+      pending.append(record)
+      if len(pending) == want:
+        yield pending
+        pending = []
+        want = min(2 * want, size)
+  except Exception:
+    if pending:
+      yield pending
+    raise
+  if pending:
+    yield pending
+
+
+def _plain_rows(features, flat: Dict[str, Flat], n: int
+                ) -> List[Dict[str, Any]]:
+  """`_to_python` of each record, from the native core's columns: the
+  same values and types, a column at a time."""
+  columns = []
+  for f in features:
+    values, lengths, present = flat[f.name]
+    items = objects(values)  # (text: an object array of str or bytes)
+    if f.is_scalar:
+      if present.all() and (lengths == 1).all():
+        columns.append(items.tolist())
+        continue
+      # The first value of each record that has one; None elsewhere.
+      out = np.full(n, None, object)
+      has = np.flatnonzero(lengths)
+      out[has] = items[(np.cumsum(lengths) - lengths)[has]]
+      columns.append(out.tolist())
     else:
-      yield _to_python(schema.features, decode_example(record))
+      every = items.tolist()
+      ends = np.cumsum(lengths).tolist()
+      columns.append([every[a:b] if p else None for a, b, p in zip(
+          [0] + ends[:-1], ends, present.tolist())])
+  names = [f.name for f in features]
+  return [dict(zip(names, row)) for row in zip(*columns)]
 
 
 def iter_transformed(path: str, shard: ShardInfo

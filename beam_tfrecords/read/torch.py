@@ -12,9 +12,10 @@ An `IterableDataset` of dicts of numpy arrays (beam_tfrecords.read.arrays:
 SequenceExamples as {"context", "feature_lists"}); `ds.collate` batches
 them into tensors ({"values", "lengths"} for what varies; text and bytes
 as numpy object arrays), as `batch_size=` does, column by column, in the
-workers. Records are inflated by zlib and decoded with numpy over whole
-batches (beam_tfrecords.read.wire_columns; tfx-bsl's C++ decoder for records in
-another layout and for SequenceExamples).
+workers. Records are inflated by zlib and decoded over whole batches by
+the native core (beam_tfrecords.read.wire_columns: numpy where the core is
+not installed; tfx-bsl's C++ decoder for records in another layout and
+for SequenceExamples).
 
 Shares (beam_tfrecords.core.shares): with torch.distributed initialised, the
 rank's exact share (rank, world_size) unless `shard` is given; each
@@ -47,6 +48,7 @@ Needs the `torch` extra: pip install beam-tfrecords[torch].
 
 import functools
 import multiprocessing
+import operator
 import queue
 import threading
 from typing import Any, Dict, FrozenSet, Iterator, Optional, Tuple
@@ -176,14 +178,30 @@ def _collated(records, fixed: Optional[FrozenSet[str]], path: str):
   """`collate`'s numpy arrays."""
   first = records[0]
   if isinstance(first, dict):
-    return {k: _collated([r[k] for r in records], fixed, f"{path}{k}/")
-            for k in first}
+    keys = list(first)
+    if len(keys) < 2:
+      return {k: _collated([r[k] for r in records], fixed, f"{path}{k}/")
+              for k in keys}
+    # Each key's values in one pass: the records' tuples, transposed.
+    per_key = zip(*map(operator.itemgetter(*keys), records))
+    return {k: _collated(list(v), fixed, f"{path}{k}/")
+            for k, v in zip(keys, per_key)}
   if isinstance(first, list):  # feature lists whose steps vary
     steps = [_array(a) for r in records for a in r]
     return {"values": np.concatenate(steps) if steps else np.zeros(0),
             "lengths": np.array([len(a) for a in steps], np.int64),
             "steps": np.array([len(r) for r in records], np.int64)}
-  arrays = [_array(r) for r in records]
+  if isinstance(first, (np.generic, str, bytes)) and (
+      fixed is None or path.rstrip("/") in fixed):
+    # Scalars of one type (numpy's, or text): the stack below, without
+    # an array per value.
+    if len(set(map(type, records))) == 1:
+      dtype = first.dtype if isinstance(first, np.generic) else object
+      out = np.empty(len(records), dtype)
+      out[:] = records
+      return out
+  arrays = records if set(map(type, records)) == {np.ndarray} else [
+      _array(r) for r in records]
   stack = path.rstrip("/") in fixed if fixed is not None else all(
       a.shape == arrays[0].shape for a in arrays)
   if stack:

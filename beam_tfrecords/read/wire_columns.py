@@ -14,6 +14,12 @@ feature's values are gathered from all records at once (packed varints
 for int64_list, packed little-endian float32 for float_list, length-
 delimited strings for bytes_list, cut by Arrow into str or bytes).
 
+The native core (beam_tfrecords_native.decode_examples, native/src/
+decode.rs) walks the same wire record by record in Rust where it is
+installed: the same records taken, the same values (the tests run both);
+this module's numpy walk is the reference and the fallback (BTR_NATIVE=0
+chooses it: beam_tfrecords.core.native).
+
 It takes what TensorFlow's and tfx-bsl's encoders write (map entries
 key first, packed lists). Anything else gives None, and the caller falls
 back on tfx-bsl's general decoder: a key the schema does not name, a
@@ -22,14 +28,16 @@ expect, a fixed feature absent or with another count of values, a
 truncated record. So the fast path never guesses.
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import (Any, Dict, List, NamedTuple, Optional, Sequence,
+                    Tuple)
 
 import numpy as np
 import pyarrow as pa
 
+from beam_tfrecords.core import native
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
-__all__ = ["Text", "decode_columns", "objects"]
+__all__ = ["Flat", "Text", "decode_columns", "native_decode", "objects"]
 
 # Feature's oneof: bytes_list = 1, float_list = 2, int64_list = 3 (wire
 # type 2: length-delimited).
@@ -78,18 +86,98 @@ class _Unsupported(Exception):
   """The batch is not in the layout this path reads."""
 
 
-def decode_columns(records: Sequence[bytes], schema: Schema
-                   ) -> Optional[Dict[str, Any]]:
+def decode_columns(records: Sequence[bytes], schema: Schema,
+                   native_only: bool = False) -> Optional[Dict[str, Any]]:
   """The records as columns ({feature: array [batch, *shape]} for a
   fixed feature, {"values", "lengths"} for another; text and bytes as
   `Text`), or None when they are not in the layout this path reads (then
-  use tfx-bsl's decoder)."""
+  use tfx-bsl's decoder). `native_only`: None where the native core is
+  not installed (the numpy walk pays off over thousands of records, not
+  for one)."""
   if schema.is_sequence or not records:
+    return None
+  if native.core() is not None:
+    flat = native_decode(records, schema)
+    return None if flat is None else _shaped(flat, schema, len(records))
+  if native_only:
     return None
   try:
     return _Batch(records, schema).columns()
   except _Unsupported:
     return None
+
+
+class Flat(NamedTuple):
+  """A feature's values in a batch, as the native core reads them."""
+  values: Any  # every record's values back to back: an array, or Text
+  lengths: np.ndarray  # int64: values per record
+  present: np.ndarray  # bool: whether each record holds the feature
+
+
+def native_decode(records: Sequence[bytes], schema: Schema
+                  ) -> Optional[Dict[str, Flat]]:
+  """Examples by the native core: {feature: Flat}, or None where the
+  core is not installed or the records are not in the layout it reads
+  (the same layout as the numpy walk: then use tfx-bsl's decoder)."""
+  module = native.core()
+  if module is None or schema.is_sequence or not records:
+    return None
+  names, kinds = _native_schema(schema)
+  try:
+    got = module.decode_examples(records, names, kinds)
+  except TypeError:  # records not all bytes (memoryviews...)
+    got = module.decode_examples([bytes(r) for r in records], names, kinds)
+  if isinstance(got, str):
+    return None
+  out = {}
+  for f, (lengths, data, offsets, present) in zip(schema.features, got):
+    values: Any
+    if f.type is FeatureType.INT64:
+      values = np.frombuffer(data, "<i8").astype(np.int64, copy=False)
+    elif f.type is FeatureType.FLOAT:
+      values = np.frombuffer(data, "<f4").astype(np.float32, copy=False)
+    else:
+      array = pa.LargeBinaryArray.from_buffers(
+          pa.large_binary(), len(offsets) // 8 - 1,
+          [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+      if f.type is FeatureType.STRING:  # utf-8 checked and cut in C++
+        try:
+          array = array.cast(pa.large_string())
+        except pa.ArrowInvalid:
+          return None
+      values = Text(array, (len(array),))
+    out[f.name] = Flat(
+        values, np.frombuffer(lengths, "<i8").astype(np.int64, copy=False),
+        np.frombuffer(present, np.bool_))
+  return out
+
+
+# The core's codes of feature types (decode.rs, Kind::from_code).
+_NATIVE_KIND = {FeatureType.INT64: 0, FeatureType.FLOAT: 1,
+                FeatureType.BYTES: 2, FeatureType.STRING: 2}
+
+
+def _native_schema(schema: Schema) -> Tuple[List[bytes], bytes]:
+  return ([f.name.encode("utf-8") for f in schema.features],
+          bytes(_NATIVE_KIND[f.type] for f in schema.features))
+
+
+def _shaped(flat: Dict[str, Flat], schema: Schema, n: int
+            ) -> Optional[Dict[str, Any]]:
+  """`native_decode`'s output as `_Batch.columns()` gives it (None
+  where that is None: a fixed feature not fixed everywhere)."""
+  out = {}
+  for f in schema.features:
+    values, lengths, present = flat[f.name]
+    if f.always_present and not f.is_variable_length:
+      per = int(np.prod(f.shape)) if f.shape else 1
+      if not present.all() or (lengths != per).any():
+        return None
+      out[f.name] = values.reshape((n,) + tuple(f.shape))
+    else:
+      out[f.name] = {"values": values.reshape((len(values),)),
+                     "lengths": lengths}
+  return out
 
 
 class _Batch:

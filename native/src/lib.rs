@@ -12,9 +12,10 @@
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
 mod columns;
+mod decode;
 mod framing;
 mod messages;
 mod varint;
@@ -24,7 +25,7 @@ use messages::Group;
 
 /// The contract the Python side checks before it uses this module: bump
 /// it when a function's arguments or output change.
-const CONTRACT: u32 = 2;
+const CONTRACT: u32 = 3;
 
 /// Keeps the Python buffers alive while slices of them are in use.
 #[derive(Default)]
@@ -222,6 +223,55 @@ fn unframe<'py>(
     Ok((list, consumed, problem.and_then(|p| p.name())))
 }
 
+/// Serialized Examples (`records`, bytes each) as columns, one per name
+/// of `names` with its kind in `kinds` (0 int64, 1 float, 2 bytes):
+/// [(lengths: int64 per record, values: int64 / float32 little-endian or
+/// bytes back to back, offsets: int64 per bytes value + 1 or None, present:
+/// uint8 per record)], numbers in bytearrays (writable once numpy has
+/// them); or
+/// a str saying what is outside the layout this reads (read/wire_columns).
+#[pyfunction]
+fn decode_examples<'py>(
+    py: Python<'py>,
+    records: Vec<Bound<'py, PyBytes>>,
+    names: Vec<Vec<u8>>,
+    kinds: Vec<u8>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if names.len() != kinds.len() {
+        return Err(PyValueError::new_err("decode_examples: one kind per name"));
+    }
+    let kinds = kinds
+        .iter()
+        .map(|&k| decode::Kind::from_code(k).ok_or_else(|| PyValueError::new_err(format!("unknown kind {k}"))))
+        .collect::<PyResult<Vec<_>>>()?;
+    let spans: Vec<&[u8]> = records.iter().map(|r| r.as_bytes()).collect();
+    let names: Vec<&[u8]> = names.iter().map(|n| n.as_slice()).collect();
+    // (The records stay alive in `records`, and bytes never change.)
+    let spans: Vec<&'static [u8]> = spans.iter().map(|s| detach(s)).collect();
+    let got = py.detach(|| decode::decode(&spans, &names, &kinds));
+    let columns = match got {
+        Ok(columns) => columns,
+        Err(why) => return Ok(why.into_pyobject(py)?.into_any()),
+    };
+    let out = PyList::empty(py);
+    for (c, kind) in columns.iter().zip(&kinds) {
+        let lengths = PyByteArray::new_with(py, c.lengths.len() * 8, |b| {
+            for (chunk, v) in b.chunks_exact_mut(8).zip(&c.lengths) {
+                chunk.copy_from_slice(&v.to_le_bytes());
+            }
+            Ok(())
+        })?;
+        let (values, offsets): (Bound<'py, PyAny>, Bound<'py, PyAny>) = if *kind == decode::Kind::Bytes {
+            (PyBytes::new(py, &c.values).into_any(), offsets_bytes(py, &c.offsets)?.into_any())
+        } else {
+            (PyByteArray::new(py, &c.values).into_any(), py.None().into_bound(py))
+        };
+        out.append((lengths, values, offsets, PyByteArray::new(py, &c.present)))?;
+    }
+    drop(records);
+    Ok(out.into_any())
+}
+
 #[pymodule]
 fn beam_tfrecords_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CONTRACT", CONTRACT)?;
@@ -231,5 +281,6 @@ fn beam_tfrecords_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(frame, m)?)?;
     m.add_function(wrap_pyfunction!(framed_ends, m)?)?;
     m.add_function(wrap_pyfunction!(unframe, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_examples, m)?)?;
     Ok(())
 }

@@ -1,16 +1,22 @@
 """beam_tfrecords/read/wire_columns.py, on values: Serialized tf.train.Examples
 -> numpy columns, the protobuf wire format read with numpy over a whole
-batch at once: no per-record or per-value Python step, no TensorFlow."""
+batch at once: no per-record or per-value Python step, no TensorFlow.
+
+Every test runs on both paths: the numpy walk (the reference, BTR_NATIVE=0)
+and the native core's (decode.rs); and damaged records must get the same
+answer from both."""
 
 import math
 import struct
 
 from hypothesis import HealthCheck, given, settings, strategies as st
+import numpy as np
 import pytest
 import tensorflow as tf
 
 import beam_tfrecords as btr
-from beam_tfrecords.read.arrays import RecordDecoder, cut, cuts
+from beam_tfrecords.core import native
+from beam_tfrecords.read.arrays import RecordDecoder, _rows, cut, cuts
 from beam_tfrecords.read.wire_columns import decode_columns, objects
 
 from tests.helpers.columns import _same
@@ -35,6 +41,17 @@ NAMES = {
 SCHEMA = btr.load_schema({"name": "wire", "record": "example",
                           "features": NAMES})
 DECODER = RecordDecoder(SCHEMA)
+NATIVE = native._load("")  # pylint: disable=protected-access
+
+
+@pytest.fixture(autouse=True, params=["numpy", "native"])
+def path(request, monkeypatch):
+  """The path every test runs on (the core's absence is a failure where
+  cargo is: tests/unit/encoding/test_messages.py)."""
+  if request.param == "native" and NATIVE is None:
+    pytest.skip("the native core is not built")
+  monkeypatch.setenv(native.ENV, "1" if request.param == "native" else "0")
+  return request.param
 
 ints = st.integers(-2**63, 2**63 - 1)
 floats = st.floats(width=32, allow_nan=True)
@@ -98,6 +115,9 @@ def test_columns_equal_tfx_bsl_for_any_key_order(records, rnd):
   got = decode_columns(serialized, SCHEMA)
   assert got is not None
   _same(objects(got), objects(DECODER._tfx_columns(serialized)))
+  # One dict per record (RecordDecoder.decode, from these columns) as
+  # tfx-bsl's rows give them, type for type.
+  _same_rows(DECODER.decode(serialized), _tfx_rows(serialized))
   # A cut of the batch is the batch of the cut records.
   if len(serialized) > 2:
     _same(objects(cut(got, 1, len(serialized) - 1)),
@@ -107,6 +127,26 @@ def test_columns_equal_tfx_bsl_for_any_key_order(records, rnd):
       assert n == len(serialized[2 * i:2 * i + 2])
       _same(objects(part),
             objects(DECODER._tfx_columns(serialized[2 * i:2 * i + 2])))
+
+
+def _tfx_rows(serialized):
+  batch = DECODER._decoder.DecodeBatch(serialized)
+  columns = {f.name: _rows(f, batch.column(f.name)) for f in SCHEMA.features}
+  return [{k: v[i] for k, v in columns.items()}
+          for i in range(len(serialized))]
+
+
+def _same_rows(got, want):
+  assert len(got) == len(want)
+  for g, w in zip(got, want):
+    assert list(g) == list(w)
+    for k in w:
+      assert type(g[k]) is type(w[k]), (k, g[k], w[k])
+      if isinstance(w[k], np.ndarray):
+        _same(g[k], w[k])
+      else:
+        assert np.asarray(g[k]).tobytes() == np.asarray(w[k]).tobytes() \
+            if isinstance(w[k], np.floating) else g[k] == w[k]
 
 
 def test_extremes_and_long_values():
@@ -124,6 +164,7 @@ def test_extremes_and_long_values():
   assert got is not None
   _same(objects(got), objects(DECODER._tfx_columns(serialized)))
   assert got["label"].numpy()[2] == "éé"
+  _same_rows(DECODER.decode(serialized), _tfx_rows(serialized))
   assert got["n"].tolist()[:4] == [0, 1, 127, 128]
 
 
@@ -216,3 +257,48 @@ def test_malformed_lengths_give_none_not_a_value_or_a_hang():
                     _entry(b"label", b"\x0a\x03\x0a\x01x"),
                     b"\x0a" + bytes([len(huge)]) + huge)
   assert decode_columns([record, GOOD], SCHEMA) is None
+
+
+def _on(which: str, records):
+  with pytest.MonkeyPatch.context() as m:
+    m.setenv(native.ENV, which)
+    return decode_columns(records, SCHEMA)
+
+
+@pytest.mark.skipif(NATIVE is None, reason="the native core is not built")
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow,
+                                 HealthCheck.function_scoped_fixture])
+@given(st.lists(examples(), min_size=1, max_size=6), st.data())
+def test_damaged_records_get_one_answer_on_both_paths(path, records, data):
+  """A byte changed, dropped, inserted or a record cut: both paths take
+  the batch with the same values, or both refuse it; and what the
+  reference takes is what protobuf's own parser (tfx-bsl's) reads."""
+  serialized = [_serialized(v, sorted(v)) for v in records]
+  for _ in range(data.draw(st.integers(1, 3))):
+    i = data.draw(st.integers(0, len(serialized) - 1))
+    record = bytearray(serialized[i])
+    if not record:
+      continue
+    at = data.draw(st.integers(0, len(record) - 1))
+    how = data.draw(st.sampled_from(["set", "drop", "insert", "cut"]))
+    byte = data.draw(st.sampled_from([0x00, 0x01, 0x0A, 0x12, 0x1A, 0x7F,
+                                      0x80, 0xFF]) | st.integers(0, 255))
+    if how == "set":
+      record[at] = byte
+    elif how == "drop":
+      del record[at]
+    elif how == "insert":
+      record.insert(at, byte)
+    else:
+      del record[at:]
+    serialized[i] = bytes(record)
+  reference = _on("0", serialized)
+  if path == "numpy":
+    if reference is not None:
+      _same(objects(reference), objects(DECODER._tfx_columns(serialized)))
+    return
+  fast = _on("1", serialized)
+  assert (reference is None) == (fast is None)
+  if reference is not None:
+    _same(objects(fast), objects(reference))
