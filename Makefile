@@ -48,7 +48,7 @@ UV_VERSION := 0.13.9
 # (module fixtures are built once).
 PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadfile
 
-.PHONY: setup native native-if-cargo native-wheel setup-extras cluster-tools worker-image demo test test-fast coverage bench docs lock clean
+.PHONY: setup native native-if-cargo native-wheel setup-extras cluster-tools worker-image demo test test-fast coverage bench docs lock clean view-screenshots
 
 $(VENV)/.installed: setup.py $(wildcard $(LOCK))
 	$(PYTHON) -m venv $(VENV)
@@ -146,6 +146,11 @@ docs: setup
 # (tests/unit/test_requirements_lock.py checks it still satisfies setup.py).
 # uv runs from a venv of its own: a setup.py that the old lock no longer
 # satisfies must not stop the lock's refresh.
+# The screenshots of `beam-tfrecords view` in docs/reading.md, taken by
+# its headless-browser test (needs Chromium).
+view-screenshots: setup
+	BTR_VIEW_SCREENSHOTS=docs $(BIN)/python -m pytest -q tests/e2e/test_view.py -k image
+
 lock:
 	$(PYTHON) -m venv .venv-lock
 	.venv-lock/bin/pip install --quiet 'uv==$(UV_VERSION)'

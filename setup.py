@@ -59,6 +59,8 @@ setup(
     package_dir={"beam_tfrecords.pipelines": "pipelines",
                  "beam_tfrecords.pipelines.schemas": "schemas"},
     package_data={"beam_tfrecords": ["py.typed"],
+                  "beam_tfrecords.read": ["view_templates/*.html",
+                                          "view_templates/static/*"],
                   "beam_tfrecords.pipelines": ["data/*", "data/shapes/*/*"],
                   "beam_tfrecords.pipelines.schemas": ["*.yaml"]},
     include_package_data=True,
@@ -88,6 +90,9 @@ setup(
         # CPU). Linux x86_64 wheels only, ~420 MB with its nvidia
         # packages: never part of the core install.
         "dali": ["nvidia-dali-cuda120>=2.4,<3"],
+        # `beam-tfrecords view`: Flask (Werkzeug's server and routing,
+        # Jinja2's escaping) for the local page.
+        "view": ["flask>=3.1,<4"],
         # moto's server mode: a real S3 endpoint on 127.0.0.1 for the
         # s3:// tests; the Dask tests start a cluster on 127.0.0.1.
         # mypy: `make test` type-checks the library first (mypy.ini),

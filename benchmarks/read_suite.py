@@ -26,8 +26,8 @@ import os
 import subprocess
 import sys
 
-from common import cli_cmd, show
-from stats import flights_input
+from common import show
+from stats import flights_dataset
 
 READERS = {
     "raw gzip read: tf.data.TFRecordDataset, batches of 1,024": """
@@ -116,13 +116,7 @@ def _timed(code: str, path: str) -> float:
 
 def read_suite(args) -> None:
   rows, shards = args.read_rows, args.read_shards
-  src, schema = flights_input(args.workdir, rows)
-  path = os.path.join(args.workdir, f"read-{rows}-{shards}")
-  if not os.path.exists(os.path.join(path, "_SUCCESS")):
-    cmd = cli_cmd(args.workdir, schema, src, ["-q", "--overwrite",
-                                               "--num-shards", str(shards)])
-    cmd[cmd.index("--output") + 1] = path
-    subprocess.run(cmd, check=True)
+  path = flights_dataset(args.workdir, rows, shards, "read")
   best, count = {}, {}
   for _ in range(args.check_rounds):
     for name, code in READERS.items():

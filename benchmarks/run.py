@@ -29,7 +29,7 @@ measures and against which baselines: examples_suite, sequences_suite,
 accounting_suite, scale_suite, images_suite, transform_suite,
 portable_suite, tfrecord_suite, cli_suite, cluster, nested, checks,
 stats, tft_suite, read_suite, members_suite, access_suite, native_suite,
-published_suite, resume_suite and engines (by name only,
+published_suite, resume_suite, view_suite and engines (by name only,
 not in `all`, nor is docs).
 What several share is in common.py. This file parses the flags, runs the
 suites, and runs the baselines that the suites start in fresh
@@ -68,6 +68,7 @@ from stats import (plain_flights_loop, plain_grouped_loop,
 from tfrecord_suite import tf_copy_loop, tf_parse_loop, tfrecord_suite
 from tft_suite import hand_written_tft, tft_suite
 from transform_suite import transform_suite
+from view_suite import view_suite
 
 BASELINES = {"examples": plain_loop, "sequences": plain_sequence_loop,
              "write-dataset-parquet": write_dataset_from_parquet,
@@ -91,8 +92,8 @@ def main():
                                      "tfrecord", "cli", "cluster", "nested",
                                      "checks", "stats", "tft", "read",
                                      "members", "access", "native",
-                                     "published", "engines", "resume", "docs",
-                                     "all"],
+                                     "published", "engines", "resume", "view",
+                                     "docs", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--resume-files", type=int, default=10,
@@ -142,6 +143,10 @@ def main():
                  "every size")
   p.add_argument("--read-rows", type=int, default=1000000,
                  help="read suite: flight records")
+  p.add_argument("--view-rows", type=int, default=10_000_000,
+                 help="view suite: the split's records")
+  p.add_argument("--view-requests", type=int, default=100,
+                 help="view suite: random records asked for, warm")
   p.add_argument("--read-shards", type=int, default=8,
                  help="read suite: shards they are built into")
   p.add_argument("--native-rows", default="1000000,10000000",
@@ -202,7 +207,8 @@ def main():
                       ("native", native_suite),
                       ("published", published_suite),
                       ("engines", engines_suite),
-                      ("resume", resume_suite)):
+                      ("resume", resume_suite),
+                      ("view", view_suite)):
     # (engines: by name only; it needs Java and Maven, and 10 minutes)
     if args.suite == name or (args.suite == "all" and name != "engines"):
       suite(args)

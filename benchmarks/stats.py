@@ -19,6 +19,7 @@ suite's: one measurement of each.)
 
 import csv
 import os
+import subprocess
 import sys
 from typing import Dict, List
 
@@ -51,6 +52,19 @@ def _flights_csv(workdir: str) -> str:
   # pylint: disable=import-outside-toplevel
   from beam_tfrecords.testing.tools import flights_once
   return flights_once()
+
+
+def flights_dataset(workdir: str, rows: int, shards: int, name: str) -> str:
+  """The folder of `rows` flight rows built into `shards` gzip shards
+  (WORKDIR/NAME-ROWS-SHARDS), built unless it is there."""
+  src, schema = flights_input(workdir, rows)
+  path = os.path.join(workdir, f"{name}-{rows}-{shards}")
+  if not os.path.exists(os.path.join(path, "_SUCCESS")):
+    cmd = cli_cmd(workdir, schema, src, ["-q", "--overwrite",
+                                         "--num-shards", str(shards)])
+    cmd[cmd.index("--output") + 1] = path
+    subprocess.run(cmd, check=True)
+  return path
 
 
 def flights_input(workdir: str, rows: int):

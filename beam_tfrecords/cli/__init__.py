@@ -417,7 +417,7 @@ def main(argv: Optional[List[str]] = None) -> int:
   logging.basicConfig(
       level=logging.INFO if verbose else logging.WARNING,
       format="%(levelname)s %(name)s: %(message)s")
-  if args.command not in ("build", "verify", "cache") and rest:
+  if args.command not in ("build", "verify", "cache", "view") and rest:
     parser().error(f"unrecognized arguments: {' '.join(rest)}")
   # Beam's own records go to a file unless --verbose (see _DebugLog).
   debug = None if verbose else _DebugLog.start(args.command)
@@ -448,6 +448,8 @@ def _command(args, rest: List[str], debug: Optional[_DebugLog]) -> int:
       return show.infer_schema_command(args)
     if args.command == "report":
       return show.report_command(args)
+    if args.command == "view":
+      return show.view_command(args, rest)
     if args.command == "verify":
       return show.verify_command(args, rest)
     if args.command == "cache":

@@ -25,6 +25,7 @@ def parser() -> argparse.ArgumentParser:
   _validate(sub)
   _infer_schema(sub)
   _report(sub)
+  _view(sub)
   _verify(sub)
   _cache(sub)
   return p
@@ -143,6 +144,25 @@ def _report(sub) -> None:
   r.add_argument("-o", "--output", default="report.html",
                  help="the HTML file (default: report.html in the working "
                  "directory)")
+
+
+def _view(sub) -> None:
+  v = sub.add_parser(
+      "view", help="browse a dataset record by record in a local page "
+      "(images, sequences, filters, histograms, rejected rows)",
+      description="Serve a page on 127.0.0.1 to browse a finished dataset: "
+      "each record at http://127.0.0.1:PORT/<split>/<number>, images shown "
+      "as images, a SequenceExample's steps as a table, filters over the "
+      "values, the statistics' histograms linking to their records, and "
+      "the rejected rows by reason. Read-only; Ctrl-C stops it. Needs the "
+      "view extra (pip install 'beam-tfrecords[view]'). Other --flags go "
+      "to Beam's file systems (--s3_endpoint_url, ...).")
+  v.add_argument("path", help="dataset directory (local, gs://, s3://)")
+  v.add_argument("--port", type=int, default=0,
+                 help="the port on 127.0.0.1 (default: a free one)")
+  v.add_argument("--against", default=None, metavar="DIR",
+                 help="another build of the dataset, shown beside it "
+                 "(the same record number in both)")
 
 
 def _verify(sub) -> None:

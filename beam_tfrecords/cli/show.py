@@ -6,6 +6,7 @@ report); this module only formats it for a terminal.
 
 import json
 import os
+import sys
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.runners.progress import human_bytes
@@ -285,6 +286,29 @@ def infer_schema_command(args) -> int:
   from beam_tfrecords.inspect.infer import infer_schema_for
   print(infer_schema_for(args.input, args.format, args.name,
                          args.sample_rows, args.expect), end="")
+  return 0
+
+
+def view_command(args, beam_args=()) -> int:
+  """beam-tfrecords view: serves the page on 127.0.0.1 until interrupted
+  (beam_tfrecords.read.view_server), and prints its address. A dataset
+  on a bucket takes Beam's file system flags, as build does."""
+  import time
+  from beam_tfrecords.read.view_server import serve
+  if beam_args:
+    from beam_tfrecords.core.beam_files import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
+    FileSystems.set_options(PipelineOptions(list(beam_args)))
+  server = serve(args.path, args.port, args.against)
+  print(f"{server.url}  (Ctrl-C stops it)", flush=True)
+  try:
+    while True:
+      time.sleep(3600)
+  except KeyboardInterrupt:
+    pass
+  finally:
+    server.stop()
+  print("stopped", file=sys.stderr)
   return 0
 
 

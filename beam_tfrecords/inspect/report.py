@@ -44,6 +44,7 @@ from beam_tfrecords.encoding import histogram
 from beam_tfrecords.encoding.histogram import round_width
 from beam_tfrecords.encoding.stats import STEPS_STAT, TOP_SHOWN
 from beam_tfrecords.inspect import drift
+from beam_tfrecords.read.reader import load_statistics
 from beam_tfrecords.schema.split_rule import training_split
 
 __all__ = ["render_report", "write_report", "DIFFERENCE_FLAG"]
@@ -69,16 +70,6 @@ _DTYPES = {"float32": "float", "int64": "int64", "string": "string"}
 
 def _e(value: Any) -> str:
   return html.escape(str(value), quote=True)
-
-
-def _load_statistics(path: str) -> Dict[str, Dict[str, Any]]:
-  """{split: {feature: FeatureNameStatistics}} of statistics.pb."""
-  from tensorflow_metadata.proto.v0 import statistics_pb2
-  stats = statistics_pb2.DatasetFeatureStatisticsList()
-  with FileSystems.open(path) as f:
-    stats.ParseFromString(f.read())
-  return {d.name: {".".join(f.path.step): f for f in d.features}
-          for d in stats.datasets}
 
 
 def _ticks(low: float, high: float) -> List[float]:
@@ -355,7 +346,7 @@ def _baseline_section(info: DatasetInfo, stats: Dict[str, Dict[str, Any]]
     return []
   try:
     base_info = DatasetInfo.from_directory(baseline)
-    base = _load_statistics(FileSystems.join(
+    base = load_statistics(FileSystems.join(
         baseline, base_info.tfdv_statistics or STATISTICS_FILE))
   except Exception:  # pylint: disable=broad-except
     return [f"<p class='muted'>the baseline's statistics could not be read "
@@ -512,7 +503,7 @@ def render_report(path: str, info: Optional[DatasetInfo] = None) -> str:
   from beam_tfrecords.read.reader import dataset_info
   if info is None:
     info = dataset_info(path)
-  stats = _load_statistics(FileSystems.join(
+  stats = load_statistics(FileSystems.join(
       path, info.tfdv_statistics)) if info.tfdv_statistics else {}
   # The record splits; a transformed-only dataset has none of its own:
   # the described ones.

@@ -7,6 +7,7 @@
     for entry in ds.errors(): ...                    # the dead-letter rows
     stream = ds.stream("train", rank=(0, 8), shuffle_seed=1)  # exact shares
     ds.torch("train", batch_size=256)                # a PyTorch Dataset
+    ds.view()                                        # a page to browse it
 
 `open` reads each dataset's dataset.json once and checks the window
 (beam_tfrecords.read.window); every reading method reads the datasets as they
@@ -134,6 +135,14 @@ class DatasetReader:
     from beam_tfrecords.read.torch import Dataset
     return Dataset(self._window, split, shard, drop_remainder, shuffle_seed,
                    epoch, shuffle_buffer, batch_size, shuffle)
+
+  def view(self, port: int = 0, against: Optional[str] = None) -> Any:
+    """Serves `beam-tfrecords view`'s page for the (first) dataset on
+    127.0.0.1 from a thread: a read.view_server.ViewServer (`url`,
+    `stop()`; a link in a notebook). Needs the view extra."""
+    # pylint: disable=import-outside-toplevel
+    from beam_tfrecords.read.view_server import serve
+    return serve(self.paths[0], port, against)
 
   def transform_output(self) -> Any:
     """TensorFlow Transform's TFTransformOutput (schemas with

@@ -36,7 +36,7 @@ from beam_tfrecords.schema.spec import tf_spec
 __all__ = ["dataset_info", "dataset_schema", "shard_files", "load",
            "feature_spec", "iter_records", "dataset_errors",
            "transform_output", "is_dataset", "iter_transformed",
-           "plain_records"]
+           "plain_records", "dataset_statistics", "load_statistics"]
 
 
 def is_dataset(path: str) -> bool:
@@ -558,6 +558,27 @@ def iter_transformed(path: str, shard: ShardInfo
     else:
       yield {k: list(v)
              for k, (_, v) in sorted(decode_example(record).items())}
+
+
+def dataset_statistics(path: str, info: DatasetInfo
+                       ) -> Dict[str, Dict[str, Any]]:
+  """{split: {feature path ("a.b"): FeatureNameStatistics}} of the
+  dataset's statistics.pb; {} when it has none."""
+  if not info.tfdv_statistics:
+    return {}
+  return load_statistics(fs.join(path.rstrip("/"), info.tfdv_statistics))
+
+
+def load_statistics(path: str) -> Dict[str, Dict[str, Any]]:
+  """{split: {feature path: FeatureNameStatistics}} of a statistics.pb
+  file (TFMD's DatasetFeatureStatisticsList)."""
+  # pylint: disable=import-outside-toplevel
+  from tensorflow_metadata.proto.v0 import statistics_pb2
+  stats = statistics_pb2.DatasetFeatureStatisticsList()
+  with fs.open_read(path) as f:
+    stats.ParseFromString(f.read())
+  return {d.name: {".".join(f.path.step): f for f in d.features}
+          for d in stats.datasets}
 
 
 def dataset_errors(path: str, info: DatasetInfo

@@ -55,7 +55,6 @@ OTHER_TOOLS = {
     "--spark-master-url": "the Spark job server jar (Java)",
     "--job-port": "Beam's job server jars (Java)",
     "--host": "dask scheduler",
-    "--port": "dask scheduler",
     "--nthreads": "dask worker",
     "--memory-limit": "dask worker",
     "--worker_pool": "Beam's SDK container (docker run IMAGE --worker_pool)",
