@@ -346,6 +346,18 @@ class Viewer:
     owner = np.repeat(np.arange(len(raw)), lengths)
     return np.unique(owner[mask]).tolist()
 
+  def find(self, split: str, name: str, value: Any,
+           budget: float = 2.0) -> Optional[int]:
+    """The first record whose scalar `name` is `value` (as a filter's
+    eq finds it), or None (none read within `budget` seconds)."""
+    if value is None or isinstance(value, list):
+      raise InputError(f"{name}: a key is a feature with one value per "
+                       "record")
+    text = repr(value) if isinstance(value, float) else str(value)
+    found = self.scan(split, Filter(name, "eq", value=text), want=1,
+                      budget=budget).matches
+    return found[0][0] if found else None
+
   def value(self, record: Dict[str, Any], name: str) -> Any:
     """A feature's value in a plain record (a feature list's steps)."""
     if not self.schema.is_sequence:

@@ -26,7 +26,8 @@ Addresses: / (the splits), /<split>/<number> (a record), /<split>/random,
 /<split>/go?n=, /<split>/<number>/media/<feature> (an image),
 /-/filter/<split>?feature=&op=&value=&lo=&hi=&start=, /-/stats/<split>,
 /-/errors; with --against, a record's page shows both datasets' record
-of that number.
+of that number, or with ?key=FEATURE the other's first record with the
+same value of FEATURE.
 """
 
 import os
@@ -131,14 +132,22 @@ def _record_pages(app: Any, flask: Any, page: Any, viewer: Viewer,
   def record(split, n):
     total = viewer.count(split)
     shown = viewer.shown(split, n)
-    other = None
+    key = flask.request.args.get("key", "")
+    other, where = None, None
     if against is not None:
+      where = n
+      if key:  # the other's record with the same value of `key`
+        value = viewer.value(viewer.record(split, n), key)
+        where = against.find(split, key, value)
       try:
-        other = against.shown(split, n)
+        if where is None:
+          raise NotFound(f"{against.path}: no record of {split} has "
+                         f"{key} = {value!r} (read for up to 2 s)")
+        other = against.shown(split, where)
       except NotFound as e:
         other = {"missing": str(e)}
     return page("record.html", split=split, n=n, total=total, shown=shown,
-                other=other)
+                other=other, key=key, where=where)
 
   @app.route("/<split>/<int:n>/media/<feature>")
   def media(split, n, feature):

@@ -459,9 +459,29 @@ def test_two_builds_side_by_side(datasets, server, tmp_path):
       _rows(mine) != _rows(theirs)
   status, _, body = _get(f"{s.url}train/{10**6}")
   assert status == 404
+  # Matched by a key instead: the other's first record with its value.
+  theirs_all = list(btr.iter_records(str(other)))
+  for n in (0, 57):
+    page = _page(f"{s.url}train/{n}?key=suggestion")
+    mine, theirs = page.split('<section id="against">', 1)
+    value = _rows(mine)["suggestion"][1][0]
+    first = next(i for i, r in enumerate(theirs_all)
+                 if r["suggestion"] == value)
+    assert _rows(theirs)["suggestion"] == ("scalar", [value])
+    assert (f'<span class="muted">record {first:,}</span>' in theirs) == (
+        first != n)
+    assert _rows(theirs)["age"] == ("scalar", [str(theirs_all[first]["age"])])
+  status, _, body = _get(f"{s.url}train/0?key=movies")
+  assert status == 400 and b"a key is a feature with one value" in body
 
 
-def test_the_command_serves_until_interrupted(datasets):
+def test_the_command_serves_until_interrupted(datasets, tmp_path,
+                                              capsys):
+  # A folder that is not a finished dataset: refused, in one line.
+  assert cli.main(["view", str(tmp_path)]) == 2
+  assert capsys.readouterr().err.strip().endswith(
+      "is not a finished dataset (no _SUCCESS file); its build failed, "
+      "was killed or is still running")
   proc = subprocess.Popen(
       [sys.executable, "-m", "beam_tfrecords", "view",
        str(datasets / "movie_ratings")], stdout=subprocess.PIPE,
