@@ -89,6 +89,21 @@ def _lengths(column: pa.Array) -> np.ndarray:
       zero_copy_only=False).astype(np.int64)
 
 
+def _same_as_previous(t: pa.Table, names: Sequence[str]) -> np.ndarray:
+  """Per row: whether it equals the row before in every column of
+  `names` (two nulls equal, as a sort ties them); the first row: no."""
+  same = np.ones(t.num_rows - 1, dtype=bool) if t.num_rows else \
+      np.zeros(0, dtype=bool)
+  for name in names:
+    column = t.column(name).combine_chunks()
+    a, b = column.slice(1), column.slice(0, t.num_rows - 1)
+    equal = pc.fill_null(pc.equal(a, b), False)
+    if column.null_count:
+      equal = pc.or_(equal, pc.and_(pc.is_null(a), pc.is_null(b)))
+    same &= equal.to_numpy(zero_copy_only=False)
+  return np.concatenate([[False], same])
+
+
 class GroupAssembler:
   """Orders the steps of many groups and writes their SequenceExamples.
 
@@ -242,16 +257,53 @@ class GroupAssembler:
       ).append_column(_ROW_SORT, pc.fill_null(rows, -1)))
     if not tables:
       return pa.table({})
-    t = pa.concat_tables(tables).combine_chunks()
+    t = self._in_order(pa.concat_tables(tables).combine_chunks())
+    return t.replace_schema_metadata({"paths": json.dumps(paths)})
+
+  def _keys(self, t: pa.Table) -> pa.Table:
+    """t with the context's sort keys: whether a value is there, and the
+    value (missing ones after the others in each run)."""
     keys = t
     for j in range(len(self._row_read)):
       values = _column(t, f"{CONTEXT}{j}")
       keys = keys.append_column(f"{_HAS}{j}", pc.cast(
           pc.is_valid(values), pa.int8())).append_column(
               f"{_VALUE}{j}", pc.fill_null(values, b""))
-    order = pc.sort_indices(keys, sort_keys=self._sort_keys)
-    t = t.take(order).combine_chunks()
-    return t.replace_schema_metadata({"paths": json.dumps(paths)})
+    return keys
+
+  def _in_order(self, t: pa.Table) -> pa.Table:
+    """t's rows in the order of pc.sort_indices(self._keys(t),
+    self._sort_keys), found the cheap way where it can be: sorted first by the group keys
+    and order_by (then path and row), only runs of steps equal in those
+    need the steps' values and the context to order them, and a run
+    whose steps are equal in those too is in order already (the same
+    rows repeated). So only runs of steps that tie on order_by and
+    differ in content are sorted again by every key: the same order,
+    since the full sort keeps runs whole and in their order (their
+    columns lead its keys)."""
+    leading = [k for k in self._sort_keys
+               if k[0].startswith((KEY, ORDER))]
+    t = t.take(pc.sort_indices(t, sort_keys=leading + [
+        (_PATH, "ascending"), (_ROW_SORT, "ascending")])).combine_chunks()
+    if t.num_rows < 2:
+      return t
+    tie = _same_as_previous(t, [name for name, _ in leading])
+    if not tie.any():
+      return t
+    # (the context's has and value keys tie where its values do)
+    content = [f"{STEP}{i}" for i in range(len(self._schema.sequence))] + [
+        f"{CONTEXT}{j}" for j in range(len(self._row_read))]
+    same = _same_as_previous(t, content)
+    runs = np.cumsum(~tie)  # the run of each row (ties join runs)
+    mixed = np.unique(runs[tie & ~same])
+    if not mixed.size:
+      return t
+    where = np.flatnonzero(np.isin(runs, mixed))
+    again = pc.sort_indices(self._keys(t.take(pa.array(where))),
+                            sort_keys=self._sort_keys).to_numpy()
+    moved = np.arange(t.num_rows)
+    moved[where] = where[again]
+    return t.take(pa.array(moved)).combine_chunks()
 
   def _special(self, t, keys, starts, sizes, bad) -> np.ndarray:
     """Which groups need SequenceAssembler for a rejected row, more steps

@@ -206,3 +206,31 @@ def test_key_hash_is_the_same_for_equal_keys_of_any_batch():
   assert a[0] == a[3] == b[2] and a[1] == b[3] and a[4] == b[0]
   assert a[2] == b[1]
   assert len(set(a + b)) == 6  # alpha, y, b, ß, ab, ba
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("repeats", [1, 3])
+def test_the_order_is_the_full_sorts(case, repeats):
+  """GroupAssembler._in_order (the steps sorted by group and order_by
+  first, only runs that tie there and differ in content sorted again)
+  gives the full sort's order: over random steps with ties, and with
+  every row repeated (ties of equal content, as a year repeated)."""
+  import pyarrow as pa
+  import pyarrow.compute as pc
+  schema = _variant(**CASES[case])
+  rng = random.Random(repeats)
+  rows = _rows(rng, 40, conflicts=0.2) * repeats
+  encoder = StepEncoder(schema)
+  tables = [(path, encoder.encode_table(
+      {c: [r.get(c) for r in part] for c in encoder.schema.columns},
+      len(part), numbers).table)
+      for path, part, numbers in _batches(rng, rows)]
+  assembler = GroupAssembler(schema)
+  got = assembler._sorted(tables)
+  # The full sort, on the same table before any order.
+  t = got.take(pc.sort_indices(got, sort_keys=[("path", "ascending"),
+                                                 ("row_sort", "ascending")]))
+  want = t.take(pc.sort_indices(assembler._keys(t),
+                                sort_keys=assembler._sort_keys))
+  assert got.drop_columns([]).to_pylist() == pa.Table.from_batches(
+      want.to_batches()).to_pylist()
