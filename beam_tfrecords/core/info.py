@@ -655,11 +655,25 @@ _FIX = (" (not a dataset.json a build writes: restore it from a copy, or "
 
 
 def _check_shape(d: Any, file: str) -> None:
-  """Raises MalformedFileError if `d` is not dataset.json's object."""
+  """Raises MalformedFileError if `d` is not dataset.json's object, or
+  names a file outside its dataset's folder."""
   check(d, SHAPE, file, hint=_FIX)
   spec = (_SPEC if d["record"] == "example" else
           {"context": _SPEC, "sequence": _SPEC})
   check(d["feature_spec"], spec, file, "feature_spec", _FIX)
+  for name in listed_files(d):
+    if not _inside(name):
+      raise MalformedFileError(
+          f"{file} names {name!r}, which is not a file inside its dataset's "
+          f"folder{_FIX}", file)
+
+
+def _inside(name: str) -> bool:
+  """Whether a name dataset.json lists is a path inside the dataset's
+  folder: relative, without a scheme, a backslash or a '..' part."""
+  return bool(name) and not name.startswith("/") and "\\" not in name \
+      and "://" not in name and ".." not in name.split("/") and \
+      not os.path.isabs(name)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -414,25 +414,27 @@ def _parallel(ds, fn):
           .prefetch(2).with_options(options))
 
 
-def _values(feature: Feature, values: list):
+def _values(feature: Feature, values: list, errors: str = "strict"):
   if feature.type is FeatureType.STRING:
-    return [v.decode("utf-8") for v in values]
+    return [v.decode("utf-8", errors) for v in values]
   return values
 
 
-def _to_python(features, decoded: Dict[str, tuple]) -> Dict[str, Any]:
+def _to_python(features, decoded: Dict[str, tuple],
+               errors: str = "strict") -> Dict[str, Any]:
   row: Dict[str, Any] = {}
   for f in features:
     kind, values = decoded.get(f.name, (None, None))
     if values is None:
       row[f.name] = None
       continue
-    values = _values(f, values)
+    values = _values(f, values, errors)
     row[f.name] = (values[0] if values else None) if f.is_scalar else values
   return row
 
 
-def _steps_to_python(features, lists: Dict[str, list]) -> Dict[str, Any]:
+def _steps_to_python(features, lists: Dict[str, list],
+                     errors: str = "strict") -> Dict[str, Any]:
   out: Dict[str, Optional[list]] = {}
   for f in features:
     steps = lists.get(f.name)
@@ -440,7 +442,8 @@ def _steps_to_python(features, lists: Dict[str, list]) -> Dict[str, Any]:
       out[f.name] = None
       continue
     out[f.name] = [
-        ((_values(f, v)[0] if v else None) if f.is_scalar else _values(f, v))
+        ((_values(f, v, errors)[0] if v else None) if f.is_scalar
+         else _values(f, v, errors))
         for _, v in steps]
   return out
 
@@ -468,21 +471,24 @@ def iter_records(path: Datasets, split: str = "train", *,
     yield from plain_records(records, schema)
 
 
-def plain_records(records: List[bytes], schema: Schema
-                  ) -> List[Dict[str, Any]]:
+def plain_records(records: List[bytes], schema: Schema,
+                  errors: str = "strict") -> List[Dict[str, Any]]:
   """Serialized records as iter_records gives them: Examples from the
   native core's columns where it is installed and they are in its
-  layout, else (and SequenceExamples) a record at a time."""
+  layout, else (and SequenceExamples) a record at a time. `errors`: how
+  text that is not UTF-8 is decoded (bytes.decode's; "strict" raises)."""
   if schema.is_sequence:
     out = []
     for record in records:
       context, lists = decode_sequence_example(record)
-      out.append({"context": _to_python(schema.context, context),
-                  "feature_lists": _steps_to_python(schema.sequence, lists)})
+      out.append({"context": _to_python(schema.context, context, errors),
+                  "feature_lists": _steps_to_python(schema.sequence, lists,
+                                                    errors)})
     return out
   flat = native_decode(records, schema)
   if flat is None:  # no native core, or records in another layout
-    return [_to_python(schema.features, decode_example(r)) for r in records]
+    return [_to_python(schema.features, decode_example(r), errors)
+            for r in records]
   return _plain_rows(schema.features, flat, len(records))
 
 

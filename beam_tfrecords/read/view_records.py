@@ -30,10 +30,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pyarrow.compute as pc
 
-from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.errors import InputError, reason_category
+from beam_tfrecords.core.generations import generation, replaced_error
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example)
 from beam_tfrecords.read.dataset_reader import DatasetReader
+from beam_tfrecords.read.random_access import RecordIndex
 from beam_tfrecords.read.reader import dataset_statistics, plain_records
 from beam_tfrecords.read.wire_columns import native_decode
 from beam_tfrecords.schema import Feature, FeatureType
@@ -41,10 +43,14 @@ from beam_tfrecords.schema.model import MediaKind
 
 __all__ = ["Filter", "NotFound", "Scan", "Shown", "Viewer", "OPS"]
 
-SCAN_BATCH = 2048  # records read and decoded at a time by a filter
+SCAN_BATCH = 2048  # records read and decoded at a time by a filter, at most
+SCAN_BYTES = 32 << 20  # ... and about this many bytes of records
+CACHE_BYTES = 64 << 20  # inflated gzip members kept per split
 TRANSFORMED = "+transformed"  # a transformed split's name: train+transformed
 SHOWN_VALUES = 64  # values of a list shown on a record's page
+SHOWN_STEPS = 1000  # steps of a SequenceExample shown on its page
 ROWS_PER_REASON = 20  # rejected rows shown under each reason
+ERRORS_READ = 20_000  # rejected rows read for the page, at most
 
 # Filters: equals (a list: any of its values), a range [lo, hi) (lo
 # left out with `lo_open`, hi taken in with `hi_closed`; a list: any
@@ -165,6 +171,15 @@ class Viewer:
     except NotFound:
       return None
 
+  def _list(self, name: str) -> bool:
+    """Whether a feature may hold several values in a record (a list, or
+    a feature list's steps): its statistics count values, not records."""
+    try:
+      f = self.feature(name)
+    except NotFound:
+      return False
+    return not f.is_scalar or f in self.schema.sequence
+
   @property
   def step_features(self) -> List[str]:
     return sorted(f.name for f in self.schema.sequence)
@@ -172,12 +187,23 @@ class Viewer:
   # -- records ----------------------------------------------------------
 
   def _index(self, split: str) -> Any:
+    """The split's RecordIndex: every member read is checked (its CRC,
+    size and records), not each whole shard's SHA-256, which would read
+    a whole shard to show one record of it (`btr.verify` checks those)."""
     self.count(split)
     with self._lock:
       if split not in self._indexes:
         name, transformed = _split(split)
-        self._indexes[split] = self.reader.by_number(name, transformed)
+        self._indexes[split] = RecordIndex(
+            self.path, name, transformed, cache_bytes=CACHE_BYTES,
+            check=False)
       return self._indexes[split]
+
+  def _unchanged(self) -> None:
+    """Raises DatasetReplacedError if the dataset is not the build the
+    viewer opened (for files read whole: statistics, rejected rows)."""
+    if generation(self.path) != self.reader.info.generation:
+      raise replaced_error(self.path)
 
   def records(self, split: str, numbers: Sequence[int]
               ) -> List[Dict[str, Any]]:
@@ -199,18 +225,22 @@ class Viewer:
       return []
     if _split(split)[1]:  # TFT's records: no schema of ours, as stored
       return [_transformed(r, self.schema.is_sequence) for r in raw]
-    return plain_records(raw, self.schema)
+    # (text that is not UTF-8 shown with its bytes escaped, not refused)
+    return plain_records(raw, self.schema, errors="backslashreplace")
 
   def record(self, split: str, n: int) -> Dict[str, Any]:
     return self.records(split, [n])[0]
 
   def random(self, split: str) -> int:
-    return random.randrange(self.count(split)) if self.count(split) else 0
+    total = self.count(split)
+    if not total:
+      raise NotFound(f"{split} has no records")
+    return random.randrange(total)
 
   def shown(self, split: str, n: int) -> Dict[str, Any]:
     """Record n for the page: {"features": [Shown] (an Example's, or a
     SequenceExample's context), "steps": (feature list names, rows of
-    values per step) or None}."""
+    values per step (the first SHOWN_STEPS), steps) or None}."""
     record = self.record(split, n)
     values = record["context"] if self.schema.is_sequence else record
     names = sorted(values) if _split(split)[1] else self.listed
@@ -221,7 +251,8 @@ class Viewer:
       names = sorted(lists) if _split(split)[1] else self.step_features
       longest = max((len(lists.get(k) or []) for k in names), default=0)
       steps = (names, [[_cell(lists.get(k), i) for k in names]
-                       for i in range(longest)])
+                       for i in range(min(longest, SHOWN_STEPS))],
+               longest)
     return {"features": out, "steps": steps}
 
   def _shown(self, name: str, values: Dict[str, Any]) -> Shown:
@@ -269,10 +300,13 @@ class Viewer:
     data = values.get(stored[0])
     if data is None:
       raise NotFound(f"record {n:,} of {split} has no {name}")
+    if values.get(stored[4]) == "raw":  # decoded pixels: as a PNG
+      return _png(data, *(values.get(s) for s in stored[1:4])), "image/png"
     for magic, kind in _IMAGE_MAGIC:
       if data.startswith(magic):
         return data, kind
-    return _png(data, *(values.get(s) for s in stored[1:4])), "image/png"
+    raise NotFound(f"record {n:,} of {split}: {name} is in a format a "
+                   "browser does not show (not PNG, JPEG, GIF or BMP)")
 
   # -- filters ----------------------------------------------------------
 
@@ -281,14 +315,18 @@ class Viewer:
     """The records from `start` on that match, until `want` are found,
     the split ends or `budget` seconds passed (then `stop` says where to
     go on)."""
-    test = self._test(flt)
+    test = self._test(flt, split)
     total = self.count(split)
     began = time.perf_counter()
     found: List[Tuple[int, Dict[str, Any]]] = []
     at = max(0, start)
+    size = SCAN_BATCH
     while at < total and len(found) < want:
-      numbers = range(at, min(at + SCAN_BATCH, total))
+      numbers = range(at, min(at + size, total))
       raw = self._raw(split, numbers)
+      # (fewer records at a time where they are large: images)
+      size = max(16, min(SCAN_BATCH, size * SCAN_BYTES // max(
+          1, sum(map(len, raw)))))
       hits = self._hits(flt, raw, split)
       if hits is None:  # a record at a time
         records = self._decoded(split, raw)
@@ -359,14 +397,25 @@ class Viewer:
     return found[0][0] if found else None
 
   def value(self, record: Dict[str, Any], name: str) -> Any:
-    """A feature's value in a plain record (a feature list's steps)."""
+    """A feature's value in a plain record (a feature list's steps), a
+    list cut to its first SHOWN_VALUES values."""
     if not self.schema.is_sequence:
-      return _text(record.get(name))
-    if name in record["context"]:
-      return _text(record["context"][name])
-    return record["feature_lists"].get(name)
+      value = record.get(name)
+    elif name in record["context"]:
+      value = record["context"][name]
+    else:
+      value = record["feature_lists"].get(name)
+    if isinstance(value, list):
+      more = len(value) - SHOWN_VALUES
+      return [_text(v) for v in value[:SHOWN_VALUES]] + (
+          [f"… {more:,} more"] if more > 0 else [])
+    return _text(value)
 
-  def _test(self, flt: Filter):
+  def _test(self, flt: Filter, split: str = ""):
+    if _split(split)[1]:
+      raise InputError("filters read the raw splits: a transformed "
+                       "split's features are TensorFlow Transform's, not "
+                       "the schema's")
     if flt.op not in OPS:
       raise InputError(f"unknown filter {flt.op!r} (one of "
                        f"{', '.join(OPS)})")
@@ -406,6 +455,7 @@ class Viewer:
     lo = _number(flt.lo, "lo") if flt.lo != "" else -math.inf
     hi = _number(flt.hi, "hi") if flt.hi != "" else math.inf
     def inside(v) -> bool:
+      v = float(v)  # (as the histograms' edges and the columns compare)
       return (lo < v if flt.lo_open else lo <= v) and (
           v <= hi if flt.hi_closed else v < hi)
     return lambda record: any(inside(v) for v in values_of(record) or ())
@@ -414,15 +464,19 @@ class Viewer:
 
   def histograms(self, split: str) -> List[Dict[str, Any]]:
     """Per feature of statistics.pb for the split: {"name", "buckets":
-    [(low, high, count, lo_open, hi_closed)], "most"} for numbers,
-    {"name", "top": [(value, count)]} for text; [] without statistics.
+    [(low, high, count, lo_open, hi_closed)], "most", "values"} for
+    numbers, {"name", "top": [(value, count)], "values"} for text; []
+    without statistics. "values": the counts are of values (a list
+    feature), so a bar's records may be fewer than its count.
 
     A bar's edges are fine buckets' (encoding.histogram): a positive
     bucket holds [a, b), a negative one (a, b], zero its own; so a bar
     at or above 0 holds [low, high), one at or below 0 (low, high], one
     across 0 (low, high), one of width 0 [low, high]."""
     self.count(split)
+    self._unchanged()
     stats = dataset_statistics(self.path, self.reader.info)
+    self._unchanged()
     out = []
     for name, feature in sorted(stats.get(split, {}).items()):
       if feature.HasField("num_stats") and feature.num_stats.histograms:
@@ -432,27 +486,44 @@ class Viewer:
             (b.low_value, b.high_value, int(round(b.sample_count)))
             + _sides(b.low_value, b.high_value) for b in buckets],
                     "most": max(int(round(b.sample_count))
-                                for b in buckets)})
+                                for b in buckets),
+                    "values": self._list(name)})
       elif feature.HasField("string_stats") and \
           feature.string_stats.top_values and \
           self._type(name) is FeatureType.STRING:  # (not bytes: images)
         out.append({"name": name, "top": [
             (v.value, int(v.frequency))
-            for v in feature.string_stats.top_values]})
+            for v in feature.string_stats.top_values],
+                    "values": self._list(name)})
     return out
 
-  def errors(self) -> List[Dict[str, Any]]:
-    """The rejected rows by reason, most first: {"reason", "rows" (how
-    many), "shown": the first ROWS_PER_REASON entries}."""
+  def errors(self) -> Tuple[List[Dict[str, Any]], Optional[int]]:
+    """The rejected rows by kind of reason (core.errors.reason_category),
+    most first: ([{"reason", "rows" (how many), "shown": the first
+    ROWS_PER_REASON entries}], None), reading at most ERRORS_READ
+    entries; when there are more, the second item says how many were
+    read, and the counts are dataset.json's where it has them."""
+    self._unchanged()
     groups: Dict[str, Dict[str, Any]] = {}
+    read, stopped = 0, None
     for entry in self.reader.errors():
-      reason = str(entry.get("reason", ""))
+      if read == ERRORS_READ:
+        stopped = read
+        break
+      read += 1
+      reason = reason_category(str(entry.get("reason", "")))
       group = groups.setdefault(reason, {"reason": reason, "rows": 0,
                                          "shown": []})
       group["rows"] += int(entry.get("rows", 1) or 1)
       if len(group["shown"]) < ROWS_PER_REASON:
         group["shown"].append(entry)
-    return sorted(groups.values(), key=lambda g: (-g["rows"], g["reason"]))
+    if stopped is not None:  # (exact counts of the frequent ones)
+      for known in self.reader.info.errors.reasons:
+        groups.setdefault(known.reason, {"reason": known.reason,
+                                         "shown": []})["rows"] = known.rows
+    self._unchanged()
+    return sorted(groups.values(),
+                  key=lambda g: (-g["rows"], g["reason"])), stopped
 
 
 def _split(key: str) -> Tuple[str, bool]:
@@ -482,7 +553,9 @@ def _cell(steps: Optional[list], i: int) -> Any:
     return ""
   value = steps[i]
   if isinstance(value, list):
-    return ", ".join(str(_text(v)) for v in value)
+    more = len(value) - SHOWN_VALUES
+    return ", ".join(str(_text(v)) for v in value[:SHOWN_VALUES]) + (
+        f", … {more:,} more" if more > 0 else "")
   return _text(value) if value is not None else ""
 
 
@@ -538,11 +611,11 @@ def _png(data: bytes, height: Any, width: Any, channels: Any) -> bytes:
   """Raw 8-bit pixels (height x width x channels) as a PNG."""
   from PIL import Image  # pylint: disable=import-outside-toplevel
   try:
-    mode = {1: "L", 3: "RGB", 4: "RGBA"}[int(channels)]
+    mode = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}[int(channels)]
     image = Image.frombytes(mode, (int(width), int(height)), data)
-  except (KeyError, TypeError, ValueError) as e:
-    raise NotFound(f"the image's {len(data):,} bytes are neither an encoded "
-                   f"image nor {height}x{width}x{channels} pixels") from e
-  out = io.BytesIO()
-  image.save(out, "PNG")
+    out = io.BytesIO()
+    image.save(out, "PNG")
+  except (KeyError, TypeError, ValueError, OverflowError, OSError) as e:
+    raise NotFound(f"the image's {len(data):,} bytes are not "
+                   f"{height}x{width}x{channels} pixels") from e
   return out.getvalue()

@@ -31,6 +31,7 @@ same value of FEATURE.
 """
 
 import os
+import re
 import threading
 from typing import Any, Optional
 
@@ -64,6 +65,9 @@ def make_app(viewer: Viewer, against: Optional[Viewer] = None) -> Any:
                     static_folder=os.path.join(here, "static"),
                     static_url_path="/-/static")
   app.jinja_env.autoescape = True  # (every template, whatever its name)
+  # Only this machine's names: a page elsewhere whose name was made to
+  # resolve to 127.0.0.1 (DNS rebinding) gets 400, not the records.
+  app.config["TRUSTED_HOSTS"] = ["127.0.0.1", "localhost"]
 
   def page(template: str, **values: Any) -> Any:
     return flask.render_template(template, viewer=viewer, against=against,
@@ -93,7 +97,7 @@ def _answers(app: Any, flask: Any, page: Any) -> None:
   @app.errorhandler(DatasetReplacedError)
   def _replaced(e):
     return page("message.html", title="Replaced", message=(
-        f"{e} Start the viewer again to see the new build.")), 409
+        f"{e}. Start the viewer again to see the new build.")), 409
 
   @app.errorhandler(InputError)
   def _bad(e):
@@ -123,10 +127,8 @@ def _record_pages(app: Any, flask: Any, page: Any, viewer: Viewer,
   @app.route("/<split>/go")
   def go(split):
     text = flask.request.args.get("n", "").replace(",", "").strip()
-    if not text.isdigit():
-      raise InputError(f"a record number is a whole number from 0: got "
-                       f"{text!r}")
-    return flask.redirect(flask.url_for("record", split=split, n=int(text)))
+    return flask.redirect(flask.url_for("record", split=split,
+                                        n=_whole(text, "a record number")))
 
   @app.route("/<split>/<int:n>")
   def record(split, n):
@@ -136,25 +138,25 @@ def _record_pages(app: Any, flask: Any, page: Any, viewer: Viewer,
     other, where = None, None
     if against is not None:
       where = n
-      if key:  # the other's record with the same value of `key`
-        value = viewer.value(viewer.record(split, n), key)
-        where = against.find(split, key, value)
       try:
-        if where is None:
-          raise NotFound(f"{against.path}: no record of {split} has "
-                         f"{key} = {value!r} (read for up to 2 s)")
+        if key:  # the other's record with the same value of `key`
+          value = viewer.value(viewer.record(split, n), key)
+          where = against.find(split, key, value)
+          if where is None:
+            raise NotFound(f"{against.path}: no record of {split} has "
+                           f"{key} = {value!r} (read for up to 2 s)")
         other = against.shown(split, where)
-      except NotFound as e:
+      except InputError as e:  # (NotFound too: a note in its column)
         other = {"missing": str(e)}
     return page("record.html", split=split, n=n, total=total, shown=shown,
                 other=other, key=key, where=where)
 
-  @app.route("/<split>/<int:n>/media/<feature>")
+  @app.route("/<split>/<int:n>/media/<path:feature>")
   def media(split, n, feature):
     data, kind = viewer.media(split, n, feature)
     return flask.Response(data, mimetype=kind)
 
-  @app.route("/-/against/<split>/<int:n>/media/<feature>")
+  @app.route("/-/against/<split>/<int:n>/media/<path:feature>")
   def against_media(split, n, feature):
     if against is None:
       raise NotFound("no dataset to compare with (view DIR --against DIR2)")
@@ -176,15 +178,14 @@ def _split_pages(app: Any, flask: Any, page: Any, viewer: Viewer) -> None:
                  args.get("value", ""), args.get("lo", ""),
                  args.get("hi", ""), args.get("lo_open", "") == "1",
                  args.get("hi_closed", "") == "1")
-    start = args.get("start", "0")
-    scan = viewer.scan(split, flt, int(start) if start.isdigit() else 0) \
-        if flt.feature else None
+    start = _whole(args.get("start", "0") or "0", "start")
+    scan = viewer.scan(split, flt, start) if flt.feature else None
     matches = [(n, viewer.value(r, flt.feature))
                for n, r in scan.matches] if scan else []
     return page("filter.html", split=split, flt=flt, scan=scan, ops=OPS,
                 matches=matches,
                 features=viewer.listed + viewer.step_features,
-                query={k: v for k, v in args.items() if k != "start"})
+                query={k: args[k] for k in _FILTER_ARGS if k in args})
 
   @app.route("/-/stats/<split>")
   def stats(split):
@@ -193,7 +194,19 @@ def _split_pages(app: Any, flask: Any, page: Any, viewer: Viewer) -> None:
 
   @app.route("/-/errors")
   def errors():
-    return page("errors.html", groups=viewer.errors())
+    groups, stopped = viewer.errors()
+    return page("errors.html", groups=groups, stopped=stopped)
+
+
+# A filter's arguments, all a "go on" link carries.
+_FILTER_ARGS = ("feature", "op", "value", "lo", "hi", "lo_open", "hi_closed")
+
+
+def _whole(text: str, what: str) -> int:
+  """A whole number from 0 of at most 18 digits, or InputError."""
+  if not re.fullmatch(r"[0-9]{1,18}", text):
+    raise InputError(f"{what} is a whole number from 0: got {text[:40]!r}")
+  return int(text)
 
 
 class ViewServer:

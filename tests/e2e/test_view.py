@@ -23,6 +23,7 @@ import tensorflow as tf
 
 import beam_tfrecords as btr
 from beam_tfrecords import cli
+from beam_tfrecords.core.errors import reason_category
 from beam_tfrecords.encoding.stats import TOP_SHOWN
 
 from tests.helpers.paths import ROOT
@@ -356,8 +357,11 @@ def test_the_rejected_rows_by_reason(datasets, server, tmp_path):
   entries = list(btr.open(str(out)).errors())
   reasons = re.findall(r'<section class="reason">\s*<h2>(.*?) <span',
                        page, re.S)
+  # (by kind: the values taken out of the reasons, as dataset.json counts)
   assert sorted(html.unescape(r) for r in reasons) == sorted(
-      {e["reason"] for e in entries})
+      {reason_category(e["reason"]) for e in entries})
+  assert {html.unescape(r) for r in reasons} == {
+      r.reason for r in btr.dataset_info(str(out)).errors.reasons}
   cells = re.findall(r"<tr><td>([^<]*)</td><td class=\"num\">(\d+)</td>",
                      page)
   assert sorted((html.unescape(f), int(r)) for f, r in cells) == sorted(
@@ -433,10 +437,11 @@ def test_a_dataset_replaced_while_the_page_is_open(datasets, tmp_path):
     assert _rows(_page(f"{s.url}train/0"))["n"] == ("scalar", ["1"])
     src.write_text("n\n7\n8\n9\n")
     assert cli.main(build + ["--overwrite"]) == 0
-    status, _, body = _get(f"{s.url}train/1")
-    assert status == 409, body[-500:]
-    assert b"was replaced by a newer build" in body
-    assert b"Start the viewer again" in body
+    for page in ("train/1", "-/stats/train", "-/errors"):
+      status, _, body = _get(f"{s.url}{page}")
+      assert status == 409, (page, body[-500:])
+      assert b"was replaced by a newer build" in body
+      assert b". Start the viewer again" in body
 
 
 def test_two_builds_side_by_side(datasets, server, tmp_path):
@@ -471,8 +476,9 @@ def test_two_builds_side_by_side(datasets, server, tmp_path):
     assert (f'<span class="muted">record {first:,}</span>' in theirs) == (
         first != n)
     assert _rows(theirs)["age"] == ("scalar", [str(theirs_all[first]["age"])])
-  status, _, body = _get(f"{s.url}train/0?key=movies")
-  assert status == 400 and b"a key is a feature with one value" in body
+  page = _page(f"{s.url}train/0?key=movies")  # (a note in its column)
+  assert "a key is a feature with one value" in page.split(
+      '<section id="against">', 1)[1]
 
 
 def test_the_command_serves_until_interrupted(datasets, tmp_path,
@@ -527,3 +533,58 @@ def test_transformed_splits_and_array_record_shards(tmp_path):
         example.features.feature["suggestion"])[0]])
     assert rows["movies"] == ("list", _tf_values(
         example.features.feature["movies"]))
+
+
+def test_what_a_review_found(datasets, server, tmp_path):
+  """Another host's name (DNS rebinding), a dataset.json naming a file
+  outside its folder, a filter link's extra arguments, numbers past
+  2**53, text that is not UTF-8, an empty split's random record."""
+  s = server("movie_ratings")
+  request = urllib.request.Request(f"{s.url}train/0",
+                                   headers={"Host": "evil.example.com"})
+  with pytest.raises(urllib.error.HTTPError) as e:
+    urllib.request.urlopen(request)
+  assert e.value.code == 400
+  # Only the filter's own arguments go on in its "go on" link.
+  page = _page(f"{s.url}-/filter/train?feature=age&op=range&lo=0"
+               "&split=x&_method=POST&_external=1&_anchor=a")
+  more = html.unescape(re.search(r'<a id="more" href="([^"]+)"',
+                                 page).group(1))
+  assert more == "/-/filter/train?start=50&feature=age&op=range&lo=0" or \
+      set(urllib.parse.parse_qsl(urllib.parse.urlsplit(more).query)) == {
+          ("start", "50"), ("feature", "age"), ("op", "range"), ("lo", "0")}
+  for bad in ("train/go?n=%C2%B2", "train/go?n=" + "9" * 5000,
+              "-/filter/train?feature=age&op=eq&value=1&start=%C2%B2"):
+    status, _, body = _get(s.url + bad)
+    assert status == 400 and b"is a whole number from 0" in body, bad
+  # A dataset.json that names a file outside its folder is refused.
+  folder = tmp_path / "moved"
+  shutil.copytree(datasets / "movie_ratings", folder)
+  meta = json.loads((folder / "dataset.json").read_text())
+  meta["errors"]["files"] = [{"file": "/etc/passwd", "lines": 1, "rows": 1}]
+  (folder / "dataset.json").write_text(json.dumps(meta))
+  with pytest.raises(btr.InputError, match="names '/etc/passwd', which is "
+                     "not a file inside its dataset's folder"):
+    btr.open(str(folder))
+  # Numbers past 2**53 compare as the histograms' float64 edges do, on
+  # both paths; text that is not UTF-8 shows with its bytes escaped.
+  from tests.helpers.hand_made import example, write_dataset
+  schema = {"name": "odd", "record": "example", "features": {
+      "big": {"type": "int64", "required": True}, "text": "string"}}
+  out = write_dataset(str(tmp_path / "odd"), schema, {"train": [[
+      example({"big": [2**54 - 1], "text": [b"ok"]}),
+      example({"big": [2**54 + 1], "text": [b"bad \xff"]}),
+      example({"big": [2**54 + 2]})]], "empty": [[]]})
+  with btr.open(out).view() as odd:
+    for native in ("0", "1"):
+      os.environ["BTR_NATIVE"] = native
+      try:
+        got = _matches(f"{odd.url}-/filter/train?feature=big&op=range"
+                       f"&lo={2**54}")
+      finally:
+        del os.environ["BTR_NATIVE"]
+      assert got == [0, 1, 2], native  # (2**54 - 1 is 2**54 as a float)
+    assert _rows(_page(f"{odd.url}train/1"))["text"] == ("scalar",
+                                                         ["bad \\xff"])
+    status, _, body = _get(f"{odd.url}empty/random")
+    assert status == 404 and b"empty has no records" in body
