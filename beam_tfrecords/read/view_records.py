@@ -277,15 +277,21 @@ class Viewer:
 
   def _tensor(self, name: str, values: Dict[str, Any]) -> Shown:
     media = self._tensors[name]
+    options = media.options if isinstance(media.options, dict) else {}
     data = values.get(media.stored[0])
     if data is None:
       return Shown(name, "missing")
     shape = values.get(media.stored[1]) if len(media.stored) > 1 else None
-    array = _tensor_array(data, getattr(media.options, "dtype", None))
-    note = f"shape {list(shape) if shape is not None else '?'}"
+    if shape is None:
+      shape = options.get("shape")
+    dtype = options.get("dtype")
+    array = _tensor_array(data, dtype)
+    note = f"shape {list(shape) if shape is not None else '?'}, {dtype}"
     if array is not None and array.size:
-      note += (f", {array.dtype}, min {array.min():g}, max "
-               f"{array.max():g}, mean {float(array.mean()):g}")
+      first = ", ".join(f"{v:g}" for v in array[:8].tolist())
+      note += (f", min {array.min():g}, max {array.max():g}, mean "
+               f"{float(array.mean()):g}; values {first}"
+               + (", …" if array.size > 8 else ""))
     return Shown(name, "tensor", None, None, note)
 
   def media(self, split: str, n: int, name: str) -> Tuple[bytes, str]:

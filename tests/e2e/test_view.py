@@ -6,6 +6,7 @@ or request gets."""
 
 import hashlib
 import html
+import io
 import json
 import os
 import re
@@ -588,3 +589,49 @@ def test_what_a_review_found(datasets, server, tmp_path):
                                                          ["bad \\xff"])
     status, _, body = _get(f"{odd.url}empty/random")
     assert status == 404 and b"empty has no records" in body
+
+
+def test_tensors_raw_pixels_and_uncompressed_shards(tmp_path):
+  """A tensor's shape and summary; an image stored as raw pixels, sent
+  as a PNG of the same pixels as its file; shards written without gzip."""
+  from PIL import Image
+  src = tmp_path / "in.jsonl"
+  src.write_text(json.dumps({"id": 1, "embedding": [[1, 2, 3], [4, 5, 6.5]],
+                             "counts": [7, -8, 9]}) + "\n")
+  schema = tmp_path / "s.yaml"
+  schema.write_text(
+      "name: tensors\nrecord: example\nfeatures:\n"
+      "  id: {type: int64, required: true}\n"
+      "  embedding: {type: tensor, dtype: float64, shape: [2, 3]}\n"
+      "  counts: {type: tensor, dtype: int16, shape: [3], storage: list}\n")
+  out = tmp_path / "tensors"
+  assert cli.main(["build", "--schema", str(schema), "--input", str(src),
+                   "--output", str(out), "-q", "--compression", "none"]) == 0
+  assert os.path.exists(out / "train-00000-of-00001.tfrecord")
+  with btr.open(str(out)).view() as s:
+    page = _page(f"{s.url}train/0")
+  notes = dict(re.findall(r'<tr data-feature="([^"]+)" class="tensor">'
+                          r'.*?<span class="muted">([^<]*)</span>', page, re.S))
+  assert notes == {
+      "embedding": "shape [2, 3], float64, min 1, max 6.5, mean 3.58333; "
+                   "values 1, 2, 3, 4, 5, 6.5",
+      "counts": "shape [3], int16, min -8, max 9, mean 2.66667; "
+                "values 7, -8, 9"}
+  from pipelines import image_pixels
+  pixels = str(tmp_path / "pixels")
+  image_pixels.run(["--output", pixels])
+  ds = btr.open(pixels)
+  with ds.view() as s:
+    for n in (0, 5):
+      record = plain_record(ds, n)
+      status, headers, data = _get(f"{s.url}train/{n}/media/image")
+      assert status == 200 and headers["Content-Type"] == "image/png"
+      got = np.asarray(Image.open(io.BytesIO(data)))
+      source = os.path.join(DATA, "shapes", record["filename"])
+      want = np.asarray(Image.open(source).convert("RGB"))
+      assert got.shape == want.shape and (got == want).all()
+
+
+def plain_record(ds, n):
+  from beam_tfrecords.read.reader import plain_records
+  return plain_records([ds.by_number("train")[n]], ds.schema)[0]
