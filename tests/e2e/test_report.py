@@ -11,6 +11,7 @@ import beam_tfrecords as btr
 from beam_tfrecords import cli
 from beam_tfrecords.inspect.report import DIFFERENCE_FLAG, render_report
 
+from tests.helpers.browser import chromium
 from tests.helpers.paths import ROOT
 
 
@@ -222,11 +223,6 @@ def test_the_movie_ratings_overview_has_the_csv_numbers(tmp_path):
   assert _cell(found["suggestion"], "value")[0]["data-top"] == "Amélie"
 
 
-def _chromium():
-  import shutil
-  return shutil.which("chromium") or shutil.which("chromium-browser") or \
-      shutil.which("google-chrome")
-
 
 # Measures the overview as Chromium lays it out, into <pre id="layout">:
 # added to a copy of a report (the report itself has no script).
@@ -305,12 +301,8 @@ def test_reports_render_in_a_headless_browser(tmp_path):
   the overview is."""
   import os
   import subprocess
-  import pytest
   from pipelines import detections, tokens_labels
-  browser = _chromium()
-  if browser is None:
-    pytest.skip("Chromium is not installed (apt-get install chromium; "
-                ".ci/run installs it)")
+  browser = chromium()
   datasets = {"splits": _build(tmp_path)[0]}
   for name, module in (("sequences", tokens_labels),
                        ("images", detections)):
