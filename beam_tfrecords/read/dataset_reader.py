@@ -113,13 +113,17 @@ class DatasetReader:
                         transformed, shuffle, block)
 
   def by_number(self, split: str = "train", transformed: bool = False,
-                check: bool = True) -> Any:
+                check: bool = True, cache_bytes: Optional[int] = None
+                ) -> Any:
     """The split's serialized records by number (`len`, `[i]`,
     `.get([i, ...])`): read.random_access.RecordIndex, through the
-    shards' indexes (`check`: as there)."""
+    shards' indexes (`check`, `cache_bytes`: as there; None: its
+    default)."""
     # pylint: disable=import-outside-toplevel
-    from beam_tfrecords.read.random_access import RecordIndex
-    return RecordIndex(self._window, split, transformed, check=check)
+    from beam_tfrecords.read.random_access import CACHE_BYTES, RecordIndex
+    return RecordIndex(self._window, split, transformed,
+                       CACHE_BYTES if cache_bytes is None else cache_bytes,
+                       check=check)
 
   def torch(self, split: str = "train", *,
             shard: Optional[Tuple[int, int]] = None,

@@ -35,7 +35,6 @@ from beam_tfrecords.core.generations import generation, replaced_error
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example)
 from beam_tfrecords.read.dataset_reader import DatasetReader
-from beam_tfrecords.read.random_access import RecordIndex
 from beam_tfrecords.read.reader import dataset_statistics, plain_records
 from beam_tfrecords.read.wire_columns import native_decode
 from beam_tfrecords.schema import Feature, FeatureType
@@ -194,9 +193,10 @@ class Viewer:
     with self._lock:
       if split not in self._indexes:
         name, transformed = _split(split)
-        self._indexes[split] = RecordIndex(
-            self.path, name, transformed, cache_bytes=CACHE_BYTES,
-            check=False)
+        # (the window the viewer opened: a build published since is
+        # refused, never read)
+        self._indexes[split] = self.reader.by_number(
+            name, transformed, check=False, cache_bytes=CACHE_BYTES)
       return self._indexes[split]
 
   def _unchanged(self) -> None:

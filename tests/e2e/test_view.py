@@ -27,6 +27,7 @@ from beam_tfrecords import cli
 from beam_tfrecords.core.errors import reason_category
 from beam_tfrecords.encoding.stats import TOP_SHOWN
 
+from tests.helpers.browser import chromium
 from tests.helpers.paths import ROOT
 
 pytest.importorskip("flask")
@@ -163,10 +164,6 @@ def test_a_sequence_shows_its_context_and_steps(datasets, server):
     assert got == want
 
 
-def _chromium():
-  return shutil.which("chromium") or shutil.which("chromium-browser") or \
-      shutil.which("google-chrome")
-
 
 _FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
           "--enable-logging=stderr", "--v=0", "--force-device-scale-factor=1"]
@@ -177,10 +174,7 @@ def test_an_image_renders_as_its_source_file(datasets, server, tmp_path):
   from the page's address, its pixels are the file's decoded by Pillow;
   the record's page loads without a console error."""
   from PIL import Image
-  browser = _chromium()
-  if browser is None:
-    pytest.skip("Chromium is not installed (apt-get install chromium; "
-                ".ci/run installs it)")
+  browser = chromium()
   s = server("detections")
   sources = {}
   for line in open(os.path.join(DATA, "detections.jsonl")):
@@ -434,6 +428,7 @@ def test_a_dataset_replaced_while_the_page_is_open(datasets, tmp_path):
   build = ["build", "--schema", str(schema), "--input", str(src),
            "--output", out, "-q"]
   assert cli.main(build) == 0
+  unread = btr.open(out).view()  # (its split's index not opened yet)
   with btr.open(out).view() as s:
     assert _rows(_page(f"{s.url}train/0"))["n"] == ("scalar", ["1"])
     src.write_text("n\n7\n8\n9\n")
@@ -443,6 +438,9 @@ def test_a_dataset_replaced_while_the_page_is_open(datasets, tmp_path):
       assert status == 409, (page, body[-500:])
       assert b"was replaced by a newer build" in body
       assert b". Start the viewer again" in body
+  with unread:
+    status, _, body = _get(f"{unread.url}train/0")
+    assert status == 409 and b"was replaced by a newer build" in body
 
 
 def test_two_builds_side_by_side(datasets, server, tmp_path):
