@@ -293,6 +293,8 @@ def view_command(args, beam_args=()) -> int:
   """beam-tfrecords view: serves the page on 127.0.0.1 until interrupted
   (beam_tfrecords.read.view_server), and prints its address. A dataset
   on a bucket takes Beam's file system flags, as build does."""
+  import signal
+  import threading
   import time
   from beam_tfrecords.read.view_server import serve
   if beam_args:
@@ -305,7 +307,9 @@ def view_command(args, beam_args=()) -> int:
     while True:
       time.sleep(3600)
   except KeyboardInterrupt:
-    pass
+    if threading.current_thread() is threading.main_thread():
+      # (a second Ctrl-C, or a wrapper's forwarded one, while it stops)
+      signal.signal(signal.SIGINT, signal.SIG_IGN)
   finally:
     server.stop()
   print("stopped", file=sys.stderr)

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -497,6 +498,8 @@ def test_the_command_serves_until_interrupted(datasets, tmp_path,
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url), line
     assert "movie_ratings" in _page(url)
   finally:
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.1)  # a second one while it stops (a wrapper's forward)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
   assert proc.returncode == 0, err[-2000:]
