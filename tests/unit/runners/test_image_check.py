@@ -33,13 +33,13 @@ def test_other_versions_are_refused_in_one_line(monkeypatch):
   mine = image_check.launcher_versions()
   assert mine["beam"] == apache_beam.__version__
   monkeypatch.setattr(image_check, "image_versions", lambda image: dict(
-      mine, beam="2.70.0", python="3.13"))
+      mine, beam="2.70.0", python="2.7"))
   with pytest.raises(InputError) as e:
     image_check.check_worker_image(PipelineOptions(
         ["--environment_type=DOCKER", "--environment_config=reg/img:1"]))
   assert str(e.value) == (
       f"the worker image reg/img:1 has beam 2.70.0 (the launcher: "
-      f"{mine['beam']}), python 3.13 (the launcher: {mine['python']}): "
+      f"{mine['beam']}), python 2.7 (the launcher: {mine['python']}): "
       "workers and launcher must run the same versions; build the image "
       "for this launcher (make worker-image) or launch with the image's "
       "versions")
