@@ -245,7 +245,7 @@ class Pinned:
     again."""
     self._guard.check(self._files[i])
 
-  def __del__(self, _close=os.close) -> None:
+  def __del__(self, _close: Callable[[int], None] = os.close) -> None:
     # os.close bound at definition: at interpreter exit the module's globals
     # may already be None when the last Pinned is collected
     for _, fd in self._open.values():
