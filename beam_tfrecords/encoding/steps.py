@@ -59,11 +59,16 @@ class StepTable:
     stats: feature name -> column_stats over the rows that became steps
       (when asked for): context features per row, sequence features per
       step.
+    good: None, or (`encode_table(..., drop=False)`) per row of `table`,
+      which then holds every input row, whether it became a step (its
+      other rows are the errors', with whatever their columns hold): the
+      caller leaves them out in a copy it makes anyway.
   """
   table: pa.Table
   errors: List[RowError]
   bad: List[BadStep]
   stats: Optional[Dict[str, dict]] = None
+  good: Optional[np.ndarray] = None
 
   def keys(self) -> List[tuple]:
     """Each step's group key, as Python values."""
@@ -152,11 +157,12 @@ class StepEncoder:
 
   def encode_table(self, columns: Mapping[str, Any], n: int,
                    row_numbers: Optional[Sequence[Optional[int]]] = None,
-                   stats: bool = False) -> StepTable:
+                   stats: bool = False, drop: bool = True) -> StepTable:
     """The steps of n rows as columns; `row_numbers` (per row, or None)
     go with each step so that group-level errors can say where a row came
     from. With `stats`, also describes the features of the rows that
-    became steps."""
+    became steps. `drop=False`: the rows that did not are not taken out
+    of the table but marked (StepTable.good)."""
     s = self._schema
     problems: Dict[int, List[Tuple[str, str]]] = {}
     # A column read by several features (key, step, context) is converted
@@ -214,25 +220,31 @@ class StepEncoder:
     if problems:
       good = np.ones(n, dtype=bool)
       good[list(problems)] = False
-      table = table.filter(pa.array(good))
+      if drop:
+        table = table.filter(pa.array(good))
     stat = None
     if stats:
       keep = None if good is None else pa.array(good)
       stat = {f.name: column_stats(f, lists if keep is None else
                                    lists.filter(keep))
               for f, lists in described}
-    # A row without a readable key belongs to no group; the others leave a
-    # gap in theirs.
+    return StepTable(table=table, errors=errors,
+                     bad=self._bad(errors, scalars), stats=stat,
+                     good=None if drop else good)
+
+  def _bad(self, errors: List[RowError], scalars: Dict[Feature, pa.Array]
+           ) -> List[BadStep]:
+    """The rows of `errors` whose group key was read: a row without a
+    readable key belongs to no group; the others leave a gap in theirs."""
     key_names = {f.name for f in self._keys}
     bad_rows = [e for e in errors
                 if not any(name in key_names for name, _ in e.problems)]
-    bad: List[BadStep] = []
-    if bad_rows:
-      index = pa.array([e.row for e in bad_rows], type=pa.int64())
-      keys = list(zip(*(scalars[f].take(index).to_pylist()
-                        for f in self._keys)))
-      bad = [BadStep(key, e.row, e.reason) for key, e in zip(keys, bad_rows)]
-    return StepTable(table=table, errors=errors, bad=bad, stats=stat)
+    if not bad_rows:
+      return []
+    index = pa.array([e.row for e in bad_rows], type=pa.int64())
+    keys = list(zip(*(scalars[f].take(index).to_pylist()
+                      for f in self._keys)))
+    return [BadStep(key, e.row, e.reason) for key, e in zip(keys, bad_rows)]
 
   def encode_rows(self, rows: Sequence[Mapping[str, Any]]) -> StepBatch:
     columns = {c: [row.get(c) for row in rows] for c in self._schema.columns}
@@ -304,6 +316,10 @@ def key_hash(table: pa.Table) -> np.ndarray:
   with np.errstate(over="ignore"):
     for i in range(len(columns_of(table, KEY))):
       column = table.column(f"{KEY}{i}").combine_chunks()
+      if column.null_count and not pa.types.is_binary(column.type) and \
+          not pa.types.is_large_binary(column.type):
+        # (rows kept with drop=False whose key was not read)
+        column = pc.fill_null(column, pa.scalar(0, column.type))
       if pa.types.is_integer(column.type):
         h = column.to_numpy(zero_copy_only=False).astype(np.int64).view(
             np.uint64)

@@ -327,7 +327,8 @@ class _EncodeStepsFn(SchemaFn):
       marks.extend(bad)
     out = []
     for (split, path), (tables, marks) in by.items():
-      steps = self._by_bucket(split, path, pa.concat_tables(tables), {}, key)
+      steps = self._by_bucket(split, path, pa.concat_tables(tables), {}, key,
+                              None)
       if marks:
         hashes = keys_hash([m[0] for m in marks], steps.table) % np.uint64(
             self._buckets)
@@ -348,14 +349,16 @@ class _EncodeStepsFn(SchemaFn):
       known = batch.known_row_numbers() if known is None else known
       if index is None:
         steps = self._encoder.encode_table(
-            batch.columns, batch.num_rows, known, stats=self._statistics)
+            batch.columns, batch.num_rows, known, stats=self._statistics,
+            drop=False)
       else:
         steps = self._encoder.encode_table(
             take(batch.columns, index), len(index),
-            [known[i] for i in index.tolist()], stats=self._statistics)
+            [known[i] for i in index.tolist()], stats=self._statistics,
+            drop=False)
       bad = _bad_rows(batch, steps, index) if marks else {}
       outputs.append(self._by_bucket(split, batch.path, steps.table, bad,
-                                     unit))
+                                     unit, steps.good))
       found += remapped(steps.errors, index)
       if steps.stats is not None:
         described[split] = steps.stats
@@ -370,13 +373,17 @@ class _EncodeStepsFn(SchemaFn):
     return outputs, counts, errors
 
   def _by_bucket(self, split, path, table: pa.Table, bad_rows,
-                 unit: Optional[str]) -> _Steps:
+                 unit: Optional[str], good: Optional[np.ndarray]) -> _Steps:
     """The batch's steps ordered by bucket (in the worker's threads), and
-    its bad rows' keys (`_bad_rows`) by bucket."""
+    its bad rows' keys (`_bad_rows`) by bucket. `good`: which rows of
+    `table` are steps (None: all); the others are left out in the same
+    copy (one take, not a filter and a take)."""
     bucket = (key_hash(table) % np.uint64(self._buckets)).astype(np.int64)
+    if good is not None:
+      bucket[~good] = self._buckets  # after every bucket: cut off below
     order = np.argsort(bucket, kind="stable")
     bounds = np.searchsorted(bucket[order], np.arange(self._buckets + 1))
-    ordered = table.take(pa.array(order))
+    ordered = table.take(pa.array(order[:bounds[-1]]))
     total = np.concatenate([[0], np.cumsum(step_bytes(ordered))])
     sizes = total[bounds[1:]] - total[bounds[:-1]]
     bad = _bad_by_bucket(bad_rows, table, self._buckets) if bad_rows else {}

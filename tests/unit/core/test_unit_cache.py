@@ -142,3 +142,39 @@ def test_evict_removes_least_recently_used_first_and_clear_all(tmp_path):
   assert [u.key for u in store.units()] == [keys[0]]
   assert store.clear() > 10_000
   assert list(store.units()) == [] and store.size() == 0
+
+
+def test_large_results_are_compressed_where_that_pays(tmp_path):
+  store = UnitStore(str(tmp_path / "s"))
+  # Raw records (a grouped build's kept assembly) shrink; random bytes
+  # (like steps already compressed) are kept as they are.
+  records = b"".join(b"\x0a\x08carrier\x12\x04UA%03d" % (i % 1000)
+                     for i in range(200_000))
+  noise = os.urandom(1 << 20)
+  for name, value, smaller in (("records", records, True),
+                               ("noise", noise, False)):
+    key = unit_key({"kind": name})
+    store.put(key, 0, {"records": value})
+    store.complete(key, 1)
+    kept = os.path.join(store.root, key[:2], key, "00000.batch")
+    size = os.path.getsize(kept)
+    assert (size < len(value) // 4) is smaller, (name, size)
+    if not smaller:  # as it is: the pickle and the head, nothing more
+      assert size - len(value) < 120, size - len(value)
+    assert store.load(key)[0].result == {"records": value}
+    # A flipped bit in the compressed bytes: a miss, as any damage.
+    data = bytearray(open(kept, "rb").read())
+    data[len(data) // 2] ^= 0x01
+    open(kept, "wb").write(bytes(data))
+    assert store.load(key) is None
+
+
+def test_a_file_of_another_version_is_a_miss(tmp_path):
+  store = UnitStore(str(tmp_path / "s"))
+  key = unit_key({"version": 3})
+  store.put(key, 0, "result")
+  store.complete(key, 1)
+  kept = os.path.join(store.root, key[:2], key, "00000.batch")
+  data = open(kept, "rb").read()
+  open(kept, "wb").write(b"BTRUNIT3" + data[8:])
+  assert store.load(key) is None
