@@ -23,6 +23,7 @@ gets the old dataset whole, the new one whole, or DatasetReplacedError
 ("read it again"), never a silent mix, never a raw file-not-found.
 """
 
+import hashlib
 import os
 import threading
 import time
@@ -30,10 +31,12 @@ from collections import OrderedDict
 from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple, TypeVar
 
 from beam_tfrecords.core import fs
-from beam_tfrecords.core.errors import DatasetReplacedError, InputError
+from beam_tfrecords.core.errors import (DatasetReplacedError, InputError,
+                                        MalformedFileError)
 from beam_tfrecords.core.layout import JOURNALS, STAGING_PREFIX, SUCCESS
 
-__all__ = ["generation", "consistent", "Guard", "Pinned"]
+__all__ = ["generation", "consistent", "sealed", "seal_of", "check_sealed",
+           "Guard", "Pinned"]
 
 # How long a reader that meets a switch waits for it to end (a local
 # switch takes milliseconds) before it says so.
@@ -53,6 +56,45 @@ def generation(path: str) -> Optional[str]:
     if not fs.exists(fs.join(path, SUCCESS)):
       return None
     raise
+
+
+# _SUCCESS's second line: the SHA-256 of the dataset.json it published.
+_SEAL = "dataset.json sha256 "
+
+
+def sealed(success: str, description: bytes) -> str:
+  """_SUCCESS's text for a publish of `description` (dataset.json's
+  bytes): the publish's own line, then dataset.json's SHA-256, which
+  readers check what they read against (`check_sealed`). A seal in
+  `success` already is replaced."""
+  line = success.split("\n")[0]
+  return f"{line}\n{_SEAL}{hashlib.sha256(description).hexdigest()}\n"
+
+
+def seal_of(token: str) -> Optional[str]:
+  """The dataset.json SHA-256 (hex) a _SUCCESS text seals, None if none
+  (a version before the seal)."""
+  return next((line[len(_SEAL):].strip() for line in token.splitlines()
+               if line.startswith(_SEAL)), None)
+
+
+def check_sealed(file: str, token: str, description: bytes) -> None:
+  """Raises MalformedFileError if dataset.json's bytes (`description`,
+  read from `file`) are not the ones the publish whose _SUCCESS text is
+  `token` wrote: damaged or changed since (a schema's feature renamed by
+  one flipped bit decodes every record wrong, and silently). A _SUCCESS
+  of a version before the seal has none to check."""
+  want = seal_of(token)
+  if want is None:
+    return
+  got = hashlib.sha256(description).hexdigest()
+  if got != want:
+    raise MalformedFileError(
+        f"{file} is not the dataset.json its build published (its SHA-256 "
+        f"is {got[:16]}..., _SUCCESS gives {want[:16]}...): it was damaged "
+        "or edited since, and its records would be read by a description "
+        "that is not theirs. Restore it from a copy, or build the dataset "
+        "again", file)
 
 
 def _publishing(path: str) -> bool:
@@ -97,7 +139,9 @@ def consistent(path: str, read: Callable[[], T],
       value = read()
       if generation(path) == before:
         return value, before
-    elif not _publishing(path):
+    elif not _publishing(path) and generation(path) is None:
+      # (looked at again: a publish that ended between the two looks wrote
+      # its _SUCCESS before it removed its journal)
       raise InputError(
           f"{path} is not a finished dataset (no _SUCCESS file); its build "
           "failed, was killed or is still running")
@@ -165,12 +209,20 @@ class Guard:
 
   def failed(self, file: str, error: BaseException) -> BaseException:
     """What a reader raises when opening or reading `file` failed: the
-    dataset's replacement, if that is what happened, else the error."""
+    dataset's replacement, if that is what happened; a file its
+    dataset.json lists and that is not there, said so; else the error."""
     try:
       self.check(file)
     except DatasetReplacedError as replaced:
       replaced.__cause__ = error
       return replaced
+    if isinstance(error, FileNotFoundError):
+      missing = InputError(
+          f"{file} is missing, and its dataset.json lists it: the dataset is "
+          "incomplete (a file was removed or renamed after the build, or "
+          "dataset.json was changed). Build it again or restore the file")
+      missing.__cause__ = error
+      return missing
     return error
 
   def lists(self, file: str, read: Iterator[T]) -> Iterator[T]:

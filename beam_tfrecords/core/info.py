@@ -31,8 +31,8 @@ from beam_tfrecords.core.errors import InputError, MalformedFileError
 from beam_tfrecords.core.json_shapes import Each, Maybe, OneOf, check, parse
 from beam_tfrecords.core.layout import DATASET_JSON, TFDS_FILES
 
-__all__ = ["DatasetInfo", "SplitInfo", "ShardInfo", "IndexInfo", "FileSum",
-           "Counts",
+__all__ = ["DatasetInfo", "description_bytes", "SplitInfo", "ShardInfo",
+           "IndexInfo", "FileSum", "Counts",
            "Errors",
            "Anomaly", "Anomalies", "InputsInfo", "InputFileInfo",
            "OptionsInfo", "SplitRuleInfo", "ToolInfo", "FeatureStats",
@@ -654,6 +654,37 @@ _FIX = (" (not a dataset.json a build writes: restore it from a copy, or "
         "build the dataset again)")
 
 
+def description_bytes(path: str) -> Tuple[str, bytes]:
+  """(its path, its bytes): the dataset.json of a dataset folder, read
+  with care (a regular file, of a size a build writes).
+
+  Raises:
+    InputError: it has no dataset.json.
+    MalformedFileError: not a regular file (a FIFO would keep the reader
+      forever), or too large to be one a build writes.
+  """
+  file = fs.join(path.rstrip("/"), DATASET_JSON)
+  missing = InputError(f"{path} has no {DATASET_JSON}: not a dataset "
+                       "folder (or one whose build never finished)")
+  if fs.is_local(file):
+    try:
+      st = os.stat(file)
+    except FileNotFoundError:
+      raise missing from None
+    if not stat.S_ISREG(st.st_mode):
+      raise MalformedFileError(f"{file} is not a regular file (a FIFO, "
+                               "a device or a folder): not read", file)
+    if st.st_size > _MAX_JSON:
+      raise MalformedFileError(f"{file} is {st.st_size:,} bytes: not a "
+                               "dataset.json a build writes", file)
+  try:
+    with fs.open_read(file) as f:
+      data = f.read()
+  except FileNotFoundError:
+    raise missing from None
+  return file, data
+
+
 def _check_shape(d: Any, file: str) -> None:
   """Raises MalformedFileError if `d` is not dataset.json's object, or
   names a file outside its dataset's folder."""
@@ -798,25 +829,7 @@ class DatasetInfo:
       MalformedFileError: its dataset.json is not one a build writes (or
         not a regular file: a FIFO would keep the reader forever).
     """
-    file = fs.join(path.rstrip("/"), DATASET_JSON)
-    missing = InputError(f"{path} has no {DATASET_JSON}: not a dataset "
-                         "folder (or one whose build never finished)")
-    if fs.is_local(file):
-      try:
-        st = os.stat(file)
-      except FileNotFoundError:
-        raise missing from None
-      if not stat.S_ISREG(st.st_mode):
-        raise MalformedFileError(f"{file} is not a regular file (a FIFO, "
-                                 "a device or a folder): not read", file)
-      if st.st_size > _MAX_JSON:
-        raise MalformedFileError(f"{file} is {st.st_size:,} bytes: not a "
-                                 "dataset.json a build writes", file)
-    try:
-      with fs.open_read(file) as f:
-        data = f.read()
-    except FileNotFoundError:
-      raise missing from None
+    file, data = description_bytes(path)
     return cls.from_bytes(data, file)
 
   def to_json(self) -> Dict[str, Any]:

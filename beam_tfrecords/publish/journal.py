@@ -44,6 +44,7 @@ from beam_tfrecords.core import fs
 from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.errors import (InputError, OutputBusyError,
                                         OutputError, PublishInterruptedError)
+from beam_tfrecords.core.generations import sealed
 from beam_tfrecords.core.info import listed_files
 from beam_tfrecords.core.layout import (ASIDE_DONE, CARD_FILE, CROISSANT_FILE,
                                         DATASET_JSON, ERRORS_DIR, JOURNAL,
@@ -123,9 +124,13 @@ def _ours_success(output: str) -> bool:
 
 
 def _success_matches(output: str, text: str) -> bool:
+  """Whether the output's _SUCCESS is of the publish whose _SUCCESS text
+  is `text`: the same first line (version, build key, run id; the seal of
+  its dataset.json follows it, core.generations.sealed)."""
   path = FileSystems.join(output, SUCCESS)
   try:
-    return ops.exists(path) and ops.read(path).decode("utf-8", "replace") == text
+    return ops.exists(path) and ops.read(path).decode(
+        "utf-8", "replace").split("\n")[0] == text.split("\n")[0]
   except OSError:
     return False
 
@@ -196,6 +201,9 @@ def publish(staging: str, output: str, meta: Mapping[str, Any],
       return
     if now == "ended":
       return  # a retry after this build's publish ended
+    # _SUCCESS seals the dataset.json it publishes: readers check it.
+    success_text = sealed(success_text, ops.read(
+        FileSystems.join(staging, DATASET_JSON)))
     journal = _journal(staging, output, meta, success_text)
     try:
       _prepare(staging, output, journal)

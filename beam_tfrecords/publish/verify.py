@@ -21,8 +21,8 @@ names its file and is one of:
                 symbolic link to one: not opened), or it cannot be read
                 (no permission).
 
-dataset.json and _SUCCESS have no checksum of their own: croissant.json
-holds dataset.json's, and _SUCCESS is the publish's token. A dataset
+dataset.json's SHA-256 is in _SUCCESS (the publish seals it; readers
+check it too) and in croissant.json; _SUCCESS is the publish's token. A dataset
 written before checksums (no `sha256`) has its shards and indexes
 checked by size and its other files found, and says so. Files are read
 by a few threads at once (hashlib releases the GIL; remote reads wait on
@@ -51,7 +51,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import (DatasetReplacedError, InputError,
                                         MalformedFileError)
-from beam_tfrecords.core.generations import consistent, generation
+from beam_tfrecords.core.generations import consistent, generation, seal_of
 from beam_tfrecords.core.info import DatasetInfo, listed_files
 from beam_tfrecords.core.layout import (DATASET_JSON, LOCK_FILE,
                                         STAGING_PREFIX, SUCCESS, UNITS_DIR)
@@ -300,6 +300,11 @@ def verify(path: str, beam_args: Optional[Sequence[str]] = None,
                if n not in expected and not n.startswith(_BESIDE)]
   if info.croissant and isinstance(found.get(info.croissant), tuple):
     problems += _croissant(path, info, own, present.get(info.croissant, 0))
+  seal = seal_of(info.generation or "")
+  if seal is not None and seal != own[1]:
+    problems.append(Problem(DATASET_JSON, "damaged", (
+        f"SHA-256 {own[1][:16]}..., _SUCCESS gives {seal[:16]}... (changed "
+        "since it was published)")))
   if generation(path) != info.generation:
     raise _replaced(path)
   # (croissant.json has no checksum of its own: it is checked against

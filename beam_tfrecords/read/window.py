@@ -31,8 +31,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from beam_tfrecords.core import fs
 from beam_tfrecords.core.errors import InputError, MalformedFileError
-from beam_tfrecords.core.generations import consistent
-from beam_tfrecords.core.info import DatasetInfo
+from beam_tfrecords.core.generations import check_sealed, consistent
+from beam_tfrecords.core.info import DatasetInfo, description_bytes
 from beam_tfrecords.core.layout import DATASET_JSON
 from beam_tfrecords.core.json_shapes import check, parse
 
@@ -116,8 +116,12 @@ def finished(path: str) -> DatasetInfo:
   Raises:
     InputError: no _SUCCESS (the build failed, was killed or runs).
     DatasetReplacedError: it is being replaced (for over 2 s).
+    MalformedFileError: its dataset.json is not the one its _SUCCESS
+      seals (damaged or edited since the publish), or not of its shape.
   """
-  info, token = consistent(path, lambda: DatasetInfo.from_directory(path))
+  (file, data), token = consistent(path, lambda: description_bytes(path))
+  info = DatasetInfo.from_bytes(data, file)  # (its shape named first)
+  check_sealed(file, token, data)
   return dataclasses.replace(info, generation=token)
 
 

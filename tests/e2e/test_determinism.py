@@ -18,6 +18,7 @@ build writes comes from exact integer sums rounded once
 * the exact sums equal rational arithmetic's, at the float64 extremes too.
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -268,9 +269,14 @@ def test_the_same_input_elsewhere_and_later_differs_only_as_listed(
       cx, cy = (_unsummed_croissant(json.loads(v)) for v in (
           x.decode().replace(here, there).encode(), y))
       assert cx == cy
-    elif rel == "_SUCCESS":  # the tool and version, the key, the run id
+    elif rel == "_SUCCESS":  # the tool and version, the key, the run id;
+      # and the seal of dataset.json (which differs, above)
       assert x.split()[:2] == y.split()[:2]
-      assert len(x.split()) == len(y.split()) == 4
+      assert len(x.split()) == len(y.split()) == 7
+      assert x.split()[4:6] == y.split()[4:6] == [b"dataset.json",
+                                                  b"sha256"]
+      assert x.split()[6].decode() == hashlib.sha256(
+          (a / "dataset.json").read_bytes()).hexdigest()
     else:  # the input's path, and nothing else
       assert x.decode().replace(here, there) == y.decode(), rel
   assert differing <= {"dataset.json", "_SUCCESS", "report.html",

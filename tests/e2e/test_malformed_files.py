@@ -5,6 +5,7 @@ command line, never a KeyError, TypeError or AttributeError. A
 croissant.json of the wrong shape is a problem `verify` reports (exit 1):
 the readers do not read it."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -186,6 +187,40 @@ def test_a_malformed_croissant_json_is_a_problem_verify_names(copy, capsys,
   # The readers do not read it: the records are there.
   assert len(list(btr.iter_records(copy))) == 40
   assert _command(capsys, "inspect", copy)[0] == 0
+
+
+def test_a_dataset_json_changed_since_its_publish_is_refused(copy, capsys):
+  """A dataset.json of the right shape and other bytes (here one feature
+  renamed, as one flipped bit can: every record would decode without it):
+  the readers refuse it by the SHA-256 its _SUCCESS seals; verify names
+  it damaged."""
+  file = os.path.join(copy, "dataset.json")
+  with open(file, "rb") as f:
+    published = f.read()
+  with open(os.path.join(copy, "_SUCCESS"), encoding="utf-8") as f:
+    _, seal = f.read().splitlines()
+  assert seal == ("dataset.json sha256 "
+                  + hashlib.sha256(published).hexdigest())
+  renamed = published.replace(b'"id"', b'"i$"')
+  assert renamed != published
+  with open(file, "wb") as f:
+    f.write(renamed)
+  said = ("is not the dataset.json its build published (its SHA-256 is "
+          f"{hashlib.sha256(renamed).hexdigest()[:16]}..., _SUCCESS gives "
+          f"{hashlib.sha256(published).hexdigest()[:16]}...)")
+  _raises_naming(file, said, lambda: btr.open(copy))
+  _raises_naming(file, said, lambda: btr.dataset_info(copy))
+  _raises_naming(file, said, lambda: list(btr.iter_records(copy)))
+  _raises_naming(file, said, lambda: btr.load(copy, "train"))
+  problems = {(p.file, p.kind) for p in btr.verify(copy).problems}
+  assert ("dataset.json", "damaged") in problems
+  code, out, err = _command(capsys, "inspect", copy)
+  assert (code, out) == (cli.EXIT_INPUT, "")
+  _one_error_line(err, file, said)
+  # Put back, it reads again.
+  with open(file, "wb") as f:
+    f.write(published)
+  assert len(list(btr.iter_records(copy))) == 40
 
 
 @pytest.mark.parametrize("command", ["verify", "inspect"])

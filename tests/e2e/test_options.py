@@ -9,16 +9,17 @@ import pytest
 
 import beam_tfrecords as btr
 
+from tests.helpers.datasets import without_run_id
 from tests.helpers.movies import ROWS, SCHEMA
 from tests.helpers.options import _csv
 
 
 def _files(out):
-  """relative path -> bytes; a _SUCCESS without its last word (the run id
-  of the build that published)."""
+  """relative path -> bytes; a _SUCCESS without the run id of the build
+  that published (its first line's last word)."""
   root = pathlib.Path(out)
   return {str(p.relative_to(root)): (
-      p.read_bytes().rsplit(b" ", 1)[0] if p.name == "_SUCCESS"
+      without_run_id(p.read_bytes()) if p.name == "_SUCCESS"
       else p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()}
 
 

@@ -349,8 +349,10 @@ def test_descriptors_stay_few_and_transformed_needs_a_transform(
 def test_validate_compares_every_member_with_the_index(built, tmp_path):
   """An index whose ends match its shard (size, first and last member)
   but whose middle does not: validate reads the shard's members and says
-  so; dataset.json's digest of the index was updated too."""
+  so; dataset.json's digest of the index was updated too (and _SUCCESS's
+  seal of dataset.json)."""
   import hashlib
+  from beam_tfrecords.core.generations import sealed
   from beam_tfrecords.core.shard_index import ShardIndex
   from beam_tfrecords.inspect.check import validate
   from beam_tfrecords.schema import load_schema
@@ -372,6 +374,11 @@ def test_validate_compares_every_member_with_the_index(built, tmp_path):
       hashlib.sha256(bad).hexdigest()
   with open(meta_path, "w") as f:
     json.dump(meta, f)
+  success = os.path.join(out, "_SUCCESS")
+  with open(success, encoding="utf-8") as f:
+    resealed = sealed(f.read(), open(meta_path, "rb").read())
+  with open(success, "w", encoding="utf-8") as f:
+    f.write(resealed)
   report = validate(out, load_schema(SCHEMA))
   assert report.failures == [f"{s0.index.file}: its members are not the "
                              f"shard's ({s0.file})"]

@@ -15,13 +15,21 @@ def dataset_files(out):
   return sorted(found)
 
 
+def without_run_id(success: bytes) -> bytes:
+  """A _SUCCESS's bytes without the run id of the build that published
+  (its first line's last word): the tool, its version, the build key and
+  the seal of dataset.json stay."""
+  line, rest = success.split(b"\n", 1)
+  return line.rsplit(b" ", 1)[0] + b"\n" + rest
+
+
 def same_file(a, b, rel) -> bool:
-  """The same bytes; a _SUCCESS the same but for its last word (the run
-  id of the build that published)."""
+  """The same bytes; a _SUCCESS the same but for the run id of the build
+  that published."""
   x, y = os.path.join(a, rel), os.path.join(b, rel)
   if os.path.basename(rel) == "_SUCCESS":
-    return (open(x, "rb").read().split()[:-1]
-            == open(y, "rb").read().split()[:-1])
+    return (without_run_id(open(x, "rb").read())
+            == without_run_id(open(y, "rb").read()))
   return filecmp.cmp(x, y, shallow=False)
 
 
@@ -33,8 +41,7 @@ def assert_same_files(a, b):
 
 def _files(folder) -> dict:
   """relative path -> bytes, hidden entries (lock, staging) aside; a
-  _SUCCESS without its last word (the run id of the build that
-  published)."""
+  _SUCCESS without the run id of the build that published."""
   found = {}
   for root, dirs, names in os.walk(folder):
     dirs[:] = [d for d in dirs if not d.startswith(".")]
@@ -42,8 +49,8 @@ def _files(folder) -> dict:
       if not name.startswith("."):
         path = os.path.join(root, name)
         data = open(path, "rb").read()
-        if name == "_SUCCESS" and len(data.split()) == 4:
-          data = data.rsplit(b" ", 1)[0]
+        if name == "_SUCCESS" and len(data.split(b"\n")[0].split()) == 4:
+          data = without_run_id(data)
         found[os.path.relpath(path, folder)] = data
   return found
 

@@ -9,6 +9,7 @@ and publishes nothing twice."""
 import dataclasses
 import json
 import logging
+import hashlib
 import os
 
 import pytest
@@ -65,8 +66,12 @@ def test_the_committed_dataset_is_described_published_and_unlocked(staged):
       "errors/errors-00000-of-00001.jsonl", "index/train-00000-of-00001."
       "tfrecord.gz.index", "preview/train.parquet",
       "train-00000-of-00001.tfrecord.gz"]
+  with open(os.path.join(out, "dataset.json"), "rb") as f:
+    description = hashlib.sha256(f.read()).hexdigest()
+  # The publish's line, then the seal of the dataset.json it published.
   with open(os.path.join(out, "_SUCCESS")) as f:
-    assert f.read() == f"beam-tfrecords {publication.version} {KEY} {RUN}\n"
+    assert f.read() == (f"beam-tfrecords {publication.version} {KEY} {RUN}\n"
+                        f"dataset.json sha256 {description}\n")
   # What it returns is what it published, with what it described.
   assert published == btr.dataset_info(out)
   assert sorted(published.checksums) == ["README.md", "preview/train.parquet"]

@@ -14,6 +14,7 @@ import pytest
 
 from beam_tfrecords.core.errors import (InputError, OutputBusyError,
                                         OutputError, PublishInterruptedError)
+from beam_tfrecords.core.generations import sealed
 from beam_tfrecords.publish import file_ops
 from beam_tfrecords.publish.journal import (check_output_files, has_journal,
                                             previous_dataset, publish,
@@ -55,7 +56,9 @@ def _staged(out):
                 success=None)
   new = _tree(staging)
   meta = json.loads(new["dataset.json"])
-  return str(staging), meta, dict(new, _SUCCESS=NEW_SUCCESS.encode())
+  # (_SUCCESS: the publish's line, sealed with the dataset.json it put in)
+  return str(staging), meta, dict(new, _SUCCESS=sealed(
+      NEW_SUCCESS, new["dataset.json"]).encode())
 
 
 def _hidden(out):
