@@ -2,6 +2,7 @@
 and worker counts' builds) and read as bytes (the publishes)."""
 
 import filecmp
+import hashlib
 import json
 import os
 
@@ -59,15 +60,30 @@ def assert_same_but_units(a, b):
   """Every file of two datasets byte for byte, but dataset.json's
   `inputs.units` (how many read units were reused: the determinism
   contract exempts `inputs`) and croissant.json's checksum of
-  dataset.json; no .units/ left in `b`."""
+  dataset.json, and _SUCCESS's (each its own dataset.json's); no .units/
+  left in `b`."""
   files = dataset_files(a)
   assert files == dataset_files(b)
   for rel in files:
     if rel in ("dataset.json", "croissant.json"):
       assert _without_units(a, rel) == _without_units(b, rel), rel
+    elif rel == "_SUCCESS":
+      firsts = [_sealed_first_line(folder) for folder in (a, b)]
+      assert firsts[0] == firsts[1], rel
     else:
       assert same_file(a, b, rel), rel
   assert not os.path.exists(os.path.join(b, ".units"))
+
+
+def _sealed_first_line(folder) -> bytes:
+  """_SUCCESS's first line without the run id, once its seal is checked
+  against the folder's dataset.json."""
+  with open(os.path.join(folder, "_SUCCESS"), "rb") as f:
+    line, seal = f.read().splitlines()
+  with open(os.path.join(folder, "dataset.json"), "rb") as f:
+    assert seal.decode() == (
+        f"dataset.json sha256 {hashlib.sha256(f.read()).hexdigest()}")
+  return line.rsplit(b" ", 1)[0]
 
 
 def _without_units(folder, rel) -> dict:
