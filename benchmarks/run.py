@@ -4,7 +4,7 @@
                               images|transform|portable|tfrecord|cli|
                               cluster|nested|checks|stats|tft|read|
                               members|access|native|published|engines|
-                              resume|docs|all]
+                              resume|view|peers|docs|all]
         [--images 3000] [--portable-rows 100000,1000000]
         [--transform-rows 100000]
         [--rows 1000000] [--workdir /tmp/btr-bench]
@@ -29,8 +29,8 @@ measures and against which baselines: examples_suite, sequences_suite,
 accounting_suite, scale_suite, images_suite, transform_suite,
 portable_suite, tfrecord_suite, cli_suite, cluster, nested, checks,
 stats, tft_suite, read_suite, members_suite, access_suite, native_suite,
-published_suite, resume_suite, view_suite and engines (by name only,
-not in `all`, nor is docs).
+published_suite, resume_suite, view_suite, peers_suite and engines (by
+name only, not in `all`, nor is docs).
 What several share is in common.py. This file parses the flags, runs the
 suites, and runs the baselines that the suites start in fresh
 interpreters (`--run-baseline KIND ARG...`, hidden).
@@ -56,6 +56,7 @@ from images_suite import (images_suite, make_images, plain_image_loop,
 from members_suite import members_suite
 from native_suite import native_suite, stage_cpu
 from nested import nested_suite
+from peers_suite import beam_expert, peers_suite, tfx_bsl_loop
 from portable_suite import portable_suite
 from published_suite import published_suite
 from read_suite import read_suite
@@ -82,7 +83,8 @@ BASELINES = {"examples": plain_loop, "sequences": plain_sequence_loop,
              "tf-parse": tf_parse_loop, "flights-loop": plain_flights_loop,
              "tft-hand": hand_written_tft,
              "flights-grouped-loop": plain_grouped_loop,
-             "native-stages": stage_cpu}
+             "native-stages": stage_cpu, "beam-expert": beam_expert,
+             "tfx-bsl-loop": tfx_bsl_loop}
 
 
 def main():
@@ -93,7 +95,7 @@ def main():
                                      "checks", "stats", "tft", "read",
                                      "members", "access", "native",
                                      "published", "engines", "resume", "view",
-                                     "docs", "all"],
+                                     "peers", "docs", "all"],
                  default="all")
   p.add_argument("--rows", type=int, default=1_000_000)
   p.add_argument("--resume-files", type=int, default=10,
@@ -208,7 +210,8 @@ def main():
                       ("published", published_suite),
                       ("engines", engines_suite),
                       ("resume", resume_suite),
-                      ("view", view_suite)):
+                      ("view", view_suite),
+                      ("peers", peers_suite)):
     # (engines: by name only; it needs Java and Maven, and 10 minutes)
     if args.suite == name or (args.suite == "all" and name != "engines"):
       suite(args)
