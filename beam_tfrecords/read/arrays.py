@@ -17,7 +17,8 @@ step has, else a list of one array per step. `int64` -> int64, `float`
 -> float32, `bytes` -> bytes objects, `string` -> str.
 """
 
-from typing import Any, Dict, Iterator, List, Sequence, Tuple
+from typing import (Any, Dict, FrozenSet, Iterator, List, Optional, Sequence,
+                    Tuple)
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +26,8 @@ import pyarrow as pa
 from beam_tfrecords.read.wire_columns import Text, decode_columns, objects
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
-__all__ = ["RecordDecoder", "cut", "cuts", "tfx_decoder"]
+__all__ = ["RecordDecoder", "Row", "DecodedBatch", "run_of", "cut", "cuts",
+           "tfx_decoder"]
 
 
 def tfx_decoder(tfmd_schema: bytes, sequence: bool):
@@ -126,6 +128,91 @@ def _step_rows(feature: Feature, column: pa.Array) -> List[Any]:
   return out
 
 
+class DecodedBatch:
+  """The batch of columns (decode_batch's, text as Text) a run of `Row`s
+  was cut from, with the features its decoder fixes."""
+  __slots__ = ("columns", "fixed", "_ends")
+
+  def __init__(self, columns: Dict[str, Any], fixed: FrozenSet[str]):
+    self.columns, self.fixed = columns, fixed
+    self._ends: Optional[Dict[str, Any]] = None
+
+  def cut(self, start: int, stop: int) -> Dict[str, Any]:
+    """Records [start, stop) as decode_batch(text=True) gives them."""
+    if self._ends is None:
+      self._ends = _ends(self.columns)
+    return _cut(self.columns, self._ends, start, stop)
+
+
+class Row(dict):
+  """One record's dict, as `RecordDecoder.decode` gives it, that knows
+  the batch of columns it was cut from (`batch`, None once changed) and
+  its place there (`at`): a batch of consecutive rows is cut from those
+  columns again (read.torch.collate) instead of stacked value by value.
+  Any change through dict's methods drops the tag; a copy or a pickle is
+  a plain dict. (A row kept keeps its batch's columns: 8,192 records'
+  from Dataset, one's from IndexedDataset's single reads.)"""
+  __slots__ = ("batch", "at")
+  batch: Optional[DecodedBatch]
+  at: int
+
+  def __reduce__(self):
+    return (dict, (dict(self),))
+
+  def copy(self) -> Dict[str, Any]:
+    return dict(self)
+
+  __copy__ = copy
+
+  def __setitem__(self, key, value):
+    self.batch = None
+    super().__setitem__(key, value)
+
+  def __delitem__(self, key):
+    self.batch = None
+    super().__delitem__(key)
+
+  def __ior__(self, other):  # type: ignore[misc]
+    self.batch = None
+    return super().__ior__(other)
+
+  def update(self, *args, **kwargs):
+    self.batch = None
+    super().update(*args, **kwargs)
+
+  def pop(self, *args):
+    self.batch = None
+    return super().pop(*args)
+
+  def popitem(self):
+    self.batch = None
+    return super().popitem()
+
+  def clear(self):
+    self.batch = None
+    super().clear()
+
+  def setdefault(self, key, default=None):
+    self.batch = None
+    return super().setdefault(key, default)
+
+
+def run_of(records: Sequence[Any], fixed: FrozenSet[str]
+           ) -> Optional[Tuple[DecodedBatch, int]]:
+  """(their batch, the first's place) when `records` are unchanged
+  `Row`s, consecutive in one batch decoded with these fixed features;
+  else None."""
+  first = records[0] if records else None
+  if type(first) is not Row or first.batch is None or \
+      first.batch.fixed != fixed:
+    return None
+  batch, start = first.batch, first.at
+  for i, r in enumerate(records):
+    if type(r) is not Row or r.batch is not batch or r.at != start + i:
+      return None
+  return batch, start
+
+
 class RecordDecoder:
   """Decodes batches of serialized records of one schema."""
 
@@ -155,11 +242,16 @@ class RecordDecoder:
     if not s.is_sequence:
       fast = decode_columns(records, s, native_only=True)
       if fast is not None:
-        columns = {f.name: _split(f, fast[f.name]) for f in s.features}
-      else:
-        batch = self._decoder.DecodeBatch(list(records))
-        columns = {f.name: _rows(f, batch.column(f.name))
-                   for f in s.features}
+        split = [_split(f, fast[f.name]) for f in s.features]
+        names = [f.name for f in s.features]
+        rows = [Row(zip(names, row)) for row in zip(*split)]
+        decoded = DecodedBatch(fast, self.fixed)
+        for i, row in enumerate(rows):
+          row.batch, row.at = decoded, i
+        return rows  # type: ignore[return-value]
+      batch = self._decoder.DecodeBatch(list(records))
+      columns = {f.name: _rows(f, batch.column(f.name))
+                 for f in s.features}
       names = list(columns)
       return [dict(zip(names, row)) for row in zip(*columns.values())]
     batch = self._decoder.DecodeBatch(list(records))

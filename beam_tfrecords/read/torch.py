@@ -60,7 +60,7 @@ import torch.utils.data
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.shard_formats import fork_safe
-from beam_tfrecords.read.arrays import RecordDecoder, cuts
+from beam_tfrecords.read.arrays import RecordDecoder, cuts, run_of
 from beam_tfrecords.read.global_order import (LOOKAHEAD, GlobalOrder,
                                               Positions)
 from beam_tfrecords.read.random_access import RecordIndex
@@ -170,7 +170,19 @@ def collate(records, fixed: Optional[FrozenSet[str]] = None,
   text and bytes as numpy object arrays in the same places (torch has
   no string tensors). `fixed`: the features the schema fixes
   (Dataset.collate passes them: then a batch is what `batch_size=` gives);
-  None: those whose values have one shape in this batch."""
+  None: those whose values have one shape in this batch.
+
+  Records the dataset decoded and nobody changed (`arrays.Row`), a run
+  of them in the order read, are cut from the columns they were decoded
+  as instead (the same values, types and layout; in a DataLoader worker
+  the batch crosses as Dataset(batch_size=...)'s does)."""
+  run = run_of(records, fixed) if fixed is not None and not path else None
+  if run is not None:
+    decoded, start = run
+    columns = decoded.cut(start, start + len(records))
+    if torch.utils.data.get_worker_info() is not None:
+      return _shipped(columns)
+    return Batch(_tensors(objects(columns)))
   return Batch(_tensors(_collated(records, fixed, path)))
 
 
@@ -375,7 +387,7 @@ class Dataset(torch.utils.data.IterableDataset):
       return
     # The decoder reads ahead a batch: the position counts what was
     # yielded from here, not what the stream gave it.
-    for record in self._decoder.iter_decoded(stream):
+    for record in self._decoder.iter_decoded(stream, _GROUP):
       self._position += 1
       yield record
 

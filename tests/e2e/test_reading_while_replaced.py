@@ -152,12 +152,16 @@ def test_a_dataset_being_published_is_waited_for(tmp_path, inputs):
   assert btr.dataset_info(str(out)).counts.records_written == len(OLD)
 
 
-def test_the_torch_dataset_of_a_replaced_dataset_never_mixes(tmp_path,
-                                                             inputs):
+def test_the_torch_dataset_of_a_replaced_dataset_never_mixes(
+    tmp_path, inputs, monkeypatch):
   torch = pytest.importorskip("torch") if not os.environ.get(
       "BTR_REQUIRE_EXTRAS") else __import__("torch")
   del torch
+  from beam_tfrecords.read import torch as torch_reader
   from beam_tfrecords.read.torch import Dataset
+  # Decoded 1,000 records at a time (8,192 by default: the whole old
+  # dataset, read before the switch, would be handed out whole, rightly).
+  monkeypatch.setattr(torch_reader, "_GROUP", 1000)
   out = tmp_path / "ds"
   _build(inputs, "old", out, 4)
   it = iter(Dataset(str(out)))

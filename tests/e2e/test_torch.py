@@ -5,6 +5,7 @@ rank's share without repeats, two torch.distributed processes (gloo on
 reader resumes mid-epoch. Real torch (the `torch` extra; CI installs
 it)."""
 
+import functools
 import json
 import os
 import pathlib
@@ -213,6 +214,59 @@ def test_whole_batches_equal_what_collate_makes(bundled, name):
   assert isinstance(collate(records[:1])[
       "ratings" if name == "movie_ratings" else "context"],
       (torch.Tensor, dict))
+
+
+def test_collate_cuts_unchanged_records_from_their_columns(bundled):
+  """Records the dataset decoded, consecutive and unchanged, are cut from
+  the columns they came from: the same batch as their values stacked one
+  by one (plain dicts of the same values), also through 2 DataLoader
+  workers; a record changed, or records out of order, are stacked as
+  they are now; a record copies and pickles as a plain dict."""
+  import copy
+  import pickle
+  from beam_tfrecords.core import native
+  from beam_tfrecords.read.arrays import Row, run_of
+  if native.core() is None:
+    pytest.skip("the native core is not built: records are plain dicts")
+  path = str(bundled / "movie_ratings")
+  ds = Dataset(path)
+  records = list(ds)
+  assert all(type(r) is Row for r in records)
+  assert run_of(records[2:7], ds._decoder.fixed)[1] == 2  # cut, from 2
+  for a, b in ((0, 4), (3, 9), (0, len(records)), (len(records) - 1,
+                                                    len(records))):
+    _equal(ds.collate(records[a:b]), ds.collate(
+        [dict(r) for r in records[a:b]]))
+  # Out of order: stacked as given.
+  swapped = [records[1], records[0]]
+  assert run_of(swapped, ds._decoder.fixed) is None
+  _equal(ds.collate(swapped), ds.collate([dict(r) for r in swapped]))
+  # Changed: what it holds now, not what was decoded.
+  changed = list(ds)[:4]
+  changed[2]["age"] = np.int64(-7)
+  assert ds.collate(changed)["age"].tolist() == [
+      int(r["age"]) for r in records[:2]] + [-7, int(records[3]["age"])]
+  assert type(copy.copy(records[0])) is dict
+  assert type(pickle.loads(pickle.dumps(records[0]))) is dict
+  assert pickle.loads(pickle.dumps(records[0])).keys() == records[0].keys()
+  # Through 2 workers: each batch cut there, and stacked there from plain
+  # dicts of the same records, equal once across.
+  both = functools.partial(_cut_and_stacked, fixed=ds._decoder.fixed)
+  seen = 0
+  for cut, stacked, was_cut in torch.utils.data.DataLoader(
+      ds, batch_size=3, num_workers=2, collate_fn=both):
+    assert was_cut
+    _equal(cut, stacked)
+    seen += len(cut["age"])
+  assert seen == len(records)
+
+
+def _cut_and_stacked(records, fixed):
+  """(the batch `collate` makes, the one it makes from plain dicts of the
+  same values, whether the first was cut from the records' columns)."""
+  from beam_tfrecords.read.arrays import run_of
+  return (collate(records, fixed), collate([dict(r) for r in records], fixed),
+          run_of(records, fixed) is not None)
 
 
 def _equal(got, want):
