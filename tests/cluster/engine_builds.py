@@ -22,7 +22,7 @@ from beam_tfrecords.testing.tools import ToolsMissing, flights_csv
 
 from tests.helpers.records import shard_paths, tf_records
 from tests.helpers.datasets import (assert_same_but_units, dataset_files,
-                                    same_file)
+                                    same_file, same_success)
 from tests.helpers.paths import ROOT
 
 HERE = ROOT
@@ -232,7 +232,9 @@ def assert_same_dataset(direct, engine, a, b, exempt=()):
   have), and the counts; dataset.json but its `inputs.units` (which the
   determinism contract exempts: Spark computes a stage again for each of
   its consumers, and the second computation reuses the units the first
-  kept) and croissant.json but its checksum of dataset.json."""
+  kept), croissant.json but its checksum of dataset.json, and _SUCCESS
+  but its run id and its seal of dataset.json (each checked against its
+  own)."""
   assert engine.counts == direct.counts
   files = dataset_files(a)
   assert files == dataset_files(b)
@@ -245,6 +247,9 @@ def assert_same_dataset(direct, engine, a, b, exempt=()):
       # They record the exempt files' checksums (and croissant.json
       # dataset.json's): the same but for those.
       assert _without(a, rel, exempt) == _without(b, rel, exempt), rel
+      continue
+    if rel == "_SUCCESS":
+      assert same_success(a, b), rel
       continue
     assert same_file(a, b, rel), rel
 
