@@ -30,7 +30,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from common import RUN_PY, show
-from stats import GROUPED, IMPORT_BEAM, INTS, TEXTS, flights_input
+from stats import GROUPED, IMPORT_BEAM, arrow_types, flights_input
 
 # The grouped build's rows (the plain loop holds every row in a dict of
 # lists: 2.1 GB at 1M rows).
@@ -43,14 +43,12 @@ def stage_cpu(src: str, schema: str, dst: str) -> None:
   """CPU seconds of each stage (the process's), batch by batch, written
   to `dst` as JSON (the path is the environment's BTR_NATIVE)."""
   import hashlib
-  import pyarrow as pa
   import pyarrow.csv as pacsv
   from isal import isal_zlib
   from beam_tfrecords.core.tfrecord_files import frame_buffer
   from beam_tfrecords.encoding import ExampleEncoder
   encoder = ExampleEncoder(schema)
-  types = {n: pa.int64() for n in INTS}
-  types.update({n: pa.string() for n in TEXTS})
+  types = arrow_types()
   spent = {"read": 0.0, "encode": 0.0, "frame": 0.0, "deflate": 0.0}
   digest = hashlib.sha256()
 

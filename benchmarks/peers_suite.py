@@ -37,17 +37,10 @@ from typing import Dict, List, Tuple
 
 from common import RUN_PY, show
 from native_suite import _run
-from stats import INTS, TEXTS, flights_input
+from stats import INTS, TEXTS, arrow_types, flights_input
 
 # Lines per batch of the expert's pipeline (BatchElements' bounds).
 _BATCH = (4096, 65536)
-
-
-def _arrow_types():
-  import pyarrow as pa
-  types = {n: pa.int64() for n in INTS}
-  types.update({n: pa.string() for n in TEXTS})
-  return types
 
 
 def _as_lists(batch):
@@ -76,7 +69,7 @@ def tfx_bsl_loop(src: str, dst: str) -> None:
   encoder = RecordBatchToExamplesEncoder()
   reader = pacsv.open_csv(src, pacsv.ReadOptions(block_size=16 << 20),
                           convert_options=pacsv.ConvertOptions(
-                              column_types=_arrow_types()))
+                              column_types=arrow_types()))
   with tf.io.TFRecordWriter(dst, "GZIP") as writer:
     for batch in reader:
       for record in encoder.encode(_as_lists(batch)):
@@ -103,7 +96,7 @@ def beam_expert(src: str, dst_prefix: str, workers: str = "2") -> None:
       self.csv = pacsv
       self.encoder = RecordBatchToExamplesEncoder()
       self.read = pacsv.ReadOptions(column_names=names)
-      self.convert = pacsv.ConvertOptions(column_types=_arrow_types())
+      self.convert = pacsv.ConvertOptions(column_types=arrow_types())
 
     def process(self, lines):
       table = self.csv.read_csv(io.BytesIO("\n".join(lines).encode()),

@@ -36,6 +36,14 @@ IMPORT_BEAM = [sys.executable, "-c",
                "import apache_beam, apache_beam.runners.direct"]
 
 
+def arrow_types() -> dict:
+  """The flights' columns as pyarrow's CSV reader is to type them."""
+  import pyarrow as pa  # pylint: disable=import-outside-toplevel
+  types = {n: pa.int64() for n in INTS}
+  types.update({n: pa.string() for n in TEXTS})
+  return types
+
+
 def _schema_text() -> str:
   lines = ["name: flights", "features:"]
   for name in INTS + TEXTS:

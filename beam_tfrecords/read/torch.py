@@ -120,6 +120,12 @@ def _shipped(columns: Dict[str, Any]) -> Batch:
   return batch
 
 
+def _made(columns: Dict[str, Any], worker: bool) -> Batch:
+  """A batch of decode_batch(text=True)'s columns: in a DataLoader
+  worker `_shipped`, else with its text as object arrays."""
+  return _shipped(columns) if worker else Batch(_tensors(objects(columns)))
+
+
 def _packed(value, texts: Dict[int, Tuple[np.ndarray, Text]]):
   """For pickling, in nested dicts: tensors numpy can hold (on the CPU,
   without grad) as numpy arrays; object arrays of str or bytes as
@@ -179,10 +185,8 @@ def collate(records, fixed: Optional[FrozenSet[str]] = None,
   run = run_of(records, fixed) if fixed is not None and not path else None
   if run is not None:
     decoded, start = run
-    columns = decoded.cut(start, start + len(records))
-    if torch.utils.data.get_worker_info() is not None:
-      return _shipped(columns)
-    return Batch(_tensors(objects(columns)))
+    return _made(decoded.cut(start, start + len(records)),
+                 torch.utils.data.get_worker_info() is not None)
   return Batch(_tensors(_collated(records, fixed, path)))
 
 
@@ -405,7 +409,7 @@ class Dataset(torch.utils.data.IterableDataset):
     for n, columns in (_ahead(groups) if worker else groups):
       for records, cut in cuts(columns, n, size):
         self._position += records
-        yield _shipped(cut) if worker else Batch(_tensors(objects(cut)))
+        yield _made(cut, worker)
 
   def state_dict(self) -> Dict[str, Any]:
     if self._state is not None:  # loaded, not yet iterated
