@@ -65,6 +65,13 @@ class Result(NamedTuple):
 
 def run(cmd: List[str]):
   """Runs a command; (wall seconds, peak RSS in MB of the process)."""
+  seconds, _, peak = run_usage(cmd)
+  return seconds, peak
+
+
+def run_usage(cmd: List[str]):
+  """Runs a command; (wall seconds, CPU seconds (user + system), peak RSS
+  in MB of the process)."""
   start = time.perf_counter()
   proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
   _, status, usage = os.wait4(proc.pid, 0)
@@ -72,7 +79,7 @@ def run(cmd: List[str]):
   proc.returncode = os.waitstatus_to_exitcode(status)
   if proc.returncode:
     raise subprocess.CalledProcessError(proc.returncode, cmd)
-  return seconds, usage.ru_maxrss / 1024
+  return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def timed_cmd(results, name, cmd) -> None:

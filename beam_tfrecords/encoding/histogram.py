@@ -33,9 +33,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["Histogram", "of_values", "of_ints", "merge", "bounds", "buckets", "bars",
-           "quantile_bars", "comparable", "to_json", "from_json",
-           "FINEST", "SPAN", "BARS", "DRIFT_KEYS"]
+__all__ = ["Histogram", "of_values", "of_ints", "of_value_counts", "merge",
+           "bounds", "buckets", "bars", "quantile_bars", "comparable", "to_json", "from_json",
+           "FINEST", "SPAN", "BARS", "DRIFT_KEYS", "BY_VALUE"]
 
 FINEST = 40
 SPAN = 1024
@@ -95,11 +95,17 @@ def _span(ranges: Ranges, shift: int) -> int:
 
 
 def _level(ranges: Ranges) -> int:
-  """The finest level at which the ranges span at most SPAN keys."""
-  shift = 0
-  while shift < FINEST and _span(ranges, shift) > SPAN:
-    shift += 1
-  return FINEST - shift
+  """The finest level at which the ranges span at most SPAN keys: the
+  smallest shift of at most FINEST at which they do, found by halving
+  (a coarser level never spans more keys)."""
+  low, high = 0, FINEST
+  while low < high:
+    shift = (low + high) // 2
+    if _span(ranges, shift) > SPAN:
+      low = shift + 1
+    else:
+      high = shift
+  return FINEST - low
 
 
 def _either(x: Optional[Tuple[int, int]], y: Optional[Tuple[int, int]]
@@ -166,16 +172,22 @@ def of_values(x: np.ndarray, weights: Optional[np.ndarray] = None
 
 # int64 values within this range are counted by value first (one
 # np.bincount), then the distinct values are put in their buckets.
-_BY_VALUE = 1 << 16
+BY_VALUE = 1 << 16
 
 
 def of_ints(v: np.ndarray, low: int, high: int) -> Histogram:
   """The histogram of int64 values `v` (smallest `low`, largest `high`)
   as float64 values: of_values(v.astype(np.float64)), faster for
   values within a small range (most int64 features)."""
-  if high - low >= _BY_VALUE:
+  if high - low >= BY_VALUE:
     return of_values(v.astype(np.float64))
-  counts = np.bincount(v - low)
+  return of_value_counts(low, np.bincount(v - low))
+
+
+def of_value_counts(low: int, counts: np.ndarray) -> Histogram:
+  """The histogram of int64 values given as the count of each of low,
+  low + 1, ... (np.bincount(v - low), or the native core's: of_ints'
+  second step)."""
   found = np.flatnonzero(counts)
   return of_values((found + low).astype(np.float64),
                    counts[found].astype(np.int64))

@@ -31,16 +31,18 @@ statistics.pb, dataset.json and the report are byte-identical on any
 machine and worker count (tests/e2e/test_determinism.py).
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_tfrecords.core import native
 from beam_tfrecords.encoding import exact_sums, histogram
 from beam_tfrecords.schema.model import Feature, FeatureType
 
-__all__ = ["column_stats", "merge", "merge_all", "finish", "mean", "std_dev",
+__all__ = ["column_stats", "merge", "merge_all", "merge_splits", "finish",
+           "mean", "std_dev",
            "TOP_KEPT", "TOP_SHOWN", "STEPS_STAT", "FINE_STAT",
            "FINE_LEVEL_STAT"]
 
@@ -91,6 +93,11 @@ def _expected(feature: Feature, values: pa.Array, out: dict) -> None:
 
 
 def _column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
+  module = native.core()
+  if module is not None:
+    got = _native_column_stats(module, feature, lists)
+    if got is not None:
+      return got
   n = len(lists)
   present = n - lists.null_count
   lengths = pc.list_value_length(lists)
@@ -128,6 +135,95 @@ def _column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
                         counts.field("counts").to_pylist()))
   out["top_exact"] = exact
   return out
+
+
+_NATIVE_TYPES = {FeatureType.INT64: (pa.large_list(pa.int64()),),
+                 FeatureType.STRING: (pa.large_list(pa.large_string()),
+                                      pa.large_list(pa.large_binary())),
+                 FeatureType.BYTES: (pa.large_list(pa.large_binary()),
+                                     pa.large_list(pa.large_string()))}
+
+
+def _native_column_stats(module, feature: Feature,
+                         lists: pa.LargeListArray) -> Optional[dict]:
+  """_column_stats by the native core, one pass per column: int64 and
+  text or bytes columns; None for any other (floats, a list whose
+  missing rows hold values, values that are null), which the reference
+  path below describes. Every number is an exact integer or an input value,
+  so the two paths give the same description (tests/unit/encoding/
+  test_stats.py runs every test on both, and compares them on random
+  columns)."""
+  if lists.type not in _NATIVE_TYPES.get(feature.type, ()):
+    return None
+  n = len(lists)
+  buffers = lists.buffers()
+  offsets = np.frombuffer(buffers[1], dtype=np.int64)[
+      lists.offset:lists.offset + n + 1]
+  known, length_range = module.length_range(
+      offsets, buffers[0] if lists.null_count else None, lists.offset)
+  start, end = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
+  values = lists.values.slice(start, end - start)
+  if not known or values.null_count:
+    return None
+  present = n - lists.null_count
+  out: Dict[str, Any] = {"present": present, "missing": n - present,
+                         "values": len(values)}
+  if length_range is not None:
+    out["len_min"], out["len_max"] = length_range
+    if feature.is_variable_length:
+      lengths = np.diff(offsets)
+      if lists.null_count:
+        lengths = lengths[lists.is_valid().to_numpy(zero_copy_only=False)]
+      out["len_hist"] = histogram.of_ints(lengths, *length_range)
+  if not len(values):
+    return out
+  if feature.type is FeatureType.INT64:
+    _native_int_stats(module, values.to_numpy(), out)
+  else:
+    _native_top(module, values, out)
+  return out
+
+
+def _native_int_stats(module, v: np.ndarray, out: dict) -> None:
+  """_int_stats in one pass, and the histogram of a small range of
+  values (histogram.of_ints) from a second that counts each value."""
+  low, high, total, squares_low, squares_high, zeros, made = \
+      module.int_stats(v, histogram.BY_VALUE)
+  out["min"], out["max"] = low, high
+  out["sum"] = total << -exact_sums.SUM_SCALE
+  out["sumsq"] = ((squares_high << 128) | squares_low) << \
+      -exact_sums.SQUARES_SCALE
+  out["zeros"] = zeros
+  if made is None:
+    out["hist"] = histogram.of_values(v.astype(np.float64))
+  else:
+    level, keys, counts, positive, negative = made
+    out["hist"] = histogram.Histogram(
+        level, np.frombuffer(keys, dtype=np.int64),
+        np.frombuffer(counts, dtype=np.int64), (positive, negative))
+  out["counted"] = len(v)
+
+
+def _native_top(module, values: pa.Array, out: dict) -> None:
+  """The text or bytes part of _column_stats: total length, long values
+  and the top values, counted in first-seen order as pc.value_counts
+  does (so the cut past TOP_KEPT picks the same values)."""
+  buffers = values.buffers()
+  offsets = np.frombuffer(buffers[1], dtype=np.int64)[
+      values.offset:values.offset + len(values) + 1]
+  out["len_sum"] = int(offsets[-1] - offsets[0])
+  found, counts, long = module.value_counts(
+      b"" if buffers[2] is None else buffers[2], offsets, TOP_VALUE_BYTES,
+      pa.types.is_large_string(values.type))
+  if long:
+    out["long_values"] = long
+  c = np.frombuffer(counts, dtype=np.int64)
+  exact = len(found) <= TOP_KEPT
+  if not exact:
+    keep = np.argpartition(-c, TOP_KEPT)[:TOP_KEPT]
+    found, c = [found[i] for i in keep.tolist()], c[keep]
+  out["top"] = dict(zip(found, c.tolist()))
+  out["top_exact"] = exact
 
 
 def _int_stats(v: np.ndarray, out: dict) -> None:
@@ -206,6 +302,21 @@ def merge_all(descriptions: Sequence[Optional[dict]]) -> Optional[dict]:
   if any("top" in d for d in given):
     out["top"], out["top_exact"] = _merged_top(given)
   return out
+
+
+def merge_splits(partials: Iterable[Dict[str, Dict[str, dict]]]
+                 ) -> Dict[str, Dict[str, Optional[dict]]]:
+  """{split: {feature: description}} partials as one: merge_all of each
+  feature's descriptions, in the partials' order."""
+  grouped: Dict[str, Dict[str, list]] = {}
+  for partial in partials:
+    for split, features in partial.items():
+      into = grouped.setdefault(split, {})
+      for name, s in features.items():
+        into.setdefault(name, []).append(s)
+  return {split: {name: merge_all(described)
+                  for name, described in features.items()}
+          for split, features in grouped.items()}
 
 
 def _merged_top(descriptions: List[dict]) -> Tuple[dict, bool]:

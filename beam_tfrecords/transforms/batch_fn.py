@@ -18,6 +18,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from beam_tfrecords.core.errors import reason_category
 from beam_tfrecords.runners.progress import tally
 from beam_tfrecords.encoding.example import RowError
+from beam_tfrecords.encoding.stats import merge_splits
 from beam_tfrecords.encoding.splitting import SplitAssigner, key_types
 from beam_tfrecords.schema import Schema, schema_from_dict
 from beam_tfrecords.sources import SourceBatch
@@ -50,6 +51,11 @@ ENCODE_THREADS_MAX = 2
 # One output of SchemaFn._work(): a main-output element, or a TaggedOutput
 # (ERRORS, STATS, FEATURE_STATS).
 Output = Union[tuple, beam.pvalue.TaggedOutput]
+
+
+# A bundle's FEATURE_STATS partials are merged into one this often (and
+# at its end), so that a long bundle holds a few, not one per batch.
+_MERGED_EVERY = 16
 
 
 def stats(**counts) -> tuple:
@@ -137,6 +143,11 @@ class SchemaFn(beam.DoFn):
   Outputs keep their element's order; at most `threads` + 1 elements are
   in flight. Counters are updated in the DoFn's own thread (Beam's metrics
   are thread-local).
+
+  FEATURE_STATS outputs are merged per window over the bundle and go out
+  once, when it finishes: one statistics partial per bundle, not one per
+  batch, to pickle, send and merge again (runners without combiner
+  lifting, the DaskRunner's, hold every one).
   """
 
   def __init__(self, schema_dict: Dict[str, Any],
@@ -150,6 +161,8 @@ class SchemaFn(beam.DoFn):
     self._pending: Deque[Tuple[concurrent.futures.Future, BoundedWindow,
                                Timestamp]] = collections.deque()
     self._counters = _Counters()
+    # window -> the bundle's FEATURE_STATS partials not yet merged
+    self._described: Dict[BoundedWindow, List[dict]] = {}
 
   def _build(self, schema: Schema):
     raise NotImplementedError
@@ -175,12 +188,23 @@ class SchemaFn(beam.DoFn):
 
   def start_bundle(self):
     self._pending = collections.deque()
+    self._described = {}
 
-  def _emit(self, result):
+  def _emit(self, result, window: BoundedWindow):
     outputs, stats, errors = result
     self._counters.rejected_all(errors)
     self._counters.add(stats)
-    return outputs
+    kept = []
+    for out in outputs:
+      if isinstance(out, beam.pvalue.TaggedOutput) and \
+          out.tag == FEATURE_STATS:
+        partials = self._described.setdefault(window, [])
+        partials.append(out.value)
+        if len(partials) >= _MERGED_EVERY:
+          partials[:] = [merge_splits(partials)]
+      else:
+        kept.append(out)
+    return kept
 
   def _elements(self, element) -> list:
     """The pieces an element is worked on in (itself, by default)."""
@@ -190,7 +214,7 @@ class SchemaFn(beam.DoFn):
               timestamp=beam.DoFn.TimestampParam):
     for piece in self._elements(element):
       if self._pool is None:
-        yield from self._emit(self._work(piece))
+        yield from self._emit(self._work(piece), window)
         continue
       self._pending.append((self._pool.submit(self._work, piece), window,
                             timestamp))
@@ -202,11 +226,15 @@ class SchemaFn(beam.DoFn):
   def finish_bundle(self):
     while self._pending:
       yield from self._emit_windowed(*self._pending.popleft())
+    for window, partials in self._described.items():
+      yield beam.pvalue.TaggedOutput(FEATURE_STATS, WindowedValue(
+          merge_splits(partials), window.max_timestamp(), (window,)))
+    self._described = {}
     tally().flush()
 
   def _emit_windowed(self, future, window, timestamp):
     """An earlier element's outputs, in that element's window."""
-    for out in self._emit(future.result()):
+    for out in self._emit(future.result(), window):
       if isinstance(out, beam.pvalue.TaggedOutput):
         yield beam.pvalue.TaggedOutput(out.tag, WindowedValue(
             out.value, timestamp, (window,)))

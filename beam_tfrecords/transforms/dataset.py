@@ -17,7 +17,7 @@ from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.core.layout import (PARTS_DIR, TFT_TEMP_DIR,
                                         TRANSFORMED_DIR)
-from beam_tfrecords.encoding.stats import merge_all as merge_all_stats
+from beam_tfrecords.encoding.stats import merge_splits
 from beam_tfrecords.inspect.expectations import CheckPlan
 from beam_tfrecords.publish.append import AppendPlan
 from beam_tfrecords.publish.commit import Commit
@@ -94,20 +94,6 @@ class DatasetPlan:
   units: Optional[str] = None
   appending: Optional[AppendPlan] = None
   analysis: Any = None
-
-
-def merge_split_stats(partials) -> dict:
-  """{split: {feature: stats}} partials merged (encoding.stats.merge_all:
-  as merging them two at a time in their order, in one pass)."""
-  grouped: Dict[str, Dict[str, list]] = {}
-  for partial in partials:
-    for split, features in partial.items():
-      into = grouped.setdefault(split, {})
-      for name, s in features.items():
-        into.setdefault(name, []).append(s)
-  return {split: {name: merge_all_stats(described)
-                  for name, described in features.items()}
-          for split, features in grouped.items()}
 
 
 def _sum_columns(rows) -> tuple:
@@ -188,8 +174,9 @@ class WriteBatches(beam.PTransform):
                        lambda s: RowCounts(tuple(s))).with_output_types(Any))
     if plan.statistics and FEATURE_STATS in encoded:
       outputs.append(encoded[FEATURE_STATS]
+                     # (Each is a bundle's batches merged: SchemaFn.)
                      | "SumFeatureStats" >> beam.CombineGlobally(
-                         merge_split_stats).without_defaults()
+                         merge_splits).without_defaults()
                      # (Typed as Any: Beam would make a Beam schema of the
                      # NamedTuple outputs when they are flattened, and fails
                      # on their dict fields.)

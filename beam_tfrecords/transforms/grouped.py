@@ -200,12 +200,12 @@ class _EncodeStepsFn(SchemaFn):
     self._seen: Dict[str, int] = {}
     self._kept: Dict[str, list] = {}
 
-  def _emit(self, result):
+  def _emit(self, result, window):
     """The outputs of a batch, with its steps gathered; those of a
     gathering they end (a new source file or unit, or FLUSH_BYTES
     reached)."""
     outputs = []
-    for out in super()._emit(result):
+    for out in super()._emit(result, window):
       if isinstance(out, _Seen):
         self._seen[out.key] = self._seen.get(out.key, 0) + 1
       elif isinstance(out, UnitRead):  # (in order: after its batches)
@@ -489,9 +489,9 @@ class _AssembleFn(SchemaFn):
     return unit_key({"assembly": [split, bucket, self._buckets],
                      "units": sorted({k for u in units for k in u})})
 
-  def _emit(self, result):
+  def _emit(self, result, window):
     outputs = []
-    for out in super()._emit(result):
+    for out in super()._emit(result, window):
       if isinstance(out, _Assembled):  # (in order: every pass was kept)
         assert self._units is not None
         UnitStore(self._units).complete(out.key, out.passes, out.about)

@@ -18,6 +18,7 @@ mod columns;
 mod decode;
 mod framing;
 mod messages;
+mod stats;
 mod varint;
 
 use columns::{Column, Kind};
@@ -25,7 +26,7 @@ use messages::Group;
 
 /// The contract the Python side checks before it uses this module: bump
 /// it when a function's arguments or output change.
-const CONTRACT: u32 = 3;
+const CONTRACT: u32 = 4;
 
 /// Keeps the Python buffers alive while slices of them are in use.
 #[derive(Default)]
@@ -272,6 +273,121 @@ fn decode_examples<'py>(
     Ok(out.into_any())
 }
 
+/// The (smallest, largest) values per present row of a list column
+/// (int64 `offsets`, n + 1; `valid`: Arrow's validity bitmap, read from
+/// bit `bit_offset`, or None): (True, (low, high) or None without a
+/// present row), or (False, None) where a missing row has values.
+#[pyfunction]
+fn length_range<'py>(
+    py: Python<'py>,
+    offsets: Bound<'py, PyAny>,
+    valid: Option<Bound<'py, PyAny>>,
+    bit_offset: usize,
+) -> PyResult<(bool, Option<(i64, i64)>)> {
+    let mut held = Buffers::default();
+    let o: &[i64] = detach(held.slice::<i64>(&offsets, "offsets")?);
+    if o.is_empty() {
+        return Err(PyValueError::new_err("length_range: no offsets"));
+    }
+    let bits: Option<&[u8]> = match &valid {
+        None => None,
+        Some(v) => Some(detach(held.slice::<u8>(v, "valid")?)),
+    };
+    if let Some(b) = bits {
+        if (bit_offset + o.len() - 1).div_ceil(8) > b.len() {
+            return Err(PyValueError::new_err("length_range: the validity bitmap is too short"));
+        }
+    }
+    let got = py.detach(|| stats::length_range(o, bits, bit_offset));
+    drop(held);
+    Ok(match got {
+        Ok(range) => (true, range),
+        Err(_) => (false, None),
+    })
+}
+
+/// Int64 `values` (at least one) in one pass: (min, max, sum, the sum of
+/// squares' low 128 bits and the rest, zeros, histogram), the histogram
+/// (encoding.histogram.of_ints) made here when max - min < `by_value`
+/// as (level, keys and counts as int64 bytes, the positive and the
+/// negative ranges), else None.
+#[pyfunction]
+fn int_stats<'py>(
+    py: Python<'py>,
+    values: Bound<'py, PyAny>,
+    by_value: i128,
+) -> PyResult<(i64, i64, i128, u128, u64, u64, Option<Bound<'py, PyTuple>>)> {
+    let mut held = Buffers::default();
+    let v: &[i64] = detach(held.slice::<i64>(&values, "values")?);
+    if v.is_empty() {
+        return Err(PyValueError::new_err("int_stats: no values"));
+    }
+    let (s, hist) = py.detach(|| {
+        let s = stats::int_summary(v, by_value);
+        let hist = s.counts.as_ref().map(|c| stats::int_histogram(s.min, c));
+        (s, hist)
+    });
+    drop(held);
+    let hist = match hist {
+        None => None,
+        Some(h) => Some(PyTuple::new(py, [
+            h.level.into_pyobject(py)?.into_any(),
+            offsets_bytes(py, &h.keys)?.into_any(),
+            offsets_bytes(py, &h.counts)?.into_any(),
+            h.positive.into_pyobject(py)?.into_any(),
+            h.negative.into_pyobject(py)?.into_any(),
+        ])?),
+    };
+    Ok((s.min, s.max, s.sum, s.squares_low, s.squares_high, s.zeros, hist))
+}
+
+/// The values of a bytes column (value i = data[offsets[i]..offsets[i+1]])
+/// of at most `short` bytes, each once in the order it first comes (str
+/// with `text`, else bytes), their counts (int64 bytes), and how many are
+/// longer.
+#[pyfunction]
+fn value_counts<'py>(
+    py: Python<'py>,
+    data: Bound<'py, PyAny>,
+    offsets: Bound<'py, PyAny>,
+    short: usize,
+    text: bool,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyByteArray>, u64)> {
+    let mut held = Buffers::default();
+    let d: &[u8] = detach(held.slice::<u8>(&data, "data")?);
+    let o: &[i64] = detach(held.slice::<i64>(&offsets, "offsets")?);
+    if o.is_empty() {
+        return Err(PyValueError::new_err("value_counts: no offsets"));
+    }
+    // Arrow's offsets need not start at 0 (a slice of a column).
+    let first = o[0];
+    if first < 0 || o.iter().zip(&o[1..]).any(|(a, b)| b < a) || o[o.len() - 1] as u64 > d.len() as u64 {
+        return Err(PyValueError::new_err("value_counts: offsets out of order or past the data"));
+    }
+    let got = py.detach(|| stats::value_counts(d, o, short));
+    let values = if text {
+        let mut strs = Vec::with_capacity(got.values.len());
+        for v in &got.values {
+            let s = std::str::from_utf8(v)
+                .map_err(|e| PyValueError::new_err(format!("value_counts: text that is not UTF-8 ({e})")))?;
+            strs.push(pyo3::types::PyString::new(py, s));
+        }
+        PyList::new(py, strs)?
+    } else {
+        PyList::new(py, got.values.iter().map(|v| PyBytes::new(py, v)))?
+    };
+    let counts = PyByteArray::new_with(py, got.counts.len() * 8, |b| {
+        for (chunk, n) in b.chunks_exact_mut(8).zip(&got.counts) {
+            chunk.copy_from_slice(&n.to_le_bytes());
+        }
+        Ok(())
+    })?;
+    let long = got.long;
+    drop(got);
+    drop(held);
+    Ok((values, counts, long))
+}
+
 #[pymodule]
 fn beam_tfrecords_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CONTRACT", CONTRACT)?;
@@ -282,5 +398,8 @@ fn beam_tfrecords_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(framed_ends, m)?)?;
     m.add_function(wrap_pyfunction!(unframe, m)?)?;
     m.add_function(wrap_pyfunction!(decode_examples, m)?)?;
+    m.add_function(wrap_pyfunction!(length_range, m)?)?;
+    m.add_function(wrap_pyfunction!(int_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(value_counts, m)?)?;
     Ok(())
 }

@@ -96,3 +96,19 @@ def test_ints_by_value_are_the_same_as_by_float(values):
   v = np.array(values, dtype=np.int64)
   assert H.of_ints(v, int(v.min()), int(v.max())) == \
       H.of_values(v.astype(np.float64))
+
+
+_KEYS = st.integers(0, (2098 << H.FINEST) + (1 << H.FINEST) - 1)
+_RANGE = st.one_of(st.none(), st.tuples(_KEYS, _KEYS).map(sorted).map(tuple))
+
+
+@settings(max_examples=300, deadline=None)
+@given(ranges=st.tuples(_RANGE, _RANGE))
+def test_the_level_is_the_finest_that_spans_at_most_span_keys(ranges):
+  # (The level is found by halving; this is the level by its definition:
+  # the first shift, from the finest, at which the keys fit.)
+  shift = 0
+  # pylint: disable=protected-access
+  while shift < H.FINEST and H._span(ranges, shift) > H.SPAN:
+    shift += 1
+  assert H._level(ranges) == H.FINEST - shift

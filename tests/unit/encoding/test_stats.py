@@ -1,24 +1,38 @@
 """beam_tfrecords/encoding/stats.py, on values: Per-feature statistics of the
 written records, computed from the converted columns in the same pass as the
-encoding (no second read)."""
+encoding (no second read).
+
+Every test runs on both paths: the pure-Python reference (BTR_NATIVE=0)
+and the native core's one pass per column (native/src/stats.rs); a
+property compares the two on random columns."""
 
 from fractions import Fraction
 import functools
 import itertools
 import json
+import os
 import random
 import types
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 import numpy as np
 import pyarrow as pa
+import pytest
 
+from beam_tfrecords.core import native
 from beam_tfrecords.core.info import SplitInfo
 from beam_tfrecords.encoding import stats
 from beam_tfrecords.encoding.exact_sums import sums
 from beam_tfrecords.encoding.stats import finish, merge
 from beam_tfrecords.schema.model import Feature, FeatureType
 from beam_tfrecords.sinks.tfdv import statistics_bytes
+
+from tests.helpers.native_paths import NATIVE, both_paths
+
+
+
+
+path = both_paths("python")
 
 
 # The property: statistics of the same values do not depend on batching
@@ -164,3 +178,107 @@ def test_the_mean_does_not_depend_on_the_merge_order():
   assert means == {float(sum(map(Fraction, values)) / len(values))}
   # Plain float addition would not have been order-free.
   assert len({sum(order) for order in itertools.permutations(values)}) > 1
+
+
+# The native core against the reference, column by column.
+
+def _reference(feature, lists):
+  """column_stats by the pure-Python path, whatever path the test is on."""
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setenv(native.ENV, "0")
+    return stats.column_stats(feature, lists)
+
+
+def _native(feature, lists):
+  assert NATIVE is not None
+  # pylint: disable=protected-access
+  return stats._native_column_stats(NATIVE, feature, lists)
+
+
+# Values at both ends of int64, and small ranges anywhere (counted by
+# value, histogram made natively), near 2**63 too, where float64 rounds
+# neighbouring integers into one bucket.
+@st.composite
+def _int_values(draw):
+  base = draw(st.one_of(st.integers(-2**63, 2**63 - 1 - 2**17),
+                        st.sampled_from([0, -5, 2**62, 2**63 - 2**17,
+                                         -2**63])))
+  return draw(st.one_of(st.integers(-2**63, 2**63 - 1),
+                        st.integers(base, base + draw(st.sampled_from(
+                            [3, 2**16 - 1, 2**16, 2**17]))),
+                        st.sampled_from([0, -1, 1, -2**63, 2**63 - 1])))
+
+
+_TEXT = st.one_of(st.text(max_size=6), st.text(min_size=120, max_size=140),
+                  st.sampled_from(["", "a", "é", "\x00"]))
+_BYTES = st.one_of(st.binary(max_size=4), st.binary(min_size=127,
+                                                    max_size=130))
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), kind=st.sampled_from(["int64", "string", "bytes"]),
+       shape=st.sampled_from([(), (2,), (-1,)]),
+       kept=st.sampled_from([2, 5, 1000]))
+def test_the_native_core_describes_a_column_as_the_reference_does(
+    data, kind, shape, kept):
+  if os.environ.get(native.ENV) != "1":
+    pytest.skip("compares the two paths itself")
+  feature = Feature("x", FeatureType(kind), shape=shape)
+  arrow = {"int64": pa.int64(), "string": pa.large_string(),
+           "bytes": pa.large_binary()}[kind]
+  values = {"int64": _int_values(), "string": _TEXT, "bytes": _BYTES}[kind]
+  size = {(): 1, (2,): 2}.get(shape)
+  row = st.lists(values, min_size=size if size else 0,
+                 max_size=size if size else 6)
+  rows = data.draw(st.lists(st.one_of(st.none(), row), max_size=60))
+  lists = pa.array(rows, pa.large_list(arrow))
+  # A slice: offsets that start past 0, a validity bitmap past bit 0.
+  start = data.draw(st.integers(0, len(rows)))
+  lists = lists.slice(start, data.draw(st.integers(0, len(rows) - start)))
+  stats.TOP_KEPT, saved = kept, stats.TOP_KEPT
+  try:
+    got = _native(feature, lists)
+    assert got is not None
+    assert got == _reference(feature, lists)
+  finally:
+    stats.TOP_KEPT = saved
+
+
+def test_the_native_core_leaves_lists_it_does_not_read_to_the_reference():
+  if NATIVE is None:
+    pytest.skip("the native core is not built")
+  feature = Feature("x", FeatureType.INT64, shape=(-1,))
+  # A missing row that holds values (Arrow's flatten skips them).
+  offsets = pa.array([0, 2, 3, 5], pa.int64())
+  hidden = pa.LargeListArray.from_arrays(
+      offsets, pa.array([1, 2, 99, 3, 4], pa.int64()),
+      mask=pa.array([False, True, False]))
+  assert _native(feature, hidden) is None
+  assert stats.column_stats(feature, hidden) == _reference(feature, hidden)
+  assert stats.column_stats(feature, hidden)["sum"] == \
+      sums(np.array([1, 2, 3, 4]))[0]
+  # Null values inside lists, and floats: the reference's.
+  with_nulls = pa.array([[1, None]], pa.large_list(pa.int64()))
+  assert _native(feature, with_nulls) is None
+  floats = Feature("f", FeatureType.FLOAT, shape=(-1,))
+  assert _native(floats, pa.array([[1.5]], pa.large_list(pa.float32()))) \
+      is None
+
+
+def test_the_native_core_keeps_the_same_top_values_past_the_kept_set(
+    monkeypatch):
+  if NATIVE is None:
+    pytest.skip("the native core is not built")
+  # Ties at the cut: which of the tied values is kept follows the order
+  # values are first seen in, on both paths.
+  monkeypatch.setattr(stats, "TOP_KEPT", 3)
+  feature = Feature("t", FeatureType.STRING)
+  words = ["d", "c", "b", "a", "e", "c", "b", "a", "z" * 200]
+  lists = pa.array([[w] for w in words], pa.large_list(pa.large_string()))
+  got = _native(feature, lists)
+  assert got == _reference(feature, lists)
+  assert got["top_exact"] is False and len(got["top"]) == 3
+  assert got["long_values"] == 1 and got["len_sum"] == 8 + 200
+  assert {"c": 2, "b": 2, "a": 2}.items() >= got["top"].items() or \
+      sorted(got["top"].values())[-2:] == [2, 2]

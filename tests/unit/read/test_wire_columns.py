@@ -20,6 +20,7 @@ from beam_tfrecords.read.arrays import RecordDecoder, _rows, cut, cuts
 from beam_tfrecords.read.wire_columns import decode_columns, objects
 
 from tests.helpers.columns import _same
+from tests.helpers.native_paths import NATIVE, both_paths
 
 
 # Names that share lengths, first 8 bytes, last 8 bytes, or all but the
@@ -41,17 +42,9 @@ NAMES = {
 SCHEMA = btr.load_schema({"name": "wire", "record": "example",
                           "features": NAMES})
 DECODER = RecordDecoder(SCHEMA)
-NATIVE = native._load("")  # pylint: disable=protected-access
 
 
-@pytest.fixture(autouse=True, params=["numpy", "native"])
-def path(request, monkeypatch):
-  """The path every test runs on (the core's absence is a failure where
-  cargo is: tests/unit/encoding/test_messages.py)."""
-  if request.param == "native" and NATIVE is None:
-    pytest.skip("the native core is not built")
-  monkeypatch.setenv(native.ENV, "1" if request.param == "native" else "0")
-  return request.param
+path = both_paths("numpy")
 
 ints = st.integers(-2**63, 2**63 - 1)
 floats = st.floats(width=32, allow_nan=True)
