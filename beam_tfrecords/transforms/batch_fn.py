@@ -144,25 +144,29 @@ class SchemaFn(beam.DoFn):
   in flight. Counters are updated in the DoFn's own thread (Beam's metrics
   are thread-local).
 
-  FEATURE_STATS outputs are merged per window over the bundle and go out
-  once, when it finishes: one statistics partial per bundle, not one per
-  batch, to pickle, send and merge again (runners without combiner
-  lifting, the DaskRunner's, hold every one).
+  With `bundle_stats`, FEATURE_STATS outputs are merged per window over
+  the bundle and go out once, when it finishes: one statistics partial
+  per bundle, not one per batch, to pickle, send and merge again. (Not
+  where the runner drops what finish_bundle emits, the DaskRunner:
+  runners.gaps.)
   """
 
   def __init__(self, schema_dict: Dict[str, Any],
-               threads: Optional[int] = 1, statistics: bool = True):
+               threads: Optional[int] = 1, statistics: bool = True,
+               bundle_stats: bool = True):
     self._schema_dict = schema_dict
     self._threads = threads
     self._statistics = statistics
+    self._bundle_stats = bundle_stats
     self._encoder: Any = None  # what _build() makes, in setup()
     self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
     # (the element's outputs to come, its window, its timestamp)
     self._pending: Deque[Tuple[concurrent.futures.Future, BoundedWindow,
                                Timestamp]] = collections.deque()
     self._counters = _Counters()
-    # window -> the bundle's FEATURE_STATS partials not yet merged
-    self._described: Dict[BoundedWindow, List[dict]] = {}
+    # window -> (the timestamp of its last element, the bundle's
+    # FEATURE_STATS partials in it, not yet merged)
+    self._described: Dict[BoundedWindow, Tuple[Timestamp, List[dict]]] = {}
 
   def _build(self, schema: Schema):
     raise NotImplementedError
@@ -190,16 +194,17 @@ class SchemaFn(beam.DoFn):
     self._pending = collections.deque()
     self._described = {}
 
-  def _emit(self, result, window: BoundedWindow):
+  def _emit(self, result, window: BoundedWindow, timestamp: Timestamp):
     outputs, stats, errors = result
     self._counters.rejected_all(errors)
     self._counters.add(stats)
     kept = []
     for out in outputs:
-      if isinstance(out, beam.pvalue.TaggedOutput) and \
-          out.tag == FEATURE_STATS:
-        partials = self._described.setdefault(window, [])
+      if self._bundle_stats and isinstance(
+          out, beam.pvalue.TaggedOutput) and out.tag == FEATURE_STATS:
+        _, partials = self._described.get(window, (timestamp, []))
         partials.append(out.value)
+        self._described[window] = (timestamp, partials)
         if len(partials) >= _MERGED_EVERY:
           partials[:] = [merge_splits(partials)]
       else:
@@ -214,7 +219,7 @@ class SchemaFn(beam.DoFn):
               timestamp=beam.DoFn.TimestampParam):
     for piece in self._elements(element):
       if self._pool is None:
-        yield from self._emit(self._work(piece), window)
+        yield from self._emit(self._work(piece), window, timestamp)
         continue
       self._pending.append((self._pool.submit(self._work, piece), window,
                             timestamp))
@@ -226,15 +231,15 @@ class SchemaFn(beam.DoFn):
   def finish_bundle(self):
     while self._pending:
       yield from self._emit_windowed(*self._pending.popleft())
-    for window, partials in self._described.items():
+    for window, (timestamp, partials) in self._described.items():
       yield beam.pvalue.TaggedOutput(FEATURE_STATS, WindowedValue(
-          merge_splits(partials), window.max_timestamp(), (window,)))
+          merge_splits(partials), timestamp, (window,)))
     self._described = {}
     tally().flush()
 
   def _emit_windowed(self, future, window, timestamp):
     """An earlier element's outputs, in that element's window."""
-    for out in self._emit(future.result(), window):
+    for out in self._emit(future.result(), window, timestamp):
       if isinstance(out, beam.pvalue.TaggedOutput):
         yield beam.pvalue.TaggedOutput(out.tag, WindowedValue(
             out.value, timestamp, (window,)))

@@ -21,7 +21,8 @@ from beam_tfrecords.schema import Schema
 from beam_tfrecords.schema.model import MediaKind
 from beam_tfrecords.sources import SourceBatch
 from beam_tfrecords.sources.fetch import fetch_files
-from beam_tfrecords.runners.gaps import par_do, threads_for
+from beam_tfrecords.runners.gaps import (par_do, separates_outputs,
+                                          threads_for)
 from beam_tfrecords.sinks.shards import kept_records
 from beam_tfrecords.transforms.batch_fn import (ERRORS, FEATURE_STATS,
                                                 KEY_DIGESTS, STAT_FIELDS, STATS,
@@ -60,8 +61,9 @@ class _EncodeBatchFn(SchemaFn):
 
   def __init__(self, schema_dict: Dict[str, Any],
                threads: Optional[int] = 1, statistics: bool = True,
-               records_dir: Optional[str] = None):
-    super().__init__(schema_dict, threads=threads, statistics=statistics)
+               records_dir: Optional[str] = None, bundle_stats: bool = True):
+    super().__init__(schema_dict, threads=threads, statistics=statistics,
+                     bundle_stats=bundle_stats)
     self._records_dir = records_dir
 
   def _build(self, schema):
@@ -214,7 +216,8 @@ class EncodeRows(beam.PTransform):
     threads = 1 if self._schema.transform is not None else None
     return par_do(batches, "EncodeBatch", _EncodeBatchFn(
         self._schema.to_dict(), threads=threads_for(batches.pipeline, threads),
-        statistics=self._statistics, records_dir=self._records_dir),
+        statistics=self._statistics, records_dir=self._records_dir,
+        bundle_stats=separates_outputs(batches.pipeline)),
                   (ERRORS, STATS, FEATURE_STATS) + keys, main="records")
 
 

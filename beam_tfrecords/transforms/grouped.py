@@ -183,7 +183,8 @@ class _EncodeStepsFn(SchemaFn):
                spill_dir: Optional[str] = None,
                threads: Optional[int] = None, statistics: bool = True,
                gather: bool = True):
-    super().__init__(schema_dict, threads=threads, statistics=statistics)
+    super().__init__(schema_dict, threads=threads, statistics=statistics,
+                     bundle_stats=gather)
     self._buckets = buckets
     self._spill_dir = spill_dir
     # False where the runner drops what finish_bundle emits (runners.gaps):
@@ -200,12 +201,12 @@ class _EncodeStepsFn(SchemaFn):
     self._seen: Dict[str, int] = {}
     self._kept: Dict[str, list] = {}
 
-  def _emit(self, result, window):
+  def _emit(self, result, window, timestamp):
     """The outputs of a batch, with its steps gathered; those of a
     gathering they end (a new source file or unit, or FLUSH_BYTES
     reached)."""
     outputs = []
-    for out in super()._emit(result, window):
+    for out in super()._emit(result, window, timestamp):
       if isinstance(out, _Seen):
         self._seen[out.key] = self._seen.get(out.key, 0) + 1
       elif isinstance(out, UnitRead):  # (in order: after its batches)
@@ -489,9 +490,9 @@ class _AssembleFn(SchemaFn):
     return unit_key({"assembly": [split, bucket, self._buckets],
                      "units": sorted({k for u in units for k in u})})
 
-  def _emit(self, result, window):
+  def _emit(self, result, window, timestamp):
     outputs = []
-    for out in super()._emit(result, window):
+    for out in super()._emit(result, window, timestamp):
       if isinstance(out, _Assembled):  # (in order: every pass was kept)
         assert self._units is not None
         UnitStore(self._units).complete(out.key, out.passes, out.about)
