@@ -24,6 +24,7 @@ cost of a 200-row build beside `import apache_beam`.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -135,7 +136,10 @@ BUILD_HEADER = ("build", "CPU s", "wall s", "peak RSS MB", "CPU / the first",
 
 
 def _build_cmd(workdir: str, schema: str, src: str, extra=()) -> List[str]:
+  """A build into an empty folder: the tree before, which writes fewer
+  files, refuses (rightly) to overwrite a newer build's dataset."""
   out = os.path.join(workdir, "native-out")
+  shutil.rmtree(out, ignore_errors=True)
   return [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
           schema, "--input", src, "--output", out, "-q", "--force",
           "--overwrite", *extra]
