@@ -34,8 +34,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 __all__ = ["Histogram", "of_values", "of_ints", "of_value_counts", "merge",
-           "bounds", "buckets", "bars", "quantile_bars", "comparable", "to_json", "from_json",
-           "FINEST", "SPAN", "BARS", "DRIFT_KEYS", "BY_VALUE"]
+           "bounds", "buckets", "bars", "quantile_bars", "comparable",
+           "to_json", "from_json", "FINEST", "SPAN", "BARS", "DRIFT_KEYS", "BY_VALUE"]
 
 FINEST = 40
 SPAN = 1024

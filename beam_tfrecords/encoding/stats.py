@@ -156,11 +156,10 @@ def _native_column_stats(module, feature: Feature,
   if lists.type not in _NATIVE_TYPES.get(feature.type, ()):
     return None
   n = len(lists)
-  buffers = lists.buffers()
-  offsets = np.frombuffer(buffers[1], dtype=np.int64)[
-      lists.offset:lists.offset + n + 1]
+  offsets = _offsets(lists)
   known, length_range = module.length_range(
-      offsets, buffers[0] if lists.null_count else None, lists.offset)
+      offsets, lists.buffers()[0] if lists.null_count else None,
+      lists.offset)
   start, end = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
   values = lists.values.slice(start, end - start)
   if not known or values.null_count:
@@ -182,6 +181,13 @@ def _native_column_stats(module, feature: Feature,
   else:
     _native_top(module, values, out)
   return out
+
+
+def _offsets(array: pa.Array) -> np.ndarray:
+  """A large list, text or bytes array's int64 offsets, n + 1 of them,
+  without a copy (absolute: they index its unsliced values)."""
+  return np.frombuffer(array.buffers()[1], dtype=np.int64)[
+      array.offset:array.offset + len(array) + 1]
 
 
 def _native_int_stats(module, v: np.ndarray, out: dict) -> None:
@@ -209,8 +215,7 @@ def _native_top(module, values: pa.Array, out: dict) -> None:
   and the top values, counted in first-seen order as pc.value_counts
   does (so the cut past TOP_KEPT picks the same values)."""
   buffers = values.buffers()
-  offsets = np.frombuffer(buffers[1], dtype=np.int64)[
-      values.offset:values.offset + len(values) + 1]
+  offsets = _offsets(values)
   out["len_sum"] = int(offsets[-1] - offsets[0])
   found, counts, long = module.value_counts(
       b"" if buffers[2] is None else buffers[2], offsets, TOP_VALUE_BYTES,

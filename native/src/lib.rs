@@ -352,7 +352,7 @@ fn value_counts<'py>(
     offsets: Bound<'py, PyAny>,
     short: usize,
     text: bool,
-) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyByteArray>, u64)> {
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>, u64)> {
     let mut held = Buffers::default();
     let d: &[u8] = detach(held.slice::<u8>(&data, "data")?);
     let o: &[i64] = detach(held.slice::<i64>(&offsets, "offsets")?);
@@ -376,12 +376,7 @@ fn value_counts<'py>(
     } else {
         PyList::new(py, got.values.iter().map(|v| PyBytes::new(py, v)))?
     };
-    let counts = PyByteArray::new_with(py, got.counts.len() * 8, |b| {
-        for (chunk, n) in b.chunks_exact_mut(8).zip(&got.counts) {
-            chunk.copy_from_slice(&n.to_le_bytes());
-        }
-        Ok(())
-    })?;
+    let counts = offsets_bytes(py, &got.counts)?;
     let long = got.long;
     drop(got);
     drop(held);
