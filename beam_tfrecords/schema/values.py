@@ -128,12 +128,29 @@ def _decimal_int64(number: decimal.Decimal, text: str) -> int:
   """An exact decimal as an int64 value (no float rounding)."""
   # adjusted() is the exponent of the leading digit: beyond 19 the value
   # is outside the range, and int() of it could be huge (1e999999999).
+  # A zero or a value under 1 is decided before to_integral_value(),
+  # which refuses exponents past the context's ("0e99999999999").
   if number.is_finite() and number and number.adjusted() > 19:
     raise ValueError(f"{_show(text)} is outside the int64 range "
                      f"[{INT64_MIN}, {INT64_MAX}]")
-  if not number.is_finite() or number != number.to_integral_value():
+  if number.is_zero():
+    return 0
+  if (not number.is_finite() or number.adjusted() < 0
+      or number != number.to_integral_value()):
     raise ValueError(f"{_shown_number(number, text)} {_NOT_WHOLE}")
   return int(number)
+
+
+def _huge_exponent_int64(text: str) -> int:
+  """Float text whose exponent Decimal cannot hold: zero, or too large,
+  or under 1."""
+  mantissa, exponent = re.split("[eE]", text)
+  if not mantissa.strip("+-.0"):
+    return 0
+  if not exponent.startswith("-"):
+    raise ValueError(f"{_show(text)} is outside the int64 range "
+                     f"[{INT64_MIN}, {INT64_MAX}]")
+  raise ValueError(f"{_show(text)} {_NOT_WHOLE}")
 
 
 def _text_int64(value: Any) -> int:
@@ -148,7 +165,11 @@ def _text_int64(value: Any) -> int:
                        f"[{INT64_MIN}, {INT64_MAX}]")
     return int(digits)
   if _FLOAT_RE.match(text) and text.lstrip("+-")[:1] in "0123456789.":
-    return _decimal_int64(decimal.Decimal(text), text)
+    try:
+      number = decimal.Decimal(text)
+    except decimal.InvalidOperation:  # an exponent past 10**18
+      return _huge_exponent_int64(text)
+    return _decimal_int64(number, text)
   raise ValueError(f"could not parse {_show(value)} as int64"
                    f"{_number_hint(text)}")
 

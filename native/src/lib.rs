@@ -18,6 +18,7 @@ mod columns;
 mod decode;
 mod framing;
 mod messages;
+mod numbers;
 mod stats;
 mod varint;
 
@@ -26,7 +27,7 @@ use messages::Group;
 
 /// The contract the Python side checks before it uses this module: bump
 /// it when a function's arguments or output change.
-const CONTRACT: u32 = 4;
+const CONTRACT: u32 = 5;
 
 /// Keeps the Python buffers alive while slices of them are in use.
 #[derive(Default)]
@@ -383,6 +384,91 @@ fn value_counts<'py>(
     Ok((values, counts, long))
 }
 
+/// (values, validity bitmap or None) as parse_numbers returns them.
+type Parsed<'py> = (Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>);
+
+/// Number text as int64 (`float` false) or float32 values: value i is
+/// data[offsets[i]..offsets[i+1]] (`offsets`: int32, or int64 where
+/// `wide`; n + 1 of them), present where `valid` (Arrow's validity
+/// bitmap, read from bit `bit_offset`; None: every value) says. Returns
+/// (the values' bytes, the validity bitmap from bit 0 or None), or None
+/// where a present value is not plain text (numbers::plain_int,
+/// plain_float): the caller's reference path then judges the column.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn parse_numbers<'py>(
+    py: Python<'py>,
+    data: Bound<'py, PyAny>,
+    offsets: Bound<'py, PyAny>,
+    wide: bool,
+    valid: Option<Bound<'py, PyAny>>,
+    bit_offset: usize,
+    float: bool,
+) -> PyResult<Option<Parsed<'py>>> {
+    let mut held = Buffers::default();
+    let d: &[u8] = detach(held.slice::<u8>(&data, "data")?);
+    let v: Option<(&[u8], usize)> = match &valid {
+        None => None,
+        Some(v) => Some((detach(held.slice::<u8>(v, "valid")?), bit_offset)),
+    };
+    let got = if wide {
+        let o: &[i64] = detach(held.slice::<i64>(&offsets, "offsets")?);
+        check_text_offsets(o, d.len(), v)?;
+        parse_into(py, d, o, v, float)?
+    } else {
+        let o: &[i32] = detach(held.slice::<i32>(&offsets, "offsets")?);
+        check_text_offsets(o, d.len(), v)?;
+        parse_into(py, d, o, v, float)?
+    };
+    drop(held);
+    Ok(got)
+}
+
+fn check_text_offsets<O: numbers::Offset>(o: &[O], data: usize, valid: Option<(&[u8], usize)>) -> PyResult<()> {
+    let bad = o.is_empty()
+        || o[0].at() < 0
+        || o.windows(2).any(|p| p[1].at() < p[0].at())
+        || o[o.len() - 1].at() as u64 > data as u64;
+    if bad {
+        return Err(PyValueError::new_err("parse_numbers: offsets missing, out of order or past the data"));
+    }
+    if let Some((b, bit_offset)) = valid {
+        if (bit_offset + o.len() - 1).div_ceil(8) > b.len() {
+            return Err(PyValueError::new_err("parse_numbers: the validity bitmap is too short"));
+        }
+    }
+    Ok(())
+}
+
+/// parse_numbers' work, straight into the bytes objects it returns (one
+/// allocation each, filled with the GIL released).
+fn parse_into<'py, O: numbers::Offset>(
+    py: Python<'py>,
+    d: &[u8],
+    o: &[O],
+    valid: Option<(&[u8], usize)>,
+    float: bool,
+) -> PyResult<Option<Parsed<'py>>> {
+    let n = o.len() - 1;
+    let mut bits = valid.map(|_| vec![0u8; n.div_ceil(8)]);
+    let mut parsed = true;
+    let values = PyBytes::new_with(py, n * if float { 4 } else { 8 }, |out| {
+        parsed = py.detach(|| {
+            let b = bits.as_deref_mut();
+            if float {
+                numbers::parse_column(d, o, valid, b, out, |t| numbers::plain_float(t).map(f32::to_le_bytes))
+            } else {
+                numbers::parse_column(d, o, valid, b, out, |t| numbers::plain_int(t).map(i64::to_le_bytes))
+            }
+        });
+        Ok(())
+    })?;
+    if !parsed {
+        return Ok(None);
+    }
+    Ok(Some((values, bits.map(|b| PyBytes::new(py, &b)))))
+}
+
 #[pymodule]
 fn beam_tfrecords_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CONTRACT", CONTRACT)?;
@@ -396,5 +482,6 @@ fn beam_tfrecords_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(length_range, m)?)?;
     m.add_function(wrap_pyfunction!(int_stats, m)?)?;
     m.add_function(wrap_pyfunction!(value_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_numbers, m)?)?;
     Ok(())
 }

@@ -12,6 +12,11 @@ from beam_tfrecords.encoding import ExampleEncoder
 from beam_tfrecords.encoding import columns as col
 from beam_tfrecords.schema import schema_from_dict
 from beam_tfrecords.schema.model import Feature, FeatureType
+from tests.helpers.native_paths import both_paths
+
+# Every test on the reference and on the native core (which reads plain
+# number text itself: encoding.columns._native_numbers).
+path = both_paths("arrow")
 
 
 def _proto_example(tf, features):

@@ -16,8 +16,10 @@ from tests.helpers.cli_builds import NOT_WHOLE
 
 @pytest.mark.parametrize("text,value", [
     ("1.0", 1), ("2.000", 2), ("-3.0", -3), ("+4.00", 4), ("1e3", 1000),
-    ("9223372036854775807.0", 2**63 - 1), ("-0.0", 0)],
-    ids=["one", "zeros", "negative", "plus", "exponent", "max", "minus_zero"])
+    ("9223372036854775807.0", 2**63 - 1), ("-0.0", 0),
+    ("0e9223372036854775807", 0), ("-0.0e-9223372036854775807", 0)],
+    ids=["one", "zeros", "negative", "plus", "exponent", "max", "minus_zero",
+         "zero_past_decimal", "minus_zero_past_decimal"])
 def test_whole_decimal_text_is_an_int64(text, value):
   from beam_tfrecords.schema.values import _to_int64
   assert _to_int64(text) == value
@@ -29,8 +31,12 @@ def test_whole_decimal_text_is_an_int64(text, value):
      "range"),
     ("1e30", "'1e30' is outside the int64 range"),
     ("nan", "could not parse 'nan' as int64"),
-    ("1,0", "could not parse '1,0' as int64 (a decimal comma?")],
-    ids=["fraction", "too_big", "huge_exponent", "nan", "comma"])
+    ("1,0", "could not parse '1,0' as int64 (a decimal comma?"),
+    # Exponents past what Decimal reads (10**18; Hypothesis found these).
+    ("5e9223372036854775807", "'5e9223372036854775807' is outside the int64"),
+    ("1e-9223372036854775807", "'1e-9223372036854775807' is not a whole")],
+    ids=["fraction", "too_big", "huge_exponent", "nan", "comma",
+         "past_decimal", "tiny_past_decimal"])
 def test_other_number_text_is_refused_for_int64(text, reason):
   from beam_tfrecords.schema.values import _to_int64
   with pytest.raises(ValueError) as e:
