@@ -286,17 +286,6 @@ class RecordDecoder:
             "feature_lists": {f.name: _step_column(f, lists.field(f.name))
                               for f in s.sequence}}
 
-  def iter_decoded(self, records, batch: int = 1024
-                   ) -> Iterator[Dict[str, Any]]:
-    """The records' dicts, decoded `batch` records at a time."""
-    pending: List[bytes] = []
-    for record in records:
-      pending.append(record)
-      if len(pending) >= batch:
-        yield from self.decode(pending)
-        pending = []
-    yield from self.decode(pending)
-
 
 def cut(columns: Dict[str, Any], start: int, stop: int) -> Dict[str, Any]:
   """Records [start, stop) of a batch of columns (`decode_batch`'s), as

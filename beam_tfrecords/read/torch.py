@@ -389,11 +389,13 @@ class Dataset(torch.utils.data.IterableDataset):
     if self._batch:
       yield from self._batches(stream, self._batch)
       return
-    # The decoder reads ahead a batch: the position counts what was
-    # yielded from here, not what the stream gave it.
-    for record in self._decoder.iter_decoded(stream, _GROUP):
-      self._position += 1
-      yield record
+    # Records are read and decoded _GROUP at a time (no Python step per
+    # record before its dict): the position counts what was yielded from
+    # here, not what the stream gave.
+    for records in stream.batches(_GROUP):
+      for record in self._decoder.decode(records):
+        self._position += 1
+        yield record
 
   def _batches(self, stream: RecordStream, size: int
                ) -> Iterator[Dict[str, Any]]:
