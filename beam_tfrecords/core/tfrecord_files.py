@@ -169,6 +169,8 @@ def _malformed(what: str) -> InputError:
 
 def read_varint(buf: bytes, pos: int) -> Tuple[int, int]:
   """(the varint at `pos`, the position after it)."""
+  if pos < len(buf) and buf[pos] < 0x80:  # one byte: most tags and lengths
+    return buf[pos], pos + 1
   result = shift = 0
   while True:
     if pos >= len(buf) or shift > 63:
