@@ -287,8 +287,11 @@ class LocalPortable(LocalServers):
       if path.endswith(".py"):
         shutil.copy(path, self.purelib)
       else:
+        # --upgrade: a workdir used before keeps the workers' Python, and
+        # `--target` leaves a package already there as it was.
         self._run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                   "--no-index", "--target", self.purelib, path])
+                   "--no-index", "--upgrade", "--target", self.purelib,
+                   path])
 
   def worker_imports(self, module: str) -> Optional[str]:
     """Where the workers' Python imports `module` from (None: it cannot)."""
