@@ -260,14 +260,24 @@ def _native_numbers(module, array: pa.Array, ftype: FeatureType
   int64 where every present value is `-?[0-9]+` within int64, float32
   where every one is float text without spaces, nan or inf that float32
   holds; else None, and the rules of the general path judge the column.
-  `array` is text with a data buffer (_AS_TEXT)."""
+  `array` is text with a data buffer (_AS_TEXT). Buffers the core does
+  not take (offsets not aligned to their size, as a buffer read from
+  a file at any byte may be; too few of them) go to the general path
+  too."""
   buffers = array.buffers()
   wide = _AS_TEXT[array.type] == pa.large_string()
+  if buffers[1] is None or buffers[1].address % (8 if wide else 4):
+    return None
   offsets = np.frombuffer(buffers[1], dtype=np.int64 if wide else np.int32)
   offsets = offsets[array.offset:array.offset + len(array) + 1]
+  if len(offsets) != len(array) + 1:
+    return None
   valid = buffers[0] if array.null_count else None
-  got = module.parse_numbers(buffers[2], offsets, wide, valid, array.offset,
-                             ftype is FeatureType.FLOAT)
+  try:
+    got = module.parse_numbers(buffers[2], offsets, wide, valid,
+                               array.offset, ftype is FeatureType.FLOAT)
+  except ValueError:  # (what the core refuses: the general path judges)
+    return None
   if got is None:
     return None
   values, bits = got
@@ -281,7 +291,8 @@ def _plain_floats(array: pa.Array) -> Optional[pa.Array]:
   """Float text as float32 by the native core where it runs and every
   present value is plain (`_native_numbers`); else None."""
   module = native.core()
-  if module is None or array.type not in _AS_TEXT or array.buffers()[2] is None:
+  if module is None or array.type not in _AS_TEXT or (
+      array.buffers()[2] is None):
     return None
   return _native_numbers(module, array, FeatureType.FLOAT)
 

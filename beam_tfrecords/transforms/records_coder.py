@@ -5,9 +5,10 @@ their PCollection's coder. A batch's records travel as an
 `encoding.ragged.Ragged` (megabytes) inside a tuple or a NamedTuple
 (`core.unit_cache.KeepParts`), which FastPrimitivesCoder pickles: a
 sampled element cost a copy of every record, 0.26 CPU-seconds of a
-1M-row build (32 elements, 294 MB pickled). `RecordsCoder` encodes as
-FastPrimitivesCoder does, and estimates a Ragged from its buffers' sizes
-without encoding it.
+1M-row build (32 elements, 294 MB pickled). `RecordsCoder` encodes a
+value as FastPrimitivesCoder does (nested, with a length before it), and
+estimates a Ragged, or a list of records, from their sizes without
+encoding them.
 
     pcoll.element_type = Records    # (runners.gaps.par_do's main output)
 """
@@ -35,13 +36,19 @@ def estimate(value: Any, fast: coder_impl.CoderImpl) -> int:
   if isinstance(value, Ragged):
     # (a pickled Ragged adds about 300 bytes to its buffers)
     return value.buf.nbytes + value.offsets.nbytes + 300
-  if isinstance(value, tuple) and any(isinstance(v, Ragged) for v in value):
+  if isinstance(value, tuple) and any(isinstance(v, (Ragged, list))
+                                      for v in value):
     return 2 + sum(estimate(v, fast) for v in value)
+  if isinstance(value, list) and value and all(
+      type(v) is bytes for v in value):  # records as a list (kept_records)
+    # (pickle: an opcode, the length in 1 or 4 bytes, a memo opcode)
+    return 5 + sum(len(v) + (3 if len(v) < 256 else 6) for v in value)
   return fast.estimate_size(value)
 
 
 class RecordsCoder(coders.Coder):
-  """FastPrimitivesCoder's bytes; `estimate` for the size of a value."""
+  """FastPrimitivesCoder's bytes (a length before them where nested);
+  `estimate` for the size of a value."""
 
   def _create_impl(self):
     fast = coders.FastPrimitivesCoder().get_impl()

@@ -433,7 +433,8 @@ fn check_text_offsets<O: numbers::Offset>(o: &[O], data: usize, valid: Option<(&
         return Err(PyValueError::new_err("parse_numbers: offsets missing, out of order or past the data"));
     }
     if let Some((b, bit_offset)) = valid {
-        if (bit_offset + o.len() - 1).div_ceil(8) > b.len() {
+        let bits = bit_offset.checked_add(o.len() - 1);
+        if bits.is_none_or(|bits| bits.div_ceil(8) > b.len()) {
             return Err(PyValueError::new_err("parse_numbers: the validity bitmap is too short"));
         }
     }

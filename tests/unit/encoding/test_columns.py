@@ -112,6 +112,28 @@ def test_missing_values_keep_their_place_in_slices(monkeypatch):
   _both(INT, whole.slice(2), monkeypatch)
 
 
+@needs_core
+def test_arrays_the_core_does_not_take_go_to_the_rules(monkeypatch):
+  """Offsets not aligned to their size (a buffer read from a file at any
+  byte), an empty array, and a dictionary's text: the same values as the
+  reference, and the unaligned offsets never reach the core."""
+  whole = pa.array([b"12", b"-3", None, b"4.5"], pa.binary())
+  raw = b"\0" + whole.buffers()[1].to_pybytes()
+  unaligned = pa.py_buffer(raw).slice(1)
+  assert unaligned.address % 4
+  shifted = pa.Array.from_buffers(pa.binary(), 3, [
+      whole.buffers()[0], unaligned, whole.buffers()[2]])
+  assert shifted.to_pylist() == [b"12", b"-3", None]
+  assert _fast(INT, shifted, monkeypatch) is None
+  assert _both(INT, shifted, monkeypatch)[2] == [12, -3]
+  _both(FLOAT, whole, monkeypatch)
+  for feature in (INT, FLOAT):
+    assert _both(feature, pa.array([], pa.binary()), monkeypatch)[1] == [0]
+    labels = pa.array(["7", "8", None, "7"]).dictionary_encode()
+    assert _both(feature, labels, monkeypatch)[0] == [True, True, False,
+                                                      True]
+
+
 # Text near the edges of both rules: digits, signs, points, exponents,
 # spaces, and numbers past int64 or float32.
 _PIECES = st.sampled_from([
@@ -125,7 +147,8 @@ _TEXT = st.one_of(st.none(), st.lists(_PIECES, max_size=5).map("".join))
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.lists(_TEXT, min_size=1, max_size=12),
-       kind=st.sampled_from([pa.binary(), pa.large_string()]),
+       kind=st.sampled_from([pa.binary(), pa.string(), pa.large_binary(),
+                             pa.large_string()]),
        start=st.integers(0, 3), float_=st.booleans())
 def test_core_and_reference_agree_on_random_text(text, kind, start, float_,
                                                  monkeypatch):
