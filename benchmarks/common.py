@@ -152,13 +152,15 @@ def examples_input(workdir: str, rows: int):
 
 def comparable(folder: str, rel: str) -> bytes:
   """A file of a dataset without what differs between two builds of the
-  same records by design (design.md, Determinism): _SUCCESS's last word
-  (the run id), croissant.json's build time (dateCreated and the
-  same time elsewhere in it)."""
+  same records by design (design.md, Determinism): _SUCCESS's run id
+  (the last word of its first line; its second line is dataset.json's
+  SHA-256), croissant.json's build time (dateCreated and the same time
+  elsewhere in it)."""
   with open(os.path.join(folder, rel), "rb") as f:
     data = f.read()
   if os.path.basename(rel) == "_SUCCESS":
-    return b" ".join(data.split()[:-1])
+    first, _, rest = data.partition(b"\n")
+    return b" ".join(first.split()[:-1]) + b"\n" + rest
   if os.path.basename(rel) == "croissant.json":
     built = json.loads(data).get("dateCreated", "")
     if built:
