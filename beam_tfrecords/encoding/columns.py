@@ -229,19 +229,23 @@ _AS_TEXT = {pa.binary(): pa.string(), pa.large_binary(): pa.large_string(),
             pa.string(): pa.string(), pa.large_string(): pa.large_string()}
 
 
-def _plain_integers(array: pa.Array) -> Optional[pa.Array]:
-  """Text integers as int64 in one cast, when every value byte is a digit
-  or "-" (most integer columns); None for anything else (spaces, "+4",
-  "4.00", "4-", a number past int64...), which the rules of the general
-  path then judge. The native core, where it runs, reads the column in
-  one pass instead (`_native_numbers`), with the same result."""
+def _plain_numbers(ftype: FeatureType, array: pa.Array
+                   ) -> Optional[pa.Array]:
+  """Plain number text as VALUE_TYPES[ftype]; None for anything else,
+  which the rules of the general path then judge. The native core, where
+  it runs, reads int64 and float text in one pass (`_native_numbers`).
+  Without it, integers whose every value byte is a digit or "-" (most
+  integer columns) are cast at once; spaces, "+4", "4.00", "4-", a
+  number past int64... are not, and floats are not."""
   text_type = _AS_TEXT.get(array.type)
   buffers = array.buffers()
   if text_type is None or buffers[2] is None:
     return None
   module = native.core()
   if module is not None:
-    return _native_numbers(module, array, FeatureType.INT64)
+    return _native_numbers(module, array, ftype)
+  if ftype is not FeatureType.INT64:
+    return None
   wide = np.int64 if text_type == pa.large_string() else np.int32
   offsets = np.frombuffer(buffers[1], dtype=wide)
   first, last = array.offset, array.offset + len(array)
@@ -287,16 +291,6 @@ def _native_numbers(module, array: pa.Array, ftype: FeatureType
       null_count=array.null_count)
 
 
-def _plain_floats(array: pa.Array) -> Optional[pa.Array]:
-  """Float text as float32 by the native core where it runs and every
-  present value is plain (`_native_numbers`); else None."""
-  module = native.core()
-  if module is None or array.type not in _AS_TEXT or (
-      array.buffers()[2] is None):
-    return None
-  return _native_numbers(module, array, FeatureType.FLOAT)
-
-
 def _fast_values(ftype: FeatureType, array: pa.Array) -> pa.Array:
   """Converts flat values (nulls kept) to VALUE_TYPES[ftype], or raises."""
   t = array.type
@@ -307,8 +301,7 @@ def _fast_values(ftype: FeatureType, array: pa.Array) -> pa.Array:
     return pa.nulls(len(array), VALUE_TYPES[ftype])
   if ftype in (FeatureType.INT64, FeatureType.FLOAT):
     if is_text(t):
-      plain = (_plain_integers(array) if ftype is FeatureType.INT64
-               else _plain_floats(array))
+      plain = _plain_numbers(ftype, array)
       if plain is not None:
         return plain
     if is_text(t):

@@ -38,9 +38,7 @@ def _fast(feature, array, monkeypatch):
   """What the fast path of the core makes of `array`: the array, or None
   where the rules of the general path judge it."""
   monkeypatch.setenv(native.ENV, "1")
-  if feature.type is F.INT64:
-    return col._plain_integers(array)  # pylint: disable=protected-access
-  return col._plain_floats(array)  # pylint: disable=protected-access
+  return col._plain_numbers(feature.type, array)  # pylint: disable=protected-access
 
 
 @needs_core
