@@ -130,18 +130,32 @@ def _step_rows(feature: Feature, column: pa.Array) -> List[Any]:
 
 class DecodedBatch:
   """The batch of columns (decode_batch's, text as Text) a run of `Row`s
-  was cut from, with the features its decoder fixes."""
-  __slots__ = ("columns", "fixed", "_ends")
+  was cut from, with the features its decoder fixes; the records' values
+  one list per feature, made when a record is first read (`record`)."""
+  __slots__ = ("columns", "fixed", "_ends", "_features", "_split")
 
-  def __init__(self, columns: Dict[str, Any], fixed: FrozenSet[str]):
+  def __init__(self, columns: Dict[str, Any], fixed: FrozenSet[str],
+               features: Sequence[Feature] = ()):
     self.columns, self.fixed = columns, fixed
     self._ends: Optional[Dict[str, Any]] = None
+    self._features = list(features)
+    self._split: Optional[Tuple[List[str], List[List[Any]]]] = None
 
   def cut(self, start: int, stop: int) -> Dict[str, Any]:
     """Records [start, stop) as decode_batch(text=True) gives them."""
     if self._ends is None:
       self._ends = _ends(self.columns)
     return _cut(self.columns, self._ends, start, stop)
+
+  def record(self, at: int) -> Iterator[Tuple[str, Any]]:
+    """Record `at`'s (feature, value) pairs, as `_rows` gives them (the
+    batch's values split per record at its first record read)."""
+    if self._split is None:
+      self._split = ([f.name for f in self._features],
+                     [_split(f, self.columns[f.name])
+                      for f in self._features])
+    names, split = self._split
+    return zip(names, [values[at] for values in split])
 
 
 class Row(dict):
@@ -151,7 +165,11 @@ class Row(dict):
   columns again (read.torch.collate) instead of stacked value by value.
   Any change through dict's methods drops the tag; a copy or a pickle is
   a plain dict. (A row kept keeps its batch's columns: 8,192 records'
-  from Dataset, one's from IndexedDataset's single reads.)"""
+  from Dataset, one's from IndexedDataset's single reads.)
+
+  A Row from the native core's columns starts empty (`_Pending`): its
+  values are put in the first time it is read or changed through any of
+  dict's methods, so that rows only collated never make them."""
   __slots__ = ("batch", "at")
   batch: Optional[DecodedBatch]
   at: int
@@ -197,18 +215,65 @@ class Row(dict):
     return super().setdefault(key, default)
 
 
+class _NotRead:
+  """What a `_Pending` row holds for each feature until it is read."""
+  __slots__ = ()
+
+  def __repr__(self) -> str:
+    return ("<a value not made yet: read the record through its dict "
+            "methods (dict(record) gives a dict of its values)>")
+
+
+_NOT_READ = _NotRead()
+
+
+class _Pending(Row):
+  """A Row whose values are not in it yet: every dict method (reading or
+  changing, dict(row), {**row}, pickle, copy, json and == included) puts
+  them in first, from the row's batch, and makes it a Row. Until then it
+  holds its keys, each with `_NOT_READ`: C code that reads a dict's
+  storage without its methods (dict.copy(row) called unbound, orjson)
+  gets that object, not a value, nor an empty dict (C json's test for
+  {})."""
+  __slots__ = ()
+
+  def _filled(self) -> Row:
+    dict.update(self, self.batch.record(self.at))  # type: ignore[union-attr]
+    self.__class__ = Row  # type: ignore[assignment]
+    return self
+
+
+def _filling(name: str):
+  def method(self, *args, **kwargs):
+    if args and type(args[0]) is _Pending:  # r == s: dict's == reads s's
+      args[0]._filled()                     # storage
+    return getattr(self._filled(), name)(*args, **kwargs)
+  method.__name__ = name
+  return method
+
+
+for _name in ("__getitem__", "__contains__", "__iter__", "__len__",
+              "__repr__", "__eq__", "__ne__", "__reversed__", "__or__",
+              "__ror__", "__sizeof__", "__reduce__", "get", "keys",
+              "values", "items", "copy", "__copy__", "__setitem__",
+              "__delitem__", "__ior__", "update", "pop", "popitem", "clear",
+              "setdefault"):
+  setattr(_Pending, _name, _filling(_name))
+_ROWS = (Row, _Pending)
+
+
 def run_of(records: Sequence[Any], fixed: FrozenSet[str]
            ) -> Optional[Tuple[DecodedBatch, int]]:
   """(their batch, the first's place) when `records` are unchanged
   `Row`s, consecutive in one batch decoded with these fixed features;
   else None."""
-  first = records[0] if records else None
-  if type(first) is not Row or first.batch is None or \
-      first.batch.fixed != fixed:
+  if not records or type(records[0]) not in _ROWS:
     return None
-  batch, start = first.batch, first.at
+  batch, start = records[0].batch, records[0].at
+  if batch is None or batch.fixed != fixed:
+    return None
   for i, r in enumerate(records):
-    if type(r) is not Row or r.batch is not batch or r.at != start + i:
+    if type(r) not in _ROWS or r.batch is not batch or r.at != start + i:
       return None
   return batch, start
 
@@ -228,6 +293,8 @@ class RecordDecoder:
     self._decoder = tfx_decoder(to_tfmd(schema).SerializeToString(),
                                 schema.is_sequence)
     self._sequence_column = SEQUENCE_FEATURE
+    self._not_read = dict.fromkeys([f.name for f in schema.features],
+                                   _NOT_READ)
 
   def __reduce__(self):
     return (RecordDecoder, (self._schema,))
@@ -241,11 +308,10 @@ class RecordDecoder:
     s = self._schema
     if not s.is_sequence:
       fast = decode_columns(records, s, native_only=True)
-      if fast is not None:
-        split = [_split(f, fast[f.name]) for f in s.features]
-        names = [f.name for f in s.features]
-        rows = [Row(zip(names, row)) for row in zip(*split)]
-        decoded = DecodedBatch(fast, self.fixed)
+      if fast is not None:  # rows whose values are made when read
+        decoded = DecodedBatch(fast, self.fixed, s.features)
+        keys = self._not_read
+        rows = [_Pending(keys) for _ in records]
         for i, row in enumerate(rows):
           row.batch, row.at = decoded, i
         return rows  # type: ignore[return-value]

@@ -231,7 +231,7 @@ def test_collate_cuts_unchanged_records_from_their_columns(bundled):
   path = str(bundled / "movie_ratings")
   ds = Dataset(path)
   records = list(ds)
-  assert all(type(r) is Row for r in records)
+  assert all(isinstance(r, Row) for r in records)
   assert run_of(records[2:7], ds._decoder.fixed)[1] == 2  # cut, from 2
   for a, b in ((0, 4), (3, 9), (0, len(records)), (len(records) - 1,
                                                     len(records))):
