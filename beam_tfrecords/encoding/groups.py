@@ -53,6 +53,9 @@ __all__ = ["GroupAssembler", "GroupedRecords"]
 # its bytes (b"" where missing): a missing value sorts first, as in
 # SequenceAssembler, without relying on Arrow's null placement.
 _PATH, _ROW_SORT, _HAS, _VALUE = "path", "row_sort", "has", "value"
+# An integer column whose values span less than this is ranked by value
+# less its least (no sort); a wider one by np.unique.
+_DIRECT = 1 << 24
 
 
 class _Pieces(NamedTuple):
@@ -92,8 +95,9 @@ def _lengths(column: pa.Array) -> np.ndarray:
 def _same_as_previous(t: pa.Table, names: Sequence[str]) -> np.ndarray:
   """Per row: whether it equals the row before in every column of
   `names` (two nulls equal, as a sort ties them); the first row: no."""
-  same = np.ones(t.num_rows - 1, dtype=bool) if t.num_rows else \
-      np.zeros(0, dtype=bool)
+  if not t.num_rows:
+    return np.zeros(0, dtype=bool)
+  same = np.ones(t.num_rows - 1, dtype=bool)
   for name in names:
     column = t.column(name).combine_chunks()
     a, b = column.slice(1), column.slice(0, t.num_rows - 1)
@@ -102,6 +106,81 @@ def _same_as_previous(t: pa.Table, names: Sequence[str]) -> np.ndarray:
       equal = pc.or_(equal, pc.and_(pc.is_null(a), pc.is_null(b)))
     same &= equal.to_numpy(zero_copy_only=False)
   return np.concatenate([[False], same])
+
+
+def _ranks(column: pa.Array, descending: bool
+           ) -> Optional[Tuple[np.ndarray, int]]:
+  """(per row, a whole number from 0 that orders the rows as Arrow's
+  sort does, equal where Arrow's ties; how many numbers there are), or
+  None for a column with nulls or NaN, or of another type than integer,
+  float and (large) binary or string: Arrow sorts those itself."""
+  kind = column.type
+  if column.null_count:
+    return None
+  if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+    values = column.to_numpy(zero_copy_only=False)
+    if pa.types.is_floating(kind) and np.isnan(values).any():
+      return None
+    low, high = (values.min(), values.max()) if len(values) else (0, 0)
+    if pa.types.is_integer(kind) and int(high) - int(low) < _DIRECT:
+      ranks, count = values - low, int(high) - int(low) + 1
+    else:  # (-0.0 and 0.0 are one value, as Arrow ties them)
+      unique, ranks = np.unique(values, return_inverse=True)
+      count = len(unique)
+  elif (pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or
+        pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+    encoded = pc.dictionary_encode(column)
+    rank_of = np.empty(len(encoded.dictionary), dtype=np.int64)
+    rank_of[pc.array_sort_indices(encoded.dictionary).to_numpy()] = \
+        np.arange(len(encoded.dictionary))
+    ranks, count = rank_of[encoded.indices.to_numpy()], len(rank_of)
+  else:
+    return None
+  ranks = ranks.astype(np.int64, copy=False)
+  return (count - 1 - ranks if descending else ranks), max(count, 1)
+
+
+def _packed(ranks: Sequence[Tuple[np.ndarray, int]]) -> List[np.ndarray]:
+  """Rank columns (most significant first) -> as few int64 words, most
+  significant first, that compare as the columns do in turn."""
+  words: List[np.ndarray] = []
+  word, size = None, 1
+  for values, count in ranks:
+    if word is not None and size * count < 2**62:
+      word, size = word * count + values, size * count
+    else:
+      if word is not None:
+        words.append(word)
+      word, size = values, count
+  if word is not None:
+    words.append(word)
+  return words
+
+
+def _first_order(t: pa.Table, leading: Sequence[Tuple[str, str]]
+                 ) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+  """pc.sort_indices(t, leading + path + row, ascending)'s order, by
+  numpy over whole numbers that order as the columns do (one stable sort
+  where they pack into one word), and per sorted row whether it ties
+  with the row before on `leading`; None where a column is not ranked
+  (`_ranks`): then Arrow sorts."""
+  ranked = []
+  for name, direction in list(leading) + [(_PATH, "ascending"),
+                                          (_ROW_SORT, "ascending")]:
+    got = _ranks(_column(t, name), direction == "descending")
+    if got is None:
+      return None
+    ranked.append(got)
+  words = _packed(ranked)
+  order = (np.argsort(words[0], kind="stable") if len(words) == 1 else
+           np.lexsort(words[::-1]))
+  tie = np.zeros(len(order), dtype=bool)
+  if len(order) > 1:
+    tie[1:] = True
+    for word in _packed(ranked[:len(leading)]):
+      sorted_word = word[order]
+      tie[1:] &= sorted_word[1:] == sorted_word[:-1]
+  return order, tie
 
 
 class GroupAssembler:
@@ -257,7 +336,9 @@ class GroupAssembler:
       ).append_column(_ROW_SORT, pc.fill_null(rows, -1)))
     if not tables:
       return pa.table({})
-    t = self._in_order(pa.concat_tables(tables).combine_chunks())
+    # (taken from the parcels' chunks: one copy, not a concatenation
+    # and then a take)
+    t = self._in_order(pa.concat_tables(tables))
     return t.replace_schema_metadata({"paths": json.dumps(paths)})
 
   def _keys(self, t: pa.Table) -> pa.Table:
@@ -273,22 +354,25 @@ class GroupAssembler:
 
   def _in_order(self, t: pa.Table) -> pa.Table:
     """t's rows in the order of pc.sort_indices(self._keys(t),
-    self._sort_keys), found the cheap way where it can be: sorted first by the group keys
-    and order_by (then path and row), only runs of steps equal in those
-    need the steps' values and the context to order them, and a run
-    whose steps are equal in those too is in order already (the same
-    rows repeated). So only runs of steps that tie on order_by and
-    differ in content are sorted again by every key: the same order,
-    since the full sort keeps runs whole and in their order (their
-    columns lead its keys)."""
+    self._sort_keys), found the cheap way where it can be: sorted first
+    by the group keys and order_by (then path and row), only runs of
+    steps equal in those need the steps' values and the context to order
+    them, and a run whose steps are equal in those too is in order
+    already (the same rows repeated). So only runs of steps that tie on
+    order_by and differ in content are sorted again by every key: the
+    same order, since the full sort keeps runs whole and in their order
+    (their columns lead its keys)."""
     leading = [k for k in self._sort_keys
                if k[0].startswith((KEY, ORDER))]
-    t = t.take(pc.sort_indices(t, sort_keys=leading + [
-        (_PATH, "ascending"), (_ROW_SORT, "ascending")])).combine_chunks()
-    if t.num_rows < 2:
-      return t
-    tie = _same_as_previous(t, [name for name, _ in leading])
-    if not tie.any():
+    found = _first_order(t, leading)
+    if found is None:
+      t = t.take(pc.sort_indices(t, sort_keys=leading + [
+          (_PATH, "ascending"), (_ROW_SORT, "ascending")])).combine_chunks()
+      tie = _same_as_previous(t, [name for name, _ in leading])
+    else:
+      order, tie = found
+      t = t.take(pa.array(order)).combine_chunks()
+    if t.num_rows < 2 or not tie.any():
       return t
     # (the context's has and value keys tie where its values do)
     content = [f"{STEP}{i}" for i in range(len(self._schema.sequence))] + [
@@ -320,12 +404,14 @@ class GroupAssembler:
             else sizes > s.max_length)
     if s.overflow is Overflow.REJECT:
       special |= over
-    for j in self._constant:
-      values = _column(t, f"{CONTEXT}{j}")
-      firsts = values.take(pa.array(np.repeat(starts, sizes)))
-      same = pc.fill_null(pc.equal(values, firsts), False)
-      both_missing = pc.and_(pc.is_null(values), pc.is_null(firsts))
-      differ = ~pc.or_(same, both_missing).to_numpy(zero_copy_only=False)
+    if self._constant and len(t) > 1:
+      # A group holds a value other than its first step's where two of its
+      # steps in a row differ ("equal, or both missing" is transitive).
+      inside = np.ones(len(t), dtype=bool)
+      inside[starts] = False
+      inside = inside[1:]
+      same = _same_as_previous(t, [f"{CONTEXT}{j}" for j in self._constant])
+      differ = np.concatenate([[False], ~same[1:] & inside])
       special |= np.add.reduceat(differ.astype(np.int64), starts) > 0
     return special
 
