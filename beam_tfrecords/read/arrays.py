@@ -1,6 +1,8 @@
-"""Serialized records -> numpy arrays, without TensorFlow: tfx-bsl's
-decoder (C++) turns a batch of records into Arrow columns, cut here into
-one dict per record (or one per batch).
+"""Serialized records -> numpy arrays, without TensorFlow: the native
+core (read.wire_columns) turns a batch of records into columns, cut here
+into one dict per record (or one per batch); Examples outside its layout
+go to tfx-bsl's decoder (C++), SequenceExamples to the pure-Python
+reader (read.sequence_columns).
 
 `decode_batch` gives a whole batch as columns instead: an array [batch,
 *shape] for a fixed feature, {"values", "lengths"} (values per record)
@@ -23,6 +25,7 @@ from typing import (Any, Dict, FrozenSet, Iterator, List, Optional, Sequence,
 import numpy as np
 import pyarrow as pa
 
+from beam_tfrecords.read.sequence_columns import sequence_columns
 from beam_tfrecords.read.wire_columns import Text, decode_columns, objects
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
@@ -32,13 +35,12 @@ __all__ = ["RecordDecoder", "Row", "DecodedBatch", "run_of", "cut", "cuts",
 
 def tfx_decoder(tfmd_schema: bytes, sequence: bool):
   """tfx-bsl's serialized records -> Arrow RecordBatch decoder (C++) for a
-  serialized TFMD schema (schema.tfmd), Examples or SequenceExamples."""
+  serialized TFMD schema (schema.tfmd), Examples or SequenceExamples (its
+  int64 feature lists made whole: read.sequence_batches)."""
   # pylint: disable=import-outside-toplevel
   if sequence:
-    from tfx_bsl.coders import sequence_example_coder
-    from beam_tfrecords.schema.tfmd import SEQUENCE_FEATURE
-    return sequence_example_coder.SequenceExamplesToRecordBatchDecoder(
-        SEQUENCE_FEATURE, tfmd_schema)
+    from beam_tfrecords.read.sequence_batches import SequenceBatchDecoder
+    return SequenceBatchDecoder(tfmd_schema)
   from tfx_bsl.coders import example_coder
   return example_coder.ExamplesToRecordBatchDecoder(tfmd_schema)
 
@@ -51,22 +53,6 @@ def _column(feature: Feature, column: pa.Array) -> Any:
   if _fixed(feature):
     return values.reshape((len(column),) + tuple(feature.shape))
   return {"values": values, "lengths": np.diff(offsets)}
-
-
-def _step_column(feature: Feature, column: pa.Array) -> Dict[str, Any]:
-  """A batch's feature list: {"values": [all steps, *shape], "lengths":
-  steps per record} for a fixed step shape every step has; else
-  {"values": flat, "lengths": values per step, "steps": steps per
-  record}."""
-  outer = column.offsets.to_numpy()
-  steps = column.values.slice(outer[0], outer[-1] - outer[0])
-  inner = steps.offsets.to_numpy()
-  values = _batch_values(feature, steps.values)[inner[0]:inner[-1]]
-  lengths = np.diff(inner)
-  if _fixed(feature) and np.all(lengths == (feature.num_values or 1)):
-    return {"values": values.reshape((len(lengths),) + tuple(feature.shape)),
-            "lengths": np.diff(outer)}
-  return {"values": values, "lengths": lengths, "steps": np.diff(outer)}
 
 
 def _batch_values(feature: Feature, values: pa.Array) -> Any:
@@ -108,23 +94,30 @@ def _split(feature: Feature, column: Any) -> List[Any]:
   return [values[a:b] for a, b in zip([0] + ends[:-1], ends)]
 
 
-def _step_rows(feature: Feature, column: pa.Array) -> List[Any]:
-  """One list of steps per record of a feature list column
-  (list<list<value>>)."""
-  outer = column.offsets.to_numpy()
-  steps = column.values
-  inner = steps.offsets.to_numpy()
-  values = _values(feature, steps.values)
-  out: List[Any] = []
+def _step_split(feature: Feature, column: Dict[str, Any]) -> List[Any]:
+  """One value per record of a `decode_batch` feature list column: an
+  array [steps, *shape] where each of the record's steps holds the fixed
+  shape (no steps: an empty array of that shape and dtype), else a list
+  of one array per step."""
+  values = objects(column["values"])
+  if "steps" not in column:  # every step of the batch holds the shape
+    ends = np.cumsum(column["lengths"]).tolist()
+    return [values[a:b] for a, b in zip([0] + ends[:-1], ends)]
+  lengths = column["lengths"]
+  step_ends = np.concatenate([[0], np.cumsum(column["steps"])])
+  value_ends = np.concatenate([[0], np.cumsum(lengths)])
+  per = feature.num_values or 1
   fixed = _fixed(feature)
-  for i in range(len(column)):
-    bounds = inner[outer[i]:outer[i + 1] + 1]
-    if fixed and np.all(np.diff(bounds) == (feature.num_values or 1)):
-      # [steps, *shape]; no steps: an empty array of that shape and dtype.
+  out: List[Any] = []
+  for i in range(len(column["steps"])):
+    first, last = int(step_ends[i]), int(step_ends[i + 1])
+    bounds = value_ends[first:last + 1]
+    if fixed and np.all(lengths[first:last] == per):
       out.append(values[bounds[0]:bounds[-1]].reshape(
-          (len(bounds) - 1,) + tuple(feature.shape)))
+          (last - first,) + tuple(feature.shape)))
     else:
-      out.append([values[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
+      out.append([values[a:b] for a, b in zip(bounds[:-1].tolist(),
+                                                bounds[1:].tolist())])
   return out
 
 
@@ -283,16 +276,18 @@ class RecordDecoder:
 
   def __init__(self, schema: Schema):
     # pylint: disable=import-outside-toplevel
-    from beam_tfrecords.schema.tfmd import SEQUENCE_FEATURE, to_tfmd
+    from beam_tfrecords.schema.tfmd import to_tfmd
     self._schema = schema
     # The features a batch stacks into one array (paths as the dicts
     # nest them: "context/x" in a sequence); the others vary.
     self.fixed = frozenset(
         f.name for f in schema.features if _fixed(f)) | frozenset(
             f"context/{f.name}" for f in schema.context if _fixed(f))
-    self._decoder = tfx_decoder(to_tfmd(schema).SerializeToString(),
-                                schema.is_sequence)
-    self._sequence_column = SEQUENCE_FEATURE
+    # Examples outside the native core's layout: tfx-bsl's decoder.
+    # SequenceExamples: the core's, else read.sequence_columns (tfx-bsl's
+    # sequence decoder keeps the low 32 bits of int64 feature lists).
+    self._decoder: Any = None if schema.is_sequence else tfx_decoder(
+        to_tfmd(schema).SerializeToString(), False)
     self._not_read = dict.fromkeys([f.name for f in schema.features],
                                    _NOT_READ)
 
@@ -311,46 +306,44 @@ class RecordDecoder:
       if fast is not None:  # rows whose values are made when read
         decoded = DecodedBatch(fast, self.fixed, s.features)
         keys = self._not_read
-        rows = [_Pending(keys) for _ in records]
-        for i, row in enumerate(rows):
+        pending = [_Pending(keys) for _ in records]
+        for i, row in enumerate(pending):
           row.batch, row.at = decoded, i
-        return rows  # type: ignore[return-value]
+        return pending  # type: ignore[return-value]
       batch = self._decoder.DecodeBatch(list(records))
-      columns = {f.name: _rows(f, batch.column(f.name))
-                 for f in s.features}
-      names = list(columns)
-      return [dict(zip(names, row)) for row in zip(*columns.values())]
-    batch = self._decoder.DecodeBatch(list(records))
-    context = {f.name: _rows(f, batch.column(f.name)) for f in s.context}
-    lists = batch.column(self._sequence_column)
-    steps = {f.name: _step_rows(f, lists.field(f.name)) for f in s.sequence}
+      per = {f.name: _rows(f, batch.column(f.name)) for f in s.features}
+      names = list(per)
+      return [dict(zip(names, row)) for row in zip(*per.values())]
+    lists = self.decode_batch(records, text=True)
+    context = {f.name: _split(f, lists["context"][f.name])
+               for f in s.context}
+    steps = {f.name: _step_split(f, lists["feature_lists"][f.name])
+             for f in s.sequence}
     return [{"context": {k: v[i] for k, v in context.items()},
              "feature_lists": {k: v[i] for k, v in steps.items()}}
             for i in range(len(records))]
 
   def decode_batch(self, records: Sequence[bytes], text: bool = False
                    ) -> Dict[str, Any]:
-    """The records as one batch of columns (`_column`, `_step_column`):
-    no per-record work. Examples in the usual layout are read by
-    beam_tfrecords.read.wire_columns (the native core, or numpy over the
-    whole batch), the others by tfx-bsl. `text`: text and bytes columns
-    as columns.Text (Arrow's, not yet Python objects); else as object
+    """The records as one batch of columns (`_column`; sequences:
+    read.sequence_columns'): no per-record work. Records in the usual
+    layout are read by beam_tfrecords.read.wire_columns (the native core;
+    Examples by numpy over the whole batch where it is not installed),
+    other Examples by tfx-bsl, other SequenceExamples by
+    read.sequence_columns. `text`: text and bytes columns as
+    wire_columns.Text (Arrow's, not yet Python objects); else as object
     arrays."""
     columns = decode_columns(records, self._schema)
     if columns is None:
-      columns = self._tfx_columns(records)
+      columns = (sequence_columns(records, self._schema)
+                 if self._schema.is_sequence else self._tfx_columns(records))
     return columns if text else objects(columns)
 
   def _tfx_columns(self, records: Sequence[bytes]) -> Dict[str, Any]:
+    """Examples by tfx-bsl's decoder (C++)."""
     batch = self._decoder.DecodeBatch(list(records))
-    s = self._schema
-    if not s.is_sequence:
-      return {f.name: _column(f, batch.column(f.name)) for f in s.features}
-    lists = batch.column(self._sequence_column)
-    return {"context": {f.name: _column(f, batch.column(f.name))
-                        for f in s.context},
-            "feature_lists": {f.name: _step_column(f, lists.field(f.name))
-                              for f in s.sequence}}
+    return {f.name: _column(f, batch.column(f.name))
+            for f in self._schema.features}
 
 
 def cut(columns: Dict[str, Any], start: int, stop: int) -> Dict[str, Any]:

@@ -25,7 +25,9 @@ from beam_tfrecords.core.shard_reader import (Expected, check_whole,
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example)
 from beam_tfrecords.read.stream import SHUFFLE_BUFFER, RecordStream
-from beam_tfrecords.read.wire_columns import Flat, native_decode, objects
+from beam_tfrecords.read.wire_columns import (Flat, Steps, native_decode,
+                                              native_decode_sequences,
+                                              objects)
 from beam_tfrecords.read.window import Datasets, finished
 from beam_tfrecords.schema import (Feature, FeatureType, Schema, SequenceSpec,
                                    schema_from_dict)
@@ -473,11 +475,14 @@ def iter_records(path: Datasets, split: str = "train", *,
 
 def plain_records(records: List[bytes], schema: Schema,
                   errors: str = "strict") -> List[Dict[str, Any]]:
-  """Serialized records as iter_records gives them: Examples from the
-  native core's columns where it is installed and they are in its
-  layout, else (and SequenceExamples) a record at a time. `errors`: how
+  """Serialized records as iter_records gives them: from the native
+  core's columns where it is installed and they are in its layout, else
+  a record at a time. `errors`: how
   text that is not UTF-8 is decoded (bytes.decode's; "strict" raises)."""
   if schema.is_sequence:
+    found = native_decode_sequences(records, schema)
+    if found is not None:
+      return _plain_sequence_rows(schema, *found, len(records))
     out = []
     for record in records:
       context, lists = decode_sequence_example(record)
@@ -542,6 +547,30 @@ def _plain_rows(features, flat: Dict[str, Flat], n: int
           [0] + ends[:-1], ends, present.tolist())])
   names = [f.name for f in features]
   return [dict(zip(names, row)) for row in zip(*columns)]
+
+
+def _plain_sequence_rows(schema: Schema, context: Dict[str, Flat],
+                         lists: Dict[str, Steps], n: int
+                         ) -> List[Dict[str, Any]]:
+  """`plain_records` of SequenceExamples, from the native core's columns:
+  what `_to_python` and `_steps_to_python` give, a column at a time."""
+  contexts = (_plain_rows(schema.context, context, n) if schema.context
+              else [{} for _ in range(n)])
+  columns = []
+  for f in schema.sequence:
+    values, lengths, steps, present = lists[f.name]
+    every = objects(values).tolist()
+    value_ends = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+    bounds = list(zip(value_ends[:-1], value_ends[1:]))
+    per_step = ([every[a] if a < b else None for a, b in bounds]
+                if f.is_scalar else [every[a:b] for a, b in bounds])
+    step_ends = np.concatenate([[0], np.cumsum(steps)]).tolist()
+    columns.append([per_step[a:b] if p else None for a, b, p in zip(
+        step_ends[:-1], step_ends[1:], present.tolist())])
+  names = [f.name for f in schema.sequence]
+  rows = zip(*columns) if columns else [()] * n
+  return [{"context": c, "feature_lists": dict(zip(names, row))}
+          for c, row in zip(contexts, rows)]
 
 
 def iter_transformed(path: str, shard: ShardInfo

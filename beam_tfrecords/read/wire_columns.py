@@ -37,7 +37,8 @@ import pyarrow as pa
 from beam_tfrecords.core import native
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
-__all__ = ["Flat", "Text", "decode_columns", "native_decode", "objects"]
+__all__ = ["Flat", "Steps", "Text", "decode_columns", "native_decode",
+           "native_decode_sequences", "objects"]
 
 # Feature's oneof: bytes_list = 1, float_list = 2, int64_list = 3 (wire
 # type 2: length-delimited).
@@ -94,11 +95,16 @@ def decode_columns(records: Sequence[bytes], schema: Schema,
   use tfx-bsl's decoder). `native_only`: None where the native core is
   not installed (the numpy walk pays off over thousands of records, not
   for one)."""
-  if schema.is_sequence or not records:
+  if not records:
     return None
+  if schema.is_sequence:  # (the native core only; else tfx-bsl's)
+    found = native_decode_sequences(records, schema)
+    return None if found is None else _shaped_sequences(*found, schema,
+                                                        len(records))
   if native.core() is not None:
     flat = native_decode(records, schema)
-    return None if flat is None else _shaped(flat, schema, len(records))
+    return None if flat is None else _shaped(flat, schema.features,
+                                             len(records))
   if native_only:
     return None
   try:
@@ -114,6 +120,14 @@ class Flat(NamedTuple):
   present: np.ndarray  # bool: whether each record holds the feature
 
 
+class Steps(NamedTuple):
+  """A feature list's steps in a batch, as the native core reads them."""
+  values: Any  # every step's values back to back: an array, or Text
+  lengths: np.ndarray  # int64: values per step
+  steps: np.ndarray  # int64: steps per record
+  present: np.ndarray  # bool: whether each record holds the feature list
+
+
 def native_decode(records: Sequence[bytes], schema: Schema
                   ) -> Optional[Dict[str, Flat]]:
   """Examples by the native core: {feature: Flat}, or None where the
@@ -122,34 +136,81 @@ def native_decode(records: Sequence[bytes], schema: Schema
   module = native.core()
   if module is None or schema.is_sequence or not records:
     return None
-  names, kinds = _native_schema(schema)
-  try:
-    got = module.decode_examples(records, names, kinds)
-  except TypeError:  # records not all bytes (memoryviews...)
-    got = module.decode_examples([bytes(r) for r in records], names, kinds)
+  names, kinds = _native_schema(schema.features)
+  got = _bytes_call(module.decode_examples, records, names, kinds)
+  return None if isinstance(got, str) else _flats(schema.features, got)
+
+
+def native_decode_sequences(records: Sequence[bytes], schema: Schema
+                            ) -> Optional[Tuple[Dict[str, Flat],
+                                                Dict[str, Steps]]]:
+  """SequenceExamples by the native core (decode.rs): ({context feature:
+  Flat}, {feature list: Steps}), or None where the core is not installed
+  or the records are not in the layout it reads (the context, then the
+  feature lists, each step one Feature of the schema's kind: then use
+  tfx-bsl's decoder, the reference)."""
+  module = native.core()
+  if module is None or not schema.is_sequence or not records:
+    return None
+  got = _bytes_call(module.decode_sequence_examples, records,
+                    *_native_schema(schema.context),
+                    *_native_schema(schema.sequence))
   if isinstance(got, str):
     return None
+  context = _flats(schema.context, got[0])
+  if context is None:
+    return None
+  lists = {}
+  for f, (steps, lengths, data, offsets, present) in zip(schema.sequence,
+                                                         got[1]):
+    values = _native_values(f, data, offsets)
+    if values is None:
+      return None
+    lists[f.name] = Steps(values, _int64s(lengths), _int64s(steps),
+                          np.frombuffer(present, np.bool_))
+  return context, lists
+
+
+def _bytes_call(function, records: Sequence[bytes], *args):
+  try:
+    return function(records, *args)
+  except TypeError:  # records not all bytes (memoryviews...)
+    return function([bytes(r) for r in records], *args)
+
+
+def _int64s(data) -> np.ndarray:
+  return np.frombuffer(data, "<i8").astype(np.int64, copy=False)
+
+
+def _flats(features: Sequence[Feature], got) -> Optional[Dict[str, Flat]]:
+  """The core's columns as {feature: Flat}; None where text is not
+  UTF-8 (tfx-bsl's decoder then says so)."""
   out = {}
-  for f, (lengths, data, offsets, present) in zip(schema.features, got):
-    values: Any
-    if f.type is FeatureType.INT64:
-      values = np.frombuffer(data, "<i8").astype(np.int64, copy=False)
-    elif f.type is FeatureType.FLOAT:
-      values = np.frombuffer(data, "<f4").astype(np.float32, copy=False)
-    else:
-      array = pa.LargeBinaryArray.from_buffers(
-          pa.large_binary(), len(offsets) // 8 - 1,
-          [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-      if f.type is FeatureType.STRING:  # utf-8 checked and cut in C++
-        try:
-          array = array.cast(pa.large_string())
-        except pa.ArrowInvalid:
-          return None
-      values = Text(array, (len(array),))
-    out[f.name] = Flat(
-        values, np.frombuffer(lengths, "<i8").astype(np.int64, copy=False),
-        np.frombuffer(present, np.bool_))
+  for f, (lengths, data, offsets, present) in zip(features, got):
+    values = _native_values(f, data, offsets)
+    if values is None:
+      return None
+    out[f.name] = Flat(values, _int64s(lengths),
+                       np.frombuffer(present, np.bool_))
   return out
+
+
+def _native_values(f: Feature, data, offsets) -> Any:
+  """A column's values from the core: int64 / float32 arrays, or Text;
+  None for text that is not UTF-8."""
+  if f.type is FeatureType.INT64:
+    return _int64s(data)
+  if f.type is FeatureType.FLOAT:
+    return np.frombuffer(data, "<f4").astype(np.float32, copy=False)
+  array = pa.LargeBinaryArray.from_buffers(
+      pa.large_binary(), len(offsets) // 8 - 1,
+      [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+  if f.type is FeatureType.STRING:  # utf-8 checked and cut in C++
+    try:
+      array = array.cast(pa.large_string())
+    except pa.ArrowInvalid:
+      return None
+  return Text(array, (len(array),))
 
 
 # The core's codes of feature types (decode.rs, Kind::from_code).
@@ -157,17 +218,41 @@ _NATIVE_KIND = {FeatureType.INT64: 0, FeatureType.FLOAT: 1,
                 FeatureType.BYTES: 2, FeatureType.STRING: 2}
 
 
-def _native_schema(schema: Schema) -> Tuple[List[bytes], bytes]:
-  return ([f.name.encode("utf-8") for f in schema.features],
-          bytes(_NATIVE_KIND[f.type] for f in schema.features))
+def _native_schema(features: Sequence[Feature]) -> Tuple[List[bytes], bytes]:
+  return ([f.name.encode("utf-8") for f in features],
+          bytes(_NATIVE_KIND[f.type] for f in features))
 
 
-def _shaped(flat: Dict[str, Flat], schema: Schema, n: int
+def _shaped_sequences(context: Dict[str, Flat], lists: Dict[str, Steps],
+                      schema: Schema, n: int) -> Optional[Dict[str, Any]]:
+  """`native_decode_sequences`' output as read.arrays' decode_batch
+  gives it ({"context", "feature_lists"}; a feature list {"values"
+  [steps, *shape], "lengths" (steps per record)} where every step holds
+  the feature's fixed shape, else {"values", "lengths" (per step),
+  "steps"}); None where a fixed context feature is not fixed everywhere
+  (tfx-bsl's decoder then says so)."""
+  shaped = _shaped(context, schema.context, n)
+  if shaped is None:
+    return None
+  out = {}
+  for f in schema.sequence:
+    values, lengths, steps, _ = lists[f.name]
+    if f.always_present and not f.is_variable_length and np.all(
+        lengths == (f.num_values or 1)):
+      out[f.name] = {"values": values.reshape(
+          (len(lengths),) + tuple(f.shape)), "lengths": steps}
+    else:
+      out[f.name] = {"values": values.reshape((len(values),)),
+                     "lengths": lengths, "steps": steps}
+  return {"context": shaped, "feature_lists": out}
+
+
+def _shaped(flat: Dict[str, Flat], features: Sequence[Feature], n: int
             ) -> Optional[Dict[str, Any]]:
   """`native_decode`'s output as `_Batch.columns()` gives it (None
   where that is None: a fixed feature not fixed everywhere)."""
   out = {}
-  for f in schema.features:
+  for f in features:
     values, lengths, present = flat[f.name]
     if f.always_present and not f.is_variable_length:
       per = int(np.prod(f.shape)) if f.shape else 1

@@ -27,7 +27,7 @@ use messages::Group;
 
 /// The contract the Python side checks before it uses this module: bump
 /// it when a function's arguments or output change.
-const CONTRACT: u32 = 5;
+const CONTRACT: u32 = 6;
 
 /// Keeps the Python buffers alive while slices of them are in use.
 #[derive(Default)]
@@ -239,13 +239,7 @@ fn decode_examples<'py>(
     names: Vec<Vec<u8>>,
     kinds: Vec<u8>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    if names.len() != kinds.len() {
-        return Err(PyValueError::new_err("decode_examples: one kind per name"));
-    }
-    let kinds = kinds
-        .iter()
-        .map(|&k| decode::Kind::from_code(k).ok_or_else(|| PyValueError::new_err(format!("unknown kind {k}"))))
-        .collect::<PyResult<Vec<_>>>()?;
+    let kinds = decode_kinds(&names, &kinds, "decode_examples")?;
     let spans: Vec<&[u8]> = records.iter().map(|r| r.as_bytes()).collect();
     let names: Vec<&[u8]> = names.iter().map(|n| n.as_slice()).collect();
     // (The records stay alive in `records`, and bytes never change.)
@@ -255,23 +249,101 @@ fn decode_examples<'py>(
         Ok(columns) => columns,
         Err(why) => return Ok(why.into_pyobject(py)?.into_any()),
     };
-    let out = PyList::empty(py);
-    for (c, kind) in columns.iter().zip(&kinds) {
-        let lengths = PyByteArray::new_with(py, c.lengths.len() * 8, |b| {
-            for (chunk, v) in b.chunks_exact_mut(8).zip(&c.lengths) {
-                chunk.copy_from_slice(&v.to_le_bytes());
-            }
-            Ok(())
-        })?;
-        let (values, offsets): (Bound<'py, PyAny>, Bound<'py, PyAny>) = if *kind == decode::Kind::Bytes {
-            (PyBytes::new(py, &c.values).into_any(), offsets_bytes(py, &c.offsets)?.into_any())
-        } else {
-            (PyByteArray::new(py, &c.values).into_any(), py.None().into_bound(py))
-        };
-        out.append((lengths, values, offsets, PyByteArray::new(py, &c.present)))?;
-    }
+    let out = columns_list(py, &columns, &kinds)?;
     drop(records);
     Ok(out.into_any())
+}
+
+/// SequenceExamples as columns: (context, lists), the context as
+/// decode_examples' list, each feature list (steps: int64 per record,
+/// lengths: int64 per step, values, offsets, present: uint8 per record);
+/// or a str saying what is outside the layout this reads.
+#[pyfunction]
+fn decode_sequence_examples<'py>(
+    py: Python<'py>,
+    records: Vec<Bound<'py, PyBytes>>,
+    context_names: Vec<Vec<u8>>,
+    context_kinds: Vec<u8>,
+    list_names: Vec<Vec<u8>>,
+    list_kinds: Vec<u8>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let context_kinds = decode_kinds(&context_names, &context_kinds, "decode_sequence_examples")?;
+    let list_kinds = decode_kinds(&list_names, &list_kinds, "decode_sequence_examples")?;
+    let spans: Vec<&[u8]> = records.iter().map(|r| r.as_bytes()).collect();
+    let context_names: Vec<&[u8]> = context_names.iter().map(|n| n.as_slice()).collect();
+    let list_names: Vec<&[u8]> = list_names.iter().map(|n| n.as_slice()).collect();
+    // (The records stay alive in `records`, and bytes never change.)
+    let spans: Vec<&'static [u8]> = spans.iter().map(|s| detach(s)).collect();
+    let got = py.detach(|| decode::decode_sequences(&spans, &context_names, &context_kinds, &list_names, &list_kinds));
+    let (context, lists) = match got {
+        Ok(found) => found,
+        Err(why) => return Ok(why.into_pyobject(py)?.into_any()),
+    };
+    let out_context = columns_list(py, &context, &context_kinds)?;
+    let out_lists = PyList::empty(py);
+    for (c, kind) in lists.iter().zip(&list_kinds) {
+        out_lists.append((
+            int64_bytes(py, &c.steps)?,
+            int64_bytes(py, &c.lengths)?,
+            values_object(py, &c.values, *kind)?,
+            offsets_object(py, &c.offsets, *kind)?,
+            PyByteArray::new(py, &c.present),
+        ))?;
+    }
+    drop(records);
+    Ok((out_context, out_lists).into_pyobject(py)?.into_any())
+}
+
+/// decode::Columns as [(lengths, values, offsets, present)].
+fn columns_list<'py>(py: Python<'py>, columns: &[decode::Column], kinds: &[decode::Kind]) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for (c, kind) in columns.iter().zip(kinds) {
+        out.append((
+            int64_bytes(py, &c.lengths)?,
+            values_object(py, &c.values, *kind)?,
+            offsets_object(py, &c.offsets, *kind)?,
+            PyByteArray::new(py, &c.present),
+        ))?;
+    }
+    Ok(out)
+}
+
+fn decode_kinds(names: &[Vec<u8>], kinds: &[u8], what: &str) -> PyResult<Vec<decode::Kind>> {
+    if names.len() != kinds.len() {
+        return Err(PyValueError::new_err(format!("{what}: one kind per name")));
+    }
+    kinds
+        .iter()
+        .map(|&k| decode::Kind::from_code(k).ok_or_else(|| PyValueError::new_err(format!("unknown kind {k}"))))
+        .collect()
+}
+
+/// int64s, little-endian, in a bytearray (writable once numpy has it).
+fn int64_bytes<'py>(py: Python<'py>, values: &[i64]) -> PyResult<Bound<'py, PyByteArray>> {
+    PyByteArray::new_with(py, values.len() * 8, |b| {
+        for (chunk, v) in b.chunks_exact_mut(8).zip(values) {
+            chunk.copy_from_slice(&v.to_le_bytes());
+        }
+        Ok(())
+    })
+}
+
+/// A column's values: bytes (text and bytes, for Arrow) or a bytearray.
+fn values_object<'py>(py: Python<'py>, values: &[u8], kind: decode::Kind) -> PyResult<Bound<'py, PyAny>> {
+    Ok(if kind == decode::Kind::Bytes {
+        PyBytes::new(py, values).into_any()
+    } else {
+        PyByteArray::new(py, values).into_any()
+    })
+}
+
+/// A bytes column's offsets (Arrow's, int64), or None.
+fn offsets_object<'py>(py: Python<'py>, offsets: &[i64], kind: decode::Kind) -> PyResult<Bound<'py, PyAny>> {
+    Ok(if kind == decode::Kind::Bytes {
+        offsets_bytes(py, offsets)?.into_any()
+    } else {
+        py.None().into_bound(py)
+    })
 }
 
 /// The (smallest, largest) values per present row of a list column
@@ -480,6 +552,7 @@ fn beam_tfrecords_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(framed_ends, m)?)?;
     m.add_function(wrap_pyfunction!(unframe, m)?)?;
     m.add_function(wrap_pyfunction!(decode_examples, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_sequence_examples, m)?)?;
     m.add_function(wrap_pyfunction!(length_range, m)?)?;
     m.add_function(wrap_pyfunction!(int_stats, m)?)?;
     m.add_function(wrap_pyfunction!(value_counts, m)?)?;

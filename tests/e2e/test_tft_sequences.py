@@ -159,3 +159,35 @@ def test_sequences_from_lists_take_a_transform(tmp_path):
     assert [s[0] for s in d["feature_lists"]["labels"]] == r[
         "feature_lists"]["labels"]
     assert d["context"]["length"] == [r["context"]["length"]]
+
+
+def test_int64_steps_past_32_bits_are_analyzed_and_transformed_whole(
+    tmp_path):
+  """Epoch milliseconds (past 2**31) in a feature list: the analysis sees
+  them whole (tfx-bsl's sequence decoder keeps 32 bits:
+  read.sequence_batches makes them whole) and the transform passes them
+  and scales them from their true range."""
+  src = tmp_path / "events.csv"
+  ts = [1_700_000_000_000 + 1_000 * i for i in range(6)]
+  src.write_text("user,ts\n" + "".join(
+      f"{'ab'[i % 2]},{t}\n" for i, t in enumerate(ts)))
+  out = str(tmp_path / "out")
+  btr.build({"name": "events", "record": "sequence_example",
+             "group_by": {"column": "user", "type": "string"},
+             "order_by": "ts",
+             "context": {"user": {"type": "string"}},
+             "sequence": {"ts": {"type": "int64", "required": True}},
+             "transform": {"features": {"ts": {"pass": "ts"},
+                                        "ts_01": {"scale_to_0_1": "ts"}}}},
+            str(src), out)
+  info = dataset_info(out)
+  done = [r for shard in info.transform.splits["train"].shards
+          for r in iter_transformed(out, shard)]
+  # (a step's values: a list of one)
+  got = sorted(v for r in done for step in r["feature_lists"]["ts"]
+               for v in step)
+  assert got == ts
+  scaled = sorted(v for r in done for step in r["feature_lists"]["ts_01"]
+                  for v in step)
+  assert scaled == pytest.approx([(t - ts[0]) / (ts[-1] - ts[0])
+                                  for t in ts], abs=1e-6)

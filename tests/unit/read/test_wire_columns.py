@@ -20,6 +20,7 @@ from beam_tfrecords.read.arrays import RecordDecoder, _rows, cut, cuts
 from beam_tfrecords.read.wire_columns import decode_columns, objects
 
 from tests.helpers.columns import _same
+from tests.helpers.damage import damaged
 from tests.helpers.native_paths import NATIVE, both_paths
 
 
@@ -270,22 +271,7 @@ def test_damaged_records_get_one_answer_on_both_paths(path, records, data):
   serialized = [_serialized(v, sorted(v)) for v in records]
   for _ in range(data.draw(st.integers(1, 3))):
     i = data.draw(st.integers(0, len(serialized) - 1))
-    record = bytearray(serialized[i])
-    if not record:
-      continue
-    at = data.draw(st.integers(0, len(record) - 1))
-    how = data.draw(st.sampled_from(["set", "drop", "insert", "cut"]))
-    byte = data.draw(st.sampled_from([0x00, 0x01, 0x0A, 0x12, 0x1A, 0x7F,
-                                      0x80, 0xFF]) | st.integers(0, 255))
-    if how == "set":
-      record[at] = byte
-    elif how == "drop":
-      del record[at]
-    elif how == "insert":
-      record.insert(at, byte)
-    else:
-      del record[at:]
-    serialized[i] = bytes(record)
+    serialized[i] = damaged(data, serialized[i])
   reference = _on("0", serialized)
   if path == "numpy":
     if reference is not None:

@@ -1,0 +1,198 @@
+"""Serialized tf.train.SequenceExamples -> read.arrays' columns, in pure
+Python, a record at a time (the wire read by core.tfrecord_files'
+proto_fields): the reference for the native core's decode_sequences
+(read.wire_columns), and the path where the core is not installed or
+the records are outside its layout.
+
+    columns = sequence_columns(records, schema)
+    columns["context"]["user"]          # int64 [batch] (a fixed feature)
+    columns["feature_lists"]["ts"]      # {"values" [steps], "lengths"}
+
+tfx-bsl's SequenceExamplesToRecordBatchDecoder is not used: it keeps only
+the low 32 bits of int64 feature list values (2**31 comes back as -2**31,
+2**40 + 5 as 5; context values are whole), where TensorFlow's parser and
+this reader give the values written. Float values keep their bits (NaN
+payloads included), as the core's do.
+"""
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+
+from beam_tfrecords.core.errors import InputError
+from beam_tfrecords.core.tfrecord_files import proto_fields, read_varint
+from beam_tfrecords.read.wire_columns import Text
+from beam_tfrecords.schema import Feature, FeatureType, Schema
+
+__all__ = ["sequence_columns", "sequence_example"]
+
+# A Feature's oneof, by field number, and the one each type reads.
+_KINDS = {1: "bytes_list", 2: "float_list", 3: "int64_list"}
+_KIND_OF = {FeatureType.BYTES: "bytes_list", FeatureType.STRING: "bytes_list",
+            FeatureType.FLOAT: "float_list", FeatureType.INT64: "int64_list"}
+
+# (kind or None where the Feature holds no list, its values: ints, bytes
+# values, or float32 values as their 4 bytes each)
+_Values = Tuple[Optional[str], List[Any]]
+
+
+def sequence_columns(records: Sequence[bytes], schema: Schema
+                     ) -> Dict[str, Any]:
+  """The records as read.arrays' decode_batch(text=True) gives them:
+  {"context": {name: column}, "feature_lists": {name: column}}.
+
+  Raises:
+    InputError: a feature of another kind than the schema's, text that
+      is not UTF-8, a fixed context feature absent or of another size,
+      or a record that is not a SequenceExample.
+  """
+  context: List[Dict[str, _Values]] = []
+  lists: List[Dict[str, List[_Values]]] = []
+  for i, record in enumerate(records):
+    try:
+      found = sequence_example(bytes(record))
+    except (InputError, ValueError, IndexError) as e:
+      raise InputError(f"record {i} of the batch is not a serialized "
+                       f"SequenceExample: {e}") from e
+    context.append(found[0])
+    lists.append(found[1])
+  return {"context": {f.name: _context_column(f, [c.get(f.name)
+                                                  for c in context])
+                      for f in schema.context},
+          "feature_lists": {f.name: _step_column(f, [s.get(f.name)
+                                                     for s in lists])
+                            for f in schema.sequence}}
+
+
+def _fixed(feature: Feature) -> bool:
+  return feature.always_present and not feature.is_variable_length
+
+
+def _context_column(f: Feature, entries: List[Optional[_Values]]) -> Any:
+  """read.arrays' `_column` layout: [batch, *shape] for a fixed feature,
+  else {"values", "lengths"}."""
+  values, lengths = _flat(f, entries, lambda i: f"record {i} of the batch")
+  if not _fixed(f):
+    return {"values": values, "lengths": lengths}
+  per = f.num_values or 1
+  for i, (entry, n) in enumerate(zip(entries, lengths.tolist())):
+    if entry is None or n != per:
+      raise InputError(
+          f"record {i} of the batch: context feature {f.name!r} holds "
+          f"{'nothing' if entry is None else f'{n} values'}; the schema "
+          f"fixes it at {per}: read the dataset with the schema it was "
+          "built with")
+  return values.reshape((len(entries),) + tuple(f.shape))
+
+
+def _step_column(f: Feature, entries: List[Optional[List[_Values]]]
+                 ) -> Dict[str, Any]:
+  """read.arrays' feature list layout: {"values" [steps, *shape],
+  "lengths" (steps per record)} where every step holds the fixed shape,
+  else {"values", "lengths" (per step), "steps" (per record)}."""
+  steps = np.array([len(e) if e is not None else 0 for e in entries],
+                   np.int64)
+  where = [(i, j) for i, e in enumerate(entries) for j in range(
+      len(e) if e is not None else 0)]
+  values, lengths = _flat(
+      f, [v for e in entries if e is not None for v in e],
+      lambda k: f"record {where[k][0]} of the batch, step {where[k][1]}")
+  if _fixed(f) and np.all(lengths == (f.num_values or 1)):
+    return {"values": values.reshape((len(lengths),) + tuple(f.shape)),
+            "lengths": steps}
+  return {"values": values, "lengths": lengths, "steps": steps}
+
+
+def _flat(f: Feature, entries: List[Optional[_Values]],
+          where: Callable[[int], str]) -> Tuple[Any, np.ndarray]:
+  """Every entry's values back to back (an array, or Text), and how many
+  each holds (0 where absent or without a list)."""
+  lengths = np.zeros(len(entries), np.int64)
+  flat: List[Any] = []
+  want = _KIND_OF[f.type]
+  for i, entry in enumerate(entries):
+    if entry is None:
+      continue
+    kind, values = entry
+    if kind is not None and kind != want:
+      raise InputError(
+          f"{where(i)}: feature {f.name!r} holds a {kind}; the schema "
+          f"says {f.type.value} ({want}): read the dataset with the schema "
+          "it was built with")
+    flat.extend(values)
+    lengths[i] = len(values)
+  if f.type is FeatureType.INT64:
+    return np.array(flat, np.int64), lengths
+  if f.type is FeatureType.FLOAT:
+    return np.frombuffer(b"".join(flat), "<f4").astype(np.float32), lengths
+  if f.type is FeatureType.BYTES:
+    return Text(pa.array(flat, pa.large_binary()), (len(flat),)), lengths
+  text = []
+  for k, v in enumerate(flat):
+    try:
+      text.append(v.decode("utf-8"))
+    except UnicodeDecodeError as e:
+      at = int(np.searchsorted(np.cumsum(lengths), k, side="right"))
+      raise InputError(f"{where(at)}: string feature {f.name!r} holds "
+                       f"bytes that are not UTF-8 ({v[:40]!r})") from e
+  return Text(pa.array(text, pa.large_string()), (len(text),)), lengths
+
+
+def sequence_example(buf: bytes) -> Tuple[Dict[str, _Values],
+                                           Dict[str, List[_Values]]]:
+  """(context {name: values}, feature lists {name: [values per step]});
+  as protobuf merges them, a later entry of a name replaces an earlier."""
+  context: Dict[str, _Values] = {}
+  lists: Dict[str, List[_Values]] = {}
+  for field, wire_type, value in proto_fields(buf):
+    if field == 1 and wire_type == 2:
+      for key, feature in _entries(value):
+        context[key] = _feature(feature)
+    elif field == 2 and wire_type == 2:
+      for key, steps in _entries(value):
+        lists[key] = [_feature(step) for f, wt, step in proto_fields(steps)
+                      if f == 1 and wt == 2]
+  return context, lists
+
+
+def _entries(buf: bytes):
+  """A map<string, message>'s (key, value bytes)."""
+  for field, wire_type, entry in proto_fields(buf):
+    if field != 1 or wire_type != 2:
+      continue
+    key, value = b"", b""
+    for f, wt, v in proto_fields(entry):
+      if f == 1 and wt == 2:
+        key = v
+      elif f == 2 and wt == 2:
+        value = v
+    yield key.decode("utf-8", "surrogateescape"), value
+
+
+def _feature(buf: bytes) -> _Values:
+  """A Feature's (kind, values); floats as 4 bytes each."""
+  kind: Optional[str] = None  # protobuf: the last list set wins
+  values: List[Any] = []
+  for field, wire_type, value in proto_fields(buf):
+    if field not in _KINDS or wire_type != 2:
+      continue
+    kind, values = _KINDS[field], []
+    for f, wt, v in proto_fields(value):
+      if f != 1:
+        continue
+      if kind == "bytes_list":
+        values.append(v)
+      elif kind == "float_list":
+        if wt == 2 and len(v) % 4:
+          raise ValueError("a float list not of whole floats")
+        values.extend(v[k:k + 4] for k in range(0, len(v), 4)) \
+            if wt == 2 else values.append(v)
+      elif wt == 2:  # packed varints
+        pos = 0
+        while pos < len(v):
+          n, pos = read_varint(v, pos)
+          values.append(n - (1 << 64) if n >= 1 << 63 else n)
+      else:
+        values.append(v - (1 << 64) if v >= 1 << 63 else v)
+  return kind, values
