@@ -94,7 +94,7 @@ PLAN = (
          ("tft",)),
     SuiteRun("read", ("--suite", "read", "--read-rows", "1000000",
                   "--check-rounds", "2"), ("--read-rows", "20000") + Q,
-         ("read",)),
+         ("read", "read-sequences")),
     SuiteRun("access", ("--suite", "access", "--rows", "1000000",
                     "--check-rounds", "1"), ("--rows", "20000"),
          ("access-bytes", "access")),
