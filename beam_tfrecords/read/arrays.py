@@ -295,9 +295,10 @@ class RecordDecoder:
     return (RecordDecoder, (self._schema,))
 
   def decode(self, records: Sequence[bytes]) -> List[Dict[str, Any]]:
-    """One dict per record: Examples from the native core's columns
-    where it is installed (the same values and types), else from
-    tfx-bsl's."""
+    """One dict per record: from the native core's columns where it is
+    installed (the same values and types; Examples as `Row`s that make
+    their values when read), else from tfx-bsl's (Examples) or
+    read.sequence_columns' (SequenceExamples)."""
     if not records:
       return []
     s = self._schema

@@ -14,8 +14,10 @@ them into tensors ({"values", "lengths"} for what varies; text and bytes
 as numpy object arrays), as `batch_size=` does, column by column, in the
 workers. Records are inflated by zlib and decoded over whole batches by
 the native core (beam_tfrecords.read.wire_columns: numpy where the core is
-not installed; tfx-bsl's C++ decoder for records in another layout and
-for SequenceExamples).
+not installed; tfx-bsl's C++ decoder for Examples in another layout, and
+read.sequence_columns' pure-Python reader for SequenceExamples). A
+record's dict makes its values when first read (read.arrays.Row), so
+records that only go to `ds.collate` never make them.
 
 Shares (beam_tfrecords.core.shares): with torch.distributed initialised, the
 rank's exact share (rank, world_size) unless `shard` is given; each

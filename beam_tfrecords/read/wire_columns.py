@@ -20,6 +20,12 @@ installed: the same records taken, the same values (the tests run both);
 this module's numpy walk is the reference and the fallback (BTR_NATIVE=0
 chooses it: beam_tfrecords.core.native).
 
+SequenceExamples are read by the native core only
+(beam_tfrecords_native.decode_sequence_examples: the context, then the
+feature lists, each step one Feature of the schema's kind), into the
+layout of read.sequence_columns, their pure-Python reference and
+fallback.
+
 It takes what TensorFlow's and tfx-bsl's encoders write (map entries
 key first, packed lists). Anything else gives None, and the caller falls
 back on tfx-bsl's general decoder: a key the schema does not name, a
