@@ -123,7 +123,12 @@ def _ranks(column: pa.Array, descending: bool
       return None
     low, high = (values.min(), values.max()) if len(values) else (0, 0)
     if pa.types.is_integer(kind) and int(high) - int(low) < _DIRECT:
-      ranks, count = values - low, int(high) - int(low) + 1
+      # (signed: widened first, so that int8's -128..127 does not wrap;
+      # unsigned: the difference fits, as the range is small)
+      ranks = (values.astype(np.int64) - np.int64(low)
+               if values.dtype.kind == "i" else
+               (values - low).astype(np.int64))
+      count = int(high) - int(low) + 1
     else:  # (-0.0 and 0.0 are one value, as Arrow ties them)
       unique, ranks = np.unique(values, return_inverse=True)
       count = len(unique)

@@ -242,6 +242,9 @@ def _column_strategy(st, kind, n):
       "int_narrow": st.integers(-3, 5),
       "int_wide": st.sampled_from([-2**63, 2**63 - 1, 0, -1, 1, 2**40,
                                    -2**40, 7]),
+      "int8": st.sampled_from([-128, 127, 0, -1, 5]),
+      "uint64": st.sampled_from([0, 2**64 - 1, 2**63, 2**63 - 1, 3]),
+      "uint64_narrow": st.sampled_from([2**64 - 1, 2**64 - 3, 2**64 - 2]),
       "float": st.sampled_from([0.0, -0.0, 1.5, -1.5, 1e300, -1e300,
                                 float("inf"), float("-inf"), 2.0]),
       "binary": st.sampled_from([b"", b"\x00", b"a", b"a\x00", b"ab", b"b",
@@ -265,6 +268,8 @@ def test_first_order_is_arrows_stable_sort(seed):
   from beam_tfrecords.encoding import groups
 
   types = {"int_narrow": pa.int64(), "int_wide": pa.int64(),
+           "int8": pa.int8(), "uint64": pa.uint64(),
+           "uint64_narrow": pa.uint64(),
            "float": pa.float64(), "binary": pa.large_binary(),
            "string": pa.string()}
 
