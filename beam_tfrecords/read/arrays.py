@@ -225,13 +225,17 @@ class _Pending(Row):
   changing, dict(row), {**row}, pickle, copy, json and == included) puts
   them in first, from the row's batch, and makes it a Row. Until then it
   holds its keys, each with `_NOT_READ`: C code that reads a dict's
-  storage without its methods (dict.copy(row) called unbound, orjson)
-  gets that object, not a value, nor an empty dict (C json's test for
-  {})."""
+  storage without its methods (orjson, tf.nest and dm-tree) gets that
+  object, not a value, nor an empty dict (C json's test for {}); so does
+  == with another dict subclass on the left (OrderedDict(...) == row).
+  dict(row) first gives a plain dict of the values."""
   __slots__ = ()
 
   def _filled(self) -> Row:
-    dict.update(self, self.batch.record(self.at))  # type: ignore[union-attr]
+    # (no batch: made by fromkeys or type(row)(...), its values given)
+    batch = getattr(self, "batch", None)
+    if batch is not None:
+      dict.update(self, batch.record(self.at))
     self.__class__ = Row  # type: ignore[assignment]
     return self
 
@@ -262,11 +266,14 @@ def run_of(records: Sequence[Any], fixed: FrozenSet[str]
   else None."""
   if not records or type(records[0]) not in _ROWS:
     return None
-  batch, start = records[0].batch, records[0].at
-  if batch is None or batch.fixed != fixed:
+  # (unset: made by fromkeys or type(row)(...))
+  found: Optional[DecodedBatch] = getattr(records[0], "batch", None)
+  if found is None or found.fixed != fixed:
     return None
+  batch, start = found, int(records[0].at)
   for i, r in enumerate(records):
-    if type(r) not in _ROWS or r.batch is not batch or r.at != start + i:
+    if type(r) not in _ROWS or getattr(r, "batch", None) is not batch or \
+        r.at != start + i:
       return None
   return batch, start
 

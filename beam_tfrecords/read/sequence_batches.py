@@ -98,29 +98,36 @@ class SequenceBatchDecoder:
   def _python(self, records: Sequence[bytes]) -> Dict[str, pa.Array]:
     """The int64 feature lists, a record at a time in pure Python (tfx-bsl
     read the records: they are SequenceExamples of the schema's kinds)."""
-    found: Dict[str, Tuple[List[int], List[bool], List[int], List[int]]] = {
-        name: ([], [], [], []) for name in self._ints}
+    found: Dict[str, Tuple[List[int], List[bool], List[int], List[int],
+                           List[bool]]] = {
+                               name: ([], [], [], [], [])
+                               for name in self._ints}
     for record in records:
       lists = sequence_example(bytes(record))[1]
-      for name, (steps, present, lengths, values) in found.items():
+      for name, (steps, present, lengths, values, empty) in found.items():
         mine = lists.get(name)
         present.append(mine is not None)
         steps.append(len(mine or ()))
-        for _, step in mine or ():
+        for kind, step in mine or ():
           lengths.append(len(step))
           values.extend(step)
+          empty.append(kind is None)  # a Feature without a list: null
     return {name: _lists(np.array(s, np.int64), np.array(p, np.bool_),
-                         np.array(n, np.int64), np.array(v, np.int64))
-            for name, (s, p, n, v) in found.items()}
+                         np.array(n, np.int64), np.array(v, np.int64),
+                         np.array(e, np.bool_))
+            for name, (s, p, n, v, e) in found.items()}
 
 
 def _lists(steps: np.ndarray, present: np.ndarray, lengths: np.ndarray,
-           values: np.ndarray) -> pa.Array:
+           values: np.ndarray, empty: "np.ndarray | None" = None
+           ) -> pa.Array:
   """large_list<large_list<int64>>: steps per record (null where absent),
-  values per step."""
+  values per step (null where a step's Feature holds no list, as
+  tfx-bsl gives it)."""
   inner = pa.LargeListArray.from_arrays(
       pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int64()),
-      pa.array(values, pa.int64()))
+      pa.array(values, pa.int64()),
+      mask=pa.array(empty) if empty is not None and empty.any() else None)
   return pa.LargeListArray.from_arrays(
       pa.array(np.concatenate([[0], np.cumsum(steps)]), pa.int64()), inner,
       mask=pa.array(~present))

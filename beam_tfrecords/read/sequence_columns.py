@@ -157,42 +157,59 @@ def sequence_example(buf: bytes) -> Tuple[Dict[str, _Values],
 
 
 def _entries(buf: bytes):
-  """A map<string, message>'s (key, value bytes)."""
+  """A map<string, message>'s (key, value bytes): a value given twice in
+  one entry is the two merged (protobuf parses their concatenation)."""
   for field, wire_type, entry in proto_fields(buf):
     if field != 1 or wire_type != 2:
       continue
-    key, value = b"", b""
+    key, value = b"", []
     for f, wt, v in proto_fields(entry):
       if f == 1 and wt == 2:
         key = v
       elif f == 2 and wt == 2:
-        value = v
-    yield key.decode("utf-8", "surrogateescape"), value
+        value.append(v)
+    yield key.decode("utf-8", "surrogateescape"), b"".join(value)
+
+
+_MASK = (1 << 64) - 1
+
+
+def _signed(n: int) -> int:
+  """A varint as int64 (bits past 64 dropped, as protobuf does)."""
+  n &= _MASK
+  return n - (1 << 64) if n >= 1 << 63 else n
 
 
 def _feature(buf: bytes) -> _Values:
-  """A Feature's (kind, values); floats as 4 bytes each."""
-  kind: Optional[str] = None  # protobuf: the last list set wins
+  """A Feature's (kind, values); floats as 4 bytes each. As protobuf
+  reads it: a list given twice is merged, another kind of list replaces
+  it (a oneof), a value of another wire type than its list's is skipped
+  (an unknown field)."""
+  kind: Optional[str] = None
   values: List[Any] = []
   for field, wire_type, value in proto_fields(buf):
     if field not in _KINDS or wire_type != 2:
       continue
-    kind, values = _KINDS[field], []
+    if _KINDS[field] != kind:
+      kind, values = _KINDS[field], []
     for f, wt, v in proto_fields(value):
       if f != 1:
         continue
       if kind == "bytes_list":
-        values.append(v)
+        if wt == 2:
+          values.append(v)
       elif kind == "float_list":
-        if wt == 2 and len(v) % 4:
-          raise ValueError("a float list not of whole floats")
-        values.extend(v[k:k + 4] for k in range(0, len(v), 4)) \
-            if wt == 2 else values.append(v)
+        if wt == 2:
+          if len(v) % 4:
+            raise ValueError("a float list not of whole floats")
+          values.extend(v[k:k + 4] for k in range(0, len(v), 4))
+        elif wt == 5:
+          values.append(v)
       elif wt == 2:  # packed varints
         pos = 0
         while pos < len(v):
           n, pos = read_varint(v, pos)
-          values.append(n - (1 << 64) if n >= 1 << 63 else n)
-      else:
-        values.append(v - (1 << 64) if v >= 1 << 63 else v)
+          values.append(_signed(n))
+      elif wt == 0:
+        values.append(_signed(v))
   return kind, values

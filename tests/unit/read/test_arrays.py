@@ -188,3 +188,17 @@ def test_a_pending_rows_storage_holds_not_read_not_nothing():
   assert list(dict.values(row)) == [_NOT_READ] * 5
   assert "dict(record)" in repr(_NOT_READ)
   assert type(row) is _Pending
+
+
+def test_rows_made_without_a_batch_read_as_dicts():
+  """fromkeys and type(row)(...) make rows with no batch: they hold what
+  they were given, are never cut from columns, and change as dicts."""
+  row = DECODER.decode(RECORDS)[2]
+  made = row.fromkeys(["a", "b"], 1)
+  assert dict(made) == {"a": 1, "b": 1} and type(made) is Row
+  again = type(row)({"n": 5})
+  assert again["n"] == 5 and dict(again) == {"n": 5}
+  assert run_of([again], DECODER.fixed) is None
+  again["n"] = 6
+  assert dict(again) == {"n": 6} and again.batch is None
+  assert _plain(dict(row)) == _plain(_reference()[2])  # (row untouched)

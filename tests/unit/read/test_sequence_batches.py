@@ -72,3 +72,21 @@ def test_int64_feature_lists_are_whole(path):
   # (tfx-bsl's own: 32 bits; if it mends, this module can go)
   assert _tfx().DecodeBatch(serialized).column("##SEQUENCE##").field(
       "ts").to_pylist()[0][0] == [-2**31]
+
+
+def test_a_step_without_a_list_is_null_as_tfx_bsl_gives_it(path):
+  record = tf.train.SequenceExample()
+  record.context.feature["user"].int64_list.value.append(1)
+  record.context.feature["where"].float_list.value.extend([0.0, 0.0])
+  steps = record.feature_lists.feature_list["ts"].feature
+  steps.add().int64_list.value.append(2**40)
+  steps.add()  # no list
+  steps.add().int64_list.value.append(3)
+  serialized = [record.SerializeToString()]
+  got = SequenceBatchDecoder(TFMD).DecodeBatch(serialized)
+  ts = got.column("##SEQUENCE##").field("ts")
+  assert ts.to_pylist() == [[[2**40], None, [3]]]
+  want = _tfx().DecodeBatch(serialized).column("##SEQUENCE##").field("ts")
+  assert ts.type == want.type
+  assert [s is None for s in ts.to_pylist()[0]] == [
+      s is None for s in want.to_pylist()[0]]

@@ -269,3 +269,63 @@ def test_the_reference_names_what_it_cannot_read():
   with pytest.raises(InputError, match="record 0 of the batch is not a "
                      "serialized SequenceExample"):
     sequence_columns([b"\x0a\x05ab"], SCHEMA)
+
+
+def _varint(n: int) -> bytes:
+  out = bytearray()
+  while True:
+    b, n = n & 0x7F, n >> 7
+    out.append(b | (0x80 if n else 0))
+    if not n:
+      return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+  return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _record(ts_step: bytes, entry_tail: bytes = b"") -> bytes:
+  """A SequenceExample whose "ts" list holds one step of these Feature
+  bytes (entry_tail: more bytes in the map entry)."""
+  context = b"".join(
+      _field(1, _field(1, key) + _field(2, value)) for key, value in (
+          (b"user", _field(3, _field(1, b"\x07"))),
+          (b"where", _field(2, _field(1, b"\x00" * 8)))))
+  entry = _field(1, b"ts") + _field(2, _field(1, ts_step)) + entry_tail
+  return _field(1, context) + _field(2, _field(1, entry))
+
+
+@pytest.mark.parametrize("step, tail, why", [
+    (_field(3, _field(1, b"\x01")) + _field(3, _field(1, b"\x02")), b"",
+     "a list given twice is merged"),
+    (_field(2, _field(1, b"\x00\x00\x80?")) + _field(3, _field(1, b"\x05")),
+     b"", "another kind of list replaces the first (a oneof)"),
+    (_field(3, _field(1, b"\x01")), _field(2, _field(1, _field(3, _field(
+        1, b"\x02")))), "a value given twice in an entry is merged"),
+    (_field(3, b"\x0d\x00\x00\x00\x00" + _field(1, b"\x03")), b"",
+     "a value of another wire type is skipped"),
+    (_field(3, _field(1, b"\x85" + b"\x80" * 8 + b"\x7f")), b"",
+     "bits past 64 are dropped"),
+])
+def test_the_reference_reads_as_protobuf(step, tail, why):
+  """read.sequence_columns gives what protobuf's own parser gives; so
+  does the core where it takes the record (it refuses all but the last)."""
+  record = _record(step, tail)
+  want = [list(f.int64_list.value) for f in
+          tf.train.SequenceExample.FromString(record).feature_lists
+          .feature_list["ts"].feature]
+  got = _on("0", DECODER.decode, [record])[0]["feature_lists"]["ts"]
+  assert _steps(got) == want, why
+  fast = _on("1", native_decode_sequences, [record], SCHEMA)
+  assert (fast is None) == ("64" not in why), why
+  if fast is not None:
+    assert _steps(_on("1", DECODER.decode, [record])[0]["feature_lists"][
+        "ts"]) == want, why
+
+
+def _steps(value):
+  """A record's feature list (an array [steps] or a list of arrays) as
+  a list of each step's values."""
+  if isinstance(value, np.ndarray):
+    return [[v] for v in value.tolist()]
+  return [a.tolist() for a in value]
