@@ -412,11 +412,9 @@ class GroupAssembler:
     if self._constant and len(t) > 1:
       # A group holds a value other than its first step's where two of its
       # steps in a row differ ("equal, or both missing" is transitive).
-      inside = np.ones(len(t), dtype=bool)
-      inside[starts] = False
-      inside = inside[1:]
-      same = _same_as_previous(t, [f"{CONTEXT}{j}" for j in self._constant])
-      differ = np.concatenate([[False], ~same[1:] & inside])
+      differ = ~_same_as_previous(
+          t, [f"{CONTEXT}{j}" for j in self._constant])
+      differ[starts] = False
       special |= np.add.reduceat(differ.astype(np.int64), starts) > 0
     return special
 

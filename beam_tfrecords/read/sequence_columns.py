@@ -1,8 +1,9 @@
 """Serialized tf.train.SequenceExamples -> read.arrays' columns, in pure
 Python, a record at a time (the wire read by core.tfrecord_files'
-proto_fields): the reference for the native core's decode_sequences
-(read.wire_columns), and the path where the core is not installed or
-the records are outside its layout.
+proto_fields; the columns laid out as the native core's are, by
+wire_columns.shaped_sequences): the reference for the native core's
+decode_sequences (read.wire_columns), and the path where the core is
+not installed or the records are outside its layout.
 
     columns = sequence_columns(records, schema)
     columns["context"]["user"]          # int64 [batch] (a fixed feature)
@@ -22,7 +23,8 @@ import pyarrow as pa
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.tfrecord_files import proto_fields, read_varint
-from beam_tfrecords.read.wire_columns import Text
+from beam_tfrecords.read.wire_columns import (Flat, Steps, Text,
+                                              shaped_sequences)
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
 __all__ = ["sequence_columns", "sequence_example"]
@@ -57,51 +59,42 @@ def sequence_columns(records: Sequence[bytes], schema: Schema
                        f"SequenceExample: {e}") from e
     context.append(found[0])
     lists.append(found[1])
-  return {"context": {f.name: _context_column(f, [c.get(f.name)
-                                                  for c in context])
-                      for f in schema.context},
-          "feature_lists": {f.name: _step_column(f, [s.get(f.name)
-                                                     for s in lists])
-                            for f in schema.sequence}}
+  flats = {f.name: _context(f, [c.get(f.name) for c in context])
+           for f in schema.context}
+  steps = {f.name: _steps(f, [s.get(f.name) for s in lists])
+           for f in schema.sequence}
+  shaped = shaped_sequences(flats, steps, schema, len(records))
+  assert shaped is not None  # (fixed context features checked: _context)
+  return shaped
 
 
-def _fixed(feature: Feature) -> bool:
-  return feature.always_present and not feature.is_variable_length
-
-
-def _context_column(f: Feature, entries: List[Optional[_Values]]) -> Any:
-  """read.arrays' `_column` layout: [batch, *shape] for a fixed feature,
-  else {"values", "lengths"}."""
+def _context(f: Feature, entries: List[Optional[_Values]]) -> Flat:
+  """A context feature's column as the native core gives it; a fixed one
+  absent or of another size raises."""
   values, lengths = _flat(f, entries, lambda i: f"record {i} of the batch")
-  if not _fixed(f):
-    return {"values": values, "lengths": lengths}
-  per = f.num_values or 1
-  for i, (entry, n) in enumerate(zip(entries, lengths.tolist())):
-    if entry is None or n != per:
-      raise InputError(
-          f"record {i} of the batch: context feature {f.name!r} holds "
-          f"{'nothing' if entry is None else f'{n} values'}; the schema "
-          f"fixes it at {per}: read the dataset with the schema it was "
-          "built with")
-  return values.reshape((len(entries),) + tuple(f.shape))
+  present = np.array([e is not None for e in entries], np.bool_)
+  if f.always_present and not f.is_variable_length:
+    per = f.num_values or 1
+    for i, (there, n) in enumerate(zip(present.tolist(), lengths.tolist())):
+      if not there or n != per:
+        raise InputError(
+            f"record {i} of the batch: context feature {f.name!r} holds "
+            f"{f'{n} values' if there else 'nothing'}; the schema fixes "
+            f"it at {per}: read the dataset with the schema it was built "
+            "with")
+  return Flat(values, lengths, present)
 
 
-def _step_column(f: Feature, entries: List[Optional[List[_Values]]]
-                 ) -> Dict[str, Any]:
-  """read.arrays' feature list layout: {"values" [steps, *shape],
-  "lengths" (steps per record)} where every step holds the fixed shape,
-  else {"values", "lengths" (per step), "steps" (per record)}."""
-  steps = np.array([len(e) if e is not None else 0 for e in entries],
-                   np.int64)
+def _steps(f: Feature, entries: List[Optional[List[_Values]]]) -> Steps:
+  """A feature list's column as the native core gives it."""
   where = [(i, j) for i, e in enumerate(entries) for j in range(
       len(e) if e is not None else 0)]
   values, lengths = _flat(
       f, [v for e in entries if e is not None for v in e],
       lambda k: f"record {where[k][0]} of the batch, step {where[k][1]}")
-  if _fixed(f) and np.all(lengths == (f.num_values or 1)):
-    return {"values": values.reshape((len(lengths),) + tuple(f.shape)),
-            "lengths": steps}
-  return {"values": values, "lengths": lengths, "steps": steps}
+  return Steps(values, lengths,
+               np.array([len(e or ()) for e in entries], np.int64),
+               np.array([e is not None for e in entries], np.bool_))
 
 
 def _flat(f: Feature, entries: List[Optional[_Values]],

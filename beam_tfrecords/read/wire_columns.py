@@ -44,7 +44,7 @@ from beam_tfrecords.core import native
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
 __all__ = ["Flat", "Steps", "Text", "decode_columns", "native_decode",
-           "native_decode_sequences", "objects"]
+           "native_decode_sequences", "objects", "shaped_sequences"]
 
 # Feature's oneof: bytes_list = 1, float_list = 2, int64_list = 3 (wire
 # type 2: length-delimited).
@@ -103,10 +103,10 @@ def decode_columns(records: Sequence[bytes], schema: Schema,
   for one)."""
   if not records:
     return None
-  if schema.is_sequence:  # (the native core only; else tfx-bsl's)
+  if schema.is_sequence:  # (the native core only; else sequence_columns)
     found = native_decode_sequences(records, schema)
-    return None if found is None else _shaped_sequences(*found, schema,
-                                                        len(records))
+    return None if found is None else shaped_sequences(*found, schema,
+                                                       len(records))
   if native.core() is not None:
     flat = native_decode(records, schema)
     return None if flat is None else _shaped(flat, schema.features,
@@ -154,7 +154,7 @@ def native_decode_sequences(records: Sequence[bytes], schema: Schema
   Flat}, {feature list: Steps}), or None where the core is not installed
   or the records are not in the layout it reads (the context, then the
   feature lists, each step one Feature of the schema's kind: then use
-  tfx-bsl's decoder, the reference)."""
+  read.sequence_columns, the reference)."""
   module = native.core()
   if module is None or not schema.is_sequence or not records:
     return None
@@ -190,7 +190,7 @@ def _int64s(data) -> np.ndarray:
 
 def _flats(features: Sequence[Feature], got) -> Optional[Dict[str, Flat]]:
   """The core's columns as {feature: Flat}; None where text is not
-  UTF-8 (tfx-bsl's decoder then says so)."""
+  UTF-8 (the fallback decoder then says so)."""
   out = {}
   for f, (lengths, data, offsets, present) in zip(features, got):
     values = _native_values(f, data, offsets)
@@ -229,14 +229,15 @@ def _native_schema(features: Sequence[Feature]) -> Tuple[List[bytes], bytes]:
           bytes(_NATIVE_KIND[f.type] for f in features))
 
 
-def _shaped_sequences(context: Dict[str, Flat], lists: Dict[str, Steps],
-                      schema: Schema, n: int) -> Optional[Dict[str, Any]]:
-  """`native_decode_sequences`' output as read.arrays' decode_batch
-  gives it ({"context", "feature_lists"}; a feature list {"values"
-  [steps, *shape], "lengths" (steps per record)} where every step holds
-  the feature's fixed shape, else {"values", "lengths" (per step),
+def shaped_sequences(context: Dict[str, Flat], lists: Dict[str, Steps],
+                     schema: Schema, n: int) -> Optional[Dict[str, Any]]:
+  """SequenceExamples' columns (`native_decode_sequences`', or
+  read.sequence_columns') as read.arrays' decode_batch gives them
+  ({"context", "feature_lists"}; a feature list {"values" [steps,
+  *shape], "lengths" (steps per record)} where every step holds the
+  feature's fixed shape, else {"values", "lengths" (per step),
   "steps"}); None where a fixed context feature is not fixed everywhere
-  (tfx-bsl's decoder then says so)."""
+  (read.sequence_columns then says so)."""
   shaped = _shaped(context, schema.context, n)
   if shaped is None:
     return None
