@@ -44,6 +44,11 @@ def test_a_process_forked_after_array_record_was_loaded_refuses_it(
   (the server started clean) reads."""
   path = str(tmp_path / "train-00000-of-00001.array_record")
   _write(path, 20)
+  # The forkserver this starts is the one every later "forkserver" worker
+  # of this process comes from: it preloads what the PyTorch loaders'
+  # workers import (read.torch's own preload comes too late once it runs;
+  # without this, each loader worker of a later test imported torch).
+  multiprocessing.set_forkserver_preload(["beam_tfrecords.read.torch"])
   assert len(list(arf.read_array_record(path))) == 20  # loaded here
   for method, want in (("fork", "error"), ("forkserver", "records")):
     context = multiprocessing.get_context(method)

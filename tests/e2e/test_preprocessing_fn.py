@@ -18,6 +18,7 @@ from beam_tfrecords import InputError
 from beam_tfrecords.read.reader import is_dataset
 
 from tests.helpers.preprocessing_fn import SCHEMA, penguins_fns
+from tests.helpers.records import tf_read
 
 
 PENGUINS = pathlib.Path(__file__).resolve().parents[1] / "data" / "penguins" / \
@@ -40,8 +41,7 @@ def _serialized(out, split, transformed=False):
   folder = os.path.join(out, "transformed") if transformed else out
   files = sorted(glob.glob(os.path.join(folder, f"{split}-*.tfrecord.gz")))
   assert files, (folder, split)
-  return [r.numpy() for r in tf.data.TFRecordDataset(
-      files, compression_type="GZIP")]
+  return tf_read(tf, files)
 
 
 def _parsed(records, spec):

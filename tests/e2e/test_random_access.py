@@ -15,6 +15,7 @@ from beam_tfrecords.read.global_order import GlobalOrder
 from beam_tfrecords.read.random_access import RecordIndex
 from beam_tfrecords.read.stream import RecordStream
 
+from tests.helpers.records import tf_read
 from tests.helpers.shard_size import SCHEMA, _csv
 
 ROWS = 3000
@@ -50,8 +51,7 @@ def test_records_by_number_are_the_streams(built, tf):
   assert len(records) == len(stream) == ROWS
   # What tf.data reads from the shards, in order, is what the index gives.
   files = [os.path.join(built, s.file) for s in shards]
-  read = [r.numpy() for r in tf.data.TFRecordDataset(
-      files, compression_type="GZIP")]
+  read = tf_read(tf, files)
   assert read == stream
   assert [records[i] for i in range(0, ROWS, 7)] == stream[::7]
   picks = np.random.default_rng(0).integers(0, ROWS, 500).tolist()
@@ -293,8 +293,7 @@ def test_uncompressed_output_without_tfds(tmp_path, tf):
       f"index/{s.file}.idx" for s in shards]
   records = list(RecordStream(gz, "train"))
   assert list(RecordStream(out, "train")) == records
-  read = [r.numpy() for r in tf.data.TFRecordDataset(
-      [os.path.join(out, s.file) for s in shards])]
+  read = tf_read(tf, [os.path.join(out, s.file) for s in shards], "")
   assert read == records
   assert RecordIndex(out, "train").get([299, 3]) == [records[299],
                                                       records[3]]

@@ -132,7 +132,6 @@ def test_transformed_only_and_the_same_bytes(tmp_path, tf):
   _ratings(tmp_path / "r.csv", rows=600)
   schema = dict(SCHEMA, transform=dict(SCHEMA["transform"], keep_raw=False))
   one = btr.build(schema, str(tmp_path / "r.csv"), str(tmp_path / "one"))
-  two = btr.build(schema, str(tmp_path / "r.csv"), str(tmp_path / "two"))
   many = btr.build(schema, str(tmp_path / "r.csv"), str(tmp_path / "many"),
                    beam_args=["--direct_num_workers=2",
                               "--direct_running_mode=multi_processing"])
@@ -157,11 +156,8 @@ def test_transformed_only_and_the_same_bytes(tmp_path, tf):
     card = f.read()
   assert "| train (transformed) | " in card
   assert 'btr.load(".", split="train", transformed=True)' in card
-  for split in ("train", "eval"):
-    for shard in t[split].shards:
-      with open(os.path.join(one.output, shard.file), "rb") as a, \
-          open(os.path.join(two.output, shard.file), "rb") as b:
-        assert a.read() == b.read()
+  # (That a rebuild writes the same transformed bytes: the bundled TFT
+  # pipeline's are pinned, tests/e2e/test_bundled_bytes.py.)
   # Other workers: TFT's analyzers add floats in another order (the last
   # bits of a mean may differ); the records are the same otherwise.
   for split in ("train", "eval"):

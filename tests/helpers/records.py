@@ -10,9 +10,15 @@ def shard_paths(output, split="train"):
 
 def tf_records(tf, output, split="train"):
   """Serialized records of a split, read by TensorFlow (GZIP)."""
-  ds = tf.data.TFRecordDataset(shard_paths(output, split),
-                               compression_type="GZIP")
-  return [r.numpy() for r in ds]
+  return tf_read(tf, shard_paths(output, split))
+
+
+def tf_read(tf, files, compression_type="GZIP"):
+  """The serialized records of these files, read by TensorFlow's
+  TFRecordDataset (a batch at a time: one eager step per record cost
+  ~0.2 ms, 4 s for 20k records)."""
+  ds = tf.data.TFRecordDataset(files, compression_type=compression_type)
+  return [r for batch in ds.batch(4096) for r in batch.numpy().tolist()]
 
 
 def tf_parse(tf, records, spec):
