@@ -30,7 +30,7 @@ def pristine(tmp_path_factory):
 def test_no_reader_hands_out_a_wrong_record(pristine, tmp_path, monkeypatch,
                                             native):
   monkeypatch.setenv("BTR_NATIVE", native)
-  results = read_fuzz.run(pristine, str(tmp_path), cases=300,
+  results = read_fuzz.run(pristine, str(tmp_path), cases=200,
                           seed=60 + len(native))
   assert read_fuzz.failures(results) == []
   # Every mutation was tried, and damage to shard or index bytes was
