@@ -155,30 +155,30 @@ def test_a_broken_file_stops_the_build_naming_it(tmp_path, tf):
 
 
 @pytest.mark.slow
-def test_gzip_without_the_suffix_and_the_cli_flag(tmp_path, tf):
+def test_gzip_without_the_suffix_and_the_cli_flag(tmp_path, tf, capsys,
+                                                  monkeypatch):
   _write(tf, tmp_path / "in.tfrecord", [_example(tf, id=5, pair=[1, 2])],
          gzip_it=True)
   (tmp_path / "s.json").write_text(json.dumps(TARGET))
-  cmd = [sys.executable, "-m", "beam_tfrecords", "build", "--schema",
-         "s.json", "--input", "in.tfrecord", "--output", "out"]
-  sniffed = subprocess.run(cmd, cwd=tmp_path, capture_output=True,
-                           text=True, timeout=300)
-  assert sniffed.returncode == 0, sniffed.stderr[-2000:]
+  monkeypatch.chdir(tmp_path)
+  # (In this process: each command in a child of its own cost 3 s of
+  # imports; tests/e2e/test_cli_errors.py runs the CLI's error path in
+  # child processes.)
+  args = ["build", "--schema", "s.json", "--input", "in.tfrecord",
+          "--output", "out"]
+  assert cli.main(args) == cli.EXIT_OK, capsys.readouterr().err[-2000:]
   assert [r["id"] for r in btr.iter_records(str(tmp_path / "out"))] == [5]
-  told = subprocess.run(cmd[:-1] + ["out2", "--tfrecord-compression",
-                                    "none"], cwd=tmp_path,
-                        capture_output=True, text=True, timeout=300)
-  assert told.returncode == 2
+  capsys.readouterr()
+  assert cli.main(args[:-1] + ["out2", "--tfrecord-compression",
+                               "none"]) == cli.EXIT_INPUT
   assert "in.tfrecord: corrupt length CRC at record 1" in \
-      told.stderr.splitlines()[-1]
+      capsys.readouterr().err.splitlines()[-1]
   (tmp_path / "in.csv").write_text("id,pair\n1,2\n")
-  csv_told = subprocess.run(cmd[:7] + ["in.csv", "--output", "out3",
-                                       "--tfrecord-compression", "gzip"],
-                            cwd=tmp_path, capture_output=True, text=True,
-                            timeout=300)
-  assert csv_told.returncode == 2
+  assert cli.main(args[:4] + ["in.csv", "--output", "out3",
+                              "--tfrecord-compression", "gzip"]) == \
+      cli.EXIT_INPUT
   assert "--tfrecord-compression is for TFRecord input; these files are " \
-      "csv" in csv_told.stderr.splitlines()[-1]
+      "csv" in capsys.readouterr().err.splitlines()[-1]
 
 
 def _infer_run(path):
