@@ -181,7 +181,9 @@ RACE = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_simultaneous_builds_into_one_output_never_mix(tmp_path):
-  pairs = 20
+  # (All 20 of 20 pairs met the other's lock when run alone: 10 pairs
+  # make the same case with half the builds.)
+  pairs = 10
   ids = {"a": range(0, 200), "b": range(1000, 1200)}
   for name, values in ids.items():
     (tmp_path / f"{name}.csv").write_text(
