@@ -130,7 +130,7 @@ PUBLISHED_IN_A_ROW = 3
 def _sweep(inputs, tmp_path, name, limits, option):
   """Builds over the old dataset at each limit (`option(size, files,
   limit)` the tmpfs's options; `name` says what the limit counts) until
-  PUBLISHED_IN_A_ROW publish, checking each; returns what they said."""
+  PUBLISHED_IN_A_ROW publish, checking each."""
   seen, in_a_row = [], 0
   with _tmpfs(tmp_path) as point:
     out = point / "ds"
@@ -148,7 +148,6 @@ def _sweep(inputs, tmp_path, name, limits, option):
         break
   # The sweep reached both ends: too little room to publish, and enough.
   assert seen[0] == "not published" and in_a_row == PUBLISHED_IN_A_ROW, seen
-  return seen
 
 
 @pytest.mark.slow
