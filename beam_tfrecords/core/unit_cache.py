@@ -22,14 +22,19 @@ is a folder:
     <store>/<key[:2]>/<key>/00000-train-<deal>.parts its train parts as the
                                                      deal <deal> made them
     <store>/<key[:2]>/<key>/00000-train-<deal>.part  their part file
+    <store>/<key[:2]>/<key>/00003-0.file             a file batch 3 keeps
+                                                     (a grouped build's
+                                                     spilled steps)
     <store>/<key[:2]>/<key>/unit.json                the unit is complete
 
     store = UnitStore("/data/out/.units")
     store.put(key, 0, result, splits=["train"])
     store.keep_parts(key, 0, "train", deal, part_file, crc32, parts, how)
-    store.complete(key, batches=1)
+    store.put(key, 1, result, files=[(spill_file, crc32)])
+    store.complete(key, batches=2)
     kept = store.load(key, into="/data/out/.staging-x/.parts", deal=deal)
-    # [KeptBatchResults(result, {"train": KeptSplit(linked file, parts)})]
+    # [KeptBatchResults(result, {"train": KeptSplit(linked file, parts)}),
+    #  KeptBatchResults(result, {}, files=(linked file,))]
 
 How records are dealt to shards (the shard count, the gzip level, a
 shuffle: sinks.shards.deal_digest) is not in the key: a build whose deal
@@ -41,9 +46,10 @@ Files are written whole (a temporary name, then renamed); a .batch and
 a .parts file hold their payload (a pickle, LZ4-compressed where that
 pays: a grouped build's kept assemblies shrink to about a sixth) and its
 SHA-256, a .parts file the size and
-CRC-32 of its part file. A part file is the build's own, hard-linked where the
-store is on the same file system (else copied), and `load` links it into
-the build's staging folder before it checks it: a unit evicted or
+CRC-32 of its part file (a .batch file also the size and CRC-32 of each
+file it keeps). A part file (or a kept file) is the build's own,
+hard-linked where the store is on the same file system (else copied),
+and `load` links it into the build's staging folder before it checks it: a unit evicted or
 replaced while a build uses it stays readable for that build. A unit is
 complete when unit.json is there and every file its batches name loads
 and checks; else it is a miss, computed again, never published.
@@ -93,6 +99,7 @@ _WORTH = 0.75
 _SUFFIX = ".batch"
 _PARTS = ".parts"
 _PART_FILE = ".part"
+_FILE = ".file"
 _READ_BYTES = 4 << 20  # bytes checked at a time
 
 
@@ -163,9 +170,11 @@ class KeptSplit(NamedTuple):
 
 class KeptBatchResults(NamedTuple):
   """One kept batch: what encoding gave besides records (`result`: its
-  statistics partial too), and {split: KeptSplit}."""
+  statistics partial too), {split: KeptSplit}, and the files it keeps
+  (`UnitStore.put`'s `files`), in order, where `load` put them."""
   result: Any
   parts: Dict[str, KeptSplit]
+  files: Tuple[str, ...] = ()
 
 
 def unit_key(material: Mapping[str, Any]) -> str:
@@ -209,13 +218,32 @@ class UnitStore:
     return fs.join(self._folder(key), f"{i:05d}-{split}-{deal}{suffix}")
 
   def put(self, key: str, i: int, result: Any,
-          splits: Sequence[str] = ()) -> bool:
+          splits: Sequence[str] = (),
+          files: Sequence[Tuple[str, int]] = ()) -> bool:
     """Keeps batch `i` of the unit `key`: `result` (any picklable value),
-    and the splits whose parts `keep_parts` keeps. Keeping is an
-    optimization: a file that cannot be written (a full disk) is logged
-    and not kept, and False returned; the build goes on."""
-    return self._write(self._batch(key, i), _sealed(
-        {"result": result, "splits": list(splits)}))
+    the splits whose parts `keep_parts` keeps, and `files`: [(path,
+    CRC-32)] of local files the result refers to by their place in the
+    list (linked like part files, so a result need not hold their bytes).
+    Keeping is an optimization: a file that cannot be written (a full
+    disk) is logged and not kept, and False returned; the build goes
+    on."""
+    about = []
+    for n, (path, crc32) in enumerate(files):
+      target = self._kept_file(key, i, n)
+      try:
+        self._files.copy(path, target)
+        about.append({"bytes": self._files.size(target), "crc32": crc32})
+      except (OSError, IOError) as e:
+        self._files.remove(target)
+        _LOG.warning("%s: not kept for reuse (%s)", target, e)
+        return False
+    batch = {"result": result, "splits": list(splits)}
+    if about:
+      batch["files"] = about
+    return self._write(self._batch(key, i), _sealed(batch))
+
+  def _kept_file(self, key: str, i: int, n: int) -> str:
+    return fs.join(self._folder(key), f"{i:05d}-{n}{_FILE}")
 
   def keep_parts(self, key: str, i: int, split: str, deal: str,
                  path: str, crc32: int, parts: list,
@@ -262,8 +290,8 @@ class UnitStore:
     again). Each split's parts are those of the deal `deal`, else another deal's
     whose records can be got back (KeptSplit.other_deal).
     With `into` (a folder), every part file is linked (or copied) to
-    `into/<split>/` first and checked there, and named there; else
-    checked and named in the store."""
+    `into/<split>/` (and every kept file to `into/`) first and checked
+    there, and named there; else checked and named in the store."""
     manifest = fs.join(self._folder(key), MANIFEST)
     text = self._files.read(manifest)
     try:
@@ -289,6 +317,13 @@ class UnitStore:
     batch = _unsealed(self._files.read(self._batch(key, i)))
     if batch is None:
       return None
+    files = []
+    for n, about in enumerate(batch.get("files", ())):
+      path = self._linked(self._kept_file(key, i, n), into, "", made)
+      if path is None or not self._files.intact(path, about["bytes"],
+                                                about["crc32"]):
+        return None
+      files.append(path)
     parts: Dict[str, KeptSplit] = {}
     for split in batch["splits"]:
       found = self._dealt(key, i, split, deal)
@@ -296,20 +331,30 @@ class UnitStore:
         return None
       path, about = found
       same = path == self._parts(key, i, split, deal, _PART_FILE)
-      if into is not None:
-        target = fs.join(into, split, f"kept-{uuid.uuid4().hex}{_PART_FILE}")
-        try:
-          self._files.copy(path, target)
-        except (OSError, IOError):
-          return None
-        made.append(target)
-        path = target
-      if not self._files.intact(path, about["bytes"], about["crc32"]):
+      linked = self._linked(path, into, split, made)
+      if linked is None or not self._files.intact(linked, about["bytes"],
+                                                  about["crc32"]):
         return None
-      parts[split] = KeptSplit(path, about["parts"],
+      parts[split] = KeptSplit(linked, about["parts"],
                                None if same else about["deal"],
                                about["deal"])
-    return KeptBatchResults(batch["result"], parts)
+    return KeptBatchResults(batch["result"], parts, tuple(files))
+
+  def _linked(self, path: str, into: Optional[str], folder: str,
+              made: List[str]) -> Optional[str]:
+    """A kept file linked (or copied) to `into/<folder>/` (recorded in
+    `made`), or where it is when `into` is None; None: it could not be."""
+    if into is None:
+      return path
+    suffix = path[path.rfind("."):]
+    target = fs.join(into, folder, f"kept-{uuid.uuid4().hex}{suffix}") \
+        if folder else fs.join(into, f"kept-{uuid.uuid4().hex}{suffix}")
+    try:
+      self._files.copy(path, target)
+    except (OSError, IOError):
+      return None
+    made.append(target)
+    return target
 
   def _dealt(self, key: str, i: int, split: str, deal: str
              ) -> Optional[Tuple[str, Dict[str, Any]]]:

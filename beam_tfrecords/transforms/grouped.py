@@ -25,7 +25,9 @@
 
 Resume and reuse (core.unit_cache): where units are kept, a gathering
 holds one read unit's batches, and a kept unit keeps the parcels its
-steps became (with its dead letters, counts and statistics partials); a
+steps became (with its dead letters, counts and statistics partials;
+parcels spilled to a file are kept as a link to that file and their
+places in it, not copied into the store); a
 reused unit's parcels go to the GroupByKey as they were made (made for
 another bucket count, their steps are put in buckets again). A bucket
 whose steps all came from kept units keeps its assembly under a key of
@@ -49,7 +51,9 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.transforms.window import GlobalWindows
+from isal import isal_zlib
 
+from beam_tfrecords.core import fs
 from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.unit_cache import UnitRead, UnitStore, unit_key
 from beam_tfrecords.encoding.groups import GroupAssembler
@@ -151,7 +155,10 @@ class _Seen(NamedTuple):
 
 class _KeptParcels(NamedTuple):
   """What a kept read unit's steps became: the bucket count, and
-  [(split, source path, bucket, steps as IPC bytes, bad, bytes)]."""
+  [(split, source path, bucket, steps, bad, bytes)]; steps: IPC bytes, or
+  (n, offset, length): their place in the unit's n-th kept file (the
+  spill files they were written to, kept with the unit, not copied into
+  it)."""
   buckets: int
   parcels: list
 
@@ -205,6 +212,7 @@ class _EncodeStepsFn(SchemaFn):
     # Kept read units of this bundle: batches seen, parcels made.
     self._seen: Dict[str, int] = {}
     self._kept: Dict[str, list] = {}
+    self._kept_files: Dict[str, List[tuple]] = {}  # [(spill file, CRC-32)]
 
   def _emit(self, result, window, timestamp):
     """The outputs of a batch, with its steps gathered; those of a
@@ -240,10 +248,17 @@ class _EncodeStepsFn(SchemaFn):
       if self._gathered[split].unit == end.key:
         outputs += self._flush(self._gathered.pop(split))
     parcels = self._kept.pop(end.key, [])
+    files = self._kept_files.pop(end.key, [])
     if self._seen.pop(end.key, 0) == end.batches:
       store = UnitStore(end.root)
+      if files and not fs.is_local(end.root):  # (its bytes go in the store)
+        parcels = [p[:3] + (_read(p[3]),) + p[4:] for p in parcels]
+        files = []
+      number = {path: n for n, (path, _) in enumerate(files)}
+      parcels = [p[:3] + (p[3] if isinstance(p[3], bytes) else (
+          number[p[3][0]],) + p[3][1:],) + p[4:] for p in parcels]
       if store.put(end.key, end.batches, _KeptParcels(self._buckets,
-                                                      parcels)):
+                                                      parcels), files=files):
         store.complete(end.key, end.batches + 1, end.about)
     return outputs
 
@@ -255,6 +270,7 @@ class _EncodeStepsFn(SchemaFn):
     # (Units whose end did not come in this bundle are not marked.)
     self._seen.clear()
     self._kept.clear()
+    self._kept_files.clear()
 
   def _flush(self, held: _Gathered) -> list:
     """One parcel per bucket with steps or bad rows in the gathering."""
@@ -270,19 +286,29 @@ class _EncodeStepsFn(SchemaFn):
         sizes[b] = int(sum(s.sizes[b] for s in held.steps))
         if marks:
           bad[b] = marks
+    parcels, spill = self._spill(parcels)
     if held.unit is not None:
       self._kept.setdefault(held.unit, []).extend(
           (held.split, held.path, b, data, bad.get(b, []), sizes[b])
           for b, data in parcels)
+      if spill is not None:  # (kept with the unit: linked, not copied)
+        self._kept_files.setdefault(held.unit, []).append(spill)
     return self._parcels(held.split, held.path, parcels, bad, sizes,
                          held.unit)
 
+  def _spill(self, parcels: List[tuple]) -> tuple:
+    """[(bucket, IPC bytes)] written to a spill file where they are large:
+    ([(bucket, IPC bytes or their place)], (the file, its CRC-32) or
+    None)."""
+    if self._spill_dir is None or sum(
+        len(data) for _, data in parcels
+        if isinstance(data, bytes)) < SPILL_BYTES:
+      return parcels, None
+    return _spilled(self._spill_dir, parcels)
+
   def _parcels(self, split, path, parcels, bad, sizes, unit) -> list:
-    """The GroupByKey's elements of [(bucket, IPC bytes)] of a split
-    (spilled to a file where they are large)."""
-    if self._spill_dir is not None and sum(
-        len(data) for _, data in parcels) >= SPILL_BYTES:
-      parcels = _spilled(self._spill_dir, parcels)
+    """The GroupByKey's elements of [(bucket, IPC bytes or their place)]
+    of a split."""
     units = None if unit is None else (unit,)
     return [((split, b), (path, data, bad.get(b, []), sizes[b], units))
             for b, data in parcels]
@@ -310,15 +336,19 @@ class _EncodeStepsFn(SchemaFn):
       tagged, counts, errors = kept
       return (list(tagged) + unit_counted(batch.entry.first, True), counts,
               errors)
+    files = batch.kept.files
+    placed = [p[:3] + (p[3] if isinstance(p[3], bytes) else (
+        files[p[3][0]],) + p[3][1:],) + p[4:] for p in kept.parcels]
     if kept.buckets != self._buckets:
-      return self._rebucketed(kept.parcels, key), stats(), []
+      return self._rebucketed(placed, key), stats(), []
     outputs = []
     by: Dict[tuple, list] = {}
-    for split, path, b, data, bad, size in kept.parcels:
+    for split, path, b, data, bad, size in placed:
       by.setdefault((split, path), []).append((b, data, bad, size))
     for (split, path), parcels in by.items():
       outputs += self._parcels(
-          split, path, [(b, data) for b, data, _, _ in parcels],
+          split, path, self._spill([(b, data)
+                                    for b, data, _, _ in parcels])[0],
           {b: bad for b, _, bad, _ in parcels if bad},
           {b: size for b, _, _, size in parcels}, key)
     return outputs, stats(), []
@@ -329,7 +359,7 @@ class _EncodeStepsFn(SchemaFn):
     by: Dict[tuple, tuple] = {}
     for split, path, _, data, bad, _ in parcels:
       tables, marks = by.setdefault((split, path), ([], []))
-      tables.append(_ipc_table(data))
+      tables.append(_ipc_table(_read(data)))
       marks.extend(bad)
     out = []
     for (split, path), (tables, marks) in by.items():
@@ -396,18 +426,23 @@ class _EncodeStepsFn(SchemaFn):
     return _Steps(split, path, ordered, bounds, sizes, bad, unit)
 
 
-def _spilled(directory: str, parcels: List[tuple]) -> List[tuple]:
-  """The parcels written to one file; each parcel's data becomes its place
-  (path, offset, length)."""
+def _spilled(directory: str, parcels: List[tuple]) -> tuple:
+  """The parcels' bytes written to one file; each parcel's data becomes
+  its place (path, offset, length) (data already placed stays so). Returns
+  (the parcels, (the file, its CRC-32))."""
   path = FileSystems.join(directory, f"{uuid.uuid4().hex}.steps")
-  out, offset = [], 0
+  out, offset, crc = [], 0, 0
   with FileSystems.create(path, compression_type=(
       CompressionTypes.UNCOMPRESSED)) as f:
     for b, data in parcels:
+      if not isinstance(data, bytes):
+        out.append((b, data))
+        continue
       f.write(data)
+      crc = isal_zlib.crc32(data, crc)
       out.append((b, (path, offset, len(data))))
       offset += len(data)
-  return out
+  return out, (path, crc)
 
 
 def _read(data) -> bytes:

@@ -108,7 +108,14 @@ def _kept(root, what):
               root, u.key[:2], u.key, "unit.json")))["unit"]]
 
 
-def test_a_damaged_bucket_is_grouped_again(tmp_path):
+def test_a_damaged_bucket_or_spill_file_is_made_again(tmp_path,
+                                                      monkeypatch):
+  """Every gathering's steps spilled to a file (as a large input's are):
+  a kept read unit keeps its spill files by a link, not their bytes. A
+  damaged kept bucket is grouped again, a damaged kept spill file's unit
+  read again; the same files either way."""
+  from beam_tfrecords.transforms import grouped  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(grouped, "SPILL_BYTES", 0)
   inputs = _inputs(tmp_path, 3)
   cache = str(tmp_path / "cache")
   first = btr.build(SCHEMA, inputs, str(tmp_path / "a"), **OPTS,
@@ -116,6 +123,11 @@ def test_a_damaged_bucket_is_grouped_again(tmp_path):
   buckets = first.info.inputs.extra["units"]["buckets"]
   kept = _kept(cache, "bucket")
   assert len(kept) == buckets
+  read = _kept(cache, "path")
+  spills = [os.path.join(cache, u.key[:2], u.key, n) for u in read
+            for n in os.listdir(os.path.join(cache, u.key[:2], u.key))
+            if n.endswith(".file")]
+  assert len(spills) == 3 and all(os.stat(p).st_nlink == 1 for p in spills)
   damaged = os.path.join(cache, kept[0].key[:2], kept[0].key, "00000.batch")
   data = bytearray(open(damaged, "rb").read())
   data[len(data) // 2] ^= 1
@@ -125,6 +137,16 @@ def test_a_damaged_bucket_is_grouped_again(tmp_path):
   assert _units(out) == {"read": 3, "reused": 3, "buckets": buckets,
                          "buckets_reused": buckets - 1}
   assert _files(out) == _files(str(tmp_path / "a"))
+  # A kept spill file cut short: its unit is read again (its key is the
+  # same, so every kept bucket still serves).
+  data = open(spills[1], "rb").read()
+  os.remove(spills[1])
+  open(spills[1], "wb").write(data[:-7])
+  again = str(tmp_path / "c")
+  btr.build(SCHEMA, inputs, again, **OPTS, cache=cache)
+  assert _units(again) == {"read": 3, "reused": 2, "buckets": buckets,
+                           "buckets_reused": buckets}
+  assert _files(again) == _files(str(tmp_path / "a"))
 
 
 def test_a_killed_grouped_build_reuses_its_finished_units(tmp_path):
@@ -154,14 +176,21 @@ def test_units_kept_for_another_bucket_count_are_bucketed_again(
   """The bucket count grows with the input: a unit kept by a build with
   4 buckets serves one with 16 (its parcels' steps, and its rejected
   group's bad keys, put in the new buckets); no bucket is reused."""
-  inputs = _inputs(tmp_path, 3)
+  # (Two small files whose steps stay in the store, and one three times
+  # as large, whose steps are spilled: kept as a link to the file.)
+  inputs = _inputs(tmp_path, 2) + [_events(tmp_path / "large.csv",
+                                           [900, 901, 902], 6000, seed=9)]
   cache = str(tmp_path / "cache")
   from beam_tfrecords.transforms import grouped  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(grouped, "SPILL_BYTES", 300_000)
   with monkeypatch.context() as patched:
     patched.setattr(grouped, "MIN_BUCKETS", 4)
     first = btr.build(SCHEMA, inputs, str(tmp_path / "a"), **OPTS,
                       cache=cache)
   assert first.info.inputs.extra["units"]["buckets"] <= 4
+  files = [n for u in _kept(cache, "path")
+           for n in os.listdir(os.path.join(cache, u.key[:2], u.key))]
+  assert sum(n.endswith(".file") for n in files) == 1
   out = str(tmp_path / "b")
   btr.build(SCHEMA, inputs, out, **OPTS, cache=cache)
   got = _units(out)

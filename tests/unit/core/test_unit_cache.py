@@ -1,6 +1,7 @@
 """The unit store (core/unit_cache.py): a unit is complete, every file
 checked, or absent; a damaged file makes it a miss; kept part files are
-linked into the build that reuses them; parts dealt another way come back
+linked into the build that reuses them (and files a batch keeps, in
+order); parts dealt another way come back
 as another deal's; eviction keeps the least recently used out first."""
 
 import hashlib
@@ -83,6 +84,56 @@ def test_another_deal_s_parts_come_back_to_be_dealt_again(tmp_path):
                    dict(HOW, framed=False))
   store.complete(key2, 1)
   assert store.load(key2, deal=DEAL) is None
+
+
+def test_kept_files_are_linked_checked_and_named_in_order(tmp_path):
+  store = UnitStore(str(tmp_path / "s"))
+  key = unit_key({"files": 1})
+  spills = [_part_file(tmp_path / "spill", data)
+            for data in (b"first" * 300, b"second" * 200)]
+  crcs = [isal_zlib.crc32(open(p, "rb").read()) for p in spills]
+  store.put(key, 0, ("steps", (0, 5, 7)), files=list(zip(spills, crcs)))
+  store.complete(key, 1)
+  into = str(tmp_path / "staging" / ".parts")
+  got = store.load(key, into=into)
+  assert got[0].result == ("steps", (0, 5, 7)) and got[0].parts == {}
+  # In the order given, linked into the build's folder (not copied).
+  assert [open(p, "rb").read() for p in got[0].files] == [
+      b"first" * 300, b"second" * 200]
+  assert [os.path.dirname(p) for p in got[0].files] == [into, into]
+  assert [os.stat(p).st_ino for p in got[0].files] == [
+      os.stat(p).st_ino for p in spills]
+  # Without `into`: named where they are kept.
+  folder = os.path.join(store.root, key[:2], key)
+  assert store.load(key)[0].files == (os.path.join(folder, "00000-0.file"),
+                                      os.path.join(folder, "00000-1.file"))
+  # The build's own files may go (its staging folder is removed): the
+  # store's links keep them.
+  for p in spills:
+    os.remove(p)
+  assert open(store.load(key)[0].files[1], "rb").read() == b"second" * 200
+  # A damaged, cut or missing kept file is a miss, and the unit goes.
+  for damage in ("flip", "cut", "remove"):
+    key = unit_key({"files": damage})
+    spill = _part_file(tmp_path / "spill2", damage.encode() * 100)
+    store.put(key, 0, "r", files=[(spill, isal_zlib.crc32(
+        open(spill, "rb").read()))])
+    store.complete(key, 1)
+    path = os.path.join(store.root, key[:2], key, "00000-0.file")
+    data = open(path, "rb").read()
+    os.remove(path)
+    if damage == "flip":
+      open(path, "wb").write(data[:-1] + bytes([data[-1] ^ 1]))
+    elif damage == "cut":
+      open(path, "wb").write(data[:-1])
+    assert store.load(key, into=into) is None, damage
+    assert not os.path.exists(os.path.dirname(path)), damage
+  # (What it linked before it found the damage is gone too.)
+  assert sorted(os.listdir(into)) == sorted(
+      os.path.basename(p) for p in got[0].files)
+  # A file that cannot be kept: the batch is not kept, and put says so.
+  assert not store.put(unit_key({"files": "gone"}), 0, "r",
+                       files=[(str(tmp_path / "nothing"), 0)])
 
 
 def test_keys_name_everything_in_any_order():
