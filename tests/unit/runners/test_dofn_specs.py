@@ -2,13 +2,17 @@
 cost): the same answers as Beam's, only inside the build, and Beam as it
 was afterwards."""
 
+import functools
+
 import apache_beam as beam
 from apache_beam.coders import VarIntCoder
 from apache_beam.options.pipeline_options import (DirectOptions,
                                                   PipelineOptions,
                                                   StandardOptions)
-from apache_beam.transforms import userstate
+from apache_beam.transforms import core, ptransform, userstate
+from apache_beam.transforms import util as beam_util
 from apache_beam.transforms.userstate import BagStateSpec
+from apache_beam.typehints import decorators
 
 from beam_tfrecords.runners.dofn_specs import memoized_dofn_specs
 
@@ -81,3 +85,69 @@ def test_other_threads_get_beams_own_answers():
   finally:
     done.set()
     worker.join()
+
+
+class _Both(beam.DoFn):
+  def __init__(self, n):
+    self.n = n
+
+  def process(self, element, scale=2):
+    if element is None:
+      return [element]
+    yield element * scale * self.n
+
+
+def _plain(a, b=1, *rest, c: int = 2, **more):
+  return a
+
+
+def test_signatures_and_the_yield_check_are_beams_own_answers():
+  """Functions and bound methods of any instance answer as Beam does,
+  once per function; other callables are asked every time; Beam's own
+  functions are back afterwards in every module that bound them."""
+  modules = (decorators, core, ptransform, beam_util)
+  original = decorators.get_signature
+  original_check = getattr(core, "_check_fn_use_yield_and_return")
+  callables = [_plain, _Both(1).process, _Both(2).process, _Plain().process,
+               lambda x, y=3: x, functools.partial(_plain, 1, c=5), _Both,
+               str.upper, len]
+  want = [original(f) for f in callables]
+  checks = [original_check(f) for f in (_Both(1).process, _Plain().process,
+                                        _plain)]
+  assert checks == [True, False, False]
+  with memoized_dofn_specs():
+    assert all(m.get_signature is not original for m in modules)
+    for _ in range(2):
+      assert [decorators.get_signature(f) for f in callables] == want
+      assert [core.get_signature(f) for f in callables] == want
+      assert [getattr(core, "_check_fn_use_yield_and_return")(f)
+              for f in (_Both(3).process, _Plain().process, _plain)] == checks
+    # A bound method's signature has no `self`, its function's has.
+    assert list(decorators.get_signature(_Both.process).parameters) == [
+        "self", "element", "scale"]
+    assert list(decorators.get_signature(_Both(4).process).parameters) == [
+        "element", "scale"]
+    # A ParDo is made as Beam makes it (its warning's check included).
+    assert beam.ParDo(_Both(1)).fn.n == 1
+  assert all(m.get_signature is original for m in modules)
+  assert getattr(core, "_check_fn_use_yield_and_return") is original_check
+
+
+def test_each_function_is_asked_once(monkeypatch):
+  asked = []
+  original = decorators.get_signature
+
+  def counted(fn):
+    asked.append(fn)
+    return original(fn)
+
+  for module in (decorators, core, ptransform, beam_util):
+    monkeypatch.setattr(module, "get_signature", counted)
+  with memoized_dofn_specs():
+    for _ in range(3):
+      for fn in (_plain, _Both(1).process, _Both(2).process, _Both):
+        core.get_signature(fn)
+        ptransform.get_signature(fn)
+  # _plain once, the bound methods once (one function), the class 6 times.
+  assert len(asked) == 1 + 1 + 6
+  assert decorators.get_signature is counted  # (what was there is back)
