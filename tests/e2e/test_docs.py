@@ -40,9 +40,10 @@ def _outputs(block: Block) -> List[str]:
 
 # Runs a page's steps in one interpreter: python blocks share a namespace.
 DRIVER = textwrap.dedent("""\
-    import json, os, subprocess, sys, traceback
+    import json, os, sys, traceback
     steps = json.load(open(sys.argv[1]))
     namespace = {"__name__": "__main__"}
+    from tests.helpers.docs import run_shell
     for step in steps:
       where = "%s:%d" % (step["file"], step["line"])
       print("=== %s (%s)" % (where, step["kind"]), flush=True)
@@ -54,8 +55,7 @@ DRIVER = textwrap.dedent("""\
         if step["kind"] == "python":
           exec(compile(step["text"], where, "exec"), namespace)
         else:
-          subprocess.run(["bash", "-e", "-o", "pipefail", "-c", step["text"]],
-                         check=True)
+          run_shell(step["text"])
       except BaseException:
         traceback.print_exc()
         print("SNIPPET FAILED: %s" % where, flush=True)
