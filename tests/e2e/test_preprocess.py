@@ -178,11 +178,27 @@ def test_cli_imports_module_function_from_the_working_directory_and_a_changed_fu
     ("my_features:VALUE", "the preprocess my_features:VALUE is a int, not a "
                           "function"),
 ])
-def test_cli_names_a_preprocess_it_cannot_use(tmp_path, spec, message):
+def test_cli_names_a_preprocess_it_cannot_use(tmp_path, spec, message,
+                                             monkeypatch, capsys):
+  """Through the command's entry point in this process (the import from
+  the working folder in a fresh process: the test above)."""
   _module(tmp_path, FN.format(" ") + "\nVALUE = 3\n")
-  run = _cli(tmp_path, "--preprocess", spec)
-  assert run.returncode == 2, run.stderr[-2000:]
-  assert message in run.stderr.strip().splitlines()[-1]
+  (tmp_path / "s.yaml").write_text(json.dumps(SCHEMA))
+  _csv(tmp_path)
+  monkeypatch.chdir(tmp_path)
+  monkeypatch.delitem(sys.modules, "my_features", raising=False)
+  from beam_tfrecords import cli  # pylint: disable=import-outside-toplevel
+  try:
+    code = cli.main(["build", "--schema", "s.yaml", "--input", "in.csv",
+                     "--output", "out", "--max-bad-fraction", "1",
+                     "--preprocess", spec])
+  except SystemExit as e:
+    code = e.code
+  err = capsys.readouterr().err
+  sys.modules.pop("my_features", None)
+  assert code == 2, err[-2000:]
+  assert message in err.strip().splitlines()[-1]
+  assert not (tmp_path / "out").exists()
 
 
 def _pick(column):
