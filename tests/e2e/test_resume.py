@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import time
 
 import pytest
@@ -17,7 +16,8 @@ import beam_tfrecords as btr
 from beam_tfrecords.cli import main as cli_main
 from beam_tfrecords.core.unit_cache import UnitStore
 
-from tests.helpers.kill_build import build_command, build_env, kill_when
+from tests.helpers.kill_build import (build_command, build_env, kill_when,
+                                      rerun_here)
 from tests.helpers.shard_size import SCHEMA, _csv
 
 ROWS = 3000
@@ -195,7 +195,7 @@ def test_units_are_kept_by_default_and_not_with_no_resume(clean, tmp_path):
   assert not (out / ".units").exists()
 
 
-def test_a_killed_build_reuses_its_finished_units(tmp_path):
+def test_a_killed_build_reuses_its_finished_units(tmp_path, capsys):
   """kill -9 once some units are finished; the same command reuses them
   and publishes what an uninterrupted build does."""
   inputs = _inputs(tmp_path, 12, rows=20_000)
@@ -209,13 +209,12 @@ def test_a_killed_build_reuses_its_finished_units(tmp_path):
   finished = len(list(store.units()))
   assert 3 <= finished < 12
   assert not os.path.exists(os.path.join(out, "_SUCCESS"))
-  rerun = subprocess.run(command, env=env, capture_output=True, text=True,
-                         timeout=600)
-  assert rerun.returncode == 0, rerun.stderr
+  capsys.readouterr()
+  assert rerun_here(command) == 0
   units = _units(out)
   assert units["read"] == 12 and units["reused"] >= finished
   assert (f"read units: 12, of which {units['reused']} reused from earlier "
-          "work (not read or encoded again)") in rerun.stdout
+          "work (not read or encoded again)") in capsys.readouterr().out
   assert not os.path.exists(os.path.join(out, ".units"))
   whole = str(tmp_path / "whole")
   btr.build(SCHEMA, inputs, whole, num_shards=2)

@@ -7,7 +7,6 @@ what a clean build does."""
 import json
 import os
 import random
-import subprocess
 
 import pytest
 
@@ -17,7 +16,8 @@ from beam_tfrecords.encoding.steps import key_hash
 from beam_tfrecords.transforms.grouped import buckets_for
 
 from tests.e2e.test_resume import _files, _units
-from tests.helpers.kill_build import build_command, build_env, kill_when
+from tests.helpers.kill_build import (build_command, build_env, kill_when,
+                                      rerun_here)
 from tests.helpers.paths import ROOT
 
 SCHEMA = os.path.join(ROOT, "schemas", "user_events.yaml")
@@ -160,9 +160,7 @@ def test_a_killed_grouped_build_reuses_its_finished_units(tmp_path):
   kill_when(command, env, lambda: len(_kept(store.root, "path")) >= 3)
   finished = len(_kept(store.root, "path"))
   assert 3 <= finished < 12
-  rerun = subprocess.run(command, env=env, capture_output=True, text=True,
-                         timeout=600)
-  assert rerun.returncode == 0, rerun.stderr
+  assert rerun_here(command) == 0
   units = _units(out)
   assert units["read"] == 12 and units["reused"] >= finished
   assert not os.path.exists(os.path.join(out, ".units"))

@@ -15,7 +15,8 @@ import beam_tfrecords as btr
 from beam_tfrecords.core.unit_cache import UnitStore
 
 from tests.e2e.test_resume import _files, _units
-from tests.helpers.kill_build import build_command, build_env, kill_when
+from tests.helpers.kill_build import (build_command, build_env, kill_when,
+                                      rerun_here)
 from tests.helpers.paths import ROOT
 
 SCHEMA = os.path.join(ROOT, "schemas", "movie_ratings_tft.yaml")
@@ -106,10 +107,7 @@ def test_a_killed_build_resumes_after_its_analysis(tmp_path):
   store = os.path.join(out, ".units")
   kill_when(command, env, lambda: bool(_analysis(store)))
   assert not os.path.exists(os.path.join(out, "_SUCCESS"))
-  import subprocess  # pylint: disable=import-outside-toplevel
-  rerun = subprocess.run(command, env=env, capture_output=True, text=True,
-                         timeout=600, cwd=ROOT)
-  assert rerun.returncode == 0, rerun.stderr
+  assert rerun_here(command) == 0  # (in ROOT: _fixed_time)
   assert _units(out) == {"read": 3, "reused": 3}
   assert btr.open(out).info.inputs.extra["transform_analysis"] == "reused"
   whole = str(tmp_path / "whole")
