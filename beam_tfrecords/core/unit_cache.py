@@ -45,12 +45,12 @@ inflate, no parsing or encoding), deals them its way and keeps those too.
 Files are written whole (a temporary name, then renamed); a .batch and
 a .parts file hold their payload (a pickle, LZ4-compressed where that
 pays: a grouped build's kept assemblies shrink to about a sixth) and its
-SHA-256, a .parts file the size and
-CRC-32 of its part file (a .batch file also the size and CRC-32 of each
-file it keeps). A part file (or a kept file) is the build's own,
-hard-linked where the store is on the same file system (else copied),
-and `load` links it into the build's staging folder before it checks it: a unit evicted or
-replaced while a build uses it stays readable for that build. A unit is
+SHA-256, a .parts file the size and CRC-32 of its part file (a .batch
+file also the size and CRC-32 of each file it keeps). A part file (or a
+kept file) is the build's own, hard-linked where the store is on the
+same file system (else copied), and `load` links it into the build's
+staging folder before it checks it: a unit evicted or replaced while a
+build uses it stays readable for that build. A unit is
 complete when unit.json is there and every file its batches name loads
 and checks; else it is a miss, computed again, never published.
 
@@ -91,8 +91,9 @@ _HEAD = len(_MAGIC) + 1 + 8 + 32
 _RAW, _LZ4 = 0, 1
 # A pickle at least this long is compressed (LZ4: about 1 GB/s each way)
 # when a sample of it shrinks to at most _WORTH of its size: a grouped
-# build's kept assemblies (raw records) to about a sixth, what the steps
-# already compressed (Arrow IPC, LZ4) stays as it is.
+# build's kept assemblies (raw records) to about a sixth; its steps
+# (Arrow IPC, LZ4) still to about half, but those it spilled to a file
+# are kept as that file, linked (`put`'s `files`).
 _SQUEEZE_BYTES = 64 << 10
 _SAMPLE = 256 << 10
 _WORTH = 0.75
@@ -227,20 +228,25 @@ class UnitStore:
     Keeping is an optimization: a file that cannot be written (a full
     disk) is logged and not kept, and False returned; the build goes
     on."""
-    about = []
+    about, linked = [], []
     for n, (path, crc32) in enumerate(files):
       target = self._kept_file(key, i, n)
+      linked.append(target)
       try:
         self._files.copy(path, target)
         about.append({"bytes": self._files.size(target), "crc32": crc32})
       except (OSError, IOError) as e:
-        self._files.remove(target)
         _LOG.warning("%s: not kept for reuse (%s)", target, e)
-        return False
+        break
     batch = {"result": result, "splits": list(splits)}
     if about:
       batch["files"] = about
-    return self._write(self._batch(key, i), _sealed(batch))
+    if len(about) == len(files) and self._write(self._batch(key, i),
+                                                _sealed(batch)):
+      return True
+    for target in linked:  # (an incomplete unit's files: not left behind)
+      self._files.remove(target)
+    return False
 
   def _kept_file(self, key: str, i: int, n: int) -> str:
     return fs.join(self._folder(key), f"{i:05d}-{n}{_FILE}")

@@ -127,14 +127,19 @@ def _uses_yield_and_return(fn):
 
 
 def _install() -> None:
-  _saved["specs"] = userstate.get_dofn_specs
-  _saved["view_as"] = PipelineOptions.view_as
-  _saved["signature"] = decorators.get_signature
-  _saved["yields"] = getattr(beam_core, "_check_fn_use_yield_and_return")
+  found = {"specs": userstate.get_dofn_specs,
+           "view_as": PipelineOptions.view_as,
+           "signature": decorators.get_signature,
+           "yields": getattr(beam_core, "_check_fn_use_yield_and_return")}
+  ours = (_get_dofn_specs, _view_as, _get_signature, _uses_yield_and_return)
+  for kind, fn in found.items():
+    if fn not in ours:  # (a wrapper left behind, by a patch undone inside
+      _saved[kind] = fn  # a context: what it wraps is still the original)
   setattr(userstate, "get_dofn_specs", _get_dofn_specs)
   setattr(PipelineOptions, "view_as", _view_as)
   for module in _SIGNED:
-    if getattr(module, "get_signature", None) is _saved["signature"]:
+    if getattr(module, "get_signature", None) in (_saved["signature"],
+                                                  _get_signature):
       setattr(module, "get_signature", _get_signature)
   setattr(beam_core, "_check_fn_use_yield_and_return",
           _uses_yield_and_return)

@@ -300,9 +300,8 @@ class _EncodeStepsFn(SchemaFn):
     """[(bucket, IPC bytes)] written to a spill file where they are large:
     ([(bucket, IPC bytes or their place)], (the file, its CRC-32) or
     None)."""
-    if self._spill_dir is None or sum(
-        len(data) for _, data in parcels
-        if isinstance(data, bytes)) < SPILL_BYTES:
+    size = sum(len(data) for _, data in parcels if isinstance(data, bytes))
+    if self._spill_dir is None or not size or size < SPILL_BYTES:
       return parcels, None
     return _spilled(self._spill_dir, parcels)
 

@@ -7,7 +7,10 @@ repository's schemas/ and pipelines/:
   ```python      run in one namespace per page (one interpreter per page);
   ```sh/```bash  run as shell when a line calls beam-tfrecords or python
                  (`pip install` and `make` lines are left out), with this
-                 interpreter's bin/ first on PATH;
+                 interpreter's bin/ first on PATH; a block of plain
+                 `beam-tfrecords` lines (tests.helpers.docs.plain_command)
+                 runs through cli.main in the page's interpreter instead
+                 (what it sets up, logging say, stays for the page);
   ```text/```json/``` yaml ...: output or file contents, not run.
 Right before a block, `<!-- snippet: not run, REASON -->` skips it (the
 reason is required) and `<!-- snippet: write FILE -->` writes its text to

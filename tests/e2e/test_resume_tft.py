@@ -107,7 +107,7 @@ def test_a_killed_build_resumes_after_its_analysis(tmp_path):
   store = os.path.join(out, ".units")
   kill_when(command, env, lambda: bool(_analysis(store)))
   assert not os.path.exists(os.path.join(out, "_SUCCESS"))
-  assert rerun_here(command) == 0  # (in ROOT: _fixed_time)
+  assert rerun_here(command) == 0
   assert _units(out) == {"read": 3, "reused": 3}
   assert btr.open(out).info.inputs.extra["transform_analysis"] == "reused"
   whole = str(tmp_path / "whole")

@@ -61,14 +61,18 @@ def runnable(block: Block) -> bool:
 # Outside quotes and a trailing comment, what a shell would expand,
 # redirect, pipe or chain.
 _QUOTED = re.compile("'[^']*'" + r'|"[^"$`\\]*"')
-_EXPANDS = re.compile(r"[|&;<>()$`*?\[\]{}~\\]")
+_EXPANDS = re.compile(r"[|&;<>()$`*?\[\]{}~\\'\"]")
+_COMMENT = re.compile(r"(^|\s)#.*$")
 
 
 def plain_command(line: str) -> bool:
   """Whether a shell line is a `beam-tfrecords` command and nothing else
-  (its arguments mean the same to shlex as to a shell)."""
-  bare = _QUOTED.sub("", line.split(" #")[0])
-  return line.startswith("beam-tfrecords ") and not _EXPANDS.search(bare)
+  (its arguments mean the same to shlex as to a shell): quoted spans
+  taken out, a comment is a `#` after a space, and no `#` elsewhere, no
+  quote left unmatched and nothing a shell expands remains."""
+  bare = _COMMENT.sub("", _QUOTED.sub("", line))
+  return (line.startswith("beam-tfrecords ") and "#" not in bare
+          and not _EXPANDS.search(bare))
 
 
 def run_shell(text: str) -> None:

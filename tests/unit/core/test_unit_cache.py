@@ -131,9 +131,14 @@ def test_kept_files_are_linked_checked_and_named_in_order(tmp_path):
   # (What it linked before it found the damage is gone too.)
   assert sorted(os.listdir(into)) == sorted(
       os.path.basename(p) for p in got[0].files)
-  # A file that cannot be kept: the batch is not kept, and put says so.
-  assert not store.put(unit_key({"files": "gone"}), 0, "r",
-                       files=[(str(tmp_path / "nothing"), 0)])
+  # A file that cannot be kept: the batch is not kept, put says so, and
+  # the files it had linked before are not left behind.
+  key = unit_key({"files": "gone"})
+  assert not store.put(key, 0, "r", files=[
+      (_part_file(tmp_path / "spill3", b"kept"), 0),
+      (str(tmp_path / "nothing"), 0)])
+  folder = os.path.join(store.root, key[:2], key)
+  assert not os.path.isdir(folder) or os.listdir(folder) == []
 
 
 def test_keys_name_everything_in_any_order():

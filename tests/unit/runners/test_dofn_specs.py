@@ -151,3 +151,36 @@ def test_each_function_is_asked_once(monkeypatch):
   # _plain once, the bound methods once (one function), the class 6 times.
   assert len(asked) == 1 + 1 + 6
   assert decorators.get_signature is counted  # (what was there is back)
+
+
+def test_nested_contexts_and_other_threads_keep_beams_signatures():
+  """Nested: still memoized, then Beam's own; another thread inside the
+  same window gets Beam's own answers (no cache of its own)."""
+  import threading
+  original = decorators.get_signature
+  with memoized_dofn_specs():
+    with memoized_dofn_specs():
+      assert core.get_signature is not original
+    assert core.get_signature is not original
+    got = []
+    worker = threading.Thread(target=lambda: got.append(
+        core.get_signature(_Both(1).process)))
+    worker.start()
+    worker.join()
+    assert got == [original(_Both(1).process)]
+  assert core.get_signature is original and ptransform.get_signature is \
+      original
+
+
+def test_a_wrapper_left_behind_is_not_taken_for_beams_own(monkeypatch):
+  """A patch undone inside a context puts the wrapper back: the next
+  context still calls Beam's own function (no recursion)."""
+  original = decorators.get_signature
+  with memoized_dofn_specs():
+    wrapper = decorators.get_signature
+  monkeypatch.setattr(decorators, "get_signature", wrapper)
+  with memoized_dofn_specs():
+    assert decorators.get_signature(_plain) == original(_plain)
+  assert decorators.get_signature is original  # (Beam's own, healed)
+  monkeypatch.undo()
+  assert decorators.get_signature is original
