@@ -352,9 +352,8 @@ class UnitStore:
     `made`), or where it is when `into` is None; None: it could not be."""
     if into is None:
       return path
-    suffix = path[path.rfind("."):]
-    target = fs.join(into, folder, f"kept-{uuid.uuid4().hex}{suffix}") \
-        if folder else fs.join(into, f"kept-{uuid.uuid4().hex}{suffix}")
+    name = f"kept-{uuid.uuid4().hex}{path[path.rfind('.'):]}"
+    target = fs.join(into, folder, name) if folder else fs.join(into, name)
     try:
       self._files.copy(path, target)
     except (OSError, IOError):

@@ -255,8 +255,7 @@ class _EncodeStepsFn(SchemaFn):
         parcels = [p[:3] + (_read(p[3]),) + p[4:] for p in parcels]
         files = []
       number = {path: n for n, (path, _) in enumerate(files)}
-      parcels = [p[:3] + (p[3] if isinstance(p[3], bytes) else (
-          number[p[3][0]],) + p[3][1:],) + p[4:] for p in parcels]
+      parcels = _refiled(parcels, number.__getitem__)
       if store.put(end.key, end.batches, _KeptParcels(self._buckets,
                                                       parcels), files=files):
         store.complete(end.key, end.batches + 1, end.about)
@@ -335,9 +334,7 @@ class _EncodeStepsFn(SchemaFn):
       tagged, counts, errors = kept
       return (list(tagged) + unit_counted(batch.entry.first, True), counts,
               errors)
-    files = batch.kept.files
-    placed = [p[:3] + (p[3] if isinstance(p[3], bytes) else (
-        files[p[3][0]],) + p[3][1:],) + p[4:] for p in kept.parcels]
+    placed = _refiled(kept.parcels, batch.kept.files.__getitem__)
     if kept.buckets != self._buckets:
       return self._rebucketed(placed, key), stats(), []
     outputs = []
@@ -442,6 +439,15 @@ def _spilled(directory: str, parcels: List[tuple]) -> tuple:
       out.append((b, (path, offset, len(data))))
       offset += len(data)
   return out, (path, crc)
+
+
+def _refiled(parcels: list, file_of) -> list:
+  """Kept parcels [(split, path, bucket, steps, bad, bytes)] with the file
+  of each place (steps not bytes: (file, offset, length)) replaced by
+  file_of(it): a spill file's path <-> its number among the unit's kept
+  files."""
+  return [p[:3] + (p[3] if isinstance(p[3], bytes) else (
+      file_of(p[3][0]),) + tuple(p[3][1:]),) + p[4:] for p in parcels]
 
 
 def _read(data) -> bytes:
