@@ -205,8 +205,7 @@ class UnitStore:
 
   def __init__(self, root: str):
     self.root = root
-    self._files: _Files = _LocalFiles() if fs.is_local(root) else \
-        _RemoteFiles()
+    self._files: _Files = _files_at(root)
 
   def _folder(self, key: str) -> str:
     return fs.join(self.root, key[:2], key)
@@ -310,7 +309,7 @@ class UnitStore:
       kept = self._load_batch(key, i, into, made, deal)
       if kept is None:
         for path in made:
-          self._files.remove(path)
+          _files_at(path).remove(path)
         self.remove(key)
         return None
       out.append(kept)
@@ -325,9 +324,8 @@ class UnitStore:
       return None
     files = []
     for n, about in enumerate(batch.get("files", ())):
-      path = self._linked(self._kept_file(key, i, n), into, "", made)
-      if path is None or not self._files.intact(path, about["bytes"],
-                                                about["crc32"]):
+      path = self._linked(self._kept_file(key, i, n), into, "", made, about)
+      if path is None:
         return None
       files.append(path)
     parts: Dict[str, KeptSplit] = {}
@@ -337,9 +335,8 @@ class UnitStore:
         return None
       path, about = found
       same = path == self._parts(key, i, split, deal, _PART_FILE)
-      linked = self._linked(path, into, split, made)
-      if linked is None or not self._files.intact(linked, about["bytes"],
-                                                  about["crc32"]):
+      linked = self._linked(path, into, split, made, about)
+      if linked is None:
         return None
       parts[split] = KeptSplit(linked, about["parts"],
                                None if same else about["deal"],
@@ -347,18 +344,29 @@ class UnitStore:
     return KeptBatchResults(batch["result"], parts, tuple(files))
 
   def _linked(self, path: str, into: Optional[str], folder: str,
-              made: List[str]) -> Optional[str]:
+              made: List[str], about: Mapping[str, int]) -> Optional[str]:
     """A kept file linked (or copied) to `into/<folder>/` (recorded in
-    `made`), or where it is when `into` is None; None: it could not be."""
+    `made`), or where it is when `into` is None, and checked there
+    against `about` (its bytes and CRC-32); None: it could not be, or is
+    not the file kept. `into` may be on another file system than the
+    store (a local --cache, an output on a bucket): the file is copied
+    across, checked where it went, and in a local store by its CRC-32
+    too (an object's check is its size)."""
+    size, crc32 = about["bytes"], about["crc32"]
     if into is None:
-      return path
+      return path if self._files.intact(path, size, crc32) else None
     name = f"kept-{uuid.uuid4().hex}{path[path.rfind('.'):]}"
     target = fs.join(into, folder, name) if folder else fs.join(into, name)
+    there = _files_at(target)
     try:
-      self._files.copy(path, target)
+      there.copy(path, target)
     except (OSError, IOError):
       return None
     made.append(target)
+    if not there.intact(target, size, crc32) or (
+        there is not self._files and fs.is_local(path)
+        and not self._files.intact(path, size, crc32)):
+      return None
     return target
 
   def _dealt(self, key: str, i: int, split: str, deal: str
@@ -561,10 +569,15 @@ class _LocalFiles(_Files):
       raise
 
   def copy(self, source: str, target: str) -> None:
+    """Linked (else copied) from a local `source`; streamed from one on
+    a bucket (a part file of an output there)."""
     temp = f"{target}.tmp-{uuid.uuid4().hex}"
     try:
       os.makedirs(os.path.dirname(target), exist_ok=True)
-      fs.link_or_copy(source, temp)
+      if fs.is_local(source):
+        fs.link_or_copy(source, temp)
+      else:
+        fs.copy(source, temp)
       os.replace(temp, target)
     except OSError:
       self.remove(temp)
@@ -666,6 +679,14 @@ class _RemoteFiles(_Files):
         fs.delete(paths)
       except Exception:  # pylint: disable=broad-except
         pass
+
+
+_LOCAL, _REMOTE = _LocalFiles(), _RemoteFiles()
+
+
+def _files_at(path: str) -> _Files:
+  """What handles files where `path` is."""
+  return _LOCAL if fs.is_local(path) else _REMOTE
 
 
 def output_units(output: str) -> str:

@@ -180,3 +180,72 @@ def test_append_on_s3_adds_shards_as_a_clean_build_holds_them(s3, tmp_path,
   assert btr.verify("s3://append-out/out", beam_args=s3_beam_args(s3)).ok
   assert not [k for k in _keys(client, "append-out", "out/")
               if "/.staging-" in k]
+
+
+def test_a_local_cache_serves_an_output_on_s3(s3, tmp_path, monkeypatch):
+  """--cache on local disk, output on the bucket: part files are streamed
+  across both ways (kept from the bucket's staging folder, served into
+  it), a reused unit publishes what a clean build does, and a kept part
+  file damaged in place (same size: the bucket's own check is the size)
+  is caught by its CRC-32 in the store and computed again."""
+  from tests.helpers.datasets import assert_same_but_units
+  from tests.helpers.shard_size import SCHEMA
+  monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # croissant.json
+  client = boto3.client("s3", endpoint_url=s3)
+  inputs = _s3_inputs(client, tmp_path, "local-cache-raw", 3, 3000)
+  client.create_bucket(Bucket="local-cache-out")
+  args = dict(beam_args=s3_beam_args(s3), num_shards=2)
+  cache = str(tmp_path / "cache")
+  btr.build(SCHEMA, inputs, "s3://local-cache-out/clean", resume=False,
+            **args)
+  clean = _download(client, "local-cache-out", "clean", tmp_path / "clean")
+  first = btr.build(SCHEMA, inputs[:2], "s3://local-cache-out/more",
+                    cache=cache, **args)
+  assert first.info.inputs.extra["units"] == {"read": 2, "reused": 0}
+  parts = sorted(str(p) for p in (tmp_path / "cache").rglob("*.part"))
+  assert len(parts) == 2
+  more = btr.build(SCHEMA, inputs, "s3://local-cache-out/more", cache=cache,
+                   overwrite=True, **args)
+  assert more.info.inputs.extra["units"] == {"read": 3, "reused": 2}
+  assert_same_but_units(clean, _download(client, "local-cache-out", "more",
+                                         tmp_path / "more"))
+  data = bytearray(open(parts[0], "rb").read())
+  data[len(data) // 2] ^= 0x40
+  os.remove(parts[0])  # (the store's files are links: not in place)
+  open(parts[0], "wb").write(bytes(data))
+  again = btr.build(SCHEMA, inputs, "s3://local-cache-out/again",
+                    cache=cache, **args)
+  assert again.info.inputs.extra["units"] == {"read": 3, "reused": 2}
+  assert_same_but_units(clean, _download(client, "local-cache-out", "again",
+                                         tmp_path / "again"))
+  assert not [k for k in _keys(client, "local-cache-out", "again/")
+              if "/.staging-" in k or "kept-" in k]
+
+
+def test_grouped_units_kept_on_s3_from_a_local_output(s3, tmp_path,
+                                                      monkeypatch):
+  """Grouped SequenceExamples, a local output whose steps are spilled to
+  files, --cache on the bucket: a kept unit's spilled steps go into the
+  store as bytes (a bucket cannot hold a link), and a rebuild with one
+  more input reuses the others and publishes what a clean build does."""
+  from beam_tfrecords.transforms import grouped  # pylint: disable=import-outside-toplevel
+  from tests.e2e.test_resume_grouped import OPTS, SCHEMA, _inputs
+  from tests.e2e.test_resume import _files, _units
+  monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # croissant.json
+  monkeypatch.setattr(grouped, "SPILL_BYTES", 0)
+  client = boto3.client("s3", endpoint_url=s3)
+  client.create_bucket(Bucket="grouped-cache")
+  inputs = _inputs(tmp_path, 4)
+  cache = "s3://grouped-cache/units"
+  args = dict(OPTS, beam_args=s3_beam_args(s3))
+  btr.build(SCHEMA, inputs[:3], str(tmp_path / "a"), cache=cache, **args)
+  kept = _keys(client, "grouped-cache", "units/")
+  assert sum(k.endswith("/unit.json") for k in kept) > 3  # (and buckets)
+  assert not [k for k in kept if k.endswith(".file")]
+  out = str(tmp_path / "b")
+  btr.build(SCHEMA, inputs, out, cache=cache, **args)
+  assert {k: v for k, v in _units(out).items()
+          if k in ("read", "reused")} == {"read": 4, "reused": 3}
+  clean = str(tmp_path / "clean")
+  btr.build(SCHEMA, inputs, clean, resume=False, **args)
+  assert _files(out) == _files(clean)
