@@ -48,9 +48,10 @@ pays: a grouped build's kept assemblies shrink to about a sixth) and its
 SHA-256, a .parts file the size and CRC-32 of its part file (a .batch
 file also the size and CRC-32 of each file it keeps). A part file (or a
 kept file) is the build's own, hard-linked where the store is on the
-same file system (else copied), and `load` links it into the build's
-staging folder before it checks it: a unit evicted or replaced while a
-build uses it stays readable for that build. A unit is
+same file system (else copied; streamed where one of the two is on a
+bucket), and `load` links it into the build's staging folder before it
+checks it: a unit evicted or replaced while a build uses it stays
+readable for that build. A unit is
 complete when unit.json is there and every file its batches name loads
 and checks; else it is a miss, computed again, never published.
 
@@ -234,7 +235,8 @@ class UnitStore:
       try:
         self._files.copy(path, target)
         about.append({"bytes": self._files.size(target), "crc32": crc32})
-      except (OSError, IOError) as e:
+      except Exception as e:  # pylint: disable=broad-except
+        # (a bucket's client raises its own errors, not only OSError)
         _LOG.warning("%s: not kept for reuse (%s)", target, e)
         break
     batch = {"result": result, "splits": list(splits)}
@@ -254,7 +256,7 @@ class UnitStore:
                  path: str, crc32: int, parts: list,
                  how: Mapping[str, Any]) -> bool:
     """Keeps batch `i`'s parts of `split` as the deal `deal` (a digest)
-    made them: the part file at `path` (local; its CRC-32),
+    made them: the part file at `path` (its CRC-32),
     [(shard, part)], the parts whose bytes are in it, and `how` the deal
     made them (for another deal to get the records back). False if not
     kept (as `put`)."""
@@ -262,7 +264,8 @@ class UnitStore:
     try:
       self._files.copy(path, target)
       size = self._files.size(target)
-    except (OSError, IOError) as e:
+    except Exception as e:  # pylint: disable=broad-except
+      # (a bucket's client raises its own errors, not only OSError)
       self._files.remove(target)
       _LOG.warning("%s: not kept for reuse (%s)", target, e)
       return False
@@ -284,7 +287,8 @@ class UnitStore:
     try:
       self._files.write(path, data)
       return True
-    except (OSError, IOError) as e:
+    except Exception as e:  # pylint: disable=broad-except
+      # (a bucket's client raises its own errors, not only OSError)
       _LOG.warning("%s: not kept for reuse (%s)", path, e)
       return False
 
@@ -358,16 +362,15 @@ class UnitStore:
     name = f"kept-{uuid.uuid4().hex}{path[path.rfind('.'):]}"
     target = fs.join(into, folder, name) if folder else fs.join(into, name)
     there = _files_at(target)
+    if there is not self._files and fs.is_local(path) and \
+        not self._files.intact(path, size, crc32):
+      return None  # (checked before it is sent: never uploaded damaged)
+    made.append(target)  # (a partial copy is removed with the others)
     try:
       there.copy(path, target)
-    except (OSError, IOError):
-      return None
-    made.append(target)
-    if not there.intact(target, size, crc32) or (
-        there is not self._files and fs.is_local(path)
-        and not self._files.intact(path, size, crc32)):
-      return None
-    return target
+    except Exception:  # pylint: disable=broad-except
+      return None  # (a bucket's client raises its own errors)
+    return target if there.intact(target, size, crc32) else None
 
   def _dealt(self, key: str, i: int, split: str, deal: str
              ) -> Optional[Tuple[str, Dict[str, Any]]]:
@@ -579,7 +582,7 @@ class _LocalFiles(_Files):
       else:
         fs.copy(source, temp)
       os.replace(temp, target)
-    except OSError:
+    except BaseException:  # (a bucket's client raises its own errors)
       self.remove(temp)
       raise
 
@@ -623,7 +626,8 @@ class _LocalFiles(_Files):
 class _RemoteFiles(_Files):
   """On an object store (gs://, s3://, ... through Beam's FileSystems):
   an object is written whole or not at all, so under its own name; a
-  part file copied by the store (server side); a part file checked by
+  part file copied by the store (server side; streamed to or from local
+  disk); a part file checked by
   its size (its bytes by the store's own checksums as it was written: a
   CRC-32 here would read every kept part once more over the network);
   used marked by writing the manifest again (objects have no touch)."""

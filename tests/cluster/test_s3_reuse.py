@@ -211,8 +211,7 @@ def test_a_local_cache_serves_an_output_on_s3(s3, tmp_path, monkeypatch):
                                          tmp_path / "more"))
   data = bytearray(open(parts[0], "rb").read())
   data[len(data) // 2] ^= 0x40
-  os.remove(parts[0])  # (the store's files are links: not in place)
-  open(parts[0], "wb").write(bytes(data))
+  open(parts[0], "wb").write(bytes(data))  # (the same size)
   again = btr.build(SCHEMA, inputs, "s3://local-cache-out/again",
                     cache=cache, **args)
   assert again.info.inputs.extra["units"] == {"read": 3, "reused": 2}
@@ -226,8 +225,10 @@ def test_grouped_units_kept_on_s3_from_a_local_output(s3, tmp_path,
                                                       monkeypatch):
   """Grouped SequenceExamples, a local output whose steps are spilled to
   files, --cache on the bucket: a kept unit's spilled steps go into the
-  store as bytes (a bucket cannot hold a link), and a rebuild with one
-  more input reuses the others and publishes what a clean build does."""
+  store as bytes (a bucket cannot hold a link), its kept parts are
+  fetched from the bucket to local disk and checked there, and a rebuild
+  with one more input reuses the others and publishes what a clean build
+  does."""
   from beam_tfrecords.transforms import grouped  # pylint: disable=import-outside-toplevel
   from tests.e2e.test_resume_grouped import OPTS, SCHEMA, _inputs
   from tests.e2e.test_resume import _files, _units

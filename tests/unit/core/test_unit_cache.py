@@ -234,3 +234,45 @@ def test_a_file_of_another_version_is_a_miss(tmp_path):
   data = open(kept, "rb").read()
   open(kept, "wb").write(b"BTRUNIT3" + data[8:])
   assert store.load(key) is None
+
+
+class _ClientError(Exception):
+  """What a bucket's client raises (not an OSError)."""
+
+
+def test_a_bucket_s_own_errors_are_a_miss_and_leave_nothing(tmp_path,
+                                                             monkeypatch):
+  """A local store and files on a bucket: an error of the bucket's client
+  while keeping a part file, or while serving one into a build's staging
+  folder there, is not kept / a miss; no temporary or partial file is
+  left, and nothing is raised."""
+  from beam_tfrecords.core import fs, unit_cache  # pylint: disable=import-outside-toplevel
+  store = UnitStore(str(tmp_path / "store"))
+  key = unit_key({"k": 1})
+  _unit(store, key, [("r", b"abc")], tmp_path / "scratch")
+  copies, removed = [], []
+
+  def failing_copy(source, target, read_bytes=0):
+    del read_bytes
+    copies.append((source, target))
+    if fs.is_local(target):
+      with open(target, "wb") as f:
+        f.write(b"part")  # (half-way)
+    raise _ClientError("SlowDown: please reduce your request rate")
+  monkeypatch.setattr(unit_cache.fs, "copy", failing_copy)
+  monkeypatch.setattr(unit_cache._REMOTE, "remove", removed.append)  # pylint: disable=protected-access
+  assert not store.keep_parts(key, 1, "train", DEAL, "s3://b/out/x.part", 0,
+                              [], HOW)
+  assert copies[-1][0] == "s3://b/out/x.part"
+  assert not [n for _, _, names in os.walk(tmp_path / "store")
+              for n in names if ".tmp-" in n or n.startswith("00001")]
+  assert store.load(key, into="s3://b/out/.staging-1") is None
+  assert copies[-1][1].startswith("s3://b/out/.staging-1/train/kept-")
+  assert removed == [copies[-1][1]]  # (the partial object)
+  # The local case is untouched: the unit is gone (a miss), and a kept
+  # unit loads into a local folder by links.
+  monkeypatch.undo()
+  _unit(store, key, [("r", b"abc")], tmp_path / "scratch")
+  loaded = store.load(key, into=str(tmp_path / "staging"))
+  assert loaded is not None and os.stat(
+      loaded[0].parts["train"].path).st_nlink >= 2
