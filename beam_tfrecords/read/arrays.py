@@ -25,6 +25,7 @@ from typing import (Any, Dict, FrozenSet, Iterator, List, Optional, Sequence,
 import numpy as np
 import pyarrow as pa
 
+from beam_tfrecords.read.gc_pause import paused_gc
 from beam_tfrecords.read.sequence_columns import sequence_columns
 from beam_tfrecords.read.wire_columns import Text, decode_columns, objects
 from beam_tfrecords.schema import Feature, FeatureType, Schema
@@ -308,6 +309,10 @@ class RecordDecoder:
     read.sequence_columns' (SequenceExamples)."""
     if not records:
       return []
+    with paused_gc():  # (a row per record: see read.gc_pause)
+      return self._decoded(records)
+
+  def _decoded(self, records: Sequence[bytes]) -> List[Dict[str, Any]]:
     s = self._schema
     if not s.is_sequence:
       fast = decode_columns(records, s, native_only=True)

@@ -24,6 +24,7 @@ from beam_tfrecords.core.shard_reader import (Expected, check_whole,
                                               read_shard)
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example)
+from beam_tfrecords.read.gc_pause import paused_gc
 from beam_tfrecords.read.stream import SHUFFLE_BUFFER, RecordStream
 from beam_tfrecords.read.wire_columns import (Flat, Steps, native_decode,
                                               native_decode_sequences,
@@ -479,6 +480,13 @@ def plain_records(records: List[bytes], schema: Schema,
   core's columns where it is installed and they are in its layout, else
   a record at a time. `errors`: how
   text that is not UTF-8 is decoded (bytes.decode's; "strict" raises)."""
+  with paused_gc():  # (a dict per record: see read.gc_pause)
+    return _plain(records, schema, errors)
+
+
+def _plain(records: List[bytes], schema: Schema, errors: str
+           ) -> List[Dict[str, Any]]:
+  """plain_records' rows."""
   if schema.is_sequence:
     found = native_decode_sequences(records, schema)
     if found is not None:
