@@ -57,3 +57,55 @@ def test_the_readers_make_their_rows_with_it_paused(monkeypatch):
   assert decoder.decode([]) == []
   assert seen == [("plain_records", False), ("decode", False)]
   assert gc.isenabled()
+
+
+def test_pauses_in_two_threads_overlap():
+  """A enters, B enters, A leaves: still off (B's rows are being made);
+  B leaves: on again, as A found it."""
+  import threading  # pylint: disable=import-outside-toplevel
+  gc.enable()
+  steps = {name: threading.Event() for name in
+           ("a_in", "b_in", "a_out", "b_go")}
+  seen = {}
+
+  def a():
+    with paused_gc():
+      steps["a_in"].set()
+      steps["b_in"].wait(10)
+    seen["after_a"] = gc.isenabled()
+    steps["a_out"].set()
+
+  def b():
+    steps["a_in"].wait(10)
+    with paused_gc():
+      steps["b_in"].set()
+      steps["b_go"].wait(10)
+    seen["after_b"] = gc.isenabled()
+
+  threads = [threading.Thread(target=a), threading.Thread(target=b)]
+  for t in threads:
+    t.start()
+  assert steps["a_out"].wait(10)
+  assert seen["after_a"] is False and not gc.isenabled()
+  steps["b_go"].set()
+  for t in threads:
+    t.join(10)
+  assert seen["after_b"] is True and gc.isenabled()
+
+
+def test_a_child_forked_during_a_pause_has_the_collector_back():
+  import os  # pylint: disable=import-outside-toplevel
+  if not hasattr(os, "fork"):
+    pytest.skip("no fork here")
+  gc.enable()
+  with paused_gc():
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: says whether its collector is on, and goes
+      os.write(write, b"1" if gc.isenabled() else b"0")
+      os._exit(0)  # pylint: disable=protected-access
+    os.close(write)
+    answer = os.read(read, 1)
+    os.waitpid(pid, 0)
+    assert not gc.isenabled()
+  assert answer == b"1" and gc.isenabled()
