@@ -362,7 +362,7 @@ class UnitStore:
     name = f"kept-{uuid.uuid4().hex}{path[path.rfind('.'):]}"
     target = fs.join(into, folder, name) if folder else fs.join(into, name)
     there = _files_at(target)
-    if there is not self._files and fs.is_local(path) and \
+    if self._files is _LOCAL and there is _REMOTE and \
         not self._files.intact(path, size, crc32):
       return None  # (checked before it is sent: never uploaded damaged)
     made.append(target)  # (a partial copy is removed with the others)

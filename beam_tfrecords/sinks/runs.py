@@ -89,11 +89,8 @@ class Parts(NamedTuple):
     np.cumsum(np.where(self.how == _INLINE, self.size, 0), out=ends[1:])
     return ends
 
-  def cut(self, start: int, stop: int,
-          ends: Optional[np.ndarray] = None) -> "Parts":
-    """Parts start..stop (`ends`: inline_ends(), if known)."""
-    if ends is None:
-      ends = self.inline_ends()
+  def cut(self, start: int, stop: int, ends: np.ndarray) -> "Parts":
+    """Parts start..stop (`ends`: this page's inline_ends())."""
     return Parts(self.keys[start:stop], self.how[start:stop],
                  self.counts[start:stop], self.size[start:stop],
                  self.inline[int(ends[start]):int(ends[stop])],
