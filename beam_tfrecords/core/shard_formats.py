@@ -20,7 +20,8 @@ file alone.
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
+                    Sequence)
 
 from beam_tfrecords.core import array_record_files
 from beam_tfrecords.core.errors import InputError, ShardDamagedError
@@ -36,7 +37,7 @@ TFRECORD = "tfrecord"
 # A format's reader: (path, what dataset.json says of the shard (a
 # core.shard_reader.Expected), check CRCs and checksums, stop after this
 # many records) -> lists of records.
-Reader = Callable[[str, Any, bool, Optional[int]], Iterator[List[bytes]]]
+Reader = Callable[[str, Any, bool, Optional[int]], Iterator[Sequence[bytes]]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +137,7 @@ def formats() -> List[ShardFormat]:
 
 
 def _tfrecord(path: str, expect: Any, check: bool,
-              upto: Optional[int]) -> Iterator[List[bytes]]:
+              upto: Optional[int]) -> Iterator[Sequence[bytes]]:
   # (imported here: the command line's --help, which asks for the
   # formats' names, imports no numpy or Arrow)
   from beam_tfrecords.core.shard_reader import read_shard  # pylint: disable=import-outside-toplevel

@@ -32,18 +32,20 @@ import dataclasses
 import hashlib
 import os
 import struct
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from isal import isal_zlib
 
 from beam_tfrecords.core import fs, native
 from beam_tfrecords.core.errors import InputError, ShardDamagedError
 from beam_tfrecords.core.members import HEADER_BYTES, MemberError, member_size
+from beam_tfrecords.core.records import Records
 from beam_tfrecords.core.tfrecord_files import masked_crc32c
 
 __all__ = ["Expected", "read_shard", "check_whole", "iter_tfrecords",
            "iter_tfrecord_lists",
-           "count_tfrecords", "unframe", "compression_of", "HOLD"]
+           "count_tfrecords", "unframe", "framed_records", "compression_of",
+           "HOLD"]
 
 # Bytes read from the file at a time.
 _READ_BYTES = 4 << 20
@@ -96,6 +98,18 @@ def unframe(data: Any, check: bool = True
     out.append(record)
     pos = stop + 4
   return out, pos, None
+
+
+def framed_records(data: Any, check: bool = True
+                   ) -> Tuple[Sequence[bytes], int, Optional[str]]:
+  """`unframe`, the records left in `data` where the native core is
+  installed (core.records.Records: no bytes object per record until one
+  is asked for), else a list of them."""
+  module = native.core()
+  if module is None:
+    return unframe(data, check)
+  spans, used, wrong = module.unframe_spans(data, check)
+  return Records.of(data, spans), used, wrong
 
 
 def compression_of(path: str, compression: Optional[str] = None) -> str:
@@ -177,10 +191,10 @@ class _Shard:
 
   # -- uncompressed --------------------------------------------------------
 
-  def plain(self) -> Iterator[List[bytes]]:
+  def plain(self) -> Iterator[Sequence[bytes]]:
     while self.fill(1):
-      records, used, wrong = unframe(memoryview(self.buf)[self.pos:],
-                                     self.check)
+      records, used, wrong = framed_records(
+          memoryview(self.buf)[self.pos:], self.check)
       if records:
         self.records += len(records)
         yield records
@@ -213,7 +227,7 @@ class _Shard:
 
   # -- gzip ----------------------------------------------------------------
 
-  def gzip(self) -> Iterator[List[bytes]]:
+  def gzip(self) -> Iterator[Sequence[bytes]]:
     while self.fill(1):
       if self.buf[self.pos] == 0:  # zeros between members, as gzip skips
         self.pos = len(self.buf) - len(self.buf[self.pos:].lstrip(b"\0"))
@@ -241,7 +255,7 @@ class _Shard:
     except MemberError:
       return None
 
-  def _ours(self, size: int, count: int) -> List[bytes]:
+  def _ours(self, size: int, count: int) -> Sequence[bytes]:
     """A member our sink wrote, read whole and checked: its records."""
     start = self.at + self.pos
     if self.size is not None and start + size > self.size:
@@ -264,7 +278,7 @@ class _Shard:
       raise self.damaged(f"the member's data does not end where its header "
                          f"says ({size:,} bytes)", start, self.member)
     self.pos += size
-    records, used, wrong = unframe(framed, self.check)
+    records, used, wrong = framed_records(framed, self.check)
     if wrong or used != len(framed) or len(records) != count:
       problem = wrong or (f"it holds {len(records):,} whole records, its "
                           f"header says {count:,}")
@@ -273,7 +287,7 @@ class _Shard:
     self.records += len(records)
     return records
 
-  def _foreign(self) -> Iterator[List[bytes]]:
+  def _foreign(self) -> Iterator[Sequence[bytes]]:
     """Another writer's member, inflated as it is read: records cut out
     (CRC-checked) once HOLD bytes are held, and at its end."""
     start = self.at + self.pos
@@ -304,8 +318,8 @@ class _Shard:
         held, size = [self.carry], len(self.carry)
     yield from self._cut(b"".join(held), start)
 
-  def _cut(self, framed: bytes, start: int) -> Iterator[List[bytes]]:
-    records, used, wrong = unframe(framed, self.check)
+  def _cut(self, framed: bytes, start: int) -> Iterator[Sequence[bytes]]:
+    records, used, wrong = framed_records(framed, self.check)
     if wrong:
       if records:
         self.records += len(records)
@@ -381,7 +395,7 @@ def _not_another_format(path: str) -> None:
 
 def read_shard(path: str, compression: Optional[str] = None,
                expect: Optional[Expected] = None, check: bool = True,
-               upto: Optional[int] = None) -> Iterator[List[bytes]]:
+               upto: Optional[int] = None) -> Iterator[Sequence[bytes]]:
   """The records of one TFRecord file, a list at a time, every one
   checked (see the module's docstring).
 
@@ -452,7 +466,7 @@ def check_whole(path: str, expect: Expected, check: bool = True,
 
 
 def iter_tfrecord_lists(path: str, compression: Optional[str] = None,
-                        check_crc: bool = True) -> Iterator[List[bytes]]:
+                        check_crc: bool = True) -> Iterator[Sequence[bytes]]:
   """read_shard without expectations (a TFRecord file of any writer)."""
   return read_shard(path, compression, check=check_crc)
 

@@ -172,7 +172,7 @@ class RecordStream:
     return Positions(len(self._records), self.shard, self.worker,
                      self.block, self.drop_remainder, self._origin)
 
-  def _global(self, skip: int) -> Iterator[List[bytes]]:
+  def _global(self, skip: int) -> Iterator[Sequence[bytes]]:
     """Shuffle "global": the records after the first `skip`, a list per
     lookahead."""
     assert self._records is not None and self.shuffle_seed is not None
@@ -180,7 +180,7 @@ class RecordStream:
     return read_in_order(self._records, order, self._positions(), skip,
                          self.lookahead)
 
-  def lists(self) -> Iterator[List[bytes]]:
+  def lists(self) -> Iterator[Sequence[bytes]]:
     """The pieces' records, a list per read of a file, each checked
     (core.shard_reader): a piece that ends the file reads it to its end
     and counts its records; one that ends before reads the rest raw for
@@ -230,7 +230,7 @@ class RecordStream:
         self._yielded = i + 1
         yield record
 
-  def _unshuffled(self, skip: int) -> Iterator[List[bytes]]:
+  def _unshuffled(self, skip: int) -> Iterator[Sequence[bytes]]:
     """The lists, the first `skip` records left out (not decoded)."""
     for records in self.lists():
       if skip >= len(records):
@@ -239,7 +239,7 @@ class RecordStream:
       yield records[skip:] if skip else records
       skip = 0
 
-  def batches(self, size: int) -> Iterator[List[bytes]]:
+  def batches(self, size: int) -> Iterator[Sequence[bytes]]:
     """The records iterating gives, in lists of `size` (the last may be
     shorter); unshuffled, without a Python step per record. The state
     counts the records of the lists given out."""
@@ -253,8 +253,8 @@ class RecordStream:
       return _regrouped(([r] for r in self._from(skip)), size)
     return self._counted(_regrouped(self._unshuffled(skip), size))
 
-  def _counted(self, batches: Iterator[List[bytes]]
-               ) -> Iterator[List[bytes]]:
+  def _counted(self, batches: Iterator[Sequence[bytes]]
+               ) -> Iterator[Sequence[bytes]]:
     for batch in batches:
       self._yielded += len(batch)
       yield batch
@@ -366,22 +366,22 @@ def check_state(want: Dict[str, Any], mine: Dict[str, Any],
 
 
 def _file_lists(path: str, expect: Expected, check: bool,
-                upto: Optional[int]) -> Iterator[List[bytes]]:
+                upto: Optional[int]) -> Iterator[Sequence[bytes]]:
   """A shard's records, a list per read, checked against `expect` by its
   format's reader (core.shard_formats)."""
   return of_file(path).read(path, expect, check, upto)
 
 
-def _regrouped(lists: Iterator[List[bytes]], size: int
-               ) -> Iterator[List[bytes]]:
+def _regrouped(lists: Iterator[Sequence[bytes]], size: int
+               ) -> Iterator[Sequence[bytes]]:
   """Lists of any length -> lists of `size` (the last may be shorter)."""
-  pending: List[bytes] = []
+  pending: Sequence[bytes] = []
   for records in lists:
     at = 0
     while at < len(records):
       take = records[at:at + size - len(pending)]
       at += len(take)
-      pending = take if not pending else pending + take
+      pending = take if not pending else pending + take  # type: ignore[operator]
       if len(pending) == size:
         yield pending
         pending = []

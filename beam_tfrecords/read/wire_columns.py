@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 
 from beam_tfrecords.core import native
+from beam_tfrecords.core.records import Records
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
 __all__ = ["Flat", "Steps", "Text", "decode_columns", "native_decode",
@@ -178,9 +179,13 @@ def native_decode_sequences(records: Sequence[bytes], schema: Schema
 
 
 def _bytes_call(function, records: Sequence[bytes], *args):
+  """A native decoder called with a list of bytes, or with Records' own
+  buffers and spans (core.records: no bytes object per record)."""
+  if isinstance(records, Records):
+    return function(records.native(), *args)
   try:
     return function(records, *args)
-  except TypeError:  # records not all bytes (memoryviews...)
+  except TypeError:  # not a list of bytes (a tuple, memoryviews...)
     return function([bytes(r) for r in records], *args)
 
 

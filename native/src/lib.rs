@@ -10,7 +10,7 @@
 //! read, and the work runs with the GIL released.
 
 use pyo3::buffer::PyUntypedBuffer;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
@@ -27,7 +27,7 @@ use messages::Group;
 
 /// The contract the Python side checks before it uses this module: bump
 /// it when a function's arguments or output change.
-const CONTRACT: u32 = 6;
+const CONTRACT: u32 = 7;
 
 /// Keeps the Python buffers alive while slices of them are in use.
 #[derive(Default)]
@@ -225,6 +225,65 @@ fn unframe<'py>(
     Ok((list, consumed, problem.and_then(|p| p.name())))
 }
 
+/// `unframe`'s walk, the records left where they lie: (spans: int64
+/// (start, end) pairs into `data`, one per record, where the walk
+/// stopped, None or what is wrong there). No bytes object per record
+/// (core/records.py holds them).
+#[pyfunction]
+fn unframe_spans<'py>(
+    py: Python<'py>,
+    data: Bound<'py, PyAny>,
+    check: bool,
+) -> PyResult<(Bound<'py, PyBytes>, usize, Option<&'static str>)> {
+    let mut held = Buffers::default();
+    let d: &[u8] = detach(held.slice::<u8>(&data, "data")?);
+    let (spans, consumed, problem) = py.detach(|| framing::unframe(d, check));
+    let out = PyBytes::new_with(py, spans.len() * 16, |out| {
+        for (pair, &(a, b)) in out.chunks_exact_mut(16).zip(&spans) {
+            pair[..8].copy_from_slice(&(a as i64).to_le_bytes());
+            pair[8..].copy_from_slice(&(b as i64).to_le_bytes());
+        }
+        Ok(())
+    })?;
+    drop(held);
+    Ok((out, consumed, problem.and_then(|p| p.name())))
+}
+
+/// The records a decoder is given, as slices: a list of bytes (a record
+/// each) or of (buffer, spans) pairs (spans: int64 (start, end) pairs
+/// into the buffer, `unframe_spans`'), in any mix. The buffers are held
+/// in `held`.
+fn record_slices<'py>(records: &Bound<'py, PyList>, held: &mut Buffers) -> PyResult<Vec<&'static [u8]>> {
+    let mut out = Vec::new();
+    for item in records.iter() {
+        if let Ok(b) = item.cast::<PyBytes>() {
+            out.push(detach(b.as_bytes()));
+            continue;
+        }
+        let pair = item.cast::<PyTuple>().map_err(|_| {
+            PyTypeError::new_err("records are bytes, or (buffer, spans) pairs")
+        })?;
+        if pair.len() != 2 {
+            return Err(PyTypeError::new_err("records are bytes, or (buffer, spans) pairs"));
+        }
+        let data: &[u8] = detach(held.slice::<u8>(&pair.get_item(0)?, "a records buffer")?);
+        let spans: &[i64] = detach(held.slice::<i64>(&pair.get_item(1)?, "a records buffer's spans")?);
+        if spans.len() % 2 != 0 {
+            return Err(PyValueError::new_err("spans are (start, end) pairs"));
+        }
+        out.reserve(spans.len() / 2);
+        for span in spans.chunks_exact(2) {
+            let (a, b) = (span[0], span[1]);
+            if a < 0 || b < a || b as usize > data.len() {
+                return Err(PyValueError::new_err(format!(
+                    "a span ({a}, {b}) outside its buffer of {} bytes", data.len())));
+            }
+            out.push(&data[a as usize..b as usize]);
+        }
+    }
+    Ok(out)
+}
+
 /// Serialized Examples (`records`, bytes each) as columns, one per name
 /// of `names` with its kind in `kinds` (0 int64, 1 float, 2 bytes):
 /// [(lengths: int64 per record, values: int64 / float32 little-endian or
@@ -235,21 +294,23 @@ fn unframe<'py>(
 #[pyfunction]
 fn decode_examples<'py>(
     py: Python<'py>,
-    records: Vec<Bound<'py, PyBytes>>,
+    records: Bound<'py, PyList>,
     names: Vec<Vec<u8>>,
     kinds: Vec<u8>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let kinds = decode_kinds(&names, &kinds, "decode_examples")?;
-    let spans: Vec<&[u8]> = records.iter().map(|r| r.as_bytes()).collect();
     let names: Vec<&[u8]> = names.iter().map(|n| n.as_slice()).collect();
-    // (The records stay alive in `records`, and bytes never change.)
-    let spans: Vec<&'static [u8]> = spans.iter().map(|s| detach(s)).collect();
+    // (The records stay alive in `records` and `held`, and bytes never
+    // change.)
+    let mut held = Buffers::default();
+    let spans = record_slices(&records, &mut held)?;
     let got = py.detach(|| decode::decode(&spans, &names, &kinds));
     let columns = match got {
         Ok(columns) => columns,
         Err(why) => return Ok(why.into_pyobject(py)?.into_any()),
     };
     let out = columns_list(py, &columns, &kinds)?;
+    drop(held);
     drop(records);
     Ok(out.into_any())
 }
@@ -261,7 +322,7 @@ fn decode_examples<'py>(
 #[pyfunction]
 fn decode_sequence_examples<'py>(
     py: Python<'py>,
-    records: Vec<Bound<'py, PyBytes>>,
+    records: Bound<'py, PyList>,
     context_names: Vec<Vec<u8>>,
     context_kinds: Vec<u8>,
     list_names: Vec<Vec<u8>>,
@@ -269,11 +330,12 @@ fn decode_sequence_examples<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let context_kinds = decode_kinds(&context_names, &context_kinds, "decode_sequence_examples")?;
     let list_kinds = decode_kinds(&list_names, &list_kinds, "decode_sequence_examples")?;
-    let spans: Vec<&[u8]> = records.iter().map(|r| r.as_bytes()).collect();
     let context_names: Vec<&[u8]> = context_names.iter().map(|n| n.as_slice()).collect();
     let list_names: Vec<&[u8]> = list_names.iter().map(|n| n.as_slice()).collect();
-    // (The records stay alive in `records`, and bytes never change.)
-    let spans: Vec<&'static [u8]> = spans.iter().map(|s| detach(s)).collect();
+    // (The records stay alive in `records` and `held`, and bytes never
+    // change.)
+    let mut held = Buffers::default();
+    let spans = record_slices(&records, &mut held)?;
     let got = py.detach(|| decode::decode_sequences(&spans, &context_names, &context_kinds, &list_names, &list_kinds));
     let (context, lists) = match got {
         Ok(found) => found,
@@ -290,6 +352,7 @@ fn decode_sequence_examples<'py>(
             PyByteArray::new(py, &c.present),
         ))?;
     }
+    drop(held);
     drop(records);
     Ok((out_context, out_lists).into_pyobject(py)?.into_any())
 }
@@ -551,6 +614,7 @@ fn beam_tfrecords_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(frame, m)?)?;
     m.add_function(wrap_pyfunction!(framed_ends, m)?)?;
     m.add_function(wrap_pyfunction!(unframe, m)?)?;
+    m.add_function(wrap_pyfunction!(unframe_spans, m)?)?;
     m.add_function(wrap_pyfunction!(decode_examples, m)?)?;
     m.add_function(wrap_pyfunction!(decode_sequence_examples, m)?)?;
     m.add_function(wrap_pyfunction!(length_range, m)?)?;

@@ -337,6 +337,70 @@ def test_worker_batches_arrive_as_in_process(bundled):
     assert batch["price"].dtype == torch.float32
 
 
+def _refuse(*args, **kwargs):
+  raise AssertionError("a worker made the batch as user code sees it")
+
+
+@pytest.mark.parametrize("way", ["batches", "collate", "indexed"])
+def test_plain_loaders_send_batches_straight_from_the_workers(
+    bundled, monkeypatch, way):
+  """What torch's fetcher takes from us and puts on the pipe unchanged
+  (DataLoader(batch_size=None) over batches; a collate_fn of ours;
+  IndexedDataset.loader's) crosses as the columns read, no tensors or
+  object arrays made in the worker (read.torch._Wire): the workers fork
+  from here with the worker's own view refused, and the batches equal the
+  ones made in this process. If torch's worker loop changes, this fails
+  rather than going slow."""
+  import beam_tfrecords.read.torch as bt
+  path = str(bundled / "movie_ratings")
+  if way == "indexed":  # in a global shuffle's order, batches of 3
+    ds = bt.IndexedDataset(path)
+    order = list(bt.GlobalSampler(len(ds), 5))
+    here = [bt._decoded_batch(ds._decoder, ds._records.get(order[i:i + 3]))
+            for i in range(0, len(order), 3)]
+    loader = ds.loader(batch_size=3, shuffle_seed=5, num_workers=2)
+  else:
+    ds = Dataset(path, batch_size=3 if way == "batches" else None)
+    whole = Dataset(path, batch_size=3)
+    here = [b for w in range(2)  # each worker's share, read here
+            for b in whole._from(whole._stream.replaced(None, (w, 2)))]
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=None, num_workers=2) if way == "batches" else \
+        torch.utils.data.DataLoader(ds, batch_size=3, num_workers=2,
+                                    collate_fn=ds.collate)
+  monkeypatch.setattr(bt, "_shipped", _refuse)
+  got = list(loader)
+  assert len(got) == len(here) > 2
+  key = lambda b: b["age"].tolist()  # noqa: E731
+
+  assert sorted(map(key, got)) == sorted(map(key, here))
+  for batch in got:
+    assert isinstance(batch, bt.Batch)
+    _equal(batch, next(b for b in here if key(b) == key(batch)))
+
+
+def _user_wrapper(path):
+  """A dataset of the user's around ours: it sees our batches in the
+  worker and reports the text's type."""
+
+  class Wrapped(torch.utils.data.IterableDataset):
+    def __iter__(self):
+      for batch in Dataset(path, batch_size=3):
+        yield {"kind": type(batch["suggestion"]).__name__,
+               "dtype": str(batch["suggestion"].dtype)}
+  return Wrapped()
+
+
+def test_a_dataset_of_the_user_s_in_a_worker_sees_object_arrays(bundled):
+  """Ours iterated by the user's code in a worker (not by torch's
+  fetcher): text as object arrays, as in the training process."""
+  got = list(torch.utils.data.DataLoader(
+      _user_wrapper(str(bundled / "movie_ratings")), batch_size=None,
+      num_workers=1))
+  assert got and all(g == {"kind": "ndarray", "dtype": "object"}
+                     for g in got)
+
+
 def _text_types(batch):
   from beam_tfrecords.read.torch import Batch
   """In a worker: what user code sees of the batch's text."""
