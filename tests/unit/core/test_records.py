@@ -79,19 +79,32 @@ def test_the_shard_reader_leaves_records_in_their_buffer():
   assert list(records) == want[:2] and wrong is None and used < len(data)
 
 
+def _delimited(tag: int, payload: bytes) -> bytes:
+  assert len(payload) < 128  # (a one-byte length)
+  return bytes([tag, len(payload)]) + payload
+
+
+def _example(i: int) -> bytes:
+  """An Example as TensorFlow serializes it: t: [b"a" * i], x: [i, 7i]."""
+  def entry(key, feature):
+    return _delimited(0x0A, _delimited(0x0A, key) + _delimited(0x12, feature))
+  t = _delimited(0x0A, _delimited(0x0A, b"a" * i))  # bytes_list
+  x = _delimited(0x1A, _delimited(0x0A, bytes([i, 7 * i])))  # int64_list
+  return _delimited(0x0A, entry(b"t", t) + entry(b"x", x))
+
+
 def test_the_native_decoders_read_spans_as_they_read_bytes():
   module = native.core()
   if module is None:
     pytest.skip("the native core is not built")
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  examples = [tf.train.Example(features=tf.train.Features(feature={
-      "t": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"a" * i])),
-      "x": tf.train.Feature(int64_list=tf.train.Int64List(value=[i, 7 * i]))
-  })).SerializeToString(deterministic=True) for i in range(5)]
+  examples = [_example(i) for i in range(5)]
   records = _records([examples[:2], examples[2:]])[1:]
   names, kinds = [b"t", b"x"], [2, 0]
-  assert module.decode_examples(records.native(), names, kinds) == \
-      module.decode_examples(examples[1:], names, kinds)
+  got = module.decode_examples(records.native(), names, kinds)
+  assert got == module.decode_examples(examples[1:], names, kinds)
+  assert bytes(got[1][0]) == np.array([2, 2, 2, 2], "<i8").tobytes()
+  assert bytes(got[1][1]) == np.array([1, 7, 2, 14, 3, 21, 4, 28],
+                                      "<i8").tobytes()
   data, spans = records.native()[0]
   for wrong in (np.array([[0, len(data) + 1]], np.int64),
                 np.array([[5, 4]], np.int64), np.array([1, 2, 3], np.int64)):
