@@ -22,6 +22,7 @@ writer's, up to core.shard_reader.HOLD); `list(records)` lets it go.
 
 import bisect
 import collections.abc
+import operator
 from typing import Any, Iterator, List, Sequence, Tuple, Union
 
 import numpy as np
@@ -59,7 +60,7 @@ class Records(collections.abc.Sequence):
       if step != 1:
         return list(self)[i]
       return self._cut(start, max(start, stop))
-    n = len(self)
+    i, n = operator.index(i), len(self)
     if not -n <= i < n:
       raise IndexError("records index out of range")
     i %= n
@@ -102,7 +103,7 @@ class Records(collections.abc.Sequence):
     return NotImplemented
 
   def __eq__(self, other: Any) -> bool:
-    if isinstance(other, (Records, list, tuple)):
+    if isinstance(other, (Records, list)):  # (a list is never a tuple)
       return len(self) == len(other) and all(
           a == b for a, b in zip(self, other))
     return NotImplemented

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from beam_tfrecords.core.errors import InputError
 from beam_tfrecords.core.tfrecord_files import proto_fields, read_varint
+from beam_tfrecords.read.gc_pause import paused_gc
 from beam_tfrecords.read.wire_columns import (Flat, Steps, Text,
                                               shaped_sequences)
 from beam_tfrecords.schema import Feature, FeatureType, Schema
@@ -51,14 +52,15 @@ def sequence_columns(records: Sequence[bytes], schema: Schema
   """
   context: List[Dict[str, _Values]] = []
   lists: List[Dict[str, List[_Values]]] = []
-  for i, record in enumerate(records):
-    try:
-      found = sequence_example(bytes(record))
-    except (InputError, ValueError, IndexError) as e:
-      raise InputError(f"record {i} of the batch is not a serialized "
-                       f"SequenceExample: {e}") from e
-    context.append(found[0])
-    lists.append(found[1])
+  with paused_gc():  # (dicts and lists per record: see read.gc_pause)
+    for i, record in enumerate(records):
+      try:
+        found = sequence_example(bytes(record))
+      except (InputError, ValueError, IndexError) as e:
+        raise InputError(f"record {i} of the batch is not a serialized "
+                         f"SequenceExample: {e}") from e
+      context.append(found[0])
+      lists.append(found[1])
   flats = {f.name: _context(f, [c.get(f.name) for c in context])
            for f in schema.context}
   steps = {f.name: _steps(f, [s.get(f.name) for s in lists])

@@ -177,23 +177,27 @@ _FETCHES = frozenset(
 def _to_pipe(frame: Any, iterating: bool = False) -> bool:
   """Whether what a DataLoader worker's fetcher takes from us goes
   straight into the pipe to the training process: `frame` is our
-  caller's, torch's fetcher in a worker either calling a collate_fn of
-  ours (which made the batch), or (`iterating`) calling iter(dataset)
-  for a DataLoader that passes each item through torch's default_convert
-  only (batch_size=None and no collate_fn: default_convert leaves
-  unknown objects as they are). Anything else (the training process, a
-  collate_fn or dataset of the user's, another loader's fetcher, another
-  torch) is False: then the batch is made as the user would see it."""
-  if frame is None or torch.utils.data.get_worker_info() is None:
+  caller's, torch's fetcher of the worker's own dataset (a loader made
+  inside the worker has its own fetchers: not those) either calling a
+  collate_fn of ours (which made the batch), or (`iterating`) calling
+  iter(dataset) for a DataLoader that passes each item through torch's
+  default_convert only (batch_size=None and no collate_fn:
+  default_convert leaves unknown objects as they are). Anything else (the
+  training process, a collate_fn or dataset of the user's, another
+  loader's fetcher, another torch) is False: then the batch is made as
+  the user would see it."""
+  info = torch.utils.data.get_worker_info()
+  if frame is None or info is None:
     return False
-  code = frame.f_code
+  code, here = frame.f_code, frame.f_locals
   if not iterating:
-    return code in _FETCHES
+    return code in _FETCHES and getattr(
+        here.get("self"), "dataset", None) is info.dataset
   if _ITERABLE_FETCHER is None or \
       code is not getattr(_ITERABLE_FETCHER.__init__, "__code__", None):
     return False
-  here = frame.f_locals
-  return here.get("auto_collation") is False and \
+  return here.get("dataset") is info.dataset and \
+      here.get("auto_collation") is False and \
       here.get("collate_fn") is default_convert
 
 

@@ -34,6 +34,7 @@ from beam_tfrecords.core.errors import InputError, reason_category
 from beam_tfrecords.core.generations import generation, replaced_error
 from beam_tfrecords.core.tfrecord_files import (decode_example,
                                                 decode_sequence_example)
+from beam_tfrecords.read.gc_pause import paused_gc
 from beam_tfrecords.read.dataset_reader import DatasetReader
 from beam_tfrecords.read.reader import dataset_statistics, plain_records
 from beam_tfrecords.read.wire_columns import native_decode
@@ -224,7 +225,8 @@ class Viewer:
     if not raw:
       return []
     if _split(split)[1]:  # TFT's records: no schema of ours, as stored
-      return [_transformed(r, self.schema.is_sequence) for r in raw]
+      with paused_gc():  # (a dict per record: see read.gc_pause)
+        return [_transformed(r, self.schema.is_sequence) for r in raw]
     # (text that is not UTF-8 shown with its bytes escaped, not refused)
     return plain_records(raw, self.schema, errors="backslashreplace")
 

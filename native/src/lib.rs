@@ -250,14 +250,20 @@ fn unframe_spans<'py>(
 }
 
 /// The records a decoder is given, as slices: a list of bytes (a record
-/// each) or of (buffer, spans) pairs (spans: int64 (start, end) pairs
-/// into the buffer, `unframe_spans`'), in any mix. The buffers are held
-/// in `held`.
-fn record_slices<'py>(records: &Bound<'py, PyList>, held: &mut Buffers) -> PyResult<Vec<&'static [u8]>> {
+/// each) or of (buffer, spans) pairs (buffer: read-only bytes; spans:
+/// int64 (start, end) pairs into it, `unframe_spans`'), in any mix. Each
+/// item is kept in `keep` and each buffer held in `held` for as long as
+/// the slices are used (the list may change once the GIL is released).
+fn record_slices<'py>(
+    records: &Bound<'py, PyList>,
+    held: &mut Buffers,
+    keep: &mut Vec<Bound<'py, PyAny>>,
+) -> PyResult<Vec<&'static [u8]>> {
     let mut out = Vec::new();
     for item in records.iter() {
         if let Ok(b) = item.cast::<PyBytes>() {
             out.push(detach(b.as_bytes()));
+            keep.push(item);
             continue;
         }
         let pair = item.cast::<PyTuple>().map_err(|_| {
@@ -267,18 +273,28 @@ fn record_slices<'py>(records: &Bound<'py, PyList>, held: &mut Buffers) -> PyRes
             return Err(PyTypeError::new_err("records are bytes, or (buffer, spans) pairs"));
         }
         let data: &[u8] = detach(held.slice::<u8>(&pair.get_item(0)?, "a records buffer")?);
+        if !held.0.last().is_some_and(|b| b.readonly()) {
+            return Err(PyTypeError::new_err("a records buffer is read-only (bytes, or a view of bytes)"));
+        }
         let spans: &[i64] = detach(held.slice::<i64>(&pair.get_item(1)?, "a records buffer's spans")?);
+        let format = held.0.last().map(|b| b.format().to_bytes().to_vec()).unwrap_or_default();
+        if !matches!(format.as_slice(), b"l" | b"q" | b"<l" | b"<q" | b"=l" | b"=q" | b"@l" | b"@q") {
+            return Err(PyValueError::new_err(format!(
+                "spans are int64 (start, end) pairs, not of format {:?}", String::from_utf8_lossy(&format))));
+        }
         if spans.len() % 2 != 0 {
             return Err(PyValueError::new_err("spans are (start, end) pairs"));
         }
         out.reserve(spans.len() / 2);
         for span in spans.chunks_exact(2) {
             let (a, b) = (span[0], span[1]);
-            if a < 0 || b < a || b as usize > data.len() {
-                return Err(PyValueError::new_err(format!(
-                    "a span ({a}, {b}) outside its buffer of {} bytes", data.len())));
+            match (usize::try_from(a), usize::try_from(b)) {
+                (Ok(start), Ok(end)) if start <= end && end <= data.len() => out.push(&data[start..end]),
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "a span ({a}, {b}) outside its buffer of {} bytes", data.len())))
+                }
             }
-            out.push(&data[a as usize..b as usize]);
         }
     }
     Ok(out)
@@ -300,10 +316,11 @@ fn decode_examples<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let kinds = decode_kinds(&names, &kinds, "decode_examples")?;
     let names: Vec<&[u8]> = names.iter().map(|n| n.as_slice()).collect();
-    // (The records stay alive in `records` and `held`, and bytes never
-    // change.)
+    // (Each record's object is kept alive in `keep` and `held`, and
+    // bytes never change.)
     let mut held = Buffers::default();
-    let spans = record_slices(&records, &mut held)?;
+    let mut keep = Vec::new();
+    let spans = record_slices(&records, &mut held, &mut keep)?;
     let got = py.detach(|| decode::decode(&spans, &names, &kinds));
     let columns = match got {
         Ok(columns) => columns,
@@ -311,6 +328,7 @@ fn decode_examples<'py>(
     };
     let out = columns_list(py, &columns, &kinds)?;
     drop(held);
+    drop(keep);
     drop(records);
     Ok(out.into_any())
 }
@@ -332,10 +350,11 @@ fn decode_sequence_examples<'py>(
     let list_kinds = decode_kinds(&list_names, &list_kinds, "decode_sequence_examples")?;
     let context_names: Vec<&[u8]> = context_names.iter().map(|n| n.as_slice()).collect();
     let list_names: Vec<&[u8]> = list_names.iter().map(|n| n.as_slice()).collect();
-    // (The records stay alive in `records` and `held`, and bytes never
-    // change.)
+    // (Each record's object is kept alive in `keep` and `held`, and
+    // bytes never change.)
     let mut held = Buffers::default();
-    let spans = record_slices(&records, &mut held)?;
+    let mut keep = Vec::new();
+    let spans = record_slices(&records, &mut held, &mut keep)?;
     let got = py.detach(|| decode::decode_sequences(&spans, &context_names, &context_kinds, &list_names, &list_kinds));
     let (context, lists) = match got {
         Ok(found) => found,
@@ -353,6 +372,7 @@ fn decode_sequence_examples<'py>(
         ))?;
     }
     drop(held);
+    drop(keep);
     drop(records);
     Ok((out_context, out_lists).into_pyobject(py)?.into_any())
 }

@@ -358,16 +358,20 @@ def test_plain_loaders_send_batches_straight_from_the_workers(
     order = list(bt.GlobalSampler(len(ds), 5))
     here = [bt._decoded_batch(ds._decoder, ds._records.get(order[i:i + 3]))
             for i in range(0, len(order), 3)]
-    loader = ds.loader(batch_size=3, shuffle_seed=5, num_workers=2)
+    loader = ds.loader(batch_size=3, shuffle_seed=5, num_workers=2,
+                       multiprocessing_context="fork")
   else:
     ds = Dataset(path, batch_size=3 if way == "batches" else None)
     whole = Dataset(path, batch_size=3)
     here = [b for w in range(2)  # each worker's share, read here
             for b in whole._from(whole._stream.replaced(None, (w, 2)))]
+    # (forked: the workers inherit the refusal below)
     loader = torch.utils.data.DataLoader(
-        ds, batch_size=None, num_workers=2) if way == "batches" else \
+        ds, batch_size=None, num_workers=2,
+        multiprocessing_context="fork") if way == "batches" else \
         torch.utils.data.DataLoader(ds, batch_size=3, num_workers=2,
-                                    collate_fn=ds.collate)
+                                    collate_fn=ds.collate,
+                                    multiprocessing_context="fork")
   monkeypatch.setattr(bt, "_shipped", _refuse)
   got = list(loader)
   assert len(got) == len(here) > 2
@@ -379,23 +383,37 @@ def test_plain_loaders_send_batches_straight_from_the_workers(
     _equal(batch, next(b for b in here if key(b) == key(batch)))
 
 
-def _user_wrapper(path):
+def _user_wrapper(path, how):
   """A dataset of the user's around ours: it sees our batches in the
-  worker and reports the text's type."""
+  worker (`how`: iterating ours, or through a DataLoader of its own made
+  there, over batches or with ds.collate) and reports the text's type."""
 
   class Wrapped(torch.utils.data.IterableDataset):
     def __iter__(self):
-      for batch in Dataset(path, batch_size=3):
+      if how == "iterating":
+        batches = Dataset(path, batch_size=3)
+      elif how == "inner loader":
+        batches = torch.utils.data.DataLoader(Dataset(path, batch_size=3),
+                                              batch_size=None)
+      else:
+        ds = Dataset(path)
+        batches = torch.utils.data.DataLoader(ds, batch_size=3,
+                                              collate_fn=ds.collate)
+      for batch in batches:
         yield {"kind": type(batch["suggestion"]).__name__,
                "dtype": str(batch["suggestion"].dtype)}
   return Wrapped()
 
 
-def test_a_dataset_of_the_user_s_in_a_worker_sees_object_arrays(bundled):
-  """Ours iterated by the user's code in a worker (not by torch's
-  fetcher): text as object arrays, as in the training process."""
+@pytest.mark.parametrize("how", ["iterating", "inner loader",
+                                 "inner loader, collate"])
+def test_a_dataset_of_the_user_s_in_a_worker_sees_object_arrays(bundled,
+                                                                how):
+  """Ours read by the user's code in a worker (not by the worker's own
+  fetcher: iterated, or through a DataLoader made there, whose fetcher
+  is torch's too): text as object arrays, as in the training process."""
   got = list(torch.utils.data.DataLoader(
-      _user_wrapper(str(bundled / "movie_ratings")), batch_size=None,
+      _user_wrapper(str(bundled / "movie_ratings"), how), batch_size=None,
       num_workers=1))
   assert got and all(g == {"kind": "ndarray", "dtype": "object"}
                      for g in got)

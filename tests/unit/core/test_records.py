@@ -59,6 +59,9 @@ def test_records_behave_as_the_list_of_their_bytes(groups, data):
   assert len(back.native()) <= 1  # one buffer of just these records
   with pytest.raises(IndexError):
     records[len(want)]  # pylint: disable=pointless-statement
+  with pytest.raises(TypeError):  # (as a list's)
+    records[1.0]  # pylint: disable=pointless-statement
+  assert records != tuple(want)  # (as a list)
 
 
 def test_the_shard_reader_leaves_records_in_their_buffer():
@@ -112,3 +115,8 @@ def test_the_native_decoders_read_spans_as_they_read_bytes():
       module.decode_examples([(data, wrong)], names, kinds)
   with pytest.raises(TypeError, match="records are bytes"):
     module.decode_examples([(data,)], names, kinds)
+  with pytest.raises(TypeError, match="read-only"):  # (may change)
+    module.decode_examples([(bytearray(data), spans)], names, kinds)
+  for wrong in (spans.astype(np.float64), spans.astype(np.uint64)):
+    with pytest.raises(ValueError, match="int64"):
+      module.decode_examples([(data, wrong)], names, kinds)

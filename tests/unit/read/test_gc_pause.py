@@ -59,6 +59,41 @@ def test_the_readers_make_their_rows_with_it_paused(monkeypatch):
   assert gc.isenabled()
 
 
+def test_the_pure_python_sequence_reader_reads_with_it_paused(monkeypatch):
+  """read.sequence_columns (SequenceExamples where the native core is
+  missing or the layout is not its) reads each record's dicts paused."""
+  from beam_tfrecords.read import sequence_columns  # pylint: disable=import-outside-toplevel
+  seen = []
+
+  def found(record):
+    seen.append(gc.isenabled())
+    raise ValueError("not one")
+  monkeypatch.setattr(sequence_columns, "sequence_example", found)
+  gc.enable()
+  with pytest.raises(sequence_columns.InputError, match="record 0 of the"):
+    sequence_columns.sequence_columns([b"r"], None)
+  assert seen == [False] and gc.isenabled()
+
+
+def test_the_viewer_makes_transformed_rows_paused(monkeypatch):
+  """`beam-tfrecords view`'s TFT records (no schema of ours: a dict per
+  record in Python) are made paused."""
+  import types  # pylint: disable=import-outside-toplevel
+  from beam_tfrecords.read import view_records  # pylint: disable=import-outside-toplevel
+  seen = []
+
+  def made(record, sequence):
+    seen.append((record, sequence, gc.isenabled()))
+    return {}
+  monkeypatch.setattr(view_records, "_transformed", made)
+  viewer = view_records.Viewer.__new__(view_records.Viewer)
+  viewer.schema = types.SimpleNamespace(is_sequence=False)
+  gc.enable()
+  assert viewer._decoded("train" + view_records.TRANSFORMED,
+                         [b"r"]) == [{}]
+  assert seen == [(b"r", False, False)] and gc.isenabled()
+
+
 def test_pauses_in_two_threads_overlap():
   """A enters, B enters, A leaves: still off (B's rows are being made);
   B leaves: on again, as A found it."""
