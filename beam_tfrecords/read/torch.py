@@ -88,7 +88,9 @@ class Batch(dict):
   and a file descriptor per tensor (the default for tensors: 25 tensors
   a batch cost 0.3 ms each, more than decoding; measured), and text as
   Arrow's buffers instead of a pickled object per value. The other side
-  turns them into tensors and object arrays again."""
+  turns them into tensors and object arrays again. (Where nothing of the
+  user's sees the batch in the worker, it crosses as a `_Wire` instead,
+  and is made a Batch only on arrival.)"""
 
   def __init__(self, *args, **kwargs):
     super().__init__(*args, **kwargs)
