@@ -22,6 +22,7 @@ writer's, up to core.shard_reader.HOLD); `list(records)` lets it go.
 
 import bisect
 import collections.abc
+import itertools
 import operator
 from typing import Any, Iterator, List, Sequence, Tuple, Union
 
@@ -34,15 +35,12 @@ class Records(collections.abc.Sequence):
   """Records as (buffer, spans) pairs: spans an int64 array [k, 2] of
   each record's (start, end) in its buffer, in order."""
 
-  __slots__ = ("_buffers", "_spans", "_ends")
+  __slots__ = ("_pairs", "_ends")
 
-  def __init__(self, buffers: Sequence[Tuple[Any, np.ndarray]]):
-    pairs = [(b, s) for b, s in buffers if len(s)]
-    self._buffers = [b for b, _ in pairs]
-    self._spans = [s for _, s in pairs]
-    # Records before the end of each buffer's spans.
-    self._ends: List[int] = np.cumsum(
-        [len(s) for s in self._spans], dtype=np.int64).tolist()
+  def __init__(self, pairs: Sequence[Tuple[Any, np.ndarray]]):
+    self._pairs = [(b, s) for b, s in pairs if len(s)]
+    # Records before the end of each pair's spans.
+    self._ends = list(itertools.accumulate(len(s) for _, s in self._pairs))
 
   @classmethod
   def of(cls, data: Any, spans: Any) -> "Records":
@@ -65,15 +63,16 @@ class Records(collections.abc.Sequence):
       raise IndexError("records index out of range")
     i %= n
     which = bisect.bisect_right(self._ends, i)
-    a, b = self._spans[which][i - self._first(which)]
-    return bytes(self._buffers[which][a:b])
+    buffer, spans = self._pairs[which]
+    a, b = spans[i - self._first(which)]
+    return bytes(buffer[a:b])
 
   def _first(self, which: int) -> int:
     return self._ends[which - 1] if which else 0
 
   def _cut(self, start: int, stop: int) -> "Records":
     out = []
-    for which, (buffer, spans) in enumerate(zip(self._buffers, self._spans)):
+    for which, (buffer, spans) in enumerate(self._pairs):
       first = self._first(which)
       lo, hi = max(start - first, 0), min(stop - first, len(spans))
       if lo < hi:
@@ -81,7 +80,7 @@ class Records(collections.abc.Sequence):
     return Records(out)
 
   def __iter__(self) -> Iterator[bytes]:
-    for buffer, spans in zip(self._buffers, self._spans):
+    for buffer, spans in self._pairs:
       if isinstance(buffer, bytes):
         for a, b in spans.tolist():
           yield buffer[a:b]
@@ -91,8 +90,7 @@ class Records(collections.abc.Sequence):
 
   def __add__(self, other: Any) -> Any:
     if isinstance(other, Records):
-      return Records(list(zip(self._buffers, self._spans)) +
-                     list(zip(other._buffers, other._spans)))
+      return Records(self._pairs + other._pairs)
     if isinstance(other, list):
       return list(self) + other
     return NotImplemented
@@ -111,16 +109,16 @@ class Records(collections.abc.Sequence):
   __hash__ = None  # type: ignore[assignment]  # (as a list's)
 
   def __repr__(self) -> str:
-    return f"Records({len(self):,} records in {len(self._buffers)} buffers)"
+    return f"Records({len(self):,} records in {len(self._pairs)} buffers)"
 
   def __reduce__(self) -> Tuple[Any, Tuple[bytes, np.ndarray]]:
     # Only the records' bytes, in one buffer (not their whole buffers).
-    lengths = np.concatenate([s[:, 1] - s[:, 0] for s in self._spans]) \
-        if self._spans else np.zeros(0, np.int64)
+    lengths = np.concatenate([s[:, 1] - s[:, 0] for _, s in self._pairs]) \
+        if self._pairs else np.zeros(0, np.int64)
     ends = np.cumsum(lengths, dtype=np.int64)
     return (Records.of, (b"".join(self), np.stack([ends - lengths, ends],
                                                   axis=1)))
 
   def native(self) -> List[Tuple[Any, np.ndarray]]:
     """The (buffer, spans) pairs, for the native core's decoders."""
-    return list(zip(self._buffers, self._spans))
+    return list(self._pairs)

@@ -127,6 +127,12 @@ def _shipped(columns: Dict[str, Any]) -> Batch:
   return batch
 
 
+def _collated_for(columns: Dict[str, Any], caller: Any) -> Any:
+  """`_made` by a collate_fn of ours, called from the frame `caller`."""
+  return _made(columns, torch.utils.data.get_worker_info() is not None,
+               _to_pipe(caller))
+
+
 def _made(columns: Dict[str, Any], worker: bool, to_pipe: bool = False
           ) -> Any:
   """A batch of decode_batch(text=True)'s columns: in the training
@@ -161,9 +167,7 @@ def _compacted(value):
   is a slice of its whole group's."""
   if isinstance(value, dict):
     return {k: _compacted(v) for k, v in value.items()}
-  if isinstance(value, Text):
-    return Text(pa.concat_arrays([value.array]), value.shape)
-  return value
+  return value.compact() if isinstance(value, Text) else value
 
 
 # What a DataLoader worker's fetcher (torch/utils/data/_utils/fetch.py)
@@ -212,7 +216,7 @@ def _packed(value, texts: Dict[int, Tuple[np.ndarray, Text]]):
     return {k: _packed(v, texts) for k, v in value.items()}
   made = texts.get(id(value))
   if made is not None and made[0] is value and not value.flags.writeable:
-    return Text(pa.concat_arrays([made[1].array]), made[1].shape)
+    return made[1].compact()
   if isinstance(value, torch.Tensor) and value.device.type == "cpu" and \
       not value.requires_grad and value.layout == torch.strided:
     try:
@@ -262,9 +266,8 @@ def collate(records, fixed: Optional[FrozenSet[str]] = None,
   run = run_of(records, fixed) if fixed is not None and not path else None
   if run is not None:
     decoded, start = run
-    return _made(decoded.cut(start, start + len(records)),
-                 torch.utils.data.get_worker_info() is not None,
-                 _to_pipe(sys._getframe(1)))  # pylint: disable=protected-access
+    return _collated_for(decoded.cut(start, start + len(records)),
+                         sys._getframe(1))  # pylint: disable=protected-access
   return Batch(_tensors(_collated(records, fixed, path)))
 
 
@@ -653,8 +656,7 @@ def _decoded_batch(decoder: RecordDecoder, records: list) -> Batch:
   """Serialized records -> one batch, decoded column by column."""
   columns = decoder.decode_batch(records, text=True)
   (_, cut), = cuts(columns, len(records), max(len(records), 1))
-  return _made(cut, torch.utils.data.get_worker_info() is not None,
-               _to_pipe(sys._getframe(1)))  # pylint: disable=protected-access
+  return _collated_for(cut, sys._getframe(1))  # pylint: disable=protected-access
 
 
 def _forkserver() -> Any:

@@ -78,6 +78,11 @@ class Text:
   def reshape(self, shape: Tuple[int, ...]) -> "Text":
     return Text(self.array, shape)
 
+  def compact(self) -> "Text":
+    """The same values in buffers of their own (a cut's Text is a slice
+    of its whole group's buffers: what pickling it would send)."""
+    return Text(pa.concat_arrays([self.array]), self.shape)
+
   def numpy(self) -> np.ndarray:
     """An object array of str (or bytes) of the shape."""
     return self.array.to_numpy(zero_copy_only=False).reshape(self.shape)
