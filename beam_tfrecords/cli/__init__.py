@@ -45,6 +45,7 @@ from beam_tfrecords.core.errors import (AnomalyError, BadRowsError,
                                         JobFailedError, NoInputError,
                                         OutputBusyError,
                                         PublishInterruptedError)
+from beam_tfrecords.runners import allocator
 from beam_tfrecords.runners.progress import human_bytes
 
 __all__ = ["main", "parser", "EXIT_OK", "EXIT_FAILED", "EXIT_INPUT",
@@ -411,6 +412,8 @@ def main(argv: Optional[List[str]] = None) -> int:
   as_program = argv is None and (
       threading.current_thread() is threading.main_thread())
   _EARLY[0] = _EarlySigterm() if as_program else None
+  if as_program:  # (the allocator is the whole process's)
+    allocator.tune()
   args, rest = parser().parse_known_args(argv)
   args.as_program = argv is None  # the command line's own process
   verbose = getattr(args, "verbose", False)

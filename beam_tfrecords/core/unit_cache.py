@@ -86,7 +86,10 @@ __all__ = ["UnitStore", "StoredUnit", "KeptBatchResults", "KeptSplit",
            "drop_output_units", "MANIFEST"]
 
 MANIFEST = "unit.json"
-_MAGIC = b"BTRUNIT4"
+# The kept entries' format: bumped when what they hold changes (5: a
+# grouped unit's steps with their sequence features packed in one column,
+# encoding.steps.STEPS), so an entry of an earlier one is a miss.
+_MAGIC = b"BTRUNIT5"
 # magic, codec (_RAW / _LZ4), the pickle's length, SHA-256 of what follows
 _HEAD = len(_MAGIC) + 1 + 8 + 32
 _RAW, _LZ4 = 0, 1

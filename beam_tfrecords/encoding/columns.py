@@ -176,9 +176,40 @@ def apply_missing(feature: Feature, lists: pa.LargeListArray,
                         f'"{feature.column}" has no value)')
     return lists
   if feature.default is not None:
+    filled = _filled_numbers(feature, lists)
+    if filled is not None:
+      return filled
     default = pa.scalar(list(feature.default), type=list_type(feature))
     return pc.fill_null(lists, default)
   return lists
+
+
+def _filled_numbers(feature: Feature, lists: pa.LargeListArray
+                    ) -> Optional[pa.LargeListArray]:
+  """pc.fill_null(lists, the feature's default) for int64 and float
+  features, by numpy: Arrow's fill_null of a list array with a list
+  takes 3 ms per 90,000 rows, a sixth of a grouped build's step
+  encoding. None for other types, or values with nulls of their own."""
+  if feature.default is None or feature.type not in (FeatureType.INT64,
+                                                     FeatureType.FLOAT):
+    return None
+  flat = lists.flatten()
+  if flat.null_count:
+    return None
+  kind = VALUE_TYPES[feature.type]
+  default = pa.array(list(feature.default), type=kind).to_numpy(
+      zero_copy_only=False)
+  valid = lists.is_valid().to_numpy(zero_copy_only=False)
+  lengths = np.where(valid, pc.fill_null(pc.list_value_length(lists), 0)
+                     .to_numpy(zero_copy_only=False), len(default))
+  offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+  np.cumsum(lengths, out=offsets[1:])
+  values = np.empty(int(offsets[-1]), dtype=default.dtype)
+  given = np.repeat(valid, lengths)
+  values[given] = flat.to_numpy(zero_copy_only=False)
+  values[~given] = np.tile(default, int(len(lists) - valid.sum()))
+  return pa.LargeListArray.from_arrays(pa.array(offsets),
+                                       pa.array(values, type=kind))
 
 
 # ---------------------------------------------------------------------------

@@ -41,7 +41,8 @@ from beam_tfrecords.encoding.grouped_sequences import (ENTRY_OVERHEAD,
 from beam_tfrecords.encoding.ragged import (Ragged, from_arrow, offsets_of,
                                             ranges, to_arrow)
 from beam_tfrecords.encoding.sequences import SchemaSource, check_sequence
-from beam_tfrecords.encoding.steps import CONTEXT, KEY, ORDER, ROW, STEP
+from beam_tfrecords.encoding.steps import (CONTEXT, KEY, ORDER, ROW, STEP,
+                                           STEPS, step_features)
 from beam_tfrecords.schema import Derive, Overflow, Schema
 from beam_tfrecords.schema.model import OnBadStep
 
@@ -245,12 +246,13 @@ class GroupAssembler:
                       for i in range(len(s.group_by)))))
     special = self._special(t, keys, starts, sizes, bad)
     pieces = self._pieces(starts, sizes, special)
-    too_big = self._too_big(t, pieces, len(starts))
+    features = step_features(t, len(s.sequence))
+    too_big = self._too_big(t, features, pieces, len(starts))
     if (too_big & ~special).any():
       special |= too_big
       pieces = self._pieces(starts, sizes, special)
     group, number, begin, length = pieces
-    records = self._records(t, begin, length, number)
+    records = self._records(t, features, begin, length, number)
     if special.any():
       keep = ~special[group]
       records = from_arrow(to_arrow(records).filter(pa.array(keep)))
@@ -261,7 +263,7 @@ class GroupAssembler:
     extra_steps: Dict[int, List[int]] = {}
     for g in np.flatnonzero(special).tolist():
       result = self._reference.assemble(
-          self._group_steps(t, int(starts[g]), int(sizes[g])),
+          self._group_steps(t, features, int(starts[g]), int(sizes[g])),
           (bad or {}).get(keys[g], ()))
       extra[g], extra_steps[g] = result.records, result.steps
       errors += [(g, e) for e in result.errors]
@@ -347,9 +349,12 @@ class GroupAssembler:
     return t.replace_schema_metadata({"paths": json.dumps(paths)})
 
   def _keys(self, t: pa.Table) -> pa.Table:
-    """t with the context's sort keys: whether a value is there, and the
-    value (missing ones after the others in each run)."""
+    """t with the steps' sequence features unpacked (STEP<i>, sorted by
+    in turn) and the context's sort keys: whether a value is there, and
+    the value (missing ones after the others in each run)."""
     keys = t
+    for i, values in enumerate(step_features(t, len(self._schema.sequence))):
+      keys = keys.append_column(f"{STEP}{i}", to_arrow(values))
     for j in range(len(self._row_read)):
       values = _column(t, f"{CONTEXT}{j}")
       keys = keys.append_column(f"{_HAS}{j}", pc.cast(
@@ -379,9 +384,10 @@ class GroupAssembler:
       t = t.take(pa.array(order)).combine_chunks()
     if t.num_rows < 2 or not tie.any():
       return t
-    # (the context's has and value keys tie where its values do)
-    content = [f"{STEP}{i}" for i in range(len(self._schema.sequence))] + [
-        f"{CONTEXT}{j}" for j in range(len(self._row_read))]
+    # (the context's has and value keys tie where its values do, and the
+    # unpacked steps where the packed ones do: their lengths are the
+    # shortest varints)
+    content = [STEPS] + [f"{CONTEXT}{j}" for j in range(len(self._row_read))]
     same = _same_as_previous(t, content)
     runs = np.cumsum(~tie)  # the run of each row (ties join runs)
     mixed = np.unique(runs[tie & ~same])
@@ -418,16 +424,16 @@ class GroupAssembler:
       special |= np.add.reduceat(differ.astype(np.int64), starts) > 0
     return special
 
-  def _too_big(self, t: pa.Table, pieces: _Pieces, groups: int
-               ) -> np.ndarray:
+  def _too_big(self, t: pa.Table, features: List[Ragged], pieces: _Pieces,
+               groups: int) -> np.ndarray:
     """Groups with a piece whose size bound (SequenceAssembler's) is over
-    max_record_bytes."""
+    max_record_bytes (`features`: the steps' unpacked, step_features)."""
     s = self._schema
     begin, length = pieces.begin, pieces.length
     per_step = np.full(t.num_rows, STEP_OVERHEAD * len(s.sequence),
                        dtype=np.int64)
-    for i in range(len(s.sequence)):
-      per_step += _lengths(_column(t, f"{STEP}{i}"))
+    for values in features:
+      per_step += values.lengths
     context = np.zeros(t.num_rows, dtype=np.int64)
     for j in range(len(self._row_read)):
       context += _lengths(_column(t, f"{CONTEXT}{j}"))
@@ -440,23 +446,23 @@ class GroupAssembler:
     out[pieces.group[bound > s.max_record_bytes]] = True
     return out
 
-  def _records(self, t: pa.Table, begin: np.ndarray, length: np.ndarray,
-               number: np.ndarray) -> Ragged:
+  def _records(self, t: pa.Table, features: List[Ragged], begin: np.ndarray,
+               length: np.ndarray, number: np.ndarray) -> Ragged:
     """The SequenceExample of each piece (steps begin..begin+length of the
     sorted table, the pieces covering it in order; `number`: its number
-    within its group)."""
+    within its group; `features`: the steps' unpacked)."""
     s = self._schema
     ends = begin + length
     steps = None  # the pieces cover the table in order: no take
     if not (begin[0] == 0 and ends[-1] == t.num_rows
             and np.array_equal(begin[1:], ends[:-1])):
-      steps = pa.array(ranges(begin, length))
+      steps = ranges(begin, length)
     lists: List[messages.Field] = []
-    for i, f in enumerate(s.sequence):
-      column = _column(t, f"{STEP}{i}")
-      features = from_arrow(column if steps is None else column.take(steps))
+    for f, values in zip(s.sequence, features):
       lists.append(messages.Field(
-          f.name, messages.steps_column(features, offsets_of(length)),
+          f.name, messages.steps_column(
+              values if steps is None else values.take(steps),
+              offsets_of(length)),
           np.ones(len(begin), dtype=bool)))
     context: List[messages.Field] = []
     every = np.arange(len(begin) + 1)
@@ -478,9 +484,10 @@ class GroupAssembler:
                                       wire.sorted_by_name(lists),
                                       len(begin))
 
-  def _group_steps(self, t: pa.Table, start: int, size: int
-              ) -> List[Tuple[str, List[Step]]]:
-    """One group's steps as SequenceAssembler takes them."""
+  def _group_steps(self, t: pa.Table, features: List[Ragged], start: int,
+                   size: int) -> List[Tuple[str, List[Step]]]:
+    """One group's steps as SequenceAssembler takes them (`features`: the
+    steps' unpacked)."""
     s = self._schema
     rows = t.slice(start, size)
     paths = json.loads(t.schema.metadata[b"paths"])
@@ -490,12 +497,13 @@ class GroupAssembler:
                         for i in range(count)))) or [()] * size
 
     orders = columns(ORDER, len(s.order_by))
-    features = columns(STEP, len(s.sequence))
+    step_values = list(zip(*(values[start:start + size].to_list()
+                             for values in features))) or [()] * size
     context = columns(CONTEXT, len(self._row_read))
     numbers = _column(rows, ROW).to_pylist()
     by_path: Dict[str, List[Step]] = {}
     for path, step in zip(_column(rows, _PATH).to_pylist(), map(
-        Step._make, zip(orders, features, context, numbers))):
+        Step._make, zip(orders, step_values, context, numbers))):
       by_path.setdefault(paths[path], []).append(step)
     return list(by_path.items())
 

@@ -13,7 +13,7 @@ over random schemas).
     examples(sorted_by_name(cols), n)        # Ragged: one Example per row
 """
 
-from typing import NamedTuple, Optional, Sequence
+from typing import List, NamedTuple, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +25,8 @@ from beam_tfrecords.schema import Feature, FeatureType
 
 __all__ = ["INT64", "FLOAT", "BYTES", "RAW", "STEPS", "Column", "Field",
            "typed", "int64_column", "raw_column", "steps_column",
-           "feature_values", "examples", "sequence_examples"]
+           "feature_values", "packed_values", "unpacked_values", "examples",
+           "sequence_examples"]
 
 # Column kinds (beam_tfrecords_native's numbering).
 INT64, FLOAT, BYTES, RAW, STEPS = range(5)
@@ -149,6 +150,36 @@ def feature_values(column: Column, present: Optional[np.ndarray] = None
   data, offsets = module.values(n, _native_column("", column, mask))
   return Ragged(np.frombuffer(data, dtype=np.uint8),
                 np.frombuffer(offsets, dtype=_I64))
+
+
+def packed_values(columns: Sequence[Column], n: int) -> Ragged:
+  """Per row, every column's value (as `feature_values` gives it) packed
+  into one byte string: the varint of its length, then its bytes, column
+  after column (the steps of the grouped path travel so: one column for
+  all their Features)."""
+  module = native.core()
+  if module is None:
+    if not columns:
+      return Ragged(np.empty(0, np.uint8), np.zeros(n + 1, _I64))
+    return wire.packed([wire.materialize(_reference(c, None))
+                        for c in columns])
+  data, offsets = module.packed_values(
+      n, [_native_column("", c, None) for c in columns])
+  return Ragged(np.frombuffer(data, dtype=np.uint8),
+                np.frombuffer(offsets, dtype=_I64))
+
+
+def unpacked_values(rows: Ragged, k: int) -> List[Ragged]:
+  """`packed_values`' k columns back, each as a Ragged of its values; a
+  row that is not k packed values is a ValueError."""
+  module = native.core()
+  if module is None:
+    return wire.unpacked(rows, k)
+  data, offsets, starts = module.unpacked_values(
+      _contiguous(rows.buf, np.uint8), _contiguous(rows.offsets, _I64), k)
+  buf = np.frombuffer(data, dtype=np.uint8)
+  offsets = np.frombuffer(offsets, dtype=_I64).reshape(k, len(rows) + 1)
+  return [Ragged(buf[starts[c]:starts[c + 1]], offsets[c]) for c in range(k)]
 
 
 def _encoded(module, groups, n: int, omit_empty: bool) -> Ragged:

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tfrecords.encoding.steps import (CONTEXT, KEY, ROW, STEP, columns_of,
+from beam_tfrecords.encoding.steps import (CONTEXT, KEY, ROW, STEPS, columns_of,
                                            key_hash)
 
 __all__ = ["Refused", "PassPlan", "plan_passes", "step_bytes", "table_bytes"]
@@ -62,10 +62,10 @@ class PassPlan:
 
 
 def step_bytes(table: pa.Table) -> np.ndarray:
-  """The bytes each step takes: its serialized features and context, and
-  8 per column (fixed-width values, offsets)."""
+  """The bytes each step takes: its serialized features (packed) and
+  context, and 8 per column (fixed-width values, offsets)."""
   out = np.full(table.num_rows, 8 * table.num_columns, dtype=np.int64)
-  for name in columns_of(table, STEP) + columns_of(table, CONTEXT):
+  for name in [STEPS] + columns_of(table, CONTEXT):
     column = table.column(name)
     out += pc.fill_null(pc.binary_length(column), 0).to_numpy(
         zero_copy_only=False)

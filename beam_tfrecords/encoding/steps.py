@@ -27,20 +27,23 @@ from beam_tfrecords.encoding import columns as col
 from beam_tfrecords.encoding import messages
 from beam_tfrecords.encoding.example import RowError, row_errors
 from beam_tfrecords.encoding.grouped_sequences import BadStep, Step
-from beam_tfrecords.encoding.ragged import from_arrow, to_arrow
+from beam_tfrecords.encoding.ragged import Ragged, from_arrow, to_arrow
 from beam_tfrecords.encoding.sequences import (SchemaSource, check_sequence,
                                                convert_feature)
 from beam_tfrecords.encoding.stats import column_stats
 from beam_tfrecords.schema import Feature, FeatureType, Schema
 
 __all__ = ["StepEncoder", "StepTable", "StepBatch", "key_hash", "keys_hash",
-           "columns_of",
-           "KEY", "ORDER", "STEP", "CONTEXT", "ROW"]
+           "columns_of", "step_features",
+           "KEY", "ORDER", "STEP", "STEPS", "CONTEXT", "ROW"]
 
 # Column names of a StepTable: KEY + i per group_by column, ORDER + i per
-# order_by key, STEP + i per sequence feature (schema order), CONTEXT + i
-# per context feature read from rows (schema order), ROW.
-KEY, ORDER, STEP, CONTEXT, ROW = "k", "o", "s", "c", "row"
+# order_by key, STEPS (every sequence feature of the step, packed:
+# messages.packed_values), CONTEXT + i per context feature read from rows
+# (schema order), ROW. STEP + i names sequence feature i where a step's
+# Features are unpacked into columns of their own (the assembly's sort of
+# steps that tie on order_by).
+KEY, ORDER, STEP, STEPS, CONTEXT, ROW = "k", "o", "s", "steps", "c", "row"
 
 
 @dataclasses.dataclass
@@ -50,8 +53,10 @@ class StepTable:
   Attributes:
     table: one row per input row that became a step, in input order:
       KEY<i> (int64, float32 or large_binary: the group key; -0.0 stored
-      as 0.0), ORDER<i> (likewise), STEP<i> (large_binary: the step's
-      serialized Feature), CONTEXT<i> (large_binary, null where missing),
+      as 0.0), ORDER<i> (likewise), STEPS (large_binary: the step's
+      serialized Feature of each sequence feature, in schema order, packed
+      by `messages.packed_values`: `step_features` unpacks them),
+      CONTEXT<i> (large_binary, null where missing),
       ROW (int64: the row's number in its file, null where not known).
     errors: the rows that could not become steps.
     bad: the rows of `errors` whose group key was read, in row order:
@@ -99,6 +104,16 @@ def columns_of(table: pa.Table, prefix: str) -> List[str]:
   """The names of a StepTable's columns of one kind (KEY, ORDER, ...)."""
   return [name for name in table.column_names
           if name[:len(prefix)] == prefix and name[len(prefix):].isdigit()]
+
+
+def step_features(table: pa.Table, k: int) -> List[Ragged]:
+  """A StepTable's STEPS unpacked: each of its k sequence features'
+  serialized Feature per step (the assembly writes FeatureLists of
+  them)."""
+  column = table.column(STEPS)
+  column = column.chunk(0) if column.num_chunks == 1 else \
+      column.combine_chunks()
+  return messages.unpacked_values(from_arrow(column), k)
 
 
 def _key_feature(column: str, ftype: FeatureType, what: str) -> Feature:
@@ -200,11 +215,11 @@ class StepEncoder:
     for i, f in enumerate(self._order):
       out[f"{ORDER}{i}"] = scalars[f]
     described = []
-    for i, f in enumerate(s.sequence):
-      lists = converted(f)
-      # A missing step value (no default, not required) is an empty step.
-      out[f"{STEP}{i}"] = to_arrow(messages.feature_values(messages.typed(f, lists)))
-      described.append((f, lists))
+    for f in s.sequence:
+      described.append((f, converted(f)))
+    # A missing step value (no default, not required) is an empty step.
+    out[STEPS] = to_arrow(messages.packed_values(
+        [messages.typed(f, lists) for f, lists in described], n))
     for i, f in enumerate(self._context):
       lists = converted(f)
       present = lists.is_valid().to_numpy(zero_copy_only=False)
@@ -263,7 +278,8 @@ class StepEncoder:
                         for i in range(count)))) or [()] * t.num_rows
 
     orders = rows(ORDER, len(self._order))
-    features = rows(STEP, len(s.sequence))
+    features = list(zip(*(values.to_list() for values in step_features(
+        t, len(s.sequence))))) or [()] * t.num_rows
     context = rows(CONTEXT, len(self._context))
     numbers = t.column(ROW).to_pylist()
     groups: Dict[tuple, List[Step]] = {}

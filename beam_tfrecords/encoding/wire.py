@@ -39,12 +39,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tfrecords.encoding.ragged import (Ragged, const, from_arrow, masked,
-                                            offsets_of, to_arrow)
+                                            offsets_of, ranges, to_arrow)
 
 __all__ = ["Entry", "sorted_by_name", "varints", "varint_bytes", "Pieces",
            "materialize", "int64_feature", "float_feature", "bytes_feature",
            "features_message", "example_message", "feature_lists",
-           "sequence_example_message"]
+           "sequence_example_message", "packed", "unpacked"]
 
 _UINT8 = np.uint8
 _Named = TypeVar("_Named", bound=Tuple[Any, ...])
@@ -356,3 +356,65 @@ def varint_bytes(value: int) -> bytes:
     else:
       out.append(byte)
       return bytes(out)
+
+
+def packed(columns: Sequence[Ragged]) -> Ragged:
+  """Per row, each column's bytes as the varint of their length and the
+  bytes, column after column (the packed steps of the grouped path: see
+  beam_tfrecords_native's packing.rs, which gives the same bytes)."""
+  n = len(columns[0]) if columns else 0
+  pieces: List[Piece] = []
+  total = np.zeros(n, dtype=np.int64)
+  for column in columns:
+    lengths = column.lengths
+    pieces += [varints(lengths), column]
+    total += lengths + _varint_lengths(lengths.astype(np.uint64))
+  return materialize(Pieces(pieces, total))
+
+
+def unpacked(rows: Ragged, k: int) -> List[Ragged]:
+  """`packed`'s columns back: k Ragged, one per column. A row that is
+  not k length-prefixed values is a ValueError naming it."""
+  if k < 1:
+    raise ValueError("unpacked: k must be at least 1")
+  buf, n = rows.buf, len(rows)
+  pos, ends = rows.offsets[:-1].astype(np.int64), rows.offsets[1:]
+  out = []
+  for _ in range(k):
+    length = np.zeros(n, dtype=np.uint64)
+    used = np.zeros(n, dtype=np.int64)
+    going = np.ones(n, dtype=bool)
+    for byte in range(10):
+      at = pos + byte
+      cut = going & (at >= ends)
+      if cut.any():
+        _not_packed(np.flatnonzero(cut)[0], k)
+      rows_left = np.flatnonzero(going)
+      if not len(rows_left):
+        break
+      value = buf[at[rows_left]].astype(np.uint64)
+      length[rows_left] |= (value & np.uint64(0x7F)) << np.uint64(7 * byte)
+      used[rows_left] += 1
+      going[rows_left] = value >= 0x80
+    if going.any():
+      _not_packed(np.flatnonzero(going)[0], k)
+    start = pos + used
+    if (length > np.uint64(np.iinfo(np.int64).max)).any():
+      _not_packed(np.flatnonzero(length > np.uint64(np.iinfo(np.int64).max)
+                                 )[0], k)
+    size = length.astype(np.int64)
+    pos = start + size
+    over = pos > ends
+    if over.any():
+      _not_packed(np.flatnonzero(over)[0], k)
+    out.append(Ragged(buf[ranges(start, size)], offsets_of(size)))
+  left = pos != ends
+  if left.any():
+    _not_packed(np.flatnonzero(left)[0], k)
+  return out
+
+
+def _not_packed(row, k: int):
+  raise ValueError(f"packed row {int(row)} is not {k} length-prefixed "
+                   "values")
+

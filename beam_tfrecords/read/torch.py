@@ -49,6 +49,7 @@ Needs the `torch` extra: pip install beam-tfrecords[torch].
 """
 
 import functools
+import gc
 import multiprocessing
 import operator
 import queue
@@ -709,7 +710,16 @@ class Loader:
   def __iter__(self) -> Iterator[Any]:
     (self._sampler or self._source)._resume(self._epoch, self._consumed)
     loader = torch.utils.data.DataLoader(self._dataset, **self._options)
-    for batch in loader:
+    # The workers start (fork) with this process's objects frozen: a
+    # worker's collection then leaves alone what was garbage here, whose
+    # destructors may not run in a forked child (a TensorFlow resource's
+    # runs an op that never returns there: the worker hung).
+    gc.freeze()
+    try:
+      batches = iter(loader)
+    finally:
+      gc.unfreeze()
+    for batch in batches:
       self._consumed = min(self._consumed + self._batch, self._share)
       yield batch
     self._consumed = 0

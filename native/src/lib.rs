@@ -19,6 +19,7 @@ mod decode;
 mod framing;
 mod messages;
 mod numbers;
+mod packing;
 mod stats;
 mod varint;
 
@@ -27,7 +28,7 @@ use messages::Group;
 
 /// The contract the Python side checks before it uses this module: bump
 /// it when a function's arguments or output change.
-const CONTRACT: u32 = 7;
+const CONTRACT: u32 = 8;
 
 /// Keeps the Python buffers alive while slices of them are in use.
 #[derive(Default)]
@@ -120,6 +121,22 @@ fn offsets_bytes<'py>(py: Python<'py>, offsets: &[i64]) -> PyResult<Bound<'py, P
     })
 }
 
+/// Columns of n rows from their tuples (see `column`), each checked;
+/// their buffers go into `held`, which the caller keeps until it drops
+/// the columns.
+fn checked_columns<'a>(tuples: &[Bound<'_, PyTuple>], n: usize, held: &mut Vec<Buffers>) -> PyResult<Vec<Column<'a>>> {
+    let mut columns = Vec::with_capacity(tuples.len());
+    for t in tuples {
+        let c = column(t, held)?;
+        // SAFETY (lifetimes): see `detach`; the caller keeps `held` until
+        // the columns are dropped.
+        let c: Column<'a> = unsafe { std::mem::transmute::<Column<'_>, Column<'a>>(c) };
+        c.check(n).map_err(PyValueError::new_err)?;
+        columns.push(c);
+    }
+    Ok(columns)
+}
+
 /// Messages per row: `groups` is [(tag, [column tuple])], each group's
 /// columns sorted by key. Returns (data, int64 offsets as bytes).
 #[pyfunction]
@@ -132,15 +149,7 @@ fn encode<'py>(
     let mut held: Vec<Buffers> = Vec::new();
     let mut built: Vec<Group> = Vec::with_capacity(groups.len());
     for (tag, tuples) in &groups {
-        let mut columns = Vec::with_capacity(tuples.len());
-        for t in tuples {
-            let c = column(t, &mut held)?;
-            // SAFETY (lifetimes): see `detach`; `held` lives to the end.
-            let c: Column = unsafe { std::mem::transmute::<Column<'_>, Column<'_>>(c) };
-            c.check(n).map_err(PyValueError::new_err)?;
-            columns.push(c);
-        }
-        built.push(Group { tag: *tag, columns });
+        built.push(Group { tag: *tag, columns: checked_columns(tuples, n, &mut held)? });
     }
     let offsets = py.detach(|| messages::measure(n, &built, omit_empty));
     let data = PyBytes::new_with(py, *offsets.last().unwrap() as usize, |out| {
@@ -169,6 +178,70 @@ fn values<'py>(
     let offsets = offsets_bytes(py, &offsets)?;
     drop(held);
     Ok((data, offsets))
+}
+
+/// Per row, each column's value (a Feature with no key; empty where
+/// absent) as the varint of its length and its bytes, back to back
+/// (packing.rs). Returns (data, offsets).
+#[pyfunction]
+fn packed_values<'py>(
+    py: Python<'py>,
+    n: usize,
+    column_tuples: Vec<Bound<'py, PyTuple>>,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let mut held: Vec<Buffers> = Vec::new();
+    let columns = checked_columns(&column_tuples, n, &mut held)?;
+    let (lengths, offsets) = py.detach(|| packing::measure(n, &columns));
+    let data = PyBytes::new_with(py, *offsets.last().unwrap() as usize, |out| {
+        py.detach(|| packing::write(&columns, &lengths, out));
+        Ok(())
+    })?;
+    let offsets = offsets_bytes(py, &offsets)?;
+    drop(columns);
+    drop(held);
+    Ok((data, offsets))
+}
+
+/// The `k` values of each packed row (`packed_values`' rows:
+/// data[offsets[i]..offsets[i+1]]), column by column: (data: column 0's
+/// values back to back, then column 1's, ...; offsets: k x (n + 1) int64
+/// as bytes, each column's from 0; starts: where each column's values
+/// begin in data, k + 1 of them). A ValueError names the first row that
+/// is not k values.
+#[pyfunction]
+fn unpacked_values<'py>(
+    py: Python<'py>,
+    data: Bound<'py, PyAny>,
+    offsets: Bound<'py, PyAny>,
+    k: usize,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<usize>)> {
+    let mut held = Buffers::default();
+    let d: &[u8] = detach(held.slice::<u8>(&data, "data")?);
+    let o: &[i64] = detach(held.slice::<i64>(&offsets, "offsets")?);
+    if o.is_empty() {
+        return Err(PyValueError::new_err("unpacked_values: no offsets"));
+    }
+    if k == 0 {
+        return Err(PyValueError::new_err("unpacked_values: k must be at least 1"));
+    }
+    let n = o.len() - 1;
+    columns::check_offsets("unpacked_values", o, n, d.len()).map_err(PyValueError::new_err)?;
+    let totals = py.detach(|| packing::totals(d, o, k)).map_err(|row| {
+        PyValueError::new_err(format!("packed row {row} is not {k} length-prefixed values"))
+    })?;
+    let mut column_offsets = vec![0i64; k * (n + 1)];
+    let out = PyBytes::new_with(py, totals.iter().sum(), |out| {
+        py.detach(|| packing::split(d, o, k, &totals, out, &mut column_offsets));
+        Ok(())
+    })?;
+    let mut starts = Vec::with_capacity(k + 1);
+    starts.push(0usize);
+    for t in &totals {
+        starts.push(starts.last().unwrap() + t);
+    }
+    let column_offsets = offsets_bytes(py, &column_offsets)?;
+    drop(held);
+    Ok((out, column_offsets, starts))
 }
 
 /// TFRecord framing of record i = data[offsets[i]..offsets[i+1]].
@@ -631,6 +704,8 @@ fn beam_tfrecords_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(encode, m)?)?;
     m.add_function(wrap_pyfunction!(values, m)?)?;
+    m.add_function(wrap_pyfunction!(packed_values, m)?)?;
+    m.add_function(wrap_pyfunction!(unpacked_values, m)?)?;
     m.add_function(wrap_pyfunction!(frame, m)?)?;
     m.add_function(wrap_pyfunction!(framed_ends, m)?)?;
     m.add_function(wrap_pyfunction!(unframe, m)?)?;

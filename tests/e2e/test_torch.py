@@ -6,6 +6,7 @@ reader resumes mid-epoch. Real torch (the `torch` extra; CI installs
 it)."""
 
 import functools
+import gc
 import json
 import os
 import pathlib
@@ -26,6 +27,7 @@ import beam_tfrecords as btr  # noqa: E402
 from beam_tfrecords.read.torch import Dataset, collate  # noqa: E402
 
 from tests.helpers.penguins import _build  # noqa: E402
+from tests.helpers.torch_workers import no_garbage_to_fork  # noqa: F401,E402
 
 
 
@@ -453,3 +455,40 @@ def test_code_in_a_worker_sees_object_arrays_and_odd_tensors_pickle(
   assert back["t"].tolist() == ["a", "b"]
   assert back["mixed"].tolist() == ["a", b"b"]
   assert back["none"].tolist() == ["a", None]
+
+
+def _tensorflow_garbage():
+  """A TensorFlow resource (a tf.data iterator's) in a reference cycle,
+  unreachable and not yet collected: its __del__ runs a TensorFlow op,
+  which never returns in a forked child (TensorFlow's threads are not
+  there)."""
+  import tensorflow as tf
+
+  class Cycle:
+    pass
+
+  garbage = Cycle()
+  garbage.cycle = garbage
+  garbage.resource = iter(tf.data.Dataset.range(3))
+  next(garbage.resource)
+
+
+def test_forked_workers_never_collect_the_parent_s_garbage(days):
+  """Loader starts its workers with the parent's objects frozen (gc.freeze):
+  a forked worker's collection, here one it runs first thing, does not run
+  the destructor of a TensorFlow resource the parent left uncollected (it
+  would hang there). DataLoader's timeout turns a hang into an error."""
+  ds = Dataset(days, shuffle_seed=3, shuffle="global", batch_size=16)
+  want = [r for b in ds.loader() for r in b["row"].tolist()]
+  gc.collect()
+  gc.disable()
+  try:
+    _tensorflow_garbage()
+    loader = ds.loader(num_workers=2, timeout=60,
+                       multiprocessing_context="fork",
+                       worker_init_fn=lambda _: gc.collect())
+    got = [r for b in loader for r in b["row"].tolist()]
+  finally:
+    gc.enable()
+    gc.collect()
+  assert got == want

@@ -23,6 +23,7 @@ from beam_tfrecords.read.torch import (Dataset, GlobalSampler,  # noqa: E402
                                        IndexedDataset)
 
 from tests.helpers.shard_size import SCHEMA, _csv  # noqa: E402
+from tests.helpers.torch_workers import no_garbage_to_fork  # noqa: F401,E402
 
 ROWS = 2000
 

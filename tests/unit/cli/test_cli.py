@@ -52,3 +52,26 @@ def test_a_full_disk_is_a_clean_error_and_removes_staging(tmp_path, capsys,
   # On other runners a worker's full disk arrives as traceback text.
   assert is_disk_full(RuntimeError("... OSError: [Errno 28] No space left"))
   assert not is_disk_full(RuntimeError("[Errno 2] No such file"))
+
+
+def test_the_allocator_is_tuned_in_the_command_line_s_own_process_only(
+    tmp_path, monkeypatch):
+  """runners.allocator.tune: by the program (argv from sys.argv), not by
+  code that calls main with its own arguments (the allocator is the
+  whole process's)."""
+  from beam_tfrecords.building import builder as building
+  from beam_tfrecords.runners import allocator
+  tuned = []
+  monkeypatch.setattr(allocator, "tune", lambda: tuned.append(1))
+  monkeypatch.setattr(building, "build", lambda *a, **k: (_ for _ in ()).throw(
+      PublishInterruptedError("stop here")))
+  monkeypatch.setenv("BTR_LOG_DIR", str(tmp_path / "logs"))
+  argv = ["build", "--schema", _schema(tmp_path), "--input", _csv(tmp_path),
+          "--output", str(tmp_path / "out")]
+  assert cli.main(argv) == cli.EXIT_PUBLISH_INTERRUPTED
+  assert tuned == []
+  monkeypatch.setattr("sys.argv", ["beam-tfrecords"] + argv)
+  early = []
+  monkeypatch.setattr(cli, "_EarlySigterm", lambda: early.append(1) or None)
+  assert cli.main() == cli.EXIT_PUBLISH_INTERRUPTED
+  assert tuned == [1]

@@ -159,3 +159,38 @@ def test_core_and_reference_agree_on_random_text(text, kind, start, float_,
     cells = col.convert_cells(feature, array.to_pylist())[0].to_pylist()
     expected = [None if v is None else [v] for v in fast.to_pylist()]
     assert str(cells) == str(expected)
+
+
+_CELLS = st.one_of(st.none(), st.lists(st.integers(-3, 3), max_size=3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(cells=st.lists(_CELLS, min_size=1, max_size=12),
+       start=st.integers(0, 3), float_=st.booleans(),
+       default=st.lists(st.integers(-2, 2), min_size=1, max_size=3),
+       backed=st.booleans())
+def test_defaults_of_numbers_fill_as_arrow_fills_them(cells, start, float_,
+                                                      default, backed):
+  """apply_missing's numpy fill of int64 and float lists (the common
+  case) gives Arrow's fill_null's lists, value for value, on sliced
+  arrays and on null rows backed by values of their own."""
+  kind = pa.float32() if float_ else pa.int64()
+  feature = Feature(name="x", type=F.FLOAT if float_ else F.INT64,
+                    source="x", default=tuple(
+                        float(d) if float_ else d for d in default))
+  lists = pa.array(cells, pa.large_list(kind))
+  if backed:  # the null rows hold values the list's offsets still cover
+    values = pa.array([9] * 2 + [v for c in cells for v in (c or [])],
+                      kind)
+    offsets = [0] + list(np.cumsum([len(c or []) for c in cells]) + 2)
+    offsets[0] = 0
+    lists = pa.LargeListArray.from_arrays(
+        pa.array(offsets, pa.int64()), values,
+        mask=pa.array([c is None for c in cells]))
+  lists = lists.slice(min(start, len(cells) - 1))
+  got = col.apply_missing(feature, lists, {})
+  expected = pa.compute.fill_null(lists, pa.scalar(
+      list(feature.default), type=pa.large_list(kind)))
+  assert got.type == expected.type
+  assert got.null_count == 0
+  assert got.to_pylist() == expected.to_pylist()

@@ -198,6 +198,52 @@ def test_feature_values_are_the_same_bytes_both_ways(case, masked):
       [r if p else b"" for r, p in zip(fast, present)]] * 2
 
 
+@st.composite
+def _step_columns(draw):
+  """(n, [Column]) of 1-4 columns of n rows (absent rows: empty values,
+  as a step's missing value is written)."""
+  n = draw(st.integers(0, 12))
+  return n, [draw(_column(n))[0] for _ in range(draw(st.integers(1, 4)))]
+
+
+@SETTINGS
+@given(_step_columns(), st.integers(0, 3))
+def test_packed_steps_are_the_same_bytes_both_ways_and_unpack(case, start):
+  """packed_values: per row, each column's value as feature_values gives
+  it, behind the shortest varint of its length; unpacked_values gives the
+  columns back (of rows sliced anywhere), on both paths."""
+  n, columns = case
+  reference, fast = _both(messages.packed_values, columns, n)
+  assert fast == reference
+  values = [_both(messages.feature_values, c)[0] for c in columns]
+  assert fast == [b"".join(wire.varint_bytes(len(v[row])) + v[row]
+                           for v in values) for row in range(n)]
+  packed = Ragged(np.frombuffer(b"".join(fast), np.uint8),
+                  offsets_of(np.array([len(r) for r in fast], np.int64)))
+  start = min(start, n)
+  rows = Ragged(packed.buf, packed.offsets[start:])
+  for which in ("0", "1"):
+    with _path(which):
+      got = messages.unpacked_values(rows, len(columns))
+    assert [g.to_list() for g in got] == [v[start:] for v in values]
+
+
+@pytest.mark.parametrize("which", ["0", "1"])
+@pytest.mark.parametrize("rows, k, bad", [
+    ([b"\x02ab"], 2, 0),              # one value short
+    ([b"\x01a\x01b"], 1, 0),         # one value too many
+    ([b"\x01a", b"\x03ab"], 1, 1),   # a length past its row's end
+    ([b"\x01a", b"\x80"], 1, 1),     # a varint cut by its row's end
+    ([b"\x01a", b""], 1, 1),          # an empty row
+])
+def test_rows_that_are_not_packed_steps_are_refused(which, rows, k, bad):
+  packed = Ragged(np.frombuffer(b"".join(rows), np.uint8),
+                  offsets_of(np.array([len(r) for r in rows], np.int64)))
+  with _path(which), pytest.raises(
+      ValueError, match=f"packed row {bad} is not {k} length-prefixed"):
+    messages.unpacked_values(packed, k)
+
+
 @SETTINGS
 @given(st.lists(st.binary(max_size=400), max_size=80))
 def test_framing_is_the_same_bytes_both_ways(records):

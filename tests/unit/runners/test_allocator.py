@@ -1,0 +1,63 @@
+"""runners.allocator: glibc's thresholds set for the command line's own
+process, and left alone where the user or the platform says so."""
+
+import ctypes
+import platform
+
+import pytest
+
+from beam_tfrecords.runners import allocator
+
+GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+
+
+@pytest.fixture
+def calls(monkeypatch):
+  """mallopt's calls, recorded instead of made."""
+  made = []
+
+  class Libc:
+    @staticmethod
+    def mallopt(param, value):
+      made.append((param, value))
+      return 1
+
+  for name in list(__import__("os").environ):
+    if name.startswith("MALLOC_") or name == allocator.ENV:
+      monkeypatch.delenv(name)
+  monkeypatch.setattr(ctypes, "CDLL", lambda _: Libc())
+  monkeypatch.setattr(platform, "system", lambda: "Linux")
+  monkeypatch.setattr(platform, "libc_ver", lambda: ("glibc", "2.36"))
+  return made
+
+
+def test_the_thresholds_are_set(calls):
+  assert allocator.tune() is True
+  assert calls == [(-3, 32 << 20), (-1, 64 << 20)]
+
+
+@pytest.mark.parametrize("name, value", [
+    ("BTR_MALLOC", "0"), ("MALLOC_ARENA_MAX", "2"),
+    ("MALLOC_MMAP_THRESHOLD_", "131072")])
+def test_the_user_s_word_leaves_them_alone(calls, monkeypatch, name, value):
+  monkeypatch.setenv(name, value)
+  assert allocator.tune() is False
+  assert calls == []
+
+
+def test_another_c_library_is_left_alone(calls, monkeypatch):
+  monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
+  assert allocator.tune() is False
+  monkeypatch.setattr(platform, "libc_ver", lambda: ("glibc", "2.36"))
+  monkeypatch.setattr(platform, "system", lambda: "Darwin")
+  assert allocator.tune() is False
+  assert calls == []
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's mallopt")
+def test_glibc_takes_them(monkeypatch):
+  """The real mallopt accepts both values (it returns 1 for each)."""
+  for name in list(__import__("os").environ):
+    if name.startswith("MALLOC_") or name == allocator.ENV:
+      monkeypatch.delenv(name)
+  assert allocator.tune() is True
