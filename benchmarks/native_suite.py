@@ -214,7 +214,7 @@ def native_suite(args) -> None:
        ("rows",) + BUILD_HEADER, build_rows_)
   show("native-floor", "native: the floor, the native stage sum plus the "
        "CPU of `import apache_beam, apache_beam.runners.direct` (best of "
-       "5), against the native build's CPU (the goal: at most 1.3x)",
+       "5), against the native build's CPU (the goal: at most 1.2x)",
        ["rows", "native stage sum CPU s", "import CPU s", "floor CPU s",
         "native build CPU s", "build / floor"], floor_rows)
   _grouped(args, min(GROUPED_ROWS, int(args.native_rows.split(",")[0])))

@@ -196,7 +196,7 @@ def _filled_numbers(feature: Feature, lists: pa.LargeListArray
   flat = lists.flatten()
   if flat.null_count:
     return None
-  kind = VALUE_TYPES[feature.type]
+  kind = lists.type.value_type
   default = pa.array(list(feature.default), type=kind).to_numpy(
       zero_copy_only=False)
   valid = lists.is_valid().to_numpy(zero_copy_only=False)
@@ -209,7 +209,8 @@ def _filled_numbers(feature: Feature, lists: pa.LargeListArray
   values[given] = flat.to_numpy(zero_copy_only=False)
   values[~given] = np.tile(default, int(len(lists) - valid.sum()))
   return pa.LargeListArray.from_arrays(pa.array(offsets),
-                                       pa.array(values, type=kind))
+                                       pa.array(values, type=kind),
+                                       type=lists.type)
 
 
 # ---------------------------------------------------------------------------

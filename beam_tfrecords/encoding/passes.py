@@ -12,8 +12,9 @@ the bucket one table at a time, never holding it whole:
   each: groups are dealt to passes largest first, in snake order, so the
   passes come out about even.
 
-Sizes are `table_bytes`: the serialized steps and context values plus 8
-bytes per column and row (keys, order values, offsets), the same measure
+Sizes are `table_bytes`: the serialized steps (twice: packed, and
+unpacked in the assembly) and context values plus 8 bytes per column and
+row (keys, order values, offsets), the same measure
 for the bucket (from its parcels' sizes) and for its groups, so a group is
 refused whatever else shares its bucket.
 
@@ -62,10 +63,11 @@ class PassPlan:
 
 
 def step_bytes(table: pa.Table) -> np.ndarray:
-  """The bytes each step takes: its serialized features (packed) and
+  """The bytes each step takes: its serialized features twice (the
+  assembly holds them packed and unpacked: steps.step_features) and its
   context, and 8 per column (fixed-width values, offsets)."""
   out = np.full(table.num_rows, 8 * table.num_columns, dtype=np.int64)
-  for name in [STEPS] + columns_of(table, CONTEXT):
+  for name in [STEPS, STEPS] + columns_of(table, CONTEXT):
     column = table.column(name)
     out += pc.fill_null(pc.binary_length(column), 0).to_numpy(
         zero_copy_only=False)

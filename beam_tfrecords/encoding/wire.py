@@ -374,47 +374,52 @@ def packed(columns: Sequence[Ragged]) -> Ragged:
 
 def unpacked(rows: Ragged, k: int) -> List[Ragged]:
   """`packed`'s columns back: k Ragged, one per column. A row that is
-  not k length-prefixed values is a ValueError naming it."""
+  not k length-prefixed values is a ValueError naming the first such row
+  (as the native core names it)."""
   if k < 1:
-    raise ValueError("unpacked: k must be at least 1")
-  buf, n = rows.buf, len(rows)
-  pos, ends = rows.offsets[:-1].astype(np.int64), rows.offsets[1:]
+    raise ValueError("unpacked_values: k must be at least 1")
+  offsets = np.asarray(rows.offsets, dtype=np.int64)
+  if not len(offsets) or offsets[0] < 0 or (np.diff(offsets) < 0).any() \
+      or offsets[-1] > len(rows.buf):
+    raise ValueError("unpacked_values: offsets out of order or past the "
+                     "data")
+  buf, n = rows.buf, len(offsets) - 1
+  pos, ends = offsets[:-1].copy(), offsets[1:]
+  bad = np.zeros(n, dtype=bool)
   out = []
   for _ in range(k):
-    length = np.zeros(n, dtype=np.uint64)
-    used = np.zeros(n, dtype=np.int64)
-    going = np.ones(n, dtype=bool)
-    for byte in range(10):
-      at = pos + byte
-      cut = going & (at >= ends)
-      if cut.any():
-        _not_packed(np.flatnonzero(cut)[0], k)
-      rows_left = np.flatnonzero(going)
-      if not len(rows_left):
-        break
-      value = buf[at[rows_left]].astype(np.uint64)
-      length[rows_left] |= (value & np.uint64(0x7F)) << np.uint64(7 * byte)
-      used[rows_left] += 1
-      going[rows_left] = value >= 0x80
-    if going.any():
-      _not_packed(np.flatnonzero(going)[0], k)
+    length, used = _varints_at(buf, pos, ends, bad)
     start = pos + used
-    if (length > np.uint64(np.iinfo(np.int64).max)).any():
-      _not_packed(np.flatnonzero(length > np.uint64(np.iinfo(np.int64).max)
-                                 )[0], k)
-    size = length.astype(np.int64)
-    pos = start + size
-    over = pos > ends
-    if over.any():
-      _not_packed(np.flatnonzero(over)[0], k)
+    bad |= start + length > ends
+    size = np.where(bad, 0, length)
+    pos = np.where(bad, pos, start + size)
     out.append(Ragged(buf[ranges(start, size)], offsets_of(size)))
-  left = pos != ends
-  if left.any():
-    _not_packed(np.flatnonzero(left)[0], k)
+  bad |= pos != ends
+  if bad.any():
+    raise ValueError(f"packed row {int(np.flatnonzero(bad)[0])} is not "
+                     f"{k} length-prefixed values")
   return out
 
 
-def _not_packed(row, k: int):
-  raise ValueError(f"packed row {int(row)} is not {k} length-prefixed "
-                   "values")
-
+def _varints_at(buf: np.ndarray, pos: np.ndarray, ends: np.ndarray,
+                bad: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+  """(the varint at each row's `pos`, its bytes), for the rows not `bad`;
+  rows whose varint does not end before their row's end (or past 63 bits)
+  are marked in `bad` (updated in place)."""
+  n = len(pos)
+  length = np.zeros(n, dtype=np.uint64)
+  used = np.zeros(n, dtype=np.int64)
+  going = ~bad
+  for byte in range(10):
+    at = pos + byte
+    bad |= going & (at >= ends)
+    going &= ~bad
+    rows = np.flatnonzero(going)
+    if not len(rows):
+      break
+    value = buf[at[rows]].astype(np.uint64)
+    length[rows] |= (value & np.uint64(0x7F)) << np.uint64(7 * byte)
+    used[rows] += 1
+    going[rows] = value >= 0x80
+  bad |= going | (length > np.uint64(np.iinfo(np.int64).max))
+  return np.where(bad, 0, length).astype(np.int64), used

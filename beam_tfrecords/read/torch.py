@@ -48,6 +48,7 @@ as indices, and `IndexedDataset.loader` resumes it the same way.
 Needs the `torch` extra: pip install beam-tfrecords[torch].
 """
 
+import contextlib
 import functools
 import gc
 import multiprocessing
@@ -668,6 +669,40 @@ def _forkserver() -> Any:
   return context
 
 
+_FREEZING = threading.Lock()
+
+
+@contextlib.contextmanager
+def _frozen_for_fork(dataloader_args: Dict[str, Any]) -> Iterator[None]:
+  """Workers forked inside the block start with this process's objects
+  frozen (gc.freeze): a worker's collection then leaves alone what was
+  garbage here, whose destructors may not run in a forked child (a
+  TensorFlow resource's runs an op that never returns there: a worker
+  hung so). Only where workers fork; where the program froze objects of
+  its own, they stay frozen and the garbage is collected here instead
+  (an unfreeze would thaw them too). One loader at a time, so that one's
+  unfreeze cannot thaw another's fork."""
+  context = dataloader_args.get("multiprocessing_context")
+  method = (context if isinstance(context, str) or context is None
+            else context.get_start_method())
+  if method is None:
+    method = multiprocessing.get_start_method(allow_none=True) or (
+        multiprocessing.get_context().get_start_method())
+  if not dataloader_args.get("num_workers") or method != "fork":
+    yield
+    return
+  with _FREEZING:
+    if gc.get_freeze_count():
+      gc.collect()
+      yield
+      return
+    gc.freeze()
+    try:
+      yield
+    finally:
+      gc.unfreeze()
+
+
 class Loader:
   """A torch DataLoader whose batches come in a global shuffle's order,
   and so whose state is the records the trainer took: `state_dict()`
@@ -710,15 +745,8 @@ class Loader:
   def __iter__(self) -> Iterator[Any]:
     (self._sampler or self._source)._resume(self._epoch, self._consumed)
     loader = torch.utils.data.DataLoader(self._dataset, **self._options)
-    # The workers start (fork) with this process's objects frozen: a
-    # worker's collection then leaves alone what was garbage here, whose
-    # destructors may not run in a forked child (a TensorFlow resource's
-    # runs an op that never returns there: the worker hung).
-    gc.freeze()
-    try:
-      batches = iter(loader)
-    finally:
-      gc.unfreeze()
+    with _frozen_for_fork(self._options):
+      batches = iter(loader)  # (the workers start here)
     for batch in batches:
       self._consumed = min(self._consumed + self._batch, self._share)
       yield batch

@@ -11,14 +11,15 @@ touch: a 1M-row grouped build took about 290,000 page faults and 1 s of
 system time so. With the threshold fixed at 32 MiB (the most glibc's own
 rule would raise it to) and free memory kept at the top of the heap up
 to 64 MiB, buffers are reused: about 100,000 faults and 0.5-0.8 s of
-system time, for about 100 MB more peak memory at 1M rows (benchmarks:
-docs/performance.md).
+system time, for 50-110 MB more peak memory at 1M rows (and about 20 MB
+at 10M: the peak does not grow with the rows; docs/performance.md).
 
 `tune()` does this in the command line's own process only (beam_tfrecords
 .cli), not in a program that calls `btr.build`: the allocator is the
 whole process's. It is left alone where the user set glibc's own
-variables (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, or any
-MALLOC_*), where BTR_MALLOC=0, and where the C library is not glibc.
+variables (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, any MALLOC_*,
+or a glibc.malloc tunable in GLIBC_TUNABLES), where BTR_MALLOC is 0 (or
+false, no, off), and where the C library is not glibc.
 """
 
 import ctypes
@@ -36,8 +37,9 @@ ENV = "BTR_MALLOC"
 
 def tune() -> bool:
   """Sets the thresholds (see the module's docstring); whether it did."""
-  if os.environ.get(ENV) == "0" or any(
-      name.startswith("MALLOC_") for name in os.environ):
+  if os.environ.get(ENV, "").strip().lower() in ("0", "false", "no", "off") \
+      or any(name.startswith("MALLOC_") for name in os.environ) \
+      or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
     return False
   if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
     return False

@@ -122,9 +122,13 @@ fn offsets_bytes<'py>(py: Python<'py>, offsets: &[i64]) -> PyResult<Bound<'py, P
 }
 
 /// Columns of n rows from their tuples (see `column`), each checked;
-/// their buffers go into `held`, which the caller keeps until it drops
-/// the columns.
-fn checked_columns<'a>(tuples: &[Bound<'_, PyTuple>], n: usize, held: &mut Vec<Buffers>) -> PyResult<Vec<Column<'a>>> {
+/// their buffers go into `held`.
+///
+/// # Safety
+/// The columns borrow from `held`'s buffers with a lifetime the caller
+/// picks: it must keep `held` alive (and not clear it) until every
+/// returned column is dropped.
+unsafe fn checked_columns<'a>(tuples: &[Bound<'_, PyTuple>], n: usize, held: &mut Vec<Buffers>) -> PyResult<Vec<Column<'a>>> {
     let mut columns = Vec::with_capacity(tuples.len());
     for t in tuples {
         let c = column(t, held)?;
@@ -149,7 +153,8 @@ fn encode<'py>(
     let mut held: Vec<Buffers> = Vec::new();
     let mut built: Vec<Group> = Vec::with_capacity(groups.len());
     for (tag, tuples) in &groups {
-        built.push(Group { tag: *tag, columns: checked_columns(tuples, n, &mut held)? });
+        // SAFETY: `built` is dropped before `held` below.
+        built.push(Group { tag: *tag, columns: unsafe { checked_columns(tuples, n, &mut held)? } });
     }
     let offsets = py.detach(|| messages::measure(n, &built, omit_empty));
     let data = PyBytes::new_with(py, *offsets.last().unwrap() as usize, |out| {
@@ -190,7 +195,8 @@ fn packed_values<'py>(
     column_tuples: Vec<Bound<'py, PyTuple>>,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let mut held: Vec<Buffers> = Vec::new();
-    let columns = checked_columns(&column_tuples, n, &mut held)?;
+    // SAFETY: `columns` is dropped before `held` below.
+    let columns = unsafe { checked_columns(&column_tuples, n, &mut held)? };
     let (lengths, offsets) = py.detach(|| packing::measure(n, &columns));
     let data = PyBytes::new_with(py, *offsets.last().unwrap() as usize, |out| {
         py.detach(|| packing::write(&columns, &lengths, out));

@@ -50,6 +50,37 @@ def test_help_imports_neither_beam_nor_tensorflow(argv):
   assert run.stdout.splitlines()[-1] == "heavy: []"
 
 
+def test_the_command_line_sets_glibc_s_allocator_in_its_own_process():
+  """runners.allocator.tune, with the real mallopt: called by the
+  program (argv from sys.argv) and taken by glibc; BTR_MALLOC=0 leaves
+  it alone."""
+  import platform
+  if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    pytest.skip("glibc's mallopt")
+  code = textwrap.dedent("""\
+      import sys
+      from beam_tfrecords.runners import allocator
+      tuned = []
+      real = allocator.tune
+      allocator.tune = lambda: tuned.append(real())
+      sys.argv = ["beam-tfrecords", "--version"]
+      from beam_tfrecords.cli import main
+      try:
+        main()
+      except SystemExit:
+        pass
+      print("tuned:", tuned)
+      """)
+  env = {k: v for k, v in os.environ.items()
+         if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+  for value, said in (("1", "tuned: [True]"), ("0", "tuned: [False]")):
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, timeout=60,
+                         env=dict(env, BTR_MALLOC=value))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1] == said
+
+
 @pytest.mark.slow
 def test_inspect_validate_and_infer_schema_import_neither_beam_nor_tf(
     tmp_path):

@@ -235,6 +235,7 @@ def test_packed_steps_are_the_same_bytes_both_ways_and_unpack(case, start):
     ([b"\x01a", b"\x03ab"], 1, 1),   # a length past its row's end
     ([b"\x01a", b"\x80"], 1, 1),     # a varint cut by its row's end
     ([b"\x01a", b""], 1, 1),          # an empty row
+    ([b"\x01a\x05b", b"\x05a"], 2, 0),  # the first row's second value
 ])
 def test_rows_that_are_not_packed_steps_are_refused(which, rows, k, bad):
   packed = Ragged(np.frombuffer(b"".join(rows), np.uint8),

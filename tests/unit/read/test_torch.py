@@ -35,3 +35,41 @@ def test_read_ahead_passes_errors_and_stops_when_closed():
       break
     time.sleep(0.1)
   assert not any(t.name == "btr-decode" for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("options, frozen", [
+    ({"num_workers": 2, "multiprocessing_context": "fork"}, True),
+    ({"num_workers": 0, "multiprocessing_context": "fork"}, False),
+    ({"num_workers": 2, "multiprocessing_context": "forkserver"}, False),
+    ({"num_workers": 2, "multiprocessing_context": "spawn"}, False),
+])
+def test_workers_fork_with_the_process_s_objects_frozen(options, frozen):
+  """Loader's workers start inside _frozen_for_fork: frozen where they
+  fork (and thawed after), left alone where none fork."""
+  import gc
+  from beam_tfrecords.read import torch as reader
+  assert gc.get_freeze_count() == 0
+  with reader._frozen_for_fork(options):  # pylint: disable=protected-access
+    inside = gc.get_freeze_count()
+  assert bool(inside) is frozen
+  assert gc.get_freeze_count() == 0
+
+
+def test_objects_the_program_froze_stay_frozen(monkeypatch):
+  """A program that froze objects of its own keeps them frozen: the
+  garbage is collected before the fork instead."""
+  import gc
+  from beam_tfrecords.read import torch as reader
+  collected = []
+  real_collect = gc.collect
+  monkeypatch.setattr(gc, "collect", lambda *a: collected.append(1) or
+                      real_collect(*a))
+  gc.freeze()
+  try:
+    before = gc.get_freeze_count()
+    with reader._frozen_for_fork({"num_workers": 1,  # pylint: disable=protected-access
+                                  "multiprocessing_context": "fork"}):
+      assert gc.get_freeze_count() == before
+    assert gc.get_freeze_count() == before and collected == [1]
+  finally:
+    gc.unfreeze()
