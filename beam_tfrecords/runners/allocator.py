@@ -11,8 +11,9 @@ touch: a 1M-row grouped build took about 290,000 page faults and 1 s of
 system time so. With the threshold fixed at 32 MiB (the most glibc's own
 rule would raise it to) and free memory kept at the top of the heap up
 to 64 MiB, buffers are reused: about 100,000 faults and 0.5-0.8 s of
-system time, for 50-110 MB more peak memory at 1M rows (and about 20 MB
-at 10M: the peak does not grow with the rows; docs/performance.md).
+system time, for more peak memory: 50-110 MB in a grouped build, at 1M
+rows and at 10M alike, about 20 MB in a 10M-row Example build (it does
+not grow with the rows; docs/performance.md).
 
 `tune()` does this in the command line's own process only (beam_tfrecords
 .cli), not in a program that calls `btr.build`: the allocator is the
