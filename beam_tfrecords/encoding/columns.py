@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tfrecords.core import native
+from beam_tfrecords.encoding.ragged import offsets_of
 from beam_tfrecords.schema import values as value_rules
 from beam_tfrecords.schema.model import Feature, FeatureType
 
@@ -202,8 +203,7 @@ def _filled_numbers(feature: Feature, lists: pa.LargeListArray
   valid = lists.is_valid().to_numpy(zero_copy_only=False)
   lengths = np.where(valid, pc.fill_null(pc.list_value_length(lists), 0)
                      .to_numpy(zero_copy_only=False), len(default))
-  offsets = np.zeros(len(lists) + 1, dtype=np.int64)
-  np.cumsum(lengths, out=offsets[1:])
+  offsets = offsets_of(lengths)
   values = np.empty(int(offsets[-1]), dtype=default.dtype)
   given = np.repeat(valid, lengths)
   values[given] = flat.to_numpy(zero_copy_only=False)
