@@ -341,6 +341,8 @@ def _build_command(args, beam_args: List[str]) -> int:
   baseline = _previous_baseline(args, output, schema)
   if baseline is not None:
     opts = dataclasses.replace(opts, baseline=baseline)
+  if getattr(args, "as_program", False):  # (the collector is the process's)
+    allocator.freeze_imported()
   result = build(schema, inputs, output, build_options=opts,
                  input_format=args.format,
                  format_options=format_options(args), beam_args=options,

@@ -26,7 +26,7 @@ __all__ = ["ENV", "CONTRACT", "core", "describe", "log_path", "MISSING"]
 
 ENV = "BTR_NATIVE"
 # The contract this package speaks (beam_tfrecords_native.CONTRACT).
-CONTRACT = 8
+CONTRACT = 9
 MISSING = ("the native encoding core (beam_tfrecords_native) is not "
            "installed: records are encoded by the pure-Python path (the same "
            "bytes, more CPU: docs/performance.md, the native core); build it "

@@ -88,8 +88,10 @@ __all__ = ["UnitStore", "StoredUnit", "KeptBatchResults", "KeptSplit",
 MANIFEST = "unit.json"
 # The kept entries' format: bumped when what they hold changes (5: a
 # grouped unit's steps with their sequence features packed in one column,
-# encoding.steps.STEPS), so an entry of an earlier one is a miss.
-_MAGIC = b"BTRUNIT5"
+# encoding.steps.STEPS; 6: a batch's top values cut by the most frequent,
+# then the smallest, and held as encoding.top_counts.TopCounts), so an
+# entry of an earlier one is a miss.
+_MAGIC = b"BTRUNIT6"
 # magic, codec (_RAW / _LZ4), the pickle's length, SHA-256 of what follows
 _HEAD = len(_MAGIC) + 1 + 8 + 32
 _RAW, _LZ4 = 0, 1
@@ -453,10 +455,14 @@ class UnitStore:
 def _sealed(value: Any) -> bytes:
   payload = pickle.dumps(value, protocol=5)
   codec, stored = _RAW, payload
-  if len(payload) >= _SQUEEZE_BYTES and len(pa.compress(
-      payload[:_SAMPLE], codec="lz4", asbytes=True)) <= _WORTH * min(
-          len(payload), _SAMPLE):
-    codec, stored = _LZ4, pa.compress(payload, codec="lz4", asbytes=True)
+  if len(payload) >= _SQUEEZE_BYTES:
+    whole = len(payload) <= _SAMPLE
+    # (a payload no longer than the sample is compressed once: the sample)
+    sample = pa.compress(payload if whole else memoryview(payload)[:_SAMPLE],
+                         codec="lz4", asbytes=True)
+    if len(sample) <= _WORTH * min(len(payload), _SAMPLE):
+      codec, stored = _LZ4, sample if whole else pa.compress(
+          payload, codec="lz4", asbytes=True)
   return b"".join([_MAGIC, bytes([codec]),
                    len(payload).to_bytes(8, "little"),
                    hashlib.sha256(stored).digest(), stored])

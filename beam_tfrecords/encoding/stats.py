@@ -14,9 +14,11 @@ one into what dataset.json shows:
      "top_exact": false when the counts are estimates (see TOP_KEPT),
      "long_values": values longer than TOP_VALUE_BYTES, not in "top"}
 
-Top values are counted exactly per batch; across batches each description
-keeps the TOP_KEPT most frequent values, so counts of values outside that
-set in some batch are missing from the total (top_exact: false then).
+Top values are counted exactly per batch; a description keeps the
+TOP_KEPT most frequent values (ties: the smaller value), of its batch or
+of the sum of the descriptions merged into it, so counts of values
+outside that set in some batch or merge are missing from the total
+(top_exact: false then).
 
 Numbers also carry their sum of squares, a count of zeros and a
 histogram (encoding.histogram: exact, in any merge order); text the total
@@ -38,10 +40,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tfrecords.core import native
-from beam_tfrecords.encoding import exact_sums, histogram
+from beam_tfrecords.encoding import exact_sums, histogram, top_counts
+from beam_tfrecords.encoding.top_counts import TopCounts
 from beam_tfrecords.schema.model import Feature, FeatureType
 
 __all__ = ["column_stats", "merge", "merge_all", "merge_splits", "finish",
+           "plain", "plain_splits",
            "mean", "std_dev",
            "TOP_KEPT", "TOP_SHOWN", "STEPS_STAT", "FINE_STAT",
            "FINE_LEVEL_STAT"]
@@ -127,13 +131,10 @@ def _column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
       values = values.filter(short)
       out["long_values"] = len(short) - len(values)
   counts = pc.value_counts(values)
-  exact = len(counts) <= TOP_KEPT
-  if not exact:
-    c = counts.field("counts").to_numpy(zero_copy_only=False)
-    counts = counts.take(pa.array(np.argpartition(-c, TOP_KEPT)[:TOP_KEPT]))
-  out["top"] = dict(zip(counts.field("values").to_pylist(),
-                        counts.field("counts").to_pylist()))
-  out["top_exact"] = exact
+  top = dict(zip(counts.field("values").to_pylist(),
+                 counts.field("counts").to_pylist()))
+  out["top_exact"] = len(top) <= TOP_KEPT
+  out["top"] = top if out["top_exact"] else _most_frequent(top)
   return out
 
 
@@ -212,22 +213,19 @@ def _native_int_stats(module, v: np.ndarray, out: dict) -> None:
 
 def _native_top(module, values: pa.Array, out: dict) -> None:
   """The text or bytes part of _column_stats: total length, long values
-  and the top values, counted in first-seen order as pc.value_counts
-  does (so the cut past TOP_KEPT picks the same values)."""
+  and the top values (a TopCounts: encoding.top_counts), cut past
+  TOP_KEPT as the reference cuts them (_most_frequent), in the native
+  core."""
   buffers = values.buffers()
   offsets = _offsets(values)
   out["len_sum"] = int(offsets[-1] - offsets[0])
-  found, counts, long = module.value_counts(
+  text = pa.types.is_large_string(values.type)
+  (data, value_offsets, counts), long, exact = module.value_counts(
       b"" if buffers[2] is None else buffers[2], offsets, TOP_VALUE_BYTES,
-      pa.types.is_large_string(values.type))
+      text, TOP_KEPT)
   if long:
     out["long_values"] = long
-  c = np.frombuffer(counts, dtype=np.int64)
-  exact = len(found) <= TOP_KEPT
-  if not exact:
-    keep = np.argpartition(-c, TOP_KEPT)[:TOP_KEPT]
-    found, c = [found[i] for i in keep.tolist()], c[keep]
-  out["top"] = dict(zip(found, c.tolist()))
+  out["top"] = TopCounts(data, value_offsets, counts, text)
   out["top_exact"] = exact
 
 
@@ -273,10 +271,10 @@ _ADDED = ("counted", "long_values", "zeros", "len_sum", "sum", "sumsq",
 
 
 def merge_all(descriptions: Sequence[Optional[dict]]) -> Optional[dict]:
-  """The descriptions as one: what merging them two at a time, in their
-  order, gives (None counts as no description; one is returned as it
-  is), in one pass over them. Only the top values depend on that order:
-  each step keeps the TOP_KEPT most frequent (ties: the smaller value)."""
+  """The descriptions as one, in one pass over them (None counts as no
+  description; one is returned as it is). Nothing depends on their
+  order; the top values depend on which are merged together: of their
+  sum, the TOP_KEPT most frequent are kept (ties: the smaller value)."""
   given: List[dict] = [d for d in descriptions if d is not None]
   if len(given) <= 1:
     return given[0] if given else None
@@ -324,26 +322,49 @@ def merge_splits(partials: Iterable[Dict[str, Dict[str, dict]]]
           for split, features in grouped.items()}
 
 
-def _merged_top(descriptions: List[dict]) -> Tuple[dict, bool]:
-  """The top values of the descriptions merged two at a time in their
-  order, each merge cut to TOP_KEPT (the first description is taken as
-  it is)."""
-  top: Optional[dict] = None
-  exact = True
-  for i, d in enumerate(descriptions):
-    got = d.get("top")
-    if top is None:
-      if got is None:
-        continue
-      top = dict(got)
-    elif got:
-      for value, count in got.items():
-        top[value] = top.get(value, 0) + count
-    exact = exact and d.get("top_exact", True)
-    if i and len(top) > TOP_KEPT:
-      exact = False
-      top = _most_frequent(top)
-  return top or {}, exact
+def _merged_top(descriptions: List[dict]) -> Tuple[Any, bool]:
+  """The top values of the descriptions added up, cut to the TOP_KEPT
+  most frequent (_most_frequent) if there are more: the same in any
+  order of the descriptions. TopCounts (the native core's) are added by
+  it, into a TopCounts; any other mix into a dict."""
+  described = [d for d in descriptions if d.get("top") is not None]
+  exact = all(d.get("top_exact", True) for d in described)
+  tops = [d["top"] for d in described]
+  module = native.core() if tops and all(
+      isinstance(t, TopCounts) for t in tops) else None
+  got = None if module is None else top_counts.summed(module, tops,
+                                                      TOP_KEPT)
+  if got is not None:
+    return got[0], exact and got[1]
+  top: Dict[Any, int] = {}
+  for got_top in tops:
+    if isinstance(got_top, TopCounts):
+      got_top = got_top.to_dict()
+    if not top:
+      top = dict(got_top)
+      continue
+    get = top.get
+    for value, count in got_top.items():
+      top[value] = get(value, 0) + count
+  if len(top) > TOP_KEPT:
+    return _most_frequent(top), False
+  return top, exact
+
+
+def plain(description: dict) -> dict:
+  """A description with its top values as a dict (a TopCounts made one);
+  the description itself when they are one already."""
+  if not isinstance(description.get("top"), TopCounts):
+    return description
+  return dict(description, top=description["top"].to_dict())
+
+
+def plain_splits(splits: Dict[str, Dict[str, Optional[dict]]]
+                 ) -> Dict[str, Dict[str, Optional[dict]]]:
+  """plain() of every description of {split: {feature: description}}."""
+  return {split: {name: None if d is None else plain(d)
+                  for name, d in features.items()}
+          for split, features in splits.items()}
 
 
 def _most_frequent(top: dict) -> dict:
@@ -370,6 +391,7 @@ def std_dev(stats: dict) -> float:
 
 
 def finish(stats: dict) -> dict:
+  stats = plain(stats)
   out = {k: stats[k] for k in ("present", "missing", "values")}
   if "len_min" in stats:
     out["list_length"] = {"min": stats["len_min"], "max": stats["len_max"]}

@@ -29,7 +29,7 @@ import numpy as np
 
 from beam_tfrecords.core.errors import MalformedFileError
 from beam_tfrecords.encoding.histogram import Histogram
-from beam_tfrecords.encoding.stats import TOP_SHOWN
+from beam_tfrecords.encoding.stats import TOP_SHOWN, plain
 
 __all__ = ["state_json", "from_state_json", "STATE_VERSION"]
 
@@ -74,7 +74,7 @@ def _unhistogram(d: dict) -> Histogram:
 
 def _feature(stats: Dict[str, Any]) -> Dict[str, Any]:
   out: Dict[str, Any] = {}
-  for k, v in stats.items():
+  for k, v in plain(stats).items():
     if k in _HISTOGRAMS:
       out[k] = None if v is None else _histogram(v)
     elif k in _BIG:

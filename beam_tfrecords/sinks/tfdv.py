@@ -23,7 +23,7 @@ from typing import Any, Dict
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.core.layout import STATISTICS_FILE
 from beam_tfrecords.encoding import histogram
-from beam_tfrecords.encoding.stats import (FINE_LEVEL_STAT, FINE_STAT,
+from beam_tfrecords.encoding.stats import (FINE_LEVEL_STAT, FINE_STAT, plain,
                                            STEPS_STAT, TOP_SHOWN, mean, std_dev)
 
 __all__ = ["statistics_bytes"]
@@ -103,7 +103,8 @@ def _numbers(feature, s: dict) -> None:
 
 def _text(text, s: dict) -> None:
   _common(text.common_stats, s)
-  top = sorted(s.get("top", {}).items(), key=lambda kv: (-kv[1], kv[0]))
+  top = sorted((plain(s).get("top") or {}).items(),
+               key=lambda kv: (-kv[1], kv[0]))
   if s.get("top_exact", False):
     text.unique = len(top)
   for rank, (value, count) in enumerate(top[:TOP_SHOWN]):

@@ -17,7 +17,7 @@ from beam_tfrecords.core.beam_files import FileSystems
 from beam_tfrecords.core.info import DatasetInfo
 from beam_tfrecords.core.layout import (PARTS_DIR, TFT_TEMP_DIR,
                                         TRANSFORMED_DIR)
-from beam_tfrecords.encoding.stats import merge_splits
+from beam_tfrecords.encoding.stats import merge_splits, plain_splits
 from beam_tfrecords.inspect.expectations import CheckPlan
 from beam_tfrecords.publish.append import AppendPlan
 from beam_tfrecords.publish.commit import Commit
@@ -180,8 +180,10 @@ class WriteBatches(beam.PTransform):
                      # (Typed as Any: Beam would make a Beam schema of the
                      # NamedTuple outputs when they are flattened, and fails
                      # on their dict fields.)
+                     # (Top values as dicts from here on: stats.plain.)
                      | "FeatureStatsPart" >> beam.Map(
-                         FeatureStatistics).with_output_types(Any))
+                         lambda s: FeatureStatistics(plain_splits(s))
+                     ).with_output_types(Any))
     if UNITS in encoded:
       outputs.append(encoded[UNITS]
                      | "SumUnits" >> beam.CombineGlobally(

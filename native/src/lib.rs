@@ -28,7 +28,7 @@ use messages::Group;
 
 /// The contract the Python side checks before it uses this module: bump
 /// it when a function's arguments or output change.
-const CONTRACT: u32 = 8;
+const CONTRACT: u32 = 9;
 
 /// Keeps the Python buffers alive while slices of them are in use.
 #[derive(Default)]
@@ -533,7 +533,7 @@ fn length_range<'py>(
             return Err(PyValueError::new_err("length_range: the validity bitmap is too short"));
         }
     }
-    let got = py.detach(|| stats::length_range(o, bits, bit_offset));
+    let got = stats::length_range(o, bits, bit_offset);
     drop(held);
     Ok(match got {
         Ok(range) => (true, range),
@@ -557,11 +557,10 @@ fn int_stats<'py>(
     if v.is_empty() {
         return Err(PyValueError::new_err("int_stats: no values"));
     }
-    let (s, hist) = py.detach(|| {
-        let s = stats::int_summary(v, by_value);
-        let hist = s.counts.as_ref().map(|c| stats::int_histogram(s.min, c));
-        (s, hist)
-    });
+    // (The GIL held: a call takes microseconds, less than handing the
+    // GIL to the other encoding thread and back costs.)
+    let s = stats::int_summary(v, by_value);
+    let hist = s.counts.as_ref().map(|c| stats::int_histogram(s.min, c));
     drop(held);
     let hist = match hist {
         None => None,
@@ -577,9 +576,11 @@ fn int_stats<'py>(
 }
 
 /// The values of a bytes column (value i = data[offsets[i]..offsets[i+1]])
-/// of at most `short` bytes, each once in the order it first comes (str
-/// with `text`, else bytes), their counts (int64 bytes), and how many are
-/// longer.
+/// of at most `short` bytes, each once: all of them in the order each
+/// first comes, or past `kept` of them the `kept` most frequent
+/// (stats::value_counts); as (their bytes back to back, their offsets and
+/// their counts as int64 bytes), how many values are longer, and whether
+/// all are there. With `text`, each value must be UTF-8.
 #[pyfunction]
 fn value_counts<'py>(
     py: Python<'py>,
@@ -587,35 +588,90 @@ fn value_counts<'py>(
     offsets: Bound<'py, PyAny>,
     short: usize,
     text: bool,
-) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>, u64)> {
+    kept: usize,
+) -> PyResult<(Counted<'py>, u64, bool)> {
     let mut held = Buffers::default();
     let d: &[u8] = detach(held.slice::<u8>(&data, "data")?);
     let o: &[i64] = detach(held.slice::<i64>(&offsets, "offsets")?);
-    if o.is_empty() {
-        return Err(PyValueError::new_err("value_counts: no offsets"));
-    }
-    // Arrow's offsets need not start at 0 (a slice of a column).
-    let first = o[0];
-    if first < 0 || o.iter().zip(&o[1..]).any(|(a, b)| b < a) || o[o.len() - 1] as u64 > d.len() as u64 {
-        return Err(PyValueError::new_err("value_counts: offsets out of order or past the data"));
-    }
-    let got = py.detach(|| stats::value_counts(d, o, short));
-    let values = if text {
-        let mut strs = Vec::with_capacity(got.values.len());
+    checked_values("value_counts", d, o)?;
+    let got = py.detach(|| stats::value_counts(d, o, short, kept));
+    if text {
         for v in &got.values {
-            let s = std::str::from_utf8(v)
+            std::str::from_utf8(v)
                 .map_err(|e| PyValueError::new_err(format!("value_counts: text that is not UTF-8 ({e})")))?;
-            strs.push(pyo3::types::PyString::new(py, s));
         }
-        PyList::new(py, strs)?
-    } else {
-        PyList::new(py, got.values.iter().map(|v| PyBytes::new(py, v)))?
-    };
-    let counts = offsets_bytes(py, &got.counts)?;
-    let long = got.long;
+    }
+    let counted = counted(py, &got)?;
+    let (long, exact) = (got.long, got.exact);
     drop(got);
     drop(held);
-    Ok((values, counts, long))
+    Ok((counted, long, exact))
+}
+
+/// Values and their counts as bytes: (the values back to back, their
+/// n + 1 offsets, their n counts; both int64).
+type Counted<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+fn counted<'py>(py: Python<'py>, got: &stats::ValueCounts) -> PyResult<Counted<'py>> {
+    let size: usize = got.values.iter().map(|v| v.len()).sum();
+    let data = PyBytes::new_with(py, size, |out| {
+        let mut at = 0;
+        for v in &got.values {
+            out[at..at + v.len()].copy_from_slice(v);
+            at += v.len();
+        }
+        Ok(())
+    })?;
+    let mut offsets = Vec::with_capacity(got.values.len() + 1);
+    let mut at = 0i64;
+    offsets.push(0);
+    for v in &got.values {
+        at += v.len() as i64;
+        offsets.push(at);
+    }
+    Ok((data, offsets_bytes(py, &offsets)?, offsets_bytes(py, &got.counts)?))
+}
+
+/// Offsets that index `data` (from at least 0, never falling, to at most
+/// its end), else a ValueError naming `what`.
+fn checked_values(what: &str, d: &[u8], o: &[i64]) -> PyResult<()> {
+    if o.is_empty() {
+        return Err(PyValueError::new_err(format!("{what}: no offsets")));
+    }
+    // Arrow's offsets need not start at 0 (a slice of a column).
+    if o[0] < 0 || !stats::ascending(o) || o[o.len() - 1] as u64 > d.len() as u64 {
+        return Err(PyValueError::new_err(format!("{what}: offsets out of order or past the data")));
+    }
+    Ok(())
+}
+
+/// Value counts (each part: data, offsets, counts as value_counts gives
+/// them) added up, past `kept` values cut as value_counts cuts
+/// (stats::summed): (data, offsets, counts), and whether all are there.
+#[pyfunction]
+fn counts_summed<'py>(
+    py: Python<'py>,
+    parts: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+    kept: usize,
+) -> PyResult<(Counted<'py>, bool)> {
+    let mut held = Buffers::default();
+    let mut slices: Vec<(&[u8], &[i64], &[i64])> = Vec::with_capacity(parts.len());
+    for (data, offsets, counts) in &parts {
+        let d: &[u8] = detach(held.slice::<u8>(data, "data")?);
+        let o: &[i64] = detach(held.slice::<i64>(offsets, "offsets")?);
+        let c: &[i64] = detach(held.slice::<i64>(counts, "counts")?);
+        checked_values("counts_summed", d, o)?;
+        if c.len() + 1 != o.len() {
+            return Err(PyValueError::new_err("counts_summed: a count per value, not as many"));
+        }
+        slices.push((d, o, c));
+    }
+    let got = py.detach(|| stats::summed(&slices, kept));
+    let out = counted(py, &got)?;
+    let exact = got.exact;
+    drop(got);
+    drop(held);
+    Ok((out, exact))
 }
 
 /// (values, validity bitmap or None) as parse_numbers returns them.
@@ -721,6 +777,7 @@ fn beam_tfrecords_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(length_range, m)?)?;
     m.add_function(wrap_pyfunction!(int_stats, m)?)?;
     m.add_function(wrap_pyfunction!(value_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(counts_summed, m)?)?;
     m.add_function(wrap_pyfunction!(parse_numbers, m)?)?;
     Ok(())
 }

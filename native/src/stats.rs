@@ -4,7 +4,7 @@
 //! numbers on every CPU).
 
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use rustc_hash::FxHasher;
 
@@ -14,31 +14,110 @@ use rustc_hash::FxHasher;
 /// missing row that has values (the caller then takes the reference
 /// path, which flattens such lists as Arrow does).
 pub fn length_range(offsets: &[i64], valid: Option<&[u8]>, bit_offset: usize) -> Result<Option<(i64, i64)>, usize> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { length_range_avx2(offsets, valid, bit_offset) };
+    }
+    ranged(offsets, valid, bit_offset)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn length_range_avx2(offsets: &[i64], valid: Option<&[u8]>, bit_offset: usize) -> Result<Option<(i64, i64)>, usize> {
+    ranged(offsets, valid, bit_offset)
+}
+
+#[inline(always)]
+fn ranged(offsets: &[i64], valid: Option<&[u8]>, bit_offset: usize) -> Result<Option<(i64, i64)>, usize> {
+    let bits = match valid {
+        None => return Ok(all_lengths(offsets)),
+        Some(bits) => bits,
+    };
+    // Without a branch per row: an absent row's length counts as neither
+    // the smallest nor the largest, and one with values is noted (then
+    // found again, the first of them, in a second loop).
+    let n = offsets.len().saturating_sub(1);
+    let (starts, ends) = (&offsets[..n], &offsets[1..]);
     let mut low = i64::MAX;
     let mut high = i64::MIN;
-    match valid {
-        // Every row present: a loop the compiler vectorizes.
-        None => {
-            for pair in offsets.windows(2) {
-                let length = pair[1] - pair[0];
-                low = low.min(length);
-                high = high.max(length);
-            }
-        }
-        Some(bits) => {
-            for (row, pair) in offsets.windows(2).enumerate() {
-                let length = pair[1] - pair[0];
-                let at = bit_offset + row;
-                if bits[at >> 3] >> (at & 7) & 1 == 1 {
-                    low = low.min(length);
-                    high = high.max(length);
-                } else if length != 0 {
-                    return Err(row);
-                }
-            }
+    let mut hidden = 0i64;
+    let mut add = |length: i64, present: i64| {
+        let all = -present; // every bit set where the row is present
+        low = low.min((length & all) | (i64::MAX & !all));
+        high = high.max((length & all) | (i64::MIN & !all));
+        hidden |= length & !all;
+    };
+    // Rows up to the first whole byte of the bitmap one by one, then 8
+    // rows per byte (constant shifts: a loop the compiler vectorizes),
+    // then the rest one by one.
+    let head = ((8 - bit_offset % 8) % 8).min(n);
+    let bit = |row: usize| ((bits[(bit_offset + row) >> 3] >> ((bit_offset + row) & 7)) & 1) as i64;
+    for row in 0..head {
+        add(ends[row] - starts[row], bit(row));
+    }
+    let whole = (n - head) / 8;
+    let first_byte = (bit_offset + head) >> 3;
+    for b in 0..whole {
+        let byte = bits[first_byte + b] as i64;
+        let row = head + 8 * b;
+        for j in 0..8 {
+            add(ends[row + j] - starts[row + j], (byte >> j) & 1);
         }
     }
+    for row in head + 8 * whole..n {
+        add(ends[row] - starts[row], bit(row));
+    }
+    if hidden != 0 {
+        let at = |row: usize| bit_offset + row;
+        let first = (0..n).find(|&row| bits[at(row) >> 3] >> (at(row) & 7) & 1 == 0 && ends[row] != starts[row]);
+        return Err(first.unwrap_or(0));
+    }
     Ok(if low <= high { Some((low, high)) } else { None })
+}
+
+/// The range of the lengths of every row: a loop the compiler vectorizes
+/// (64-bit compares need AVX2 on x86-64: all_lengths_avx2).
+#[inline(always)]
+fn all_lengths(offsets: &[i64]) -> Option<(i64, i64)> {
+    let n = offsets.len().saturating_sub(1);
+    let (starts, ends) = (&offsets[..n], &offsets[1..]);
+    let mut low = i64::MAX;
+    let mut high = i64::MIN;
+    for i in 0..n {
+        let length = ends[i] - starts[i];
+        low = low.min(length);
+        high = high.max(length);
+    }
+    if low <= high { Some((low, high)) } else { None }
+}
+
+/// Whether offsets never fall (each row's end at or past its start): a
+/// loop without an early exit, which the compiler vectorizes.
+pub fn ascending(offsets: &[i64]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { ascending_avx2(offsets) };
+    }
+    never_falls(offsets)
+}
+
+#[inline(always)]
+fn never_falls(offsets: &[i64]) -> bool {
+    let n = offsets.len().saturating_sub(1);
+    let (starts, ends) = (&offsets[..n], &offsets[1..]);
+    let mut falls = 0u64;
+    for i in 0..n {
+        falls |= (ends[i] < starts[i]) as u64;
+    }
+    falls == 0
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn ascending_avx2(offsets: &[i64]) -> bool {
+    never_falls(offsets)
 }
 
 /// What the statistics keep of int64 values (at least one).
@@ -55,6 +134,23 @@ pub struct IntSummary {
 }
 
 pub fn int_summary(values: &[i64], by_value: i128) -> IntSummary {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { int_summary_avx2(values, by_value) };
+    }
+    summarized(values, by_value)
+}
+
+/// int_summary compiled for AVX2 (its 64-bit min / max loop vectorizes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn int_summary_avx2(values: &[i64], by_value: i128) -> IntSummary {
+    summarized(values, by_value)
+}
+
+#[inline(always)]
+fn summarized(values: &[i64], by_value: i128) -> IntSummary {
     let mut s = IntSummary {
         min: i64::MAX,
         max: i64::MIN,
@@ -64,11 +160,13 @@ pub fn int_summary(values: &[i64], by_value: i128) -> IntSummary {
         zeros: 0,
         counts: None,
     };
+    let (mut low, mut high, mut zeros) = (i64::MAX, i64::MIN, 0u64);
     for &v in values {
-        s.min = s.min.min(v);
-        s.max = s.max.max(v);
-        s.zeros += (v == 0) as u64;
+        low = low.min(v);
+        high = high.max(v);
+        zeros += (v == 0) as u64;
     }
+    (s.min, s.max, s.zeros) = (low, high, zeros);
     if s.min > -(1 << 16) && s.max < (1 << 16) {
         // Squares below 2**32: slices of 2**31 values sum in 64 bits, in
         // a loop the compiler vectorizes (most int64 features).
@@ -92,11 +190,29 @@ pub fn int_summary(values: &[i64], by_value: i128) -> IntSummary {
     }
     let low = s.min;
     if (s.max as i128) - (low as i128) < by_value {
-        let mut counts = vec![0i64; (s.max - low) as usize + 1];
-        for &v in values {
-            counts[(v - low) as usize] += 1;
+        let size = (s.max - low) as usize + 1;
+        if size <= 1 << 12 {
+            // Four counts per value, for values 0, 1, 2, 3 mod 4 of the
+            // column: a value repeated (a column in key order) adds to
+            // four places in turn, not to one that each addition waits on.
+            let mut four = vec![0i64; 4 * size];
+            let mut quads = values.chunks_exact(4);
+            for q in &mut quads {
+                for (lane, &v) in q.iter().enumerate() {
+                    four[4 * (v - low) as usize + lane] += 1;
+                }
+            }
+            for &v in quads.remainder() {
+                four[4 * (v - low) as usize] += 1;
+            }
+            s.counts = Some(four.chunks_exact(4).map(|c| c.iter().sum()).collect());
+        } else {
+            let mut counts = vec![0i64; size];
+            for &v in values {
+                counts[(v - low) as usize] += 1;
+            }
+            s.counts = Some(counts);
         }
-        s.counts = Some(counts);
     }
     s
 }
@@ -191,70 +307,232 @@ pub fn int_histogram(low: i64, counts: &[i64]) -> Hist {
 }
 
 /// The values of a bytes column (value i = data[offsets[i]..offsets[i+1]])
-/// at most `short` bytes long, each once in the order it first comes, with
-/// its count; and how many are longer.
+/// at most `short` bytes long, each once, with its count: all of them in
+/// the order each first comes when there are at most `kept`, else the
+/// `kept` most frequent (ties: the smaller value, in byte order, which is
+/// Python's order of bytes and of str), still in that order (`exact`
+/// false); and how many values are longer.
 pub struct ValueCounts<'a> {
     pub values: Vec<&'a [u8]>,
     pub counts: Vec<i64>,
     pub long: u64,
+    pub exact: bool,
 }
 
-/// A value of at most 31 bytes as two integers (its bytes, then its
-/// length in the last byte): hashed and compared without a memcmp.
-/// `data[start..start + len]` is the value; 32 bytes are read at once
-/// where the data goes on that far.
-#[inline(always)]
-fn packed(data: &[u8], start: usize, len: usize) -> Option<(u128, u128)> {
-    if len > 31 {
-        return None;
-    }
-    let mut bytes = [0u8; 32];
-    match data.get(start..start + 32) {
-        Some(all) => bytes.copy_from_slice(all),
-        None => {
-            for (b, v) in bytes.iter_mut().zip(&data[start..start + len]) {
-                *b = *v;
-            }
-        }
-    }
-    let low = u128::from_le_bytes(bytes[..16].try_into().unwrap());
-    let high = u128::from_le_bytes(bytes[16..].try_into().unwrap());
-    let mask = |bits: usize| if bits == 0 { 0 } else if bits >= 128 { u128::MAX } else { u128::MAX >> (128 - bits) };
-    Some((low & mask(8 * len), (high & mask(8 * len.saturating_sub(16))) | ((len as u128) << 120)))
+/// A value of at most 7 bytes as one 64-bit integer (its bytes, then its
+/// length in the last byte), one of 8 to 15 bytes as a 128-bit one, and
+/// one of 16 to 31 bytes as two: hashed and compared without a memcmp.
+/// Each hashes as one word (fold; a hash map's keys are compared in full,
+/// so the mix matters for speed only).
+#[derive(PartialEq, Eq, Clone, Copy)]
+struct Tiny(u64);
+#[derive(PartialEq, Eq, Clone, Copy)]
+struct Short(u128);
+#[derive(PartialEq, Eq, Clone, Copy)]
+struct Medium(u128, u128);
+
+/// A 128-bit word mixed into 64 bits by one 64 x 64 -> 128-bit multiply
+/// (folded, as foldhash does): every input bit moves bits above and below
+/// it, so keys that differ in any byte spread over the table.
+fn fold(x: u128, seed: u64) -> u64 {
+    let m = ((x as u64) ^ seed) as u128 * (((x >> 64) as u64) ^ 0x243f_6a88_85a3_08d3) as u128;
+    (m as u64) ^ ((m >> 64) as u64)
 }
+
+impl Hash for Tiny {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        h.write_u64(fold(self.0 as u128, 0x9e37_79b9_7f4a_7c15));
+    }
+}
+
+impl Hash for Short {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        h.write_u64(fold(self.0, 0x9e37_79b9_7f4a_7c15));
+    }
+}
+
+impl Hash for Medium {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        h.write_u64(fold(self.0, 0x9e37_79b9_7f4a_7c15) ^ fold(self.1, 0x1319_8a2e_0370_7344));
+    }
+}
+
+/// `data[start..start + len]` (len <= 16) as the low `len` bytes of an
+/// integer; 16 bytes are read at once where the data goes on that far.
+#[inline(always)]
+fn word(data: &[u8], start: usize, len: usize) -> u128 {
+    let x = if start + 16 <= data.len() {
+        u128::from_le_bytes(data[start..start + 16].try_into().unwrap())
+    } else {
+        let mut bytes = [0u8; 16];
+        bytes[..len].copy_from_slice(&data[start..start + len]);
+        u128::from_le_bytes(bytes)
+    };
+    x & MASKS[len]
+}
+
+/// `data[start..start + len]` (len < 8) as the low `len` bytes of a
+/// 64-bit integer, its length in the top byte.
+#[inline(always)]
+fn tiny(data: &[u8], start: usize, len: usize) -> u64 {
+    let x = if start + 8 <= data.len() {
+        u64::from_le_bytes(data[start..start + 8].try_into().unwrap())
+    } else {
+        let mut bytes = [0u8; 8];
+        bytes[..len].copy_from_slice(&data[start..start + len]);
+        u64::from_le_bytes(bytes)
+    };
+    (x & (MASKS[len] as u64)) | ((len as u64) << 56)
+}
+
+/// MASKS[len]: the low `len` bytes of a 128-bit word.
+const MASKS: [u128; 17] = {
+    let mut masks = [0u128; 17];
+    let mut len = 1;
+    while len <= 16 {
+        masks[len] = u128::MAX >> (128 - 8 * len);
+        len += 1;
+    }
+    masks
+};
 
 type Fx = BuildHasherDefault<FxHasher>;
 
-pub fn value_counts<'a>(data: &'a [u8], offsets: &[i64], short: usize) -> ValueCounts<'a> {
-    let n = offsets.len().saturating_sub(1);
-    let room = n.min(1 << 12);
-    let mut small: HashMap<(u128, u128), usize, Fx> = HashMap::with_capacity_and_hasher(room, Fx::default());
-    let mut large: HashMap<&'a [u8], usize, Fx> = HashMap::default();
-    let mut out = ValueCounts { values: Vec::new(), counts: Vec::new(), long: 0 };
-    for pair in offsets.windows(2) {
-        let value = &data[pair[0] as usize..pair[1] as usize];
-        if value.len() > short {
-            out.long += 1;
-            continue;
+/// A value's key: a tiny one's (len < 8) is its Tiny word (the high 64
+/// bits 0) and 0; a short one's (len < 16) its Short word (high bits not
+/// 0: they hold its length) and 0; a medium one's (len < 32) second word
+/// is never 0; a long one has none (None).
+#[inline(always)]
+fn key_of(data: &[u8], start: usize, len: usize) -> Option<(u128, u128)> {
+    if len < 8 {
+        // (its high 64 bits 0, where a Short's hold its length: 8 or more)
+        Some((tiny(data, start, len) as u128, 0))
+    } else if len < 16 {
+        Some((word(data, start, len) | ((len as u128) << 120), 0))
+    } else if len < 32 {
+        Some((word(data, start, 16), word(data, start + 16, len - 16) | ((len as u128) << 120)))
+    } else {
+        None
+    }
+}
+
+/// Distinct values, each once in the order it first comes, with a count.
+struct Counter<'a> {
+    tiny: HashMap<Tiny, usize, Fx>,
+    small: HashMap<Short, usize, Fx>,
+    medium: HashMap<Medium, usize, Fx>,
+    large: HashMap<&'a [u8], usize, Fx>,
+    values: Vec<&'a [u8]>,
+    counts: Vec<i64>,
+}
+
+impl<'a> Counter<'a> {
+    fn new(room: usize) -> Self {
+        Counter {
+            tiny: HashMap::with_capacity_and_hasher(room, Fx::default()),
+            small: HashMap::default(),
+            medium: HashMap::default(),
+            large: HashMap::default(),
+            values: Vec::new(),
+            counts: Vec::new(),
         }
-        let next = out.values.len();
-        let i = match packed(data, pair[0] as usize, value.len()) {
-            Some(k) => match small.get(&k) {
-                Some(&i) => i,
-                None => *small.entry(k).or_insert(next),
-            },
-            None => match large.get(value) {
-                Some(&i) => i,
-                None => *large.entry(value).or_insert(next),
-            },
+    }
+
+    /// The index of `value` (its key: key_of), a new one counted 0.
+    #[inline(always)]
+    fn index(&mut self, value: &'a [u8], key: Option<(u128, u128)>) -> usize {
+        let next = self.values.len();
+        let i = match key {
+            Some((first, 0)) if first >> 64 == 0 => {
+                let tiny = Tiny(first as u64);
+                match self.tiny.get(&tiny) {
+                    Some(&i) => i,
+                    None => *self.tiny.entry(tiny).or_insert(next),
+                }
+            }
+            Some((first, 0)) => {
+                let short = Short(first);
+                match self.small.get(&short) {
+                    Some(&i) => i,
+                    None => *self.small.entry(short).or_insert(next),
+                }
+            }
+            Some((first, second)) => *self.medium.entry(Medium(first, second)).or_insert(next),
+            None => *self.large.entry(value).or_insert(next),
         };
         if i == next {
-            out.values.push(value);
-            out.counts.push(0);
+            self.values.push(value);
+            self.counts.push(0);
         }
-        out.counts[i] += 1;
+        i
     }
-    out
+
+    /// The values and counts, past `kept` of them the `kept` most frequent
+    /// (ties: the smaller value) in the order they first came.
+    fn kept(self, kept: usize, long: u64) -> ValueCounts<'a> {
+        let mut out = ValueCounts { values: self.values, counts: self.counts, long, exact: true };
+        if out.values.len() > kept {
+            out.exact = false;
+            let mut order: Vec<usize> = (0..out.values.len()).collect();
+            if kept > 0 {
+                let (values, counts) = (&out.values, &out.counts);
+                order.select_nth_unstable_by(kept - 1, |&a, &b| counts[b].cmp(&counts[a]).then_with(|| values[a].cmp(values[b])));
+            }
+            order.truncate(kept);
+            order.sort_unstable();
+            out.values = order.iter().map(|&i| out.values[i]).collect();
+            out.counts = order.iter().map(|&i| out.counts[i]).collect();
+        }
+        out
+    }
+}
+
+pub fn value_counts<'a>(data: &'a [u8], offsets: &[i64], short: usize, kept: usize) -> ValueCounts<'a> {
+    let n = offsets.len().saturating_sub(1);
+    let mut counter = Counter::new(n.min(1 << 12));
+    let mut long = 0u64;
+    // The run of one value going on (a column in the order of a key): its
+    // key, its index and how many values it holds so far, added to its
+    // count when it ends. One value after another is then counted without
+    // a lookup or a store. (Long values are not followed.)
+    let mut run: (Option<(u128, u128)>, usize, i64) = (None, 0, 0);
+    for pair in offsets.windows(2) {
+        let (start, end) = (pair[0] as usize, pair[1] as usize);
+        let len = end - start;
+        if len > short {
+            long += 1;
+            continue;
+        }
+        let key = key_of(data, start, len);
+        if key.is_some() && key == run.0 {
+            run.2 += 1;
+            continue;
+        }
+        if run.2 > 0 {
+            counter.counts[run.1] += run.2;
+        }
+        run = (key, counter.index(&data[start..end], key), 1);
+    }
+    if run.2 > 0 {
+        counter.counts[run.1] += run.2;
+    }
+    counter.kept(kept, long)
+}
+
+/// Value counts added up: each part is (data, offsets, counts) as
+/// value_counts gives them; the sum is cut as value_counts cuts (`exact`
+/// false when it was), its values in the order each first comes.
+pub fn summed<'a>(parts: &[(&'a [u8], &[i64], &[i64])], kept: usize) -> ValueCounts<'a> {
+    let room = parts.iter().map(|p| p.2.len()).max().unwrap_or(0).min(1 << 16);
+    let mut counter = Counter::new(room);
+    for &(data, offsets, counts) in parts {
+        for (pair, &count) in offsets.windows(2).zip(counts) {
+            let (start, end) = (pair[0] as usize, pair[1] as usize);
+            let i = counter.index(&data[start..end], key_of(data, start, end - start));
+            counter.counts[i] += count;
+        }
+    }
+    counter.kept(kept, 0)
 }
 
 #[cfg(test)]
@@ -314,25 +592,62 @@ mod tests {
     #[test]
     fn counts_in_first_seen_order() {
         let data = b"bababcc";
-        let got = value_counts(data, &[0, 1, 2, 3, 4, 5, 7], 1);
+        let got = value_counts(data, &[0, 1, 2, 3, 4, 5, 7], 1, 10);
         assert_eq!(got.values, vec![&b"b"[..], &b"a"[..]]);
         assert_eq!(got.counts, vec![3, 2]);
         assert_eq!(got.long, 1);
         // Runs, a run broken by a long value, and empty values; values of
         // 15, 16, 31 and 32 bytes that differ in their last byte only.
-        let got = value_counts(b"aabbaaxx", &[0, 1, 2, 3, 4, 6, 7, 8, 8, 8], 1);
+        let got = value_counts(b"aabbaaxx", &[0, 1, 2, 3, 4, 6, 7, 8, 8, 8], 1, 10);
         assert_eq!(got.values, vec![&b"a"[..], &b"b"[..], &b"x"[..], &b""[..]]);
         assert_eq!(got.counts, vec![2, 2, 2, 2]);
         assert_eq!(got.long, 1);
-        for size in [15usize, 16, 31, 32] {
+        for size in [1usize, 7, 8, 15, 16, 31, 32] {
             let mut data = vec![b'q'; size];
             data.extend(vec![b'q'; size - 1]);
             data.push(b'r');
             data.extend(vec![b'q'; size]);
             let o: Vec<i64> = (0..4).map(|i| (i * size) as i64).collect();
-            let got = value_counts(&data, &o, 128);
+            let got = value_counts(&data, &o, 128, 10);
             assert_eq!(got.counts, vec![2, 1], "{size}");
             assert_eq!(got.values[1].len(), size);
         }
+    }
+
+    #[test]
+    fn sums_add_counts_of_equal_values_of_every_length() {
+        let long = vec![b'L'; 40];
+        let medium = vec![b'm'; 20];
+        let mut a = b"xy".to_vec();
+        a.extend(&medium);
+        a.extend(&long);
+        let mut b = long.clone();
+        b.extend(b"xy");
+        b.extend(b"q");
+        let (oa, ca) = ([0i64, 2, 22, 62], [1i64, 2, 3]);
+        let (ob, cb) = ([0i64, 40, 42, 43], [10i64, 20, 30]);
+        let got = summed(&[(&a, &oa, &ca), (&b, &ob, &cb)], 10);
+        assert!(got.exact);
+        assert_eq!(got.values, vec![&b"xy"[..], &medium[..], &long[..], &b"q"[..]]);
+        assert_eq!(got.counts, vec![21, 2, 13, 30]);
+        let got = summed(&[(&a, &oa, &ca), (&b, &ob, &cb)], 2);
+        assert!(!got.exact);
+        assert_eq!(got.values, vec![&b"xy"[..], &b"q"[..]]);
+        assert_eq!(got.counts, vec![21, 30]);
+    }
+
+    #[test]
+    fn past_the_kept_most_frequent_then_smallest_in_first_seen_order() {
+        // counts: d 1, c 4, b 2, a 2, e 2
+        let data = b"dcbaecbacec";
+        let o: Vec<i64> = (0..=data.len() as i64).collect();
+        let got = value_counts(data, &o, 8, 5);
+        assert!(got.exact);
+        let got = value_counts(data, &o, 8, 3);
+        assert!(!got.exact);
+        assert_eq!(got.values, vec![&b"c"[..], &b"b"[..], &b"a"[..]]);
+        assert_eq!(got.counts, vec![4, 2, 2]);
+        let got = value_counts(data, &o, 8, 0);
+        assert!(!got.exact && got.values.is_empty());
     }
 }

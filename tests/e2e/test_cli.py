@@ -81,6 +81,32 @@ def test_the_command_line_sets_glibc_s_allocator_in_its_own_process():
     assert run.stdout.splitlines()[-1] == said
 
 
+def test_a_build_by_the_command_line_freezes_what_it_imported(tmp_path):
+  """runners.allocator.freeze_imported, for real: a build run as the
+  program leaves Beam's, pyarrow's and our modules' objects frozen (out
+  of the collector's reach) and publishes as usual; BTR_MALLOC=0 leaves
+  them unfrozen."""
+  (tmp_path / "in.csv").write_text("id,x\n1,0.5\n2,0.25\n")
+  (tmp_path / "s.yaml").write_text(
+      "name: frozen\nfeatures:\n  id: {type: int64}\n  x: {type: float}\n")
+  code = textwrap.dedent(f"""\
+      import gc, sys
+      sys.argv = ["beam-tfrecords", "build", "--schema", {str(tmp_path / "s.yaml")!r},
+                  "--input", {str(tmp_path / "in.csv")!r}, "--output",
+                  {str(tmp_path / "out")!r}, "-q", "--overwrite"]
+      from beam_tfrecords import cli
+      code = cli.main()
+      print(code, "frozen:", gc.get_freeze_count() > 100_000)
+      """)
+  for value, said in (("1", "0 frozen: True"), ("0", "0 frozen: False")):
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, timeout=300,
+                         env=dict(os.environ, BTR_MALLOC=value))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1] == said
+    assert os.path.exists(tmp_path / "out" / "dataset.json")
+
+
 @pytest.mark.slow
 def test_inspect_validate_and_infer_schema_import_neither_beam_nor_tf(
     tmp_path):

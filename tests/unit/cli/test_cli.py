@@ -56,13 +56,15 @@ def test_a_full_disk_is_a_clean_error_and_removes_staging(tmp_path, capsys,
 
 def test_the_allocator_is_tuned_in_the_command_line_s_own_process_only(
     tmp_path, monkeypatch):
-  """runners.allocator.tune: by the program (argv from sys.argv), not by
-  code that calls main with its own arguments (the allocator is the
-  whole process's)."""
+  """runners.allocator.tune and freeze_imported: by the program (argv
+  from sys.argv), not by code that calls main with its own arguments (the
+  allocator and the collector are the whole process's)."""
   from beam_tfrecords.building import builder as building
   from beam_tfrecords.runners import allocator
   tuned = []
   monkeypatch.setattr(allocator, "tune", lambda: tuned.append(1))
+  monkeypatch.setattr(allocator, "freeze_imported",
+                      lambda: tuned.append("frozen"))
   monkeypatch.setattr(building, "build", lambda *a, **k: (_ for _ in ()).throw(
       PublishInterruptedError("stop here")))
   monkeypatch.setenv("BTR_LOG_DIR", str(tmp_path / "logs"))
@@ -74,4 +76,4 @@ def test_the_allocator_is_tuned_in_the_command_line_s_own_process_only(
   early = []
   monkeypatch.setattr(cli, "_EarlySigterm", lambda: early.append(1) or None)
   assert cli.main() == cli.EXIT_PUBLISH_INTERRUPTED
-  assert tuned == [1]
+  assert tuned == [1, "frozen"]

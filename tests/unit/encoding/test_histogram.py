@@ -112,3 +112,19 @@ def test_the_level_is_the_finest_that_spans_at_most_span_keys(ranges):
   while shift < H.FINEST and H._span(ranges, shift) > H.SPAN:
     shift += 1
   assert H._level(ranges) == H.FINEST - shift
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=st.lists(_VALUES, max_size=60))
+def test_a_histogram_pickles_as_it_is(values):
+  # (a batch's histograms go into each kept unit, their arrays as bytes)
+  import pickle  # pylint: disable=import-outside-toplevel
+  hist = H.of_values(np.array(values, dtype=np.float64)) if values else \
+      H.Histogram(H.FINEST, np.array([], np.int64), np.array([], np.int64),
+                  (None, None))
+  back = pickle.loads(pickle.dumps(hist))
+  assert back == hist
+  assert back.keys.dtype == np.int64 and back.counts.dtype == np.int64
+  wide = H.Histogram(3, np.array([-2**62, 5, 2**62], np.int64),
+                     np.array([1, 2**40, 7], np.int64), ((5, 9), (1, 2)))
+  assert pickle.loads(pickle.dumps(wide)) == wide

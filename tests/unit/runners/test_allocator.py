@@ -54,3 +54,19 @@ def test_another_c_library_is_left_alone(calls, monkeypatch):
   monkeypatch.setattr(platform, "system", lambda: "Darwin")
   assert allocator.tune() is False
   assert calls == []
+
+
+def test_the_imported_objects_are_frozen_after_a_collection(monkeypatch):
+  """freeze_imported: gc.collect, then gc.freeze (both recorded, not
+  made: the test process is not frozen); BTR_MALLOC off leaves the
+  collector alone too."""
+  import gc
+  made = []
+  monkeypatch.setattr(gc, "collect", lambda *a: made.append("collect") or 0)
+  monkeypatch.setattr(gc, "freeze", lambda: made.append("freeze"))
+  monkeypatch.delenv(allocator.ENV, raising=False)
+  assert allocator.freeze_imported() is True
+  assert made == ["collect", "freeze"]
+  monkeypatch.setenv(allocator.ENV, "no")
+  assert allocator.freeze_imported() is False
+  assert made == ["collect", "freeze"]
