@@ -28,6 +28,7 @@ bug: it is raised with its traceback (exit 1).
 """
 
 import atexit
+import contextlib
 import dataclasses
 import json
 import logging
@@ -341,12 +342,15 @@ def _build_command(args, beam_args: List[str]) -> int:
   baseline = _previous_baseline(args, output, schema)
   if baseline is not None:
     opts = dataclasses.replace(opts, baseline=baseline)
-  if getattr(args, "as_program", False):  # (the collector is the process's)
-    allocator.freeze_imported()
-  result = build(schema, inputs, output, build_options=opts,
-                 input_format=args.format,
-                 format_options=format_options(args), beam_args=options,
-                 preprocess=args.preprocess, progress=_shows_progress(args))
+  # (The collector is the process's: the command line's own only.)
+  own = getattr(args, "as_program", False) and (
+      threading.current_thread() is threading.main_thread())
+  with allocator.imports_frozen() if own else contextlib.nullcontext():
+    result = build(schema, inputs, output, build_options=opts,
+                   input_format=args.format,
+                   format_options=format_options(args), beam_args=options,
+                   preprocess=args.preprocess,
+                   progress=_shows_progress(args))
   info = result.info
   counts = info.counts
   if result.up_to_date:

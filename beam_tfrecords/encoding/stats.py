@@ -33,6 +33,7 @@ statistics.pb, dataset.json and the report are byte-identical on any
 machine and worker count (tests/e2e/test_determinism.py).
 """
 
+import heapq
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -131,10 +132,14 @@ def _column_stats(feature: Feature, lists: pa.LargeListArray) -> dict:
       values = values.filter(short)
       out["long_values"] = len(short) - len(values)
   counts = pc.value_counts(values)
-  top = dict(zip(counts.field("values").to_pylist(),
-                 counts.field("counts").to_pylist()))
-  out["top_exact"] = len(top) <= TOP_KEPT
-  out["top"] = top if out["top_exact"] else _most_frequent(top)
+  out["top_exact"] = len(counts) <= TOP_KEPT
+  if not out["top_exact"]:
+    # _most_frequent's cut, by Arrow (a null value sorts last there too)
+    counts = counts.take(pc.select_k_unstable(
+        pa.table({"v": counts.field("values"), "c": counts.field("counts")}),
+        TOP_KEPT, [("c", "descending"), ("v", "ascending")]))
+  out["top"] = dict(zip(counts.field("values").to_pylist(),
+                        counts.field("counts").to_pylist()))
   return out
 
 
@@ -151,7 +156,8 @@ def _native_column_stats(module, feature: Feature,
   text or bytes columns; None for any other (floats, a list whose
   missing rows hold values, values that are null), which the reference
   path below describes. Every number is an exact integer or an input value,
-  so the two paths give the same description (tests/unit/encoding/
+  so the two paths give the same description, the top values as a
+  TopCounts here (the same dict by `plain`; tests/unit/encoding/
   test_stats.py runs every test on both, and compares them on random
   columns)."""
   if lists.type not in _NATIVE_TYPES.get(feature.type, ()):
@@ -369,15 +375,18 @@ def plain_splits(splits: Dict[str, Dict[str, Optional[dict]]]
 
 def _most_frequent(top: dict) -> dict:
   """The TOP_KEPT values of highest count, ties by the smaller value
-  (the first TOP_KEPT of sorting by (-count, value)); in no particular
-  order (every reader of top values sorts them)."""
+  (the first TOP_KEPT of sorting by (-count, value); a None value, null
+  values counted, sorts last); in no particular order (every reader of
+  top values sorts them)."""
   counts = np.fromiter(top.values(), dtype=np.int64, count=len(top))
   # The TOP_KEPT-th highest count: every value above it is kept, and of
   # those at it, the smallest values that fill TOP_KEPT.
   kth = int(np.partition(counts, len(counts) - TOP_KEPT)[-TOP_KEPT])
   above = [(v, c) for v, c in top.items() if c > kth]
-  tied = sorted(v for v, c in top.items() if c == kth)
-  return dict(above + [(v, kth) for v in tied[:TOP_KEPT - len(above)]])
+  tied = heapq.nsmallest(TOP_KEPT - len(above),
+                         (v for v, c in top.items() if c == kth),
+                         key=lambda v: (v is None, v))
+  return dict(above + [(v, kth) for v in tied])
 
 
 def mean(stats: dict) -> float:
@@ -421,7 +430,7 @@ def _finish_expected(stats: dict, out: dict) -> None:
   elif stats.get("keep") == "frequencies":
     if stats.get("top_exact", True):
       out["frequencies"] = _ranked(stats.get("top", {}))
-    else:  # the kept values would depend on the order of the merges
+    else:  # the kept values would depend on which partials were merged
       out["drift_note"] = (f"more than {TOP_KEPT:,} distinct values; give "
                            "values: to measure drift over them")
   elif stats.get("keep") == "histogram":

@@ -15,9 +15,10 @@ counts (tests/unit/encoding/test_top_counts.py compares them).
     top.to_dict()                      # {"N14228": 12, ...}
 
 A description's "top" is a dict on the pure-Python path and in every
-merged statistic that leaves a build's encoding (stats.plain); a
-TopCounts only between a batch and the merges of its bundle, and in the
-units a build keeps (it pickles as its three buffers).
+merged statistic that leaves a build's encoding (stats.plain, after the
+combine of the bundles' statistics); a TopCounts from a batch through
+the merges of its bundle and that combine (pickled between workers as
+its three buffers), and in the units a build keeps.
 """
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple

@@ -23,23 +23,26 @@ variables (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, any MALLOC_*,
 or a glibc.malloc tunable in GLIBC_TUNABLES), where BTR_MALLOC is 0 (or
 false, no, off), and where the C library is not glibc.
 
-`freeze_imported()`, also the command line's own process only, moves the
-objects alive once Beam, pyarrow and our modules are imported (about
-200,000 of them) out of the collector's reach (gc.freeze). A build then
-makes and drops many containers (a batch's statistics, Beam's bundles),
-and each full collection walked all of those objects for nothing: 50-60
-ms each, several per 10M-row build. Garbage made after the freeze is
-collected as before; what was alive at it stays (it was going to: the
-imported modules). BTR_MALLOC off leaves this alone too.
+`imports_frozen()`, around the build of the command line's own process
+(its main thread; beam_tfrecords.cli), moves the objects alive once
+Beam, pyarrow and our modules are imported (about 200,000 of them) out
+of the collector's reach (gc.freeze) for the build, and back after it
+(gc.unfreeze). A build makes and drops many containers (a batch's
+statistics, Beam's bundles), and each full collection walked all of
+those objects for nothing: 50-60 ms each, several per 10M-row build.
+Garbage made during the build is collected as before; what was alive
+at the freeze waits for the thaw. BTR_MALLOC off leaves this alone too.
 """
 
+import contextlib
 import gc
 
 import ctypes
 import os
 import platform
+from typing import Iterator
 
-__all__ = ["tune", "freeze_imported", "MMAP_THRESHOLD", "TRIM_THRESHOLD",
+__all__ = ["tune", "imports_frozen", "MMAP_THRESHOLD", "TRIM_THRESHOLD",
            "ENV"]
 
 # mallopt's parameters (glibc's malloc.h).
@@ -54,14 +57,20 @@ def _off() -> bool:
                                                       "off")
 
 
-def freeze_imported() -> bool:
-  """gc.freeze() after a collection (see the module's docstring); whether
-  it froze."""
-  if _off():
-    return False
+@contextlib.contextmanager
+def imports_frozen() -> Iterator[bool]:
+  """gc.freeze() after a collection, gc.unfreeze() at the end of the
+  block (see the module's docstring); yields whether it froze (not where
+  objects were frozen already: a program's own freeze is its own)."""
+  if _off() or gc.get_freeze_count():
+    yield False
+    return
   gc.collect()
   gc.freeze()
-  return True
+  try:
+    yield True
+  finally:
+    gc.unfreeze()
 
 
 def tune() -> bool:

@@ -82,10 +82,10 @@ def test_the_command_line_sets_glibc_s_allocator_in_its_own_process():
 
 
 def test_a_build_by_the_command_line_freezes_what_it_imported(tmp_path):
-  """runners.allocator.freeze_imported, for real: a build run as the
-  program leaves Beam's, pyarrow's and our modules' objects frozen (out
-  of the collector's reach) and publishes as usual; BTR_MALLOC=0 leaves
-  them unfrozen."""
+  """runners.allocator.imports_frozen, for real: a build run as the
+  program runs with Beam's, pyarrow's and our modules' objects frozen
+  (out of the collector's reach), thawed after it, and publishes as
+  usual; BTR_MALLOC=0 leaves them unfrozen."""
   (tmp_path / "in.csv").write_text("id,x\n1,0.5\n2,0.25\n")
   (tmp_path / "s.yaml").write_text(
       "name: frozen\nfeatures:\n  id: {type: int64}\n  x: {type: float}\n")
@@ -95,10 +95,18 @@ def test_a_build_by_the_command_line_freezes_what_it_imported(tmp_path):
                   "--input", {str(tmp_path / "in.csv")!r}, "--output",
                   {str(tmp_path / "out")!r}, "-q", "--overwrite"]
       from beam_tfrecords import cli
+      from beam_tfrecords.building import builder
+      during = []
+      real = builder.build
+      def build(*args, **kwargs):
+        during.append(gc.get_freeze_count() > 100_000)
+        return real(*args, **kwargs)
+      builder.build = build
       code = cli.main()
-      print(code, "frozen:", gc.get_freeze_count() > 100_000)
+      print(code, "frozen:", during, gc.get_freeze_count())
       """)
-  for value, said in (("1", "0 frozen: True"), ("0", "0 frozen: False")):
+  for value, said in (("1", "0 frozen: [True] 0"),
+                      ("0", "0 frozen: [False] 0")):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True,
                          text=True, timeout=300,
                          env=dict(os.environ, BTR_MALLOC=value))

@@ -56,15 +56,17 @@ def test_a_full_disk_is_a_clean_error_and_removes_staging(tmp_path, capsys,
 
 def test_the_allocator_is_tuned_in_the_command_line_s_own_process_only(
     tmp_path, monkeypatch):
-  """runners.allocator.tune and freeze_imported: by the program (argv
-  from sys.argv), not by code that calls main with its own arguments (the
-  allocator and the collector are the whole process's)."""
+  """runners.allocator.tune and imports_frozen: by the program (argv
+  from sys.argv, its main thread), not by code that calls main with its
+  own arguments or in another thread (the allocator and the collector
+  are the whole process's)."""
   from beam_tfrecords.building import builder as building
   from beam_tfrecords.runners import allocator
   tuned = []
   monkeypatch.setattr(allocator, "tune", lambda: tuned.append(1))
-  monkeypatch.setattr(allocator, "freeze_imported",
-                      lambda: tuned.append("frozen"))
+  import contextlib
+  monkeypatch.setattr(allocator, "imports_frozen",
+                      lambda: tuned.append("frozen") or contextlib.nullcontext())
   monkeypatch.setattr(building, "build", lambda *a, **k: (_ for _ in ()).throw(
       PublishInterruptedError("stop here")))
   monkeypatch.setenv("BTR_LOG_DIR", str(tmp_path / "logs"))
@@ -77,3 +79,11 @@ def test_the_allocator_is_tuned_in_the_command_line_s_own_process_only(
   monkeypatch.setattr(cli, "_EarlySigterm", lambda: early.append(1) or None)
   assert cli.main() == cli.EXIT_PUBLISH_INTERRUPTED
   assert tuned == [1, "frozen"]
+  # main() as the program, but in a thread of a program of its own
+  import threading
+  tuned.clear()
+  codes = []
+  thread = threading.Thread(target=lambda: codes.append(cli.main()))
+  thread.start()
+  thread.join()
+  assert codes == [cli.EXIT_PUBLISH_INTERRUPTED] and tuned == []

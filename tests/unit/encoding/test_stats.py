@@ -282,6 +282,21 @@ def test_the_native_core_leaves_lists_it_does_not_read_to_the_reference():
       is None
 
 
+def test_null_values_in_lists_are_counted_and_sort_last_at_the_cut():
+  # (the reference path's, on both: the core leaves null values to it)
+  feature = Feature("t", FeatureType.STRING, shape=(-1,))
+  lists = pa.array([["b", None, "a", "c"], [None, "c", "b", "a"]],
+                   pa.large_list(pa.large_string()))
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setattr(stats, "TOP_KEPT", 3)
+    got = stats.plain(stats.column_stats(feature, lists))
+    merged = stats.merge_all([got, {"present": 1, "missing": 0,
+                                    "values": 1, "top": {None: 2},
+                                    "top_exact": True}])
+  assert got["top"] == {"a": 2, "b": 2, "c": 2} and not got["top_exact"]
+  assert merged["top"] == {"a": 2, "b": 2, "c": 2}
+
+
 def test_the_native_core_keeps_the_same_top_values_past_the_kept_set(
     monkeypatch):
   if NATIVE is None:

@@ -56,17 +56,35 @@ def test_another_c_library_is_left_alone(calls, monkeypatch):
   assert calls == []
 
 
-def test_the_imported_objects_are_frozen_after_a_collection(monkeypatch):
-  """freeze_imported: gc.collect, then gc.freeze (both recorded, not
-  made: the test process is not frozen); BTR_MALLOC off leaves the
-  collector alone too."""
+def test_the_imported_objects_are_frozen_for_the_block(monkeypatch):
+  """imports_frozen: gc.collect, gc.freeze, the block, gc.unfreeze (all
+  recorded, not made: the test process is not frozen); left alone under
+  BTR_MALLOC off, or where objects were frozen already (a program's own
+  freeze stays its own), also when the block raises."""
   import gc
   made = []
+  frozen = [0]
   monkeypatch.setattr(gc, "collect", lambda *a: made.append("collect") or 0)
   monkeypatch.setattr(gc, "freeze", lambda: made.append("freeze"))
+  monkeypatch.setattr(gc, "unfreeze", lambda: made.append("unfreeze"))
+  monkeypatch.setattr(gc, "get_freeze_count", lambda: frozen[0])
   monkeypatch.delenv(allocator.ENV, raising=False)
-  assert allocator.freeze_imported() is True
-  assert made == ["collect", "freeze"]
+  with allocator.imports_frozen() as froze:
+    made.append("build")
+  assert froze is True
+  assert made == ["collect", "freeze", "build", "unfreeze"]
+  made.clear()
+  with pytest.raises(RuntimeError):
+    with allocator.imports_frozen():
+      raise RuntimeError("the build failed")
+  assert made == ["collect", "freeze", "unfreeze"]
+  made.clear()
+  frozen[0] = 12
+  with allocator.imports_frozen() as froze:
+    pass
+  assert froze is False and made == []
+  frozen[0] = 0
   monkeypatch.setenv(allocator.ENV, "no")
-  assert allocator.freeze_imported() is False
-  assert made == ["collect", "freeze"]
+  with allocator.imports_frozen() as froze:
+    pass
+  assert froze is False and made == []
