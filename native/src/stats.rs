@@ -331,12 +331,10 @@ pub struct ValueCounts<'a> {
 }
 
 /// A value of at most 7 bytes as one 64-bit integer (its bytes, then its
-/// length in the last byte), one of 8 to 15 bytes as a 128-bit one, and
-/// one of 16 to 31 bytes as two: hashed and compared without a memcmp.
-/// Each hashes as one word (fold; a hash map's keys are compared in full,
-/// so the mix matters for speed only).
-#[derive(PartialEq, Eq, Clone, Copy)]
-struct Tiny(u64);
+/// length in the last byte: `tiny`, counted in a TinyTable), one of 8 to
+/// 15 bytes as a 128-bit one, and one of 16 to 31 bytes as two: hashed
+/// and compared without a memcmp. Each hashes as one word (fold; a hash
+/// map's keys are compared in full, so the mix matters for speed only).
 #[derive(PartialEq, Eq, Clone, Copy)]
 struct Short(u128);
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -348,12 +346,6 @@ struct Medium(u128, u128);
 fn fold(x: u128, seed: u64) -> u64 {
     let m = ((x as u64) ^ seed) as u128 * (((x >> 64) as u64) ^ 0x243f_6a88_85a3_08d3) as u128;
     (m as u64) ^ ((m >> 64) as u64)
-}
-
-impl Hash for Tiny {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        h.write_u64(fold(self.0 as u128, 0x9e37_79b9_7f4a_7c15));
-    }
 }
 
 impl Hash for Short {
@@ -427,9 +419,74 @@ fn key_of(data: &[u8], start: usize, len: usize) -> Option<(u128, u128)> {
     }
 }
 
+/// Tiny keys (values under 8 bytes: `tiny`) and their indexes: open
+/// addressing in flat arrays, a slot found by the top bits of one
+/// multiply (Fibonacci hashing: they depend on every bit of the key),
+/// then the next slots. A value's look-up is then one or two loads, where
+/// a general hash map took three times as long on a column of a few
+/// distinct codes (a carrier, an airport).
+struct TinyTable {
+    keys: Vec<u64>,
+    /// index + 1 of the key in the slot; 0: the slot is empty
+    slots: Vec<u32>,
+    bits: u32,
+    len: usize,
+}
+
+impl TinyTable {
+    fn new(room: usize) -> Self {
+        let bits = (2 * room.max(8)).next_power_of_two().trailing_zeros();
+        TinyTable { keys: vec![0; 1 << bits], slots: vec![0; 1 << bits], bits, len: 0 }
+    }
+
+    #[inline(always)]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - self.bits)) as usize
+    }
+
+    /// The index of `key`, or `next` where it is new.
+    #[inline(always)]
+    fn index(&mut self, key: u64, next: usize) -> usize {
+        let mask = (1usize << self.bits) - 1;
+        let mut at = self.home(key);
+        loop {
+            match self.slots[at] {
+                0 => break,
+                i if self.keys[at] == key => return i as usize - 1,
+                _ => at = (at + 1) & mask,
+            }
+        }
+        self.keys[at] = key;
+        self.slots[at] = next as u32 + 1;
+        self.len += 1;
+        if 2 * self.len > self.slots.len() {
+            self.grow();
+        }
+        next
+    }
+
+    fn grow(&mut self) {
+        let (keys, slots) = (std::mem::take(&mut self.keys), std::mem::take(&mut self.slots));
+        self.bits += 1;
+        self.keys = vec![0; 1 << self.bits];
+        self.slots = vec![0; 1 << self.bits];
+        let mask = (1usize << self.bits) - 1;
+        for (key, slot) in keys.into_iter().zip(slots) {
+            if slot != 0 {
+                let mut at = self.home(key);
+                while self.slots[at] != 0 {
+                    at = (at + 1) & mask;
+                }
+                self.keys[at] = key;
+                self.slots[at] = slot;
+            }
+        }
+    }
+}
+
 /// Distinct values, each once in the order it first comes, with a count.
 struct Counter<'a> {
-    tiny: HashMap<Tiny, usize, Fx>,
+    tiny: TinyTable,
     small: HashMap<Short, usize, Fx>,
     medium: HashMap<Medium, usize, Fx>,
     large: HashMap<&'a [u8], usize, Fx>,
@@ -440,7 +497,7 @@ struct Counter<'a> {
 impl<'a> Counter<'a> {
     fn new(room: usize) -> Self {
         Counter {
-            tiny: HashMap::with_capacity_and_hasher(room, Fx::default()),
+            tiny: TinyTable::new(room),
             small: HashMap::default(),
             medium: HashMap::default(),
             large: HashMap::default(),
@@ -454,13 +511,7 @@ impl<'a> Counter<'a> {
     fn index(&mut self, value: &'a [u8], key: Option<(u128, u128)>) -> usize {
         let next = self.values.len();
         let i = match key {
-            Some((first, 0)) if first >> 64 == 0 => {
-                let tiny = Tiny(first as u64);
-                match self.tiny.get(&tiny) {
-                    Some(&i) => i,
-                    None => *self.tiny.entry(tiny).or_insert(next),
-                }
-            }
+            Some((first, 0)) if first >> 64 == 0 => self.tiny.index(first as u64, next),
             Some((first, 0)) => {
                 let short = Short(first);
                 match self.small.get(&short) {
@@ -623,6 +674,28 @@ mod tests {
             assert_eq!(got.counts, vec![2, 1], "{size}");
             assert_eq!(got.values[1].len(), size);
         }
+    }
+
+    #[test]
+    fn tiny_values_past_the_table_s_first_size() {
+        // 5,000 distinct values of 1 to 7 bytes (past the room of 4,096
+        // the table starts with), each twice, interleaved.
+        let words: Vec<Vec<u8>> = (0..5000u32).map(|i| format!("{:x}", i * 2654435761 % 100_000_000).into_bytes()).collect();
+        let mut data = Vec::new();
+        let mut offsets = vec![0i64];
+        for round in 0..2 {
+            for (i, w) in words.iter().enumerate() {
+                let w = if round == 1 { &words[words.len() - 1 - i] } else { w };
+                data.extend(w);
+                offsets.push(data.len() as i64);
+            }
+        }
+        let got = value_counts(&data, &offsets, 8, 10_000);
+        let distinct: std::collections::HashSet<&Vec<u8>> = words.iter().collect();
+        assert_eq!(got.values.len(), distinct.len());
+        assert!(got.counts.iter().all(|&c| c % 2 == 0));
+        assert_eq!(got.counts.iter().sum::<i64>(), 10_000);
+        assert_eq!(got.values[0], &words[0][..]);
     }
 
     #[test]
