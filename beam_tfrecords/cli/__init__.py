@@ -301,8 +301,7 @@ def _build(args, beam_args: List[str]) -> int:
       # changes nothing (nothing is left to undo).
       _EARLY[0].take_over()
     code = _build_command(args, beam_args)
-  if getattr(args, "as_program", False) and (
-      threading.current_thread() is threading.main_thread()):
+  if getattr(args, "as_program", False):
     # Built (or up to date): nothing is left to undo, so a SIGTERM in the
     # program's last moments (the report, the interpreter's exit) changes
     # nothing. (Only as the program: a caller of main() keeps its own.)
@@ -343,9 +342,8 @@ def _build_command(args, beam_args: List[str]) -> int:
   if baseline is not None:
     opts = dataclasses.replace(opts, baseline=baseline)
   # (The collector is the process's: the command line's own only.)
-  own = getattr(args, "as_program", False) and (
-      threading.current_thread() is threading.main_thread())
-  with allocator.imports_frozen() if own else contextlib.nullcontext():
+  with allocator.imports_frozen() if getattr(args, "as_program", False) \
+      else contextlib.nullcontext():
     result = build(schema, inputs, output, build_options=opts,
                    input_format=args.format,
                    format_options=format_options(args), beam_args=options,
@@ -421,7 +419,8 @@ def main(argv: Optional[List[str]] = None) -> int:
   if as_program:  # (the allocator is the whole process's)
     allocator.tune()
   args, rest = parser().parse_known_args(argv)
-  args.as_program = argv is None  # the command line's own process
+  # the command line's own process (its main thread)
+  args.as_program = as_program
   verbose = getattr(args, "verbose", False)
   logging.basicConfig(
       level=logging.INFO if verbose else logging.WARNING,

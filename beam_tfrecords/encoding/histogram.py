@@ -76,10 +76,6 @@ class Histogram:
                          self.counts.tobytes(), self.counts.dtype.str,
                          self.ranges))
 
-  def __setstate__(self, state):
-    # (what an earlier version pickled: its state with the arrays)
-    self.level, self.keys, self.counts, self.ranges = state
-
   def __eq__(self, other):
     return isinstance(other, Histogram) and self.level == other.level and \
         self.ranges == other.ranges and \

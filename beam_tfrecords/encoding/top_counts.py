@@ -72,4 +72,3 @@ def summed(module, tops: Sequence[TopCounts], kept: int
       [(t.data, np.frombuffer(t.offsets, dtype=np.int64),
         np.frombuffer(t.counts, dtype=np.int64)) for t in tops], kept)
   return TopCounts(data, offsets, counts, tops[0].text), exact
-

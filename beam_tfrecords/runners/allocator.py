@@ -35,9 +35,8 @@ at the freeze waits for the thaw. BTR_MALLOC off leaves this alone too.
 """
 
 import contextlib
-import gc
-
 import ctypes
+import gc
 import os
 import platform
 from typing import Iterator

@@ -514,7 +514,6 @@ fn offsets_object<'py>(py: Python<'py>, offsets: &[i64], kind: decode::Kind) -> 
 /// present row), or (False, None) where a missing row has values.
 #[pyfunction]
 fn length_range<'py>(
-    _py: Python<'py>,
     offsets: Bound<'py, PyAny>,
     valid: Option<Bound<'py, PyAny>>,
     bit_offset: usize,

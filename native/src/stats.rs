@@ -378,14 +378,7 @@ fn word(data: &[u8], start: usize, len: usize) -> u128 {
 /// 64-bit integer, its length in the top byte.
 #[inline(always)]
 fn tiny(data: &[u8], start: usize, len: usize) -> u64 {
-    let x = if start + 8 <= data.len() {
-        u64::from_le_bytes(data[start..start + 8].try_into().unwrap())
-    } else {
-        let mut bytes = [0u8; 8];
-        bytes[..len].copy_from_slice(&data[start..start + len]);
-        u64::from_le_bytes(bytes)
-    };
-    (x & (MASKS[len] as u64)) | ((len as u64) << 56)
+    word(data, start, len) as u64 | ((len as u64) << 56)
 }
 
 /// MASKS[len]: the low `len` bytes of a 128-bit word.
