@@ -85,12 +85,15 @@ def test_a_build_by_the_command_line_freezes_what_it_imported(tmp_path):
   """runners.allocator.imports_frozen, for real: a build run as the
   program runs with Beam's, pyarrow's and our modules' objects frozen
   (out of the collector's reach), thawed after it, and publishes as
-  usual; BTR_MALLOC=0 leaves them unfrozen."""
+  usual; BTR_MALLOC=0 leaves them unfrozen. What the interpreter froze
+  itself (375 objects at CPython 3.12.1's start, none on 3.11 or 3.13) is
+  not a program's freeze, and is not left alone for one."""
   (tmp_path / "in.csv").write_text("id,x\n1,0.5\n2,0.25\n")
   (tmp_path / "s.yaml").write_text(
       "name: frozen\nfeatures:\n  id: {type: int64}\n  x: {type: float}\n")
   code = textwrap.dedent(f"""\
       import gc, sys
+      start = gc.get_freeze_count()
       sys.argv = ["beam-tfrecords", "build", "--schema", {str(tmp_path / "s.yaml")!r},
                   "--input", {str(tmp_path / "in.csv")!r}, "--output",
                   {str(tmp_path / "out")!r}, "-q", "--overwrite"]
@@ -103,15 +106,20 @@ def test_a_build_by_the_command_line_freezes_what_it_imported(tmp_path):
         return real(*args, **kwargs)
       builder.build = build
       code = cli.main()
-      print(code, "frozen:", during, gc.get_freeze_count())
+      print(code, "frozen:", during, gc.get_freeze_count(),
+            gc.get_freeze_count() == start)
       """)
-  for value, said in (("1", "0 frozen: [True] 0"),
-                      ("0", "0 frozen: [False] 0")):
+  # (the thaw thaws the interpreter's own too; unfrozen, they stay)
+  for value, said in (("1", "0 frozen: [True] 0 "),
+                      ("0", "0 frozen: [False] ")):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True,
                          text=True, timeout=300,
                          env=dict(os.environ, BTR_MALLOC=value))
     assert run.returncode == 0, run.stderr
-    assert run.stdout.splitlines()[-1] == said
+    last = run.stdout.splitlines()[-1]
+    assert last.startswith(said), last
+    if value == "0":
+      assert last.endswith(" True"), last
     assert os.path.exists(tmp_path / "out" / "dataset.json")
 
 

@@ -68,6 +68,7 @@ def test_the_imported_objects_are_frozen_for_the_block(monkeypatch):
   monkeypatch.setattr(gc, "freeze", lambda: made.append("freeze"))
   monkeypatch.setattr(gc, "unfreeze", lambda: made.append("unfreeze"))
   monkeypatch.setattr(gc, "get_freeze_count", lambda: frozen[0])
+  monkeypatch.setattr(allocator, "_FROZEN_AT_IMPORT", 0)
   monkeypatch.delenv(allocator.ENV, raising=False)
   with allocator.imports_frozen() as froze:
     made.append("build")
@@ -83,6 +84,14 @@ def test_the_imported_objects_are_frozen_for_the_block(monkeypatch):
   with allocator.imports_frozen() as froze:
     pass
   assert froze is False and made == []
+  # what was frozen at the module's import (the interpreter's: 375
+  # objects at CPython 3.12.1's start) is not a program's freeze
+  monkeypatch.setattr(allocator, "_FROZEN_AT_IMPORT", 12)
+  with allocator.imports_frozen() as froze:
+    made.append("build")
+  assert froze is True
+  assert made == ["collect", "freeze", "build", "unfreeze"]
+  made.clear()
   frozen[0] = 0
   monkeypatch.setenv(allocator.ENV, "no")
   with allocator.imports_frozen() as froze:
