@@ -163,10 +163,10 @@ def _native_column_stats(module, feature: Feature,
   if lists.type not in _NATIVE_TYPES.get(feature.type, ()):
     return None
   n = len(lists)
-  offsets = _offsets(lists)
+  buffers = lists.buffers()
+  offsets = _offsets(lists, buffers[1])
   known, length_range = module.length_range(
-      offsets, lists.buffers()[0] if lists.null_count else None,
-      lists.offset)
+      offsets, buffers[0] if lists.null_count else None, lists.offset)
   start, end = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
   values = lists.values.slice(start, end - start)
   if not known or values.null_count:
@@ -190,10 +190,13 @@ def _native_column_stats(module, feature: Feature,
   return out
 
 
-def _offsets(array: pa.Array) -> np.ndarray:
+def _offsets(array: pa.Array, buffer: Optional[pa.Buffer] = None
+             ) -> np.ndarray:
   """A large list, text or bytes array's int64 offsets, n + 1 of them,
-  without a copy (absolute: they index its unsliced values)."""
-  return np.frombuffer(array.buffers()[1], dtype=np.int64)[
+  without a copy (absolute: they index its unsliced values); `buffer`:
+  its offsets buffer, where the caller has it."""
+  return np.frombuffer(array.buffers()[1] if buffer is None else buffer,
+                       dtype=np.int64)[
       array.offset:array.offset + len(array) + 1]
 
 
@@ -223,7 +226,7 @@ def _native_top(module, values: pa.Array, out: dict) -> None:
   TOP_KEPT as the reference cuts them (_most_frequent), in the native
   core."""
   buffers = values.buffers()
-  offsets = _offsets(values)
+  offsets = _offsets(values, buffers[1])
   out["len_sum"] = int(offsets[-1] - offsets[0])
   text = pa.types.is_large_string(values.type)
   (data, value_offsets, counts), long, exact = module.value_counts(

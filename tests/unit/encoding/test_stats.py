@@ -6,6 +6,7 @@ Every test runs on both paths: the pure-Python reference (BTR_NATIVE=0)
 and the native core's one pass per column (native/src/stats.rs); a
 property compares the two on random columns."""
 
+import collections
 from fractions import Fraction
 import functools
 import itertools
@@ -259,6 +260,54 @@ def test_the_native_core_describes_a_column_as_the_reference_does(
     assert got == _reference(feature, lists)
   finally:
     stats.TOP_KEPT = saved
+
+
+def test_runs_and_scattered_values_are_described_alike():
+  """The core counts a column's values in blocks, each by runs of one
+  value or one by one as the block before suggests: sections of each,
+  over many blocks, in values of every length class, describe as the
+  reference does, and as a plain count says."""
+  if NATIVE is None:
+    pytest.skip("the native core is not built")
+  rng = random.Random(7)
+  words = [c * n for n in (1, 6, 12, 24, 60, 140) for c in "abcdefg"]
+  picked = []
+  for section in range(6):
+    while len(picked) < (section + 1) * 1500:
+      picked += [rng.choice(words)] * (rng.randint(1, 40) if section % 2
+                                       else 1)
+  feature = Feature("t", FeatureType.STRING)
+  lists = pa.array([[w] for w in picked], pa.large_list(pa.large_string()))
+  got = _native(feature, lists)
+  assert got == _reference(feature, lists)
+  short = [w for w in picked if len(w) <= stats.TOP_VALUE_BYTES]
+  assert got["top"] == dict(collections.Counter(short))
+  assert got["long_values"] == len(picked) - len(short) > 0
+
+
+def test_long_columns_with_few_missing_rows_are_described_alike():
+  """The core takes 64 present rows at a time whole (their bitmap's
+  bytes all set): lengths of columns with stretches of them, sliced at
+  every bit offset, as the reference gives them."""
+  if NATIVE is None:
+    pytest.skip("the native core is not built")
+  rng = random.Random(11)
+  feature = Feature("n", FeatureType.INT64, shape=(-1,))
+  for share in (0.01, 0.3):
+    # rows 64 to 400 all present, the longest and shortest among them
+    rows = [None if rng.random() < share and not 64 <= i < 400 else
+            [rng.randint(-3, 3)] * rng.randint(2, 8) for i in range(700)]
+    rows[200], rows[300] = [5] * 11, [4]
+    lists = pa.array(rows, pa.large_list(pa.int64()))
+    assert lists.null_count
+    for start in range(9):
+      part = lists.slice(start, 600 + start)
+      got = _native(feature, part)
+      assert got == _reference(feature, part)
+      lengths = [len(r) for r in rows[start:start + 600 + start]
+                 if r is not None]
+      assert (got["len_min"], got["len_max"]) == (min(lengths),
+                                                  max(lengths))
 
 
 def test_the_native_core_leaves_lists_it_does_not_read_to_the_reference():
