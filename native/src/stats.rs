@@ -725,9 +725,17 @@ mod tests {
             let n = 1 + next(700) as usize;
             let bit_offset = next(16) as usize;
             let present: Vec<bool> = (0..n).map(|_| next(100) >= [0, 1, 30][round % 3]).collect();
+            // lengths 2 to 8, but one row of 1 and one of 11 anywhere (in
+            // a stretch taken whole or not): the range must see them
+            let (short_row, long_row) = (next(n as u64) as usize, next(n as u64) as usize);
             let mut offsets = vec![next(5) as i64];
-            for &p in &present {
-                let length = if p { next(9) as i64 } else { 0 };
+            for (row, &p) in present.iter().enumerate() {
+                let length = match (p, row) {
+                    (false, _) => 0,
+                    (true, r) if r == long_row => 11,
+                    (true, r) if r == short_row => 1,
+                    _ => 2 + next(7) as i64,
+                };
                 offsets.push(offsets[offsets.len() - 1] + length);
             }
             let mut bits = vec![0u8; (bit_offset + n + 7) / 8 + 1];
