@@ -33,9 +33,10 @@ those objects for nothing: 50-60 ms each, several per 10M-row build.
 Garbage made during the build is collected as before; what was alive
 at the freeze waits for the thaw. BTR_MALLOC off leaves this alone too,
 and so does a freeze made after this module was imported (a program's
-own: gc.unfreeze would thaw it too). Objects frozen before that are the
-interpreter's (CPython 3.12.1 starts with 375 of them), and count as
-not frozen.
+own: gc.unfreeze would thaw it too). Objects frozen before that are
+taken for the interpreter's (CPython 3.12.1 starts with 375 of them),
+count as not frozen, and are thawed with the build's: so is a program's
+freeze made before it imported beam_tfrecords.cli.
 """
 
 import contextlib
