@@ -190,13 +190,11 @@ def _native_column_stats(module, feature: Feature,
   return out
 
 
-def _offsets(array: pa.Array, buffer: Optional[pa.Buffer] = None
-             ) -> np.ndarray:
+def _offsets(array: pa.Array, buffer: pa.Buffer) -> np.ndarray:
   """A large list, text or bytes array's int64 offsets, n + 1 of them,
   without a copy (absolute: they index its unsliced values); `buffer`:
-  its offsets buffer, where the caller has it."""
-  return np.frombuffer(array.buffers()[1] if buffer is None else buffer,
-                       dtype=np.int64)[
+  its offsets buffer (array.buffers()[1])."""
+  return np.frombuffer(buffer, dtype=np.int64)[
       array.offset:array.offset + len(array) + 1]
 
 

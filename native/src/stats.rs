@@ -635,30 +635,32 @@ impl<'a> Tally<'a> {
         let probe = (offsets.len() - 1).min(PROBE);
         let (mut repeats, mut before) = (0, u64::MAX);
         for pair in offsets[..probe + 1].windows(2) {
-            let (start, end) = (pair[0] as usize, pair[1] as usize);
-            if end - start > short {
-                self.long += 1;
-                continue;
+            if let Some(key) = self.count_one(data, pair, short) {
+                // (a repeat as far as the low words tell: only for the choice)
+                let word = key.map_or(u64::MAX - 1, |(first, second)| first as u64 ^ second as u64);
+                repeats += (word == before) as usize;
+                before = word;
             }
-            let key = key_of(data, start, end - start);
-            // (a repeat as far as the low words tell: only for the choice)
-            let word = key.map_or(u64::MAX - 1, |(first, second)| first as u64 ^ second as u64);
-            repeats += (word == before) as usize;
-            before = word;
-            let i = self.counter.index(&data[start..end], key);
-            self.counter.counts[i] += 1;
         }
         for pair in offsets[probe..].windows(2) {
-            let (start, end) = (pair[0] as usize, pair[1] as usize);
-            if end - start > short {
-                self.long += 1;
-                continue;
-            }
-            let key = key_of(data, start, end - start);
-            let i = self.counter.index(&data[start..end], key);
-            self.counter.counts[i] += 1;
+            self.count_one(data, pair, short);
         }
         repeats * (offsets.len() - 1) / probe.max(1)
+    }
+
+    /// Counts the value data[pair[0]..pair[1]]: its key (key_of), or None
+    /// where it is long.
+    #[inline(always)]
+    fn count_one(&mut self, data: &'a [u8], pair: &[i64], short: usize) -> Option<Option<(u128, u128)>> {
+        let (start, end) = (pair[0] as usize, pair[1] as usize);
+        if end - start > short {
+            self.long += 1;
+            return None;
+        }
+        let key = key_of(data, start, end - start);
+        let i = self.counter.index(&data[start..end], key);
+        self.counter.counts[i] += 1;
+        Some(key)
     }
 }
 
@@ -681,6 +683,15 @@ pub fn summed<'a>(parts: &[(&'a [u8], &[i64], &[i64])], kept: usize) -> ValueCou
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Repeatable draws below m (a linear congruential generator).
+    fn draws(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut state = seed;
+        move |m| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        }
+    }
 
     #[test]
     fn squares_carry_past_128_bits() {
@@ -716,11 +727,7 @@ mod tests {
     fn lengths_of_long_columns_with_few_missing_rows() {
         // Stretches of 64 present rows and more (taken whole) among
         // missing ones, at every bit offset, against a row-by-row range.
-        let mut state = 99u64;
-        let mut next = |m: u64| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 33) % m
-        };
+        let mut next = draws(99);
         for round in 0..200 {
             let n = 1 + next(700) as usize;
             let bit_offset = next(16) as usize;
@@ -787,11 +794,8 @@ mod tests {
             .flat_map(|&len| (0..7u8).map(move |i| vec![b'a' + i; len]))
             .collect();
         let mut picks = Vec::new();
-        let mut state = 12345u64;
-        let mut next = |m: usize| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 33) as usize % m
-        };
+        let mut draws = draws(12345);
+        let mut next = |m: usize| draws(m as u64) as usize;
         for section in 0..5 {
             while picks.len() < (section + 1) * 1500 {
                 let w = next(words.len());
