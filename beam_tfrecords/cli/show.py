@@ -292,7 +292,13 @@ def infer_schema_command(args) -> int:
 def view_command(args, beam_args=()) -> int:
   """beam-tfrecords view: serves the page on 127.0.0.1 until interrupted
   (beam_tfrecords.read.view_server), and prints its address. A dataset
-  on a bucket takes Beam's file system flags, as build does."""
+  on a bucket takes Beam's file system flags, as build does.
+
+  Ctrl-C stops it even where it was started with SIGINT ignored (a
+  script's `&`, as build's interruption does); a second one while it
+  stops (or a wrapper's forwarded one, as timeout sends) is ignored:
+  the handler makes the first one KeyboardInterrupt and ignores the
+  rest from that moment."""
   import signal
   import threading
   import time
@@ -302,18 +308,26 @@ def view_command(args, beam_args=()) -> int:
     from apache_beam.options.pipeline_options import PipelineOptions
     FileSystems.set_options(PipelineOptions(list(beam_args)))
   server = serve(args.path, args.port, args.against)
-  print(f"{server.url}  (Ctrl-C stops it)", flush=True)
   try:
+    if threading.current_thread() is threading.main_thread():
+      signal.signal(signal.SIGINT, _interrupt_once)
+    print(f"{server.url}  (Ctrl-C stops it)", flush=True)
     while True:
       time.sleep(3600)
   except KeyboardInterrupt:
-    if threading.current_thread() is threading.main_thread():
-      # (a second Ctrl-C, or a wrapper's forwarded one, while it stops)
-      signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pass
   finally:
     server.stop()
   print("stopped", file=sys.stderr)
   return 0
+
+
+def _interrupt_once(signum, frame):
+  """SIGINT's handler while the page is served: KeyboardInterrupt, and
+  SIGINT ignored from then on."""
+  import signal
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  raise KeyboardInterrupt
 
 
 def report_command(args) -> int:

@@ -488,22 +488,47 @@ def test_the_command_serves_until_interrupted(datasets, tmp_path,
   assert capsys.readouterr().err.strip().endswith(
       "is not a finished dataset (no _SUCCESS file); its build failed, "
       "was killed or is still running")
+  err = _served_then_interrupted(datasets / "movie_ratings", twice=True)
+  assert err.strip().endswith("stopped")
+
+
+def test_the_command_stops_on_ctrl_c_when_started_with_it_ignored(
+    datasets):
+  """A script's `cmd &` starts it with SIGINT ignored (POSIX, without job
+  control): Ctrl-C (kill -INT) stops it all the same, as it does a build;
+  it hung before."""
+  err = _served_then_interrupted(
+      datasets / "movie_ratings", twice=False,
+      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+  assert err.strip().endswith("stopped")
+
+
+def _served_then_interrupted(path, twice, preexec_fn=None) -> str:
+  """`beam-tfrecords view path`, its page fetched, then SIGINT (twice:
+  a second one 0.1 s later, while it stops, as a wrapper forwards one);
+  it must end with 0: its stderr."""
   proc = subprocess.Popen(
-      [sys.executable, "-m", "beam_tfrecords", "view",
-       str(datasets / "movie_ratings")], stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE, text=True, cwd=ROOT)
+      [sys.executable, "-m", "beam_tfrecords", "view", str(path)],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+      preexec_fn=preexec_fn)
   try:
     line = proc.stdout.readline()
     url = line.split()[0]
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url), line
-    assert "movie_ratings" in _page(url)
+    assert path.name in _page(url)
   finally:
     proc.send_signal(signal.SIGINT)
-    time.sleep(0.1)  # a second one while it stops (a wrapper's forward)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    if twice:
+      time.sleep(0.1)
+      proc.send_signal(signal.SIGINT)
+    try:
+      _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+      proc.kill()
+      proc.communicate()
+      raise AssertionError("SIGINT did not stop beam-tfrecords view") from None
   assert proc.returncode == 0, err[-2000:]
-  assert err.strip().endswith("stopped")
+  return err
 
 
 def test_transformed_splits_and_array_record_shards(tmp_path):
